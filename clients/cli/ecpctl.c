@@ -1,0 +1,301 @@
+/* ecpctl: talk to ecpd from a shell.
+ *
+ *   ecpctl ecp/ping '{"hello":1}'          one request to the workspace's server
+ *   ecpctl --socket PATH document/list     a server on another socket
+ *   ecpctl --spawn file/stat '{"uri":"/etc"}'    a private ecpd on stdio
+ *   ecpctl --listen                        print notifications as they arrive
+ *   printf 'ecp/ping {}\n' | ecpctl         requests from stdin, one per line
+ *
+ * Each response is printed as one line of JSON. The exit status is 0 when
+ * every request succeeded, 1 when one answered an error, 2 on a usage or
+ * connection problem. Blocking I/O and poll(): a script client needs no loop.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "framing.h"
+#include "json.h"
+#include "json_writer.h"
+#include "socket_path.h"
+
+static const char usage[] =
+    "usage: ecpctl [--socket PATH | --spawn] [--workspace DIR] [--listen] [--timeout SECONDS]\n"
+    "              [METHOD [PARAMS_JSON]]\n"
+    "Without METHOD, reads requests from stdin: one per line, either a JSON-RPC message\n"
+    "or 'METHOD [PARAMS_JSON]'. Prints each response (and, with --listen, each\n"
+    "notification) as one line of JSON.\n";
+
+typedef struct session {
+    int rfd, wfd;
+    pid_t child;
+    framing_decoder in;
+    long long next_id;
+    int outstanding;     /* requests sent and not answered */
+    bool any_error;
+    bool listen;
+} session;
+
+static int connect_socket(const char *path)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) {
+        fprintf(stderr, "ecpctl: socket path too long: %s\n", path);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        fprintf(stderr, "ecpctl: cannot connect to %s: %s\n", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Runs the ecpd that sits next to this program (else the one on PATH). */
+static int spawn_server(session *s, const char *workspace)
+{
+    int to_child[2], from_child[2];
+    if (pipe2(to_child, O_CLOEXEC) < 0 || pipe2(from_child, O_CLOEXEC) < 0) {
+        perror("ecpctl: pipe");
+        return -1;
+    }
+    char self[PATH_MAX], server[PATH_MAX + 8] = "ecpd";
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(server, sizeof server, "%s/ecpd", self);
+            if (access(server, X_OK) != 0)
+                strcpy(server, "ecpd");
+        }
+    }
+    s->child = fork();
+    if (s->child < 0) {
+        perror("ecpctl: fork");
+        return -1;
+    }
+    if (s->child == 0) {
+        dup2(to_child[0], STDIN_FILENO);
+        dup2(from_child[1], STDOUT_FILENO);
+        if (workspace)
+            execlp(server, server, "--stdio", "--workspace", workspace, (char *)NULL);
+        else
+            execlp(server, server, "--stdio", (char *)NULL);
+        fprintf(stderr, "ecpctl: cannot run %s: %s\n", server, strerror(errno));
+        _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    s->wfd = to_child[1];
+    s->rfd = from_child[0];
+    return 0;
+}
+
+static bool write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w, n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Sends one line of input: a JSON-RPC message as is, or METHOD [PARAMS]. */
+static bool send_line(session *s, const char *line)
+{
+    while (*line == ' ' || *line == '\t')
+        line++;
+    size_t len = strcspn(line, "\r\n");
+    if (len == 0)
+        return true;
+    buf msg = BUF_INIT;
+    if (line[0] == '{' || line[0] == '[') {
+        buf_append(&msg, line, len);
+        /* count the requests in it, so we know how many answers to wait for */
+        json_doc doc;
+        if (json_doc_parse(&doc, msg.data, msg.len, NULL) == 0) {
+            json_ref root = json_root(&doc);
+            if (json_type_of(&doc, root) == JSON_ARRAY)
+                s->outstanding++;
+            else if (json_get(&doc, root, "id") != JSON_NO_REF)
+                s->outstanding++;
+            json_doc_free(&doc);
+        } else {
+            s->outstanding++; /* the server answers a parse error */
+        }
+    } else {
+        size_t mlen = strcspn(line, " \t\r\n");
+        const char *params = line + mlen;
+        while (*params == ' ' || *params == '\t')
+            params++;
+        size_t plen = strcspn(params, "\r\n");
+        json_writer w;
+        jw_init(&w, &msg);
+        buf_appendf(&msg, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":", ++s->next_id);
+        jw_string_n(&w, line, mlen);
+        if (plen)
+            buf_appendf(&msg, ",\"params\":%.*s", (int)plen, params);
+        buf_push(&msg, '}');
+        s->outstanding++;
+    }
+    buf_push(&msg, '\n');
+    bool ok = write_all(s->wfd, msg.data, msg.len);
+    buf_free(&msg);
+    return ok;
+}
+
+/* Prints what the server sent; returns false when the connection ended. */
+static bool read_server(session *s)
+{
+    char chunk[65536];
+    ssize_t n = read(s->rfd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+        return true;
+    if (n <= 0)
+        return false;
+    framing_decoder_feed(&s->in, chunk, (size_t)n);
+    for (;;) {
+        char *msg;
+        size_t len;
+        frame_status st = framing_decoder_next(&s->in, &msg, &len);
+        if (st != FRAME_MESSAGE)
+            break;
+        json_doc doc;
+        bool is_notification = false, is_error = false;
+        if (json_doc_parse(&doc, msg, len, NULL) == 0) {
+            json_ref root = json_root(&doc);
+            is_notification = json_type_of(&doc, json_get(&doc, root, "method")) == JSON_STRING;
+            is_error = json_get(&doc, root, "error") != JSON_NO_REF;
+            json_doc_free(&doc);
+        }
+        if (!is_notification) {
+            s->outstanding--;
+            s->any_error |= is_error;
+        }
+        if (!is_notification || s->listen) {
+            fwrite(msg, 1, len, stdout);
+            fputc('\n', stdout);
+            fflush(stdout);
+        }
+        free(msg);
+    }
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    const char *socket_path = NULL, *workspace = NULL, *method = NULL, *params = NULL;
+    bool spawn = false;
+    int timeout_s = 30;
+    session s = {.rfd = -1, .wfd = -1};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
+            socket_path = argv[++i];
+        else if (strcmp(argv[i], "--workspace") == 0 && i + 1 < argc)
+            workspace = argv[++i];
+        else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
+            timeout_s = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--spawn") == 0)
+            spawn = true;
+        else if (strcmp(argv[i], "--listen") == 0)
+            s.listen = true;
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return fputs(usage, stdout), 0;
+        else if (argv[i][0] == '-' && argv[i][1] == '-')
+            return fprintf(stderr, "ecpctl: unknown option %s\n%s", argv[i], usage), 2;
+        else if (!method)
+            method = argv[i];
+        else if (!params)
+            params = argv[i];
+        else
+            return fprintf(stderr, "ecpctl: too many arguments\n%s", usage), 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    framing_decoder_init(&s.in, (size_t)1 << 31);
+    if (spawn) {
+        if (spawn_server(&s, workspace) < 0)
+            return 2;
+    } else {
+        char *path = socket_path ? strdup(socket_path) : ecp_default_socket_path(workspace);
+        s.rfd = s.wfd = connect_socket(path);
+        free(path);
+        if (s.rfd < 0)
+            return 2;
+    }
+
+    bool stdin_open = method == NULL && !(s.listen && isatty(STDIN_FILENO));
+    if (method) {
+        buf line = BUF_INIT;
+        buf_appendf(&line, "%s %s", method, params ? params : "");
+        if (!send_line(&s, line.data))
+            return fprintf(stderr, "ecpctl: the server closed the connection\n"), 2;
+        buf_free(&line);
+    }
+    buf input = BUF_INIT;
+    int idle_ms = 0;
+    for (;;) {
+        if (!stdin_open && s.outstanding <= 0 && !s.listen)
+            break;
+        struct pollfd fds[2] = {{s.rfd, POLLIN, 0}, {stdin_open ? STDIN_FILENO : -1, POLLIN, 0}};
+        int r = poll(fds, 2, 100);
+        if (r < 0 && errno != EINTR)
+            break;
+        if (r == 0 && !stdin_open && !s.listen && (idle_ms += 100) >= timeout_s * 1000) {
+            fprintf(stderr, "ecpctl: no answer within %d s\n", timeout_s);
+            s.any_error = true;
+            break;
+        }
+        if (fds[0].revents & (POLLIN | POLLHUP)) {
+            idle_ms = 0;
+            if (!read_server(&s))
+                break;
+        }
+        if (stdin_open && (fds[1].revents & (POLLIN | POLLHUP))) {
+            char chunk[65536];
+            ssize_t n = read(STDIN_FILENO, chunk, sizeof chunk);
+            if (n <= 0) {
+                stdin_open = false;
+                if (input.len)
+                    send_line(&s, input.data);
+                continue;
+            }
+            buf_append(&input, chunk, (size_t)n);
+            char *nl;
+            while (input.len && (nl = memchr(input.data, '\n', input.len))) {
+                *nl = '\0';
+                if (!send_line(&s, input.data))
+                    stdin_open = false;
+                buf_consume(&input, (size_t)(nl - input.data) + 1);
+            }
+        }
+    }
+    buf_free(&input);
+    framing_decoder_free(&s.in);
+    if (s.child > 0) {
+        close(s.wfd); /* EOF on its stdin ends the server */
+        close(s.rfd);
+        waitpid(s.child, NULL, 0);
+    } else {
+        close(s.rfd);
+    }
+    return s.any_error ? 1 : 0;
+}

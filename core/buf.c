@@ -1,0 +1,136 @@
+#include "buf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void out_of_memory(size_t n)
+{
+    fprintf(stderr, "ecpd: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        out_of_memory(n);
+    return p;
+}
+
+void *xcalloc(size_t count, size_t n)
+{
+    void *p = calloc(count ? count : 1, n ? n : 1);
+    if (!p)
+        out_of_memory(count * n);
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        out_of_memory(n);
+    return q;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *p = xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
+
+void buf_init(buf *self) { *self = (buf)BUF_INIT; }
+
+void buf_free(buf *self)
+{
+    free(self->data);
+    buf_init(self);
+}
+
+void buf_reserve(buf *self, size_t extra)
+{
+    size_t need = self->len + extra + 1;
+    if (need <= self->cap)
+        return;
+    size_t cap = self->cap ? self->cap : 64;
+    while (cap < need)
+        cap = cap < ((size_t)1 << 30) ? cap * 2 : cap + cap / 2;
+    self->data = xrealloc(self->data, cap);
+    self->cap = cap;
+}
+
+void buf_append(buf *self, const void *data, size_t len)
+{
+    buf_reserve(self, len);
+    if (len)
+        memcpy(self->data + self->len, data, len);
+    self->len += len;
+    self->data[self->len] = '\0';
+}
+
+void buf_append_str(buf *self, const char *s) { buf_append(self, s, strlen(s)); }
+
+void buf_push(buf *self, char c)
+{
+    buf_reserve(self, 1);
+    self->data[self->len++] = c;
+    self->data[self->len] = '\0';
+}
+
+void buf_vappendf(buf *self, const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    char small[256];
+    int n = vsnprintf(small, sizeof small, fmt, copy);
+    va_end(copy);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof small) {
+        buf_append(self, small, (size_t)n);
+        return;
+    }
+    buf_reserve(self, (size_t)n);
+    vsnprintf(self->data + self->len, (size_t)n + 1, fmt, ap);
+    self->len += (size_t)n;
+}
+
+void buf_appendf(buf *self, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vappendf(self, fmt, ap);
+    va_end(ap);
+}
+
+void buf_clear(buf *self)
+{
+    self->len = 0;
+    if (self->data)
+        self->data[0] = '\0';
+}
+
+void buf_consume(buf *self, size_t n)
+{
+    if (n >= self->len) {
+        buf_clear(self);
+        return;
+    }
+    memmove(self->data, self->data + n, self->len - n);
+    self->len -= n;
+    self->data[self->len] = '\0';
+}
+
+char *buf_detach(buf *self)
+{
+    if (!self->data)
+        buf_reserve(self, 0), self->data[0] = '\0';
+    char *p = self->data;
+    buf_init(self);
+    return p;
+}

@@ -1,0 +1,56 @@
+/* buf: a growable byte buffer, the one way the project builds strings.
+ *
+ * Memory policy: running out of memory while growing a buffer is treated as
+ * fatal (the process logs and aborts), as in git and Neovim. An editor core that
+ * cannot allocate a few bytes for a reply cannot do anything useful, and
+ * checking every append would bury the logic. Code that allocates in proportion
+ * to user input (loading a file, a huge paste) checks its own allocations with
+ * plain malloc and reports ECP_ENOMEM instead.
+ *
+ * `data` is always NUL-terminated once anything has been appended, so a buf
+ * holding text can be passed to C string functions. The owner frees it.
+ */
+#ifndef ECPD_BUF_H
+#define ECPD_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef struct buf {
+    char *data;   /* NULL until the first append */
+    size_t len;   /* bytes in use, not counting the NUL */
+    size_t cap;   /* bytes allocated */
+} buf;
+
+#define BUF_INIT {NULL, 0, 0}
+
+void buf_init(buf *self);
+void buf_free(buf *self);
+
+/* Makes room for `extra` more bytes (plus the NUL). */
+void buf_reserve(buf *self, size_t extra);
+
+void buf_append(buf *self, const void *data, size_t len);
+void buf_append_str(buf *self, const char *s);
+void buf_push(buf *self, char c);
+void buf_appendf(buf *self, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_vappendf(buf *self, const char *fmt, va_list ap);
+
+/* Forgets the contents but keeps the allocation. */
+void buf_clear(buf *self);
+
+/* Drops the first n bytes (n <= len). */
+void buf_consume(buf *self, size_t n);
+
+/* Hands the allocation to the caller (NUL-terminated, never NULL) and leaves
+ * the buffer empty. */
+char *buf_detach(buf *self);
+
+/* Allocation helpers with the same fatal-on-exhaustion policy. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t n);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,240 @@
+#include "call.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+
+struct ecp_call {
+    char *text;
+    json_doc doc;
+    json_ref params;
+    char *method;
+    char *id_raw; /* NULL for a notification */
+    size_t id_len;
+    arena arena;
+    uint64_t client_id;
+    ecp_position_encoding encoding;
+
+    buf response;
+    json_writer writer;
+    int refs;
+    bool writing;   /* ecp_call_result was called, ecp_call_finish not yet */
+    bool answered;
+    bool deferred;
+    bool abandoned;
+    void (*abandon_fn)(void *ctx);
+    void *abandon_ctx;
+    ecp_deliver_fn deliver;
+    void *owner;
+    void *link;
+};
+
+ecp_call *ecp_call_create(ecp_call_init *init)
+{
+    ecp_call *c = xcalloc(1, sizeof *c);
+    c->text = init->text;
+    c->doc = init->doc;
+    c->params = init->params;
+    c->method = xstrdup(init->method);
+    if (init->id_raw) {
+        c->id_raw = xstrndup(init->id_raw, init->id_len);
+        c->id_len = init->id_len;
+    }
+    arena_init(&c->arena);
+    c->client_id = init->client_id;
+    c->encoding = init->encoding;
+    c->deliver = init->deliver;
+    c->owner = init->owner;
+    c->refs = 2; /* the dispatcher's and the pending answer's */
+    return c;
+}
+
+void ecp_call_ref(ecp_call *call) { call->refs++; }
+
+void ecp_call_unref(ecp_call *call)
+{
+    assert(call->refs > 0);
+    if (--call->refs > 0)
+        return;
+    json_doc_free(&call->doc);
+    free(call->text);
+    free(call->method);
+    free(call->id_raw);
+    arena_free(&call->arena);
+    buf_free(&call->response);
+    free(call);
+}
+
+bool ecp_call_answered(const ecp_call *call) { return call->answered; }
+bool ecp_call_deferred(const ecp_call *call) { return call->deferred; }
+bool ecp_call_is_notification(const ecp_call *call) { return call->id_raw == NULL; }
+
+const char *ecp_call_id_raw(const ecp_call *call, size_t *len)
+{
+    *len = call->id_len;
+    return call->id_raw;
+}
+
+void *ecp_call_link(ecp_call *call) { return call->link; }
+void ecp_call_set_link(ecp_call *call, void *link) { call->link = link; }
+
+void ecp_call_abandon(ecp_call *call)
+{
+    if (call->abandoned || call->answered)
+        return;
+    call->abandoned = true;
+    call->deliver = NULL;
+    void (*fn)(void *) = call->abandon_fn;
+    call->abandon_fn = NULL;
+    if (fn)
+        fn(call->abandon_ctx);
+}
+
+json_ref ecp_call_params(const ecp_call *call) { return call->params; }
+const json_doc *ecp_call_doc(const ecp_call *call) { return &call->doc; }
+arena *ecp_call_arena(ecp_call *call) { return &call->arena; }
+const char *ecp_call_method(const ecp_call *call) { return call->method; }
+uint64_t ecp_call_client(const ecp_call *call) { return call->client_id; }
+ecp_position_encoding ecp_call_encoding(const ecp_call *call) { return call->encoding; }
+
+ecp_call *ecp_call_defer(ecp_call *call)
+{
+    call->deferred = true;
+    return call;
+}
+
+bool ecp_call_abandoned(const ecp_call *call) { return call->abandoned; }
+
+void ecp_call_on_abandon(ecp_call *call, void (*fn)(void *ctx), void *ctx)
+{
+    call->abandon_fn = fn;
+    call->abandon_ctx = ctx;
+}
+
+static void write_envelope(ecp_call *call, const char *member)
+{
+    buf_clear(&call->response);
+    buf_append_str(&call->response, "{\"jsonrpc\":\"2.0\",\"id\":");
+    if (call->id_raw)
+        buf_append(&call->response, call->id_raw, call->id_len);
+    else
+        buf_append_str(&call->response, "null");
+    buf_appendf(&call->response, ",\"%s\":", member);
+}
+
+json_writer *ecp_call_result(ecp_call *call)
+{
+    assert(!call->answered && !call->writing && "a call is answered exactly once");
+    call->writing = true;
+    write_envelope(call, "result");
+    jw_init(&call->writer, &call->response);
+    return &call->writer;
+}
+
+/* Delivers the response and drops the answer's reference. */
+static void complete(ecp_call *call)
+{
+    call->answered = true;
+    call->writing = false;
+    if (call->deliver && !call->abandoned)
+        call->deliver(call->owner, call, call->response.data, call->response.len);
+    ecp_call_unref(call);
+}
+
+void ecp_call_finish(ecp_call *call)
+{
+    assert(call->writing);
+    buf_push(&call->response, '}');
+    complete(call);
+}
+
+void ecp_call_reply_null(ecp_call *call)
+{
+    jw_null(ecp_call_result(call));
+    ecp_call_finish(call);
+}
+
+void ecp_call_reply_raw(ecp_call *call, const char *json, size_t len)
+{
+    jw_raw(ecp_call_result(call), json, len);
+    ecp_call_finish(call);
+}
+
+void ecp_call_reply_success(ecp_call *call, bool success)
+{
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "success", success);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void write_error_body(buf *out, int code, const char *message, const char *data_json)
+{
+    json_writer w;
+    jw_init(&w, out);
+    jw_object_begin(&w);
+    jw_key_int(&w, "code", code);
+    jw_key_string(&w, "message", message);
+    if (data_json) {
+        jw_key(&w, "data");
+        jw_raw(&w, data_json, strlen(data_json));
+    }
+    jw_object_end(&w);
+}
+
+void ecp_write_error_response(buf *out, const char *id_raw, size_t id_len, int code, const char *message,
+                              const char *data_json)
+{
+    buf_append_str(out, "{\"jsonrpc\":\"2.0\",\"id\":");
+    if (id_raw)
+        buf_append(out, id_raw, id_len);
+    else
+        buf_append_str(out, "null");
+    buf_append_str(out, ",\"error\":");
+    write_error_body(out, code, message, data_json);
+    buf_push(out, '}');
+}
+
+static void answer_error(ecp_call *call, int code, const char *data_json, const char *fmt, va_list ap)
+{
+    assert(!call->answered && "a call is answered exactly once");
+    char message[1024];
+    vsnprintf(message, sizeof message, fmt, ap);
+    write_envelope(call, "error");
+    write_error_body(&call->response, code, message, data_json);
+    buf_push(&call->response, '}');
+    complete(call);
+}
+
+void ecp_call_error(ecp_call *call, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    answer_error(call, code, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void ecp_call_error_data(ecp_call *call, int code, const char *data_json, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    answer_error(call, code, data_json, fmt, ap);
+    va_end(ap);
+}
+
+void ecp_bus_notify(ecp_bus *bus, const char *method, ecp_render_fn render, void *ctx)
+{
+    if (bus && bus->notify)
+        bus->notify(bus->owner, 0, method, render, ctx);
+}
+
+void ecp_bus_notify_client(ecp_bus *bus, uint64_t client_id, const char *method, ecp_render_fn render, void *ctx)
+{
+    if (bus && bus->notify && client_id != 0)
+        bus->notify(bus->owner, client_id, method, render, ctx);
+}

@@ -1,0 +1,237 @@
+#include "framing.h"
+
+#include <ctype.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void framing_decoder_init(framing_decoder *self, size_t max_message)
+{
+    memset(self, 0, sizeof *self);
+    self->max_message = max_message;
+}
+
+void framing_decoder_free(framing_decoder *self) { buf_free(&self->in); }
+
+static size_t pending(const framing_decoder *self) { return self->in.len - self->start; }
+
+static void drop(framing_decoder *self, size_t n)
+{
+    self->start += n;
+    self->scanned = 0;
+    if (self->start == self->in.len) {
+        self->start = 0;
+        buf_clear(&self->in);
+    }
+}
+
+void framing_decoder_feed(framing_decoder *self, const char *data, size_t len)
+{
+    if (self->broken)
+        return;
+    if (self->skip) {
+        size_t n = len < self->skip ? len : self->skip;
+        self->skip -= n;
+        data += n, len -= n;
+    }
+    if (self->skip_line && len) {
+        const char *nl = memchr(data, '\n', len);
+        if (!nl)
+            return;
+        self->skip_line = false;
+        len -= (size_t)(nl + 1 - data);
+        data = nl + 1;
+    }
+    if (!len)
+        return;
+    /* Compact lazily: moving the tail on every message would make a long
+     * pipelined burst quadratic. */
+    if (self->start > 0 && self->start >= self->in.len / 2) {
+        buf_consume(&self->in, self->start);
+        self->start = 0;
+    }
+    buf_append(&self->in, data, len);
+}
+
+static char *copy_message(const char *p, size_t n)
+{
+    char *m = malloc(n + 1);
+    if (!m)
+        return NULL;
+    memcpy(m, p, n);
+    m[n] = '\0';
+    return m;
+}
+
+static frame_status next_line(framing_decoder *self, char **msg, size_t *len)
+{
+    for (;;) {
+        const char *base = self->in.data + self->start;
+        size_t avail = pending(self);
+        const char *nl = avail > self->scanned ? memchr(base + self->scanned, '\n', avail - self->scanned) : NULL;
+        if (!nl) {
+            self->scanned = avail;
+            if (avail > self->max_message) {
+                /* too long and still no end: report it and drop the rest of the line */
+                *len = avail;
+                drop(self, avail);
+                self->skip_line = true;
+                return FRAME_OVERSIZED;
+            }
+            return FRAME_NEED_MORE;
+        }
+        size_t n = (size_t)(nl - base);
+        size_t body = n;
+        if (body && base[body - 1] == '\r')
+            body--;
+        size_t lead = 0;
+        while (lead < body && (base[lead] == ' ' || base[lead] == '\t' || base[lead] == '\r'))
+            lead++;
+        if (lead == body) { /* blank line between messages */
+            drop(self, n + 1);
+            continue;
+        }
+        if (body > self->max_message) {
+            *len = body;
+            drop(self, n + 1);
+            return FRAME_OVERSIZED;
+        }
+        *msg = copy_message(base, body);
+        *len = body;
+        drop(self, n + 1);
+        return *msg ? FRAME_MESSAGE : FRAME_OVERSIZED;
+    }
+}
+
+/* Parses the header block [p, p+n); returns false if it is not one. */
+static bool parse_header(const char *p, size_t n, size_t *body_len)
+{
+    bool have_length = false;
+    while (n > 0) {
+        const char *eol = memchr(p, '\n', n);
+        size_t line = eol ? (size_t)(eol - p) : n;
+        size_t text = line && p[line - 1] == '\r' ? line - 1 : line;
+        if (text > 0) {
+            const char *colon = memchr(p, ':', text);
+            if (!colon)
+                return false;
+            size_t name_len = (size_t)(colon - p);
+            const char *v = colon + 1, *end = p + text;
+            while (v < end && (*v == ' ' || *v == '\t'))
+                v++;
+            if (name_len == 14 && strncasecmp(p, "Content-Length", 14) == 0) {
+                if (v == end || have_length)
+                    return false;
+                size_t value = 0;
+                for (; v < end && *v != ' ' && *v != '\t'; v++) {
+                    if (!isdigit((unsigned char)*v) || value > (SIZE_MAX - 9) / 10)
+                        return false;
+                    value = value * 10 + (size_t)(*v - '0');
+                }
+                while (v < end && (*v == ' ' || *v == '\t'))
+                    v++;
+                if (v != end)
+                    return false;
+                *body_len = value;
+                have_length = true;
+            } else {
+                /* other headers (Content-Type) are allowed and ignored, but must be well formed */
+                for (size_t i = 0; i < name_len; i++)
+                    if (!isgraph((unsigned char)p[i]))
+                        return false;
+                if (name_len == 0)
+                    return false;
+            }
+        }
+        if (!eol)
+            break;
+        n -= line + 1;
+        p += line + 1;
+    }
+    return have_length;
+}
+
+static frame_status next_content_length(framing_decoder *self, char **msg, size_t *len)
+{
+    for (;;) {
+        const char *base = self->in.data + self->start;
+        size_t avail = pending(self);
+        if (!self->have_header) {
+            /* whitespace between messages is tolerated */
+            size_t lead = 0;
+            while (lead < avail && isspace((unsigned char)base[lead]))
+                lead++;
+            if (lead) {
+                drop(self, lead);
+                continue;
+            }
+            if (avail == 0)
+                return FRAME_NEED_MORE;
+            size_t from = self->scanned > 3 ? self->scanned - 3 : 0;
+            const char *end = avail >= 4 ? memmem(base + from, avail - from, "\r\n\r\n", 4) : NULL;
+            if (!end) {
+                self->scanned = avail;
+                if (avail > FRAMING_MAX_HEADER)
+                    goto bad;
+                return FRAME_NEED_MORE;
+            }
+            size_t header_len = (size_t)(end - base);
+            if (header_len > FRAMING_MAX_HEADER || !parse_header(base, header_len, &self->body_len))
+                goto bad;
+            drop(self, header_len + 4);
+            self->have_header = true;
+            if (self->body_len > self->max_message) {
+                size_t have = pending(self) < self->body_len ? pending(self) : self->body_len;
+                *len = self->body_len;
+                self->skip = self->body_len - have;
+                drop(self, have);
+                self->have_header = false;
+                return FRAME_OVERSIZED;
+            }
+            continue;
+        }
+        if (avail < self->body_len)
+            return FRAME_NEED_MORE;
+        *len = self->body_len;
+        *msg = copy_message(base, self->body_len);
+        drop(self, self->body_len);
+        self->have_header = false;
+        return *msg ? FRAME_MESSAGE : FRAME_OVERSIZED;
+    }
+bad:
+    self->broken = true;
+    buf_free(&self->in);
+    self->start = 0;
+    return FRAME_BAD_HEADER;
+}
+
+frame_status framing_decoder_next(framing_decoder *self, char **msg, size_t *len)
+{
+    *msg = NULL;
+    *len = 0;
+    if (self->broken)
+        return FRAME_BAD_HEADER;
+    if (self->mode == FRAMING_UNKNOWN) {
+        size_t i = 0;
+        const char *base = self->in.data + self->start;
+        while (i < pending(self) && isspace((unsigned char)base[i]))
+            i++;
+        if (i == pending(self))
+            return FRAME_NEED_MORE;
+        self->mode = base[i] == 'C' || base[i] == 'c' ? FRAMING_CONTENT_LENGTH : FRAMING_NEWLINE;
+    }
+    return self->mode == FRAMING_CONTENT_LENGTH ? next_content_length(self, msg, len) : next_line(self, msg, len);
+}
+
+void framing_encode(framing_mode mode, buf *out, const char *json, size_t len)
+{
+    if (mode == FRAMING_CONTENT_LENGTH) {
+        buf_appendf(out, "Content-Length: %zu\r\n\r\n", len);
+        buf_append(out, json, len);
+    } else {
+        buf_reserve(out, len + 1);
+        buf_append(out, json, len);
+        buf_push(out, '\n');
+    }
+}

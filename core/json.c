@@ -1,0 +1,492 @@
+#include "json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "error.h"
+#include "utf.h"
+
+/* The one translation unit that holds jsmn's implementation. JSMN_STRICT and
+ * JSMN_PARENT_LINKS come from the build, identically for every file. */
+#include <jsmn.h>
+
+#define TOKENS(doc) ((jsmntok_t *)(doc)->tokens)
+
+static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* Source extent of a token: jsmn's string tokens exclude their quotes. */
+static int tok_begin(const jsmntok_t *t) { return t->type == JSMN_STRING ? t->start - 1 : t->start; }
+static int tok_end(const jsmntok_t *t) { return t->type == JSMN_STRING ? t->end + 1 : t->end; }
+
+/* The text between two tokens must be whitespace around at most one
+ * separator: jsmn itself tolerates missing or doubled commas. */
+static bool gap_ok(const char *text, int from, int to, char separator)
+{
+    bool seen = separator == 0;
+    for (int i = from; i < to; i++) {
+        if (is_ws(text[i]))
+            continue;
+        if (!seen && text[i] == separator) {
+            seen = true;
+            continue;
+        }
+        return false;
+    }
+    return seen;
+}
+
+static bool number_ok(const char *s, size_t n)
+{
+    size_t i = 0;
+    if (i < n && s[i] == '-')
+        i++;
+    if (i < n && s[i] == '0')
+        i++;
+    else if (i < n && s[i] >= '1' && s[i] <= '9')
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
+    else
+        return false;
+    if (i < n && s[i] == '.') {
+        size_t digits = ++i;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
+        if (i == digits)
+            return false;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        size_t digits = i;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
+        if (i == digits)
+            return false;
+    }
+    return i == n;
+}
+
+static bool literal_is(const char *s, size_t n, const char *lit)
+{
+    return n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
+
+static int hex4(const char *s)
+{
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v << 4 | d;
+    }
+    return v;
+}
+
+/* Decodes a string body into out (room for len bytes suffices: no escape
+ * expands). Returns the decoded length, or -1 on an invalid escape, a lone
+ * surrogate or a raw control character. */
+static long unescape_to(const char *s, size_t len, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20)
+            return -1;
+        if (c != '\\') {
+            if (out)
+                out[o] = (char)c;
+            o++;
+            continue;
+        }
+        if (++i >= len)
+            return -1;
+        char e = s[i], simple = 0;
+        switch (e) {
+        case '"': simple = '"'; break;
+        case '\\': simple = '\\'; break;
+        case '/': simple = '/'; break;
+        case 'b': simple = '\b'; break;
+        case 'f': simple = '\f'; break;
+        case 'n': simple = '\n'; break;
+        case 'r': simple = '\r'; break;
+        case 't': simple = '\t'; break;
+        case 'u': break;
+        default: return -1;
+        }
+        if (simple) {
+            if (out)
+                out[o] = simple;
+            o++;
+            continue;
+        }
+        if (i + 4 >= len)
+            return -1;
+        int u = hex4(s + i + 1);
+        if (u < 0)
+            return -1;
+        i += 4;
+        uint32_t cp = (uint32_t)u;
+        if (cp >= 0xDC00 && cp <= 0xDFFF)
+            return -1; /* a low surrogate with no high one before it */
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (i + 6 >= len)
+                return -1;
+            if (s[i + 1] != '\\' || s[i + 2] != 'u')
+                return -1;
+            int lo = hex4(s + i + 3);
+            if (lo < 0xDC00 || lo > 0xDFFF)
+                return -1;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+            i += 6;
+        }
+        char tmp[4];
+        size_t k = utf8_encode(cp, tmp);
+        if (out)
+            memcpy(out + o, tmp, k);
+        o += k;
+    }
+    return (long)o;
+}
+
+bool json_unescape(const char *s, size_t len, buf *out)
+{
+    buf_reserve(out, len);
+    long n = unescape_to(s, len, out->data + out->len);
+    if (n < 0) {
+        out->data[out->len] = '\0';
+        return false;
+    }
+    out->len += (size_t)n;
+    out->data[out->len] = '\0';
+    return true;
+}
+
+/* Checks what jsmn leaves unchecked: separators, trailing commas, number and
+ * literal syntax, string escapes, key types, a single top-level value, and
+ * the nesting depth. */
+static int validate(json_doc *doc, ecp_error *err)
+{
+    jsmntok_t *t = TOKENS(doc);
+    const char *text = doc->text;
+    int n = doc->count;
+    int result = 0;
+    int *last_end = xmalloc(sizeof(int) * (size_t)n); /* end of the previous child, per container */
+    int *depth = xmalloc(sizeof(int) * (size_t)n);
+
+    for (int i = 0; i < n; i++) {
+        last_end[i] = -1;
+        int p = t[i].parent;
+        if (p < 0) {
+            if (i != 0) {
+                result = ecp_error_set(err, ECP_EPARSE, "unexpected data after the JSON value at offset %d", tok_begin(&t[i]));
+                goto done;
+            }
+            depth[i] = 0;
+        } else {
+            depth[i] = depth[p] + 1;
+            if (depth[i] > JSON_MAX_DEPTH) {
+                result = ecp_error_set(err, ECP_EPARSE, "nesting deeper than %d levels", JSON_MAX_DEPTH);
+                goto done;
+            }
+        }
+        if (p >= 0 && t[p].type == JSMN_STRING) {
+            /* a member value: "key" : value */
+            if (!gap_ok(text, tok_end(&t[p]), tok_begin(&t[i]), ':'))
+                goto syntax;
+            last_end[t[p].parent] = tok_end(&t[i]);
+        } else if (p >= 0) {
+            if (t[p].type == JSMN_OBJECT && (t[i].type != JSMN_STRING || t[i].size != 1))
+                goto syntax;
+            int from = last_end[p] < 0 ? t[p].start + 1 : last_end[p];
+            if (!gap_ok(text, from, tok_begin(&t[i]), last_end[p] < 0 ? 0 : ','))
+                goto syntax;
+            last_end[p] = tok_end(&t[i]);
+        }
+        const char *s = text + t[i].start;
+        size_t len = (size_t)(t[i].end - t[i].start);
+        if (t[i].type == JSMN_PRIMITIVE) {
+            if (!(number_ok(s, len) || literal_is(s, len, "true") || literal_is(s, len, "false") ||
+                  literal_is(s, len, "null"))) {
+                result = ecp_error_set(err, ECP_EPARSE, "invalid literal '%.*s' at offset %d", (int)(len > 32 ? 32 : len), s,
+                                       t[i].start);
+                goto done;
+            }
+        } else if (t[i].type == JSMN_STRING) {
+            if (unescape_to(s, len, NULL) < 0) {
+                result = ecp_error_set(err, ECP_EPARSE, "invalid string escape or control character in the string at offset %d",
+                                       tok_begin(&t[i]));
+                goto done;
+            }
+        }
+    }
+    /* closing brackets: nothing but whitespace after the last child */
+    for (int i = 0; i < n; i++) {
+        if (t[i].type != JSMN_OBJECT && t[i].type != JSMN_ARRAY)
+            continue;
+        int from = last_end[i] < 0 ? t[i].start + 1 : last_end[i];
+        if (!gap_ok(text, from, t[i].end - 1, 0))
+            goto syntax;
+    }
+    if (n > 0 && (!gap_ok(text, 0, tok_begin(&t[0]), 0) || !gap_ok(text, tok_end(&t[0]), (int)doc->len, 0)))
+        goto syntax;
+    goto done;
+
+syntax:
+    result = ecp_error_set(err, ECP_EPARSE, "invalid JSON syntax");
+done:
+    free(last_end);
+    free(depth);
+    return result;
+}
+
+int json_doc_parse(json_doc *self, const char *text, size_t len, ecp_error *err)
+{
+    memset(self, 0, sizeof *self);
+    self->text = text;
+    self->len = len;
+    if (len > (size_t)INT32_MAX - 2)
+        return ecp_error_set(err, ECP_ETOOBIG, "JSON text of %zu bytes is too large", len);
+    jsmn_parser parser;
+    jsmn_init(&parser);
+    int cap = 64;
+    self->tokens = xmalloc(sizeof(jsmntok_t) * (size_t)cap);
+    self->cap = cap;
+    for (;;) {
+        int r = jsmn_parse(&parser, text, len, TOKENS(self), (unsigned)self->cap);
+        if (r == JSMN_ERROR_NOMEM) {
+            /* jsmn resumes where it stopped when handed a bigger array */
+            self->cap *= 2;
+            self->tokens = xrealloc(self->tokens, sizeof(jsmntok_t) * (size_t)self->cap);
+            continue;
+        }
+        if (r < 0) {
+            int status = ecp_error_set(err, ECP_EPARSE, r == JSMN_ERROR_PART ? "incomplete JSON text" : "invalid JSON syntax at offset %u",
+                                       parser.pos);
+            json_doc_free(self);
+            return status;
+        }
+        self->count = r;
+        break;
+    }
+    if (self->count == 0) {
+        json_doc_free(self);
+        return ecp_error_set(err, ECP_EPARSE, "empty JSON text");
+    }
+    int status = validate(self, err);
+    if (status < 0)
+        json_doc_free(self);
+    return status;
+}
+
+void json_doc_free(json_doc *self)
+{
+    free(self->tokens);
+    self->tokens = NULL;
+    self->count = self->cap = 0;
+}
+
+json_ref json_root(const json_doc *self) { return self->count > 0 ? 0 : JSON_NO_REF; }
+
+static bool valid_ref(const json_doc *self, json_ref ref) { return ref >= 0 && ref < self->count; }
+
+json_type json_type_of(const json_doc *self, json_ref ref)
+{
+    if (!valid_ref(self, ref))
+        return JSON_ABSENT;
+    const jsmntok_t *t = &TOKENS(self)[ref];
+    switch (t->type) {
+    case JSMN_OBJECT: return JSON_OBJECT;
+    case JSMN_ARRAY: return JSON_ARRAY;
+    case JSMN_STRING: return JSON_STRING;
+    case JSMN_PRIMITIVE:
+        switch (self->text[t->start]) {
+        case 't':
+        case 'f': return JSON_BOOL;
+        case 'n': return JSON_NULL;
+        default: return JSON_NUMBER;
+        }
+    default: return JSON_ABSENT;
+    }
+}
+
+const char *json_type_name(json_type type)
+{
+    switch (type) {
+    case JSON_ABSENT: return "absent";
+    case JSON_NULL: return "null";
+    case JSON_BOOL: return "boolean";
+    case JSON_NUMBER: return "number";
+    case JSON_STRING: return "string";
+    case JSON_ARRAY: return "array";
+    case JSON_OBJECT: return "object";
+    }
+    return "?";
+}
+
+/* The token after ref's whole subtree. */
+static json_ref skip_subtree(const json_doc *self, json_ref ref)
+{
+    const jsmntok_t *t = TOKENS(self);
+    int end = t[ref].end;
+    json_ref j = ref + 1;
+    while (j < self->count && t[j].start < end)
+        j++;
+    return j;
+}
+
+json_ref json_first(const json_doc *self, json_ref container)
+{
+    json_type type = json_type_of(self, container);
+    if ((type != JSON_ARRAY && type != JSON_OBJECT) || TOKENS(self)[container].size == 0)
+        return JSON_NO_REF;
+    return container + 1;
+}
+
+json_ref json_next(const json_doc *self, json_ref ref)
+{
+    if (!valid_ref(self, ref))
+        return JSON_NO_REF;
+    const jsmntok_t *t = TOKENS(self);
+    int parent = t[ref].parent;
+    if (parent < 0)
+        return JSON_NO_REF;
+    /* stepping over a key means stepping over its value too */
+    json_ref after = t[parent].type == JSMN_OBJECT ? skip_subtree(self, ref + 1) : skip_subtree(self, ref);
+    if (after >= self->count || t[after].parent != parent)
+        return JSON_NO_REF;
+    return after;
+}
+
+size_t json_length(const json_doc *self, json_ref container)
+{
+    json_type type = json_type_of(self, container);
+    if (type != JSON_ARRAY && type != JSON_OBJECT)
+        return 0;
+    return (size_t)TOKENS(self)[container].size;
+}
+
+json_ref json_array_at(const json_doc *self, json_ref array, size_t index)
+{
+    if (json_type_of(self, array) != JSON_ARRAY)
+        return JSON_NO_REF;
+    json_ref e = json_first(self, array);
+    for (size_t i = 0; e != JSON_NO_REF && i < index; i++)
+        e = json_next(self, e);
+    return e;
+}
+
+bool json_string_eq(const json_doc *self, json_ref ref, const char *s)
+{
+    if (json_type_of(self, ref) != JSON_STRING)
+        return false;
+    const jsmntok_t *t = &TOKENS(self)[ref];
+    const char *body = self->text + t->start;
+    size_t len = (size_t)(t->end - t->start), slen = strlen(s);
+    if (!memchr(body, '\\', len))
+        return len == slen && memcmp(body, s, len) == 0;
+    char small[256];
+    char *tmp = len <= sizeof small ? small : xmalloc(len);
+    long n = unescape_to(body, len, tmp);
+    bool eq = n >= 0 && (size_t)n == slen && memcmp(tmp, s, slen) == 0;
+    if (tmp != small)
+        free(tmp);
+    return eq;
+}
+
+json_ref json_get(const json_doc *self, json_ref object, const char *key)
+{
+    if (json_type_of(self, object) != JSON_OBJECT)
+        return JSON_NO_REF;
+    for (json_ref k = json_first(self, object); k != JSON_NO_REF; k = json_next(self, k))
+        if (json_string_eq(self, k, key))
+            return k + 1;
+    return JSON_NO_REF;
+}
+
+bool json_bool(const json_doc *self, json_ref ref, bool *out)
+{
+    if (json_type_of(self, ref) != JSON_BOOL)
+        return false;
+    *out = self->text[TOKENS(self)[ref].start] == 't';
+    return true;
+}
+
+bool json_double(const json_doc *self, json_ref ref, double *out)
+{
+    if (json_type_of(self, ref) != JSON_NUMBER)
+        return false;
+    const jsmntok_t *t = &TOKENS(self)[ref];
+    char tmp[64];
+    size_t len = (size_t)(t->end - t->start);
+    if (len >= sizeof tmp) {
+        /* very long literals are rare; parse a private copy */
+        char *big = xstrndup(self->text + t->start, len);
+        *out = strtod(big, NULL);
+        free(big);
+        return true;
+    }
+    memcpy(tmp, self->text + t->start, len);
+    tmp[len] = '\0';
+    *out = strtod(tmp, NULL);
+    return true;
+}
+
+bool json_int64(const json_doc *self, json_ref ref, int64_t *out)
+{
+    if (json_type_of(self, ref) != JSON_NUMBER)
+        return false;
+    const jsmntok_t *t = &TOKENS(self)[ref];
+    const char *s = self->text + t->start;
+    size_t len = (size_t)(t->end - t->start);
+    bool plain = !memchr(s, '.', len) && !memchr(s, 'e', len) && !memchr(s, 'E', len);
+    if (plain && len < 32) {
+        char tmp[32];
+        memcpy(tmp, s, len);
+        tmp[len] = '\0';
+        errno = 0;
+        long long v = strtoll(tmp, NULL, 10);
+        if (errno == ERANGE)
+            return false;
+        *out = v;
+        return true;
+    }
+    double d;
+    if (!json_double(self, ref, &d) || d != floor(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0)
+        return false;
+    *out = (int64_t)d;
+    return true;
+}
+
+bool json_string(const json_doc *self, json_ref ref, arena *a, const char **out, size_t *len)
+{
+    if (json_type_of(self, ref) != JSON_STRING)
+        return false;
+    const jsmntok_t *t = &TOKENS(self)[ref];
+    size_t raw = (size_t)(t->end - t->start);
+    char *dst = arena_alloc(a, raw + 1);
+    long n = unescape_to(self->text + t->start, raw, dst);
+    if (n < 0)
+        return false; /* validated at parse time; cannot happen */
+    dst[n] = '\0';
+    *out = dst;
+    if (len)
+        *len = (size_t)n;
+    return true;
+}
+
+const char *json_raw(const json_doc *self, json_ref ref, size_t *len)
+{
+    if (!valid_ref(self, ref)) {
+        *len = 0;
+        return NULL;
+    }
+    const jsmntok_t *t = &TOKENS(self)[ref];
+    *len = (size_t)(tok_end(t) - tok_begin(t));
+    return self->text + tok_begin(t);
+}

@@ -1,0 +1,196 @@
+#include "json_writer.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "utf.h"
+
+void jw_init(json_writer *w, buf *out)
+{
+    w->out = out;
+    w->need_comma = false;
+}
+
+static void before_value(json_writer *w)
+{
+    if (w->need_comma)
+        buf_push(w->out, ',');
+    w->need_comma = true;
+}
+
+void jw_object_begin(json_writer *w)
+{
+    before_value(w);
+    buf_push(w->out, '{');
+    w->need_comma = false;
+}
+
+void jw_object_end(json_writer *w)
+{
+    buf_push(w->out, '}');
+    w->need_comma = true;
+}
+
+void jw_array_begin(json_writer *w)
+{
+    before_value(w);
+    buf_push(w->out, '[');
+    w->need_comma = false;
+}
+
+void jw_array_end(json_writer *w)
+{
+    buf_push(w->out, ']');
+    w->need_comma = true;
+}
+
+void json_escape_into(buf *out, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    buf_reserve(out, len + 2);
+    size_t run = 0; /* start of the pending run of bytes that need no escaping */
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0x80) {
+            uint32_t cp;
+            size_t k = utf8_decode(s + i, len - i, &cp);
+            if (!(cp == 0xFFFD && k == 1)) {
+                i += k; /* valid multi-byte sequence: copy as is */
+                continue;
+            }
+        }
+        buf_append(out, s + run, i - run);
+        switch (c) {
+        case '"': buf_append(out, "\\\"", 2); break;
+        case '\\': buf_append(out, "\\\\", 2); break;
+        case '\n': buf_append(out, "\\n", 2); break;
+        case '\r': buf_append(out, "\\r", 2); break;
+        case '\t': buf_append(out, "\\t", 2); break;
+        case '\b': buf_append(out, "\\b", 2); break;
+        case '\f': buf_append(out, "\\f", 2); break;
+        default:
+            if (c < 0x20) {
+                char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                buf_append(out, esc, 6);
+            } else {
+                buf_append(out, "\xEF\xBF\xBD", 3); /* U+FFFD for an invalid byte */
+            }
+        }
+        i++;
+        run = i;
+    }
+    buf_append(out, s + run, len - run);
+}
+
+void jw_key_n(json_writer *w, const char *key, size_t len)
+{
+    if (w->need_comma)
+        buf_push(w->out, ',');
+    buf_push(w->out, '"');
+    json_escape_into(w->out, key, len);
+    buf_append(w->out, "\":", 2);
+    w->need_comma = false;
+}
+
+void jw_key(json_writer *w, const char *key) { jw_key_n(w, key, strlen(key)); }
+
+void jw_string_n(json_writer *w, const char *s, size_t len)
+{
+    before_value(w);
+    buf_push(w->out, '"');
+    json_escape_into(w->out, s, len);
+    buf_push(w->out, '"');
+}
+
+void jw_string(json_writer *w, const char *s)
+{
+    if (!s)
+        jw_null(w);
+    else
+        jw_string_n(w, s, strlen(s));
+}
+
+void jw_int(json_writer *w, int64_t v)
+{
+    before_value(w);
+    buf_appendf(w->out, "%" PRId64, v);
+}
+
+void jw_uint(json_writer *w, uint64_t v)
+{
+    before_value(w);
+    buf_appendf(w->out, "%" PRIu64, v);
+}
+
+void jw_double(json_writer *w, double v)
+{
+    if (!isfinite(v)) {
+        jw_null(w);
+        return;
+    }
+    before_value(w);
+    if (v == floor(v) && fabs(v) < 1e15)
+        buf_appendf(w->out, "%.0f", v);
+    else
+        buf_appendf(w->out, "%.17g", v);
+}
+
+void jw_bool(json_writer *w, bool v)
+{
+    before_value(w);
+    buf_append_str(w->out, v ? "true" : "false");
+}
+
+void jw_null(json_writer *w)
+{
+    before_value(w);
+    buf_append(w->out, "null", 4);
+}
+
+void jw_raw(json_writer *w, const char *json, size_t len)
+{
+    before_value(w);
+    buf_append(w->out, json, len);
+}
+
+void jw_key_string(json_writer *w, const char *key, const char *s)
+{
+    jw_key(w, key);
+    jw_string(w, s);
+}
+
+void jw_key_string_n(json_writer *w, const char *key, const char *s, size_t len)
+{
+    jw_key(w, key);
+    jw_string_n(w, s, len);
+}
+
+void jw_key_int(json_writer *w, const char *key, int64_t v)
+{
+    jw_key(w, key);
+    jw_int(w, v);
+}
+
+void jw_key_double(json_writer *w, const char *key, double v)
+{
+    jw_key(w, key);
+    jw_double(w, v);
+}
+
+void jw_key_bool(json_writer *w, const char *key, bool v)
+{
+    jw_key(w, key);
+    jw_bool(w, v);
+}
+
+void jw_key_null(json_writer *w, const char *key)
+{
+    jw_key(w, key);
+    jw_null(w);
+}

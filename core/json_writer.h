@@ -1,0 +1,64 @@
+/* json_writer: building JSON text that is always valid.
+ *
+ * Strings are escaped (quotes, backslash, every control character) and any
+ * invalid UTF-8 is replaced by U+FFFD, so nothing a client or a file feeds us
+ * can break a message; a raw newline never appears inside the output, which the
+ * newline-delimited framing relies on. Commas are placed automatically: call
+ * the functions in document order and the text is well formed.
+ *
+ *   json_writer w; jw_init(&w, &out);
+ *   jw_object_begin(&w);
+ *   jw_key(&w, "version"); jw_int(&w, 3);
+ *   jw_key_string(&w, "uri", uri);
+ *   jw_object_end(&w);
+ *
+ * The writer appends to a caller-owned buf and holds nothing itself.
+ */
+#ifndef ECPD_JSON_WRITER_H
+#define ECPD_JSON_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+typedef struct json_writer {
+    buf *out;
+    bool need_comma; /* a value was just completed at the current level */
+} json_writer;
+
+void jw_init(json_writer *w, buf *out);
+
+void jw_object_begin(json_writer *w);
+void jw_object_end(json_writer *w);
+void jw_array_begin(json_writer *w);
+void jw_array_end(json_writer *w);
+
+void jw_key(json_writer *w, const char *key);
+void jw_key_n(json_writer *w, const char *key, size_t len);
+
+void jw_string(json_writer *w, const char *s); /* NULL writes null */
+void jw_string_n(json_writer *w, const char *s, size_t len);
+void jw_int(json_writer *w, int64_t v);
+void jw_uint(json_writer *w, uint64_t v);
+void jw_double(json_writer *w, double v); /* NaN and infinities write null */
+void jw_bool(json_writer *w, bool v);
+void jw_null(json_writer *w);
+
+/* Inserts already-valid JSON text as one value (an echoed id, a stored
+ * result). The caller vouches for it. */
+void jw_raw(json_writer *w, const char *json, size_t len);
+
+/* Key and value in one call, the common case in adapters. */
+void jw_key_string(json_writer *w, const char *key, const char *s);
+void jw_key_string_n(json_writer *w, const char *key, const char *s, size_t len);
+void jw_key_int(json_writer *w, const char *key, int64_t v);
+void jw_key_double(json_writer *w, const char *key, double v);
+void jw_key_bool(json_writer *w, const char *key, bool v);
+void jw_key_null(json_writer *w, const char *key);
+
+/* Appends the escaped body of a JSON string (no quotes) to out. */
+void json_escape_into(buf *out, const char *s, size_t len);
+
+#endif

@@ -1,0 +1,142 @@
+/* rpc: what an adapter sees of the wire.
+ *
+ * An adapter exposes one service as JSON-RPC methods. It describes itself as an
+ * ecp_adapter: a namespace ("document") and one table of methods, which the
+ * router uses both to dispatch and to answer `ecp/methods`, so the two cannot
+ * drift apart. The server owns the calls, the connections and the notification
+ * bus; adapters only hold pointers to them, and nothing here includes the
+ * server.
+ *
+ * A handler receives an ecp_call and must answer it exactly once, with a
+ * result or an error. It may answer before returning, or call
+ * ecp_call_defer() and answer later from the main loop (after thread-pool work,
+ * say). A deferred call that the client cancels ($/cancelRequest) or abandons
+ * (disconnects) still has to be answered; the answer is then discarded.
+ * Answering is what releases the call, its params and its arena.
+ *
+ * Everything here runs on the main loop thread.
+ */
+#ifndef ECPD_RPC_H
+#define ECPD_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "json.h"
+#include "json_writer.h"
+#include "utf.h"
+
+typedef struct ecp_call ecp_call;
+typedef struct ecp_bus ecp_bus;
+
+/* ----- methods and adapters ------------------------------------------------ */
+
+typedef void (*ecp_handler)(void *ctx, ecp_call *call);
+
+typedef struct ecp_method {
+    const char *name;     /* full name, "document/open" */
+    ecp_handler handler;
+    const char *since;    /* protocol version that introduced it: "1.0" */
+} ecp_method;
+
+typedef struct ecp_adapter {
+    const char *ns;                  /* namespace, without the slash */
+    const ecp_method *methods;
+    size_t method_count;
+    void *ctx;                       /* passed to every handler */
+    /* Optional: a client went away; drop what belonged to it (watches...). */
+    void (*client_closed)(void *ctx, uint64_t client_id);
+    /* Optional: release ctx at server teardown. */
+    void (*destroy)(void *ctx);
+    /* Optional: the notifications this adapter emits, NULL-terminated; the
+     * server lists them in initialize's capabilities. */
+    const char *const *notifications;
+} ecp_adapter;
+
+/* ----- reading params -------------------------------------------------------- */
+
+json_ref ecp_call_params(const ecp_call *call);        /* JSON_NO_REF when absent */
+const json_doc *ecp_call_doc(const ecp_call *call);
+arena *ecp_call_arena(ecp_call *call);
+const char *ecp_call_method(const ecp_call *call);
+uint64_t ecp_call_client(const ecp_call *call);         /* 0 for the server itself */
+ecp_position_encoding ecp_call_encoding(const ecp_call *call);
+
+/* A decoded string: NUL-terminated, in the call's arena. */
+typedef struct ecp_str {
+    const char *ptr;   /* NULL when an optional field is absent or null */
+    size_t len;
+} ecp_str;
+
+/* Typed field readers. `obj` is the object to read from (ecp_call_params() for
+ * top-level fields, or a nested object); `name` is the field's path as a
+ * client would name it ("position.line"): the part after the last '.' is the
+ * key looked up in obj, and the whole path goes into the error message.
+ *
+ * Each returns true when the caller may go on. When a required field is absent
+ * or any field has the wrong type, it answers the call with -32602 and a
+ * message naming the field ("documentId: required string") and returns false:
+ * the handler must then return at once. Optional readers leave *out at its
+ * default (NULL / def) when the field is absent or null. */
+bool ecp_arg_string(ecp_call *call, json_ref obj, const char *name, ecp_str *out);
+bool ecp_arg_string_opt(ecp_call *call, json_ref obj, const char *name, ecp_str *out);
+bool ecp_arg_int(ecp_call *call, json_ref obj, const char *name, int64_t *out);
+bool ecp_arg_int_opt(ecp_call *call, json_ref obj, const char *name, int64_t def, int64_t *out);
+bool ecp_arg_double_opt(ecp_call *call, json_ref obj, const char *name, double def, double *out);
+bool ecp_arg_bool_opt(ecp_call *call, json_ref obj, const char *name, bool def, bool *out);
+bool ecp_arg_object(ecp_call *call, json_ref obj, const char *name, json_ref *out);
+bool ecp_arg_object_opt(ecp_call *call, json_ref obj, const char *name, json_ref *out);
+bool ecp_arg_array(ecp_call *call, json_ref obj, const char *name, json_ref *out);
+bool ecp_arg_array_opt(ecp_call *call, json_ref obj, const char *name, json_ref *out);
+/* A non-negative integer that fits size_t (negative: -32602 "<name>: must be >= 0"). */
+bool ecp_arg_index(ecp_call *call, json_ref obj, const char *name, size_t *out);
+bool ecp_arg_index_opt(ecp_call *call, json_ref obj, const char *name, size_t def, size_t *out);
+
+/* ----- answering ------------------------------------------------------------ */
+
+/* Starts the result: write exactly one JSON value into the returned writer,
+ * then call ecp_call_finish(). */
+json_writer *ecp_call_result(ecp_call *call);
+void ecp_call_finish(ecp_call *call);
+
+/* Shorthands for common results. */
+void ecp_call_reply_null(ecp_call *call);
+void ecp_call_reply_raw(ecp_call *call, const char *json, size_t len);
+void ecp_call_reply_success(ecp_call *call, bool success); /* {"success":<b>} */
+
+/* Answers with an error. `data_json` (may be NULL) is valid JSON text for the
+ * error's `data` member. */
+void ecp_call_error(ecp_call *call, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void ecp_call_error_data(ecp_call *call, int code, const char *data_json, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Keeps the call alive past the handler's return. Returns call. */
+ecp_call *ecp_call_defer(ecp_call *call);
+
+/* True once the client cancelled the call or went away: the answer will be
+ * discarded, so stop working and answer (anything) to release it. */
+bool ecp_call_abandoned(const ecp_call *call);
+
+/* Registers fn to run (once, on the main loop) when the call is cancelled or
+ * its client goes away before it is answered. Replaces an earlier hook. */
+void ecp_call_on_abandon(ecp_call *call, void (*fn)(void *ctx), void *ctx);
+
+/* ----- notifications -------------------------------------------------------- */
+
+/* Writes the params value of a notification for clients that use `enc`.
+ * Notifications without positions may ignore enc. */
+typedef void (*ecp_render_fn)(void *ctx, ecp_position_encoding enc, json_writer *w);
+
+/* Sends `method` to every connection subscribed to it. render is called at
+ * most once per position encoding in use, before ecp_bus_notify returns; ctx
+ * need not outlive the call. A notification emitted while handling a request
+ * reaches every connection before that request's response. */
+void ecp_bus_notify(ecp_bus *bus, const char *method, ecp_render_fn render, void *ctx);
+
+/* The same for one client only (a watch's events go to the client that asked). */
+void ecp_bus_notify_client(ecp_bus *bus, uint64_t client_id, const char *method, ecp_render_fn render,
+                           void *ctx);
+
+#endif

@@ -1,0 +1,470 @@
+/* A connection turns a peer's bytes into calls and the calls' answers back
+ * into bytes. Each has its own framing, its own pending requests and its own
+ * subscriptions; nothing one peer does can stall another, because every
+ * handler either answers at once or defers to work off the loop, and a peer
+ * that does not read its output is first paused and then dropped. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "jsonrpc.h"
+
+/* One unanswered request. The call's link points back here. */
+typedef struct pending {
+    ecp_call *call;
+    connection *conn;
+    struct batch *batch;   /* NULL unless the request came in a batch */
+    struct pending *prev, *next;
+} pending;
+
+/* A batch answers with one array once all its requests are answered. */
+typedef struct batch {
+    connection *conn;
+    buf responses;          /* "[" + the responses so far, comma-separated */
+    size_t count;           /* responses written */
+    size_t outstanding;     /* requests not answered yet */
+    bool dispatching;       /* still handing out members: do not complete yet */
+    struct batch *prev, *next;
+} batch;
+
+/* ----- output --------------------------------------------------------------- */
+
+void server__connection_send(connection *conn, const char *json, size_t len)
+{
+    if (conn->closing)
+        return;
+    if (conn->decoder.mode == FRAMING_UNKNOWN) {
+        /* The peer has not spoken yet, so its framing is unknown: hold what we
+         * would send (notifications) until it does. */
+        if (conn->early.len + len > conn->server->max_message + CONNECTION_DROP_EXTRA) {
+            server__connection_drop(conn, "too much output queued before the client sent anything");
+            return;
+        }
+        buf_append(&conn->early, json, len);
+        buf_push(&conn->early, '\n'); /* the writer never emits a raw newline inside a message */
+        return;
+    }
+    size_t queued = conn->io.queued(conn->io_ctx);
+    if (queued > conn->server->max_message + CONNECTION_DROP_EXTRA) {
+        server__connection_drop(conn, "client is not reading its output");
+        return;
+    }
+    buf framed = BUF_INIT;
+    framing_encode(conn->decoder.mode, &framed, json, len);
+    conn->io.write(conn->io_ctx, framed.data, framed.len);
+    buf_free(&framed);
+    if (!conn->paused && conn->io.queued(conn->io_ctx) > CONNECTION_PAUSE_BYTES) {
+        conn->paused = true;
+        conn->io.set_reading(conn->io_ctx, false);
+    }
+}
+
+static void flush_early(connection *conn)
+{
+    if (!conn->early.len)
+        return;
+    buf early = conn->early;
+    buf_init(&conn->early);
+    for (size_t at = 0; at < early.len;) {
+        char *nl = memchr(early.data + at, '\n', early.len - at);
+        size_t n = (size_t)(nl - (early.data + at));
+        server__connection_send(conn, early.data + at, n);
+        at += n + 1;
+    }
+    buf_free(&early);
+}
+
+void connection_drained(connection *conn)
+{
+    if (conn->paused && !conn->closing && conn->io.queued(conn->io_ctx) <= CONNECTION_PAUSE_BYTES / 2) {
+        conn->paused = false;
+        conn->io.set_reading(conn->io_ctx, true);
+        connection_receive(conn, NULL, 0); /* messages that arrived before the pause */
+    }
+}
+
+void server__connection_drop(connection *conn, const char *why)
+{
+    if (conn->closing)
+        return;
+    ecp_log(&conn->server->log, ECP_LOG_WARN, "closing %s: %s", conn->label, why);
+    conn->closing = true;
+    conn->io.close(conn->io_ctx);
+}
+
+static void send_error(connection *conn, const char *id_raw, size_t id_len, int code, const char *message)
+{
+    buf out = BUF_INIT;
+    ecp_write_error_response(&out, id_raw, id_len, code, message, NULL);
+    server__connection_send(conn, out.data, out.len);
+    buf_free(&out);
+}
+
+/* ----- batches -------------------------------------------------------------- */
+
+static void batch_free(batch *b)
+{
+    connection *conn = b->conn;
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        conn->batches = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    buf_free(&b->responses);
+    free(b);
+}
+
+static void batch_add_response(batch *b, const char *json, size_t len)
+{
+    buf_push(&b->responses, b->count++ ? ',' : '[');
+    buf_append(&b->responses, json, len);
+}
+
+static void batch_maybe_complete(batch *b)
+{
+    if (b->dispatching || b->outstanding > 0)
+        return;
+    if (b->count > 0) {
+        buf_push(&b->responses, ']');
+        server__connection_send(b->conn, b->responses.data, b->responses.len);
+    }
+    batch_free(b);
+}
+
+/* ----- pending requests ----------------------------------------------------- */
+
+static void pending_unlink(pending *p)
+{
+    connection *conn = p->conn;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        conn->pending = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    ecp_call_set_link(p->call, NULL);
+}
+
+/* Called by the call when it is answered: the response goes to the peer (or
+ * into its batch). */
+static void deliver(void *owner, ecp_call *call, const char *response, size_t len)
+{
+    pending *p = owner;
+    connection *conn = p->conn;
+    batch *b = p->batch;
+    pending_unlink(p);
+    free(p);
+    if (b) {
+        batch_add_response(b, response, len);
+        b->outstanding--;
+        batch_maybe_complete(b);
+    } else {
+        server__connection_send(conn, response, len);
+    }
+}
+
+static pending *find_pending(connection *conn, const char *id_raw, size_t id_len)
+{
+    for (pending *p = conn->pending; p; p = p->next) {
+        size_t len;
+        const char *raw = ecp_call_id_raw(p->call, &len);
+        if (len == id_len && memcmp(raw, id_raw, len) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* $/cancelRequest: the request answers -32800 now, and its handler is told to
+ * stop; whatever it answers later is discarded. */
+static void cancel_request(connection *conn, const json_doc *doc, json_ref params)
+{
+    json_ref id = json_get(doc, params, "id");
+    json_type type = json_type_of(doc, id);
+    if (type != JSON_STRING && type != JSON_NUMBER)
+        return;
+    size_t id_len;
+    const char *id_raw = json_raw(doc, id, &id_len);
+    pending *p = find_pending(conn, id_raw, id_len);
+    if (!p)
+        return; /* already answered: nothing to cancel */
+    ecp_call *call = p->call;
+    batch *b = p->batch;
+    pending_unlink(p);
+    free(p);
+    buf out = BUF_INIT;
+    ecp_write_error_response(&out, id_raw, id_len, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled", NULL);
+    if (b) {
+        batch_add_response(b, out.data, out.len);
+        b->outstanding--;
+    } else {
+        server__connection_send(conn, out.data, out.len);
+    }
+    buf_free(&out);
+    ecp_call_abandon(call);
+    if (b)
+        batch_maybe_complete(b);
+}
+
+/* ----- dispatch ------------------------------------------------------------- */
+
+/* Sends an error either straight to the peer or into the batch. */
+static void reply_error(connection *conn, batch *b, const char *id_raw, size_t id_len, int code, const char *message)
+{
+    if (!b) {
+        send_error(conn, id_raw, id_len, code, message);
+        return;
+    }
+    buf out = BUF_INIT;
+    ecp_write_error_response(&out, id_raw, id_len, code, message, NULL);
+    batch_add_response(b, out.data, out.len);
+    buf_free(&out);
+}
+
+/* Dispatches one message object. text/doc are handed over (the call keeps
+ * them alive for deferred handlers). */
+static void dispatch(connection *conn, batch *b, char *text, size_t len, json_doc *doc, json_ref ref)
+{
+    server *srv = conn->server;
+    arena scratch = ARENA_INIT;
+    rpc_message msg;
+    rpc_problem problem;
+    if (rpc_message_read(doc, ref, &scratch, &msg, &problem) < 0) {
+        reply_error(conn, b, msg.id_raw, msg.id_len, problem.code, problem.message);
+        goto discard;
+    }
+    if (msg.kind == RPC_RESPONSE)
+        goto discard; /* we send no requests yet, so there is nothing to match */
+    if (strcmp(msg.method, "$/cancelRequest") == 0) {
+        cancel_request(conn, doc, msg.params);
+        if (msg.kind == RPC_REQUEST)
+            reply_error(conn, b, msg.id_raw, msg.id_len, ECP_WIRE_INVALID_REQUEST,
+                        "Invalid Request: $/cancelRequest is a notification");
+        goto discard;
+    }
+    if (msg.kind == RPC_REQUEST && srv->shutting_down) {
+        reply_error(conn, b, msg.id_raw, msg.id_len, ECP_WIRE_SERVER_SHUTTING_DOWN, "Server is shutting down");
+        goto discard;
+    }
+    const ecp_adapter *adapter = NULL;
+    const ecp_method *method = server__router_find(&srv->router, msg.method, &adapter);
+    if (!method) {
+        /* "$/" notifications are optional by convention: ignore the unknown ones */
+        if (msg.kind == RPC_REQUEST) {
+            char message[300];
+            snprintf(message, sizeof message, "Method not found: %.256s", msg.method);
+            reply_error(conn, b, msg.id_raw, msg.id_len, ECP_WIRE_METHOD_NOT_FOUND, message);
+        }
+        goto discard;
+    }
+
+    pending *p = NULL;
+    ecp_call_init init = {
+        .text = text, .len = len, .doc = *doc, .message = ref, .method = msg.method,
+        .id_raw = msg.id_raw, .id_len = msg.id_len, .params = msg.params,
+        .client_id = conn->id, .encoding = conn->encoding,
+    };
+    if (msg.kind == RPC_REQUEST) {
+        p = xcalloc(1, sizeof *p);
+        p->conn = conn;
+        p->batch = b;
+        init.deliver = deliver;
+        init.owner = p;
+    }
+    ecp_call *call = ecp_call_create(&init);
+    arena_free(&scratch);
+    if (p) {
+        p->call = call;
+        ecp_call_set_link(call, p);
+        p->next = conn->pending;
+        if (conn->pending)
+            conn->pending->prev = p;
+        conn->pending = p;
+        if (b)
+            b->outstanding++;
+    }
+    method->handler(adapter->ctx, call);
+    if (!ecp_call_answered(call) && !ecp_call_deferred(call)) {
+        ecp_log(&srv->log, ECP_LOG_ERROR, "%s returned without answering", msg.method);
+        ecp_call_error(call, ECP_WIRE_INTERNAL_ERROR, "Internal error: %s did not answer", msg.method);
+    }
+    ecp_call_unref(call);
+    return;
+
+discard:
+    arena_free(&scratch);
+    json_doc_free(doc);
+    free(text);
+}
+
+static void handle_batch(connection *conn, const json_doc *doc, json_ref root)
+{
+    batch *b = xcalloc(1, sizeof *b);
+    b->conn = conn;
+    b->dispatching = true;
+    b->next = conn->batches;
+    if (conn->batches)
+        conn->batches->prev = b;
+    conn->batches = b;
+    /* Each member gets its own text and tokens, so a deferred member keeps
+     * only itself alive, not the whole batch. */
+    for (json_ref e = json_first(doc, root); e != JSON_NO_REF && !conn->closing; e = json_next(doc, e)) {
+        size_t len;
+        const char *raw = json_raw(doc, e, &len);
+        char *text = xstrndup(raw, len);
+        json_doc member;
+        if (json_doc_parse(&member, text, len, NULL) < 0) { /* cannot happen: it parsed as part of the batch */
+            free(text);
+            continue;
+        }
+        dispatch(conn, b, text, len, &member, json_root(&member));
+    }
+    b->dispatching = false;
+    batch_maybe_complete(b);
+}
+
+static void handle_message(connection *conn, char *text, size_t len)
+{
+    json_doc doc;
+    ecp_error err;
+    if (json_doc_parse(&doc, text, len, &err) < 0) {
+        char message[600];
+        snprintf(message, sizeof message, "Parse error: %s", err.message);
+        send_error(conn, NULL, 0, ECP_WIRE_PARSE_ERROR, message);
+        free(text);
+        return;
+    }
+    json_ref root = json_root(&doc);
+    if (json_type_of(&doc, root) == JSON_ARRAY) {
+        if (json_length(&doc, root) == 0)
+            send_error(conn, NULL, 0, ECP_WIRE_INVALID_REQUEST, "Invalid Request: empty batch");
+        else
+            handle_batch(conn, &doc, root);
+        json_doc_free(&doc);
+        free(text);
+        return;
+    }
+    dispatch(conn, NULL, text, len, &doc, root);
+}
+
+void connection_receive(connection *conn, const char *data, size_t len)
+{
+    if (conn->closing)
+        return;
+    framing_decoder_feed(&conn->decoder, data, len);
+    bool was_unknown = true;
+    while (!conn->closing) {
+        char *msg;
+        size_t n;
+        frame_status st = framing_decoder_next(&conn->decoder, &msg, &n);
+        if (was_unknown && conn->decoder.mode != FRAMING_UNKNOWN) {
+            was_unknown = false;
+            flush_early(conn);
+        }
+        if (st == FRAME_NEED_MORE)
+            break;
+        if (st == FRAME_BAD_HEADER) {
+            server__connection_drop(conn, "unparseable message header");
+            break;
+        }
+        if (st == FRAME_OVERSIZED) {
+            char message[160];
+            snprintf(message, sizeof message, "Invalid Request: message of %zu bytes exceeds the limit of %zu bytes", n,
+                     conn->server->max_message);
+            send_error(conn, NULL, 0, ECP_WIRE_INVALID_REQUEST, message);
+            continue;
+        }
+        handle_message(conn, msg, n);
+        if (conn->paused)
+            break; /* the rest waits until the peer reads its output */
+    }
+}
+
+/* ----- lifetime ------------------------------------------------------------- */
+
+connection *server_connection_open(server *self, const connection_io *io, void *io_ctx, const char *label)
+{
+    connection *conn = xcalloc(1, sizeof *conn);
+    conn->server = self;
+    conn->id = ++self->next_connection_id;
+    snprintf(conn->label, sizeof conn->label, "%s", label);
+    conn->io = *io;
+    conn->io_ctx = io_ctx;
+    conn->encoding = ECP_ENCODING_UTF16;
+    framing_decoder_init(&conn->decoder, self->max_message);
+    conn->next = self->connections;
+    if (self->connections)
+        self->connections->prev = conn;
+    self->connections = conn;
+    ecp_log(&self->log, ECP_LOG_DEBUG, "%s connected (client %llu)", label, (unsigned long long)conn->id);
+    return conn;
+}
+
+static void subscription_list_free(subscription_list *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        free(l->items[i]);
+    free(l->items);
+    l->items = NULL;
+    l->count = 0;
+}
+
+void connection_close(connection *conn)
+{
+    server *srv = conn->server;
+    conn->closing = true;
+    /* Abandon what is still running; handlers answer later into the void. */
+    while (conn->pending) {
+        pending *p = conn->pending;
+        ecp_call *call = p->call;
+        pending_unlink(p);
+        free(p);
+        ecp_call_abandon(call);
+    }
+    while (conn->batches)
+        batch_free(conn->batches);
+    for (size_t i = 0; i < srv->router.count; i++)
+        if (srv->router.adapters[i].client_closed)
+            srv->router.adapters[i].client_closed(srv->router.adapters[i].ctx, conn->id);
+    if (conn->prev)
+        conn->prev->next = conn->next;
+    else
+        srv->connections = conn->next;
+    if (conn->next)
+        conn->next->prev = conn->prev;
+    ecp_log(&srv->log, ECP_LOG_DEBUG, "%s disconnected", conn->label);
+    framing_decoder_free(&conn->decoder);
+    buf_free(&conn->early);
+    subscription_list_free(&conn->subscribed);
+    subscription_list_free(&conn->excluded);
+    free(conn);
+}
+
+uint64_t connection_id(const connection *conn) { return conn->id; }
+
+/* ----- subscriptions -------------------------------------------------------- */
+
+static bool pattern_matches(const char *pattern, const char *method)
+{
+    if (strcmp(pattern, "*") == 0)
+        return true;
+    size_t n = strlen(pattern);
+    if (n >= 2 && pattern[n - 1] == '*' && pattern[n - 2] == '/')
+        return strncmp(pattern, method, n - 1) == 0;
+    return strcmp(pattern, method) == 0;
+}
+
+static bool list_matches(const subscription_list *l, const char *method)
+{
+    for (size_t i = 0; i < l->count; i++)
+        if (pattern_matches(l->items[i], method))
+            return true;
+    return false;
+}
+
+bool server__connection_wants(const connection *conn, const char *method)
+{
+    if (conn->filtered && !list_matches(&conn->subscribed, method))
+        return false;
+    return !list_matches(&conn->excluded, method);
+}

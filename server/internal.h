@@ -1,0 +1,92 @@
+/* Shared between the files of the server: the server and connection structs,
+ * the router and the lifecycle adapter. Nothing outside server/ includes it. */
+#ifndef ECPD_SERVER_INTERNAL_H
+#define ECPD_SERVER_INTERNAL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "call.h"
+#include "compose.h"
+#include "framing.h"
+#include "server.h"
+
+/* ----- router --------------------------------------------------------------- */
+
+typedef struct router {
+    ecp_adapter *adapters;
+    size_t count, cap;
+} router;
+
+void server__router_init(router *self);
+/* Destroys every adapter's ctx. */
+void server__router_free(router *self);
+void server__router_register(void *self, const ecp_adapter *adapter);
+/* Finds a method; *adapter_out gets its adapter. NULL when unknown. */
+const ecp_method *server__router_find(const router *self, const char *method, const ecp_adapter **adapter_out);
+
+/* ----- connections ---------------------------------------------------------- */
+
+struct pending;
+struct batch;
+
+typedef struct subscription_list {
+    char **items;
+    size_t count;
+} subscription_list;
+
+struct connection {
+    server *server;
+    uint64_t id;
+    char label[48];
+    connection_io io;
+    void *io_ctx;
+    framing_decoder decoder;
+    ecp_position_encoding encoding;
+    buf early;                 /* messages queued before the peer's framing is known */
+    struct pending *pending;   /* requests not answered yet (doubly linked) */
+    struct batch *batches;     /* batches with unanswered members */
+    bool filtered;             /* subscribed explicitly: only `subscribed` is delivered */
+    subscription_list subscribed;
+    subscription_list excluded;
+    bool paused;               /* stopped reading: output above the pause bound */
+    bool closing;              /* io->close() was called; waiting for connection_close */
+    struct connection *prev, *next;
+};
+
+/* Frames and queues one message to the peer, enforcing the output bounds. */
+void server__connection_send(connection *conn, const char *json, size_t len);
+/* Asks the transport to close conn (bad framing, too slow a reader). */
+void server__connection_drop(connection *conn, const char *why);
+bool server__connection_wants(const connection *conn, const char *method);
+
+/* ----- the server ----------------------------------------------------------- */
+
+struct server {
+    uv_loop_t *loop;
+    ecp_logger log;
+    size_t max_message;
+    char *workspace;
+    char *data_dir;
+    router router;
+    ecp_bus bus;
+    server_services services;
+    connection *connections;
+    uint64_t next_connection_id;
+    bool shutting_down;        /* `shutdown` was answered */
+    bool exit_requested;
+    int exit_code;
+    void (*exit_hook)(void *ctx, int code);
+    void *exit_ctx;
+    int watched_pid;
+    uv_timer_t pid_timer;
+    bool pid_timer_started;
+};
+
+connection *server__connection_by_id(server *self, uint64_t id);
+
+/* The adapter for the methods the server itself answers: initialize,
+ * initialized, shutdown, exit, and the ecp and notifications namespaces. */
+void server__lifecycle_register(server *self);
+
+#endif

@@ -1,0 +1,285 @@
+/* The methods the server answers itself: the lifecycle of ecp.md section 3
+ * (initialize, initialized, shutdown, exit), introspection (ecp/methods,
+ * ecp/ping) and per-connection subscriptions (the notifications namespace). */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "internal.h"
+#include "uri.h"
+
+static connection *caller(server *self, ecp_call *call) { return server__connection_by_id(self, ecp_call_client(call)); }
+
+static void check_parent(uv_timer_t *timer)
+{
+    server *self = timer->data;
+    if (kill(self->watched_pid, 0) < 0 && errno == ESRCH) {
+        ecp_log(&self->log, ECP_LOG_INFO, "client process %d is gone", self->watched_pid);
+        uv_timer_stop(timer);
+        server_request_exit(self, 0);
+    }
+}
+
+static void watch_process(server *self, int pid)
+{
+    if (pid <= 0 || self->pid_timer_started)
+        return;
+    self->watched_pid = pid;
+    uv_timer_init(self->loop, &self->pid_timer);
+    self->pid_timer.data = self;
+    uv_unref((uv_handle_t *)&self->pid_timer); /* the watch alone keeps nothing alive */
+    uv_timer_start(&self->pid_timer, check_parent, 500, 500);
+    self->pid_timer_started = true;
+}
+
+static void write_capabilities(server *self, json_writer *w)
+{
+    jw_object_begin(w);
+    jw_key(w, "namespaces");
+    jw_array_begin(w);
+    for (size_t i = 0; i < self->router.count; i++) {
+        const char *ns = self->router.adapters[i].ns;
+        bool seen = !ns[0];
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(self->router.adapters[j].ns, ns) == 0;
+        if (!seen)
+            jw_string(w, ns);
+    }
+    jw_array_end(w);
+    jw_key(w, "notifications");
+    jw_array_begin(w);
+    for (size_t i = 0; i < self->router.count; i++)
+        for (const char *const *n = self->router.adapters[i].notifications; n && *n; n++)
+            jw_string(w, *n);
+    jw_array_end(w);
+    jw_object_end(w);
+}
+
+static void handle_initialize(void *ctx, ecp_call *call)
+{
+    server *self = ctx;
+    json_ref params = ecp_call_params(call);
+    const json_doc *doc = ecp_call_doc(call);
+    int64_t pid;
+    ecp_str root;
+    json_ref caps, client_info, encodings = JSON_NO_REF;
+    if (!ecp_arg_int_opt(call, params, "processId", 0, &pid) || !ecp_arg_string_opt(call, params, "workspaceRoot", &root) ||
+        !ecp_arg_object_opt(call, params, "clientInfo", &client_info) || !ecp_arg_object_opt(call, params, "capabilities", &caps) ||
+        (caps != JSON_NO_REF && !ecp_arg_array_opt(call, caps, "capabilities.positionEncodings", &encodings)))
+        return;
+
+    /* The client lists encodings in order of preference; take the first we know. */
+    ecp_position_encoding enc = ECP_ENCODING_UTF16;
+    for (json_ref e = json_first(doc, encodings); e != JSON_NO_REF; e = json_next(doc, e)) {
+        const char *name;
+        if (json_string(doc, e, ecp_call_arena(call), &name, NULL) && ecp_encoding_parse(name, &enc))
+            break;
+    }
+    connection *conn = caller(self, call);
+    if (conn)
+        conn->encoding = enc;
+    if (root.ptr) {
+        buf path = BUF_INIT;
+        if (uri_to_path(root.ptr, root.len, &path, NULL) == 0) {
+            free(self->workspace);
+            self->workspace = buf_detach(&path);
+        }
+        buf_free(&path);
+    }
+    watch_process(self, (int)pid);
+
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "protocolVersion", ECPD_PROTOCOL_VERSION);
+    jw_key(w, "serverInfo");
+    jw_object_begin(w);
+    jw_key_string(w, "name", "ecpd");
+    jw_key_string(w, "version", ECPD_VERSION);
+    jw_object_end(w);
+    jw_key_string(w, "positionEncoding", ecp_encoding_name(enc));
+    jw_key(w, "capabilities");
+    write_capabilities(self, w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void handle_initialized(void *ctx, ecp_call *call) { ecp_call_reply_null(call); }
+
+static void handle_shutdown(void *ctx, ecp_call *call)
+{
+    server *self = ctx;
+    self->shutting_down = true;
+    ecp_call_reply_null(call);
+}
+
+static void handle_exit(void *ctx, ecp_call *call)
+{
+    server *self = ctx;
+    ecp_call_reply_null(call);
+    server_request_exit(self, self->shutting_down ? 0 : 1);
+}
+
+static void handle_methods(void *ctx, ecp_call *call)
+{
+    server *self = ctx;
+    ecp_str ns;
+    if (!ecp_arg_string_opt(call, ecp_call_params(call), "namespace", &ns))
+        return;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "methods");
+    jw_array_begin(w);
+    for (size_t i = 0; i < self->router.count; i++) {
+        const ecp_adapter *a = &self->router.adapters[i];
+        if (ns.ptr && strcmp(a->ns, ns.ptr) != 0)
+            continue;
+        for (size_t m = 0; m < a->method_count; m++) {
+            jw_object_begin(w);
+            jw_key_string(w, "name", a->methods[m].name);
+            jw_key_string(w, "since", a->methods[m].since ? a->methods[m].since : ECPD_PROTOCOL_VERSION);
+            jw_object_end(w);
+        }
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void handle_ping(void *ctx, ecp_call *call)
+{
+    json_ref params = ecp_call_params(call);
+    if (params == JSON_NO_REF) {
+        ecp_call_reply_null(call);
+        return;
+    }
+    size_t len;
+    const char *raw = json_raw(ecp_call_doc(call), params, &len);
+    ecp_call_reply_raw(call, raw, len);
+}
+
+/* Reads `events` as strings; answers -32602 and returns false when it is not
+ * a non-empty array of strings. */
+static bool read_events(ecp_call *call, const char ***out, size_t *count)
+{
+    json_ref events;
+    if (!ecp_arg_array(call, ecp_call_params(call), "events", &events))
+        return false;
+    const json_doc *doc = ecp_call_doc(call);
+    size_t n = json_length(doc, events), i = 0;
+    const char **names = arena_alloc(ecp_call_arena(call), (n ? n : 1) * sizeof *names);
+    for (json_ref e = json_first(doc, events); e != JSON_NO_REF; e = json_next(doc, e), i++) {
+        if (!json_string(doc, e, ecp_call_arena(call), &names[i], NULL) || !names[i][0]) {
+            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "events[%zu]: expected a non-empty string", i);
+            return false;
+        }
+    }
+    *out = names;
+    *count = n;
+    return true;
+}
+
+static bool list_has(const subscription_list *l, const char *s)
+{
+    for (size_t i = 0; i < l->count; i++)
+        if (strcmp(l->items[i], s) == 0)
+            return true;
+    return false;
+}
+
+static void list_add(subscription_list *l, const char *s)
+{
+    if (list_has(l, s))
+        return;
+    l->items = xrealloc(l->items, (l->count + 1) * sizeof *l->items);
+    l->items[l->count++] = xstrdup(s);
+}
+
+static void list_remove(subscription_list *l, const char *s)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        if (strcmp(l->items[i], s) == 0) {
+            free(l->items[i]);
+            l->items[i] = l->items[--l->count];
+            return;
+        }
+    }
+}
+
+static void reply_names(ecp_call *call, const char *key, const char **names, size_t count)
+{
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, key);
+    jw_array_begin(w);
+    for (size_t i = 0; i < count; i++)
+        jw_string(w, names[i]);
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+/* A connection that never subscribes receives everything; the first
+ * subscribe narrows it to what it names. */
+static void handle_subscribe(void *ctx, ecp_call *call)
+{
+    const char **names;
+    size_t count;
+    if (!read_events(call, &names, &count))
+        return;
+    connection *conn = caller(ctx, call);
+    if (conn) {
+        conn->filtered = true;
+        for (size_t i = 0; i < count; i++) {
+            list_add(&conn->subscribed, names[i]);
+            list_remove(&conn->excluded, names[i]);
+        }
+    }
+    reply_names(call, "subscribed", names, count);
+}
+
+/* Unsubscribing drops a subscription, and for a connection that receives
+ * everything, excludes the name from then on. */
+static void handle_unsubscribe(void *ctx, ecp_call *call)
+{
+    const char **names;
+    size_t count;
+    if (!read_events(call, &names, &count))
+        return;
+    connection *conn = caller(ctx, call);
+    if (conn) {
+        for (size_t i = 0; i < count; i++) {
+            list_remove(&conn->subscribed, names[i]);
+            if (!conn->filtered)
+                list_add(&conn->excluded, names[i]);
+        }
+    }
+    reply_names(call, "unsubscribed", names, count);
+}
+
+static const ecp_method lifecycle_methods[] = {
+    {"initialize", handle_initialize, "1.0"},
+    {"initialized", handle_initialized, "1.0"},
+    {"shutdown", handle_shutdown, "1.0"},
+    {"exit", handle_exit, "1.0"},
+};
+
+static const ecp_method ecp_methods[] = {
+    {"ecp/methods", handle_methods, "1.0"},
+    {"ecp/ping", handle_ping, "1.0"},
+};
+
+static const ecp_method notification_methods[] = {
+    {"notifications/subscribe", handle_subscribe, "1.0"},
+    {"notifications/unsubscribe", handle_unsubscribe, "1.0"},
+};
+
+void server__lifecycle_register(server *self)
+{
+    const ecp_adapter adapters[] = {
+        {.ns = "", .methods = lifecycle_methods, .method_count = 4, .ctx = self},
+        {.ns = "ecp", .methods = ecp_methods, .method_count = 2, .ctx = self},
+        {.ns = "notifications", .methods = notification_methods, .method_count = 2, .ctx = self},
+    };
+    for (size_t i = 0; i < sizeof adapters / sizeof adapters[0]; i++)
+        server__router_register(&self->router, &adapters[i]);
+}

@@ -1,0 +1,212 @@
+/* ecpd: the command line. Everything else lives in the server object. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "server.h"
+#include "socket_path.h"
+#include "transport.h"
+
+static const char usage[] =
+    "usage: ecpd [--stdio | --socket [PATH]] [--workspace DIR] [--data-dir DIR] [--config FILE]\n"
+    "            [--log FILE] [--log-level error|warn|info|debug] [--max-message-bytes N]\n"
+    "            [--version] [--help]\n"
+    "\n"
+    "Serves the Editor Command Protocol (JSON-RPC 2.0) on stdio (the default) or on a\n"
+    "Unix socket (default path: $XDG_RUNTIME_DIR/ecpd/<workspace-hash>.sock).\n";
+
+typedef struct app {
+    uv_loop_t loop;
+    server *srv;
+    stream_link *stdio;
+    socket_listener *listener;
+    uv_signal_t sigint, sigterm;
+    FILE *log_file;
+} app;
+
+static void stdio_closed(void *ctx, stream_link *link)
+{
+    app *a = ctx;
+    (void)link;
+    a->stdio = NULL;
+    /* stdin closed: the client is gone, so we are done */
+    server_request_exit(a->srv, 0);
+}
+
+static void on_exit_requested(void *ctx, int code)
+{
+    app *a = ctx;
+    (void)code;
+    if (a->stdio)
+        stream_link_close(a->stdio, true);
+    if (a->listener)
+        transport_socket_stop(a->listener), a->listener = NULL;
+    uv_signal_stop(&a->sigint);
+    uv_signal_stop(&a->sigterm);
+}
+
+static void on_signal(uv_signal_t *handle, int signum)
+{
+    app *a = handle->data;
+    ecp_log(server_logger(a->srv), ECP_LOG_INFO, "received signal %d", signum);
+    server_request_exit(a->srv, 0);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Runs the loop until it has nothing left or the deadline passes: exit must
+ * take at most a second even if a child or a peer misbehaves. */
+static void drain(uv_loop_t *loop, double deadline, stream_link *const *until_closed)
+{
+    while (now_seconds() < deadline && uv_run(loop, UV_RUN_NOWAIT)) {
+        if (until_closed && !*until_closed)
+            return;
+        usleep(500);
+    }
+}
+
+static bool parse_level(const char *s, ecp_log_level *out)
+{
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, names[i]) == 0)
+            return *out = (ecp_log_level)i, true;
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    server_options options = {.log_level = ECP_LOG_WARN};
+    const char *socket_path = NULL, *log_path = NULL;
+    bool use_socket = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE()                                                   \
+    do {                                                               \
+        if (!next) {                                                   \
+            fprintf(stderr, "ecpd: %s needs a value\n%s", arg, usage); \
+            return 2;                                                  \
+        }                                                              \
+        i++;                                                           \
+    } while (0)
+        if (strcmp(arg, "--stdio") == 0) {
+            use_socket = false;
+        } else if (strcmp(arg, "--socket") == 0) {
+            use_socket = true;
+            if (next && next[0] != '-')
+                socket_path = next, i++;
+        } else if (strcmp(arg, "--workspace") == 0) {
+            NEED_VALUE();
+            options.workspace = next;
+        } else if (strcmp(arg, "--data-dir") == 0) {
+            NEED_VALUE();
+            options.data_dir = next;
+        } else if (strcmp(arg, "--config") == 0) {
+            NEED_VALUE(); /* settings arrive with the session service; the flag is accepted now */
+        } else if (strcmp(arg, "--log") == 0) {
+            NEED_VALUE();
+            log_path = next;
+        } else if (strcmp(arg, "--log-level") == 0) {
+            NEED_VALUE();
+            if (!parse_level(next, &options.log_level)) {
+                fprintf(stderr, "ecpd: unknown log level '%s'\n", next);
+                return 2;
+            }
+        } else if (strcmp(arg, "--max-message-bytes") == 0) {
+            NEED_VALUE();
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(next, &end, 10);
+            if (errno || *end || v < 1024) {
+                fprintf(stderr, "ecpd: --max-message-bytes needs a number >= 1024\n");
+                return 2;
+            }
+            options.max_message_bytes = (size_t)v;
+        } else if (strcmp(arg, "--acp") == 0 || strcmp(arg, "--eca") == 0) {
+            fprintf(stderr, "ecpd: %s: the agent front ends are not part of this build yet\n", arg);
+            return 2;
+        } else if (strcmp(arg, "--version") == 0) {
+            printf("ecpd %s (protocol %s)\n", ECPD_VERSION, ECPD_PROTOCOL_VERSION);
+            return 0;
+        } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "ecpd: unknown argument '%s'\n%s", arg, usage);
+            return 2;
+        }
+#undef NEED_VALUE
+    }
+
+    signal(SIGPIPE, SIG_IGN); /* a vanished peer is an EPIPE on its write, not our death */
+    app a = {0};
+    if (log_path) {
+        a.log_file = fopen(log_path, "a");
+        if (!a.log_file) {
+            fprintf(stderr, "ecpd: cannot open log %s: %s\n", log_path, strerror(errno));
+            return 2;
+        }
+        options.log_out = a.log_file;
+    }
+    uv_loop_init(&a.loop);
+    ecp_error err;
+    a.srv = server_new(&a.loop, &options, &err);
+    if (!a.srv) {
+        fprintf(stderr, "ecpd: %s\n", err.message);
+        return 1;
+    }
+    server_set_exit_hook(a.srv, on_exit_requested, &a);
+    uv_signal_init(&a.loop, &a.sigint);
+    uv_signal_init(&a.loop, &a.sigterm);
+    a.sigint.data = a.sigterm.data = &a;
+    uv_signal_start(&a.sigint, on_signal, SIGINT);
+    uv_signal_start(&a.sigterm, on_signal, SIGTERM);
+
+    int code = 1;
+    if (use_socket) {
+        char *path = socket_path ? xstrdup(socket_path) : ecp_default_socket_path(options.workspace);
+        a.listener = transport_socket_start(a.srv, path, &err);
+        if (!a.listener) {
+            fprintf(stderr, "ecpd: %s\n", err.message);
+            free(path);
+            goto done;
+        }
+        fprintf(stderr, "ecpd: listening on %s\n", path);
+        free(path);
+    } else {
+        a.stdio = transport_stdio_open(a.srv, stdio_closed, &a, &err);
+        if (!a.stdio) {
+            fprintf(stderr, "ecpd: stdio: %s\n", err.message);
+            goto done;
+        }
+    }
+
+    while (!server_exit_requested(a.srv, &code))
+        uv_run(&a.loop, UV_RUN_ONCE);
+done:
+    if (!server_exit_requested(a.srv, NULL))
+        server_request_exit(a.srv, code);
+    double deadline = now_seconds() + 1.0;
+    /* transports flush and close: stdio until its link is gone, sockets briefly */
+    drain(&a.loop, a.stdio ? deadline - 0.4 : now_seconds() + 0.05, a.stdio ? &a.stdio : NULL);
+    uv_close((uv_handle_t *)&a.sigint, NULL);
+    uv_close((uv_handle_t *)&a.sigterm, NULL);
+    server_free(a.srv);
+    drain(&a.loop, deadline, NULL);
+    if (uv_loop_close(&a.loop) != 0)
+        ecp_log(NULL, ECP_LOG_WARN, "loop still had handles at exit");
+    if (a.log_file)
+        fclose(a.log_file);
+    return code;
+}

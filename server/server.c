@@ -1,0 +1,168 @@
+/* The server object: creation and teardown, the notification bus, and the
+ * ways the process comes to an end. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ----- notification bus ------------------------------------------------------ */
+
+/* Renders a notification once per position encoding in use and queues it on
+ * every connection that wants it. Being synchronous is what puts a request's
+ * notifications ahead of its response on every connection. */
+static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_render_fn render, void *ctx)
+{
+    server *self = owner;
+    buf rendered[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    for (connection *conn = self->connections; conn; conn = conn->next) {
+        if (conn->closing || (client_id && conn->id != client_id) || !server__connection_wants(conn, method))
+            continue;
+        buf *msg = &rendered[conn->encoding];
+        if (!msg->len) {
+            json_writer w;
+            jw_init(&w, msg);
+            jw_object_begin(&w);
+            jw_key_string(&w, "jsonrpc", "2.0");
+            jw_key_string(&w, "method", method);
+            jw_key(&w, "params");
+            size_t before = msg->len;
+            if (render)
+                render(ctx, conn->encoding, &w);
+            if (msg->len == before)
+                jw_object_begin(&w), jw_object_end(&w);
+            jw_object_end(&w);
+        }
+        server__connection_send(conn, msg->data, msg->len);
+    }
+    for (int i = 0; i < 3; i++)
+        buf_free(&rendered[i]);
+}
+
+connection *server__connection_by_id(server *self, uint64_t id)
+{
+    for (connection *conn = self->connections; conn; conn = conn->next)
+        if (conn->id == id)
+            return conn;
+    return NULL;
+}
+
+/* ----- data directory -------------------------------------------------------- */
+
+/* Creates dir and its missing parents; the last component gets mode. */
+static int make_dirs(const char *dir, mode_t mode, ecp_error *err)
+{
+    char *path = xstrdup(dir);
+    int status = 0;
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+            status = ecp_error_errno(err, errno, path);
+            goto done;
+        }
+        *p = '/';
+    }
+    if (mkdir(path, mode) < 0 && errno != EEXIST) {
+        status = ecp_error_errno(err, errno, path);
+        goto done;
+    }
+    struct stat st;
+    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+        status = ecp_error_set(err, ECP_ENOTDIR, "data directory %s is not a directory", path);
+done:
+    free(path);
+    return status;
+}
+
+static char *default_data_dir(void)
+{
+    const char *xdg = getenv("XDG_DATA_HOME");
+    buf dir = BUF_INIT;
+    if (xdg && xdg[0] == '/')
+        buf_appendf(&dir, "%s/ecpd", xdg);
+    else if (getenv("HOME") && getenv("HOME")[0] == '/')
+        buf_appendf(&dir, "%s/.local/share/ecpd", getenv("HOME"));
+    else
+        buf_appendf(&dir, "/tmp/ecpd-%u/data", (unsigned)getuid());
+    return buf_detach(&dir);
+}
+
+/* ----- lifetime ---------------------------------------------------------------- */
+
+server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *err)
+{
+    server *self = xcalloc(1, sizeof *self);
+    self->loop = loop;
+    self->log.out = options->log_out ? options->log_out : stderr;
+    self->log.level = options->log_level;
+    self->max_message = options->max_message_bytes ? options->max_message_bytes : ECPD_DEFAULT_MAX_MESSAGE;
+    self->workspace = options->workspace ? xstrdup(options->workspace) : NULL;
+    self->data_dir = options->data_dir ? xstrdup(options->data_dir) : default_data_dir();
+    if (make_dirs(self->data_dir, 0700, err) < 0)
+        goto fail;
+    self->bus.notify = bus_notify;
+    self->bus.owner = self;
+    server__router_init(&self->router);
+    server__lifecycle_register(self);
+    server_env env = {
+        .loop = loop, .log = &self->log, .bus = &self->bus, .workspace = self->workspace,
+        .data_dir = self->data_dir, .register_adapter = server__router_register, .router = &self->router,
+    };
+    if (server_services_start(&self->services, &env, err) < 0)
+        goto fail;
+    return self;
+
+fail:
+    server__router_free(&self->router);
+    free(self->workspace);
+    free(self->data_dir);
+    free(self);
+    return NULL;
+}
+
+void server_free(server *self)
+{
+    /* Transports close their connections before the server goes; any left
+     * are released here so that nothing refers to the services afterwards. */
+    while (self->connections)
+        connection_close(self->connections);
+    if (self->pid_timer_started)
+        uv_close((uv_handle_t *)&self->pid_timer, NULL);
+    server__router_free(&self->router);
+    server_services_stop(&self->services);
+    free(self->workspace);
+    free(self->data_dir);
+    free(self);
+}
+
+uv_loop_t *server_loop(server *self) { return self->loop; }
+ecp_logger *server_logger(server *self) { return &self->log; }
+
+void server_set_exit_hook(server *self, void (*hook)(void *ctx, int code), void *ctx)
+{
+    self->exit_hook = hook;
+    self->exit_ctx = ctx;
+}
+
+void server_request_exit(server *self, int code)
+{
+    if (self->exit_requested)
+        return;
+    self->exit_requested = true;
+    self->exit_code = code;
+    ecp_log(&self->log, ECP_LOG_INFO, "exiting with code %d", code);
+    if (self->exit_hook)
+        self->exit_hook(self->exit_ctx, code);
+}
+
+bool server_exit_requested(const server *self, int *code)
+{
+    if (self->exit_requested && code)
+        *code = self->exit_code;
+    return self->exit_requested;
+}

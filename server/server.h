@@ -1,0 +1,93 @@
+/* server: the ecpd server object and its connections.
+ *
+ * One server owns everything: the services, the router, the notification bus
+ * and every connection. Transports (stdio, the Unix socket, the in-process test
+ * client) only move bytes: they open a connection, feed it what the peer
+ * sends, and write what it hands them. Framing detection, JSON-RPC, dispatch,
+ * cancellation and flow control all happen here, identically for every
+ * transport.
+ *
+ * Everything runs on the loop's thread.
+ */
+#ifndef ECPD_SERVER_H
+#define ECPD_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "error.h"
+#include "log.h"
+
+#define ECPD_VERSION "0.1.0"
+#define ECPD_PROTOCOL_VERSION "1.0"
+
+typedef struct server server;
+typedef struct connection connection;
+
+typedef struct server_options {
+    const char *workspace;         /* may be NULL */
+    const char *data_dir;          /* NULL: $XDG_DATA_HOME/ecpd, else ~/.local/share/ecpd */
+    size_t max_message_bytes;      /* 0: the default, 256 MiB */
+    FILE *log_out;                 /* NULL: stderr; not owned */
+    ecp_log_level log_level;
+} server_options;
+
+#define ECPD_DEFAULT_MAX_MESSAGE ((size_t)256 << 20)
+
+/* Creates the server and its services on loop. Returns NULL with err filled
+ * when a service or the data directory cannot be set up. */
+server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *err);
+
+/* Destroys the services and the server. Transports should have closed their
+ * connections first; any still open are released without telling their
+ * transport, which must not use them again. */
+void server_free(server *self);
+
+uv_loop_t *server_loop(server *self);
+ecp_logger *server_logger(server *self);
+
+/* The process should end: `exit` arrived, stdin closed, the watched parent
+ * died, or a signal. The hook (set by main) stops transports and the loop. */
+void server_set_exit_hook(server *self, void (*hook)(void *ctx, int code), void *ctx);
+void server_request_exit(server *self, int code);
+bool server_exit_requested(const server *self, int *code);
+
+/* ----- connections ----------------------------------------------------------- */
+
+/* What a transport provides. write() queues bytes for the peer and must not
+ * block; queued() says how many bytes are still waiting; set_reading() pauses
+ * or resumes reading from the peer; close() asks the transport to close the
+ * connection, after which the transport calls connection_close() later, from
+ * its own callback (never from inside close()). */
+typedef struct connection_io {
+    void (*write)(void *ctx, const char *data, size_t len);
+    size_t (*queued)(void *ctx);
+    void (*set_reading)(void *ctx, bool on);
+    void (*close)(void *ctx);
+} connection_io;
+
+/* label names the peer in logs ("stdio", "socket #3"). */
+connection *server_connection_open(server *self, const connection_io *io, void *io_ctx, const char *label);
+
+/* Bytes from the peer. */
+void connection_receive(connection *conn, const char *data, size_t len);
+
+/* The transport's queue shrank (a write completed): reading may resume. */
+void connection_drained(connection *conn);
+
+/* The peer is gone or the transport has closed: pending requests are
+ * cancelled, the services drop what belonged to this client, and conn is
+ * freed. The server never calls io again. */
+void connection_close(connection *conn);
+
+uint64_t connection_id(const connection *conn);
+
+/* Output bounds: above the first, the server stops reading from the peer
+ * until its queue drains; above the second (a peer that stopped reading while
+ * others' notifications pile up), the connection is dropped. */
+#define CONNECTION_PAUSE_BYTES ((size_t)8 << 20)
+#define CONNECTION_DROP_EXTRA ((size_t)64 << 20)
+
+#endif

@@ -1,0 +1,167 @@
+#include "transport.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+
+struct stream_link {
+    server *srv;
+    connection *conn;
+    uv_stream_t *in;
+    uv_stream_t *out;       /* NULL: synchronous writes to out_fd */
+    int out_fd;
+    int handles_open;
+    bool closing;
+    stream_link_closed_fn on_closed;
+    void *ctx;
+};
+
+typedef struct write_req {
+    uv_write_t req;
+    stream_link *link;
+    char data[];
+} write_req;
+
+static void alloc_cb(uv_handle_t *handle, size_t suggested, uv_buf_t *out)
+{
+    (void)suggested;
+    stream_link *link = handle->data;
+    (void)link;
+    /* 256 KiB reads keep the syscall count low for large pastes and files. */
+    out->base = malloc(256 * 1024);
+    out->len = out->base ? 256 * 1024 : 0;
+}
+
+static void read_cb(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
+{
+    stream_link *link = stream->data;
+    if (n > 0 && !link->closing)
+        connection_receive(link->conn, b->base, (size_t)n);
+    free(b->base);
+    if (n < 0 && !link->closing)
+        stream_link_close(link, true); /* EOF or error: the peer is gone; flush what it may still read */
+}
+
+static void write_cb(uv_write_t *req, int status)
+{
+    write_req *w = (write_req *)req;
+    stream_link *link = w->link;
+    free(w);
+    if (link->closing)
+        return;
+    if (status < 0) {
+        stream_link_close(link, false);
+        return;
+    }
+    connection_drained(link->conn);
+}
+
+static void io_write(void *ctx, const char *data, size_t len)
+{
+    stream_link *link = ctx;
+    if (link->closing)
+        return;
+    if (!link->out) {
+        while (len > 0) {
+            ssize_t n = write(link->out_fd, data, len);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                stream_link_close(link, false);
+                return;
+            }
+            data += n, len -= (size_t)n;
+        }
+        return;
+    }
+    write_req *w = xmalloc(sizeof *w + len);
+    memcpy(w->data, data, len);
+    w->link = link;
+    uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
+    if (uv_write(&w->req, link->out, &b, 1, write_cb) < 0) {
+        free(w);
+        stream_link_close(link, false);
+    }
+}
+
+static size_t io_queued(void *ctx)
+{
+    stream_link *link = ctx;
+    return link->out ? uv_stream_get_write_queue_size(link->out) : 0;
+}
+
+static void io_set_reading(void *ctx, bool on)
+{
+    stream_link *link = ctx;
+    if (link->closing)
+        return;
+    if (on)
+        uv_read_start(link->in, alloc_cb, read_cb);
+    else
+        uv_read_stop(link->in);
+}
+
+static void io_close(void *ctx) { stream_link_close(ctx, false); }
+
+static const connection_io stream_io = {io_write, io_queued, io_set_reading, io_close};
+
+stream_link *stream_link_open(server *srv, uv_stream_t *in, uv_stream_t *out, int out_fd, const char *label,
+                              stream_link_closed_fn on_closed, void *ctx)
+{
+    stream_link *link = xcalloc(1, sizeof *link);
+    link->srv = srv;
+    link->in = in;
+    link->out = out;
+    link->out_fd = out_fd;
+    link->on_closed = on_closed;
+    link->ctx = ctx;
+    link->handles_open = out && out != in ? 2 : 1;
+    in->data = link;
+    if (out)
+        out->data = link;
+    link->conn = server_connection_open(srv, &stream_io, link, label);
+    uv_read_start(in, alloc_cb, read_cb);
+    return link;
+}
+
+static void handle_closed(uv_handle_t *handle)
+{
+    stream_link *link = handle->data;
+    free(handle);
+    if (--link->handles_open > 0)
+        return;
+    connection_close(link->conn);
+    if (link->on_closed)
+        link->on_closed(link->ctx, link);
+    free(link);
+}
+
+static void shutdown_cb(uv_shutdown_t *req, int status)
+{
+    (void)status;
+    uv_stream_t *out = req->handle;
+    free(req);
+    uv_close((uv_handle_t *)out, handle_closed);
+}
+
+void stream_link_close(stream_link *link, bool flush)
+{
+    if (link->closing)
+        return;
+    link->closing = true;
+    uv_read_stop(link->in);
+    if (link->out && link->out != link->in)
+        uv_close((uv_handle_t *)link->in, handle_closed);
+    uv_stream_t *out = link->out ? link->out : link->in;
+    if (flush && link->out && uv_stream_get_write_queue_size(out) > 0) {
+        /* let the answers already queued reach the peer first */
+        uv_shutdown_t *req = xmalloc(sizeof *req);
+        if (uv_shutdown(req, out, shutdown_cb) == 0)
+            return;
+        free(req);
+    }
+    uv_close((uv_handle_t *)out, handle_closed);
+}

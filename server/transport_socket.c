@@ -1,0 +1,172 @@
+/* The Unix socket: many clients at once, each its own connection. Only the
+ * server's own user may connect: the directory is 0700, the socket 0600, and
+ * each peer's uid is checked with SO_PEERCRED. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "transport.h"
+
+
+typedef struct client_entry {
+    socket_listener *owner; /* NULL once the listener has let go of it */
+    stream_link *link;
+    struct client_entry *prev, *next;
+} client_entry;
+
+struct socket_listener {
+    server *srv;
+    uv_pipe_t handle;
+    char *path;
+    client_entry *clients;
+    unsigned accepted;
+};
+
+static void client_closed(void *ctx, stream_link *link)
+{
+    client_entry *e = ctx;
+    (void)link;
+    if (e->prev)
+        e->prev->next = e->next;
+    else if (e->owner)
+        e->owner->clients = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    free(e);
+}
+
+static bool peer_is_us(int fd)
+{
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == getuid();
+}
+
+static void on_connection(uv_stream_t *server_stream, int status)
+{
+    socket_listener *l = server_stream->data;
+    if (status < 0)
+        return;
+    uv_pipe_t *client = xmalloc(sizeof *client);
+    uv_pipe_init(server_stream->loop, client, 0);
+    if (uv_accept(server_stream, (uv_stream_t *)client) < 0) {
+        uv_close((uv_handle_t *)client, (uv_close_cb)free);
+        return;
+    }
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)client, &fd) < 0 || !peer_is_us(fd)) {
+        ecp_log(server_logger(l->srv), ECP_LOG_WARN, "refused a socket client of another user");
+        uv_close((uv_handle_t *)client, (uv_close_cb)free);
+        return;
+    }
+    client_entry *e = xcalloc(1, sizeof *e);
+    e->owner = l;
+    e->next = l->clients;
+    if (l->clients)
+        l->clients->prev = e;
+    l->clients = e;
+    char label[32];
+    snprintf(label, sizeof label, "socket #%u", ++l->accepted);
+    e->link = stream_link_open(l->srv, (uv_stream_t *)client, (uv_stream_t *)client, -1, label, client_closed, e);
+}
+
+/* Creates the socket's directory when missing. A directory we create is 0700;
+ * an existing one must belong to us and be private. */
+static int prepare_directory(const char *path, ecp_error *err)
+{
+    char *dir = xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    int status = 0;
+    if (!slash || slash == dir)
+        goto done;
+    *slash = '\0';
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        status = ecp_error_errno(err, errno, dir);
+        goto done;
+    }
+    struct stat st;
+    if (stat(dir, &st) < 0) {
+        status = ecp_error_errno(err, errno, dir);
+        goto done;
+    }
+    if (st.st_uid != getuid())
+        status = ecp_error_set(err, ECP_EACCES, "socket directory %s belongs to another user", dir);
+done:
+    free(dir);
+    return status;
+}
+
+/* A socket file left by a server that died is replaced; one that answers
+ * belongs to a live server and is left alone. */
+static int claim_path(const char *path, ecp_error *err)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return 0;
+    if (!S_ISSOCK(st.st_mode))
+        return ecp_error_set(err, ECP_EEXIST, "%s exists and is not a socket", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path);
+    int live = fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (live)
+        return ecp_error_set(err, ECP_EEXIST, "another server is already listening on %s", path);
+    unlink(path);
+    return 0;
+}
+
+static void listener_closed(uv_handle_t *handle) { free(handle->data); }
+
+socket_listener *transport_socket_start(server *srv, const char *path, ecp_error *err)
+{
+    if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        ecp_error_set(err, ECP_ETOOBIG, "socket path is too long: %s", path);
+        return NULL;
+    }
+    if (prepare_directory(path, err) < 0 || claim_path(path, err) < 0)
+        return NULL;
+    socket_listener *l = xcalloc(1, sizeof *l);
+    l->srv = srv;
+    l->path = xstrdup(path);
+    uv_pipe_init(server_loop(srv), &l->handle, 0);
+    l->handle.data = l;
+    /* umask makes the socket 0600 from birth: no window where others could connect */
+    mode_t old = umask(0177);
+    int r = uv_pipe_bind(&l->handle, path);
+    umask(old);
+    if (r == 0)
+        r = uv_listen((uv_stream_t *)&l->handle, 128, on_connection);
+    if (r < 0) {
+        ecp_error_set(err, ECP_EIO, "cannot listen on %s: %s", path, uv_strerror(r));
+        free(l->path);
+        /* the handle is embedded in l: l is freed once libuv is done with it */
+        uv_close((uv_handle_t *)&l->handle, listener_closed);
+        return NULL;
+    }
+    chmod(path, 0600);
+    return l;
+}
+
+void transport_socket_stop(socket_listener *l)
+{
+    while (l->clients) {
+        client_entry *e = l->clients;
+        l->clients = e->next;
+        if (l->clients)
+            l->clients->prev = NULL;
+        e->prev = e->next = NULL;
+        e->owner = NULL;
+        stream_link_close(e->link, true);
+    }
+    unlink(l->path);
+    free(l->path);
+    uv_close((uv_handle_t *)&l->handle, listener_closed);
+}

@@ -1,0 +1,94 @@
+/* piece_tree: the text buffer behind every document.
+ *
+ * A piece tree holds a document's bytes as a balanced tree of pieces, each a
+ * (buffer, start, length) slice of either the original file contents or an
+ * append-only "add" buffer that receives every inserted byte. Each node also
+ * records the byte length and the number of '\n' bytes in its subtree, so that
+ * inserting, deleting, and finding where a line starts all cost O(log n) in the
+ * number of pieces, and nothing is ever stored per line.
+ *
+ * The tree knows bytes and '\n' only: a line is the bytes between two '\n'
+ * (the '\n' is not part of the line's text), so a buffer of N newlines has N+1
+ * lines. It never interprets encodings: any byte sequence, valid UTF-8 or not,
+ * is stored and returned unchanged. CRLF handling belongs to the caller.
+ *
+ * Offsets are byte offsets from the start of the buffer. Functions that take an
+ * offset or line assert it is in range: range checks are the caller's job, and
+ * the caller has line_count/length to make them. Not thread-safe: one owner.
+ */
+#ifndef ECPD_PIECE_TREE_H
+#define ECPD_PIECE_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct piece_tree piece_tree;
+
+/* Creates an empty buffer. Returns NULL only when out of memory. */
+piece_tree *piece_tree_new(void);
+
+/* Creates a buffer over `original`, which the tree takes ownership of (it must
+ * come from malloc; the tree frees it). No copy is made: a 100 MB file costs
+ * 100 MB plus the tree's own bookkeeping. `original` may be NULL when len is 0. */
+piece_tree *piece_tree_new_owning(char *original, size_t len);
+
+void piece_tree_free(piece_tree *self);
+
+/* Total bytes, and lines (number of '\n' plus one). */
+size_t piece_tree_length(const piece_tree *self);
+size_t piece_tree_line_count(const piece_tree *self);
+
+/* Inserts len bytes at offset (0 <= offset <= length). The bytes are copied.
+ * Returns 0, or -1 when out of memory (the buffer is then unchanged). */
+int piece_tree_insert(piece_tree *self, size_t offset, const char *text, size_t len);
+
+/* Deletes len bytes starting at offset (offset + len <= length). Returns 0 or
+ * -1 when out of memory (unchanged). */
+int piece_tree_delete(piece_tree *self, size_t offset, size_t len);
+
+/* Byte offset where line `line` starts (line < line_count). */
+size_t piece_tree_line_start(const piece_tree *self, size_t line);
+
+/* Byte length of line `line`, not counting its '\n'. */
+size_t piece_tree_line_length(const piece_tree *self, size_t line);
+
+/* The line that contains byte `offset` (offset <= length; the offset of a '\n'
+ * belongs to the line that the '\n' ends). */
+size_t piece_tree_line_of_offset(const piece_tree *self, size_t offset);
+
+/* Copies len bytes starting at offset into out (which has room for len bytes).
+ * Returns len. */
+size_t piece_tree_copy(const piece_tree *self, size_t offset, size_t len, char *out);
+
+/* Returns the byte at offset (offset < length). */
+char piece_tree_byte_at(const piece_tree *self, size_t offset);
+
+/* Reads a range without copying it: walks the pieces that cover
+ * [offset, offset+len) in order. Usage:
+ *
+ *     piece_tree_reader r;
+ *     piece_tree_reader_init(&r, tree, offset, len);
+ *     const char *chunk; size_t n;
+ *     while (piece_tree_reader_next(&r, &chunk, &n)) consume(chunk, n);
+ *
+ * The chunks point into the tree's buffers and stay valid until the next
+ * insert or delete. The reader holds no heap memory; a finished or abandoned
+ * reader needs no cleanup. */
+typedef struct piece_tree_reader {
+    const piece_tree *tree;
+    const void *node;   /* the node whose piece is read next; NULL when done */
+    size_t skip;        /* bytes of that piece already consumed */
+    size_t remaining;   /* bytes still to deliver */
+} piece_tree_reader;
+
+void piece_tree_reader_init(piece_tree_reader *r, const piece_tree *self, size_t offset, size_t len);
+bool piece_tree_reader_next(piece_tree_reader *r, const char **chunk, size_t *len);
+
+/* Number of pieces (for tests and benchmarks that watch fragmentation). */
+size_t piece_tree_piece_count(const piece_tree *self);
+
+/* Checks every invariant (balance, subtree sums, '\n' counts against the real
+ * bytes). Returns true when the tree is sound. O(n): tests only. */
+bool piece_tree_check(const piece_tree *self);
+
+#endif
