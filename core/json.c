@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "json_writer.h"
 #include "utf.h"
 
 /* The one translation unit that holds jsmn's implementation. JSMN_STRICT and
@@ -168,8 +169,8 @@ bool json_unescape(const char *s, size_t len, buf *out)
 }
 
 /* Checks what jsmn leaves unchecked: separators, trailing commas, number and
- * literal syntax, string escapes, key types, a single top-level value, and
- * the nesting depth. */
+ * literal syntax, string escapes, key types and a single top-level value (the
+ * nesting depth is checked before tokenizing, by too_deep()). */
 static int validate(json_doc *doc, ecp_error *err)
 {
     jsmntok_t *t = TOKENS(doc);
@@ -177,7 +178,6 @@ static int validate(json_doc *doc, ecp_error *err)
     int n = doc->count;
     int result = 0;
     int *last_end = xmalloc(sizeof(int) * (size_t)n); /* end of the previous child, per container */
-    int *depth = xmalloc(sizeof(int) * (size_t)n);
 
     for (int i = 0; i < n; i++) {
         last_end[i] = -1;
@@ -187,17 +187,11 @@ static int validate(json_doc *doc, ecp_error *err)
                 result = ecp_error_set(err, ECP_EPARSE, "unexpected data after the JSON value at offset %d", tok_begin(&t[i]));
                 goto done;
             }
-            depth[i] = 0;
-        } else {
-            depth[i] = depth[p] + 1;
-            if (depth[i] > JSON_MAX_DEPTH) {
-                result = ecp_error_set(err, ECP_EPARSE, "nesting deeper than %d levels", JSON_MAX_DEPTH);
-                goto done;
-            }
         }
         if (p >= 0 && t[p].type == JSMN_STRING) {
-            /* a member value: "key" : value */
-            if (!gap_ok(text, tok_end(&t[p]), tok_begin(&t[i]), ':'))
+            /* a member value: "key" : value (jsmn also lets a string inside an
+             * array take a "value") */
+            if (t[p].parent < 0 || t[t[p].parent].type != JSMN_OBJECT || !gap_ok(text, tok_end(&t[p]), tok_begin(&t[i]), ':'))
                 goto syntax;
             last_end[t[p].parent] = tok_end(&t[i]);
         } else if (p >= 0) {
@@ -241,8 +235,33 @@ syntax:
     result = ecp_error_set(err, ECP_EPARSE, "invalid JSON syntax");
 done:
     free(last_end);
-    free(depth);
     return result;
+}
+
+/* The deepest nesting of brackets outside strings. It is measured before
+ * tokenizing because jsmn closes a bracket by walking up from the last token,
+ * which makes deep nesting quadratic. */
+static bool too_deep(const char *text, size_t len)
+{
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > JSON_MAX_DEPTH)
+                return true;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return false;
 }
 
 int json_doc_parse(json_doc *self, const char *text, size_t len, ecp_error *err)
@@ -252,6 +271,8 @@ int json_doc_parse(json_doc *self, const char *text, size_t len, ecp_error *err)
     self->len = len;
     if (len > (size_t)INT32_MAX - 2)
         return ecp_error_set(err, ECP_ETOOBIG, "JSON text of %zu bytes is too large", len);
+    if (too_deep(text, len))
+        return ecp_error_set(err, ECP_EPARSE, "nesting deeper than %d levels", JSON_MAX_DEPTH);
     jsmn_parser parser;
     jsmn_init(&parser);
     int cap = 64;
@@ -264,6 +285,18 @@ int json_doc_parse(json_doc *self, const char *text, size_t len, ecp_error *err)
             self->cap *= 2;
             self->tokens = xrealloc(self->tokens, sizeof(jsmntok_t) * (size_t)self->cap);
             continue;
+        }
+        if (r == JSMN_ERROR_PART && parser.toknext == 0 && text[parser.pos] != '"') {
+            /* A bare top-level primitive ("42", "true"): strict jsmn wants a
+             * delimiter after it. It runs to the end of the text; validate()
+             * checks its spelling. */
+            jsmntok_t *t = TOKENS(self);
+            t->type = JSMN_PRIMITIVE;
+            t->start = (int)parser.pos;
+            t->end = (int)len;
+            t->size = 0;
+            t->parent = -1;
+            r = 1;
         }
         if (r < 0) {
             int status = ecp_error_set(err, ECP_EPARSE, r == JSMN_ERROR_PART ? "incomplete JSON text" : "invalid JSON syntax at offset %u",
@@ -489,4 +522,48 @@ const char *json_raw(const json_doc *self, json_ref ref, size_t *len)
     const jsmntok_t *t = &TOKENS(self)[ref];
     *len = (size_t)(tok_end(t) - tok_begin(t));
     return self->text + tok_begin(t);
+}
+
+void json_write_value(json_writer *w, const json_doc *self, json_ref ref)
+{
+    /* Recursion is bounded: parsing refused anything deeper than JSON_MAX_DEPTH. */
+    switch (json_type_of(self, ref)) {
+    case JSON_ABSENT:
+    case JSON_NULL:
+        jw_null(w);
+        return;
+    case JSON_BOOL:
+    case JSON_NUMBER: {
+        size_t len;
+        const char *raw = json_raw(self, ref, &len);
+        jw_raw(w, raw, len);
+        return;
+    }
+    case JSON_STRING: {
+        const jsmntok_t *t = &TOKENS(self)[ref];
+        buf s = BUF_INIT;
+        json_unescape(self->text + t->start, (size_t)(t->end - t->start), &s);
+        jw_string_n(w, s.data ? s.data : "", s.len);
+        buf_free(&s);
+        return;
+    }
+    case JSON_ARRAY:
+        jw_array_begin(w);
+        for (json_ref e = json_first(self, ref); e != JSON_NO_REF; e = json_next(self, e))
+            json_write_value(w, self, e);
+        jw_array_end(w);
+        return;
+    case JSON_OBJECT:
+        jw_object_begin(w);
+        for (json_ref k = json_first(self, ref); k != JSON_NO_REF; k = json_next(self, k)) {
+            const jsmntok_t *t = &TOKENS(self)[k];
+            buf key = BUF_INIT;
+            json_unescape(self->text + t->start, (size_t)(t->end - t->start), &key);
+            jw_key_n(w, key.data ? key.data : "", key.len);
+            buf_free(&key);
+            json_write_value(w, self, k + 1);
+        }
+        jw_object_end(w);
+        return;
+    }
 }

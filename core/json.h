@@ -88,6 +88,12 @@ bool json_string_eq(const json_doc *self, json_ref ref, const char *s);
 /* The value's exact source text (strings with their quotes). */
 const char *json_raw(const json_doc *self, json_ref ref, size_t *len);
 
+/* Writes the value at ref again through the writer, so what goes out is
+ * valid whatever came in (invalid UTF-8 inside strings becomes U+FFFD).
+ * Use it rather than json_raw to echo a client's JSON. */
+struct json_writer;
+void json_write_value(struct json_writer *w, const json_doc *self, json_ref ref);
+
 /* Unescapes the body of a JSON string literal (without quotes) into out.
  * Returns false on an invalid escape or a lone surrogate. Exposed for tests. */
 struct buf;

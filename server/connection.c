@@ -285,8 +285,8 @@ static void dispatch(connection *conn, batch *b, char *text, size_t len, json_do
     }
     method->handler(adapter->ctx, call);
     if (!ecp_call_answered(call) && !ecp_call_deferred(call)) {
-        ecp_log(&srv->log, ECP_LOG_ERROR, "%s returned without answering", msg.method);
-        ecp_call_error(call, ECP_WIRE_INTERNAL_ERROR, "Internal error: %s did not answer", msg.method);
+        ecp_log(&srv->log, ECP_LOG_ERROR, "%s returned without answering", ecp_call_method(call));
+        ecp_call_error(call, ECP_WIRE_INTERNAL_ERROR, "Internal error: %s did not answer", ecp_call_method(call));
     }
     ecp_call_unref(call);
     return;

@@ -152,9 +152,8 @@ static void handle_ping(void *ctx, ecp_call *call)
         ecp_call_reply_null(call);
         return;
     }
-    size_t len;
-    const char *raw = json_raw(ecp_call_doc(call), params, &len);
-    ecp_call_reply_raw(call, raw, len);
+    json_write_value(ecp_call_result(call), ecp_call_doc(call), params);
+    ecp_call_finish(call);
 }
 
 /* Reads `events` as strings; answers -32602 and returns false when it is not

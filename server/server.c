@@ -141,6 +141,13 @@ void server_free(server *self)
 }
 
 uv_loop_t *server_loop(server *self) { return self->loop; }
+
+ecp_bus *server_bus(server *self) { return &self->bus; }
+
+void server_register_adapter(server *self, const ecp_adapter *adapter)
+{
+    server__router_register(&self->router, adapter);
+}
 ecp_logger *server_logger(server *self) { return &self->log; }
 
 void server_set_exit_hook(server *self, void (*hook)(void *ctx, int code), void *ctx)

@@ -46,6 +46,14 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
 void server_free(server *self);
 
 uv_loop_t *server_loop(server *self);
+
+/* Adds an adapter beside the services' own (for embedders and tests). The
+ * server copies the struct and releases adapter->ctx through its destroy. */
+struct ecp_adapter;
+void server_register_adapter(server *self, const struct ecp_adapter *adapter);
+
+/* The notification bus, for such adapters to emit on. */
+struct ecp_bus *server_bus(server *self);
 ecp_logger *server_logger(server *self);
 
 /* The process should end: `exit` arrived, stdin closed, the watched parent

@@ -243,6 +243,12 @@ int main(int argc, char **argv)
     }
 
     bool stdin_open = method == NULL && !(s.listen && isatty(STDIN_FILENO));
+    if (!method && s.listen) {
+        /* a server frames nothing for a client that has not spoken; speaking
+         * first also makes the subscription explicit */
+        method = "notifications/subscribe";
+        params = "{\"events\":[\"*\"]}";
+    }
     if (method) {
         buf line = BUF_INIT;
         buf_appendf(&line, "%s %s", method, params ? params : "");

@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "framing.h"
 #include "json.h"
+#include "json_writer.h"
 #include "server.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
@@ -35,6 +36,7 @@ struct test_client {
     captured *notes;
     size_t note_count, note_cap;
     buf log;
+    buf events;
     response *responses;
     size_t response_count, response_cap;
     size_t raw_mark;          /* responses before this index are not for request_raw */
@@ -93,11 +95,20 @@ static void take_output(test_client *c)
             if (c->log.len)
                 buf_push(&c->log, ',');
             buf_append_str(&c->log, name);
+            if (c->events.len)
+                buf_push(&c->events, ',');
+            buf_append_str(&c->events, name);
             arena_free(&a);
             free(msg);
         } else {
             int64_t id = INT64_MIN;
             json_int64(&doc, json_get(&doc, root, "id"), &id);
+            if (c->events.len)
+                buf_push(&c->events, ',');
+            if (id != INT64_MIN)
+                buf_appendf(&c->events, "#%lld", (long long)id);
+            else
+                buf_append_str(&c->events, "#?");
             if (c->response_count == c->response_cap) {
                 c->response_cap = c->response_cap ? c->response_cap * 2 : 64;
                 c->responses = realloc(c->responses, c->response_cap * sizeof *c->responses);
@@ -145,6 +156,8 @@ static void run_once(test_server *s, long long ms)
     uv_run(&s->loop, UV_RUN_ONCE);
 }
 
+bool test_server_exit_requested(test_server *s, int *code) { return server_exit_requested(s->srv, code); }
+
 void test_server_run_for(test_server *s, int ms)
 {
     long long end = now_ms() + ms;
@@ -184,6 +197,10 @@ test_server *test_server_new(const test_server_options *options)
 
 uv_loop_t *test_server_loop(test_server *s) { return &s->loop; }
 
+void test_server_register(test_server *s, const struct ecp_adapter *adapter) { server_register_adapter(s->srv, adapter); }
+
+struct ecp_bus *test_server_bus(test_server *s) { return server_bus(s->srv); }
+
 static void client_free(test_client *c)
 {
     framing_decoder_free(&c->output);
@@ -194,6 +211,7 @@ static void client_free(test_client *c)
         free(c->responses[i].text);
     free(c->responses);
     buf_free(&c->log);
+    buf_free(&c->events);
     free(c);
 }
 
@@ -330,8 +348,9 @@ char *test_client_request_raw(test_client *c, const char *message, int timeout_m
     c->raw_mark = c->response_count;
     size_t len = strlen(message);
     send_bytes(c, message, len);
+    /* newline framing needs the newline; Content-Length framing must not get one */
     size_t lead = strspn(message, " \t\r\n");
-    if ((message[lead] == '{' || message[lead] == '[') && len && message[len - 1] != '\n')
+    if (message[lead] != 'C' && message[lead] != 'c' && len && message[len - 1] != '\n')
         send_bytes(c, "\n", 1);
     long long end = now_ms() + timeout_ms;
     for (;;) {
@@ -402,12 +421,15 @@ bool test_client_wait_notifications(test_client *c, const char *filter, size_t c
 
 const char *test_client_notification_log(test_client *c) { return c->log.data ? c->log.data : ""; }
 
+const char *test_client_event_log(test_client *c) { return c->events.data ? c->events.data : ""; }
+
 void test_client_clear_notifications(test_client *c)
 {
     for (size_t i = 0; i < c->note_count; i++)
         free(c->notes[i].method), free(c->notes[i].params);
     c->note_count = 0;
     buf_clear(&c->log);
+    buf_clear(&c->events);
 }
 
 /* ----- JSON by path ---------------------------------------------------------------- */

@@ -34,6 +34,12 @@ test_server *test_server_new(const test_server_options *options);
 /* Disconnects every client and destroys the server. */
 void test_server_free(test_server *server);
 
+/* Adds an adapter of the test's own (a slow method to cancel, say). */
+struct ecp_adapter;
+void test_server_register(test_server *server, const struct ecp_adapter *adapter);
+/* The server's notification bus, for such an adapter to emit on. */
+struct ecp_bus *test_server_bus(test_server *server);
+
 /* The server's libuv loop, for tests that need to run it themselves. */
 struct uv_loop_s *test_server_loop(test_server *server);
 
@@ -53,9 +59,12 @@ int test_client_request(test_client *client, const char *method, const char *par
 int test_client_requestf(test_client *client, const char *method, char **out, const char *params_fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Sends `message` exactly as given (any bytes, a batch, a notification) and
- * returns the next response written to this client, or NULL if none arrives
- * within timeout_ms (a notification gets none). */
+/* Sends `message` as given (any bytes, a batch, a notification; a newline
+ * is added for newline framing unless it starts with a Content-Length
+ * header) and returns the next response written to this client, or NULL if
+ * none arrives within timeout_ms (a notification gets none).
+ * Note that the server frames nothing for a client before its first message
+ * has shown which framing it speaks. */
 char *test_client_request_raw(test_client *client, const char *message, int timeout_ms);
 
 /* Sends a notification (no id). */
@@ -68,7 +77,7 @@ int test_client_wait_response(test_client *client, int64_t id, int timeout_ms, c
 
 /* ----- captured notifications ------------------------------------------------
  * A filter is an exact method name, or a prefix ending in '/' or '*'
- * ("document/", "file/*"), or NULL / "*" for every notification. */
+ * ("document/", "file*"), or NULL or "*" for every notification. */
 
 size_t test_client_notification_count(test_client *client, const char *filter);
 /* The params JSON of the index-th notification that matches filter, or NULL. */
@@ -79,7 +88,15 @@ bool test_client_wait_notifications(test_client *client, const char *filter, siz
 /* The methods of every captured notification, in order, joined with ',':
  * "document/didOpen,document/didChange". For asserting order. */
 const char *test_client_notification_log(test_client *client);
+/* Notifications and responses together, in the order they arrived: methods
+ * for notifications, "#<id>" for the response to request <id>. Shows that a
+ * request's notifications came before its response. Cleared with the
+ * notifications. */
+const char *test_client_event_log(test_client *client);
 void test_client_clear_notifications(test_client *client);
+
+/* True once the server asked to end the process (`exit`), with its code. */
+bool test_server_exit_requested(test_server *server, int *code);
 
 /* Runs the server loop for about ms milliseconds (to let time pass). */
 void test_server_run_for(test_server *server, int ms);

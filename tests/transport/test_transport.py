@@ -1,0 +1,391 @@
+#!/usr/bin/env python3
+"""Transport tests: the real ecpd and ecpctl binaries over pipes and sockets.
+
+usage: test_transport.py ECPD ECPCTL
+
+Each test starts its own server with its own data directory and socket, so
+tests are independent. What is checked is what a client sees: the bytes of
+the responses, exit codes, file modes, and how long things take.
+"""
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+ECPD = None
+ECPCTL = None
+
+
+def req(id_, method, params=None):
+    m = {"jsonrpc": "2.0", "id": id_, "method": method}
+    if params is not None:
+        m["params"] = params
+    return m
+
+
+def nl(msg):
+    return (json.dumps(msg) + "\n").encode()
+
+
+def cl(msg):
+    body = json.dumps(msg).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class Reader:
+    """Reads framed messages (either framing) from a file object or socket."""
+
+    def __init__(self, read):
+        self.read = read
+        self.buf = b""
+
+    def _fill(self):
+        chunk = self.read(1 << 16)
+        if not chunk:
+            raise EOFError("connection closed")
+        self.buf += chunk
+
+    def message(self):
+        while True:
+            if self.buf.startswith(b"Content-Length:"):
+                end = self.buf.find(b"\r\n\r\n")
+                if end >= 0:
+                    n = int(self.buf[15:end].strip())
+                    if len(self.buf) >= end + 4 + n:
+                        body = self.buf[end + 4:end + 4 + n]
+                        self.buf = self.buf[end + 4 + n:]
+                        return json.loads(body)
+            else:
+                i = self.buf.find(b"\n")
+                if i >= 0:
+                    line, self.buf = self.buf[:i], self.buf[i + 1:]
+                    assert b"\r" not in line
+                    return json.loads(line)
+            self._fill()
+
+
+class Stdio:
+    def __init__(self, tmp, *args):
+        self.p = subprocess.Popen([ECPD, "--stdio", "--data-dir", os.path.join(tmp, "data"), *args],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.r = Reader(self.p.stdout.read1)
+
+    def send(self, data):
+        self.p.stdin.write(data)
+        self.p.stdin.flush()
+
+    def recv(self):
+        return self.r.message()
+
+    def call(self, msg, framing=nl):
+        self.send(framing(msg))
+        return self.recv()
+
+    def close(self, timeout=5):
+        try:
+            self.p.stdin.close()
+        except BrokenPipeError:
+            pass
+        code = self.p.wait(timeout)
+        self.p.stdout.close()
+        self.p.stderr.close()
+        return code
+
+
+class SocketServer:
+    def __init__(self, tmp, *args):
+        self.dir = os.path.join(tmp, "run")
+        self.path = os.path.join(self.dir, "ecpd.sock")
+        self.p = subprocess.Popen([ECPD, "--socket", self.path, "--data-dir", os.path.join(tmp, "data"), *args],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 10
+        while True:  # a stale socket file may exist already: wait until one answers
+            try:
+                self.connect().close()
+                break
+            except OSError:
+                if time.time() > deadline or self.p.poll() is not None:
+                    raise RuntimeError("server did not start: " + self.p.stderr.read().decode())
+                time.sleep(0.01)
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(self.path)
+        s.settimeout(20)
+        return s
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        code = self.p.wait(5)
+        self.p.stderr.close()
+        return code
+
+
+class Client:
+    def __init__(self, sock):
+        self.s = sock
+        self.r = Reader(sock.recv)
+
+    def call(self, msg, framing=nl):
+        self.s.sendall(framing(msg))
+        return self.r.message()
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class StdioTests(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ecpd-transport-")
+
+    def test_newline_framing_round_trip(self):
+        s = Stdio(self.tmp)
+        self.assertEqual(s.call(req(1, "ecp/ping", {"x": "é😀"})),
+                         {"jsonrpc": "2.0", "id": 1, "result": {"x": "é😀"}})
+        self.assertEqual(s.call(req("abc", "ecp/ping", [1])), {"jsonrpc": "2.0", "id": "abc", "result": [1]})
+        self.assertEqual(s.close(), 0)
+
+    def test_content_length_framing_round_trip(self):
+        s = Stdio(self.tmp)
+        s.send(cl(req(1, "ecp/ping", {"a": 1})) + b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n" +
+               cl(req(2, "ecp/ping", {"b": 2})))
+        # the second message carries an extra header before its length: still one framing
+        self.assertEqual(s.recv()["result"], {"a": 1})
+        self.assertEqual(s.recv()["result"], {"b": 2})
+        self.assertEqual(s.close(), 0)
+
+    def test_replies_use_the_peers_framing(self):
+        s = Stdio(self.tmp)
+        s.send(cl(req(1, "ecp/ping")))
+        head = s.p.stdout.read1(15)
+        self.assertEqual(head[:15], b"Content-Length:")
+        s.close()
+
+    def test_exit_codes(self):
+        s = Stdio(self.tmp)
+        self.assertEqual(s.call(req(1, "shutdown")), {"jsonrpc": "2.0", "id": 1, "result": None})
+        self.assertEqual(s.call(req(2, "ecp/ping"))["error"],
+                         {"code": -32002, "message": "Server is shutting down"})
+        t = time.time()
+        s.send(nl({"jsonrpc": "2.0", "method": "exit"}))
+        self.assertEqual(s.p.wait(5), 0)
+        self.assertLess(time.time() - t, 1.0)
+        s.close()
+
+        s = Stdio(self.tmp)
+        s.send(nl({"jsonrpc": "2.0", "method": "exit"}))
+        self.assertEqual(s.p.wait(5), 1)
+        s.close()
+
+    def test_stdin_eof_exits_cleanly_and_flushes(self):
+        s = Stdio(self.tmp)
+        s.send(nl(req(1, "ecp/ping", {"last": True})))
+        t = time.time()
+        s.p.stdin.close()
+        self.assertEqual(s.recv()["result"], {"last": True})
+        self.assertEqual(s.p.wait(5), 0)
+        self.assertLess(time.time() - t, 1.0)
+        s.p.stdout.close()
+        s.p.stderr.close()
+
+    def test_bad_input_keeps_the_connection(self):
+        s = Stdio(self.tmp, "--max-message-bytes", "65536")
+        self.assertEqual(s.call(req(1, "ecp/ping"))["id"], 1)  # newline framing from here on
+        s.send(b"\x00\x01garbage\xff\n")
+        self.assertEqual(s.recv()["error"]["code"], -32700)
+        s.send(b'{"jsonrpc":"2.0","id":2,"method":"ecp/ping",\n')
+        self.assertEqual(s.recv()["error"], {"code": -32700, "message": "Parse error: incomplete JSON text"})
+        s.send(b'{"jsonrpc":"2.0","id":3,"method":"ecp/ping","params":{"s":"\xc3\x28"}}\n')
+        self.assertEqual(s.recv()["result"], {"s": "\ufffd("})
+        s.send(b'{"jsonrpc":"2.0","id":4,"method":"ecp/ping","params":' + b"[" * 5000 + b"]" * 5000 + b"}\n")
+        self.assertEqual(s.recv()["error"]["code"], -32700)
+        self.assertEqual(s.call(req(5, "no/such"))["error"], {"code": -32601, "message": "Method not found: no/such"})
+        self.assertEqual(s.call(req(6, "notifications/subscribe", {}))["error"],
+                         {"code": -32602, "message": "events: required array"})
+        big = json.dumps(req(7, "ecp/ping", {"pad": "x" * 100000})).encode() + b"\n"
+        s.send(big)
+        err = s.recv()
+        self.assertEqual(err["error"]["code"], -32600)
+        self.assertIn("exceeds the limit of 65536 bytes", err["error"]["message"])
+        self.assertEqual(s.call(req(8, "ecp/ping", [8])), {"jsonrpc": "2.0", "id": 8, "result": [8]})
+        self.assertEqual(s.close(), 0)
+
+    def test_batch_of_ten_thousand(self):
+        s = Stdio(self.tmp)
+        batch = [req(i, "ecp/ping", [i]) for i in range(10000)]
+        s.send((json.dumps(batch) + "\n").encode())
+        replies = s.recv()
+        self.assertEqual(len(replies), 10000)
+        self.assertEqual(sorted(r["id"] for r in replies), list(range(10000)))
+        self.assertTrue(all(r["result"] == [r["id"]] for r in replies))
+        s.close()
+
+    def test_huge_content_length_is_refused_and_skipped(self):
+        s = Stdio(self.tmp, "--max-message-bytes", "65536")
+        body = b"{" + b" " * 199998 + b"}"
+        s.send(b"Content-Length: %d\r\n\r\n" % len(body))
+        for i in range(0, len(body), 7000):  # the oversized body arrives in pieces
+            s.send(body[i:i + 7000])
+        err = s.recv()
+        self.assertEqual(err["id"], None)
+        self.assertEqual(err["error"]["code"], -32600)
+        self.assertEqual(s.call(req(1, "ecp/ping", [1]), cl), {"jsonrpc": "2.0", "id": 1, "result": [1]})
+        s.close()
+
+    def test_unparseable_header_closes_the_connection(self):
+        s = Stdio(self.tmp)
+        s.send(b"Content-Length: lots\r\n\r\n{}")
+        self.assertEqual(s.p.wait(5), 0)  # stdio has one client: it is gone, so the server ends
+        s.close()
+
+    def test_header_without_body_then_eof(self):
+        s = Stdio(self.tmp)
+        s.send(b"Content-Length: 100\r\n\r\n")
+        time.sleep(0.1)
+        self.assertIsNone(s.p.poll())  # waits for the body
+        self.assertEqual(s.close(), 0)
+
+    def test_process_id_watch(self):
+        sleeper = subprocess.Popen(["sleep", "60"])
+        s = Stdio(self.tmp)
+        self.assertEqual(s.call(req(1, "initialize", {"processId": sleeper.pid}))["result"]["serverInfo"]["name"], "ecpd")
+        sleeper.kill()
+        sleeper.wait()
+        self.assertEqual(s.p.wait(5), 0)
+        s.close()
+
+
+class SocketTests(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ecpd-transport-")
+        self.srv = SocketServer(self.tmp)
+
+    def tearDown(self):
+        self.srv.stop()
+
+    def test_permissions(self):
+        self.assertEqual(stat.S_IMODE(os.stat(self.srv.dir).st_mode), 0o700)
+        self.assertEqual(stat.S_IMODE(os.stat(self.srv.path).st_mode), 0o600)
+        self.assertTrue(stat.S_ISSOCK(os.stat(self.srv.path).st_mode))
+
+    def test_many_clients_at_once(self):
+        clients = [Client(self.srv.connect()) for _ in range(8)]
+        errors = []
+
+        def run(i, c):
+            try:
+                framing = cl if i % 2 else nl
+                for k in range(200):
+                    r = c.call(req(k, "ecp/ping", {"client": i, "k": k}), framing)
+                    if r != {"jsonrpc": "2.0", "id": k, "result": {"client": i, "k": k}}:
+                        errors.append(r)
+            except Exception as e:  # noqa: BLE001
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
+        for c in clients:
+            c.s.close()
+
+    def test_disconnect_mid_request_does_not_disturb_others(self):
+        other = Client(self.srv.connect())
+        for _ in range(20):
+            s = self.srv.connect()
+            s.sendall(b"".join(nl(req(i, "ecp/ping", {"pad": "y" * 1000})) for i in range(200)))
+            s.close()
+        self.assertEqual(other.call(req(1, "ecp/ping", [1])), {"jsonrpc": "2.0", "id": 1, "result": [1]})
+
+    def test_bad_header_closes_only_that_client(self):
+        good = Client(self.srv.connect())
+        self.assertEqual(good.call(req(1, "ecp/ping"))["id"], 1)
+        bad = self.srv.connect()
+        bad.sendall(b"Content-Length: ???\r\n\r\n")
+        self.assertEqual(bad.recv(100), b"")  # closed by the server
+        self.assertEqual(good.call(req(2, "ecp/ping"))["id"], 2)
+
+    def test_a_client_that_never_reads_is_bounded(self):
+        stuck = self.srv.connect()
+        stuck.setblocking(False)
+        pad = "z" * (1 << 20)
+        sent = 0
+        start_rss = rss_kb(self.srv.p.pid)
+        # flood 1 MiB pings and read nothing: the server must stop reading us
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                stuck.send(nl(req(sent, "ecp/ping", {"pad": pad})))
+                sent += 1
+            except BlockingIOError:
+                break
+        self.assertLess(sent, 200, "the server kept reading from a client that does not read")
+        probe = Client(self.srv.connect())
+        t = time.time()
+        self.assertEqual(probe.call(req(1, "ecp/ping", [1]))["result"], [1])
+        self.assertLess(time.time() - t, 0.5)
+        grown_mb = (rss_kb(self.srv.p.pid) - start_rss) / 1024
+        self.assertLess(grown_mb, 150, "server memory grew by %.0f MB" % grown_mb)
+        stuck.close()
+
+    def test_second_server_on_the_same_path_is_refused(self):
+        p = subprocess.run([ECPD, "--socket", self.srv.path, "--data-dir", os.path.join(self.tmp, "d2")],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"another server is already listening", p.stderr)
+
+    def test_sigterm_removes_the_socket(self):
+        self.assertEqual(self.srv.stop(), 0)
+        self.assertFalse(os.path.exists(self.srv.path))
+        self.srv = SocketServer(self.tmp)  # a stale socket file would also be replaced
+
+    def test_stale_socket_is_replaced(self):
+        self.srv.p.kill()
+        self.srv.p.wait()
+        self.assertTrue(os.path.exists(self.srv.path))
+        self.srv = SocketServer(self.tmp)
+        c = Client(self.srv.connect())
+        self.assertEqual(c.call(req(1, "ecp/ping", [1]))["result"], [1])
+
+    def test_ecpctl(self):
+        out = subprocess.run([ECPCTL, "--socket", self.srv.path, "ecp/ping", '{"hi":1}'],
+                             capture_output=True, timeout=10)
+        self.assertEqual(out.returncode, 0)
+        self.assertEqual(json.loads(out.stdout), {"jsonrpc": "2.0", "id": 1, "result": {"hi": 1}})
+        out = subprocess.run([ECPCTL, "--socket", self.srv.path, "no/such"], capture_output=True, timeout=10)
+        self.assertEqual(out.returncode, 1)
+        self.assertEqual(json.loads(out.stdout)["error"]["code"], -32601)
+        out = subprocess.run([ECPCTL, "--socket", self.srv.path], input=b'ecp/ping [1]\n{"jsonrpc":"2.0","id":9,"method":"ecp/ping"}\n',
+                             capture_output=True, timeout=10)
+        lines = [json.loads(l) for l in out.stdout.splitlines()]
+        self.assertEqual([l["id"] for l in lines], [1, 9])
+        out = subprocess.run([ECPCTL, "--socket", os.path.join(self.tmp, "nope.sock"), "ecp/ping"], capture_output=True, timeout=10)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn(b"cannot connect", out.stderr)
+
+    def test_ecpctl_spawn(self):
+        env = dict(os.environ, XDG_DATA_HOME=os.path.join(self.tmp, "xdg"))
+        out = subprocess.run([ECPCTL, "--spawn", "ecp/ping", "[42]"], capture_output=True, timeout=10, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(json.loads(out.stdout)["result"], [42])
+
+
+if __name__ == "__main__":
+    ECPD = os.path.abspath(sys.argv[1])
+    ECPCTL = os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], "-v"])
