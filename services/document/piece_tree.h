@@ -14,7 +14,11 @@
  *
  * Offsets are byte offsets from the start of the buffer. Functions that take an
  * offset or line assert it is in range: range checks are the caller's job, and
- * the caller has line_count/length to make them. Not thread-safe: one owner.
+ * the caller has line_count/length to make them.
+ *
+ * Not thread-safe, not even for readers: the const lookups update a private
+ * cache of the last piece visited (it makes reading lines in order cost one
+ * memchr each). One owner, one thread.
  */
 #ifndef ECPD_PIECE_TREE_H
 #define ECPD_PIECE_TREE_H
@@ -29,7 +33,9 @@ piece_tree *piece_tree_new(void);
 
 /* Creates a buffer over `original`, which the tree takes ownership of (it must
  * come from malloc; the tree frees it). No copy is made: a 100 MB file costs
- * 100 MB plus the tree's own bookkeeping. `original` may be NULL when len is 0. */
+ * 100 MB plus the tree's own bookkeeping. `original` may be NULL when len is 0.
+ * Returns NULL when out of memory; `original` then still belongs to the
+ * caller. */
 piece_tree *piece_tree_new_owning(char *original, size_t len);
 
 void piece_tree_free(piece_tree *self);

@@ -1,0 +1,1204 @@
+/* adapter: the document methods of the wire (document/open, ...) over the service.
+ *
+ * Params are read with core's ecp_arg_* readers (they answer -32602 naming the
+ * field), service statuses are mapped to the catalogue's codes here and only
+ * here, and service events become notifications through a subscription made
+ * at init. Because the service fires its events before the function that
+ * caused them returns, every notification a request causes is on the bus
+ * before that request's response.
+ *
+ * Text leaves the buffer straight into the JSON writer, chunk by chunk, so a
+ * read of a large range costs one copy (the escaped output), not two.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "interface.h"
+#include "rpc.h"
+
+typedef struct doc_adapter {
+    document_service *svc;
+    ecp_bus *bus;
+} doc_adapter;
+
+/* ----- writing ------------------------------------------------------------------- */
+
+static size_t seq_len(unsigned char c)
+{
+    if ((c & 0xE0) == 0xC0)
+        return 2;
+    if ((c & 0xF0) == 0xE0)
+        return 3;
+    if ((c & 0xF8) == 0xF0)
+        return 4;
+    return 1;
+}
+
+/* A JSON string written from chunks. A multi-byte sequence split across two
+ * chunks is held back until it is whole, so the writer's UTF-8 validation sees
+ * exactly the bytes it would see in one piece. */
+typedef struct jstr {
+    json_writer *w;
+    char carry[4];
+    size_t n;
+} jstr;
+
+static void jstr_begin(jstr *s, json_writer *w)
+{
+    s->w = w;
+    s->n = 0;
+    jw_raw(w, "\"", 1);
+}
+
+static void jstr_chunk(void *ctx, const char *p, size_t len)
+{
+    jstr *s = ctx;
+    if (s->n) {
+        size_t need = seq_len((unsigned char)s->carry[0]);
+        while (s->n < need && len && ((unsigned char)*p & 0xC0) == 0x80) {
+            s->carry[s->n++] = *p++;
+            len--;
+        }
+        if (s->n < need && len == 0)
+            return;
+        json_escape_into(s->w->out, s->carry, s->n);
+        s->n = 0;
+    }
+    size_t safe = len;
+    for (size_t back = 1; back <= 3 && back <= len; back++) {
+        unsigned char c = (unsigned char)p[len - back];
+        if ((c & 0xC0) == 0x80)
+            continue;
+        if (seq_len(c) > back)
+            safe = len - back;
+        break;
+    }
+    json_escape_into(s->w->out, p, safe);
+    memcpy(s->carry, p + safe, len - safe);
+    s->n = len - safe;
+}
+
+static void jstr_end(jstr *s)
+{
+    if (s->n)
+        json_escape_into(s->w->out, s->carry, s->n);
+    buf_push(s->w->out, '"');
+}
+
+static void write_position(json_writer *w, size_t line, size_t column)
+{
+    jw_object_begin(w);
+    jw_key_int(w, "line", (int64_t)line);
+    jw_key_int(w, "column", (int64_t)column);
+    jw_object_end(w);
+}
+
+static void write_info(json_writer *w, const document_info *info)
+{
+    jw_object_begin(w);
+    jw_key_string(w, "documentId", info->document_id);
+    jw_key_string(w, "uri", info->uri);
+    jw_key_string(w, "languageId", info->language_id);
+    jw_key_int(w, "version", (int64_t)info->version);
+    jw_key_bool(w, "isDirty", info->is_dirty);
+    jw_key_bool(w, "isReadOnly", info->is_read_only);
+    jw_key_int(w, "lineCount", (int64_t)info->line_count);
+    jw_object_end(w);
+}
+
+static void write_cursors(json_writer *w, const document_cursor *list, size_t count)
+{
+    jw_array_begin(w);
+    for (size_t i = 0; i < count; i++) {
+        const document_cursor *c = &list[i];
+        jw_object_begin(w);
+        jw_key(w, "position");
+        write_position(w, c->active.line, c->active.column);
+        if (c->anchor.line != c->active.line || c->anchor.column != c->active.column) {
+            jw_key(w, "selection");
+            jw_object_begin(w);
+            jw_key(w, "anchor");
+            write_position(w, c->anchor.line, c->anchor.column);
+            jw_key(w, "active");
+            write_position(w, c->active.line, c->active.column);
+            jw_object_end(w);
+        }
+        if (c->has_desired_column)
+            jw_key_int(w, "desiredColumn", (int64_t)c->desired_column);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+}
+
+/* ----- errors ------------------------------------------------------------------------- */
+
+static int wire_code(int status)
+{
+    switch (status) {
+    case ECP_ENOTFOUND: return ECP_WIRE_DOCUMENT_NOT_FOUND;
+    case ECP_ERANGE: return ECP_WIRE_INVALID_POSITION;
+    case ECP_EINVAL: return ECP_WIRE_INVALID_PARAMS;
+    case ECP_EREADONLY: return ECP_WIRE_DOCUMENT_READ_ONLY;
+    default: return ECP_WIRE_INTERNAL_ERROR;
+    }
+}
+
+static void reply_error(ecp_call *call, int status, const ecp_error *err)
+{
+    ecp_call_error(call, wire_code(status), "%s", err->message);
+}
+
+/* EditResult: a document-level refusal is a result, not an error; bad
+ * positions and bad params are errors. */
+static void reply_edit(ecp_call *call, int status, uint64_t version, const ecp_error *err)
+{
+    if (status == ECP_ERANGE || status == ECP_EINVAL) {
+        reply_error(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "success", status == 0);
+    jw_key_int(w, "version", (int64_t)version);
+    if (status != 0)
+        jw_key_string(w, "error", err->message);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+/* ----- params --------------------------------------------------------------------------- */
+
+static bool arg_doc(ecp_call *call, ecp_str *id)
+{
+    return ecp_arg_string(call, ecp_call_params(call), "documentId", id);
+}
+
+static bool arg_position(ecp_call *call, json_ref obj, const char *name, document_position *out)
+{
+    json_ref p;
+    arena *a = ecp_call_arena(call);
+    return ecp_arg_object(call, obj, name, &p) &&
+           ecp_arg_index(call, p, arena_sprintf(a, "%s.line", name), &out->line) &&
+           ecp_arg_index(call, p, arena_sprintf(a, "%s.column", name), &out->column);
+}
+
+static bool arg_range(ecp_call *call, json_ref obj, const char *name, document_range *out)
+{
+    json_ref r;
+    arena *a = ecp_call_arena(call);
+    if (!ecp_arg_object(call, obj, name, &r) || !arg_position(call, r, arena_sprintf(a, "%s.start", name), &out->start) ||
+        !arg_position(call, r, arena_sprintf(a, "%s.end", name), &out->end))
+        return false;
+    const document_position *s = &out->start, *e = &out->end;
+    if (e->line < s->line || (e->line == s->line && e->column < s->column)) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: end (%zu:%zu) precedes start (%zu:%zu)", name, e->line,
+                       e->column, s->line, s->column);
+        return false;
+    }
+    return true;
+}
+
+static unsigned group_flag(ecp_call *call, bool *ok)
+{
+    bool group;
+    *ok = ecp_arg_bool_opt(call, ecp_call_params(call), "groupWithPrevious", false, &group);
+    return group ? DOCUMENT_EDIT_GROUP : 0;
+}
+
+/* ----- notifications -------------------------------------------------------------------- */
+
+typedef struct cursors_note {
+    doc_adapter *ad;
+    const char *id;
+} cursors_note;
+
+static void render_open(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    const document_info *info = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "documentId", info->document_id);
+    jw_key_string(w, "uri", info->uri);
+    jw_key_string(w, "languageId", info->language_id);
+    jw_object_end(w);
+}
+
+static void on_open(void *ctx, const document_info *info)
+{
+    doc_adapter *ad = ctx;
+    ecp_bus_notify(ad->bus, "document/didOpen", render_open, (void *)info);
+}
+
+static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    const document_change_event *ev = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "documentId", ev->document_id);
+    jw_key_string(w, "uri", ev->uri);
+    jw_key_int(w, "version", (int64_t)ev->version);
+    jw_key(w, "changes");
+    jw_array_begin(w);
+    for (size_t i = 0; i < ev->count; i++) {
+        const document_change *c = &ev->changes[i];
+        jw_object_begin(w);
+        jw_key(w, "range");
+        jw_object_begin(w);
+        jw_key(w, "start");
+        write_position(w, c->start.line, c->start.column[enc]);
+        jw_key(w, "end");
+        write_position(w, c->end.line, c->end.column[enc]);
+        jw_object_end(w);
+        jw_key_int(w, "rangeLength", (int64_t)c->range_length[enc]);
+        jw_key_string_n(w, "text", c->text ? c->text : "", c->text_len);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+}
+
+static void on_change(void *ctx, const document_change_event *ev)
+{
+    doc_adapter *ad = ctx;
+    ecp_bus_notify(ad->bus, "document/didChange", render_change, (void *)ev);
+}
+
+static void render_cursors(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    const cursors_note *note = ctx;
+    document_cursor *list = NULL;
+    size_t count = 0;
+    jw_object_begin(w);
+    jw_key_string(w, "documentId", note->id);
+    jw_key(w, "cursors");
+    if (document_get_cursors(note->ad->svc, note->id, enc, &list, &count, NULL) == 0)
+        write_cursors(w, list, count);
+    else
+        write_cursors(w, NULL, 0);
+    jw_object_end(w);
+    free(list);
+}
+
+static void on_cursors(void *ctx, const char *document_id)
+{
+    cursors_note note = {ctx, document_id};
+    ecp_bus_notify(note.ad->bus, "document/didChangeCursors", render_cursors, &note);
+}
+
+typedef struct close_note {
+    const char *id;
+    const char *uri;
+} close_note;
+
+static void render_close(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    const close_note *note = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "documentId", note->id);
+    jw_key_string(w, "uri", note->uri);
+    jw_object_end(w);
+}
+
+static void on_close(void *ctx, const char *document_id, const char *uri)
+{
+    doc_adapter *ad = ctx;
+    close_note note = {document_id, uri};
+    ecp_bus_notify(ad->bus, "document/didClose", render_close, &note);
+}
+
+static const document_listener listener = {
+    .on_open = on_open,
+    .on_change = on_change,
+    .on_cursors = on_cursors,
+    .on_close = on_close,
+};
+
+/* ----- open, save, reload (may finish on the thread pool) ---------------------------------- */
+
+typedef struct pending {
+    doc_adapter *ad;
+    ecp_call *call;
+    document_request *req;
+} pending;
+
+static void abandon(void *ctx)
+{
+    pending *p = ctx;
+    document_request_cancel(p->ad->svc, p->req);
+}
+
+/* Hooks cancellation up when the request is still running. */
+static void watch(pending *p, document_request *req)
+{
+    if (!req)
+        return;
+    p->req = req;
+    ecp_call_on_abandon(p->call, abandon, p);
+}
+
+static pending *pending_new(doc_adapter *ad, ecp_call *call)
+{
+    pending *p = arena_calloc(ecp_call_arena(call), sizeof *p);
+    p->ad = ad;
+    p->call = ecp_call_defer(call);
+    return p;
+}
+
+static void opened(void *ctx, int status, const ecp_error *err, const char *document_id, bool already_open)
+{
+    pending *p = ctx;
+    ecp_call *call = p->call;
+    if (status != 0) {
+        ecp_call_error(call, status == ECP_EBADURI ? ECP_WIRE_INVALID_PARAMS : ECP_WIRE_INTERNAL_ERROR, "%s%s",
+                       status == ECP_EBADURI ? "uri: " : "", err->message);
+        return;
+    }
+    document_info info;
+    document_get_info(p->ad->svc, document_id, &info, NULL);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "documentId", document_id);
+    jw_key(w, "info");
+    write_info(w, &info);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_open(void *ctx, ecp_call *call)
+{
+    json_ref params = ecp_call_params(call);
+    ecp_str uri, content, language;
+    bool read_only;
+    if (!ecp_arg_string(call, params, "uri", &uri) || !ecp_arg_string_opt(call, params, "content", &content) ||
+        !ecp_arg_string_opt(call, params, "languageId", &language) ||
+        !ecp_arg_bool_opt(call, params, "readOnly", false, &read_only))
+        return;
+    if (uri.len == 0 || memchr(uri.ptr, '\0', uri.len)) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "uri: %s", uri.len ? "contains a NUL byte" : "must not be empty");
+        return;
+    }
+    document_open_options options = {
+        .uri = uri.ptr,
+        .content = content.ptr,
+        .content_len = content.len,
+        .language_id = language.ptr,
+        .read_only = read_only,
+    };
+    pending *p = pending_new(ctx, call);
+    watch(p, document_open(p->ad->svc, &options, opened, p));
+}
+
+static void saved(void *ctx, int status, const ecp_error *err, uint64_t version, const char *uri)
+{
+    pending *p = ctx;
+    json_writer *w = ecp_call_result(p->call);
+    jw_object_begin(w);
+    jw_key_bool(w, "success", status == 0);
+    jw_key_int(w, "version", (int64_t)version);
+    if (uri)
+        jw_key_string(w, "uri", uri);
+    if (status != 0)
+        jw_key_string(w, "error", err->message);
+    jw_object_end(w);
+    ecp_call_finish(p->call);
+}
+
+static void m_save(void *ctx, ecp_call *call)
+{
+    ecp_str id, uri;
+    if (!arg_doc(call, &id) || !ecp_arg_string_opt(call, ecp_call_params(call), "uri", &uri))
+        return;
+    if (uri.ptr && (uri.len == 0 || memchr(uri.ptr, '\0', uri.len))) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "uri: %s", uri.len ? "contains a NUL byte" : "must not be empty");
+        return;
+    }
+    pending *p = pending_new(ctx, call);
+    watch(p, document_save(p->ad->svc, id.ptr, uri.ptr, saved, p));
+}
+
+static void reloaded(void *ctx, int status, const ecp_error *err, uint64_t version)
+{
+    pending *p = ctx;
+    json_writer *w = ecp_call_result(p->call);
+    jw_object_begin(w);
+    jw_key_bool(w, "success", status == 0);
+    jw_key_int(w, "version", (int64_t)version);
+    if (status != 0)
+        jw_key_string(w, "error", err->message);
+    jw_object_end(w);
+    ecp_call_finish(p->call);
+}
+
+static void m_reload(void *ctx, ecp_call *call)
+{
+    ecp_str id;
+    bool force;
+    if (!arg_doc(call, &id) || !ecp_arg_bool_opt(call, ecp_call_params(call), "force", false, &force))
+        return;
+    pending *p = pending_new(ctx, call);
+    watch(p, document_reload(p->ad->svc, id.ptr, force, reloaded, p));
+}
+
+/* ----- documents and text ------------------------------------------------------------------ */
+
+static void m_close(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    if (!arg_doc(call, &id))
+        return;
+    ecp_call_reply_success(call, document_close(ad->svc, id.ptr, NULL) == 0);
+}
+
+static void m_info(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    ecp_error err;
+    document_info info;
+    if (!arg_doc(call, &id))
+        return;
+    int rc = document_get_info(ad->svc, id.ptr, &info, &err);
+    if (rc != 0) {
+        reply_error(call, rc, &err);
+        return;
+    }
+    write_info(ecp_call_result(call), &info);
+    ecp_call_finish(call);
+}
+
+static void list_one(void *ctx, const document_info *info) { write_info(ctx, info); }
+
+static void m_list(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "documents");
+    jw_array_begin(w);
+    document_list(ad->svc, list_one, w);
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_content(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    ecp_error err;
+    document_info info;
+    if (!arg_doc(call, &id))
+        return;
+    int rc = document_get_info(ad->svc, id.ptr, &info, &err);
+    if (rc != 0) {
+        reply_error(call, rc, &err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "content");
+    jstr s;
+    jstr_begin(&s, w);
+    document_read(ad->svc, id.ptr, NULL, ECP_ENCODING_UTF8, jstr_chunk, &s, NULL);
+    jstr_end(&s);
+    jw_key_int(w, "version", (int64_t)info.version);
+    jw_key_int(w, "lineCount", (int64_t)info.line_count);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void write_line(doc_adapter *ad, json_writer *w, const char *id, size_t line)
+{
+    jw_object_begin(w);
+    jw_key_int(w, "lineNumber", (int64_t)line);
+    jw_key(w, "text");
+    jstr s;
+    jstr_begin(&s, w);
+    document_read_line(ad->svc, id, line, jstr_chunk, &s, NULL);
+    jstr_end(&s);
+    jw_object_end(w);
+}
+
+static void m_line(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    size_t line;
+    ecp_error err;
+    document_info info;
+    if (!arg_doc(call, &id) || !ecp_arg_index(call, ecp_call_params(call), "lineNumber", &line))
+        return;
+    if (document_get_info(ad->svc, id.ptr, &info, &err) != 0) {
+        ecp_call_error(call, ECP_WIRE_INVALID_POSITION, "%s", err.message);
+        return;
+    }
+    if (line >= info.line_count) {
+        ecp_call_error(call, ECP_WIRE_INVALID_POSITION, "Invalid position: line %zu is past the end (%zu line%s)",
+                       line, info.line_count, info.line_count == 1 ? "" : "s");
+        return;
+    }
+    write_line(ad, ecp_call_result(call), id.ptr, line);
+    ecp_call_finish(call);
+}
+
+static void write_lines(doc_adapter *ad, json_writer *w, const char *id, size_t start, size_t end)
+{
+    jw_array_begin(w);
+    for (size_t line = start; line < end; line++)
+        write_line(ad, w, id, line);
+    jw_array_end(w);
+}
+
+static void m_lines(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    json_ref params = ecp_call_params(call);
+    ecp_str id;
+    size_t start, end;
+    document_info info;
+    if (!arg_doc(call, &id) || !ecp_arg_index(call, params, "startLine", &start) ||
+        !ecp_arg_index(call, params, "endLine", &end))
+        return;
+    if (document_get_info(ad->svc, id.ptr, &info, NULL) != 0)
+        info.line_count = 0; /* the catalogue: an unknown document has no lines */
+    if (end > info.line_count)
+        end = info.line_count;
+    if (start > end)
+        start = end;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "lines");
+    write_lines(ad, w, id.ptr, start, end);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_viewport(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    json_ref params = ecp_call_params(call);
+    ecp_str id;
+    size_t start, count;
+    json_ref include;
+    ecp_error err;
+    document_info info;
+    if (!arg_doc(call, &id) || !ecp_arg_index(call, params, "startLine", &start) ||
+        !ecp_arg_index(call, params, "lineCount", &count) || !ecp_arg_array_opt(call, params, "include", &include))
+        return;
+    int rc = document_get_info(ad->svc, id.ptr, &info, &err);
+    if (rc != 0) {
+        reply_error(call, rc, &err);
+        return;
+    }
+    /* include (tokens, diagnostics, gitChanges) needs services this server
+     * does not compose yet: only the lines are sent. */
+    size_t first = start < info.line_count ? start : info.line_count;
+    size_t last = count < info.line_count - first ? first + count : info.line_count;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "documentId", info.document_id);
+    jw_key_int(w, "version", (int64_t)info.version);
+    jw_key_int(w, "startLine", (int64_t)start);
+    jw_key_int(w, "lineCount", (int64_t)info.line_count);
+    jw_key(w, "lines");
+    write_lines(ad, w, id.ptr, first, last);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+/* {text} written as the text arrives: the result starts with the first
+ * chunk, which comes only once the range is known to be valid. */
+typedef struct text_reply {
+    ecp_call *call;
+    json_writer *w;
+    jstr s;
+} text_reply;
+
+static void text_reply_start(text_reply *t)
+{
+    t->w = ecp_call_result(t->call);
+    jw_object_begin(t->w);
+    jw_key(t->w, "text");
+    jstr_begin(&t->s, t->w);
+}
+
+static void text_reply_chunk(void *ctx, const char *p, size_t len)
+{
+    text_reply *t = ctx;
+    if (!t->w)
+        text_reply_start(t);
+    jstr_chunk(&t->s, p, len);
+}
+
+static void m_text_in_range(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    document_range range;
+    ecp_error err;
+    if (!arg_doc(call, &id) || !arg_range(call, ecp_call_params(call), "range", &range))
+        return;
+    text_reply t = {.call = call};
+    int rc = document_read(ad->svc, id.ptr, &range, ecp_call_encoding(call), text_reply_chunk, &t, &err);
+    if (rc != 0) {
+        reply_error(call, rc, &err);
+        return;
+    }
+    if (!t.w)
+        text_reply_start(&t);
+    jstr_end(&t.s);
+    jw_object_end(t.w);
+    ecp_call_finish(call);
+}
+
+static void m_version(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    ecp_error err;
+    document_info info;
+    if (!arg_doc(call, &id))
+        return;
+    int rc = document_get_info(ad->svc, id.ptr, &info, &err);
+    if (rc != 0) {
+        reply_error(call, rc, &err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_int(w, "version", (int64_t)info.version);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+/* ----- edits --------------------------------------------------------------------------------- */
+
+static void edit_one(doc_adapter *ad, ecp_call *call, const char *id, const document_range *range, const ecp_str *text,
+                     unsigned flags)
+{
+    document_edit e = {*range, text->ptr ? text->ptr : "", text->len};
+    ecp_error err;
+    uint64_t version;
+    int rc = document_apply_edits(ad->svc, id, &e, 1, ecp_call_encoding(call), flags, &version, &err);
+    reply_edit(call, rc, version, &err);
+}
+
+static void m_insert(void *ctx, ecp_call *call)
+{
+    ecp_str id, text;
+    document_range range;
+    bool ok;
+    if (!arg_doc(call, &id) || !arg_position(call, ecp_call_params(call), "position", &range.start) ||
+        !ecp_arg_string(call, ecp_call_params(call), "text", &text))
+        return;
+    unsigned flags = group_flag(call, &ok);
+    if (!ok)
+        return;
+    range.end = range.start;
+    edit_one(ctx, call, id.ptr, &range, &text, flags | DOCUMENT_EDIT_MOVE_CURSOR);
+}
+
+static void m_delete(void *ctx, ecp_call *call)
+{
+    ecp_str id, text = {"", 0};
+    document_range range;
+    bool ok;
+    if (!arg_doc(call, &id) || !arg_range(call, ecp_call_params(call), "range", &range))
+        return;
+    unsigned flags = group_flag(call, &ok);
+    if (ok)
+        edit_one(ctx, call, id.ptr, &range, &text, flags);
+}
+
+static void m_replace(void *ctx, ecp_call *call)
+{
+    ecp_str id, text;
+    document_range range;
+    bool ok;
+    if (!arg_doc(call, &id) || !arg_range(call, ecp_call_params(call), "range", &range) ||
+        !ecp_arg_string(call, ecp_call_params(call), "text", &text))
+        return;
+    unsigned flags = group_flag(call, &ok);
+    if (ok)
+        edit_one(ctx, call, id.ptr, &range, &text, flags);
+}
+
+static void m_set_content(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id, content;
+    ecp_error err;
+    uint64_t version;
+    if (!arg_doc(call, &id) || !ecp_arg_string(call, ecp_call_params(call), "content", &content))
+        return;
+    int rc = document_set_content(ad->svc, id.ptr, content.ptr, content.len, &version, &err);
+    reply_edit(call, rc, version, &err);
+}
+
+static void m_edit(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    json_ref params = ecp_call_params(call), edits;
+    const json_doc *jd = ecp_call_doc(call);
+    arena *a = ecp_call_arena(call);
+    ecp_str id;
+    bool ok;
+    if (!arg_doc(call, &id) || !ecp_arg_array(call, params, "edits", &edits))
+        return;
+    unsigned flags = group_flag(call, &ok);
+    if (!ok)
+        return;
+    size_t count = json_length(jd, edits);
+    if (count == 0) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "edits: must not be empty");
+        return;
+    }
+    document_edit *list = arena_alloc(a, count * sizeof *list);
+    size_t i = 0;
+    for (json_ref e = json_first(jd, edits); e != JSON_NO_REF; e = json_next(jd, e), i++) {
+        const char *name = arena_sprintf(a, "edits[%zu]", i);
+        if (json_type_of(jd, e) != JSON_OBJECT) {
+            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: expected object, got %s", name,
+                           json_type_name(json_type_of(jd, e)));
+            return;
+        }
+        ecp_str text;
+        if (!arg_range(call, e, arena_sprintf(a, "%s.range", name), &list[i].range) ||
+            !ecp_arg_string(call, e, arena_sprintf(a, "%s.text", name), &text))
+            return;
+        list[i].text = text.ptr;
+        list[i].len = text.len;
+    }
+    ecp_error err;
+    uint64_t version;
+    int rc = document_apply_edits(ad->svc, id.ptr, list, count, ecp_call_encoding(call), flags, &version, &err);
+    reply_edit(call, rc, version, &err);
+}
+
+static void m_type(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id, text;
+    bool ok;
+    if (!arg_doc(call, &id) || !ecp_arg_string(call, ecp_call_params(call), "text", &text))
+        return;
+    unsigned flags = group_flag(call, &ok);
+    if (!ok)
+        return;
+    ecp_error err;
+    uint64_t version;
+    int rc = document_type(ad->svc, id.ptr, text.ptr, text.len, flags, &version, &err);
+    reply_edit(call, rc, version, &err);
+}
+
+/* ----- cursors ---------------------------------------------------------------------------------- */
+
+static void m_cursors(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    ecp_error err;
+    document_cursor *list;
+    size_t count;
+    if (!arg_doc(call, &id))
+        return;
+    int rc = document_get_cursors(ad->svc, id.ptr, ecp_call_encoding(call), &list, &count, &err);
+    if (rc != 0) {
+        reply_error(call, rc, &err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "cursors");
+    write_cursors(w, list, count);
+    jw_object_end(w);
+    ecp_call_finish(call);
+    free(list);
+}
+
+/* {success} for cursor changes: an unknown document is success:false, a
+ * position past the end is InvalidPosition. */
+static void reply_cursor_change(ecp_call *call, int rc, const ecp_error *err)
+{
+    if (rc == 0 || rc == ECP_ENOTFOUND)
+        ecp_call_reply_success(call, rc == 0);
+    else
+        reply_error(call, rc, err);
+}
+
+/* A Cursor object: {position, selection?: {anchor, active}, desiredColumn?}. */
+static bool arg_cursor(ecp_call *call, json_ref obj, const char *name, document_cursor *out)
+{
+    arena *a = ecp_call_arena(call);
+    json_ref sel;
+    int64_t desired;
+    if (!arg_position(call, obj, arena_sprintf(a, "%s.position", name), &out->active) ||
+        !ecp_arg_object_opt(call, obj, arena_sprintf(a, "%s.selection", name), &sel) ||
+        !ecp_arg_int_opt(call, obj, arena_sprintf(a, "%s.desiredColumn", name), -1, &desired))
+        return false;
+    out->anchor = out->active;
+    if (sel != JSON_NO_REF) {
+        const char *sname = arena_sprintf(a, "%s.selection", name);
+        if (!arg_position(call, sel, arena_sprintf(a, "%s.anchor", sname), &out->anchor) ||
+            !arg_position(call, sel, arena_sprintf(a, "%s.active", sname), &out->active))
+            return false;
+    }
+    out->has_desired_column = desired >= 0;
+    out->desired_column = desired >= 0 ? (size_t)desired : 0;
+    return true;
+}
+
+static void m_set_cursors(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    const json_doc *jd = ecp_call_doc(call);
+    arena *a = ecp_call_arena(call);
+    ecp_str id;
+    json_ref items;
+    if (!arg_doc(call, &id) || !ecp_arg_array(call, ecp_call_params(call), "cursors", &items))
+        return;
+    size_t count = json_length(jd, items);
+    if (count == 0) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "cursors: must not be empty");
+        return;
+    }
+    document_cursor *list = arena_alloc(a, count * sizeof *list);
+    size_t i = 0;
+    for (json_ref e = json_first(jd, items); e != JSON_NO_REF; e = json_next(jd, e), i++) {
+        const char *name = arena_sprintf(a, "cursors[%zu]", i);
+        if (json_type_of(jd, e) != JSON_OBJECT) {
+            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: expected object, got %s", name,
+                           json_type_name(json_type_of(jd, e)));
+            return;
+        }
+        if (!arg_cursor(call, e, name, &list[i]))
+            return;
+    }
+    ecp_error err;
+    reply_cursor_change(call, document_set_cursors(ad->svc, id.ptr, list, count, ecp_call_encoding(call), &err), &err);
+}
+
+static void m_set_cursor(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    json_ref params = ecp_call_params(call), sel;
+    ecp_str id;
+    document_cursor c = {0};
+    if (!arg_doc(call, &id) || !arg_position(call, params, "position", &c.active) ||
+        !ecp_arg_object_opt(call, params, "selection", &sel))
+        return;
+    c.anchor = c.active;
+    if (sel != JSON_NO_REF &&
+        (!arg_position(call, sel, "selection.anchor", &c.anchor) || !arg_position(call, sel, "selection.active", &c.active)))
+        return;
+    ecp_error err;
+    reply_cursor_change(call, document_set_cursors(ad->svc, id.ptr, &c, 1, ecp_call_encoding(call), &err), &err);
+}
+
+static void m_add_cursor(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    document_position pos;
+    if (!arg_doc(call, &id) || !arg_position(call, ecp_call_params(call), "position", &pos))
+        return;
+    ecp_error err;
+    reply_cursor_change(call, document_add_cursor(ad->svc, id.ptr, &pos, ecp_call_encoding(call), &err), &err);
+}
+
+static void m_move_cursors(void *ctx, ecp_call *call)
+{
+    static const char *const directions[] = {"up", "down", "left", "right"};
+    static const char *const units[] = {"character", "word", "line", "page", "document"};
+    doc_adapter *ad = ctx;
+    json_ref params = ecp_call_params(call);
+    ecp_str id, dir_s, unit_s;
+    bool select;
+    if (!arg_doc(call, &id) || !ecp_arg_string(call, params, "direction", &dir_s) ||
+        !ecp_arg_string_opt(call, params, "unit", &unit_s) || !ecp_arg_bool_opt(call, params, "select", false, &select))
+        return;
+    size_t dir = 0, unit = 0;
+    while (dir < 4 && strcmp(dir_s.ptr, directions[dir]) != 0)
+        dir++;
+    if (dir == 4) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "direction: must be up, down, left or right, got \"%s\"",
+                       dir_s.ptr);
+        return;
+    }
+    if (unit_s.ptr) {
+        while (unit < 5 && strcmp(unit_s.ptr, units[unit]) != 0)
+            unit++;
+        if (unit == 5) {
+            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS,
+                           "unit: must be character, word, line, page or document, got \"%s\"", unit_s.ptr);
+            return;
+        }
+    }
+    ecp_error err;
+    int rc = document_move_cursors(ad->svc, id.ptr, (document_direction)dir, (document_unit)unit, select, &err);
+    reply_cursor_change(call, rc, &err);
+}
+
+static void m_select_all(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    ecp_error err;
+    if (arg_doc(call, &id))
+        reply_cursor_change(call, document_select_all(ad->svc, id.ptr, &err), &err);
+}
+
+static void m_clear_selections(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    ecp_error err;
+    if (arg_doc(call, &id))
+        reply_cursor_change(call, document_clear_selections(ad->svc, id.ptr, &err), &err);
+}
+
+static void m_selections(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    ecp_error err;
+    document_cursor *list;
+    size_t count;
+    if (!arg_doc(call, &id))
+        return;
+    int rc = document_get_cursors(ad->svc, id.ptr, ECP_ENCODING_UTF8, &list, &count, &err);
+    if (rc != 0) {
+        reply_error(call, rc, &err);
+        return;
+    }
+    free(list);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "selections");
+    jw_array_begin(w);
+    for (size_t i = 0; i < count; i++) {
+        jstr s;
+        jstr_begin(&s, w);
+        document_read_selection(ad->svc, id.ptr, i, jstr_chunk, &s, NULL);
+        jstr_end(&s);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+/* ----- history ----------------------------------------------------------------------------------- */
+
+static void undo_redo(doc_adapter *ad, ecp_call *call, bool redo)
+{
+    ecp_str id;
+    if (!arg_doc(call, &id))
+        return;
+    uint64_t version = 0;
+    bool can_undo = false, can_redo = false;
+    int rc = redo ? document_redo(ad->svc, id.ptr, &version, NULL) : document_undo(ad->svc, id.ptr, &version, NULL);
+    document_history(ad->svc, id.ptr, &can_undo, &can_redo, NULL);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "success", rc == 0);
+    jw_key_int(w, "version", (int64_t)version);
+    jw_key_bool(w, "canUndo", can_undo);
+    jw_key_bool(w, "canRedo", can_redo);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_undo(void *ctx, ecp_call *call) { undo_redo(ctx, call, false); }
+static void m_redo(void *ctx, ecp_call *call) { undo_redo(ctx, call, true); }
+
+static void can(doc_adapter *ad, ecp_call *call, bool redo)
+{
+    ecp_str id;
+    if (!arg_doc(call, &id))
+        return;
+    bool can_undo, can_redo;
+    document_history(ad->svc, id.ptr, &can_undo, &can_redo, NULL);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, redo ? "canRedo" : "canUndo", redo ? can_redo : can_undo);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_can_undo(void *ctx, ecp_call *call) { can(ctx, call, false); }
+static void m_can_redo(void *ctx, ecp_call *call) { can(ctx, call, true); }
+
+static void m_is_dirty(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    document_info info;
+    if (!arg_doc(call, &id))
+        return;
+    bool dirty = document_get_info(ad->svc, id.ptr, &info, NULL) == 0 && info.is_dirty;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "isDirty", dirty);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_mark_clean(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    if (!arg_doc(call, &id))
+        return;
+    /* The catalogue answers true even for an unknown document. */
+    document_mark_clean(ad->svc, id.ptr, NULL);
+    ecp_call_reply_success(call, true);
+}
+
+/* ----- positions ------------------------------------------------------------------------------------ */
+
+static void m_position_to_offset(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    document_position pos;
+    ecp_error err;
+    uint64_t offset;
+    if (!arg_doc(call, &id) || !arg_position(call, ecp_call_params(call), "position", &pos))
+        return;
+    int rc = document_position_to_offset(ad->svc, id.ptr, &pos, ecp_call_encoding(call), &offset, &err);
+    if (rc != 0) {
+        reply_error(call, rc, &err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_int(w, "offset", (int64_t)offset);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_offset_to_position(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    size_t offset;
+    ecp_error err;
+    document_position pos;
+    if (!arg_doc(call, &id) || !ecp_arg_index(call, ecp_call_params(call), "offset", &offset))
+        return;
+    int rc = document_offset_to_position(ad->svc, id.ptr, offset, ecp_call_encoding(call), &pos, &err);
+    if (rc != 0) {
+        reply_error(call, rc, &err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "position");
+    write_position(w, pos.line, pos.column);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_word_at_position(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    document_position pos;
+    document_range range;
+    ecp_error err;
+    bool found;
+    ecp_position_encoding enc = ecp_call_encoding(call);
+    if (!arg_doc(call, &id) || !arg_position(call, ecp_call_params(call), "position", &pos))
+        return;
+    int rc = document_word_at(ad->svc, id.ptr, &pos, enc, &range, &found, &err);
+    if (rc == ECP_ENOTFOUND || (rc == 0 && !found)) {
+        ecp_call_reply_null(call);
+        return;
+    }
+    if (rc != 0) {
+        reply_error(call, rc, &err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "range");
+    jw_object_begin(w);
+    jw_key(w, "start");
+    write_position(w, range.start.line, range.start.column);
+    jw_key(w, "end");
+    write_position(w, range.end.line, range.end.column);
+    jw_object_end(w);
+    jw_key(w, "text");
+    jstr s;
+    jstr_begin(&s, w);
+    document_read(ad->svc, id.ptr, &range, enc, jstr_chunk, &s, NULL);
+    jstr_end(&s);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+/* ----- the table ----------------------------------------------------------------------------------------- */
+
+static const ecp_method methods[] = {
+    {"document/open", m_open, "1.0"},
+    {"document/close", m_close, "1.0"},
+    {"document/info", m_info, "1.0"},
+    {"document/list", m_list, "1.0"},
+    {"document/content", m_content, "1.0"},
+    {"document/line", m_line, "1.0"},
+    {"document/lines", m_lines, "1.0"},
+    {"document/textInRange", m_text_in_range, "1.0"},
+    {"document/version", m_version, "1.0"},
+    {"document/insert", m_insert, "1.0"},
+    {"document/delete", m_delete, "1.0"},
+    {"document/replace", m_replace, "1.0"},
+    {"document/setContent", m_set_content, "1.0"},
+    {"document/cursors", m_cursors, "1.0"},
+    {"document/setCursors", m_set_cursors, "1.0"},
+    {"document/setCursor", m_set_cursor, "1.0"},
+    {"document/addCursor", m_add_cursor, "1.0"},
+    {"document/moveCursors", m_move_cursors, "1.0"},
+    {"document/selectAll", m_select_all, "1.0"},
+    {"document/clearSelections", m_clear_selections, "1.0"},
+    {"document/selections", m_selections, "1.0"},
+    {"document/undo", m_undo, "1.0"},
+    {"document/redo", m_redo, "1.0"},
+    {"document/canUndo", m_can_undo, "1.0"},
+    {"document/canRedo", m_can_redo, "1.0"},
+    {"document/isDirty", m_is_dirty, "1.0"},
+    {"document/markClean", m_mark_clean, "1.0"},
+    {"document/positionToOffset", m_position_to_offset, "1.0"},
+    {"document/offsetToPosition", m_offset_to_position, "1.0"},
+    {"document/wordAtPosition", m_word_at_position, "1.0"},
+    {"document/save", m_save, "1.0"},
+    {"document/reload", m_reload, "1.0"},
+    {"document/edit", m_edit, "1.0"},
+    {"document/type", m_type, "1.0"},
+    {"document/viewport", m_viewport, "1.0"},
+};
+
+static void adapter_destroy(void *ctx)
+{
+    doc_adapter *ad = ctx;
+    document_unsubscribe(ad->svc, &listener, ad);
+    free(ad);
+}
+
+static const char *const notifications[] = {
+    "document/didOpen", "document/didClose", "document/didChange", "document/didChangeCursors", NULL,
+};
+
+void document_adapter_init(ecp_adapter *out, document_service *svc, ecp_bus *bus)
+{
+    doc_adapter *ad = xcalloc(1, sizeof *ad);
+    ad->svc = svc;
+    ad->bus = bus;
+    document_subscribe(svc, &listener, ad);
+    memset(out, 0, sizeof *out);
+    out->ns = "document";
+    out->methods = methods;
+    out->method_count = sizeof methods / sizeof methods[0];
+    out->ctx = ad;
+    out->destroy = adapter_destroy;
+    out->notifications = notifications;
+}

@@ -1,0 +1,442 @@
+/* cursor: multi-cursors and selections as byte offsets.
+ *
+ * Cursors live as offsets so that following an edit is arithmetic; they turn
+ * into {line, column} only when a client asks. The primary cursor is always
+ * items[0] and survives every merge.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Lines moved by a page up or down. */
+#define PAGE_LINES 20
+
+void document__cursors_init(doc_cursor_set *set)
+{
+    set->items = xmalloc(sizeof *set->items);
+    set->cap = 1;
+    set->count = 1;
+    set->items[0] = (doc_cursor){0, 0, DOC_NO_DESIRED};
+}
+
+void document__cursors_free(doc_cursor_set *set)
+{
+    free(set->items);
+    memset(set, 0, sizeof *set);
+}
+
+static void reserve(doc_cursor_set *set, size_t n)
+{
+    if (n <= set->cap)
+        return;
+    size_t cap = set->cap ? set->cap : 1;
+    while (cap < n)
+        cap *= 2;
+    set->items = xrealloc(set->items, cap * sizeof *set->items);
+    set->cap = cap;
+}
+
+void document__cursors_copy(doc_cursor_set *dst, const doc_cursor_set *src)
+{
+    dst->items = NULL;
+    dst->cap = 0;
+    reserve(dst, src->count);
+    memcpy(dst->items, src->items, src->count * sizeof *src->items);
+    dst->count = src->count;
+}
+
+void document__cursors_reset(doc_cursor_set *set, size_t anchor, size_t active)
+{
+    reserve(set, 1);
+    set->count = 1;
+    set->items[0] = (doc_cursor){anchor, active, DOC_NO_DESIRED};
+}
+
+void document__cursors_push(doc_cursor_set *set, size_t anchor, size_t active, size_t desired)
+{
+    reserve(set, set->count + 1);
+    set->items[set->count++] = (doc_cursor){anchor, active, desired};
+}
+
+static size_t shift_one(size_t p, size_t offset, size_t deleted, size_t inserted)
+{
+    if (p < offset)
+        return p;
+    if (p == offset)
+        return deleted == 0 ? p + inserted : p;
+    if (p < offset + deleted)
+        return offset + inserted; /* inside replaced text: after its replacement */
+    return p - deleted + inserted;
+}
+
+void document__cursors_shift(doc_cursor_set *set, size_t offset, size_t deleted, size_t inserted)
+{
+    for (size_t i = 0; i < set->count; i++) {
+        doc_cursor *c = &set->items[i];
+        c->anchor = shift_one(c->anchor, offset, deleted, inserted);
+        c->active = shift_one(c->active, offset, deleted, inserted);
+    }
+}
+
+typedef struct span {
+    size_t lo, hi, index;
+} span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int index_cmp(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+void document__cursors_normalize(doc_cursor_set *set, size_t length)
+{
+    for (size_t i = 0; i < set->count; i++) {
+        doc_cursor *c = &set->items[i];
+        if (c->anchor > length)
+            c->anchor = length;
+        if (c->active > length)
+            c->active = length;
+    }
+    if (set->count < 2)
+        return;
+    span *spans = xmalloc(set->count * sizeof *spans);
+    for (size_t i = 0; i < set->count; i++) {
+        doc_cursor *c = &set->items[i];
+        spans[i] = (span){c->anchor < c->active ? c->anchor : c->active, c->anchor < c->active ? c->active : c->anchor,
+                          i};
+    }
+    qsort(spans, set->count, sizeof *spans, span_cmp);
+    /* Sweep: a group absorbs the next span when they overlap, or touch with
+     * one of them empty (a caret at a selection's edge belongs to it). */
+    size_t groups = 0;
+    for (size_t i = 0; i < set->count; i++) {
+        span s = spans[i];
+        if (groups) {
+            span *g = &spans[groups - 1];
+            bool merge = s.lo < g->hi || (s.lo == g->hi && (s.lo == s.hi || g->lo == g->hi));
+            if (merge) {
+                if (s.hi > g->hi)
+                    g->hi = s.hi;
+                if (s.index < g->index)
+                    g->index = s.index;
+                continue;
+            }
+        }
+        spans[groups++] = s;
+    }
+    if (groups < set->count) {
+        qsort(spans, groups, sizeof *spans, index_cmp);
+        doc_cursor *out = xmalloc(groups * sizeof *out);
+        for (size_t i = 0; i < groups; i++) {
+            const doc_cursor *keep = &set->items[spans[i].index];
+            bool reversed = keep->active < keep->anchor;
+            out[i].anchor = reversed ? spans[i].hi : spans[i].lo;
+            out[i].active = reversed ? spans[i].lo : spans[i].hi;
+            out[i].desired = keep->desired;
+        }
+        memcpy(set->items, out, groups * sizeof *out);
+        set->count = groups;
+        free(out);
+    }
+    free(spans);
+}
+
+/* ----- movement --------------------------------------------------------------- */
+
+static size_t next_char(const piece_tree *t, size_t p)
+{
+    size_t length = piece_tree_length(t);
+    if (p >= length)
+        return length;
+    char bytes[4];
+    size_t n = length - p < 4 ? length - p : 4;
+    piece_tree_copy(t, p, n, bytes);
+    if (bytes[0] == '\n')
+        return p + 1;
+    uint32_t cp;
+    return p + utf8_decode(bytes, n, &cp);
+}
+
+static size_t prev_char(const piece_tree *t, size_t p)
+{
+    if (p == 0)
+        return 0;
+    /* The longest valid sequence that ends exactly at p; else one byte. */
+    for (size_t back = p < 4 ? p : 4; back >= 2; back--) {
+        char bytes[4];
+        piece_tree_copy(t, p - back, back, bytes);
+        uint32_t cp;
+        size_t k = utf8_decode(bytes, back, &cp);
+        if (k == back && !(cp == 0xFFFD && k == 1))
+            return p - back;
+    }
+    return p - 1;
+}
+
+static bool word_byte_at(const piece_tree *t, size_t p)
+{
+    return document__is_word_byte((unsigned char)piece_tree_byte_at(t, p));
+}
+
+static size_t word_right(const piece_tree *t, size_t p)
+{
+    size_t line = piece_tree_line_of_offset(t, p);
+    size_t end = piece_tree_line_start(t, line) + piece_tree_line_length(t, line);
+    if (p == end)
+        return p < piece_tree_length(t) ? p + 1 : p;
+    while (p < end && !word_byte_at(t, p))
+        p++;
+    while (p < end && word_byte_at(t, p))
+        p++;
+    return p;
+}
+
+static size_t word_left(const piece_tree *t, size_t p)
+{
+    size_t line = piece_tree_line_of_offset(t, p);
+    size_t start = piece_tree_line_start(t, line);
+    if (p == start)
+        return p > 0 ? p - 1 : 0;
+    while (p > start && !word_byte_at(t, p - 1))
+        p--;
+    while (p > start && word_byte_at(t, p - 1))
+        p--;
+    return p;
+}
+
+/* Moves p by `lines` lines (negative: up), aiming at code-point column
+ * *desired (set from p when it has none). */
+static size_t vertical(const piece_tree *t, size_t p, long lines, size_t *desired)
+{
+    size_t line = piece_tree_line_of_offset(t, p);
+    size_t start = piece_tree_line_start(t, line);
+    if (*desired == DOC_NO_DESIRED)
+        *desired = document__units(t, start, p - start).u32;
+    size_t count = piece_tree_line_count(t);
+    size_t target;
+    if (lines < 0)
+        target = (size_t)-lines > line ? 0 : line - (size_t)-lines;
+    else
+        target = (size_t)lines > count - 1 - line ? count - 1 : line + (size_t)lines;
+    if (target == line)
+        /* Already on the first (last) line: go to its start (end). */
+        return lines < 0 ? start : start + piece_tree_line_length(t, line);
+    size_t tstart = piece_tree_line_start(t, target);
+    size_t tend = tstart + piece_tree_line_length(t, target);
+    size_t out;
+    if (!document__seek(t, tstart, tend, *desired, ECP_ENCODING_UTF32, &out))
+        out = tend;
+    return out;
+}
+
+int document__cursors_move(document *doc, document_direction dir, document_unit unit, bool select)
+{
+    const piece_tree *t = doc->tree;
+    size_t length = piece_tree_length(t);
+    bool horizontal = dir == DOCUMENT_LEFT || dir == DOCUMENT_RIGHT;
+    for (size_t i = 0; i < doc->cursors.count; i++) {
+        doc_cursor *c = &doc->cursors.items[i];
+        size_t p = c->active;
+        size_t desired = c->desired;
+        if (horizontal) {
+            desired = DOC_NO_DESIRED;
+            if (!select && c->anchor != c->active && unit == DOCUMENT_BY_CHARACTER) {
+                /* Left/right on a selection collapses it to that side. */
+                size_t lo = c->anchor < c->active ? c->anchor : c->active;
+                size_t hi = c->anchor < c->active ? c->active : c->anchor;
+                p = dir == DOCUMENT_LEFT ? lo : hi;
+            } else {
+                switch (unit) {
+                case DOCUMENT_BY_CHARACTER:
+                    p = dir == DOCUMENT_LEFT ? prev_char(t, p) : next_char(t, p);
+                    break;
+                case DOCUMENT_BY_WORD:
+                    p = dir == DOCUMENT_LEFT ? word_left(t, p) : word_right(t, p);
+                    break;
+                case DOCUMENT_BY_LINE:
+                case DOCUMENT_BY_PAGE: {
+                    size_t line = piece_tree_line_of_offset(t, p);
+                    size_t start = piece_tree_line_start(t, line);
+                    p = dir == DOCUMENT_LEFT ? start : start + piece_tree_line_length(t, line);
+                    break;
+                }
+                case DOCUMENT_BY_DOCUMENT:
+                    p = dir == DOCUMENT_LEFT ? 0 : length;
+                    break;
+                }
+            }
+        } else if (unit == DOCUMENT_BY_DOCUMENT) {
+            desired = DOC_NO_DESIRED;
+            p = dir == DOCUMENT_UP ? 0 : length;
+        } else {
+            long lines = unit == DOCUMENT_BY_PAGE ? PAGE_LINES : 1;
+            p = vertical(t, p, dir == DOCUMENT_UP ? -lines : lines, &desired);
+        }
+        c->active = p;
+        if (!select)
+            c->anchor = p;
+        c->desired = desired;
+    }
+    document__cursors_normalize(&doc->cursors, length);
+    return 0;
+}
+
+/* ----- the public cursor functions ---------------------------------------------- */
+
+/* A desired column is kept in code points; a client sees it in its units.
+ * Past the end of the line every extra column is one unit in any encoding. */
+static size_t desired_to_enc(const document *doc, size_t active, size_t desired, ecp_position_encoding enc)
+{
+    if (enc == ECP_ENCODING_UTF32)
+        return desired;
+    size_t line = piece_tree_line_of_offset(doc->tree, active);
+    size_t start = piece_tree_line_start(doc->tree, line);
+    size_t end = start + piece_tree_line_length(doc->tree, line);
+    size_t at;
+    if (document__seek(doc->tree, start, end, desired, ECP_ENCODING_UTF32, &at)) {
+        doc_units before = document__units(doc->tree, start, at - start);
+        return doc_units_get(&before, enc);
+    }
+    doc_units all = document__units(doc->tree, start, end - start);
+    return doc_units_get(&all, enc) + (desired - all.u32);
+}
+
+static size_t desired_from_enc(const document *doc, size_t active, size_t column, ecp_position_encoding enc)
+{
+    if (enc == ECP_ENCODING_UTF32)
+        return column;
+    size_t line = piece_tree_line_of_offset(doc->tree, active);
+    size_t start = piece_tree_line_start(doc->tree, line);
+    size_t end = start + piece_tree_line_length(doc->tree, line);
+    size_t at;
+    if (document__seek(doc->tree, start, end, column, enc, &at))
+        return document__units(doc->tree, start, at - start).u32;
+    doc_units all = document__units(doc->tree, start, end - start);
+    return all.u32 + (column - doc_units_get(&all, enc));
+}
+
+int document_get_cursors(document_service *self, const char *document_id, ecp_position_encoding enc,
+                         document_cursor **out, size_t *count, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    document_cursor *list = xmalloc(doc->cursors.count * sizeof *list);
+    for (size_t i = 0; i < doc->cursors.count; i++) {
+        const doc_cursor *c = &doc->cursors.items[i];
+        document__position_of(doc, c->active, enc, &list[i].active);
+        if (c->anchor == c->active)
+            list[i].anchor = list[i].active;
+        else
+            document__position_of(doc, c->anchor, enc, &list[i].anchor);
+        list[i].has_desired_column = c->desired != DOC_NO_DESIRED;
+        list[i].desired_column = list[i].has_desired_column ? desired_to_enc(doc, c->active, c->desired, enc) : 0;
+    }
+    *out = list;
+    *count = doc->cursors.count;
+    return 0;
+}
+
+int document_set_cursors(document_service *self, const char *document_id, const document_cursor *cursors,
+                         size_t count, ecp_position_encoding enc, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    if (count == 0)
+        return ecp_error_set(err, ECP_EINVAL, "At least one cursor is required");
+    doc_cursor_set set = {0};
+    for (size_t i = 0; i < count; i++) {
+        size_t anchor, active;
+        int rc;
+        if ((rc = document__offset_of(doc, &cursors[i].active, enc, &active, err)) != 0 ||
+            (rc = document__offset_of(doc, &cursors[i].anchor, enc, &anchor, err)) != 0) {
+            document__cursors_free(&set);
+            return rc;
+        }
+        size_t desired = cursors[i].has_desired_column
+                             ? desired_from_enc(doc, active, cursors[i].desired_column, enc)
+                             : DOC_NO_DESIRED;
+        document__cursors_push(&set, anchor, active, desired);
+    }
+    document__cursors_free(&doc->cursors);
+    doc->cursors = set;
+    document__cursors_normalize(&doc->cursors, piece_tree_length(doc->tree));
+    document__emit_cursors(self, doc);
+    return 0;
+}
+
+int document_add_cursor(document_service *self, const char *document_id, const document_position *pos,
+                        ecp_position_encoding enc, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    size_t at;
+    int rc = document__offset_of(doc, pos, enc, &at, err);
+    if (rc != 0)
+        return rc;
+    document__cursors_push(&doc->cursors, at, at, DOC_NO_DESIRED);
+    document__cursors_normalize(&doc->cursors, piece_tree_length(doc->tree));
+    document__emit_cursors(self, doc);
+    return 0;
+}
+
+int document_move_cursors(document_service *self, const char *document_id, document_direction dir,
+                          document_unit unit, bool select, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    document__cursors_move(doc, dir, unit, select);
+    document__emit_cursors(self, doc);
+    return 0;
+}
+
+int document_select_all(document_service *self, const char *document_id, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    document__cursors_reset(&doc->cursors, 0, piece_tree_length(doc->tree));
+    document__emit_cursors(self, doc);
+    return 0;
+}
+
+int document_clear_selections(document_service *self, const char *document_id, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    for (size_t i = 0; i < doc->cursors.count; i++)
+        doc->cursors.items[i].anchor = doc->cursors.items[i].active;
+    document__cursors_normalize(&doc->cursors, piece_tree_length(doc->tree));
+    document__emit_cursors(self, doc);
+    return 0;
+}
+
+int document_read_selection(document_service *self, const char *document_id, size_t index, document_chunk_fn fn,
+                            void *ctx, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    if (index >= doc->cursors.count)
+        return ecp_error_set(err, ECP_ERANGE, "No cursor %zu (the document has %zu)", index, doc->cursors.count);
+    const doc_cursor *c = &doc->cursors.items[index];
+    size_t lo = c->anchor < c->active ? c->anchor : c->active;
+    size_t hi = c->anchor < c->active ? c->active : c->anchor;
+    document__read_bytes(doc->tree, lo, hi - lo, fn, ctx);
+    return 0;
+}

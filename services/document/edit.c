@@ -1,0 +1,519 @@
+/* edit: changing text, and the undo history that remembers how.
+ *
+ * Every change to a document goes through run(): a list of primitive
+ * replacements applied in order, each described (in every encoding) from the
+ * text just before it, so the change event can say where it happened in
+ * coordinates a client can still apply. Multi-edits are applied from the last
+ * to the first, which keeps every edit in the caller's original coordinates
+ * and makes them valid in sequence too.
+ *
+ * History states have ids: the state after a step is named by the step's id,
+ * which changes whenever the step grows. "Clean" is simply "the current
+ * state's id is the one last written to disk", so undoing back to the saved
+ * text makes the document clean without comparing any text.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The history keeps at least UNDO_LIMIT steps; the oldest are dropped in
+ * batches of UNDO_SLACK so that an edit does not shift the whole array. */
+#define UNDO_LIMIT 1000
+#define UNDO_SLACK 64
+#define TYPING_GROUP_NS (300ull * 1000 * 1000)
+
+/* ----- history ----------------------------------------------------------------- */
+
+void document__history_init(doc_history *h, uint64_t base_id)
+{
+    memset(h, 0, sizeof *h);
+    h->base_id = base_id;
+}
+
+static void step_free(doc_undo_step *s)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        free(s->changes[i].deleted);
+        free(s->changes[i].inserted);
+    }
+    free(s->changes);
+    document__cursors_free(&s->before);
+    document__cursors_free(&s->after);
+    free(s->typing_ends);
+    memset(s, 0, sizeof *s);
+}
+
+void document__history_free(doc_history *h)
+{
+    for (size_t i = 0; i < h->count; i++)
+        step_free(&h->steps[i]);
+    free(h->steps);
+    memset(h, 0, sizeof *h);
+}
+
+uint64_t document__state_id(const document *doc)
+{
+    const doc_history *h = &doc->history;
+    return h->applied ? h->steps[h->applied - 1].id : h->base_id;
+}
+
+bool document__can_undo(const document *doc) { return doc->history.applied > 0; }
+bool document__can_redo(const document *doc) { return doc->history.applied < doc->history.count; }
+
+/* ----- primitive replacements ------------------------------------------------------ */
+
+typedef struct prim {
+    size_t offset;
+    const char *del; /* the bytes at [offset, offset + del_len) now */
+    size_t del_len;
+    const char *ins;
+    size_t ins_len;
+} prim;
+
+static void describe(const document *doc, const prim *p, document_change *c)
+{
+    size_t line;
+    doc_units col;
+    document__line_column(doc, p->offset, &line, &col);
+    doc_units gone = document__units_of(p->del, p->del_len);
+    c->offset = p->offset;
+    c->deleted_len = p->del_len;
+    c->text = p->ins;
+    c->text_len = p->ins_len;
+    c->start.line = line;
+    c->start.column[ECP_ENCODING_UTF8] = col.u8;
+    c->start.column[ECP_ENCODING_UTF16] = col.u16;
+    c->start.column[ECP_ENCODING_UTF32] = col.u32;
+    c->range_length[ECP_ENCODING_UTF8] = gone.u8;
+    c->range_length[ECP_ENCODING_UTF16] = gone.u16;
+    c->range_length[ECP_ENCODING_UTF32] = gone.u32;
+    const char *last_nl = p->del_len ? memrchr(p->del, '\n', p->del_len) : NULL;
+    if (!last_nl) {
+        c->end.line = line;
+        c->end.column[ECP_ENCODING_UTF8] = col.u8 + gone.u8;
+        c->end.column[ECP_ENCODING_UTF16] = col.u16 + gone.u16;
+        c->end.column[ECP_ENCODING_UTF32] = col.u32 + gone.u32;
+        return;
+    }
+    size_t lines = 0;
+    for (const char *s = p->del, *end = p->del + p->del_len; (s = memchr(s, '\n', (size_t)(end - s))); s++)
+        lines++;
+    size_t tail_off = (size_t)(last_nl + 1 - p->del);
+    doc_units tail = document__units_of(last_nl + 1, p->del_len - tail_off);
+    c->end.line = line + lines;
+    c->end.column[ECP_ENCODING_UTF8] = tail.u8;
+    c->end.column[ECP_ENCODING_UTF16] = tail.u16;
+    c->end.column[ECP_ENCODING_UTF32] = tail.u32;
+}
+
+/* On failure the text is as it was. */
+static int replace(document *doc, size_t offset, const char *del, size_t del_len, const char *ins, size_t ins_len)
+{
+    if (del_len && piece_tree_delete(doc->tree, offset, del_len) != 0)
+        return -1;
+    if (ins_len && piece_tree_insert(doc->tree, offset, ins, ins_len) != 0) {
+        /* Put the deleted bytes back; with no memory even for that, the
+         * document cannot be kept consistent (buf.h's policy: abort). */
+        if (del_len && piece_tree_insert(doc->tree, offset, del, del_len) != 0)
+            abort();
+        return -1;
+    }
+    document__checkpoints_invalidate(doc, offset);
+    return 0;
+}
+
+/* Applies p[0..n) in order, describing each into events. All or nothing. */
+static int run(document *doc, const prim *p, size_t n, document_change *events, ecp_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        describe(doc, &p[i], &events[i]);
+        if (replace(doc, p[i].offset, p[i].del, p[i].del_len, p[i].ins, p[i].ins_len) != 0) {
+            while (i-- > 0)
+                if (replace(doc, p[i].offset, p[i].ins, p[i].ins_len, p[i].del, p[i].del_len) != 0)
+                    abort();
+            return ecp_error_set(err, ECP_ENOMEM, "Out of memory while editing the document");
+        }
+    }
+    return 0;
+}
+
+/* ----- applying edits ------------------------------------------------------------- */
+
+static bool is_keystroke(const doc_edit *e)
+{
+    if (e->start != e->end || e->len == 0 || e->len > 4 || e->text[0] == '\n' || e->text[0] == '\r')
+        return false;
+    uint32_t cp;
+    size_t k = utf8_decode(e->text, e->len, &cp);
+    return k == e->len && !(cp == 0xFFFD && k == 1 && (unsigned char)e->text[0] >= 0x80);
+}
+
+static void history_push(document_service *svc, document *doc, doc_undo_change *changes, size_t count,
+                         doc_cursor_set *before, const doc_edit *edits, bool group, size_t *ends)
+{
+    doc_history *h = &doc->history;
+    for (size_t i = h->applied; i < h->count; i++)
+        step_free(&h->steps[i]);
+    h->count = h->applied;
+
+    bool typing = ends != NULL;
+    uint64_t now = document__now_ns();
+    doc_undo_step *top = h->applied ? &h->steps[h->applied - 1] : NULL;
+    bool join = false;
+    if (top && h->fresh) {
+        if (group) {
+            join = true;
+        } else if (typing && top->typing && top->id != doc->saved_id && top->id != doc->snapshot_id &&
+                   now - top->last_ns <= TYPING_GROUP_NS && top->count_ends == count) {
+            join = true;
+            for (size_t k = 0; k < count && join; k++)
+                join = edits[k].start == top->typing_ends[k];
+        }
+    }
+    if (join) {
+        if (top->count + count > top->cap) {
+            top->cap = (top->count + count) * 2;
+            top->changes = xrealloc(top->changes, top->cap * sizeof *top->changes);
+        }
+        memcpy(top->changes + top->count, changes, count * sizeof *changes);
+        top->count += count;
+        free(changes);
+        document__cursors_free(before);
+        document__cursors_free(&top->after);
+        document__cursors_copy(&top->after, &doc->cursors);
+        top->id = document__new_state_id(svc);
+        top->last_ns = now;
+        free(top->typing_ends);
+        top->typing = top->typing && typing;
+        top->typing_ends = top->typing ? ends : NULL;
+        top->count_ends = top->typing ? count : 0;
+        if (!top->typing)
+            free(ends);
+    } else {
+        if (h->count == h->cap) {
+            h->cap = h->cap ? h->cap * 2 : 16;
+            h->steps = xrealloc(h->steps, h->cap * sizeof *h->steps);
+        }
+        doc_undo_step *s = &h->steps[h->count++];
+        memset(s, 0, sizeof *s);
+        s->id = document__new_state_id(svc);
+        s->changes = changes;
+        s->count = s->cap = count;
+        s->before = *before;
+        document__cursors_copy(&s->after, &doc->cursors);
+        s->typing = typing;
+        s->typing_ends = ends;
+        s->count_ends = typing ? count : 0;
+        s->last_ns = now;
+        h->applied = h->count;
+        if (h->count >= UNDO_LIMIT + UNDO_SLACK) {
+            size_t drop = h->count - UNDO_LIMIT;
+            h->base_id = h->steps[drop - 1].id;
+            for (size_t i = 0; i < drop; i++)
+                step_free(&h->steps[i]);
+            memmove(h->steps, h->steps + drop, (h->count - drop) * sizeof *h->steps);
+            h->count -= drop;
+            h->applied -= drop;
+        }
+    }
+    h->fresh = true;
+}
+
+int document__apply(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
+                    doc_cursor_policy policy, ecp_error *err)
+{
+    int rc = 0;
+    doc_undo_change *undo = calloc(count, sizeof *undo);
+    prim *prims = calloc(count, sizeof *prims);
+    document_change *events = calloc(count, sizeof *events);
+    size_t *ends = NULL;
+    doc_cursor_set before = {0};
+    if (!undo || !prims || !events) {
+        rc = ecp_error_set(err, ECP_ENOMEM, "Out of memory while editing the document");
+        goto done;
+    }
+    /* Applied from the last edit to the first: undo[a] and prims[a] are in
+     * application order. */
+    for (size_t a = 0; a < count; a++) {
+        const doc_edit *e = &edits[count - 1 - a];
+        doc_undo_change *u = &undo[a];
+        u->offset = e->start;
+        u->deleted_len = e->end - e->start;
+        u->inserted_len = e->len;
+        if (u->deleted_len && !(u->deleted = malloc(u->deleted_len))) {
+            rc = ecp_error_set(err, ECP_ENOMEM, "Out of memory: cannot keep %zu bytes for undo", u->deleted_len);
+            goto done;
+        }
+        if (e->len && !(u->inserted = malloc(e->len))) {
+            rc = ecp_error_set(err, ECP_ENOMEM, "Out of memory: cannot keep %zu bytes for undo", e->len);
+            goto done;
+        }
+        if (u->deleted_len)
+            piece_tree_copy(doc->tree, e->start, u->deleted_len, u->deleted);
+        if (e->len)
+            memcpy(u->inserted, e->text, e->len);
+        prims[a] = (prim){u->offset, u->deleted, u->deleted_len, e->text, e->len};
+    }
+    bool typing = true;
+    for (size_t k = 0; k < count && typing; k++)
+        typing = is_keystroke(&edits[k]);
+    if (typing)
+        ends = xmalloc(count * sizeof *ends);
+
+    document__cursors_copy(&before, &doc->cursors);
+    rc = run(doc, prims, count, events, err);
+    if (rc != 0)
+        goto done;
+    for (size_t a = 0; a < count; a++)
+        document__cursors_shift(&doc->cursors, prims[a].offset, prims[a].del_len, prims[a].ins_len);
+
+    /* Where each edit's text ends once all of them are in. */
+    size_t delta_add = 0, delta_sub = 0;
+    for (size_t k = 0; k < count; k++) {
+        size_t end = edits[k].start + edits[k].len + delta_add - delta_sub;
+        if (ends)
+            ends[k] = end;
+        if (policy == DOC_CURSORS_EACH_END && edits[k].order < doc->cursors.count)
+            doc->cursors.items[edits[k].order] = (doc_cursor){end, end, DOC_NO_DESIRED};
+        if (policy == DOC_CURSORS_PRIMARY_END && k == 0)
+            doc->cursors.items[0] = (doc_cursor){end, end, DOC_NO_DESIRED};
+        delta_add += edits[k].len;
+        delta_sub += edits[k].end - edits[k].start;
+    }
+    size_t length = piece_tree_length(doc->tree);
+    if (policy == DOC_CURSORS_DOCUMENT_END)
+        document__cursors_reset(&doc->cursors, length, length);
+    document__cursors_normalize(&doc->cursors, length);
+    doc->version++;
+    history_push(svc, doc, undo, count, &before, edits, group, ends);
+    undo = NULL;
+    ends = NULL;
+    before.items = NULL;
+    document__emit_change(svc, doc, events, count);
+done:
+    if (undo) {
+        for (size_t a = 0; a < count; a++) {
+            free(undo[a].deleted);
+            free(undo[a].inserted);
+        }
+        free(undo);
+    }
+    if (before.items)
+        document__cursors_free(&before);
+    free(ends);
+    free(prims);
+    free(events);
+    return rc;
+}
+
+int document__undo(document_service *svc, document *doc, bool redo)
+{
+    doc_history *h = &doc->history;
+    if (redo ? h->applied == h->count : h->applied == 0)
+        return ECP_ESTATE;
+    doc_undo_step *s = redo ? &h->steps[h->applied] : &h->steps[h->applied - 1];
+    prim *prims = xmalloc(s->count * sizeof *prims);
+    document_change *events = xmalloc(s->count * sizeof *events);
+    for (size_t i = 0; i < s->count; i++) {
+        const doc_undo_change *c = redo ? &s->changes[i] : &s->changes[s->count - 1 - i];
+        prims[i] = redo ? (prim){c->offset, c->deleted, c->deleted_len, c->inserted, c->inserted_len}
+                        : (prim){c->offset, c->inserted, c->inserted_len, c->deleted, c->deleted_len};
+    }
+    int rc = run(doc, prims, s->count, events, NULL);
+    if (rc == 0) {
+        document__cursors_free(&doc->cursors);
+        document__cursors_copy(&doc->cursors, redo ? &s->after : &s->before);
+        document__cursors_normalize(&doc->cursors, piece_tree_length(doc->tree));
+        h->applied += redo ? 1 : -1;
+        h->fresh = false;
+        doc->version++;
+        document__emit_change(svc, doc, events, s->count);
+    }
+    free(prims);
+    free(events);
+    return rc;
+}
+
+void document__replace_tree(document_service *svc, document *doc, piece_tree *tree, const char *text, size_t len)
+{
+    document_change c;
+    memset(&c, 0, sizeof c);
+    size_t old_len = piece_tree_length(doc->tree);
+    size_t last = piece_tree_line_count(doc->tree) - 1;
+    size_t last_start = piece_tree_line_start(doc->tree, last);
+    doc_units all = document__units(doc->tree, 0, old_len);
+    doc_units tail = document__units(doc->tree, last_start, old_len - last_start);
+    c.deleted_len = old_len;
+    c.end.line = last;
+    c.end.column[ECP_ENCODING_UTF8] = tail.u8;
+    c.end.column[ECP_ENCODING_UTF16] = tail.u16;
+    c.end.column[ECP_ENCODING_UTF32] = tail.u32;
+    c.range_length[ECP_ENCODING_UTF8] = all.u8;
+    c.range_length[ECP_ENCODING_UTF16] = all.u16;
+    c.range_length[ECP_ENCODING_UTF32] = all.u32;
+    c.text = text;
+    c.text_len = len;
+
+    piece_tree_free(doc->tree);
+    doc->tree = tree;
+    doc->checkpoint_count = 0;
+    document__history_free(&doc->history);
+    document__history_init(&doc->history, document__new_state_id(svc));
+    doc->saved_id = doc->history.base_id;
+    document__cursors_normalize(&doc->cursors, piece_tree_length(tree));
+    doc->version++;
+    document__emit_change(svc, doc, &c, 1);
+}
+
+/* ----- the public editing functions ---------------------------------------------------- */
+
+static int edit_cmp(const void *a, const void *b)
+{
+    const doc_edit *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Finds a document that accepts edits; *version gets its version (0 when
+ * there is none) so that a refusal can still report it. */
+static int writable(document_service *svc, const char *id, uint64_t *version, document **out, ecp_error *err)
+{
+    document *doc = document__find(svc, id, err);
+    *out = doc;
+    if (version)
+        *version = doc ? doc->version : 0;
+    if (!doc)
+        return ECP_ENOTFOUND;
+    if (doc->read_only)
+        return ecp_error_set(err, ECP_EREADONLY, "Document is read-only");
+    return 0;
+}
+
+static int apply_sorted(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
+                        doc_cursor_policy policy, uint64_t *version, ecp_error *err)
+{
+    qsort(edits, count, sizeof *edits, edit_cmp);
+    for (size_t k = 1; k < count; k++)
+        if (edits[k].start < edits[k - 1].end)
+            return ecp_error_set(err, ECP_EINVAL, "Edits %zu and %zu overlap", edits[k - 1].order, edits[k].order);
+    /* Edits that change nothing make no step and no version. */
+    size_t n = 0;
+    for (size_t k = 0; k < count; k++)
+        if (edits[k].start != edits[k].end || edits[k].len)
+            edits[n++] = edits[k];
+    int rc = n ? document__apply(svc, doc, edits, n, group, policy, err) : 0;
+    if (version)
+        *version = doc->version;
+    return rc;
+}
+
+int document_apply_edits(document_service *self, const char *document_id, const document_edit *edits, size_t count,
+                         ecp_position_encoding enc, unsigned flags, uint64_t *version, ecp_error *err)
+{
+    document *doc;
+    int status = writable(self, document_id, version, &doc, err);
+    if (status != 0)
+        return status;
+    if (count == 0)
+        return ecp_error_set(err, ECP_EINVAL, "No edits given");
+    int rc = 0;
+    doc_edit *list = xmalloc(count * sizeof *list);
+    for (size_t k = 0; k < count; k++) {
+        const document_range *r = &edits[k].range;
+        if (r->end.line < r->start.line || (r->end.line == r->start.line && r->end.column < r->start.column)) {
+            rc = ecp_error_set(err, ECP_EINVAL, "Invalid range: the end precedes the start");
+            goto done;
+        }
+        list[k].order = k;
+        list[k].text = edits[k].text;
+        list[k].len = edits[k].len;
+        if ((rc = document__offset_of(doc, &r->start, enc, &list[k].start, err)) != 0 ||
+            (rc = document__offset_of(doc, &r->end, enc, &list[k].end, err)) != 0)
+            goto done;
+        if (list[k].end < list[k].start)
+            list[k].end = list[k].start;
+    }
+    rc = apply_sorted(self, doc, list, count, flags & DOCUMENT_EDIT_GROUP,
+                      flags & DOCUMENT_EDIT_MOVE_CURSOR ? DOC_CURSORS_PRIMARY_END : DOC_CURSORS_FOLLOW, version, err);
+done:
+    free(list);
+    return rc;
+}
+
+int document_set_content(document_service *self, const char *document_id, const char *text, size_t len,
+                         uint64_t *version, ecp_error *err)
+{
+    document *doc;
+    int status = writable(self, document_id, version, &doc, err);
+    if (status != 0)
+        return status;
+    doc_edit e = {0, piece_tree_length(doc->tree), text, len, 0};
+    return apply_sorted(self, doc, &e, 1, false, DOC_CURSORS_DOCUMENT_END, version, err);
+}
+
+int document_type(document_service *self, const char *document_id, const char *text, size_t len, unsigned flags,
+                  uint64_t *version, ecp_error *err)
+{
+    document *doc;
+    int status = writable(self, document_id, version, &doc, err);
+    if (status != 0)
+        return status;
+    size_t count = doc->cursors.count;
+    doc_edit *list = xmalloc(count * sizeof *list);
+    for (size_t i = 0; i < count; i++) {
+        const doc_cursor *c = &doc->cursors.items[i];
+        size_t lo = c->anchor < c->active ? c->anchor : c->active;
+        size_t hi = c->anchor < c->active ? c->active : c->anchor;
+        list[i] = (doc_edit){lo, hi, text, len, i};
+    }
+    int rc = apply_sorted(self, doc, list, count, flags & DOCUMENT_EDIT_GROUP, DOC_CURSORS_EACH_END, version, err);
+    free(list);
+    return rc;
+}
+
+static int undo_redo(document_service *self, const char *document_id, bool redo, uint64_t *version, ecp_error *err)
+{
+    document *doc;
+    int status = writable(self, document_id, version, &doc, err);
+    if (status != 0)
+        return status;
+    int rc = document__undo(self, doc, redo);
+    if (version)
+        *version = doc->version;
+    if (rc == ECP_ESTATE)
+        return ecp_error_set(err, rc, redo ? "Nothing to redo" : "Nothing to undo");
+    if (rc != 0)
+        return ecp_error_set(err, rc, "Out of memory while editing the document");
+    return 0;
+}
+
+int document_undo(document_service *self, const char *document_id, uint64_t *version, ecp_error *err)
+{
+    return undo_redo(self, document_id, false, version, err);
+}
+
+int document_redo(document_service *self, const char *document_id, uint64_t *version, ecp_error *err)
+{
+    return undo_redo(self, document_id, true, version, err);
+}
+
+int document_history(document_service *self, const char *document_id, bool *can_undo, bool *can_redo, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    *can_undo = doc && document__can_undo(doc);
+    *can_redo = doc && document__can_redo(doc);
+    return doc ? 0 : ECP_ENOTFOUND;
+}
+
+int document_mark_clean(document_service *self, const char *document_id, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    doc->saved_id = document__state_id(doc);
+    return 0;
+}

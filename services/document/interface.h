@@ -1,0 +1,316 @@
+/* document: the text documents the server holds open.
+ *
+ * The document service owns every open document: its text (a piece tree of
+ * bytes), its version, its cursors and selections, its undo history and its
+ * link to a file on disk. Every client and every other service sees the same
+ * documents: an edit made by one is seen by all, through the events below.
+ *
+ * What it promises:
+ * - Every edit (insert, delete, replace, set content, multi-edit, typing) is
+ *   one undoable step, bumps the version by one and makes the document dirty;
+ *   undoing back to the saved state makes it clean again. Undo puts the
+ *   cursors back where they were before the edit.
+ * - The text is bytes: invalid UTF-8 is kept byte for byte from open to save.
+ *   A file whose first line end is CRLF is held with LF and written back with
+ *   CRLF; any other file is held exactly as it is on disk.
+ * - Saving is atomic: the file on disk is either the old one or the new one,
+ *   with the old file's mode, never a mix, and a failed save loses nothing.
+ * - Positions are {line, column}, 0-based; columns count units of the
+ *   encoding the caller names (UTF-16 code units, bytes, or code points).
+ *   A column inside a character snaps back to its start. A position past the
+ *   end of its line or of the document is refused with ECP_ERANGE and a
+ *   message naming it; {line: lineCount, column: 0} is accepted and means the
+ *   end of the document.
+ * - Answers about a part of a document cost what that part costs: nothing
+ *   scans the whole text unless it asks for the whole text. The one exception
+ *   is converting offsets counted in UTF-16 or UTF-32 units (the only way to
+ *   count them is to decode what comes before); checkpoints make repeated
+ *   conversions cheap.
+ * - Change events carry incremental changes, each in the coordinates of the
+ *   text just before it, with columns already computed for every encoding.
+ * - Files larger than 1 MiB are read and every file is written on libuv's
+ *   thread pool; everything else happens on the loop thread, which is the
+ *   only thread that may call these functions.
+ *
+ * Errors: functions return 0 or a negative ECP_STATUS code and fill `err`
+ * (which may be NULL): ECP_ENOTFOUND "Document not found", ECP_EREADONLY
+ * "Document is read-only", ECP_ERANGE for positions, ECP_EINVAL for edits
+ * that overlap, ECP_ENOMEM when a large allocation fails.
+ *
+ * Strings returned in structs (ids, uris) belong to the service and stay valid
+ * until the document is closed or saved under another uri, or until the next
+ * call that could do either.
+ */
+#ifndef ECPD_DOCUMENT_INTERFACE_H
+#define ECPD_DOCUMENT_INTERFACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "error.h"
+#include "log.h"
+#include "rpc.h"
+#include "utf.h"
+
+typedef struct document_service document_service;
+
+/* ----- lifetime ------------------------------------------------------------ */
+
+/* Creates the service on `loop`. `log` (may be NULL) is borrowed. Returns NULL
+ * when out of memory. */
+document_service *document_service_new(uv_loop_t *loop, ecp_logger *log);
+
+/* Closes every document (without events) and frees the service. Requests
+ * still running on the thread pool are told to stop; their callbacks are not
+ * called. */
+void document_service_free(document_service *self);
+
+/* Fills `out` with the document methods (document/open, ...) over svc. The adapter subscribes
+ * to svc to turn events into notifications on `bus`; out->ctx is allocated
+ * here and released by out->destroy. svc and bus must outlive the adapter. */
+void document_adapter_init(ecp_adapter *out, document_service *svc, ecp_bus *bus);
+
+/* ----- positions and information ------------------------------------------- */
+
+typedef struct document_position {
+    size_t line;
+    size_t column;
+} document_position;
+
+typedef struct document_range {
+    document_position start; /* inclusive */
+    document_position end;   /* exclusive; not before start */
+} document_range;
+
+typedef struct document_info {
+    const char *document_id;
+    const char *uri;
+    const char *language_id;
+    uint64_t version;
+    bool is_dirty;
+    bool is_read_only;
+    size_t line_count;
+} document_info;
+
+int document_get_info(document_service *self, const char *document_id, document_info *out, ecp_error *err);
+
+/* Calls fn for every open document, in the order they were opened. */
+void document_list(document_service *self, void (*fn)(void *ctx, const document_info *info), void *ctx);
+
+/* The language of a path or uri by its extension, "plaintext" when unknown. */
+const char *document_language_of(const char *uri);
+
+/* ----- reading text -------------------------------------------------------- */
+
+/* Receives text in pieces, in order; a piece may end inside a multi-byte
+ * sequence. The pointers are valid during the call only. */
+typedef void (*document_chunk_fn)(void *ctx, const char *chunk, size_t len);
+
+/* The text of a range (NULL: the whole document), without copying it. The
+ * range is checked before fn is first called: on failure fn is never called. */
+int document_read(document_service *self, const char *document_id, const document_range *range,
+                  ecp_position_encoding enc, document_chunk_fn fn, void *ctx, ecp_error *err);
+
+/* The text of one line, without its '\n'. ECP_ERANGE when line >= line count. */
+int document_read_line(document_service *self, const char *document_id, size_t line, document_chunk_fn fn,
+                       void *ctx, ecp_error *err);
+
+/* The same as document_read, appending to out. */
+int document_get_text(document_service *self, const char *document_id, const document_range *range,
+                      ecp_position_encoding enc, buf *out, ecp_error *err);
+
+/* Offsets count the document's units in enc from its start ('\n' is one). */
+int document_position_to_offset(document_service *self, const char *document_id, const document_position *pos,
+                                ecp_position_encoding enc, uint64_t *out, ecp_error *err);
+int document_offset_to_position(document_service *self, const char *document_id, uint64_t offset,
+                                ecp_position_encoding enc, document_position *out, ecp_error *err);
+
+/* The word ([A-Za-z0-9_]+) that contains pos, with start <= column < end.
+ * *found is false (and 0 returned) when there is none. */
+int document_word_at(document_service *self, const char *document_id, const document_position *pos,
+                     ecp_position_encoding enc, document_range *out, bool *found, ecp_error *err);
+
+/* ----- editing --------------------------------------------------------------- */
+
+typedef struct document_edit {
+    document_range range;
+    const char *text; /* bytes to put in place of the range; borrowed */
+    size_t len;
+} document_edit;
+
+enum {
+    /* Join the previous undo step instead of starting one. */
+    DOCUMENT_EDIT_GROUP = 1 << 0,
+    /* Put the primary cursor at the end of the first edit's text (an insert at
+     * the caret); other cursors follow the edit. */
+    DOCUMENT_EDIT_MOVE_CURSOR = 1 << 1,
+};
+
+/* Applies several edits as one step. Ranges are in the coordinates before any
+ * of them; all are validated before anything changes, and edits that overlap
+ * are refused with ECP_EINVAL (two inserts at one point are fine: they land in
+ * the order given). Cursors follow the text unless flags say otherwise.
+ * *version (may be NULL) receives the version afterwards, also on failure. */
+int document_apply_edits(document_service *self, const char *document_id, const document_edit *edits, size_t count,
+                         ecp_position_encoding enc, unsigned flags, uint64_t *version, ecp_error *err);
+
+/* Replaces the whole text; the cursor goes to the end. */
+int document_set_content(document_service *self, const char *document_id, const char *text, size_t len,
+                         uint64_t *version, ecp_error *err);
+
+/* Types text at every cursor, replacing its selection; each cursor ends after
+ * its text. One-character typing within 300 ms, adjacent, on one line, joins
+ * the previous step. */
+int document_type(document_service *self, const char *document_id, const char *text, size_t len, unsigned flags,
+                  uint64_t *version, ecp_error *err);
+
+/* Undo and redo. ECP_ESTATE when there is nothing to undo (redo). */
+int document_undo(document_service *self, const char *document_id, uint64_t *version, ecp_error *err);
+int document_redo(document_service *self, const char *document_id, uint64_t *version, ecp_error *err);
+int document_history(document_service *self, const char *document_id, bool *can_undo, bool *can_redo,
+                     ecp_error *err);
+
+/* Declares the current text to be what is on disk. */
+int document_mark_clean(document_service *self, const char *document_id, ecp_error *err);
+
+/* ----- cursors ----------------------------------------------------------------- */
+
+typedef struct document_cursor {
+    document_position active;   /* the caret */
+    document_position anchor;   /* equals active when nothing is selected */
+    bool has_desired_column;
+    size_t desired_column;      /* kept across up/down moves */
+} document_cursor;
+
+typedef enum document_direction {
+    DOCUMENT_UP,
+    DOCUMENT_DOWN,
+    DOCUMENT_LEFT,
+    DOCUMENT_RIGHT,
+} document_direction;
+
+typedef enum document_unit {
+    DOCUMENT_BY_CHARACTER,
+    DOCUMENT_BY_WORD,
+    DOCUMENT_BY_LINE,
+    DOCUMENT_BY_PAGE, /* 20 lines */
+    DOCUMENT_BY_DOCUMENT,
+} document_unit;
+
+/* The cursors, primary first: *out is malloc'd (the caller frees it). */
+int document_get_cursors(document_service *self, const char *document_id, ecp_position_encoding enc,
+                         document_cursor **out, size_t *count, ecp_error *err);
+
+/* Replaces every cursor (count >= 1; the first is primary). Cursors that
+ * overlap are merged. Fires on_cursors. */
+int document_set_cursors(document_service *self, const char *document_id, const document_cursor *cursors,
+                         size_t count, ecp_position_encoding enc, ecp_error *err);
+int document_add_cursor(document_service *self, const char *document_id, const document_position *pos,
+                        ecp_position_encoding enc, ecp_error *err);
+int document_move_cursors(document_service *self, const char *document_id, document_direction dir,
+                          document_unit unit, bool select, ecp_error *err);
+int document_select_all(document_service *self, const char *document_id, ecp_error *err);
+int document_clear_selections(document_service *self, const char *document_id, ecp_error *err);
+
+/* The selected text of cursor `index` (empty when it selects nothing). */
+int document_read_selection(document_service *self, const char *document_id, size_t index, document_chunk_fn fn,
+                            void *ctx, ecp_error *err);
+
+/* ----- opening, saving, reloading, closing ------------------------------------ */
+
+/* A request that may finish on the thread pool. Its callback runs exactly
+ * once, on the loop thread: before the starting function returns when no
+ * blocking work is needed (the function then returns NULL), else later (the
+ * function returns the request, valid until its callback has run). */
+typedef struct document_request document_request;
+
+/* Withdraws interest in a pending request: its callback runs now with
+ * ECP_ECANCELED. An open or reload stops reading and changes nothing; a save
+ * still completes (the data is already on its way to disk) and still marks
+ * the document clean. */
+void document_request_cancel(document_service *self, document_request *req);
+
+typedef struct document_open_options {
+    const char *uri;          /* required */
+    const char *content;      /* NULL: a file:// uri is read from disk, others start empty */
+    size_t content_len;
+    const char *language_id;  /* NULL: by the extension */
+    bool read_only;
+} document_open_options;
+
+/* status 0: document_id is open (already_open when the uri was open before:
+ * no on_open then). Failures: ECP_EBADURI for a file uri that names no
+ * absolute path; otherwise the errno-derived code with "Failed to open file:
+ * <path>: <reason>". document_id is valid during the callback. */
+typedef void (*document_open_cb)(void *ctx, int status, const ecp_error *err, const char *document_id,
+                                 bool already_open);
+document_request *document_open(document_service *self, const document_open_options *options, document_open_cb cb,
+                                void *ctx);
+
+/* Writes the document to its file, or to `uri` (save as: the document takes
+ * that uri). On success the document is clean as of the state written. uri is
+ * the document's uri afterwards. */
+typedef void (*document_save_cb)(void *ctx, int status, const ecp_error *err, uint64_t version, const char *uri);
+document_request *document_save(document_service *self, const char *document_id, const char *uri,
+                                document_save_cb cb, void *ctx);
+
+/* Re-reads the file. A dirty document is refused with ECP_ESTATE unless force.
+ * The history is cleared and the document is clean afterwards. */
+typedef void (*document_reload_cb)(void *ctx, int status, const ecp_error *err, uint64_t version);
+document_request *document_reload(document_service *self, const char *document_id, bool force,
+                                  document_reload_cb cb, void *ctx);
+
+/* Fires on_close. */
+int document_close(document_service *self, const char *document_id, ecp_error *err);
+
+/* ----- events ------------------------------------------------------------------- */
+
+typedef struct document_change_position {
+    size_t line;
+    size_t column[3]; /* indexed by ecp_position_encoding; [ECP_ENCODING_UTF8] is the byte column */
+} document_change_position;
+
+/* One replacement, in the coordinates of the text just before it. */
+typedef struct document_change {
+    size_t offset;        /* byte offset of start */
+    size_t deleted_len;   /* bytes replaced */
+    document_change_position start;
+    document_change_position end;
+    size_t range_length[3]; /* units replaced, per encoding ('\n' counts one) */
+    const char *text;       /* the new bytes */
+    size_t text_len;
+} document_change;
+
+typedef struct document_change_event {
+    const char *document_id;
+    const char *uri;
+    uint64_t version;               /* after all the changes */
+    const document_change *changes; /* apply in order */
+    size_t count;
+} document_change_event;
+
+/* Every callback is optional and runs on the loop thread, after the state it
+ * reports is in place and before the function that caused it returns.
+ * Pointers are valid during the call. A listener may query the service and
+ * unsubscribe itself; it must not close, edit or save documents from inside a
+ * callback (the listeners after it would see a state the event does not
+ * describe). */
+typedef struct document_listener {
+    void (*on_open)(void *ctx, const document_info *info);
+    void (*on_change)(void *ctx, const document_change_event *event);
+    /* Cursors were set, added or moved through this interface (not the
+     * cursor moves that edits make). */
+    void (*on_cursors)(void *ctx, const char *document_id);
+    void (*on_close)(void *ctx, const char *document_id, const char *uri);
+    void (*on_save)(void *ctx, const char *document_id, const char *uri, uint64_t version);
+} document_listener;
+
+/* The listener struct is borrowed (keep it alive, usually static const) until
+ * document_unsubscribe with the same pair. Returns 0. */
+int document_subscribe(document_service *self, const document_listener *listener, void *ctx);
+void document_unsubscribe(document_service *self, const document_listener *listener, void *ctx);
+
+#endif

@@ -1,0 +1,267 @@
+/* internal: what the files of the document service share and nobody else sees.
+ *
+ * A document keeps its text in a piece tree (bytes, '\n' lines) and everything
+ * else as byte offsets into it: cursors, undo records, the unit checkpoints.
+ * Client columns (UTF-16 units, bytes or code points) exist only at the edges:
+ * they are converted to offsets when a request arrives and back when a result
+ * or an event is written, always by decoding the one line concerned.
+ *
+ * Ownership: the service owns its documents; a document owns every pointer it
+ * holds (strings, tree, cursor arrays, undo steps and their texts).
+ */
+#ifndef ECPD_DOCUMENT_INTERNAL_H
+#define ECPD_DOCUMENT_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "buf.h"
+#include "error.h"
+#include "interface.h"
+#include "log.h"
+#include "piece_tree.h"
+#include "utf.h"
+
+/* No desired column: the cursor was last moved horizontally or set. */
+#define DOC_NO_DESIRED SIZE_MAX
+
+typedef struct doc_cursor {
+    size_t anchor;  /* byte offset where the selection started */
+    size_t active;  /* byte offset of the caret */
+    size_t desired; /* code-point column kept across up/down, or DOC_NO_DESIRED */
+} doc_cursor;
+
+typedef struct doc_cursor_set {
+    doc_cursor *items; /* items[0] is the primary cursor; never empty */
+    size_t count;
+    size_t cap;
+} doc_cursor_set;
+
+/* One primitive replacement, in the coordinates of the text just before it. */
+typedef struct doc_undo_change {
+    size_t offset;
+    char *deleted; /* owned; NULL when nothing was deleted */
+    size_t deleted_len;
+    char *inserted; /* owned; NULL when nothing was inserted */
+    size_t inserted_len;
+} doc_undo_change;
+
+/* One undo step: the changes in the order they were applied, and the cursors
+ * around them. `id` names the text state right after the step; it changes
+ * whenever the step grows, so a saved marker can never match a state that
+ * differs from what was saved. */
+typedef struct doc_undo_step {
+    uint64_t id;
+    doc_undo_change *changes;
+    size_t count;
+    size_t cap;
+    doc_cursor_set before;
+    doc_cursor_set after;
+    /* Typing grouping: a step made only of one-character inserts remembers
+     * where each of them ended, so the next keystroke can join it. */
+    bool typing;
+    size_t *typing_ends; /* sorted ascending, `count_ends` entries */
+    size_t count_ends;
+    uint64_t last_ns;    /* when the step last grew */
+} doc_undo_step;
+
+typedef struct doc_history {
+    doc_undo_step *steps; /* steps[0, applied) are done, steps[applied, count) can be redone */
+    size_t count;
+    size_t cap;
+    size_t applied;
+    uint64_t base_id;     /* the state below steps[0] */
+    bool fresh;           /* the top step is the last thing that happened: typing may join it */
+} doc_history;
+
+/* Units before a byte offset, remembered so that offset queries in the
+ * client's encoding do not rescan the document from its start each time. */
+typedef struct doc_checkpoint {
+    size_t byte;
+    size_t u16;
+    size_t u32;
+} doc_checkpoint;
+
+typedef struct document {
+    char *id;
+    char *uri;
+    char *path;        /* NULL for documents that have no file (memory://, untitled:) */
+    char *key;         /* what makes two opens the same document: the path, else the uri */
+    char *language_id;
+    piece_tree *tree;
+    uint64_t version;
+    bool read_only;
+    bool crlf;         /* written back with CRLF line ends */
+    doc_cursor_set cursors;
+    doc_history history;
+    uint64_t saved_id;    /* the history state the file on disk holds */
+    uint64_t snapshot_id; /* the state the latest save in flight is writing */
+    doc_checkpoint *checkpoints; /* sorted by byte */
+    size_t checkpoint_count;
+    size_t checkpoint_cap;
+} document;
+
+struct document_listener_entry {
+    const document_listener *listener;
+    void *ctx;
+    bool removed;
+};
+
+struct document_service {
+    uv_loop_t *loop;
+    ecp_logger *log;
+    document **docs; /* in the order they were opened */
+    size_t doc_count;
+    size_t doc_cap;
+    struct document_listener_entry *listeners;
+    size_t listener_count;
+    size_t listener_cap;
+    int notify_depth;       /* listeners may unsubscribe while being called */
+    uint64_t rng;           /* xorshift state for document ids */
+    uint64_t next_state_id; /* history state ids, unique across the service */
+    struct doc_job *pending; /* open, reload and save work in flight */
+};
+
+/* ----- text.c: columns, offsets and words --------------------------------- */
+
+/* Units of a byte span, in every encoding at once. */
+typedef struct doc_units {
+    size_t u8;
+    size_t u16;
+    size_t u32;
+} doc_units;
+
+static inline size_t doc_units_get(const doc_units *u, ecp_position_encoding enc)
+{
+    return enc == ECP_ENCODING_UTF8 ? u->u8 : enc == ECP_ENCODING_UTF16 ? u->u16 : u->u32;
+}
+
+/* Units spanned by [from, from + len) of the tree. */
+doc_units document__units(const piece_tree *tree, size_t from, size_t len);
+/* The same for contiguous bytes. */
+doc_units document__units_of(const char *s, size_t len);
+
+/* The byte offset at `column` units of enc from `from`, looking no further
+ * than `limit`. A column inside a code point snaps back to its start. Returns
+ * false when the span holds fewer than `column` units. */
+bool document__seek(const piece_tree *tree, size_t from, size_t limit, size_t column, ecp_position_encoding enc,
+                    size_t *out);
+
+/* Position -> offset with the catalogue's range checks: ECP_ERANGE with a
+ * message naming the line or column when the position lies past the end.
+ * (line_count, 0) is accepted as the end of the document. */
+int document__offset_of(const document *doc, const document_position *pos, ecp_position_encoding enc,
+                        size_t *out, ecp_error *err);
+void document__position_of(const document *doc, size_t offset, ecp_position_encoding enc, document_position *out);
+/* The line of offset and its column in every encoding. */
+void document__line_column(const document *doc, size_t offset, size_t *line, doc_units *col);
+
+/* Offsets counted from the start of the document in the client's units
+ * (utf-8: bytes), cached through the document's checkpoints. */
+size_t document__units_before(document *doc, size_t offset, ecp_position_encoding enc);
+/* Returns false when the document holds fewer units than `units`. */
+bool document__offset_at_units(document *doc, size_t units, ecp_position_encoding enc, size_t *out);
+/* Forgets the checkpoints an edit at `offset` makes wrong. */
+void document__checkpoints_invalidate(document *doc, size_t offset);
+
+/* The word (ASCII [A-Za-z0-9_]+) around a byte offset, on its line. */
+bool document__word_at(const document *doc, size_t offset, size_t *start, size_t *end);
+bool document__is_word_byte(unsigned char c);
+
+/* ----- fileio.c: whole files, safe to run on a worker thread ------------- */
+
+/* Reads a regular file, turning CRLF into LF when the file's first line end is
+ * CRLF (then *crlf is set). A file whose first line end is a bare LF is kept
+ * byte for byte, '\r' included, so mixed files survive a round trip. Chunks of
+ * the file are read straight into the result and normalised in place; a '\r'
+ * ending one chunk is dropped once the next begins with '\n'. `cancel` (may be
+ * NULL) is polled between chunks. *data is malloc'd (never NULL on success)
+ * and becomes the caller's. Messages read "Failed to open file: <path>: <why>". */
+int document__read_file(const char *path, atomic_bool *cancel, char **data, size_t *len, bool *crlf,
+                        ecp_error *err);
+
+/* Replaces path with data atomically: a temporary file in the same directory,
+ * written, fsync'd, given the old file's mode (and owner, when allowed), renamed
+ * over the target, and the directory fsync'd. A symlink is followed, so the
+ * link stays a link. On failure the target is untouched and the temporary file
+ * is removed. */
+int document__write_file(const char *path, const char *data, size_t len, ecp_error *err);
+
+/* The same CRLF rule as document__read_file, for text already in memory
+ * (data is rewritten in place). Returns the new length. */
+size_t document__normalize_eol(char *data, size_t len, bool *crlf);
+
+/* ----- cursor.c ------------------------------------------------------------ */
+
+void document__cursors_init(doc_cursor_set *set);
+void document__cursors_free(doc_cursor_set *set);
+void document__cursors_copy(doc_cursor_set *dst, const doc_cursor_set *src);
+void document__cursors_reset(doc_cursor_set *set, size_t anchor, size_t active);
+void document__cursors_push(doc_cursor_set *set, size_t anchor, size_t active, size_t desired);
+/* Moves cursors across a replacement of [offset, offset + deleted) by
+ * `inserted` bytes. A caret exactly at an insertion point moves after it. */
+void document__cursors_shift(doc_cursor_set *set, size_t offset, size_t deleted, size_t inserted);
+/* Clamps to the text length, then merges cursors that overlap or coincide;
+ * the primary survives a merge. */
+void document__cursors_normalize(doc_cursor_set *set, size_t length);
+
+int document__cursors_move(document *doc, document_direction dir, document_unit unit, bool select);
+
+/* ----- edit.c -------------------------------------------------------------- */
+
+/* A replacement in current coordinates, validated and ready to apply. */
+typedef struct doc_edit {
+    size_t start;
+    size_t end;
+    const char *text;
+    size_t len;
+    size_t order; /* index in the caller's list: ties keep the caller's order */
+} doc_edit;
+
+/* Applies non-overlapping edits (sorted ascending, start/end in the
+ * coordinates before any of them) as one undo step, fires on_change, and
+ * returns 0 or ECP_ENOMEM. `cursor_ends` moves each cursor i to the end of
+ * edit i's text (typing); `primary_end` moves the primary cursor to the end of
+ * edit 0 (insert). Otherwise cursors follow the edits. */
+typedef enum doc_cursor_policy {
+    DOC_CURSORS_FOLLOW,
+    DOC_CURSORS_PRIMARY_END,
+    DOC_CURSORS_EACH_END,
+    DOC_CURSORS_DOCUMENT_END,
+} doc_cursor_policy;
+
+int document__apply(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
+                    doc_cursor_policy policy, ecp_error *err);
+int document__undo(document_service *svc, document *doc, bool redo);
+
+/* Replaces the whole text with a new tree (reload): history is cleared and
+ * the document is clean. Takes ownership of tree; `text` is its contents, for
+ * the change event. */
+void document__replace_tree(document_service *svc, document *doc, piece_tree *tree, const char *text, size_t len);
+
+void document__history_init(doc_history *h, uint64_t base_id);
+void document__history_free(doc_history *h);
+uint64_t document__state_id(const document *doc);
+bool document__can_undo(const document *doc);
+bool document__can_redo(const document *doc);
+
+/* ----- local.c: shared by the files above ---------------------------------- */
+
+/* The open document with that id, or NULL and ECP_ENOTFOUND "Document not
+ * found" in err. */
+document *document__find(document_service *svc, const char *id, ecp_error *err);
+/* document__find, then ECP_EREADONLY "Document is read-only" for a document
+ * that refuses edits. */
+document *document__find_writable(document_service *svc, const char *id, ecp_error *err);
+/* Hands [offset, offset + len) of the tree to fn, chunk by chunk. */
+void document__read_bytes(const piece_tree *tree, size_t offset, size_t len, document_chunk_fn fn, void *ctx);
+uint64_t document__now_ns(void);
+uint64_t document__new_state_id(document_service *svc);
+void document__emit_change(document_service *svc, document *doc, const document_change *changes, size_t count);
+void document__emit_cursors(document_service *svc, document *doc);
+
+#endif

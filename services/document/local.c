@@ -1,0 +1,910 @@
+/* local: the document service itself: the registry of open documents, ids,
+ * events, queries, and the requests that touch the disk.
+ *
+ * Disk work runs as a doc_job on libuv's thread pool with copies of its
+ * inputs (a path, a snapshot of the text to save); the loop thread applies
+ * the result when the job comes back, after checking that the document it
+ * concerns is still there. Several opens of one file while it is being read
+ * wait on the same job, so a file is never opened twice.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "internal.h"
+#include "uri.h"
+
+/* Files up to this size are read on the loop thread: a thread-pool round trip
+ * costs more than reading them. */
+#define SMALL_FILE (1u << 20)
+
+typedef enum job_kind {
+    JOB_OPEN,
+    JOB_RELOAD,
+    JOB_SAVE,
+} job_kind;
+
+struct document_request {
+    struct doc_job *job;
+    struct document_request *next;
+    document_open_cb open_cb;
+    document_save_cb save_cb;
+    document_reload_cb reload_cb;
+    void *ctx;
+};
+
+typedef struct doc_job {
+    uv_work_t work;
+    document_service *svc; /* NULL once the service is gone: the job only frees itself */
+    job_kind kind;
+    struct doc_job *next;
+    atomic_bool cancel;
+    document_request *waiters; /* in arrival order */
+    /* inputs */
+    char *path;
+    char *uri;         /* open: the uri; save: the new uri of a save-as, else NULL */
+    char *reply_uri;   /* save: the uri to report if the document is closed meanwhile */
+    char *key;         /* open, save-as: the registry key */
+    char *language_id; /* open */
+    bool read_only;    /* open */
+    char *doc_id;      /* reload, save */
+    bool force;        /* reload */
+    uint64_t state_id; /* save: the history state being written */
+    char *data;        /* save: the bytes to write */
+    size_t len;        /* save: of data; open, reload: of text */
+    /* outputs */
+    int status;
+    ecp_error err;
+    bool crlf;
+    piece_tree *tree;  /* open, reload: the text read, owning `text` */
+    const char *text;
+} doc_job;
+
+/* ----- small things --------------------------------------------------------------- */
+
+uint64_t document__now_ns(void) { return uv_hrtime(); }
+
+uint64_t document__new_state_id(document_service *svc) { return ++svc->next_state_id; }
+
+static uint64_t rng_next(document_service *svc)
+{
+    /* xorshift64*: ids need to be unlikely to repeat, not unpredictable. */
+    uint64_t x = svc->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    svc->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static char *make_id(document_service *svc)
+{
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned long long ms = (unsigned long long)ts.tv_sec * 1000u + (unsigned long long)ts.tv_nsec / 1000000u;
+    char rand9[10];
+    uint64_t r = rng_next(svc);
+    for (int i = 0; i < 9; i++, r /= 36)
+        rand9[i] = digits[r % 36];
+    rand9[9] = '\0';
+    buf id = BUF_INIT;
+    buf_appendf(&id, "doc_%llu_%s", ms, rand9);
+    return buf_detach(&id);
+}
+
+static const struct {
+    const char *ext;
+    const char *language;
+} language_map[] = {
+    {"ts", "typescript"}, {"tsx", "typescriptreact"}, {"js", "javascript"}, {"jsx", "javascriptreact"},
+    {"json", "json"},     {"jsonc", "jsonc"},         {"md", "markdown"},   {"html", "html"},
+    {"css", "css"},       {"scss", "scss"},           {"less", "less"},     {"py", "python"},
+    {"rs", "rust"},       {"go", "go"},               {"java", "java"},     {"c", "c"},
+    {"cpp", "cpp"},       {"h", "c"},                 {"hpp", "cpp"},       {"rb", "ruby"},
+    {"sh", "bash"},       {"bash", "bash"},           {"zsh", "bash"},      {"yml", "yaml"},
+    {"yaml", "yaml"},     {"toml", "toml"},           {"xml", "xml"},       {"svg", "xml"},
+    {"sql", "sql"},       {"graphql", "graphql"},     {"gql", "graphql"},
+};
+
+const char *document_language_of(const char *uri)
+{
+    const char *name = strrchr(uri, '/');
+    name = name ? name + 1 : uri;
+    const char *dot = strrchr(name, '.');
+    if (!dot || !dot[1])
+        return "plaintext";
+    for (size_t i = 0; i < sizeof language_map / sizeof language_map[0]; i++)
+        if (strcasecmp(dot + 1, language_map[i].ext) == 0)
+            return language_map[i].language;
+    return "plaintext";
+}
+
+void document__read_bytes(const piece_tree *tree, size_t offset, size_t len, document_chunk_fn fn, void *ctx)
+{
+    piece_tree_reader r;
+    piece_tree_reader_init(&r, tree, offset, len);
+    const char *chunk;
+    size_t n;
+    while (piece_tree_reader_next(&r, &chunk, &n))
+        fn(ctx, chunk, n);
+}
+
+/* ----- registry ---------------------------------------------------------------------- */
+
+static size_t index_of(const document_service *svc, const char *id)
+{
+    for (size_t i = 0; i < svc->doc_count; i++)
+        if (strcmp(svc->docs[i]->id, id) == 0)
+            return i;
+    return SIZE_MAX;
+}
+
+document *document__find(document_service *svc, const char *id, ecp_error *err)
+{
+    size_t i = id ? index_of(svc, id) : SIZE_MAX;
+    if (i == SIZE_MAX) {
+        ecp_error_set(err, ECP_ENOTFOUND, "Document not found");
+        return NULL;
+    }
+    return svc->docs[i];
+}
+
+document *document__find_writable(document_service *svc, const char *id, ecp_error *err)
+{
+    document *doc = document__find(svc, id, err);
+    if (doc && doc->read_only) {
+        ecp_error_set(err, ECP_EREADONLY, "Document is read-only");
+        return NULL;
+    }
+    return doc;
+}
+
+static document *find_by_key(document_service *svc, const char *key)
+{
+    for (size_t i = 0; i < svc->doc_count; i++)
+        if (strcmp(svc->docs[i]->key, key) == 0)
+            return svc->docs[i];
+    return NULL;
+}
+
+static document *doc_new(document_service *svc, const char *uri, const char *path, const char *key,
+                         const char *language_id, bool read_only, piece_tree *tree, bool crlf)
+{
+    document *doc = xcalloc(1, sizeof *doc);
+    doc->id = make_id(svc);
+    doc->uri = xstrdup(uri);
+    doc->path = path ? xstrdup(path) : NULL;
+    doc->key = xstrdup(key);
+    doc->language_id = xstrdup(language_id ? language_id : document_language_of(path ? path : uri));
+    doc->tree = tree;
+    doc->version = 1;
+    doc->read_only = read_only;
+    doc->crlf = crlf;
+    document__cursors_init(&doc->cursors);
+    document__history_init(&doc->history, document__new_state_id(svc));
+    doc->saved_id = doc->history.base_id;
+    if (svc->doc_count == svc->doc_cap) {
+        svc->doc_cap = svc->doc_cap ? svc->doc_cap * 2 : 8;
+        svc->docs = xrealloc(svc->docs, svc->doc_cap * sizeof *svc->docs);
+    }
+    svc->docs[svc->doc_count++] = doc;
+    return doc;
+}
+
+static void doc_free(document *doc)
+{
+    free(doc->id);
+    free(doc->uri);
+    free(doc->path);
+    free(doc->key);
+    free(doc->language_id);
+    piece_tree_free(doc->tree);
+    document__cursors_free(&doc->cursors);
+    document__history_free(&doc->history);
+    free(doc->checkpoints);
+    free(doc);
+}
+
+static void fill_info(const document *doc, document_info *out)
+{
+    out->document_id = doc->id;
+    out->uri = doc->uri;
+    out->language_id = doc->language_id;
+    out->version = doc->version;
+    out->is_dirty = document__state_id(doc) != doc->saved_id;
+    out->is_read_only = doc->read_only;
+    out->line_count = piece_tree_line_count(doc->tree);
+}
+
+/* ----- service ------------------------------------------------------------------------- */
+
+document_service *document_service_new(uv_loop_t *loop, ecp_logger *log)
+{
+    document_service *svc = calloc(1, sizeof *svc);
+    if (!svc)
+        return NULL;
+    svc->loop = loop;
+    svc->log = log;
+    if (getrandom(&svc->rng, sizeof svc->rng, GRND_NONBLOCK) != sizeof svc->rng)
+        svc->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)svc;
+    if (svc->rng == 0)
+        svc->rng = 0x9E3779B97F4A7C15ull;
+    return svc;
+}
+
+static void job_free(doc_job *job);
+
+void document_service_free(document_service *self)
+{
+    if (!self)
+        return;
+    /* Jobs on the thread pool cannot be recalled: they stop early and free
+     * themselves when they come back, if the loop still runs. */
+    for (doc_job *job = self->pending, *next; job; job = next) {
+        next = job->next;
+        job->svc = NULL;
+        atomic_store(&job->cancel, true);
+        for (document_request *r = job->waiters, *rn; r; r = rn) {
+            rn = r->next;
+            free(r);
+        }
+        job->waiters = NULL;
+    }
+    for (size_t i = 0; i < self->doc_count; i++)
+        doc_free(self->docs[i]);
+    free(self->docs);
+    free(self->listeners);
+    free(self);
+}
+
+/* ----- events ----------------------------------------------------------------------------- */
+
+int document_subscribe(document_service *self, const document_listener *listener, void *ctx)
+{
+    if (self->listener_count == self->listener_cap) {
+        self->listener_cap = self->listener_cap ? self->listener_cap * 2 : 4;
+        self->listeners = xrealloc(self->listeners, self->listener_cap * sizeof *self->listeners);
+    }
+    self->listeners[self->listener_count++] = (struct document_listener_entry){listener, ctx, false};
+    return 0;
+}
+
+static void compact_listeners(document_service *self)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < self->listener_count; i++)
+        if (!self->listeners[i].removed)
+            self->listeners[n++] = self->listeners[i];
+    self->listener_count = n;
+}
+
+void document_unsubscribe(document_service *self, const document_listener *listener, void *ctx)
+{
+    for (size_t i = 0; i < self->listener_count; i++) {
+        struct document_listener_entry *e = &self->listeners[i];
+        if (!e->removed && e->listener == listener && e->ctx == ctx) {
+            e->removed = true;
+            break;
+        }
+    }
+    if (self->notify_depth == 0)
+        compact_listeners(self);
+}
+
+/* Listeners are looked up by index on every round: one of them may subscribe
+ * (growing the array) or unsubscribe while being called. */
+#define FOR_EACH_LISTENER(svc, member, ...)                                            \
+    do {                                                                              \
+        (svc)->notify_depth++;                                                        \
+        for (size_t i_ = 0; i_ < (svc)->listener_count; i_++) {                       \
+            struct document_listener_entry e_ = (svc)->listeners[i_];                 \
+            if (!e_.removed && e_.listener->member)                                   \
+                e_.listener->member(e_.ctx, __VA_ARGS__);                             \
+        }                                                                             \
+        if (--(svc)->notify_depth == 0)                                               \
+            compact_listeners(svc);                                                   \
+    } while (0)
+
+void document__emit_change(document_service *svc, document *doc, const document_change *changes, size_t count)
+{
+    document_change_event ev = {doc->id, doc->uri, doc->version, changes, count};
+    FOR_EACH_LISTENER(svc, on_change, &ev);
+}
+
+void document__emit_cursors(document_service *svc, document *doc)
+{
+    FOR_EACH_LISTENER(svc, on_cursors, doc->id);
+}
+
+static void emit_open(document_service *svc, document *doc)
+{
+    document_info info;
+    fill_info(doc, &info);
+    FOR_EACH_LISTENER(svc, on_open, &info);
+}
+
+/* ----- queries ------------------------------------------------------------------------------ */
+
+int document_get_info(document_service *self, const char *document_id, document_info *out, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    fill_info(doc, out);
+    return 0;
+}
+
+void document_list(document_service *self, void (*fn)(void *ctx, const document_info *info), void *ctx)
+{
+    for (size_t i = 0; i < self->doc_count; i++) {
+        document_info info;
+        fill_info(self->docs[i], &info);
+        fn(ctx, &info);
+    }
+}
+
+static int range_offsets(const document *doc, const document_range *range, ecp_position_encoding enc, size_t *start,
+                         size_t *end, ecp_error *err)
+{
+    int rc;
+    if (range->end.line < range->start.line ||
+        (range->end.line == range->start.line && range->end.column < range->start.column))
+        return ecp_error_set(err, ECP_EINVAL, "Invalid range: the end precedes the start");
+    if ((rc = document__offset_of(doc, &range->start, enc, start, err)) != 0 ||
+        (rc = document__offset_of(doc, &range->end, enc, end, err)) != 0)
+        return rc;
+    if (*end < *start)
+        *end = *start;
+    return 0;
+}
+
+int document_read(document_service *self, const char *document_id, const document_range *range,
+                  ecp_position_encoding enc, document_chunk_fn fn, void *ctx, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    size_t start = 0, end = piece_tree_length(doc->tree);
+    if (range) {
+        int rc = range_offsets(doc, range, enc, &start, &end, err);
+        if (rc != 0)
+            return rc;
+    }
+    document__read_bytes(doc->tree, start, end - start, fn, ctx);
+    return 0;
+}
+
+int document_read_line(document_service *self, const char *document_id, size_t line, document_chunk_fn fn, void *ctx,
+                       ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    size_t lines = piece_tree_line_count(doc->tree);
+    if (line >= lines)
+        return ecp_error_set(err, ECP_ERANGE, "Invalid position: line %zu is past the end (%zu line%s)", line, lines,
+                             lines == 1 ? "" : "s");
+    document__read_bytes(doc->tree, piece_tree_line_start(doc->tree, line), piece_tree_line_length(doc->tree, line),
+                         fn, ctx);
+    return 0;
+}
+
+static void append_chunk(void *ctx, const char *chunk, size_t len) { buf_append(ctx, chunk, len); }
+
+int document_get_text(document_service *self, const char *document_id, const document_range *range,
+                      ecp_position_encoding enc, buf *out, ecp_error *err)
+{
+    return document_read(self, document_id, range, enc, append_chunk, out, err);
+}
+
+int document_position_to_offset(document_service *self, const char *document_id, const document_position *pos,
+                                ecp_position_encoding enc, uint64_t *out, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    size_t offset;
+    int rc = document__offset_of(doc, pos, enc, &offset, err);
+    if (rc == 0)
+        *out = document__units_before(doc, offset, enc);
+    return rc;
+}
+
+int document_offset_to_position(document_service *self, const char *document_id, uint64_t offset,
+                                ecp_position_encoding enc, document_position *out, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    size_t byte;
+    if (offset > SIZE_MAX || !document__offset_at_units(doc, (size_t)offset, enc, &byte))
+        return ecp_error_set(err, ECP_ERANGE, "Invalid offset: %llu is past the end of the document",
+                             (unsigned long long)offset);
+    document__position_of(doc, byte, enc, out);
+    return 0;
+}
+
+int document_word_at(document_service *self, const char *document_id, const document_position *pos,
+                     ecp_position_encoding enc, document_range *out, bool *found, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    *found = false;
+    if (!doc)
+        return ECP_ENOTFOUND;
+    size_t offset, start, end;
+    int rc = document__offset_of(doc, pos, enc, &offset, err);
+    if (rc != 0)
+        return rc;
+    if (document__word_at(doc, offset, &start, &end)) {
+        *found = true;
+        document__position_of(doc, start, enc, &out->start);
+        document__position_of(doc, end, enc, &out->end);
+    }
+    return 0;
+}
+
+/* ----- jobs on the thread pool ------------------------------------------------------------------ */
+
+static doc_job *job_new(document_service *svc, job_kind kind)
+{
+    doc_job *job = xcalloc(1, sizeof *job);
+    job->svc = svc;
+    job->kind = kind;
+    atomic_init(&job->cancel, false);
+    job->next = svc->pending;
+    svc->pending = job;
+    return job;
+}
+
+static void job_unlink(document_service *svc, doc_job *job)
+{
+    for (doc_job **p = &svc->pending; *p; p = &(*p)->next) {
+        if (*p == job) {
+            *p = job->next;
+            return;
+        }
+    }
+}
+
+static void job_free(doc_job *job)
+{
+    free(job->path);
+    free(job->uri);
+    free(job->reply_uri);
+    free(job->key);
+    free(job->language_id);
+    free(job->doc_id);
+    free(job->data);
+    if (job->tree)
+        piece_tree_free(job->tree);
+    free(job);
+}
+
+static document_request *job_wait(doc_job *job, void *ctx)
+{
+    document_request *req = xcalloc(1, sizeof *req);
+    req->job = job;
+    req->ctx = ctx;
+    document_request **tail = &job->waiters;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = req;
+    return req;
+}
+
+static document_request *job_take_waiter(doc_job *job)
+{
+    document_request *req = job->waiters;
+    if (req)
+        job->waiters = req->next;
+    return req;
+}
+
+static void read_into_tree(doc_job *job)
+{
+    char *data;
+    job->status = document__read_file(job->path, &job->cancel, &data, &job->len, &job->crlf, &job->err);
+    if (job->status != 0)
+        return;
+    job->tree = piece_tree_new_owning(data, job->len);
+    if (!job->tree) {
+        free(data);
+        job->status = ecp_error_set(&job->err, ECP_ENOMEM, "Failed to open file: %s: not enough memory", job->path);
+        return;
+    }
+    job->text = data;
+}
+
+static void job_work(uv_work_t *work)
+{
+    doc_job *job = work->data;
+    if (job->kind == JOB_SAVE)
+        job->status = document__write_file(job->path, job->data, job->len, &job->err);
+    else
+        read_into_tree(job);
+}
+
+static void finish_open(document_service *svc, doc_job *job);
+static void finish_reload(document_service *svc, doc_job *job);
+static void finish_save(document_service *svc, doc_job *job);
+
+static void finish(document_service *svc, doc_job *job)
+{
+    switch (job->kind) {
+    case JOB_OPEN: finish_open(svc, job); break;
+    case JOB_RELOAD: finish_reload(svc, job); break;
+    case JOB_SAVE: finish_save(svc, job); break;
+    }
+}
+
+static void job_done(uv_work_t *work, int status)
+{
+    doc_job *job = work->data;
+    document_service *svc = job->svc;
+    if (svc) {
+        job_unlink(svc, job);
+        if (status != 0 && job->status == 0)
+            job->status = ecp_error_set(&job->err, ECP_ECANCELED, "Request cancelled");
+        finish(svc, job);
+    }
+    job_free(job);
+}
+
+/* Runs the job on the pool. When the pool refuses, finishes it at once (its
+ * waiters are answered and freed) and returns false. */
+static bool job_start(document_service *svc, doc_job *job)
+{
+    job->work.data = job;
+    int rc = uv_queue_work(svc->loop, &job->work, job_work, job_done);
+    if (rc != 0) {
+        job_unlink(svc, job);
+        job->status = ecp_error_set(&job->err, ECP_EIO, "Cannot start background work: %s", uv_strerror(rc));
+        finish(svc, job);
+        job_free(job);
+    }
+    return rc == 0;
+}
+
+void document_request_cancel(document_service *self, document_request *req)
+{
+    doc_job *job = req->job;
+    for (document_request **p = &job->waiters; *p; p = &(*p)->next) {
+        if (*p == req) {
+            *p = req->next;
+            break;
+        }
+    }
+    ecp_error err;
+    ecp_error_set(&err, ECP_ECANCELED, "Request cancelled");
+    if (req->open_cb)
+        req->open_cb(req->ctx, ECP_ECANCELED, &err, NULL, false);
+    else if (req->reload_cb)
+        req->reload_cb(req->ctx, ECP_ECANCELED, &err, 0);
+    else if (req->save_cb)
+        req->save_cb(req->ctx, ECP_ECANCELED, &err, 0, NULL);
+    free(req);
+    /* A save goes on: its bytes are the user's work and belong on disk. */
+    if (!job->waiters && job->kind != JOB_SAVE)
+        atomic_store(&job->cancel, true);
+    (void)self;
+}
+
+/* ----- open ---------------------------------------------------------------------------------------- */
+
+static bool is_file_uri(const char *uri)
+{
+    const char *scheme;
+    size_t scheme_len;
+    if (!uri_scheme(uri, strlen(uri), &scheme, &scheme_len))
+        return uri[0] == '/';
+    return scheme_len == 4 && strncasecmp(scheme, "file", 4) == 0;
+}
+
+static doc_job *pending_open(document_service *svc, const char *key)
+{
+    for (doc_job *job = svc->pending; job; job = job->next)
+        if (job->kind == JOB_OPEN && !atomic_load(&job->cancel) && strcmp(job->key, key) == 0)
+            return job;
+    return NULL;
+}
+
+static void finish_open(document_service *svc, doc_job *job)
+{
+    if (!job->waiters)
+        return; /* every caller went away: open nothing */
+    const char *id = NULL;
+    bool already = true;
+    if (job->status == 0) {
+        document *doc = find_by_key(svc, job->key);
+        if (!doc) {
+            doc = doc_new(svc, job->uri, job->path, job->key, job->language_id, job->read_only, job->tree, job->crlf);
+            job->tree = NULL;
+            already = false;
+            emit_open(svc, doc);
+        }
+        id = doc->id;
+    }
+    for (document_request *req; (req = job_take_waiter(job));) {
+        req->open_cb(req->ctx, job->status, job->status ? &job->err : NULL, id, already);
+        already = true;
+        free(req);
+    }
+}
+
+document_request *document_open(document_service *self, const document_open_options *options, document_open_cb cb,
+                                void *ctx)
+{
+    ecp_error err;
+    buf path = BUF_INIT;
+    document_request *req = NULL;
+    const char *uri = options->uri;
+    bool is_file = is_file_uri(uri);
+    if (is_file && uri_to_path(uri, strlen(uri), &path, &err) != 0) {
+        cb(ctx, err.status, &err, NULL, false);
+        goto done;
+    }
+    const char *key = is_file ? path.data : uri;
+    document *doc = find_by_key(self, key);
+    if (doc) {
+        cb(ctx, 0, NULL, doc->id, true);
+        goto done;
+    }
+    if (options->content || !is_file) {
+        size_t len = options->content ? options->content_len : 0;
+        char *text = malloc(len + 1);
+        if (!text) {
+            ecp_error_set(&err, ECP_ENOMEM, "Not enough memory for %zu bytes of content", len);
+            cb(ctx, err.status, &err, NULL, false);
+            goto done;
+        }
+        if (len)
+            memcpy(text, options->content, len);
+        bool crlf;
+        len = document__normalize_eol(text, len, &crlf);
+        piece_tree *tree = piece_tree_new_owning(text, len);
+        if (!tree) {
+            free(text);
+            ecp_error_set(&err, ECP_ENOMEM, "Not enough memory for %zu bytes of content", len);
+            cb(ctx, err.status, &err, NULL, false);
+            goto done;
+        }
+        doc = doc_new(self, uri, is_file ? path.data : NULL, key, options->language_id, options->read_only, tree, crlf);
+        emit_open(self, doc);
+        cb(ctx, 0, NULL, doc->id, false);
+        goto done;
+    }
+    doc_job *job = pending_open(self, key);
+    if (job) {
+        req = job_wait(job, ctx);
+        req->open_cb = cb;
+        goto done;
+    }
+    job = job_new(self, JOB_OPEN);
+    job->path = xstrdup(path.data);
+    job->key = xstrdup(key);
+    job->uri = xstrdup(uri);
+    job->language_id = options->language_id ? xstrdup(options->language_id) : NULL;
+    job->read_only = options->read_only;
+    req = job_wait(job, ctx);
+    req->open_cb = cb;
+    struct stat st;
+    if (stat(job->path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size > SMALL_FILE) {
+        if (!job_start(self, job))
+            req = NULL;
+    } else {
+        /* Small, missing or odd: read here and now (errors come from the read). */
+        job_unlink(self, job);
+        read_into_tree(job);
+        finish_open(self, job);
+        job_free(job);
+        req = NULL;
+    }
+done:
+    buf_free(&path);
+    return req;
+}
+
+/* ----- reload ---------------------------------------------------------------------------------------- */
+
+static void finish_reload(document_service *svc, doc_job *job)
+{
+    ecp_error err;
+    int status = job->status;
+    const ecp_error *e = &job->err;
+    document *doc = document__find(svc, job->doc_id, &err);
+    if (!doc) {
+        status = ECP_ENOTFOUND;
+        e = &err;
+    } else if (status == 0 && !job->force && document__state_id(doc) != doc->saved_id) {
+        /* Edited while the file was being read: keep the edits. */
+        status = ecp_error_set(&err, ECP_ESTATE, "Document has unsaved changes");
+        e = &err;
+    } else if (status == 0) {
+        doc->crlf = job->crlf;
+        document__replace_tree(svc, doc, job->tree, job->text, job->len);
+        job->tree = NULL;
+    }
+    for (document_request *req; (req = job_take_waiter(job));) {
+        req->reload_cb(req->ctx, status, status ? e : NULL, doc ? doc->version : 0);
+        free(req);
+    }
+}
+
+document_request *document_reload(document_service *self, const char *document_id, bool force, document_reload_cb cb,
+                                  void *ctx)
+{
+    ecp_error err;
+    document *doc = document__find(self, document_id, &err);
+    if (!doc) {
+        cb(ctx, err.status, &err, 0);
+        return NULL;
+    }
+    if (!doc->path) {
+        ecp_error_set(&err, ECP_ESTATE, "Document has no file to reload from");
+        cb(ctx, err.status, &err, doc->version);
+        return NULL;
+    }
+    if (!force && document__state_id(doc) != doc->saved_id) {
+        ecp_error_set(&err, ECP_ESTATE, "Document has unsaved changes");
+        cb(ctx, err.status, &err, doc->version);
+        return NULL;
+    }
+    doc_job *job = job_new(self, JOB_RELOAD);
+    job->path = xstrdup(doc->path);
+    job->doc_id = xstrdup(doc->id);
+    job->force = force;
+    document_request *req = job_wait(job, ctx);
+    req->reload_cb = cb;
+    struct stat st;
+    if (stat(job->path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size > SMALL_FILE)
+        return job_start(self, job) ? req : NULL;
+    job_unlink(self, job);
+    read_into_tree(job);
+    finish_reload(self, job);
+    job_free(job);
+    return NULL;
+}
+
+/* ----- save ------------------------------------------------------------------------------------------- */
+
+static void finish_save(document_service *svc, doc_job *job)
+{
+    document *doc = document__find(svc, job->doc_id, NULL);
+    if (doc && job->status == 0) {
+        doc->saved_id = job->state_id;
+        if (job->uri) {
+            free(doc->uri);
+            free(doc->path);
+            free(doc->key);
+            doc->uri = job->uri;
+            doc->path = job->path;
+            doc->key = job->key;
+            job->uri = job->path = job->key = NULL;
+        }
+        FOR_EACH_LISTENER(svc, on_save, doc->id, doc->uri, doc->version);
+    }
+    if (job->status != 0)
+        ecp_log(svc->log, ECP_LOG_WARN, "%s", job->err.message);
+    const char *uri = doc ? doc->uri : job->uri ? job->uri : job->reply_uri;
+    for (document_request *req; (req = job_take_waiter(job));) {
+        req->save_cb(req->ctx, job->status, job->status ? &job->err : NULL, doc ? doc->version : 0, uri);
+        free(req);
+    }
+}
+
+/* The bytes as they go to disk: LF, or CRLF for a CRLF document. */
+static char *snapshot(const document *doc, size_t *len_out)
+{
+    size_t len = piece_tree_length(doc->tree);
+    size_t size = len + (doc->crlf ? piece_tree_line_count(doc->tree) - 1 : 0);
+    char *out = malloc(size + 1);
+    if (!out)
+        return NULL;
+    char *w = out;
+    piece_tree_reader r;
+    piece_tree_reader_init(&r, doc->tree, 0, len);
+    const char *chunk;
+    size_t n;
+    while (piece_tree_reader_next(&r, &chunk, &n)) {
+        if (!doc->crlf) {
+            memcpy(w, chunk, n);
+            w += n;
+            continue;
+        }
+        for (const char *end = chunk + n; chunk < end;) {
+            const char *nl = memchr(chunk, '\n', (size_t)(end - chunk));
+            size_t run = (size_t)((nl ? nl : end) - chunk);
+            memcpy(w, chunk, run);
+            w += run;
+            if (!nl)
+                break;
+            *w++ = '\r';
+            *w++ = '\n';
+            chunk = nl + 1;
+        }
+    }
+    *len_out = (size_t)(w - out);
+    return out;
+}
+
+document_request *document_save(document_service *self, const char *document_id, const char *uri,
+                                document_save_cb cb, void *ctx)
+{
+    ecp_error err;
+    buf path = BUF_INIT;
+    document_request *req = NULL;
+    document *doc = document__find(self, document_id, &err);
+    if (!doc) {
+        cb(ctx, err.status, &err, 0, NULL);
+        goto done;
+    }
+    if (uri) {
+        if (!is_file_uri(uri)) {
+            ecp_error_set(&err, ECP_ENOPROVIDER, "Cannot save to %s: only file URIs can be saved to", uri);
+            cb(ctx, err.status, &err, doc->version, doc->uri);
+            goto done;
+        }
+        if (uri_to_path(uri, strlen(uri), &path, &err) != 0) {
+            cb(ctx, err.status, &err, doc->version, doc->uri);
+            goto done;
+        }
+        document *other = find_by_key(self, path.data);
+        if (other && other != doc) {
+            ecp_error_set(&err, ECP_EEXIST, "Cannot save to %s: another open document has that uri", uri);
+            cb(ctx, err.status, &err, doc->version, doc->uri);
+            goto done;
+        }
+    } else if (!doc->path) {
+        ecp_error_set(&err, ECP_ESTATE, "Document has no file: save it with a uri");
+        cb(ctx, err.status, &err, doc->version, doc->uri);
+        goto done;
+    }
+    size_t len;
+    char *data = snapshot(doc, &len);
+    if (!data) {
+        ecp_error_set(&err, ECP_ENOMEM, "Not enough memory to save %s", doc->uri);
+        cb(ctx, err.status, &err, doc->version, doc->uri);
+        goto done;
+    }
+    doc_job *job = job_new(self, JOB_SAVE);
+    job->doc_id = xstrdup(doc->id);
+    job->data = data;
+    job->len = len;
+    job->state_id = document__state_id(doc);
+    job->reply_uri = xstrdup(doc->uri);
+    doc->snapshot_id = job->state_id;
+    if (uri) {
+        job->uri = xstrdup(uri);
+        job->path = xstrdup(path.data);
+        job->key = xstrdup(path.data);
+    } else {
+        job->path = xstrdup(doc->path);
+    }
+    req = job_wait(job, ctx);
+    req->save_cb = cb;
+    /* Always on the pool: fsync can take long on any size. */
+    if (!job_start(self, job))
+        req = NULL;
+done:
+    buf_free(&path);
+    return req;
+}
+
+/* ----- close ------------------------------------------------------------------------------------------------ */
+
+int document_close(document_service *self, const char *document_id, ecp_error *err)
+{
+    size_t i = document_id ? index_of(self, document_id) : SIZE_MAX;
+    if (i == SIZE_MAX)
+        return ecp_error_set(err, ECP_ENOTFOUND, "Document not found");
+    document *doc = self->docs[i];
+    memmove(self->docs + i, self->docs + i + 1, (self->doc_count - i - 1) * sizeof *self->docs);
+    self->doc_count--;
+    FOR_EACH_LISTENER(self, on_close, doc->id, doc->uri);
+    doc_free(doc);
+    return 0;
+}

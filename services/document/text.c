@@ -1,0 +1,321 @@
+/* text: columns, offsets and words over a piece tree.
+ *
+ * Columns are counted by decoding from the start of the line with core/utf's
+ * rules (an invalid byte is one U+FFFD), so they agree with utf_column_count
+ * and with what the JSON writer sends. The tree hands out its bytes in chunks
+ * that may split a multi-byte sequence; the scanner below never decodes a lead
+ * byte without its whole sequence in view, carrying up to three bytes over a
+ * chunk seam.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* How far apart document offset checkpoints are laid down (bytes). */
+#define CHECKPOINT_SPACING (1u << 20)
+
+typedef struct scan {
+    doc_units n;                /* consumed so far (plus the starting point) */
+    ecp_position_encoding enc;  /* the encoding `stop` counts in */
+    size_t stop;                /* SIZE_MAX: count everything */
+    bool stopped;
+    void (*mark)(void *ctx, const struct scan *s);
+    void *mark_ctx;
+} scan;
+
+static inline size_t scan_units(const scan *s) { return doc_units_get(&s->n, s->enc); }
+
+static inline bool scan_reached(scan *s)
+{
+    if (s->stop != SIZE_MAX && scan_units(s) >= s->stop)
+        s->stopped = true;
+    return s->stopped;
+}
+
+/* Consumes whole code points from p; returns the bytes consumed. Unless final,
+ * a non-ASCII lead byte with fewer than four bytes after it is left for the
+ * next call, which will see the rest of its sequence. */
+static size_t scan_block(scan *s, const char *p, size_t len, bool final)
+{
+    size_t i = 0;
+    while (i < len) {
+        if (scan_reached(s))
+            return i;
+        unsigned char c = (unsigned char)p[i];
+        if (c < 0x80) {
+            size_t j = i + 1;
+            while (j + 8 <= len) {
+                uint64_t w;
+                memcpy(&w, p + j, 8);
+                if (w & 0x8080808080808080ull)
+                    break;
+                j += 8;
+            }
+            while (j < len && (unsigned char)p[j] < 0x80)
+                j++;
+            size_t run = j - i;
+            if (s->stop != SIZE_MAX && run > s->stop - scan_units(s))
+                run = s->stop - scan_units(s);
+            s->n.u8 += run;
+            s->n.u16 += run;
+            s->n.u32 += run;
+            i += run;
+            continue;
+        }
+        if (!final && len - i < 4)
+            break;
+        uint32_t cp;
+        size_t k = utf8_decode(p + i, len - i, &cp);
+        size_t w16 = cp >= 0x10000 ? 2 : 1;
+        if (s->stop != SIZE_MAX) {
+            size_t w = s->enc == ECP_ENCODING_UTF8 ? k : s->enc == ECP_ENCODING_UTF16 ? w16 : 1;
+            if (scan_units(s) + w > s->stop) {
+                s->stopped = true; /* the column is inside this code point: snap back */
+                return i;
+            }
+        }
+        s->n.u8 += k;
+        s->n.u16 += w16;
+        s->n.u32 += 1;
+        i += k;
+    }
+    scan_reached(s);
+    return i;
+}
+
+static void scan_range(const piece_tree *tree, size_t from, size_t len, scan *s)
+{
+    if (scan_reached(s) || len == 0)
+        return;
+    piece_tree_reader r;
+    piece_tree_reader_init(&r, tree, from, len);
+    char carry[8];
+    size_t nc = 0;
+    const char *p;
+    size_t n;
+    while (piece_tree_reader_next(&r, &p, &n)) {
+        /* Finish a sequence split over the seam one byte at a time: at most
+         * three rounds per chunk. */
+        while (nc && n) {
+            carry[nc++] = *p++;
+            n--;
+            size_t used = scan_block(s, carry, nc, false);
+            if (s->stopped)
+                return;
+            memmove(carry, carry + used, nc - used);
+            nc -= used;
+        }
+        if (!n)
+            continue;
+        size_t used = scan_block(s, p, n, false);
+        if (s->stopped)
+            return;
+        nc = n - used;
+        memcpy(carry, p + used, nc);
+        if (s->mark)
+            s->mark(s->mark_ctx, s);
+    }
+    if (nc)
+        scan_block(s, carry, nc, true);
+}
+
+static void scan_init(scan *s, ecp_position_encoding enc, size_t stop)
+{
+    memset(s, 0, sizeof *s);
+    s->enc = enc;
+    s->stop = stop;
+}
+
+doc_units document__units(const piece_tree *tree, size_t from, size_t len)
+{
+    scan s;
+    scan_init(&s, ECP_ENCODING_UTF8, SIZE_MAX);
+    scan_range(tree, from, len, &s);
+    return s.n;
+}
+
+doc_units document__units_of(const char *p, size_t len)
+{
+    scan s;
+    scan_init(&s, ECP_ENCODING_UTF8, SIZE_MAX);
+    scan_block(&s, p, len, true);
+    return s.n;
+}
+
+/* Like document__seek, and reports the units the span holds when it falls
+ * short. */
+static bool seek(const piece_tree *tree, size_t from, size_t limit, size_t column, ecp_position_encoding enc,
+                 size_t *out, size_t *units_in_span)
+{
+    scan s;
+    scan_init(&s, enc, column);
+    scan_range(tree, from, limit - from, &s);
+    *out = from + s.n.u8;
+    if (units_in_span)
+        *units_in_span = scan_units(&s);
+    return s.stopped;
+}
+
+bool document__seek(const piece_tree *tree, size_t from, size_t limit, size_t column, ecp_position_encoding enc,
+                    size_t *out)
+{
+    return seek(tree, from, limit, column, enc, out, NULL);
+}
+
+int document__offset_of(const document *doc, const document_position *pos, ecp_position_encoding enc, size_t *out,
+                        ecp_error *err)
+{
+    size_t lines = piece_tree_line_count(doc->tree);
+    if (pos->line >= lines) {
+        if (pos->line == lines && pos->column == 0) {
+            *out = piece_tree_length(doc->tree);
+            return 0;
+        }
+        return ecp_error_set(err, ECP_ERANGE, "Invalid position: line %zu is past the end (%zu line%s)", pos->line,
+                             lines, lines == 1 ? "" : "s");
+    }
+    size_t start = piece_tree_line_start(doc->tree, pos->line);
+    if (pos->column == 0) {
+        *out = start;
+        return 0;
+    }
+    size_t len = piece_tree_line_length(doc->tree, pos->line);
+    size_t have;
+    if (!seek(doc->tree, start, start + len, pos->column, enc, out, &have))
+        return ecp_error_set(err, ECP_ERANGE, "Invalid position: column %zu is past the end of line %zu (%zu column%s)",
+                             pos->column, pos->line, have, have == 1 ? "" : "s");
+    return 0;
+}
+
+void document__line_column(const document *doc, size_t offset, size_t *line, doc_units *col)
+{
+    *line = piece_tree_line_of_offset(doc->tree, offset);
+    size_t start = piece_tree_line_start(doc->tree, *line);
+    *col = document__units(doc->tree, start, offset - start);
+}
+
+void document__position_of(const document *doc, size_t offset, ecp_position_encoding enc, document_position *out)
+{
+    out->line = piece_tree_line_of_offset(doc->tree, offset);
+    size_t start = piece_tree_line_start(doc->tree, out->line);
+    if (enc == ECP_ENCODING_UTF8) {
+        out->column = offset - start;
+        return;
+    }
+    doc_units u = document__units(doc->tree, start, offset - start);
+    out->column = doc_units_get(&u, enc);
+}
+
+/* ----- document offsets in units, with checkpoints -------------------------- */
+
+static void checkpoint_add(void *ctx, const scan *s)
+{
+    document *doc = ctx;
+    size_t lo = 0, hi = doc->checkpoint_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (doc->checkpoints[mid].byte < s->n.u8)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t prev = lo ? doc->checkpoints[lo - 1].byte : 0;
+    size_t next = lo < doc->checkpoint_count ? doc->checkpoints[lo].byte : SIZE_MAX;
+    if (s->n.u8 - prev < CHECKPOINT_SPACING || next - s->n.u8 < CHECKPOINT_SPACING)
+        return;
+    if (doc->checkpoint_count == doc->checkpoint_cap) {
+        doc->checkpoint_cap = doc->checkpoint_cap ? doc->checkpoint_cap * 2 : 16;
+        doc->checkpoints = xrealloc(doc->checkpoints, doc->checkpoint_cap * sizeof *doc->checkpoints);
+    }
+    memmove(doc->checkpoints + lo + 1, doc->checkpoints + lo, (doc->checkpoint_count - lo) * sizeof *doc->checkpoints);
+    doc->checkpoints[lo] = (doc_checkpoint){s->n.u8, s->n.u16, s->n.u32};
+    doc->checkpoint_count++;
+}
+
+static size_t checkpoint_units(const doc_checkpoint *c, ecp_position_encoding enc)
+{
+    return enc == ECP_ENCODING_UTF8 ? c->byte : enc == ECP_ENCODING_UTF16 ? c->u16 : c->u32;
+}
+
+/* The last checkpoint whose value (in enc, or bytes when by_bytes) is <= v. */
+static void checkpoint_before(const document *doc, size_t v, ecp_position_encoding enc, scan *s)
+{
+    size_t lo = 0, hi = doc->checkpoint_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (checkpoint_units(&doc->checkpoints[mid], enc) <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo) {
+        const doc_checkpoint *c = &doc->checkpoints[lo - 1];
+        s->n = (doc_units){c->byte, c->u16, c->u32};
+    }
+}
+
+void document__checkpoints_invalidate(document *doc, size_t offset)
+{
+    /* Decoding up to a checkpoint depends on the three bytes after it too (a
+     * lead byte just before it may combine with them). */
+    while (doc->checkpoint_count && doc->checkpoints[doc->checkpoint_count - 1].byte + 4 > offset)
+        doc->checkpoint_count--;
+}
+
+size_t document__units_before(document *doc, size_t offset, ecp_position_encoding enc)
+{
+    if (enc == ECP_ENCODING_UTF8)
+        return offset;
+    scan s;
+    scan_init(&s, enc, SIZE_MAX);
+    checkpoint_before(doc, offset, ECP_ENCODING_UTF8, &s);
+    s.mark = checkpoint_add;
+    s.mark_ctx = doc;
+    scan_range(doc->tree, s.n.u8, offset - s.n.u8, &s);
+    return scan_units(&s);
+}
+
+bool document__offset_at_units(document *doc, size_t units, ecp_position_encoding enc, size_t *out)
+{
+    size_t length = piece_tree_length(doc->tree);
+    if (enc == ECP_ENCODING_UTF8) {
+        if (units > length)
+            return false;
+        /* A byte inside a sequence snaps back to its start, as columns do. */
+        size_t line = piece_tree_line_of_offset(doc->tree, units);
+        size_t start = piece_tree_line_start(doc->tree, line);
+        size_t end = start + piece_tree_line_length(doc->tree, line);
+        return document__seek(doc->tree, start, end, units - start, enc, out);
+    }
+    scan s;
+    scan_init(&s, enc, units);
+    checkpoint_before(doc, units, enc, &s);
+    s.mark = checkpoint_add;
+    s.mark_ctx = doc;
+    scan_range(doc->tree, s.n.u8, length - s.n.u8, &s);
+    *out = s.n.u8;
+    return s.stopped;
+}
+
+/* ----- words ---------------------------------------------------------------- */
+
+bool document__is_word_byte(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+bool document__word_at(const document *doc, size_t offset, size_t *start, size_t *end)
+{
+    size_t length = piece_tree_length(doc->tree);
+    if (offset >= length || !document__is_word_byte((unsigned char)piece_tree_byte_at(doc->tree, offset)))
+        return false;
+    size_t s = offset, e = offset + 1;
+    while (s > 0 && document__is_word_byte((unsigned char)piece_tree_byte_at(doc->tree, s - 1)))
+        s--;
+    while (e < length && document__is_word_byte((unsigned char)piece_tree_byte_at(doc->tree, e)))
+        e++;
+    *start = s;
+    *end = e;
+    return true;
+}

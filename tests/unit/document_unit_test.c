@@ -1,0 +1,444 @@
+/* The document service through its C API, as the LSP and syntax services
+ * use it: change events in every encoding, listeners, offsets in units over
+ * checkpoints, the undo limit, file reading and writing corner cases, and a
+ * random differential run against a plain string model. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "document/interface.h"
+#include "internal.h"
+
+typedef struct fx {
+    uv_loop_t loop;
+    document_service *svc;
+    char dir[64];
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    uv_loop_init(&f->loop);
+    f->svc = document_service_new(&f->loop, NULL);
+    strcpy(f->dir, "/tmp/ecpd-doc-unit-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    document_service_free(f->svc);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    if (system(cmd) != 0)
+        return -1;
+    free(f);
+    return 0;
+}
+
+typedef struct opened {
+    int status;
+    char id[64];
+    bool done;
+} opened;
+
+static void on_opened(void *ctx, int status, const ecp_error *err, const char *id, bool already)
+{
+    opened *o = ctx;
+    o->status = status;
+    o->done = true;
+    if (id)
+        snprintf(o->id, sizeof o->id, "%s", id);
+}
+
+static void open_text(fx *f, const char *uri, const char *text, char id[64])
+{
+    opened o = {0};
+    document_open_options opt = {.uri = uri, .content = text, .content_len = strlen(text)};
+    assert_null(document_open(f->svc, &opt, on_opened, &o));
+    assert_true(o.done);
+    assert_int_equal(o.status, 0);
+    strcpy(id, o.id);
+}
+
+static char *text_of(fx *f, const char *id)
+{
+    buf out = BUF_INIT;
+    assert_int_equal(document_get_text(f->svc, id, NULL, ECP_ENCODING_UTF8, &out, NULL), 0);
+    return buf_detach(&out);
+}
+
+/* ----- events ------------------------------------------------------------------- */
+
+typedef struct recorder {
+    int opens, changes, cursors, closes, saves;
+    document_change last[4];
+    size_t last_count;
+    char text[64];
+    uint64_t version;
+    document_service *svc;
+    const document_listener *self;
+    bool leave_on_change;
+} recorder;
+
+static void rec_open(void *ctx, const document_info *info) { ((recorder *)ctx)->opens++; }
+static void rec_cursors(void *ctx, const char *id) { ((recorder *)ctx)->cursors++; }
+static void rec_close(void *ctx, const char *id, const char *uri) { ((recorder *)ctx)->closes++; }
+static void rec_save(void *ctx, const char *id, const char *uri, uint64_t v) { ((recorder *)ctx)->saves++; }
+
+static void rec_change(void *ctx, const document_change_event *ev)
+{
+    recorder *r = ctx;
+    r->changes++;
+    r->version = ev->version;
+    r->last_count = ev->count < 4 ? ev->count : 4;
+    memcpy(r->last, ev->changes, r->last_count * sizeof *ev->changes);
+    snprintf(r->text, sizeof r->text, "%.*s", (int)ev->changes[0].text_len, ev->changes[0].text);
+    if (r->leave_on_change)
+        document_unsubscribe(r->svc, r->self, r);
+}
+
+static const document_listener rec_listener = {rec_open, rec_change, rec_cursors, rec_close, rec_save};
+
+static void test_change_event_in_every_encoding(void **state)
+{
+    fx *f = *state;
+    recorder rec = {0};
+    document_subscribe(f->svc, &rec_listener, &rec);
+    char id[64];
+    /* line 1: x U+1F600 y U+4E2D z */
+    open_text(f, "memory://e", "first\nx\xF0\x9F\x98\x80y\xE4\xB8\xADz\nlast", id);
+    assert_int_equal(rec.opens, 1);
+    /* Replace from after the emoji (line 1) to the start of "last". */
+    document_edit e = {{{1, 3}, {2, 0}}, "NEW", 3};
+    uint64_t version;
+    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF16, 0, &version, NULL), 0);
+    assert_int_equal(version, 2);
+    assert_int_equal(rec.changes, 1);
+    assert_int_equal(rec.version, 2);
+    const document_change *c = &rec.last[0];
+    assert_int_equal(c->offset, 6 + 5);
+    assert_int_equal(c->deleted_len, 1 + 3 + 1 + 1);
+    assert_int_equal(c->start.line, 1);
+    assert_int_equal(c->start.column[ECP_ENCODING_UTF8], 5);
+    assert_int_equal(c->start.column[ECP_ENCODING_UTF16], 3);
+    assert_int_equal(c->start.column[ECP_ENCODING_UTF32], 2);
+    assert_int_equal(c->end.line, 2);
+    assert_int_equal(c->end.column[ECP_ENCODING_UTF8], 0);
+    assert_int_equal(c->range_length[ECP_ENCODING_UTF8], 6);
+    assert_int_equal(c->range_length[ECP_ENCODING_UTF16], 4);
+    assert_int_equal(c->range_length[ECP_ENCODING_UTF32], 4);
+    assert_string_equal(rec.text, "NEW");
+    char *t = text_of(f, id);
+    assert_string_equal(t, "first\nx\xF0\x9F\x98\x80NEWlast");
+    free(t);
+
+    /* Cursor events come from the cursor functions only. */
+    document_position at = {0, 2};
+    assert_int_equal(document_add_cursor(f->svc, id, &at, ECP_ENCODING_UTF16, NULL), 0);
+    assert_int_equal(rec.cursors, 1);
+    assert_int_equal(rec.changes, 1);
+
+    /* A listener may leave from inside its own callback. */
+    rec.svc = f->svc;
+    rec.self = &rec_listener;
+    rec.leave_on_change = true;
+    assert_int_equal(document_set_content(f->svc, id, "z", 1, NULL, NULL), 0);
+    assert_int_equal(rec.changes, 2);
+    assert_int_equal(document_set_content(f->svc, id, "zz", 2, NULL, NULL), 0);
+    assert_int_equal(rec.changes, 2);
+    assert_int_equal(document_close(f->svc, id, NULL), 0);
+    assert_int_equal(rec.closes, 0);
+}
+
+static void saved_cb(void *ctx, int status, const ecp_error *err, uint64_t version, const char *uri)
+{
+    int *out = ctx;
+    *out = status;
+}
+
+static void test_cancelled_save_still_writes(void **state)
+{
+    fx *f = *state;
+    recorder rec = {0};
+    document_subscribe(f->svc, &rec_listener, &rec);
+    char id[64], uri[160], path[128];
+    snprintf(path, sizeof path, "%s/kept.txt", f->dir);
+    snprintf(uri, sizeof uri, "file://%s", path);
+    open_text(f, "memory://s", "data", id);
+    int status = 1;
+    document_request *req = document_save(f->svc, id, uri, saved_cb, &status);
+    assert_non_null(req);
+    document_request_cancel(f->svc, req);
+    assert_int_equal(status, ECP_ECANCELED);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    FILE *in = fopen(path, "rb");
+    assert_non_null(in);
+    char got[16] = {0};
+    assert_int_equal(fread(got, 1, sizeof got, in), 4);
+    fclose(in);
+    assert_string_equal(got, "data");
+    document_info info;
+    assert_int_equal(document_get_info(f->svc, id, &info, NULL), 0);
+    assert_false(info.is_dirty);
+    assert_string_equal(info.uri, uri);
+    assert_int_equal(rec.saves, 1);
+}
+
+/* ----- offsets over checkpoints ------------------------------------------------- */
+
+/* The model: units of the first n bytes of s, decoded from the start. */
+static size_t model_units(const char *s, size_t n, ecp_position_encoding enc)
+{
+    return utf_column_count(s, n, enc);
+}
+
+static void test_offsets_over_checkpoints(void **state)
+{
+    fx *f = *state;
+    /* ~3.5 MB of mixed text: every offset conversion crosses checkpoints. */
+    static const char *const pieces[] = {"ascii text ", "\xE4\xB8\xAD\xE6\x96\x87", "\xF0\x9F\x98\x80", "\n",
+                                         "caf\xC3\xA9 ", "\xFF"};
+    buf text = BUF_INIT;
+    unsigned seed = 7;
+    while (text.len < 3500000) {
+        seed = seed * 1103515245u + 12345u;
+        buf_append_str(&text, pieces[(seed >> 16) % 6]);
+    }
+    opened o = {0};
+    document_open_options opt = {.uri = "memory://big", .content = text.data, .content_len = text.len};
+    assert_null(document_open(f->svc, &opt, on_opened, &o));
+    const char *id = o.id;
+    document *doc = document__find(f->svc, id, NULL);
+    assert_non_null(doc);
+    ecp_position_encoding encs[] = {ECP_ENCODING_UTF16, ECP_ENCODING_UTF32, ECP_ENCODING_UTF8};
+    size_t probes[] = {0, 1, 1000, 1500001, 2700000, 3400000, text.len};
+    for (int round = 0; round < 2; round++) {
+        for (size_t e = 0; e < 3; e++) {
+            for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+                /* Land on a character boundary the way a column would. */
+                document_position pos;
+                document__position_of(doc, probes[i], encs[e], &pos);
+                size_t snapped;
+                assert_int_equal(document__offset_of(doc, &pos, encs[e], &snapped, NULL), 0);
+                document__position_of(doc, snapped, encs[e], &pos);
+                uint64_t units;
+                assert_int_equal(document_position_to_offset(f->svc, id, &pos, encs[e], &units, NULL), 0);
+                assert_int_equal(units, model_units(text.data, snapped, encs[e]));
+                document_position back;
+                assert_int_equal(document_offset_to_position(f->svc, id, units, encs[e], &back, NULL), 0);
+                assert_int_equal(back.line, pos.line);
+                assert_int_equal(back.column, pos.column);
+            }
+        }
+        assert_true(doc->checkpoint_count >= 3);
+        /* An edit early on invalidates what follows it, and only that. */
+        document_edit ed = {{{0, 0}, {0, 0}}, "\xF0\x9F\x98\x80", 4};
+        assert_int_equal(document_apply_edits(f->svc, id, &ed, 1, ECP_ENCODING_UTF16, 0, NULL, NULL), 0);
+        assert_int_equal(doc->checkpoint_count, 0);
+        buf fresh = BUF_INIT;
+        buf_append(&fresh, "\xF0\x9F\x98\x80", 4);
+        buf_append(&fresh, text.data, text.len);
+        buf_free(&text);
+        text = fresh;
+        probes[sizeof probes / sizeof probes[0] - 1] = text.len;
+    }
+    /* Past the end. */
+    document_position pos;
+    uint64_t total = model_units(text.data, text.len, ECP_ENCODING_UTF16);
+    assert_int_equal(document_offset_to_position(f->svc, id, total, ECP_ENCODING_UTF16, &pos, NULL), 0);
+    ecp_error err;
+    assert_int_equal(document_offset_to_position(f->svc, id, total + 1, ECP_ENCODING_UTF16, &pos, &err), ECP_ERANGE);
+    buf_free(&text);
+}
+
+/* ----- history -------------------------------------------------------------------- */
+
+static void test_undo_limit(void **state)
+{
+    fx *f = *state;
+    char id[64];
+    open_text(f, "memory://limit", "", id);
+    /* Newlines never group: 1100 steps. At 1064 the oldest go, down to 1000;
+     * 36 more make 1036. */
+    for (int i = 0; i < 1100; i++) {
+        document_edit e = {{{(size_t)i, 0}, {(size_t)i, 0}}, "\n", 1};
+        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    }
+    int undone = 0;
+    while (document_undo(f->svc, id, NULL, NULL) == 0)
+        undone++;
+    assert_int_equal(undone, 1036);
+    document_info info;
+    document_get_info(f->svc, id, &info, NULL);
+    assert_int_equal(info.line_count, 1101 - 1036);
+    /* The oldest steps are gone, so the opened state is out of reach: dirty. */
+    assert_true(info.is_dirty);
+    int redone = 0;
+    while (document_redo(f->svc, id, NULL, NULL) == 0)
+        redone++;
+    assert_int_equal(redone, 1036);
+    document_get_info(f->svc, id, &info, NULL);
+    assert_int_equal(info.line_count, 1101);
+}
+
+/* Random edits, undos and redos against a string model. */
+static void test_random_edits_against_model(void **state)
+{
+    fx *f = *state;
+    char id[64];
+    open_text(f, "memory://model", "seed\ntext\n", id);
+    typedef struct snap {
+        char *text;
+    } snap;
+    /* states[i] is the text after i applied steps; typing grouping is avoided
+     * by making every edit carry a newline or a deletion. */
+    snap states[400];
+    size_t applied = 0, count = 1;
+    states[0].text = strdup("seed\ntext\n");
+    unsigned seed = 12345;
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
+    static const char *const inserts[] = {"\n", "ab\n", "\xC3\xA9\n", "\xF0\x9F\x98\x80\nx", "", "\r\n"};
+    for (int iter = 0; iter < 300; iter++) {
+        int op = RND() % 10;
+        char *cur = states[applied].text;
+        size_t len = strlen(cur);
+        if (op < 7 || applied == 0) {
+            /* Pick byte offsets on character boundaries (the model is UTF-8 valid). */
+            size_t a = len ? RND() % (len + 1) : 0, b = len ? RND() % (len + 1) : 0;
+            if (a > b) {
+                size_t t = a;
+                a = b;
+                b = t;
+            }
+            while (a > 0 && ((unsigned char)cur[a] & 0xC0) == 0x80)
+                a--;
+            while (b < len && ((unsigned char)cur[b] & 0xC0) == 0x80)
+                b++;
+            const char *ins = inserts[RND() % 6];
+            if (a == b && !*ins)
+                ins = "\n";
+            document *doc = document__find(f->svc, id, NULL);
+            document_range r;
+            document__position_of(doc, a, ECP_ENCODING_UTF16, &r.start);
+            document__position_of(doc, b, ECP_ENCODING_UTF16, &r.end);
+            document_edit e = {r, ins, strlen(ins)};
+            assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF16, 0, NULL, NULL), 0);
+            char *next = malloc(len - (b - a) + strlen(ins) + 1);
+            memcpy(next, cur, a);
+            strcpy(next + a, ins);
+            strcat(next, cur + b);
+            for (size_t i = applied + 1; i < count; i++)
+                free(states[i].text);
+            states[++applied].text = next;
+            count = applied + 1;
+        } else if (op < 9) {
+            assert_int_equal(document_undo(f->svc, id, NULL, NULL), 0);
+            applied--;
+        } else if (applied + 1 < count) {
+            assert_int_equal(document_redo(f->svc, id, NULL, NULL), 0);
+            applied++;
+        }
+        char *t = text_of(f, id);
+        assert_string_equal(t, states[applied].text);
+        free(t);
+        document *doc = document__find(f->svc, id, NULL);
+        assert_true(piece_tree_check(doc->tree));
+        size_t lines = 1;
+        for (const char *p = states[applied].text; *p; p++)
+            lines += *p == '\n';
+        assert_int_equal(piece_tree_line_count(doc->tree), lines);
+    }
+    for (size_t i = 0; i < count; i++)
+        free(states[i].text);
+#undef RND
+}
+
+/* ----- files ------------------------------------------------------------------------- */
+
+static void test_read_file_cases(void **state)
+{
+    fx *f = *state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/r.txt", f->dir);
+    FILE *out = fopen(path, "wb");
+    fputs("a\r\nb\rc\r\n\r\n", out);
+    fclose(out);
+    char *data;
+    size_t len;
+    bool crlf;
+    ecp_error err;
+    assert_int_equal(document__read_file(path, NULL, &data, &len, &crlf, &err), 0);
+    assert_true(crlf);
+    assert_int_equal(len, 7);
+    assert_memory_equal(data, "a\nb\rc\n\n", 7); /* a bare '\r' stays */
+    free(data);
+
+    atomic_bool cancel;
+    atomic_init(&cancel, true);
+    assert_int_equal(document__read_file(path, &cancel, &data, &len, &crlf, &err), ECP_ECANCELED);
+
+    assert_int_equal(document__read_file(f->dir, NULL, &data, &len, &crlf, &err), ECP_EISDIR);
+    assert_int_equal(document__read_file("/dev/null", NULL, &data, &len, &crlf, &err), ECP_EINVAL);
+    assert_non_null(strstr(err.message, "not a regular file"));
+
+    char text[] = "x\r\ny";
+    bool c2;
+    assert_int_equal(document__normalize_eol(text, 4, &c2), 3);
+    assert_true(c2);
+    assert_memory_equal(text, "x\ny", 3);
+    char plain[] = "x\ny\r\n";
+    assert_int_equal(document__normalize_eol(plain, 5, &c2), 5);
+    assert_false(c2);
+}
+
+static void test_write_file_follows_symlink(void **state)
+{
+    fx *f = *state;
+    char real[128], link[128];
+    snprintf(real, sizeof real, "%s/real.txt", f->dir);
+    snprintf(link, sizeof link, "%s/link.txt", f->dir);
+    FILE *out = fopen(real, "wb");
+    fputs("old", out);
+    fclose(out);
+    chmod(real, 0604);
+    assert_int_equal(symlink(real, link), 0);
+    ecp_error err;
+    assert_int_equal(document__write_file(link, "new", 3, &err), 0);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(stat(real, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0604);
+    assert_int_equal(st.st_size, 3);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_change_event_in_every_encoding),
+        T(test_cancelled_save_still_writes),
+        T(test_offsets_over_checkpoints),
+        T(test_undo_limit),
+        T(test_random_edits_against_model),
+        T(test_read_file_cases),
+        T(test_write_file_follows_symlink),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
