@@ -1,0 +1,1042 @@
+/* adapter: the file service's JSON-RPC methods (the `file` namespace).
+ *
+ * Every method that touches the disk runs on the thread pool with its own
+ * copies of its inputs and answers from the loop; the URI helpers answer at
+ * once. Watches belong to the client that made them: their notifications go
+ * to that client only, and they end when it disconnects.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "uri.h"
+
+/* file/read refuses files larger than this: the whole content travels in one
+ * message. */
+#define READ_MAX ((size_t)128 << 20)
+
+typedef struct wire_watch wire_watch;
+
+typedef struct file_adapter {
+    file_service *svc;
+    ecp_bus *bus;
+    wire_watch *watches;
+} file_adapter;
+
+struct wire_watch {
+    file_adapter *ad;
+    uint64_t client;
+    uint64_t id; /* the service's */
+    char name[48];
+    wire_watch *next;
+};
+
+/* ----- errors ------------------------------------------------------------------- */
+
+static int wire_code(int status)
+{
+    switch (status) {
+    case ECP_ENOTFOUND: return ECP_WIRE_FILE_NOT_FOUND;
+    case ECP_EACCES:
+    case ECP_EREADONLY: return ECP_WIRE_FILE_ACCESS_DENIED;
+    case ECP_EISDIR: return ECP_WIRE_FILE_IS_DIRECTORY;
+    case ECP_ENOTDIR: return ECP_WIRE_FILE_NOT_DIRECTORY;
+    case ECP_EEXIST: return ECP_WIRE_FILE_ALREADY_EXISTS;
+    case ECP_ENOTEMPTY: return ECP_WIRE_FILE_NOT_EMPTY;
+    case ECP_EBADURI: return ECP_WIRE_FILE_INVALID_URI;
+    case ECP_ENOPROVIDER: return ECP_WIRE_FILE_NO_PROVIDER;
+    case ECP_ENOTSUP: return ECP_WIRE_FILE_NOT_SUPPORTED;
+    case ECP_EINVAL: return ECP_WIRE_INVALID_PARAMS;
+    case ECP_ECANCELED: return ECP_WIRE_REQUEST_CANCELLED;
+    default: return ECP_WIRE_FILE_IO_ERROR;
+    }
+}
+
+static const char *code_name(int wire)
+{
+    switch (wire) {
+    case ECP_WIRE_FILE_NOT_FOUND: return "FILE_NOT_FOUND";
+    case ECP_WIRE_FILE_ACCESS_DENIED: return "ACCESS_DENIED";
+    case ECP_WIRE_FILE_IS_DIRECTORY: return "IS_DIRECTORY";
+    case ECP_WIRE_FILE_NOT_DIRECTORY: return "NOT_DIRECTORY";
+    case ECP_WIRE_FILE_ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case ECP_WIRE_FILE_NOT_EMPTY: return "NOT_EMPTY";
+    case ECP_WIRE_FILE_INVALID_URI: return "INVALID_URI";
+    case ECP_WIRE_FILE_NO_PROVIDER: return "NO_PROVIDER";
+    case ECP_WIRE_FILE_NOT_SUPPORTED: return "NOT_SUPPORTED";
+    case ECP_WIRE_FILE_IO_ERROR: return "IO_ERROR";
+    default: return NULL;
+    }
+}
+
+/* Answers with the wire code of status; file errors carry {uri, code}. */
+static void reply_error(ecp_call *call, int status, const char *message, const char *uri)
+{
+    int code = wire_code(status);
+    const char *name = code_name(code);
+    if (code == ECP_WIRE_REQUEST_CANCELLED) {
+        ecp_call_error(call, code, "Request cancelled");
+        return;
+    }
+    if (!name) {
+        ecp_call_error(call, code, "%s", message);
+        return;
+    }
+    buf data = BUF_INIT;
+    json_writer w;
+    jw_init(&w, &data);
+    jw_object_begin(&w);
+    jw_key_string(&w, "uri", uri ? uri : "");
+    jw_key_string(&w, "code", name);
+    jw_object_end(&w);
+    ecp_call_error_data(call, code, data.data, "%s", message);
+    buf_free(&data);
+}
+
+/* ----- params ---------------------------------------------------------------------- */
+
+/* Reads a required URI field and turns it into a path in the call's arena.
+ * On failure the call is answered and NULL returned. */
+static const char *arg_path(ecp_call *call, json_ref obj, const char *name, ecp_str *uri_out)
+{
+    ecp_str uri;
+    if (!ecp_arg_string(call, obj, name, &uri))
+        return NULL;
+    buf path = BUF_INIT;
+    ecp_error err;
+    int rc = file_path_from_uri(uri.ptr, uri.len, &path, &err);
+    if (rc) {
+        reply_error(call, rc, err.message, uri.ptr);
+        buf_free(&path);
+        return NULL;
+    }
+    char *out = arena_strndup(ecp_call_arena(call), path.data, path.len);
+    buf_free(&path);
+    if (uri_out)
+        *uri_out = uri;
+    return out;
+}
+
+/* An optional base directory URI; the process's working directory when absent. */
+static const char *arg_base(ecp_call *call, json_ref obj, const char *name)
+{
+    ecp_str uri;
+    if (!ecp_arg_string_opt(call, obj, name, &uri))
+        return NULL;
+    if (uri.ptr)
+        return arg_path(call, obj, name, NULL);
+    char *cwd = getcwd(NULL, 0);
+    if (!cwd) {
+        ecp_call_error(call, ECP_WIRE_FILE_IO_ERROR, "cannot read the working directory: %s", strerror(errno));
+        return NULL;
+    }
+    char *out = arena_strndup(ecp_call_arena(call), cwd, strlen(cwd));
+    free(cwd);
+    return out;
+}
+
+typedef struct strs {
+    const char **items;
+    size_t n;
+} strs;
+
+static void strs_push(arena *a, strs *s, size_t *cap, const char *v)
+{
+    if (s->n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 8;
+        const char **items = arena_alloc(a, ncap * sizeof *items);
+        if (s->n)
+            memcpy(items, s->items, s->n * sizeof *items);
+        s->items = items;
+        *cap = ncap;
+    }
+    s->items[s->n++] = v;
+}
+
+/* An optional list of strings: an array, or (when split_string) one string of
+ * comma-separated items, as editors' search boxes write "*.c, *.h". */
+static bool arg_strings(ecp_call *call, json_ref obj, const char *name, bool split_string, strs *out)
+{
+    out->items = NULL;
+    out->n = 0;
+    const json_doc *doc = ecp_call_doc(call);
+    arena *a = ecp_call_arena(call);
+    json_ref v = json_get(doc, obj, name);
+    json_type t = json_type_of(doc, v);
+    size_t cap = 0;
+    if (t == JSON_ABSENT || t == JSON_NULL)
+        return true;
+    if (t == JSON_STRING && split_string) {
+        const char *s;
+        size_t len;
+        json_string(doc, v, a, &s, &len);
+        size_t depth = 0, start = 0;
+        for (size_t i = 0; i <= len; i++) {
+            if (i < len && s[i] == '{')
+                depth++;
+            else if (i < len && s[i] == '}' && depth)
+                depth--;
+            if (i == len || (s[i] == ',' && depth == 0)) {
+                size_t b = start, e = i;
+                while (b < e && s[b] == ' ')
+                    b++;
+                while (e > b && s[e - 1] == ' ')
+                    e--;
+                if (e > b)
+                    strs_push(a, out, &cap, arena_strndup(a, s + b, e - b));
+                start = i + 1;
+            }
+        }
+        return true;
+    }
+    if (t != JSON_ARRAY) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: must be an array of strings", name);
+        return false;
+    }
+    size_t i = 0;
+    for (json_ref e = json_first(doc, v); e != JSON_NO_REF; e = json_next(doc, e), i++) {
+        const char *s;
+        size_t len;
+        if (!json_string(doc, e, a, &s, &len)) {
+            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s[%zu]: must be a string", name, i);
+            return false;
+        }
+        strs_push(a, out, &cap, s);
+    }
+    return true;
+}
+
+/* ----- single operations on the thread pool -------------------------------------------- */
+
+typedef enum op_kind {
+    OP_READ,
+    OP_WRITE,
+    OP_STAT,
+    OP_EXISTS,
+    OP_DELETE,
+    OP_RENAME,
+    OP_COPY,
+    OP_READ_DIR,
+    OP_CREATE_DIR,
+    OP_DELETE_DIR,
+} op_kind;
+
+typedef struct op_job {
+    uv_work_t req;
+    ecp_call *call;
+    op_kind kind;
+    char *path, *path2; /* copies: the work runs off the loop */
+    char *uri, *uri2;   /* as the client wrote them, for error data */
+    char *content;
+    size_t content_len;
+    bool create_parents, overwrite, recursive;
+    int status;
+    ecp_error err;
+    file_info info;
+    char *data;
+    size_t len;
+    double mod_time;
+    file_dir_entry *entries;
+    size_t count;
+} op_job;
+
+static void op_work(uv_work_t *req)
+{
+    op_job *j = req->data;
+    ecp_error *err = &j->err;
+    switch (j->kind) {
+    case OP_READ:
+        j->status = file_read(j->path, READ_MAX, &j->data, &j->len, &j->info, err);
+        break;
+    case OP_WRITE: {
+        file_write_options o = {j->create_parents, j->overwrite};
+        j->status = file_write(j->path, j->content, j->content_len, &o, &j->mod_time, err);
+        break;
+    }
+    case OP_STAT:
+    case OP_EXISTS:
+        j->status = file_stat(j->path, &j->info, err);
+        break;
+    case OP_DELETE:
+        j->status = file_delete(j->path, err);
+        break;
+    case OP_RENAME:
+        j->status = file_rename(j->path, j->path2, err);
+        break;
+    case OP_COPY:
+        j->status = file_copy(j->path, j->path2, err);
+        break;
+    case OP_READ_DIR:
+        j->status = file_read_dir(j->path, &j->entries, &j->count, err);
+        break;
+    case OP_CREATE_DIR:
+        j->status = file_create_dir(j->path, j->recursive, err);
+        break;
+    case OP_DELETE_DIR:
+        j->status = file_delete_dir(j->path, j->recursive, err);
+        break;
+    }
+}
+
+static const char *type_name(file_type t)
+{
+    switch (t) {
+    case FILE_TYPE_DIRECTORY: return "directory";
+    case FILE_TYPE_SYMLINK: return "symlink";
+    default: return "file";
+    }
+}
+
+static void write_uri(json_writer *w, const char *key, const char *path)
+{
+    buf u = BUF_INIT;
+    file_uri_from_path(&u, path);
+    jw_key_string_n(w, key, u.data, u.len);
+    buf_free(&u);
+}
+
+static void op_reply(op_job *j)
+{
+    ecp_call *call = j->call;
+    if (j->status) {
+        /* a missing source names the source; everything else the target */
+        const char *uri = j->uri2 && j->status != ECP_ENOTFOUND ? j->uri2 : j->uri;
+        reply_error(call, j->status, j->err.message, uri);
+        return;
+    }
+    json_writer *w;
+    switch (j->kind) {
+    case OP_READ:
+        w = ecp_call_result(call);
+        jw_object_begin(w);
+        jw_key_string_n(w, "content", j->data, j->len);
+        jw_key_string(w, "encoding", "utf-8");
+        jw_key_double(w, "modTime", j->info.mod_time);
+        jw_key_int(w, "size", (int64_t)j->len);
+        jw_object_end(w);
+        ecp_call_finish(call);
+        break;
+    case OP_WRITE:
+        w = ecp_call_result(call);
+        jw_object_begin(w);
+        jw_key_bool(w, "success", true);
+        jw_key_double(w, "modTime", j->mod_time);
+        jw_key_int(w, "bytesWritten", (int64_t)j->content_len);
+        jw_object_end(w);
+        ecp_call_finish(call);
+        break;
+    case OP_STAT:
+        w = ecp_call_result(call);
+        jw_object_begin(w);
+        write_uri(w, "uri", j->path);
+        jw_key_bool(w, "exists", j->info.exists);
+        jw_key_bool(w, "isDirectory", j->info.is_directory);
+        jw_key_bool(w, "isFile", j->info.is_file);
+        jw_key_bool(w, "isSymlink", j->info.is_symlink);
+        jw_key_int(w, "size", (int64_t)j->info.size);
+        jw_key_double(w, "modTime", j->info.mod_time);
+        jw_key_double(w, "createTime", j->info.create_time);
+        jw_object_end(w);
+        ecp_call_finish(call);
+        break;
+    case OP_EXISTS:
+        w = ecp_call_result(call);
+        jw_object_begin(w);
+        jw_key_bool(w, "exists", j->info.exists);
+        jw_object_end(w);
+        ecp_call_finish(call);
+        break;
+    case OP_READ_DIR: {
+        w = ecp_call_result(call);
+        jw_object_begin(w);
+        jw_key(w, "entries");
+        jw_array_begin(w);
+        buf p = BUF_INIT;
+        for (size_t i = 0; i < j->count; i++) {
+            file_dir_entry *e = &j->entries[i];
+            jw_object_begin(w);
+            jw_key_string(w, "name", e->name);
+            file__join(&p, j->path, e->name);
+            write_uri(w, "uri", p.data);
+            jw_key_string(w, "type", type_name(e->type));
+            if (e->type == FILE_TYPE_FILE) {
+                jw_key_int(w, "size", (int64_t)e->size);
+                jw_key_double(w, "modTime", e->mod_time);
+            }
+            jw_object_end(w);
+        }
+        buf_free(&p);
+        jw_array_end(w);
+        jw_object_end(w);
+        ecp_call_finish(call);
+        break;
+    }
+    default:
+        ecp_call_reply_success(call, true);
+        break;
+    }
+}
+
+static void op_after(uv_work_t *req, int status)
+{
+    op_job *j = req->data;
+    if (status == UV_ECANCELED)
+        ecp_call_error(j->call, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");
+    else
+        op_reply(j);
+    free(j->path);
+    free(j->path2);
+    free(j->uri);
+    free(j->uri2);
+    free(j->content);
+    free(j->data);
+    if (j->entries)
+        file_dir_entries_free(j->entries, j->count);
+    free(j);
+}
+
+static op_job *op_new(ecp_call *call, op_kind kind, const char *path, const ecp_str *uri)
+{
+    op_job *j = xcalloc(1, sizeof *j);
+    j->call = call;
+    j->kind = kind;
+    j->path = xstrdup(path);
+    j->uri = xstrndup(uri->ptr, uri->len);
+    j->req.data = j;
+    return j;
+}
+
+static void op_start(file_adapter *ad, op_job *j)
+{
+    ecp_call_defer(j->call);
+    uv_queue_work(file_service_loop(ad->svc), &j->req, op_work, op_after);
+}
+
+/* Methods whose only param is `uri`. */
+static void simple_op(file_adapter *ad, ecp_call *call, op_kind kind)
+{
+    ecp_str uri;
+    const char *path = arg_path(call, ecp_call_params(call), "uri", &uri);
+    if (!path)
+        return;
+    op_start(ad, op_new(call, kind, path, &uri));
+}
+
+static void m_read(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_READ); }
+static void m_stat(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_STAT); }
+static void m_exists(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_EXISTS); }
+static void m_delete(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_DELETE); }
+static void m_read_dir(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_READ_DIR); }
+
+static void m_write(void *ctx, ecp_call *call)
+{
+    json_ref p = ecp_call_params(call);
+    ecp_str uri, content, encoding;
+    bool create_parents, overwrite;
+    const char *path = arg_path(call, p, "uri", &uri);
+    if (!path || !ecp_arg_string(call, p, "content", &content) || !ecp_arg_string_opt(call, p, "encoding", &encoding) ||
+        !ecp_arg_bool_opt(call, p, "createParents", false, &create_parents) ||
+        !ecp_arg_bool_opt(call, p, "overwrite", true, &overwrite))
+        return;
+    if (encoding.ptr && strcasecmp(encoding.ptr, "utf-8") && strcasecmp(encoding.ptr, "utf8")) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "encoding: unsupported encoding '%s' (only \"utf-8\")",
+                       encoding.ptr);
+        return;
+    }
+    op_job *j = op_new(call, OP_WRITE, path, &uri);
+    j->content = xmalloc(content.len + 1);
+    memcpy(j->content, content.ptr, content.len + 1);
+    j->content_len = content.len;
+    j->create_parents = create_parents;
+    j->overwrite = overwrite;
+    op_start(ctx, j);
+}
+
+/* rename and copy: two URIs of the same scheme. */
+static void two_path_op(file_adapter *ad, ecp_call *call, op_kind kind, const char *from_name, const char *to_name)
+{
+    json_ref p = ecp_call_params(call);
+    ecp_str from_uri, to_uri;
+    if (!ecp_arg_string(call, p, from_name, &from_uri) || !ecp_arg_string(call, p, to_name, &to_uri))
+        return;
+    const char *s1, *s2;
+    size_t l1 = 4, l2 = 4;
+    if (!uri_scheme(from_uri.ptr, from_uri.len, &s1, &l1))
+        s1 = "file";
+    if (!uri_scheme(to_uri.ptr, to_uri.len, &s2, &l2))
+        s2 = "file";
+    if (l1 != l2 || strncasecmp(s1, s2, l1)) {
+        reply_error(call, ECP_EBADURI, "Cannot move or copy between URI schemes", to_uri.ptr);
+        return;
+    }
+    const char *from = arg_path(call, p, from_name, NULL);
+    if (!from)
+        return;
+    const char *to = arg_path(call, p, to_name, NULL);
+    if (!to)
+        return;
+    op_job *j = op_new(call, kind, from, &from_uri);
+    j->path2 = xstrdup(to);
+    j->uri2 = xstrndup(to_uri.ptr, to_uri.len);
+    op_start(ad, j);
+}
+
+static void m_rename(void *ctx, ecp_call *call) { two_path_op(ctx, call, OP_RENAME, "oldUri", "newUri"); }
+static void m_copy(void *ctx, ecp_call *call) { two_path_op(ctx, call, OP_COPY, "sourceUri", "targetUri"); }
+
+static void dir_op(file_adapter *ad, ecp_call *call, op_kind kind)
+{
+    json_ref p = ecp_call_params(call);
+    ecp_str uri;
+    bool recursive;
+    const char *path = arg_path(call, p, "uri", &uri);
+    if (!path || !ecp_arg_bool_opt(call, p, "recursive", false, &recursive))
+        return;
+    op_job *j = op_new(call, kind, path, &uri);
+    j->recursive = recursive;
+    op_start(ad, j);
+}
+
+static void m_create_dir(void *ctx, ecp_call *call) { dir_op(ctx, call, OP_CREATE_DIR); }
+static void m_delete_dir(void *ctx, ecp_call *call) { dir_op(ctx, call, OP_DELETE_DIR); }
+
+/* ----- walks ------------------------------------------------------------------------------ */
+
+typedef struct walk_job {
+    ecp_call *call;
+    file_task *task;
+    char *uri; /* base, for error data */
+} walk_job;
+
+static void walk_abandoned(void *ctx)
+{
+    walk_job *j = ctx;
+    file_task_cancel(j->task);
+}
+
+static walk_job *walk_job_new(ecp_call *call, const char *base)
+{
+    walk_job *j = xcalloc(1, sizeof *j);
+    j->call = call;
+    buf u = BUF_INIT;
+    file_uri_from_path(&u, base);
+    j->uri = buf_detach(&u);
+    return j;
+}
+
+/* Either answers a failed start or arms cancellation for a running walk. */
+static void walk_started(walk_job *j, int rc, const ecp_error *err)
+{
+    if (rc) {
+        reply_error(j->call, rc, err->message, j->uri);
+        free(j->uri);
+        free(j);
+        return;
+    }
+    ecp_call_defer(j->call);
+    ecp_call_on_abandon(j->call, walk_abandoned, j);
+}
+
+static void walk_job_free(walk_job *j)
+{
+    free(j->uri);
+    free(j);
+}
+
+static void glob_done(void *ctx, int status, const ecp_error *err, const file_glob_result *res)
+{
+    walk_job *j = ctx;
+    if (status) {
+        reply_error(j->call, status, err->message, j->uri);
+    } else {
+        json_writer *w = ecp_call_result(j->call);
+        buf u = BUF_INIT;
+        jw_object_begin(w);
+        jw_key(w, "uris");
+        jw_array_begin(w);
+        for (size_t i = 0; i < res->count; i++) {
+            buf_clear(&u);
+            file_uri_from_path(&u, res->paths[i]);
+            jw_string_n(w, u.data, u.len);
+        }
+        jw_array_end(w);
+        jw_object_end(w);
+        buf_free(&u);
+        ecp_call_finish(j->call);
+    }
+    walk_job_free(j);
+}
+
+static void m_glob(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str pattern;
+    size_t max;
+    bool dirs, follow;
+    strs exclude;
+    if (!ecp_arg_string(call, p, "pattern", &pattern) || !ecp_arg_index_opt(call, p, "maxResults", 1000, &max) ||
+        !ecp_arg_bool_opt(call, p, "includeDirectories", false, &dirs) ||
+        !ecp_arg_bool_opt(call, p, "followSymlinks", false, &follow) ||
+        !arg_strings(call, p, "excludePatterns", false, &exclude))
+        return;
+    const char *base = arg_base(call, p, "baseUri");
+    if (!base)
+        return;
+    file_glob_options o = {pattern.ptr, base, max, dirs, follow, exclude.items, exclude.n};
+    walk_job *j = walk_job_new(call, base);
+    ecp_error err;
+    int rc = file_glob_start(ad->svc, &o, glob_done, j, &j->task, &err);
+    if (rc == ECP_EINVAL) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "pattern: %s", err.message);
+        walk_job_free(j);
+        return;
+    }
+    walk_started(j, rc, &err);
+}
+
+static void search_done(void *ctx, int status, const ecp_error *err, const file_search_result *res)
+{
+    walk_job *j = ctx;
+    if (status) {
+        reply_error(j->call, status, err->message, j->uri);
+    } else {
+        json_writer *w = ecp_call_result(j->call);
+        buf u = BUF_INIT;
+        jw_object_begin(w);
+        jw_key(w, "results");
+        jw_array_begin(w);
+        for (size_t i = 0; i < res->count; i++) {
+            const file_search_hit *h = &res->hits[i];
+            jw_object_begin(w);
+            buf_clear(&u);
+            file_uri_from_path(&u, h->path);
+            jw_key_string_n(w, "uri", u.data, u.len);
+            jw_key_string(w, "name", h->name);
+            jw_key_int(w, "score", h->score);
+            jw_key(w, "matches");
+            jw_array_begin(w);
+            for (size_t r = 0; r < h->range_count; r++) {
+                jw_object_begin(w);
+                jw_key_int(w, "start", (int64_t)h->ranges[r].start);
+                jw_key_int(w, "end", (int64_t)h->ranges[r].end);
+                jw_object_end(w);
+            }
+            jw_array_end(w);
+            jw_object_end(w);
+        }
+        jw_array_end(w);
+        jw_object_end(w);
+        buf_free(&u);
+        ecp_call_finish(j->call);
+    }
+    walk_job_free(j);
+}
+
+static void m_search(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str pattern;
+    size_t max;
+    strs include, exclude;
+    if (!ecp_arg_string(call, p, "pattern", &pattern) || !ecp_arg_index_opt(call, p, "maxResults", 100, &max) ||
+        !arg_strings(call, p, "includePatterns", false, &include) ||
+        !arg_strings(call, p, "excludePatterns", false, &exclude))
+        return;
+    /* as in the reference, the first include pattern is the directory to search */
+    const char *base;
+    if (include.n) {
+        buf b = BUF_INIT;
+        ecp_error err;
+        int rc = file_path_from_uri(include.items[0], strlen(include.items[0]), &b, &err);
+        if (rc) {
+            reply_error(call, rc, err.message, include.items[0]);
+            buf_free(&b);
+            return;
+        }
+        base = arena_strndup(ecp_call_arena(call), b.data, b.len);
+        buf_free(&b);
+    } else if (!(base = arg_base(call, JSON_NO_REF, "baseUri"))) {
+        return;
+    }
+    file_search_options o = {pattern.ptr, base, max, exclude.items, exclude.n, ecp_call_encoding(call)};
+    walk_job *j = walk_job_new(call, base);
+    ecp_error err;
+    int rc = file_search_start(ad->svc, &o, search_done, j, &j->task, &err);
+    if (rc == ECP_EINVAL) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "excludePatterns: %s", err.message);
+        walk_job_free(j);
+        return;
+    }
+    walk_started(j, rc, &err);
+}
+
+static void grep_done(void *ctx, int status, const ecp_error *err, const file_grep_result *res)
+{
+    walk_job *j = ctx;
+    if (status) {
+        reply_error(j->call, status, err->message, j->uri);
+    } else {
+        json_writer *w = ecp_call_result(j->call);
+        buf u = BUF_INIT;
+        const char *last = NULL;
+        jw_object_begin(w);
+        jw_key(w, "matches");
+        jw_array_begin(w);
+        for (size_t i = 0; i < res->count; i++) {
+            const file_grep_match *m = &res->matches[i];
+            if (!last || strcmp(last, m->path)) {
+                buf_clear(&u);
+                file_uri_from_path(&u, m->path);
+                last = m->path;
+            }
+            jw_object_begin(w);
+            jw_key_string_n(w, "uri", u.data, u.len);
+            jw_key_int(w, "line", (int64_t)m->line);
+            jw_key_int(w, "column", (int64_t)m->column);
+            jw_key_string(w, "text", m->text);
+            jw_object_end(w);
+        }
+        jw_array_end(w);
+        jw_key_bool(w, "truncated", res->truncated);
+        jw_object_end(w);
+        buf_free(&u);
+        ecp_call_finish(j->call);
+    }
+    walk_job_free(j);
+}
+
+static void m_grep(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str pattern;
+    bool regex, case_sensitive;
+    size_t max;
+    strs include, exclude;
+    if (!ecp_arg_string(call, p, "pattern", &pattern) || !ecp_arg_bool_opt(call, p, "regex", false, &regex) ||
+        !ecp_arg_bool_opt(call, p, "caseSensitive", true, &case_sensitive) ||
+        !ecp_arg_index_opt(call, p, "maxResults", 1000, &max) || !arg_strings(call, p, "include", true, &include) ||
+        !arg_strings(call, p, "exclude", true, &exclude))
+        return;
+    if (memchr(pattern.ptr, '\0', pattern.len)) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "pattern: must not contain a NUL character");
+        return;
+    }
+    const char *base = arg_base(call, p, "baseUri");
+    if (!base)
+        return;
+    file_grep_options o = {0};
+    o.pattern = pattern.ptr;
+    o.regex = regex;
+    o.case_sensitive = case_sensitive;
+    o.base = base;
+    o.include = include.items;
+    o.include_count = include.n;
+    o.exclude = exclude.items;
+    o.exclude_count = exclude.n;
+    o.max_results = max;
+    o.encoding = ecp_call_encoding(call);
+    walk_job *j = walk_job_new(call, base);
+    ecp_error err;
+    int rc = file_grep_start(ad->svc, &o, grep_done, j, &j->task, &err);
+    if (rc == ECP_EINVAL) {
+        bool glob_problem = !strncmp(err.message, "invalid glob", 12);
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: %s", glob_problem ? "include/exclude" : "pattern",
+                       err.message);
+        walk_job_free(j);
+    } else {
+        walk_started(j, rc, &err);
+    }
+}
+
+/* ----- watches ------------------------------------------------------------------------------ */
+
+typedef struct change_note {
+    const char *uri;
+    const file_change *change;
+} change_note;
+
+static const char *change_name(file_change_type t)
+{
+    switch (t) {
+    case FILE_CHANGE_CREATED: return "created";
+    case FILE_CHANGE_DELETED: return "deleted";
+    default: return "changed";
+    }
+}
+
+static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    change_note *n = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "uri", n->uri);
+    jw_key_string(w, "type", change_name(n->change->type));
+    jw_key_int(w, "timestamp", (int64_t)n->change->timestamp);
+    jw_object_end(w);
+}
+
+static void render_uri(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    change_note *n = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "uri", n->uri);
+    jw_object_end(w);
+}
+
+static void on_change(void *ctx, const file_change *change)
+{
+    wire_watch *ww = ctx;
+    buf u = BUF_INIT;
+    file_uri_from_path(&u, change->path);
+    change_note n = {u.data, change};
+    ecp_bus *bus = ww->ad->bus;
+    uint64_t client = ww->client;
+    ecp_bus_notify_client(bus, client, "file/didChange", render_change, &n);
+    if (change->type == FILE_CHANGE_CREATED)
+        ecp_bus_notify_client(bus, client, "file/didCreate", render_uri, &n);
+    else if (change->type == FILE_CHANGE_DELETED)
+        ecp_bus_notify_client(bus, client, "file/didDelete", render_uri, &n);
+    buf_free(&u);
+}
+
+static void m_watch(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str uri;
+    bool recursive;
+    const char *path = arg_path(call, p, "uri", &uri);
+    if (!path || !ecp_arg_bool_opt(call, p, "recursive", true, &recursive))
+        return;
+    wire_watch *ww = xcalloc(1, sizeof *ww);
+    ww->ad = ad;
+    ww->client = ecp_call_client(call);
+    ecp_error err;
+    int rc = file_watch_add(ad->svc, path, recursive, on_change, ww, &ww->id, &err);
+    if (rc) {
+        free(ww);
+        reply_error(call, rc, err.message, uri.ptr);
+        return;
+    }
+    /* watch_<ms>_<9 base-36 characters>, as the reference names them */
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    unsigned char rnd[9];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        memset(rnd, (int)ww->id, sizeof rnd);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char tail[10];
+    for (int i = 0; i < 9; i++)
+        tail[i] = digits[rnd[i] % 36];
+    tail[9] = '\0';
+    snprintf(ww->name, sizeof ww->name, "watch_%lld_%s", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, tail);
+    ww->next = ad->watches;
+    ad->watches = ww;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "watchId", ww->name);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_unwatch(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    ecp_str id;
+    if (!ecp_arg_string(call, ecp_call_params(call), "watchId", &id))
+        return;
+    uint64_t client = ecp_call_client(call);
+    for (wire_watch **pp = &ad->watches; *pp; pp = &(*pp)->next) {
+        wire_watch *ww = *pp;
+        if (ww->client == client && !strcmp(ww->name, id.ptr)) {
+            *pp = ww->next;
+            file_watch_remove(ad->svc, ww->id);
+            free(ww);
+            ecp_call_reply_success(call, true);
+            return;
+        }
+    }
+    ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "Unknown watchId: %s", id.ptr);
+}
+
+static void drop_watches(file_adapter *ad, bool all, uint64_t client)
+{
+    for (wire_watch **pp = &ad->watches; *pp;) {
+        wire_watch *ww = *pp;
+        if (all || ww->client == client) {
+            *pp = ww->next;
+            file_watch_remove(ad->svc, ww->id);
+            free(ww);
+        } else {
+            pp = &ww->next;
+        }
+    }
+}
+
+/* ----- URI helpers (answered at once) ----------------------------------------------------- */
+
+static void reply_uri(ecp_call *call, const char *key, const char *path)
+{
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    write_uri(w, key, path);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_path_to_uri(void *ctx, ecp_call *call)
+{
+    ecp_str path;
+    if (!ecp_arg_string(call, ecp_call_params(call), "path", &path))
+        return;
+    if (memchr(path.ptr, '\0', path.len)) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "path: must not contain a NUL character");
+        return;
+    }
+    buf raw = BUF_INIT, norm = BUF_INIT;
+    if (path.len == 0 || path.ptr[0] != '/') {
+        char *cwd = getcwd(NULL, 0);
+        buf_append_str(&raw, cwd ? cwd : "/");
+        free(cwd);
+        buf_push(&raw, '/');
+    }
+    buf_append(&raw, path.ptr, path.len);
+    file_path_normalize(&norm, raw.data, raw.len);
+    reply_uri(call, "uri", norm.data);
+    buf_free(&raw);
+    buf_free(&norm);
+}
+
+static void m_uri_to_path(void *ctx, ecp_call *call)
+{
+    ecp_str uri;
+    if (!ecp_arg_string(call, ecp_call_params(call), "uri", &uri))
+        return;
+    buf path = BUF_INIT;
+    ecp_error err;
+    int rc = file_path_from_uri(uri.ptr, uri.len, &path, &err);
+    if (rc && rc != ECP_ENOPROVIDER) {
+        reply_error(call, rc, err.message, uri.ptr);
+    } else {
+        json_writer *w = ecp_call_result(call);
+        jw_object_begin(w);
+        jw_key(w, "path");
+        if (rc)
+            jw_null(w);
+        else
+            jw_string_n(w, path.data, path.len);
+        jw_object_end(w);
+        ecp_call_finish(call);
+    }
+    buf_free(&path);
+}
+
+static void m_get_parent(void *ctx, ecp_call *call)
+{
+    const char *path = arg_path(call, ecp_call_params(call), "uri", NULL);
+    if (!path)
+        return;
+    buf parent = BUF_INIT;
+    const char *slash = strrchr(path, '/');
+    if (slash == path)
+        buf_append_str(&parent, "/");
+    else
+        buf_append(&parent, path, (size_t)(slash - path));
+    reply_uri(call, "parent", parent.data);
+    buf_free(&parent);
+}
+
+static void m_get_basename(void *ctx, ecp_call *call)
+{
+    const char *path = arg_path(call, ecp_call_params(call), "uri", NULL);
+    if (!path)
+        return;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "basename", strrchr(path, '/') + 1);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_join(void *ctx, ecp_call *call)
+{
+    json_ref p = ecp_call_params(call);
+    strs parts;
+    json_ref arr;
+    const char *base = arg_path(call, p, "baseUri", NULL);
+    if (!base || !ecp_arg_array(call, p, "paths", &arr) || !arg_strings(call, p, "paths", false, &parts))
+        return;
+    buf raw = BUF_INIT, norm = BUF_INIT;
+    buf_append_str(&raw, base);
+    for (size_t i = 0; i < parts.n; i++) {
+        buf_push(&raw, '/');
+        buf_append_str(&raw, parts.items[i]);
+    }
+    file_path_normalize(&norm, raw.data, raw.len);
+    reply_uri(call, "uri", norm.data);
+    buf_free(&raw);
+    buf_free(&norm);
+}
+
+/* ----- the adapter ----------------------------------------------------------------------------- */
+
+static const ecp_method methods[] = {
+    {"file/read", m_read, "1.0"},
+    {"file/write", m_write, "1.0"},
+    {"file/stat", m_stat, "1.0"},
+    {"file/exists", m_exists, "1.0"},
+    {"file/delete", m_delete, "1.0"},
+    {"file/rename", m_rename, "1.0"},
+    {"file/copy", m_copy, "1.0"},
+    {"file/readDir", m_read_dir, "1.0"},
+    {"file/createDir", m_create_dir, "1.0"},
+    {"file/deleteDir", m_delete_dir, "1.0"},
+    {"file/search", m_search, "1.0"},
+    {"file/glob", m_glob, "1.0"},
+    {"file/grep", m_grep, "1.0"},
+    {"file/watch", m_watch, "1.0"},
+    {"file/unwatch", m_unwatch, "1.0"},
+    {"file/pathToUri", m_path_to_uri, "1.0"},
+    {"file/uriToPath", m_uri_to_path, "1.0"},
+    {"file/getParent", m_get_parent, "1.0"},
+    {"file/getBasename", m_get_basename, "1.0"},
+    {"file/join", m_join, "1.0"},
+};
+
+static void adapter_client_closed(void *ctx, uint64_t client_id)
+{
+    drop_watches(ctx, false, client_id);
+}
+
+static void adapter_destroy(void *ctx)
+{
+    file_adapter *ad = ctx;
+    drop_watches(ad, true, 0);
+    free(ad);
+}
+
+static const char *const notifications[] = {"file/didChange", "file/didCreate", "file/didDelete", NULL};
+
+void file_adapter_init(ecp_adapter *out, file_service *svc, ecp_bus *bus)
+{
+    file_adapter *ad = xcalloc(1, sizeof *ad);
+    ad->svc = svc;
+    ad->bus = bus;
+    memset(out, 0, sizeof *out);
+    out->ns = "file";
+    out->methods = methods;
+    out->method_count = sizeof methods / sizeof methods[0];
+    out->ctx = ad;
+    out->client_closed = adapter_client_closed;
+    out->destroy = adapter_destroy;
+    out->notifications = notifications;
+}

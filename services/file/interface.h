@@ -1,0 +1,303 @@
+/* file: the local file system as an editor needs it.
+ *
+ * The file service reads, writes, lists, copies, renames and deletes files and
+ * directories named by absolute paths; finds files by name (fuzzy search), by
+ * pattern (glob) and by content (grep); and watches directory trees for
+ * changes. It promises that a write which replaces a file is atomic (the file
+ * holds either its old or its new contents, never a mix, and keeps its mode),
+ * that tree walks never follow a directory symlink unless asked and never loop,
+ * that searches stop as soon as they have what was asked and can be cancelled
+ * at any time, and that a watch reports each creation, change and deletion of
+ * a path exactly once (bursts of writes within about 50 ms are one change).
+ *
+ * Three kinds of functions live here:
+ * - path helpers (pure string work; any thread);
+ * - single operations (file_read, file_write, ...): blocking system calls that
+ *   touch no service state, so they may run on any thread; the main loop
+ *   should call them from the thread pool;
+ * - tree walks (file_glob_start, file_search_start, file_grep_start) and watches,
+ *   which belong to a file_service and run their callbacks on its loop thread.
+ *
+ * Paths are absolute and '/'-separated; callers turn URIs into paths with
+ * file_path_from_uri. Every function that can fail returns 0 or a negative
+ * ECP_STATUS code and fills the optional ecp_error with a message that names
+ * the path and the reason ("File not found: /tmp/a.txt").
+ */
+#ifndef ECPD_FILE_INTERFACE_H
+#define ECPD_FILE_INTERFACE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "buf.h"
+#include "error.h"
+#include "log.h"
+#include "rpc.h"
+#include "utf.h"
+
+typedef struct file_service file_service;
+
+/* ----- the service ------------------------------------------------------------ */
+
+/* Creates the service on `loop` (borrowed; it must outlive the service). log
+ * may be NULL. Returns NULL only when out of memory. */
+file_service *file_service_new(uv_loop_t *loop, ecp_logger *log);
+
+/* Ends every watch (without calling their callbacks again), cancels running
+ * walks (their callbacks still run once, with ECP_ECANCELED, when the loop
+ * next runs) and frees the service. Handles it closes are released by the
+ * loop's close callbacks, so the loop should run once more before it closes. */
+void file_service_free(file_service *self);
+
+uv_loop_t *file_service_loop(file_service *self);
+
+/* Registers the service's JSON-RPC methods (the `file` namespace) in *out. The adapter's
+ * context is owned by whoever holds *out and is released by out->destroy; bus
+ * is borrowed for the notifications of watches. */
+void file_adapter_init(ecp_adapter *out, file_service *svc, ecp_bus *bus);
+
+/* ----- paths and URIs (pure; any thread) ---------------------------------------- */
+
+/* Appends to out the normalised absolute path that a `file://` URI (encoded or
+ * not) or a plain absolute path names: "." and empty segments are dropped and
+ * ".." removes the segment before it, as URL parsing does. Fails with
+ * ECP_ENOPROVIDER for another scheme and ECP_EBADURI for a relative path or a
+ * malformed URI. */
+int file_path_from_uri(const char *uri, size_t len, buf *out, ecp_error *err);
+
+/* Appends the percent-encoded `file://` URI of an absolute path. */
+void file_uri_from_path(buf *out, const char *path);
+
+/* Appends the lexical normal form of an absolute path (see above). */
+void file_path_normalize(buf *out, const char *path, size_t len);
+
+/* ----- single operations (blocking; any thread) ---------------------------------- */
+
+typedef struct file_info {
+    bool exists;       /* false only when nothing is there (ENOENT, ENOTDIR on the way) */
+    bool is_directory; /* of the target, after following symlinks */
+    bool is_file;
+    bool is_symlink;   /* the path itself is a symlink */
+    uint64_t size;
+    double mod_time;    /* ms since the epoch, with sub-millisecond precision */
+    double create_time; /* birth time when the file system records it, else change time */
+    uint32_t mode;      /* st_mode */
+} file_info;
+
+/* Fills *out for path. A missing path is not an error: out->exists is false
+ * and everything else zero. Fails only when the path cannot be examined
+ * (ECP_EACCES on a parent directory, say). */
+int file_stat(const char *path, file_info *out, ecp_error *err);
+
+/* Reads a whole regular file. *data (malloc'd, NUL-terminated, caller frees)
+ * receives the bytes and *len their number; info (may be NULL) the file's
+ * metadata. Fails with ECP_ENOTFOUND, ECP_EISDIR, ECP_EACCES, ECP_ETOOBIG (over
+ * max_size bytes), or ECP_EIO for something that is not a regular file (a FIFO
+ * or a device, which could block or never end). */
+int file_read(const char *path, size_t max_size, char **data, size_t *len, file_info *info, ecp_error *err);
+
+typedef struct file_write_options {
+    bool create_parents; /* create missing parent directories */
+    bool overwrite;      /* false: fail with ECP_EEXIST when the path exists */
+} file_write_options;
+
+/* Writes len bytes as the whole contents of path: into a temporary file in the
+ * same directory, flushed with fsync, then renamed over path, so readers see
+ * the old or the new contents and nothing in between. An existing file keeps
+ * its mode (and owner, when permitted); a symlink is followed and its target
+ * replaced. New files get 0666 less the umask. *mod_time (may be NULL)
+ * receives the new modification time. Fails with ECP_ENOTFOUND (missing parent
+ * without create_parents), ECP_EEXIST, ECP_EISDIR, ECP_EACCES or ECP_EIO. */
+int file_write(const char *path, const char *data, size_t len, const file_write_options *options,
+               double *mod_time, ecp_error *err);
+
+/* Deletes a file or symlink. ECP_EISDIR for a directory (use file_delete_dir). */
+int file_delete(const char *path, ecp_error *err);
+
+/* Renames (moves) from to `to`, replacing a file at `to`; across file systems
+ * it copies then deletes. ECP_ENOTFOUND when from is missing. */
+int file_rename(const char *from, const char *to, ecp_error *err);
+
+/* Copies a file (contents and mode; replacing `to` atomically as file_write
+ * does) or, recursively, a directory (then `to` must not exist: ECP_EEXIST).
+ * Symlinks inside a copied directory are copied as symlinks. */
+int file_copy(const char *from, const char *to, ecp_error *err);
+
+typedef enum file_type {
+    FILE_TYPE_FILE,
+    FILE_TYPE_DIRECTORY,
+    FILE_TYPE_SYMLINK,
+    FILE_TYPE_OTHER, /* FIFO, socket, device */
+} file_type;
+
+typedef struct file_dir_entry {
+    char *name;      /* owned by the array */
+    file_type type;  /* of the entry itself: a symlink is FILE_TYPE_SYMLINK */
+    uint64_t size;   /* files only */
+    double mod_time; /* files only */
+} file_dir_entry;
+
+/* Lists a directory: directories first, then the rest, each group in a
+ * case-insensitive order (lower case first on ties). *entries (caller frees
+ * with file_dir_entries_free) receives *count entries. ECP_ENOTFOUND,
+ * ECP_ENOTDIR, ECP_EACCES. */
+int file_read_dir(const char *path, file_dir_entry **entries, size_t *count, ecp_error *err);
+void file_dir_entries_free(file_dir_entry *entries, size_t count);
+
+/* Creates a directory; recursive creates missing parents and accepts an
+ * existing directory. Without recursive, ECP_EEXIST when path exists and
+ * ECP_ENOTFOUND when its parent is missing. */
+int file_create_dir(const char *path, bool recursive, ecp_error *err);
+
+/* Deletes a directory; recursive deletes its contents first (symlinks are
+ * removed, never followed). ECP_ENOTFOUND, ECP_ENOTDIR, ECP_ENOTEMPTY. */
+int file_delete_dir(const char *path, bool recursive, ecp_error *err);
+
+/* ----- tree walks (asynchronous; callbacks on the loop thread) ------------------ */
+
+/* A running walk. Owned by the service; valid until its callback returns. */
+typedef struct file_task file_task;
+
+/* Asks a walk to stop. Its callback still runs, once, with ECP_ECANCELED. */
+void file_task_cancel(file_task *task);
+
+typedef struct file_glob_options {
+    const char *pattern;            /* see the syntax in glob.h: * ? ** [..] [!..] {a,b} */
+    const char *base;               /* absolute directory the pattern is relative to */
+    size_t max_results;             /* 0: no limit */
+    bool include_directories;       /* also return matching directories */
+    bool follow_symlinks;           /* descend into symlinked directories (loops are cut) */
+    const char *const *exclude;     /* patterns; a path matching one is skipped with all below it */
+    size_t exclude_count;
+} file_glob_options;
+
+typedef struct file_glob_result {
+    char **paths;  /* absolute, in walk order (each directory's entries sorted by name) */
+    size_t count;
+    bool truncated; /* max_results was reached */
+} file_glob_result;
+
+/* status is 0 or an error; result is NULL on error and valid only during the call. */
+typedef void (*file_glob_cb)(void *ctx, int status, const ecp_error *err, const file_glob_result *result);
+
+/* Compiles the patterns at once (ECP_EINVAL with the reason for a bad one),
+ * then walks on the thread pool. Options are copied. *task (may be NULL)
+ * receives the walk for file_task_cancel. */
+int file_glob_start(file_service *self, const file_glob_options *options, file_glob_cb cb, void *ctx,
+                    file_task **task, ecp_error *err);
+
+typedef struct file_search_options {
+    const char *pattern;        /* compared with file names */
+    const char *base;           /* absolute directory to search below */
+    size_t max_results;         /* 0: no limit */
+    const char *const *exclude; /* a path containing one of these (or matching it, if it is a glob) is skipped */
+    size_t exclude_count;
+    ecp_position_encoding encoding; /* units of the match ranges */
+} file_search_options;
+
+typedef struct file_search_range {
+    size_t start, end; /* in the name, in `encoding` units */
+} file_search_range;
+
+typedef struct file_search_hit {
+    char *path;        /* absolute */
+    const char *name;  /* points into path */
+    int score;         /* 100 prefix, 50 substring, 25 characters in order */
+    file_search_range *ranges;
+    size_t range_count;
+} file_search_hit;
+
+typedef struct file_search_result {
+    file_search_hit *hits; /* best score first, then shorter names, then by path */
+    size_t count;
+} file_search_result;
+
+typedef void (*file_search_cb)(void *ctx, int status, const ecp_error *err, const file_search_result *result);
+
+/* Fuzzy search for files (not directories) below base whose name contains the
+ * pattern's characters in order, skipping `.git`, `node_modules` and
+ * `.DS_Store`. */
+int file_search_start(file_service *self, const file_search_options *options, file_search_cb cb, void *ctx,
+                      file_task **task, ecp_error *err);
+
+/* The scorer file_search uses, exposed for tests: fills up to max_ranges byte
+ * ranges of name that matched (runs of consecutive characters merge) and
+ * returns 100, 50, 25 or 0 (no match). ASCII letters compare without case. */
+int file_fuzzy_score(const char *pattern, size_t plen, const char *name, size_t nlen, file_search_range *ranges,
+                     size_t max_ranges, size_t *range_count);
+
+typedef struct file_grep_options {
+    const char *pattern;
+    bool regex;                  /* PCRE2 syntax; false: a literal string */
+    bool case_sensitive;
+    const char *base;            /* absolute directory (or a single file) to search */
+    const char *const *include;  /* globs; when given, only files matching one are searched */
+    size_t include_count;
+    const char *const *exclude;  /* globs; matching files and directories are skipped */
+    size_t exclude_count;
+    size_t max_results;          /* 0: no limit */
+    ecp_position_encoding encoding; /* units of match columns */
+    unsigned threads;            /* thread-pool work items to spread files over; 0: one per core (at most 4) */
+} file_grep_options;
+
+typedef struct file_grep_match {
+    char *path;    /* absolute */
+    size_t line;   /* 0-based */
+    size_t column; /* of the first match in the line, in `encoding` units */
+    char *text;    /* the line without its end of line, cut to at most FILE_GREP_TEXT_MAX bytes */
+} file_grep_match;
+
+#define FILE_GREP_TEXT_MAX 1000
+
+typedef struct file_grep_result {
+    file_grep_match *matches; /* sorted by path, then line */
+    size_t count;
+    bool truncated;           /* more lines matched than max_results */
+    size_t files_searched;
+} file_grep_result;
+
+typedef void (*file_grep_cb)(void *ctx, int status, const ecp_error *err, const file_grep_result *result);
+
+/* Searches the lines of every text file below base (one result per matching
+ * line). Skips `.git`, `node_modules`, `.DS_Store`, symlinks and binary files
+ * (a NUL byte in the first 8 KiB). A regex that does not compile fails at
+ * once with ECP_EINVAL and PCRE2's message and offset. Lines are matched one at a
+ * time: a match never spans a line end. */
+int file_grep_start(file_service *self, const file_grep_options *options, file_grep_cb cb, void *ctx,
+                    file_task **task, ecp_error *err);
+
+/* ----- watches (callbacks on the loop thread) ------------------------------------ */
+
+typedef enum file_change_type {
+    FILE_CHANGE_CREATED,
+    FILE_CHANGE_CHANGED,
+    FILE_CHANGE_DELETED,
+} file_change_type;
+
+typedef struct file_change {
+    const char *path; /* absolute; valid during the callback */
+    file_change_type type;
+    bool is_directory;
+    double timestamp; /* ms since the epoch of the first event of the burst */
+} file_change;
+
+typedef void (*file_watch_cb)(void *ctx, const file_change *change);
+
+/* Watches path: a directory (its entries; with recursive, every directory
+ * below it, including ones created later) or a single file. Each path's
+ * events are gathered for 50 ms and reported as one change: created,
+ * changed or deleted (a path created and deleted within the window reports
+ * nothing; a rename is deleted(old) then created(new)). The callback may
+ * remove any watch. *id receives the watch's id. ECP_ENOTFOUND when path is
+ * missing; ECP_EIO when the system refuses to watch. */
+int file_watch_add(file_service *self, const char *path, bool recursive, file_watch_cb cb, void *ctx, uint64_t *id,
+                   ecp_error *err);
+
+/* Stops a watch; no callback runs for it afterwards. ECP_ENOTFOUND for an
+ * unknown id. */
+int file_watch_remove(file_service *self, uint64_t id);
+
+#endif

@@ -1,0 +1,380 @@
+/* file/watch and file/unwatch through the in-process client: created, changed
+ * and deleted reported once per event per watch, in order, to the client that
+ * owns the watch, and nothing after unwatch or disconnect. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test_client.h"
+
+/* Events are gathered for 50 ms; this leaves room on a busy machine. */
+#define SETTLE_MS 300
+
+static test_server *srv;
+static test_client *cl;
+static char dir[64];
+
+static int setup(void **state)
+{
+    strcpy(dir, "/tmp/ecpd-watch-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    srv = test_server_new(NULL);
+    cl = test_client_connect(srv);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    test_server_free(srv);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *watch(test_client *c, const char *params_fmt, const char *path)
+{
+    char params[1024], *out = NULL;
+    snprintf(params, sizeof params, params_fmt, path);
+    int code = test_client_request(c, "file/watch", params, &out);
+    if (code != 0)
+        fail_msg("file/watch %s: %d %s", params, code, out ? out : "");
+    char *id = test_json_string(out, "watchId");
+    free(out);
+    assert_non_null(id);
+    return id;
+}
+
+static void settle(void)
+{
+    test_server_run_for(srv, SETTLE_MS);
+}
+
+static void write_file(const char *rel, const char *content)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(content, f);
+    fclose(f);
+}
+
+static void path_of(char *out, size_t n, const char *rel)
+{
+    snprintf(out, n, "%s/%s", dir, rel);
+}
+
+/* Asserts the index-th file/didChange (of this client) names rel with type. */
+static void want_change(test_client *c, size_t index, const char *rel, const char *type)
+{
+    const char *params = test_client_notification(c, "file/didChange", index);
+    if (!params)
+        fail_msg("no file/didChange #%zu (log: %s)", index, test_client_notification_log(c));
+    char want[512];
+    snprintf(want, sizeof want, "file://%s/%s", dir, rel);
+    char *uri = test_json_string(params, "uri");
+    char *t = test_json_string(params, "type");
+    int64_t ts = 0;
+    if (!uri || strcmp(uri, want) || !t || strcmp(t, type) || !test_json_int(params, "timestamp", &ts) ||
+        ts < 1600000000000)
+        fail_msg("file/didChange #%zu: wanted %s %s, got %s", index, want, type, params);
+    free(uri);
+    free(t);
+}
+
+static void want_uri(test_client *c, const char *method, size_t index, const char *rel)
+{
+    const char *params = test_client_notification(c, method, index);
+    if (!params)
+        fail_msg("no %s #%zu (log: %s)", method, index, test_client_notification_log(c));
+    char want[600];
+    snprintf(want, sizeof want, "{\"uri\":\"file://%s/%s\"}", dir, rel);
+    assert_string_equal(params, want);
+}
+
+static void want_log(test_client *c, const char *log)
+{
+    assert_string_equal(test_client_notification_log(c), log);
+}
+
+/* The inotify watch descriptors this process holds, from /proc. */
+static int inotify_watches(void)
+{
+    int count = 0;
+    DIR *d = opendir("/proc/self/fdinfo");
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char p[300], line[512];
+        snprintf(p, sizeof p, "/proc/self/fdinfo/%s", e->d_name);
+        FILE *f = fopen(p, "r");
+        if (!f)
+            continue;
+        while (fgets(line, sizeof line, f))
+            count += !strncmp(line, "inotify wd:", 11);
+        fclose(f);
+    }
+    closedir(d);
+    return count;
+}
+
+static void test_create_change_delete_rename(void **state)
+{
+    char *id = watch(cl, "{\"uri\":\"file://%s\"}", dir);
+    /* watch_<ms>_<9 base-36 characters> */
+    assert_true(!strncmp(id, "watch_", 6));
+    char *us = strchr(id + 6, '_');
+    assert_non_null(us);
+    assert_int_equal(strlen(us + 1), 9);
+    assert_int_equal(strspn(id + 6, "0123456789"), (size_t)(us - id - 6));
+    assert_int_equal(strspn(us + 1, "0123456789abcdefghijklmnopqrstuvwxyz"), 9);
+    free(id);
+
+    write_file("a.txt", "hello");
+    settle();
+    want_log(cl, "file/didChange,file/didCreate");
+    want_change(cl, 0, "a.txt", "created");
+    want_uri(cl, "file/didCreate", 0, "a.txt");
+    test_client_clear_notifications(cl);
+
+    /* a burst of writes is one change */
+    char p[512];
+    path_of(p, sizeof p, "a.txt");
+    for (int i = 0; i < 10; i++) {
+        FILE *f = fopen(p, "a");
+        fputs("more\n", f);
+        fclose(f);
+    }
+    settle();
+    want_log(cl, "file/didChange");
+    want_change(cl, 0, "a.txt", "changed");
+    test_client_clear_notifications(cl);
+
+    /* rename: deleted(old) then created(new) */
+    char q[512];
+    path_of(q, sizeof q, "b.txt");
+    assert_int_equal(rename(p, q), 0);
+    settle();
+    want_log(cl, "file/didChange,file/didDelete,file/didChange,file/didCreate");
+    want_change(cl, 0, "a.txt", "deleted");
+    want_uri(cl, "file/didDelete", 0, "a.txt");
+    want_change(cl, 1, "b.txt", "created");
+    want_uri(cl, "file/didCreate", 0, "b.txt");
+    test_client_clear_notifications(cl);
+
+    assert_int_equal(unlink(q), 0);
+    settle();
+    want_log(cl, "file/didChange,file/didDelete");
+    want_change(cl, 0, "b.txt", "deleted");
+    want_uri(cl, "file/didDelete", 0, "b.txt");
+    test_client_clear_notifications(cl);
+
+    /* a file created and deleted within the window is nothing at all */
+    write_file("blink", "x");
+    path_of(p, sizeof p, "blink");
+    unlink(p);
+    settle();
+    want_log(cl, "");
+}
+
+static void test_recursive_and_atomic_save(void **state)
+{
+    char *id = watch(cl, "{\"uri\":\"%s\"}", dir);
+    free(id);
+    char p[512];
+    path_of(p, sizeof p, "sub");
+    assert_int_equal(mkdir(p, 0755), 0);
+    write_file("sub/c.txt", "c");
+    settle();
+    want_log(cl, "file/didChange,file/didCreate,file/didChange,file/didCreate");
+    want_change(cl, 0, "sub", "created");
+    want_change(cl, 1, "sub/c.txt", "created");
+    test_client_clear_notifications(cl);
+
+    /* deeper directories made later are watched too */
+    path_of(p, sizeof p, "sub/deeper");
+    assert_int_equal(mkdir(p, 0755), 0);
+    settle();
+    test_client_clear_notifications(cl);
+    write_file("sub/deeper/d.txt", "d");
+    settle();
+    want_log(cl, "file/didChange,file/didCreate");
+    want_change(cl, 0, "sub/deeper/d.txt", "created");
+    test_client_clear_notifications(cl);
+
+    /* file/write replaces through a temporary file: one change, no temp file events */
+    char *out = NULL;
+    assert_int_equal(
+        test_client_requestf(cl, "file/write", &out, "{\"uri\":\"%s/sub/c.txt\",\"content\":\"new\"}", dir), 0);
+    free(out);
+    settle();
+    want_log(cl, "file/didChange");
+    want_change(cl, 0, "sub/c.txt", "changed");
+    test_client_clear_notifications(cl);
+
+    /* removing the tree reports each path once, deepest first */
+    assert_int_equal(test_client_requestf(cl, "file/deleteDir", &out, "{\"uri\":\"%s/sub\",\"recursive\":true}", dir),
+                     0);
+    free(out);
+    settle();
+    assert_int_equal(test_client_notification_count(cl, "file/didChange"), 4);
+    assert_int_equal(test_client_notification_count(cl, "file/didDelete"), 4);
+    assert_int_equal(test_client_notification_count(cl, "file/didCreate"), 0);
+    want_change(cl, 3, "sub", "deleted");
+    want_uri(cl, "file/didDelete", 3, "sub");
+    test_client_clear_notifications(cl);
+
+    /* a directory moved in reports what it brings */
+    char outside[64] = "/tmp/ecpd-watch-out-XXXXXX";
+    assert_non_null(mkdtemp(outside));
+    char f[600];
+    snprintf(f, sizeof f, "%s/inner.txt", outside);
+    FILE *fp = fopen(f, "w");
+    fclose(fp);
+    path_of(p, sizeof p, "moved");
+    assert_int_equal(rename(outside, p), 0);
+    settle();
+    want_log(cl, "file/didChange,file/didCreate,file/didChange,file/didCreate");
+    want_change(cl, 0, "moved", "created");
+    want_change(cl, 1, "moved/inner.txt", "created");
+}
+
+static void test_each_watch_once(void **state)
+{
+    test_client *other = test_client_connect(srv);
+    char *a = watch(cl, "{\"uri\":\"%s\"}", dir);
+    char *b = watch(cl, "{\"uri\":\"%s\",\"recursive\":false}", dir);
+    assert_string_not_equal(a, b);
+    write_file("x", "1");
+    settle();
+    /* two watches, two reports; nothing for a client that watches nothing */
+    want_log(cl, "file/didChange,file/didCreate,file/didChange,file/didCreate");
+    want_log(other, "");
+    free(a);
+    free(b);
+    test_client_disconnect(other);
+}
+
+static void test_unwatch(void **state)
+{
+    char *id = watch(cl, "{\"uri\":\"%s\"}", dir);
+    test_client *other = test_client_connect(srv);
+    char params[256], *out = NULL;
+    snprintf(params, sizeof params, "{\"watchId\":\"%s\"}", id);
+    /* another client cannot end it */
+    assert_int_equal(test_client_request(other, "file/unwatch", params, &out), -32602);
+    free(out);
+    assert_int_equal(test_client_request(cl, "file/unwatch", params, &out), 0);
+    assert_string_equal(out, "{\"success\":true}");
+    free(out);
+    write_file("after", "x");
+    settle();
+    want_log(cl, "");
+    assert_int_equal(inotify_watches(), 0);
+
+    assert_int_equal(test_client_request(cl, "file/unwatch", params, &out), -32602);
+    char want[256];
+    snprintf(want, sizeof want, "Unknown watchId: %s", id);
+    char *msg = test_json_string(out, "message");
+    assert_string_equal(msg, want);
+    free(msg);
+    free(out);
+    assert_int_equal(test_client_request(cl, "file/unwatch", "{\"watchId\":\"nope\"}", &out), -32602);
+    free(out);
+    assert_int_equal(test_client_request(cl, "file/unwatch", "{}", &out), -32602);
+    msg = test_json_string(out, "message");
+    assert_string_equal(msg, "watchId: required string");
+    free(msg);
+    free(out);
+    free(id);
+    test_client_disconnect(other);
+}
+
+static void test_disconnect_ends_watches(void **state)
+{
+    test_client *other = test_client_connect(srv);
+    char p[512];
+    path_of(p, sizeof p, "s1");
+    mkdir(p, 0755);
+    free(watch(other, "{\"uri\":\"%s\"}", dir));
+    assert_int_equal(inotify_watches(), 2); /* the directory and s1 */
+    test_client_disconnect(other);
+    assert_int_equal(inotify_watches(), 0);
+    write_file("late", "x");
+    settle();
+    want_log(cl, "");
+}
+
+static void test_single_file_and_flat(void **state)
+{
+    write_file("one.txt", "1");
+    write_file("two.txt", "2");
+    char p[512];
+    path_of(p, sizeof p, "sub");
+    mkdir(p, 0755);
+    path_of(p, sizeof p, "one.txt");
+    free(watch(cl, "{\"uri\":\"%s\"}", p));
+    write_file("two.txt", "22");
+    write_file("sub/x", "x");
+    write_file("one.txt", "11");
+    settle();
+    want_log(cl, "file/didChange");
+    want_change(cl, 0, "one.txt", "changed");
+    test_client_clear_notifications(cl);
+    unlink(p);
+    settle();
+    want_log(cl, "file/didChange,file/didDelete");
+    want_change(cl, 0, "one.txt", "deleted");
+    test_client_clear_notifications(cl);
+
+    /* recursive:false sees the directory's own entries only */
+    test_client *flat = test_client_connect(srv);
+    free(watch(flat, "{\"uri\":\"%s\",\"recursive\":false}", dir));
+    write_file("sub/y", "y");
+    write_file("three.txt", "3");
+    settle();
+    want_log(flat, "file/didChange,file/didCreate");
+    want_change(flat, 0, "three.txt", "created");
+    test_client_disconnect(flat);
+}
+
+static void test_watch_errors(void **state)
+{
+    char *out = NULL;
+    char params[256];
+    snprintf(params, sizeof params, "{\"uri\":\"%s/missing\"}", dir);
+    assert_int_equal(test_client_request(cl, "file/watch", params, &out), -32100);
+    char *code = test_json_string(out, "data.code");
+    assert_string_equal(code, "FILE_NOT_FOUND");
+    free(code);
+    free(out);
+    assert_int_equal(test_client_request(cl, "file/watch", "{\"uri\":\"not/absolute\"}", &out), -32106);
+    free(out);
+    assert_int_equal(test_client_request(cl, "file/watch", "{\"uri\":\"ftp://host/x\"}", &out), -32107);
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_create_change_delete_rename, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recursive_and_atomic_save, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_each_watch_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unwatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disconnect_ends_watches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_single_file_and_flat, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_errors, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
