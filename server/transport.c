@@ -7,8 +7,14 @@
 
 #include "buf.h"
 
+/* One read buffer per link, reused: a fresh 256 KiB malloc per read is an
+ * mmap/munmap pair (it is above glibc's mmap threshold), and reads are
+ * consumed synchronously in read_cb anyway. */
+#define READ_BUFFER_SIZE (256 * 1024)
+
 struct stream_link {
     server *srv;
+    char *read_buffer;
     connection *conn;
     uv_stream_t *in;
     uv_stream_t *out;       /* NULL: synchronous writes to out_fd */
@@ -29,10 +35,8 @@ static void alloc_cb(uv_handle_t *handle, size_t suggested, uv_buf_t *out)
 {
     (void)suggested;
     stream_link *link = handle->data;
-    (void)link;
-    /* 256 KiB reads keep the syscall count low for large pastes and files. */
-    out->base = malloc(256 * 1024);
-    out->len = out->base ? 256 * 1024 : 0;
+    out->base = link->read_buffer;
+    out->len = READ_BUFFER_SIZE;
 }
 
 static void read_cb(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
@@ -40,7 +44,6 @@ static void read_cb(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
     stream_link *link = stream->data;
     if (n > 0 && !link->closing)
         connection_receive(link->conn, b->base, (size_t)n);
-    free(b->base);
     if (n < 0 && !link->closing)
         stream_link_close(link, true); /* EOF or error: the peer is gone; flush what it may still read */
 }
@@ -113,6 +116,7 @@ stream_link *stream_link_open(server *srv, uv_stream_t *in, uv_stream_t *out, in
 {
     stream_link *link = xcalloc(1, sizeof *link);
     link->srv = srv;
+    link->read_buffer = xmalloc(READ_BUFFER_SIZE);
     link->in = in;
     link->out = out;
     link->out_fd = out_fd;
@@ -136,6 +140,7 @@ static void handle_closed(uv_handle_t *handle)
     connection_close(link->conn);
     if (link->on_closed)
         link->on_closed(link->ctx, link);
+    free(link->read_buffer);
     free(link);
 }
 

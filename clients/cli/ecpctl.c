@@ -32,6 +32,7 @@
 static const char usage[] =
     "usage: ecpctl [--socket PATH | --spawn] [--workspace DIR] [--listen] [--timeout SECONDS]\n"
     "              [METHOD [PARAMS_JSON]]\n"
+    "--spawn runs $ECPD, else the ecpd next to ecpctl, else ecpd from PATH.\n"
     "Without METHOD, reads requests from stdin: one per line, either a JSON-RPC message\n"
     "or 'METHOD [PARAMS_JSON]'. Prints each response (and, with --listen, each\n"
     "notification) as one line of JSON.\n";
@@ -64,7 +65,8 @@ static int connect_socket(const char *path)
     return fd;
 }
 
-/* Runs the ecpd that sits next to this program (else the one on PATH). */
+/* Runs $ECPD, else the ecpd that sits next to this program, else the one on
+ * PATH. */
 static int spawn_server(session *s, const char *workspace)
 {
     int to_child[2], from_child[2];
@@ -74,7 +76,10 @@ static int spawn_server(session *s, const char *workspace)
     }
     char self[PATH_MAX], server[PATH_MAX + 8] = "ecpd";
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
+    const char *explicit_server = getenv("ECPD");
+    if (explicit_server && explicit_server[0]) {
+        snprintf(server, sizeof server, "%s", explicit_server);
+    } else if (n > 0) {
         self[n] = '\0';
         char *slash = strrchr(self, '/');
         if (slash) {

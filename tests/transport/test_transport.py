@@ -135,8 +135,12 @@ class Client:
         self.r = Reader(sock.recv)
 
     def call(self, msg, framing=nl):
+        """Sends a request and returns its response, skipping notifications."""
         self.s.sendall(framing(msg))
-        return self.r.message()
+        while True:
+            m = self.r.message()
+            if "method" not in m:
+                return m
 
 
 def rss_kb(pid):
@@ -322,17 +326,18 @@ class SocketTests(unittest.TestCase):
 
     def test_a_client_that_never_reads_is_bounded(self):
         stuck = self.srv.connect()
-        stuck.setblocking(False)
+        stuck.settimeout(1.0)
         pad = "z" * (1 << 20)
         sent = 0
         start_rss = rss_kb(self.srv.p.pid)
-        # flood 1 MiB pings and read nothing: the server must stop reading us
-        deadline = time.time() + 10
+        # flood 1 MiB pings and read nothing: the server must stop reading us,
+        # so our writes stall once the kernel's buffers are full
+        deadline = time.time() + 20
         while time.time() < deadline:
             try:
-                stuck.send(nl(req(sent, "ecp/ping", {"pad": pad})))
+                stuck.sendall(nl(req(sent, "ecp/ping", {"pad": pad})))
                 sent += 1
-            except BlockingIOError:
+            except socket.timeout:
                 break
         self.assertLess(sent, 200, "the server kept reading from a client that does not read")
         probe = Client(self.srv.connect())
@@ -362,6 +367,50 @@ class SocketTests(unittest.TestCase):
         c = Client(self.srv.connect())
         self.assertEqual(c.call(req(1, "ecp/ping", [1]))["result"], [1])
 
+    def test_two_socket_clients_edit_one_document(self):
+        path = os.path.join(self.tmp, "shared.txt")
+        with open(path, "w") as f:
+            f.write("hello\nworld\n")
+        a, b = Client(self.srv.connect()), Client(self.srv.connect())
+        uri = "file://" + path
+        opened = a.call(req(1, "document/open", {"uri": uri}))
+        doc = opened["result"]["documentId"]
+        # b opening the same file gets the same document, and no second didOpen
+        self.assertEqual(b.call(req(1, "document/open", {"uri": uri}))["result"]["documentId"], doc)
+
+        def until_response(client, id_):
+            notes = []
+            while True:
+                m = client.r.message()
+                if m.get("id") == id_ and "method" not in m:
+                    return m, notes
+                notes.append(m)
+
+        a.s.sendall(nl(req(2, "document/insert", {"documentId": doc, "position": {"line": 0, "column": 5}, "text": ", A"})))
+        reply, notes = until_response(a, 2)
+        self.assertTrue(reply["result"]["success"])
+        self.assertIn("document/didChange", [n["method"] for n in notes])  # before the response
+        change = b.r.message()
+        while change.get("method") != "document/didChange":
+            change = b.r.message()
+        self.assertEqual(change["params"]["changes"],
+                         [{"range": {"start": {"line": 0, "column": 5}, "end": {"line": 0, "column": 5}},
+                           "rangeLength": 0, "text": ", A"}])
+        b.s.sendall(nl(req(2, "document/insert", {"documentId": doc, "position": {"line": 1, "column": 0}, "text": "B: "})))
+        until_response(b, 2)
+        change = a.r.message()
+        while change.get("method") != "document/didChange":
+            change = a.r.message()
+        self.assertEqual(change["params"]["changes"][0]["text"], "B: ")
+        a.s.sendall(nl(req(3, "document/content", {"documentId": doc})))
+        self.assertEqual(until_response(a, 3)[0]["result"]["content"], "hello, A\nB: world\n")
+        b.s.sendall(nl(req(3, "document/content", {"documentId": doc})))
+        self.assertEqual(until_response(b, 3)[0]["result"]["content"], "hello, A\nB: world\n")
+        # a leaving does not close the document for b
+        a.s.close()
+        b.s.sendall(nl(req(4, "document/version", {"documentId": doc})))
+        self.assertIn("version", until_response(b, 4)[0]["result"])
+
     def test_ecpctl(self):
         out = subprocess.run([ECPCTL, "--socket", self.srv.path, "ecp/ping", '{"hi":1}'],
                              capture_output=True, timeout=10)
@@ -379,7 +428,7 @@ class SocketTests(unittest.TestCase):
         self.assertIn(b"cannot connect", out.stderr)
 
     def test_ecpctl_spawn(self):
-        env = dict(os.environ, XDG_DATA_HOME=os.path.join(self.tmp, "xdg"))
+        env = dict(os.environ, XDG_DATA_HOME=os.path.join(self.tmp, "xdg"), ECPD=ECPD)
         out = subprocess.run([ECPCTL, "--spawn", "ecp/ping", "[42]"], capture_output=True, timeout=10, env=env)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(json.loads(out.stdout)["result"], [42])

@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Wire benchmarks B1, B2 and B6: ecpd against nvim --embed and a raw
+AF_UNIX echo, all driven by this one Python client so the client's own cost is
+the same on every side.
+
+usage: bench_rpc.py ECPD ECHO_FLOOR [--n N]
+
+Server CPU comes from /proc/<pid>/schedstat (nanoseconds on CPU), read before
+and after each workload, so it counts the server's work only. Each figure is
+the median of several rounds. Prints one machine-readable line per workload.
+"""
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import msgpack
+
+ROUNDS = 3
+
+
+def cpu_ns(pid):
+    with open("/proc/%d/schedstat" % pid) as f:
+        return int(f.read().split()[0])
+
+
+def pct(values, p):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(len(s) * p))]
+
+
+# ----- ecpd ---------------------------------------------------------------------
+
+class Ecpd:
+    def __init__(self, ecpd, tmp, socket_path=None):
+        self.data = tempfile.mkdtemp(dir=tmp)
+        if socket_path:
+            self.p = subprocess.Popen([ecpd, "--socket", socket_path, "--data-dir", self.data],
+                                      stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(500):
+                try:
+                    self.s = socket.socket(socket.AF_UNIX)
+                    self.s.connect(socket_path)
+                    break
+                except OSError:
+                    time.sleep(0.01)
+            self.w = self.s.sendall
+            self.r = self.s.recv
+        else:
+            self.p = subprocess.Popen([ecpd, "--stdio", "--data-dir", self.data], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+            self.w = self.p.stdin.write
+            self.r = self.p.stdout.read1 if hasattr(self.p.stdout, "read1") else self.p.stdout.read
+        self.buf = b""
+        self.next_id = 0
+
+    def send(self, method, params):
+        self.next_id += 1
+        self.w(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params},
+                          separators=(",", ":")).encode() + b"\n")
+
+    def line(self):
+        while True:
+            i = self.buf.find(b"\n")
+            if i >= 0:
+                line, self.buf = self.buf[:i], self.buf[i + 1:]
+                return line
+            chunk = self.r(1 << 16)
+            if not chunk:
+                raise EOFError
+            self.buf += chunk
+
+    def response(self):
+        while True:
+            msg = json.loads(self.line())
+            if "id" in msg:
+                return msg
+
+    def call(self, method, params):
+        self.send(method, params)
+        return self.response()
+
+    def close(self):
+        self.p.kill()
+        self.p.wait()
+
+
+def ecpd_sequential(srv, method, params_of, n):
+    lat = []
+    c0 = cpu_ns(srv.p.pid)
+    for i in range(n):
+        t = time.perf_counter_ns()
+        r = srv.call(method, params_of(i))
+        lat.append(time.perf_counter_ns() - t)
+        if "error" in r:
+            raise RuntimeError(r)
+    return lat, (cpu_ns(srv.p.pid) - c0) / n
+
+
+def ecpd_pipelined(srv, method, params_of, n):
+    payload = b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params_of(i)},
+                                  separators=(",", ":")).encode() + b"\n" for i in range(n))
+    t = time.perf_counter()
+    writer = threading.Thread(target=srv.w, args=(payload,))
+    writer.start()
+    for _ in range(n):
+        srv.line()
+    writer.join()
+    return n / (time.perf_counter() - t)
+
+
+# ----- nvim ---------------------------------------------------------------------
+
+class Nvim:
+    def __init__(self):
+        self.p = subprocess.Popen(["nvim", "--embed", "--headless", "--clean", "-n"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, bufsize=0)
+        self.unpacker = msgpack.Unpacker(raw=False)
+        self.next_id = 0
+
+    def send(self, method, args):
+        self.next_id += 1
+        self.p.stdin.write(msgpack.packb([0, self.next_id, method, args]))
+
+    def notify(self, method, args):
+        self.p.stdin.write(msgpack.packb([2, method, args]))
+
+    def response(self):
+        while True:
+            for msg in self.unpacker:
+                if msg[0] == 1:
+                    if msg[2] is not None:
+                        raise RuntimeError(msg[2])
+                    return msg
+            self.unpacker.feed(self.p.stdout.read(1 << 16))  # unbuffered: returns what is there
+
+    def call(self, method, args):
+        self.send(method, args)
+        return self.response()
+
+    def close(self):
+        self.p.kill()
+        self.p.wait()
+
+
+def nvim_sequential(nv, method, args_of, n):
+    lat = []
+    c0 = cpu_ns(nv.p.pid)
+    for i in range(n):
+        t = time.perf_counter_ns()
+        nv.call(method, args_of(i))
+        lat.append(time.perf_counter_ns() - t)
+    return lat, (cpu_ns(nv.p.pid) - c0) / n
+
+
+# ----- the floor ----------------------------------------------------------------
+
+def floor_sequential(echo, tmp, n):
+    path = os.path.join(tmp, "floor.sock")
+    p = subprocess.Popen([echo, path])
+    for _ in range(500):
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(path)
+            break
+        except OSError:
+            time.sleep(0.01)
+    msg = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ecp/ping", "params": {}}).encode() + b"\n"
+    lat = []
+    for _ in range(n):
+        t = time.perf_counter_ns()
+        s.sendall(msg)
+        got = b""
+        while not got.endswith(b"\n"):
+            got += s.recv(65536)
+        lat.append(time.perf_counter_ns() - t)
+    s.close()
+    p.wait()
+    return lat
+
+
+def median_of(rounds):
+    return statistics.median(rounds)
+
+
+def main():
+    ecpd, echo = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    n = 20000
+    if "--n" in sys.argv:
+        n = int(sys.argv[sys.argv.index("--n") + 1])
+    tmp = tempfile.mkdtemp(prefix="ecpd-bench-")
+    doc_text = "".join("line %d of the benchmark document\n" % i for i in range(1000))
+
+    # B1 ------------------------------------------------------------------------
+    floor = [pct(floor_sequential(echo, tmp, n), 0.5) / 1000 for _ in range(ROUNDS)]
+    floor_p50 = median_of(floor)
+    for transport in ("stdio", "socket"):
+        for method in ("ecp/ping", "document/info"):
+            p50s, p99s, cpus = [], [], []
+            for r in range(ROUNDS):
+                srv = Ecpd(ecpd, tmp, os.path.join(tmp, "b1-%s-%d.sock" % (transport, r)) if transport == "socket" else None)
+                doc = srv.call("document/open", {"uri": "memory://bench.txt", "content": doc_text})["result"]["documentId"]
+                params = (lambda i: {}) if method == "ecp/ping" else (lambda i, d=doc: {"documentId": d})
+                lat, cpu = ecpd_sequential(srv, method, params, n)
+                srv.close()
+                p50s.append(pct(lat, 0.5) / 1000)
+                p99s.append(pct(lat, 0.99) / 1000)
+                cpus.append(cpu / 1000)
+            print("B1 transport=%s method=%s p50_us=%.1f p99_us=%.1f server_cpu_us=%.2f floor_p50_us=%.1f"
+                  % (transport, method, median_of(p50s), median_of(p99s), median_of(cpus), floor_p50), flush=True)
+    nv_p50, nv_p99, nv_cpu = [], [], []
+    for _ in range(ROUNDS):
+        nv = Nvim()
+        lat, cpu = nvim_sequential(nv, "nvim_buf_line_count", lambda i: [0], n)
+        nv.close()
+        nv_p50.append(pct(lat, 0.5) / 1000)
+        nv_p99.append(pct(lat, 0.99) / 1000)
+        nv_cpu.append(cpu / 1000)
+    print("B1 comparator=nvim method=nvim_buf_line_count p50_us=%.1f p99_us=%.1f server_cpu_us=%.2f"
+          % (median_of(nv_p50), median_of(nv_p99), median_of(nv_cpu)), flush=True)
+
+    # B2 ------------------------------------------------------------------------
+    m = 100000
+    ours = []
+    for _ in range(ROUNDS):
+        srv = Ecpd(ecpd, tmp)
+        ours.append(ecpd_pipelined(srv, "ecp/ping", lambda i: {}, m))
+        srv.close()
+    edits = []
+    for _ in range(ROUNDS):
+        srv = Ecpd(ecpd, tmp)
+        doc = srv.call("document/open", {"uri": "memory://b2.txt", "content": doc_text})["result"]["documentId"]
+        edits.append(ecpd_pipelined(srv, "document/insert",
+                                    lambda i: {"documentId": doc, "position": {"line": i % 1000, "column": 0}, "text": "x"}, m))
+        srv.close()
+    theirs = []
+    for _ in range(ROUNDS):
+        nv = Nvim()
+        payload = b"".join(msgpack.packb([2, "nvim_buf_set_lines", [0, 0, 1, False, ["x%d" % i]]]) for i in range(m))
+        t = time.perf_counter()
+        nv.p.stdin.write(payload)
+        nv.call("nvim_buf_line_count", [0])  # answered only after every notification
+        theirs.append(m / (time.perf_counter() - t))
+        nv.close()
+    print("B2 ping_msgs_per_s=%.0f insert_msgs_per_s=%.0f nvim_set_lines_msgs_per_s=%.0f ratio=%.2f"
+          % (median_of(ours), median_of(edits), median_of(theirs), median_of(edits) / median_of(theirs)), flush=True)
+
+    # B6 ------------------------------------------------------------------------
+    e_p50, e_cpu = [], []
+    for _ in range(ROUNDS):
+        srv = Ecpd(ecpd, tmp)
+        doc = srv.call("document/open", {"uri": "memory://b6.txt", "content": doc_text})["result"]["documentId"]
+        lat, cpu = ecpd_sequential(srv, "document/insert",
+                                   lambda i: {"documentId": doc, "position": {"line": i % 1000, "column": 0}, "text": "x"}, n)
+        srv.close()
+        e_p50.append(pct(lat, 0.5) / 1000)
+        e_cpu.append(cpu / 1000)
+    n_p50, n_cpu = [], []
+    for _ in range(ROUNDS):
+        nv = Nvim()
+        nv.call("nvim_buf_set_lines", [0, 0, -1, False, doc_text.splitlines()])
+        lat, cpu = nvim_sequential(nv, "nvim_buf_set_text", lambda i: [0, i % 1000, 0, i % 1000, 0, ["x"]], n)
+        nv.close()
+        n_p50.append(pct(lat, 0.5) / 1000)
+        n_cpu.append(cpu / 1000)
+    print("B6 p50_us=%.1f server_cpu_us=%.2f nvim_p50_us=%.1f nvim_cpu_us=%.2f cpu_ratio=%.2f"
+          % (median_of(e_p50), median_of(e_cpu), median_of(n_p50), median_of(n_cpu), median_of(e_cpu) / median_of(n_cpu)),
+          flush=True)
+
+
+if __name__ == "__main__":
+    main()

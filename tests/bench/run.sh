@@ -1,0 +1,35 @@
+#!/bin/sh
+# Runs every benchmark of BENCHMARKS.md that ecpd has so far, each beside its
+# comparator measured in the same run, and prints their lines then a table.
+#
+#   sh tests/bench/run.sh            all
+#   sh tests/bench/run.sh B1 B13     some
+#
+# Builds an optimised tree in build-bench/ and installs the comparators
+# (Neovim, python3-msgpack, ripgrep) from Debian when missing. Benchmarks never
+# fail on a number: they print figures to watch.
+set -eu
+cd "$(dirname "$0")/../.."
+sh third_party/install-deps.sh --bench
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DECPD_WERROR=ON >/dev/null
+cmake --build build-bench -j"$(nproc)" --target ecpd bench_echo_floor bench_piece_tree bench_document_open bench_grep >/dev/null
+
+want() { [ $# -eq 0 ] && return 0; for w in $selected; do [ "$w" = "$1" ] && return 0; done; return 1; }
+selected="$*"
+out=$(mktemp)
+b=build-bench
+
+{
+  if [ -z "$selected" ] || want B1 || want B2 || want B6; then
+    /usr/bin/python3 tests/bench/bench_rpc.py "$b/server/ecpd" "$b/tests/bench/bench_echo_floor"
+  fi
+  if [ -z "$selected" ] || want B3; then "$b/services/document/bench_document_open"; fi
+  if [ -z "$selected" ] || want B4 || want B5; then "$b/services/document/bench_piece_tree"; fi
+  if [ -z "$selected" ] || want B13; then "$b/services/file/bench_grep"; fi
+} | tee "$out"
+
+echo
+echo "workload | figures"
+echo "---|---"
+grep '^B[0-9]' "$out" | sed 's/^\(B[0-9]*\) /\1 | /'
+rm -f "$out"
