@@ -183,6 +183,7 @@ int main(int argc, char **argv)
             goto done;
         }
         fprintf(stderr, "ecpd: listening on %s\n", path);
+        fprintf(stderr, "ecpd: talk to it with: ecpctl --socket %s ecp/ping '{\"hello\":1}'\n", path);
         free(path);
     } else {
         a.stdio = transport_stdio_open(a.srv, stdio_closed, &a, &err);

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Builds ecpd twice and runs the whole test suite on each build, then runs
+# every fuzz target briefly:
+#   build/        -Werror, optimised: ctest
+#   build-asan/   -Werror, AddressSanitizer + UndefinedBehaviorSanitizer: ctest
+#   build-fuzz/   clang + libFuzzer: each target for FUZZ_SECONDS (default 15)
+# Exits non-zero if any step fails.
+set -eu
+cd "$(dirname "$0")/.."
+sh third_party/install-deps.sh
+
+jobs=$(nproc 2>/dev/null || echo 2)
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DECPD_WERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON -DECPD_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_json fuzz_framing fuzz_dispatch fuzz_piece_tree
+sh tests/fuzz/run_fuzzers.sh build-fuzz "${FUZZ_SECONDS:-15}"

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Installs what ecpd needs to build, test and benchmark, and nothing that is
+# already there: Debian packages through apt. Safe to run again and again.
+#
+#   sh third_party/install-deps.sh          build + test dependencies
+#   sh third_party/install-deps.sh --bench  also the benchmarks' comparators
+set -eu
+
+packages="pkg-config cmake make gcc clang libclang-rt-14-dev python3
+  libjsmn-dev libgit2-dev libtree-sitter-dev libvterm-dev libsqlite3-dev
+  libcurl4-openssl-dev libuv1-dev libpcre2-dev libpq-dev libcmocka-dev
+  git ripgrep"
+if [ "${1:-}" = "--bench" ]; then
+  packages="$packages neovim python3-msgpack hyperfine"
+fi
+
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+
+if [ -n "$missing" ]; then
+  echo "install-deps: installing$missing"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
