@@ -174,6 +174,21 @@ static bool arg_doc(ecp_call *call, ecp_str *id)
     return ecp_arg_string(call, ecp_call_params(call), "documentId", id);
 }
 
+/* Reads documentId and the document's info; answers the error (unknown
+ * document: -32001) and returns false when there is none. */
+static bool arg_doc_info(doc_adapter *ad, ecp_call *call, ecp_str *id, document_info *info)
+{
+    ecp_error err;
+    if (!arg_doc(call, id))
+        return false;
+    int rc = document_get_info(ad->svc, id->ptr, info, &err);
+    if (rc != 0) {
+        reply_error(call, rc, &err);
+        return false;
+    }
+    return true;
+}
+
 static bool arg_position(ecp_call *call, json_ref obj, const char *name, document_position *out)
 {
     json_ref p;
@@ -453,15 +468,9 @@ static void m_info(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
     ecp_str id;
-    ecp_error err;
     document_info info;
-    if (!arg_doc(call, &id))
+    if (!arg_doc_info(ad, call, &id, &info))
         return;
-    int rc = document_get_info(ad->svc, id.ptr, &info, &err);
-    if (rc != 0) {
-        reply_error(call, rc, &err);
-        return;
-    }
     write_info(ecp_call_result(call), &info);
     ecp_call_finish(call);
 }
@@ -485,15 +494,9 @@ static void m_content(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
     ecp_str id;
-    ecp_error err;
     document_info info;
-    if (!arg_doc(call, &id))
+    if (!arg_doc_info(ad, call, &id, &info))
         return;
-    int rc = document_get_info(ad->svc, id.ptr, &info, &err);
-    if (rc != 0) {
-        reply_error(call, rc, &err);
-        return;
-    }
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "content");
@@ -655,15 +658,9 @@ static void m_version(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
     ecp_str id;
-    ecp_error err;
     document_info info;
-    if (!arg_doc(call, &id))
+    if (!arg_doc_info(ad, call, &id, &info))
         return;
-    int rc = document_get_info(ad->svc, id.ptr, &info, &err);
-    if (rc != 0) {
-        reply_error(call, rc, &err);
-        return;
-    }
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key_int(w, "version", (int64_t)info.version);
