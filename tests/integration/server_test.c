@@ -145,6 +145,22 @@ static void check_string(const char *json, const char *path, const char *want)
 }
 
 
+/* True when the array at path holds the string want. */
+static bool array_has(const char *json, const char *path, const char *want)
+{
+    long n = test_json_length(json, path);
+    for (long i = 0; i < n; i++) {
+        char at[128];
+        snprintf(at, sizeof at, "%s[%ld]", path, i);
+        char *s = test_json_string(json, at);
+        bool eq = s && strcmp(s, want) == 0;
+        free(s);
+        if (eq)
+            return true;
+    }
+    return false;
+}
+
 /* ----- lifecycle ---------------------------------------------------------------- */
 
 static void initialize_reports_the_server(void **state)
@@ -156,8 +172,15 @@ static void initialize_reports_the_server(void **state)
     check_string(out, "serverInfo.name", "ecpd");
     assert_true(test_json_has(out, "serverInfo.version"));
     check_string(out, "positionEncoding", "utf-16");
-    assert_true(test_json_length(out, "capabilities.namespaces") >= 2);
-    assert_true(test_json_length(out, "capabilities.notifications") >= 0);
+    const char *namespaces[] = {"ecp", "notifications", "document", "file"};
+    for (size_t i = 0; i < sizeof namespaces / sizeof *namespaces; i++)
+        if (!array_has(out, "capabilities.namespaces", namespaces[i]))
+            fail_msg("namespace %s missing from %s", namespaces[i], out);
+    assert_false(array_has(out, "capabilities.namespaces", "")); /* the lifecycle methods have none */
+    const char *notes[] = {"document/didOpen", "document/didChange", "file/didChange", "file/didDelete"};
+    for (size_t i = 0; i < sizeof notes / sizeof *notes; i++)
+        if (!array_has(out, "capabilities.notifications", notes[i]))
+            fail_msg("notification %s missing from %s", notes[i], out);
     free(out);
 }
 
