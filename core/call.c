@@ -140,7 +140,7 @@ static void complete(ecp_call *call)
 {
     call->answered = true;
     call->writing = false;
-    if (call->deliver && !call->abandoned)
+    if (call->deliver && !call->abandoned && call->id_raw) /* a notification's answer goes nowhere */
         call->deliver(call->owner, call, call->response.data, call->response.len);
     ecp_call_unref(call);
 }

@@ -69,10 +69,21 @@ static frame_status next_line(framing_decoder *self, char **msg, size_t *len)
     for (;;) {
         const char *base = self->in.data + self->start;
         size_t avail = pending(self);
+        /* Whitespace before a message (blank lines included) is dropped as it
+         * arrives, so that how the stream is cut never changes what counts
+         * against the limit. */
+        size_t lead = 0;
+        while (lead < avail && (base[lead] == ' ' || base[lead] == '\t' || base[lead] == '\r' || base[lead] == '\n'))
+            lead++;
+        if (lead) {
+            drop(self, lead);
+            continue;
+        }
         const char *nl = avail > self->scanned ? memchr(base + self->scanned, '\n', avail - self->scanned) : NULL;
         if (!nl) {
             self->scanned = avail;
-            if (avail > self->max_message) {
+            /* a final '\r' may be the first half of the line's CRLF */
+            if (avail - (avail && base[avail - 1] == '\r') > self->max_message) {
                 /* too long and still no end: report it and drop the rest of the line */
                 *len = avail;
                 drop(self, avail);
@@ -85,13 +96,6 @@ static frame_status next_line(framing_decoder *self, char **msg, size_t *len)
         size_t body = n;
         if (body && base[body - 1] == '\r')
             body--;
-        size_t lead = 0;
-        while (lead < body && (base[lead] == ' ' || base[lead] == '\t' || base[lead] == '\r'))
-            lead++;
-        if (lead == body) { /* blank line between messages */
-            drop(self, n + 1);
-            continue;
-        }
         if (body > self->max_message) {
             *len = body;
             drop(self, n + 1);
@@ -168,11 +172,16 @@ static frame_status next_content_length(framing_decoder *self, char **msg, size_
             }
             if (avail == 0)
                 return FRAME_NEED_MORE;
+            /* The blank line that ends a header of at most FRAMING_MAX_HEADER
+             * bytes lies within the first FRAMING_MAX_HEADER + 4 bytes: look
+             * no further (a pipelined burst would make a wider search
+             * quadratic), and refuse the header once that many bytes are in. */
+            size_t window = avail < FRAMING_MAX_HEADER + 4 ? avail : FRAMING_MAX_HEADER + 4;
             size_t from = self->scanned > 3 ? self->scanned - 3 : 0;
-            const char *end = avail >= 4 ? memmem(base + from, avail - from, "\r\n\r\n", 4) : NULL;
+            const char *end = window >= from + 4 ? memmem(base + from, window - from, "\r\n\r\n", 4) : NULL;
             if (!end) {
-                self->scanned = avail;
-                if (avail > FRAMING_MAX_HEADER)
+                self->scanned = window;
+                if (avail >= FRAMING_MAX_HEADER + 4)
                     goto bad;
                 return FRAME_NEED_MORE;
             }
@@ -212,14 +221,20 @@ frame_status framing_decoder_next(framing_decoder *self, char **msg, size_t *len
     *len = 0;
     if (self->broken)
         return FRAME_BAD_HEADER;
+    if (!self->in.data)
+        return FRAME_NEED_MORE; /* nothing ever fed (and no pointer to offset) */
     if (self->mode == FRAMING_UNKNOWN) {
         size_t i = 0;
         const char *base = self->in.data + self->start;
         while (i < pending(self) && isspace((unsigned char)base[i]))
             i++;
-        if (i == pending(self))
+        /* whitespace before the first message is not kept: a peer could
+         * otherwise fill memory without ever sending a message */
+        drop(self, i);
+        if (pending(self) == 0)
             return FRAME_NEED_MORE;
-        self->mode = base[i] == 'C' || base[i] == 'c' ? FRAMING_CONTENT_LENGTH : FRAMING_NEWLINE;
+        base = self->in.data + self->start;
+        self->mode = base[0] == 'C' || base[0] == 'c' ? FRAMING_CONTENT_LENGTH : FRAMING_NEWLINE;
     }
     return self->mode == FRAMING_CONTENT_LENGTH ? next_content_length(self, msg, len) : next_line(self, msg, len);
 }

@@ -1,9 +1,11 @@
 /* framing: cutting a byte stream into JSON-RPC messages, and back.
  *
  * Two framings share the wire, chosen per connection by the first byte the
- * peer sends: 'C' or 'c' means LSP-style headers (`Content-Length: N\r\n\r\n`
- * then N bytes); anything else means newline-delimited JSON (one message per
- * line). Replies use the peer's framing.
+ * peer sends that is not whitespace: 'C' or 'c' means LSP-style headers
+ * (`Content-Length: N\r\n\r\n` then N bytes); anything else means
+ * newline-delimited JSON (one message per line; blank lines, whitespace
+ * before a message and the '\r' of a CRLF are not part of it). Replies use
+ * the peer's framing.
  *
  * The decoder never holds more than one message plus its limit: a message
  * larger than max_message is reported once as FRAME_OVERSIZED and its bytes

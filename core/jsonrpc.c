@@ -22,9 +22,11 @@ int rpc_message_read(const json_doc *doc, json_ref ref, arena *a, rpc_message *o
     /* Read the id first, so that every later complaint can be answered to it. */
     json_ref id = json_get(doc, ref, "id");
     json_type id_type = json_type_of(doc, id);
-    if (id_type == JSON_STRING || id_type == JSON_NUMBER) {
+    if (id_type == JSON_STRING || id_type == JSON_NUMBER || id_type == JSON_NULL) {
+        /* a null id is allowed by JSON-RPC 2.0 and still makes a request:
+         * its text "null" is what the answer echoes */
         out->id_raw = json_raw(doc, id, &out->id_len);
-    } else if (id_type != JSON_ABSENT && id_type != JSON_NULL) {
+    } else if (id_type != JSON_ABSENT) {
         return fail(problem, ECP_WIRE_INVALID_REQUEST, "Invalid Request: id must be a string or a number");
     }
 

@@ -92,22 +92,21 @@ int uri_to_path(const char *uri, size_t len, buf *out, ecp_error *err)
     }
     if (!(scheme_len == 4 && strncasecmp(scheme, "file", 4) == 0))
         return ecp_error_set(err, ECP_ENOPROVIDER, "no provider for scheme '%.*s'", (int)scheme_len, scheme);
-    const char *p = uri + 5, *end = uri + len;
+    const char *p = uri + 5, *end = uri + len, *slash;
     if (end - p < 2 || p[0] != '/' || p[1] != '/') {
         /* file:/abs/path (one slash) is accepted by RFC 8089's minimal form */
-        if (p < end && p[0] == '/') {
-            uri_percent_decode(out, p, (size_t)(end - p));
-            return 0;
-        }
-        return ecp_error_set(err, ECP_EBADURI, "malformed file URI: %.*s", (int)(len > 200 ? 200 : len), uri);
+        if (!(p < end && p[0] == '/'))
+            return ecp_error_set(err, ECP_EBADURI, "malformed file URI: %.*s", (int)(len > 200 ? 200 : len), uri);
+        slash = p;
+    } else {
+        p += 2;
+        slash = memchr(p, '/', (size_t)(end - p));
+        if (!slash)
+            return ecp_error_set(err, ECP_EBADURI, "file URI has no path: %.*s", (int)(len > 200 ? 200 : len), uri);
+        size_t host_len = (size_t)(slash - p);
+        if (host_len && !(host_len == 9 && strncasecmp(p, "localhost", 9) == 0))
+            return ecp_error_set(err, ECP_EBADURI, "file URI names a remote host: %.*s", (int)host_len, p);
     }
-    p += 2;
-    const char *slash = memchr(p, '/', (size_t)(end - p));
-    if (!slash)
-        return ecp_error_set(err, ECP_EBADURI, "file URI has no path: %.*s", (int)(len > 200 ? 200 : len), uri);
-    size_t host_len = (size_t)(slash - p);
-    if (host_len && !(host_len == 9 && strncasecmp(p, "localhost", 9) == 0))
-        return ecp_error_set(err, ECP_EBADURI, "file URI names a remote host: %.*s", (int)host_len, p);
     size_t start = out->len;
     uri_percent_decode(out, slash, (size_t)(end - slash));
     if (memchr(out->data + start, '\0', out->len - start)) {

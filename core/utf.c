@@ -154,5 +154,16 @@ size_t utf_byte_to_column(const char *line, size_t n, size_t byte, ecp_position_
 {
     if (byte > n)
         byte = n;
-    return utf_column_count(line, byte, enc);
+    /* Decoding against the whole line (not the first `byte` bytes) sees the
+     * code point a byte falls inside and stops at its start. */
+    size_t col = 0;
+    for (size_t i = 0; i < byte;) {
+        uint32_t cp;
+        size_t k = (unsigned char)line[i] < 0x80 ? (cp = (unsigned char)line[i], 1) : utf8_decode(line + i, n - i, &cp);
+        if (i + k > byte)
+            break;
+        col += utf_units_of(cp, k, enc);
+        i += k;
+    }
+    return col;
 }

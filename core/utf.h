@@ -50,7 +50,8 @@ size_t utf_column_count(const char *s, size_t n, ecp_position_encoding enc);
  * column lies past the end of the line; *byte_out is then n. */
 bool utf_column_to_byte(const char *line, size_t n, size_t column, ecp_position_encoding enc, size_t *byte_out);
 
-/* The column of byte offset `byte` (<= n) in line. */
+/* The column of byte offset `byte` (<= n) in line. A byte inside a code point
+ * snaps back to that code point's start, as a column does above. */
 size_t utf_byte_to_column(const char *line, size_t n, size_t byte, ecp_position_encoding enc);
 
 #endif
