@@ -118,12 +118,15 @@ void ecp_call_on_abandon(ecp_call *call, void (*fn)(void *ctx), void *ctx)
 static void write_envelope(ecp_call *call, const char *member)
 {
     buf_clear(&call->response);
+    buf_reserve(&call->response, 256); /* most answers fit: no regrowth */
     buf_append_str(&call->response, "{\"jsonrpc\":\"2.0\",\"id\":");
     if (call->id_raw)
         buf_append(&call->response, call->id_raw, call->id_len);
     else
         buf_append_str(&call->response, "null");
-    buf_appendf(&call->response, ",\"%s\":", member);
+    buf_append_str(&call->response, ",\"");
+    buf_append_str(&call->response, member);
+    buf_append_str(&call->response, "\":");
 }
 
 json_writer *ecp_call_result(ecp_call *call)

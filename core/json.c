@@ -177,7 +177,10 @@ static int validate(json_doc *doc, ecp_error *err)
     const char *text = doc->text;
     int n = doc->count;
     int result = 0;
-    int *last_end = xmalloc(sizeof(int) * (size_t)n); /* end of the previous child, per container */
+    /* the end of each container's previous child; a small message, the
+     * common case, needs no allocation */
+    int small[64];
+    int *last_end = n <= 64 ? small : xmalloc(sizeof(int) * (size_t)n);
 
     for (int i = 0; i < n; i++) {
         last_end[i] = -1;
@@ -234,7 +237,8 @@ static int validate(json_doc *doc, ecp_error *err)
 syntax:
     result = ecp_error_set(err, ECP_EPARSE, "invalid JSON syntax");
 done:
-    free(last_end);
+    if (last_end != small)
+        free(last_end);
     return result;
 }
 

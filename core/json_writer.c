@@ -116,16 +116,31 @@ void jw_string(json_writer *w, const char *s)
         jw_string_n(w, s, strlen(s));
 }
 
+/* Integers are in every position and every version number: format them
+ * without printf's machinery. */
+static void append_uint(buf *out, uint64_t v, bool negative)
+{
+    char digits[24];
+    size_t i = sizeof digits;
+    do {
+        digits[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (negative)
+        digits[--i] = '-';
+    buf_append(out, digits + i, sizeof digits - i);
+}
+
 void jw_int(json_writer *w, int64_t v)
 {
     before_value(w);
-    buf_appendf(w->out, "%" PRId64, v);
+    append_uint(w->out, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, v < 0);
 }
 
 void jw_uint(json_writer *w, uint64_t v)
 {
     before_value(w);
-    buf_appendf(w->out, "%" PRIu64, v);
+    append_uint(w->out, v, false);
 }
 
 void jw_double(json_writer *w, double v)

@@ -49,10 +49,12 @@ void server__connection_send(connection *conn, const char *json, size_t len)
         server__connection_drop(conn, "client is not reading its output");
         return;
     }
-    buf framed = BUF_INIT;
-    framing_encode(conn->decoder.mode, &framed, json, len);
-    conn->io.write(conn->io_ctx, framed.data, framed.len);
-    buf_free(&framed);
+    /* one framing buffer per connection, reused: the transport copies */
+    buf_clear(&conn->framed);
+    framing_encode(conn->decoder.mode, &conn->framed, json, len);
+    conn->io.write(conn->io_ctx, conn->framed.data, conn->framed.len);
+    if (conn->framed.cap > ((size_t)1 << 20))
+        buf_free(&conn->framed); /* do not keep a huge answer's buffer around */
     if (!conn->paused && conn->io.queued(conn->io_ctx) > CONNECTION_PAUSE_BYTES) {
         conn->paused = true;
         conn->io.set_reading(conn->io_ctx, false);
@@ -323,28 +325,83 @@ static void handle_batch(connection *conn, const json_doc *doc, json_ref root)
     batch_maybe_complete(b);
 }
 
-static void handle_message(connection *conn, char *text, size_t len)
+/* Acts on a parsed (or unparseable) message. Takes text and doc. */
+static void handle_parsed(connection *conn, char *text, size_t len, json_doc *doc, int status, const ecp_error *err)
 {
-    json_doc doc;
-    ecp_error err;
-    if (json_doc_parse(&doc, text, len, &err) < 0) {
+    if (status < 0) {
         char message[600];
-        snprintf(message, sizeof message, "Parse error: %s", err.message);
+        snprintf(message, sizeof message, "Parse error: %s", err->message);
         send_error(conn, NULL, 0, ECP_WIRE_PARSE_ERROR, message);
         free(text);
         return;
     }
-    json_ref root = json_root(&doc);
-    if (json_type_of(&doc, root) == JSON_ARRAY) {
-        if (json_length(&doc, root) == 0)
+    json_ref root = json_root(doc);
+    if (json_type_of(doc, root) == JSON_ARRAY) {
+        if (json_length(doc, root) == 0)
             send_error(conn, NULL, 0, ECP_WIRE_INVALID_REQUEST, "Invalid Request: empty batch");
         else
-            handle_batch(conn, &doc, root);
-        json_doc_free(&doc);
+            handle_batch(conn, doc, root);
+        json_doc_free(doc);
         free(text);
         return;
     }
-    dispatch(conn, NULL, text, len, &doc, root);
+    dispatch(conn, NULL, text, len, doc, root);
+}
+
+/* Parsing a big message on the thread pool. The connection handles nothing
+ * else until it is dispatched, so its messages keep their order; other
+ * connections are not held up by one peer's megabytes (or by a document
+ * nested just under the depth limit, which costs the tokenizer
+ * tokens x depth). */
+typedef struct parse_job {
+    uv_work_t work;
+    connection *conn;   /* NULL once the connection has gone */
+    char *text;
+    size_t len;
+    json_doc doc;
+    int status;
+    ecp_error err;
+} parse_job;
+
+static void parse_in_pool(uv_work_t *work)
+{
+    parse_job *job = work->data;
+    job->status = json_doc_parse(&job->doc, job->text, job->len, &job->err);
+}
+
+static void parse_done(uv_work_t *work, int status)
+{
+    parse_job *job = work->data;
+    connection *conn = job->conn;
+    if (!conn) { /* the peer left meanwhile */
+        if (job->status == 0)
+            json_doc_free(&job->doc);
+        free(job->text);
+        free(job);
+        return;
+    }
+    conn->parsing = NULL;
+    handle_parsed(conn, job->text, job->len, &job->doc, job->status, &job->err);
+    free(job);
+    connection_receive(conn, NULL, 0); /* what arrived meanwhile */
+}
+
+static void handle_message(connection *conn, char *text, size_t len)
+{
+    if (len >= CONNECTION_POOL_PARSE_BYTES) {
+        parse_job *job = xcalloc(1, sizeof *job);
+        job->conn = conn;
+        job->text = text;
+        job->len = len;
+        job->work.data = job;
+        conn->parsing = job;
+        uv_queue_work(conn->server->loop, &job->work, parse_in_pool, parse_done);
+        return;
+    }
+    json_doc doc;
+    ecp_error err;
+    int status = json_doc_parse(&doc, text, len, &err);
+    handle_parsed(conn, text, len, &doc, status, &err);
 }
 
 void connection_receive(connection *conn, const char *data, size_t len)
@@ -353,7 +410,7 @@ void connection_receive(connection *conn, const char *data, size_t len)
         return;
     framing_decoder_feed(&conn->decoder, data, len);
     bool was_unknown = true;
-    while (!conn->closing) {
+    while (!conn->closing && !conn->parsing) {
         char *msg;
         size_t n;
         frame_status st = framing_decoder_next(&conn->decoder, &msg, &n);
@@ -423,6 +480,8 @@ void connection_close(connection *conn)
     }
     while (conn->batches)
         batch_free(conn->batches);
+    if (conn->parsing)
+        ((parse_job *)conn->parsing)->conn = NULL;
     for (size_t i = 0; i < srv->router.count; i++)
         if (srv->router.adapters[i].client_closed)
             srv->router.adapters[i].client_closed(srv->router.adapters[i].ctx, conn->id);
@@ -435,6 +494,7 @@ void connection_close(connection *conn)
     ecp_log(&srv->log, ECP_LOG_DEBUG, "%s disconnected", conn->label);
     framing_decoder_free(&conn->decoder);
     buf_free(&conn->early);
+    buf_free(&conn->framed);
     subscription_list_free(&conn->subscribed);
     subscription_list_free(&conn->excluded);
     free(conn);

@@ -44,12 +44,14 @@ struct connection {
     framing_decoder decoder;
     ecp_position_encoding encoding;
     buf early;                 /* messages queued before the peer's framing is known */
+    buf framed;                /* scratch for framing one outgoing message */
     struct pending *pending;   /* requests not answered yet (doubly linked) */
     struct batch *batches;     /* batches with unanswered members */
     bool filtered;             /* subscribed explicitly: only `subscribed` is delivered */
     subscription_list subscribed;
     subscription_list excluded;
     bool paused;               /* stopped reading: output above the pause bound */
+    void *parsing;             /* a big message being parsed on the thread pool */
     bool closing;              /* io->close() was called; waiting for connection_close */
     struct connection *prev, *next;
 };

@@ -98,4 +98,7 @@ uint64_t connection_id(const connection *conn);
 #define CONNECTION_PAUSE_BYTES ((size_t)8 << 20)
 #define CONNECTION_DROP_EXTRA ((size_t)64 << 20)
 
+/* Messages this large are parsed on the thread pool, off the loop. */
+#define CONNECTION_POOL_PARSE_BYTES ((size_t)1 << 20)
+
 #endif

@@ -333,25 +333,36 @@ static void test_ping_during_grep(void **state)
 {
     char params[512];
     snprintf(params, sizeof params, FULL_SCAN, big);
-    double t0 = now_ms();
-    int64_t id = test_client_send(cl, "file/grep", params);
-    test_server_run_for(srv, 5); /* let the walk start */
-    double p0 = now_ms();
-    char *pong = NULL;
-    assert_int_equal(test_client_request(cl, "ecp/ping", "{\"n\":7}", &pong), 0);
-    double ping_ms = now_ms() - p0;
-    assert_string_equal(pong, "{\"n\":7}");
-    free(pong);
-    /* the ping came back while the grep was still running */
-    char *out = NULL;
-    assert_int_equal(test_client_wait_response(cl, id, 0, &out), INT32_MIN);
-    assert_int_equal(test_client_wait_response(cl, id, 30000, &out), 0);
-    double grep_ms = now_ms() - t0;
-    want_count(out, 0, false);
-    free(out);
-    fprintf(stderr, "file_grep_test: ping %.1f ms during a %.1f ms grep\n", ping_ms, grep_ms);
-    assert_true(grep_ms > 100);
-    assert_true(ping_ms * 5 < grep_ms);
+    /* On a loaded machine the loop thread can be descheduled for as long as
+     * the whole grep takes, and then there is nothing to observe: try again
+     * (a few times) rather than conclude anything from such a run. */
+    for (int attempt = 0; attempt < 5; attempt++) {
+        double t0 = now_ms();
+        int64_t id = test_client_send(cl, "file/grep", params);
+        test_server_run_for(srv, 5); /* let the walk start */
+        double p0 = now_ms();
+        char *pong = NULL;
+        assert_int_equal(test_client_request(cl, "ecp/ping", "{\"n\":7}", &pong), 0);
+        double ping_ms = now_ms() - p0;
+        assert_string_equal(pong, "{\"n\":7}");
+        free(pong);
+        char *out = NULL;
+        if (test_client_wait_response(cl, id, 0, &out) == 0) {
+            fprintf(stderr, "file_grep_test: the grep ended before the ping was sent; trying again\n");
+            free(out);
+            continue;
+        }
+        /* the ping came back while the grep was still running */
+        assert_int_equal(test_client_wait_response(cl, id, 30000, &out), 0);
+        double grep_ms = now_ms() - t0;
+        want_count(out, 0, false);
+        free(out);
+        fprintf(stderr, "file_grep_test: ping %.1f ms during a %.1f ms grep\n", ping_ms, grep_ms);
+        assert_true(grep_ms > 100);
+        assert_true(ping_ms * 5 < grep_ms);
+        return;
+    }
+    fail_msg("the grep always ended before a ping could be sent");
 }
 
 static void test_cancel(void **state)

@@ -352,6 +352,41 @@ static void deep_nesting_is_refused(void **state)
     free(msg);
 }
 
+/* Messages of a megabyte and more are parsed off the loop; what the client
+ * sees is unchanged: answers in order, errors as usual. */
+static void big_messages_keep_their_order(void **state)
+{
+    fixture *f = *state;
+    size_t pad = (size_t)3 << 20;
+    buf msg = BUF_INIT;
+    buf_append_str(&msg, "{\"jsonrpc\":\"2.0\",\"id\":100,\"method\":\"ecp/ping\",\"params\":{\"pad\":\"");
+    for (size_t i = 0; i < pad; i++)
+        buf_push(&msg, 'x');
+    buf_append_str(&msg, "\"}}\n{\"jsonrpc\":\"2.0\",\"id\":101,\"method\":\"ecp/ping\",\"params\":[101]}");
+    char *first = test_client_request_raw(f->a, msg.data, 20000);
+    assert_non_null(first);
+    int64_t id;
+    assert_true(test_json_int(first, "id", &id));
+    assert_int_equal(id, 100);
+    assert_int_equal(strlen(first), pad + strlen("{\"jsonrpc\":\"2.0\",\"id\":100,\"result\":{\"pad\":\"\"}}"));
+    free(first);
+    char *out;
+    assert_int_equal(test_client_wait_response(f->a, 101, 5000, &out), 0);
+    assert_string_equal(out, "[101]");
+    free(out);
+
+    /* a big message that does not parse is still a parse error */
+    msg.len = msg.len - strlen("\"}}\n{\"jsonrpc\":\"2.0\",\"id\":101,\"method\":\"ecp/ping\",\"params\":[101]}");
+    buf_append_str(&msg, "\"}");
+    char *err = test_client_request_raw(f->a, msg.data, 20000);
+    assert_non_null(err);
+    assert_string_equal(err, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"Parse error: incomplete JSON text\"}}");
+    free(err);
+    REQUEST_OK(f->a, "ecp/ping", "[8]", &out); /* the connection goes on */
+    free(out);
+    buf_free(&msg);
+}
+
 static void batches_answer_every_request(void **state)
 {
     fixture *f = *state;
@@ -570,6 +605,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(ping_echoes_params, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_messages_get_the_right_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(deep_nesting_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(big_messages_keep_their_order, setup, teardown),
         cmocka_unit_test_setup_teardown(batches_answer_every_request, setup, teardown),
         cmocka_unit_test_setup_teardown(a_batch_of_ten_thousand, setup, teardown),
         cmocka_unit_test_setup_teardown(notifications_precede_the_response_everywhere, setup, teardown),
