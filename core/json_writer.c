@@ -11,6 +11,7 @@ void jw_init(json_writer *w, buf *out)
 {
     w->out = out;
     w->need_comma = false;
+    w->carry_len = 0;
 }
 
 static void before_value(json_writer *w)
@@ -129,6 +130,55 @@ static void append_uint(buf *out, uint64_t v, bool negative)
     if (negative)
         digits[--i] = '-';
     buf_append(out, digits + i, sizeof digits - i);
+}
+
+void jw_string_begin(json_writer *w)
+{
+    before_value(w);
+    buf_push(w->out, '"');
+    w->carry_len = 0;
+}
+
+/* Length of the sequence a lead byte announces (1 for anything else). */
+static size_t utf8_sequence_length(unsigned char c)
+{
+    return (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+}
+
+void jw_string_chunk(json_writer *w, const char *p, size_t len)
+{
+    if (w->carry_len) {
+        size_t need = utf8_sequence_length((unsigned char)w->carry[0]);
+        while (w->carry_len < need && len && ((unsigned char)*p & 0xC0) == 0x80) {
+            w->carry[w->carry_len++] = *p++;
+            len--;
+        }
+        if (w->carry_len < need && len == 0)
+            return; /* still incomplete: wait for the next chunk */
+        json_escape_into(w->out, w->carry, w->carry_len);
+        w->carry_len = 0;
+    }
+    /* hold back a sequence cut off at the end of this chunk */
+    size_t whole = len;
+    for (size_t back = 1; back <= 3 && back <= len; back++) {
+        unsigned char c = (unsigned char)p[len - back];
+        if ((c & 0xC0) == 0x80)
+            continue;
+        if (utf8_sequence_length(c) > back)
+            whole = len - back;
+        break;
+    }
+    json_escape_into(w->out, p, whole);
+    memcpy(w->carry, p + whole, len - whole);
+    w->carry_len = (unsigned char)(len - whole);
+}
+
+void jw_string_end(json_writer *w)
+{
+    if (w->carry_len)
+        json_escape_into(w->out, w->carry, w->carry_len);
+    w->carry_len = 0;
+    buf_push(w->out, '"');
 }
 
 void jw_int(json_writer *w, int64_t v)

@@ -25,7 +25,9 @@
 
 typedef struct json_writer {
     buf *out;
-    bool need_comma; /* a value was just completed at the current level */
+    bool need_comma;        /* a value was just completed at the current level */
+    char carry[4];          /* a string chunk's incomplete UTF-8 tail */
+    unsigned char carry_len;
 } json_writer;
 
 void jw_init(json_writer *w, buf *out);
@@ -40,6 +42,13 @@ void jw_key_n(json_writer *w, const char *key, size_t len);
 
 void jw_string(json_writer *w, const char *s); /* NULL writes null */
 void jw_string_n(json_writer *w, const char *s, size_t len);
+/* A string written in pieces, as it comes out of a buffer: a UTF-8
+ * sequence split between two chunks is held back until it is whole, so the
+ * result is exactly what jw_string_n would write for the concatenation. */
+void jw_string_begin(json_writer *w);
+void jw_string_chunk(json_writer *w, const char *s, size_t len);
+void jw_string_end(json_writer *w);
+
 void jw_int(json_writer *w, int64_t v);
 void jw_uint(json_writer *w, uint64_t v);
 void jw_double(json_writer *w, double v); /* NaN and infinities write null */

@@ -24,67 +24,8 @@ typedef struct doc_adapter {
 
 /* ----- writing ------------------------------------------------------------------- */
 
-static size_t seq_len(unsigned char c)
-{
-    if ((c & 0xE0) == 0xC0)
-        return 2;
-    if ((c & 0xF0) == 0xE0)
-        return 3;
-    if ((c & 0xF8) == 0xF0)
-        return 4;
-    return 1;
-}
-
-/* A JSON string written from chunks. A multi-byte sequence split across two
- * chunks is held back until it is whole, so the writer's UTF-8 validation sees
- * exactly the bytes it would see in one piece. */
-typedef struct jstr {
-    json_writer *w;
-    char carry[4];
-    size_t n;
-} jstr;
-
-static void jstr_begin(jstr *s, json_writer *w)
-{
-    s->w = w;
-    s->n = 0;
-    jw_raw(w, "\"", 1);
-}
-
-static void jstr_chunk(void *ctx, const char *p, size_t len)
-{
-    jstr *s = ctx;
-    if (s->n) {
-        size_t need = seq_len((unsigned char)s->carry[0]);
-        while (s->n < need && len && ((unsigned char)*p & 0xC0) == 0x80) {
-            s->carry[s->n++] = *p++;
-            len--;
-        }
-        if (s->n < need && len == 0)
-            return;
-        json_escape_into(s->w->out, s->carry, s->n);
-        s->n = 0;
-    }
-    size_t safe = len;
-    for (size_t back = 1; back <= 3 && back <= len; back++) {
-        unsigned char c = (unsigned char)p[len - back];
-        if ((c & 0xC0) == 0x80)
-            continue;
-        if (seq_len(c) > back)
-            safe = len - back;
-        break;
-    }
-    json_escape_into(s->w->out, p, safe);
-    memcpy(s->carry, p + safe, len - safe);
-    s->n = len - safe;
-}
-
-static void jstr_end(jstr *s)
-{
-    if (s->n)
-        json_escape_into(s->w->out, s->carry, s->n);
-    buf_push(s->w->out, '"');
-}
+/* document_read's chunk callback: ctx is the writer of an open string. */
+static void write_chunk(void *ctx, const char *p, size_t len) { jw_string_chunk(ctx, p, len); }
 
 static void write_position(json_writer *w, size_t line, size_t column)
 {
@@ -500,10 +441,9 @@ static void m_content(void *ctx, ecp_call *call)
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "content");
-    jstr s;
-    jstr_begin(&s, w);
-    document_read(ad->svc, id.ptr, NULL, ECP_ENCODING_UTF8, jstr_chunk, &s, NULL);
-    jstr_end(&s);
+    jw_string_begin(w);
+    document_read(ad->svc, id.ptr, NULL, ECP_ENCODING_UTF8, write_chunk, w, NULL);
+    jw_string_end(w);
     jw_key_int(w, "version", (int64_t)info.version);
     jw_key_int(w, "lineCount", (int64_t)info.line_count);
     jw_object_end(w);
@@ -515,10 +455,9 @@ static void write_line(doc_adapter *ad, json_writer *w, const char *id, size_t l
     jw_object_begin(w);
     jw_key_int(w, "lineNumber", (int64_t)line);
     jw_key(w, "text");
-    jstr s;
-    jstr_begin(&s, w);
-    document_read_line(ad->svc, id, line, jstr_chunk, &s, NULL);
-    jstr_end(&s);
+    jw_string_begin(w);
+    document_read_line(ad->svc, id, line, write_chunk, w, NULL);
+    jw_string_end(w);
     jw_object_end(w);
 }
 
@@ -614,7 +553,6 @@ static void m_viewport(void *ctx, ecp_call *call)
 typedef struct text_reply {
     ecp_call *call;
     json_writer *w;
-    jstr s;
 } text_reply;
 
 static void text_reply_start(text_reply *t)
@@ -622,7 +560,7 @@ static void text_reply_start(text_reply *t)
     t->w = ecp_call_result(t->call);
     jw_object_begin(t->w);
     jw_key(t->w, "text");
-    jstr_begin(&t->s, t->w);
+    jw_string_begin(t->w);
 }
 
 static void text_reply_chunk(void *ctx, const char *p, size_t len)
@@ -630,7 +568,7 @@ static void text_reply_chunk(void *ctx, const char *p, size_t len)
     text_reply *t = ctx;
     if (!t->w)
         text_reply_start(t);
-    jstr_chunk(&t->s, p, len);
+    jw_string_chunk(t->w, p, len);
 }
 
 static void m_text_in_range(void *ctx, ecp_call *call)
@@ -649,7 +587,7 @@ static void m_text_in_range(void *ctx, ecp_call *call)
     }
     if (!t.w)
         text_reply_start(&t);
-    jstr_end(&t.s);
+    jw_string_end(t.w);
     jw_object_end(t.w);
     ecp_call_finish(call);
 }
@@ -974,10 +912,9 @@ static void m_selections(void *ctx, ecp_call *call)
     jw_key(w, "selections");
     jw_array_begin(w);
     for (size_t i = 0; i < count; i++) {
-        jstr s;
-        jstr_begin(&s, w);
-        document_read_selection(ad->svc, id.ptr, i, jstr_chunk, &s, NULL);
-        jstr_end(&s);
+        jw_string_begin(w);
+        document_read_selection(ad->svc, id.ptr, i, write_chunk, w, NULL);
+        jw_string_end(w);
     }
     jw_array_end(w);
     jw_object_end(w);
@@ -1126,10 +1063,9 @@ static void m_word_at_position(void *ctx, ecp_call *call)
     write_position(w, range.end.line, range.end.column);
     jw_object_end(w);
     jw_key(w, "text");
-    jstr s;
-    jstr_begin(&s, w);
-    document_read(ad->svc, id.ptr, &range, enc, jstr_chunk, &s, NULL);
-    jstr_end(&s);
+    jw_string_begin(w);
+    document_read(ad->svc, id.ptr, &range, enc, write_chunk, w, NULL);
+    jw_string_end(w);
     jw_object_end(w);
     ecp_call_finish(call);
 }

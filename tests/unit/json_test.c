@@ -1190,10 +1190,52 @@ static void test_round_trip_property(void **state)
     buf_free(&expect);
 }
 
+/* A string written in chunks, split at every pair of points, is exactly the
+ * string written whole, even when a split cuts a UTF-8 sequence or an
+ * invalid byte sits at the cut. */
+static void test_string_in_chunks(void **state)
+{
+    (void)state;
+    const char text[] = "a\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80\"\n\xff\xc3z\xe4\xb8";
+    size_t n = sizeof text - 1;
+    buf whole = BUF_INIT;
+    json_writer w;
+    jw_init(&w, &whole);
+    jw_string_n(&w, text, n);
+    for (size_t i = 0; i <= n; i++) {
+        for (size_t j = i; j <= n; j++) {
+            buf pieces = BUF_INIT;
+            jw_init(&w, &pieces);
+            jw_string_begin(&w);
+            jw_string_chunk(&w, text, i);
+            jw_string_chunk(&w, text + i, j - i);
+            jw_string_chunk(&w, text + j, n - j);
+            jw_string_end(&w);
+            if (pieces.len != whole.len || memcmp(pieces.data, whole.data, whole.len) != 0)
+                fail_msg("split at %zu,%zu: %s != %s", i, j, pieces.data, whole.data);
+            buf_free(&pieces);
+        }
+    }
+    /* inside an array, commas still come out right */
+    buf arr = BUF_INIT;
+    jw_init(&w, &arr);
+    jw_array_begin(&w);
+    jw_string_begin(&w);
+    jw_string_chunk(&w, "x", 1);
+    jw_string_end(&w);
+    jw_string_begin(&w);
+    jw_string_end(&w);
+    jw_array_end(&w);
+    assert_string_equal(arr.data, "[\"x\",\"\"]");
+    buf_free(&arr);
+    buf_free(&whole);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_types),
+        cmocka_unit_test(test_string_in_chunks),
         cmocka_unit_test(test_top_level_scalars),
         cmocka_unit_test(test_nested_lookups),
         cmocka_unit_test(test_iteration_array),
