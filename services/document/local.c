@@ -388,8 +388,9 @@ int document_read_line(document_service *self, const char *document_id, size_t l
     if (line >= lines)
         return ecp_error_set(err, ECP_ERANGE, "Invalid position: line %zu is past the end (%zu line%s)", line, lines,
                              lines == 1 ? "" : "s");
-    document__read_bytes(doc->tree, piece_tree_line_start(doc->tree, line), piece_tree_line_length(doc->tree, line),
-                         fn, ctx);
+    size_t start, len;
+    piece_tree_line_range(doc->tree, line, &start, &len);
+    document__read_bytes(doc->tree, start, len, fn, ctx);
     return 0;
 }
 

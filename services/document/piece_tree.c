@@ -1,30 +1,43 @@
-/* piece_tree: a red-black tree of pieces over an owned original buffer and an
+/* piece_tree: a B+tree of pieces over an owned original buffer and an
  * append-only add buffer.
  *
  * Layout decisions and the reasons for them:
  *
- * - A node stores the byte and '\n' totals of its LEFT subtree, not of its
- *   whole subtree. A descent by offset or by line then reads only the node it
- *   visits, never a child, so it costs one cache line per level.
- * - A node is exactly 64 bytes and nodes live in 64-byte aligned slabs (the
- *   red/black bit hides in the low bit of the parent pointer to make room).
- *   Slabs grow from 2 KiB to 2 MiB, the large ones on huge pages where the
- *   kernel gives them: a tree of millions of pieces is far larger than the
- *   caches, and every level of a descent is then a memory access that should
- *   not also be a TLB miss.
+ * - Pieces live in leaves, many to a node, and internal nodes hold for each
+ *   child the byte and '\n' totals of its subtree. A binary tree of a million
+ *   pieces is twenty-odd levels deep and every level is a cache miss; with a
+ *   fanout of ~40 the same lookup visits four or five nodes. Byte counts,
+ *   '\n' counts and pointers sit in three arrays, so a descent reads only the
+ *   counts it steers by, and it asks for all of a node's lines at once: each
+ *   level then costs about one wait for memory.
+ * - Leaf entries and internal entries have the same shape (a pointer, a byte
+ *   count, a '\n' count), so splitting, merging and rebalancing are written
+ *   once for both.
+ * - Nodes are aligned to their (power of two) size inside slabs: a pointer
+ *   to a piece then also names its leaf, which lets a reader and the line
+ *   cache step to the next piece without a parent pointer or a descent.
+ *   Slabs grow to 2 MiB, the large ones on huge pages where the kernel gives
+ *   them, so that a descent is not also a string of TLB misses.
+ * - Leaves are chained in document order for the same reason.
+ * - No parent pointers: an edit records the path it descended and fixes
+ *   totals and overflows/underflows along it.
  * - The original is cut into pieces of at most ORIGINAL_PIECE bytes at load
  *   time (after a '\n' when one is near the cut), so finding a line inside a
  *   piece scans a bounded number of bytes, with nothing stored per line.
  * - Pieces point straight at their bytes. The original never moves and the
  *   add buffer is a list of blocks that are never reallocated.
- * - An insert where the previous one ended, whose bytes would follow the
- *   previous insert's in the add buffer, lengthens that piece instead of
- *   adding one, and a delete of its tail (backspace) shortens it and gives the
- *   bytes back to the add buffer: typing does not fragment the tree.
+ * - An insert at the end of a piece whose bytes are the last ones appended to
+ *   the add buffer lengthens that piece instead of adding one, and a delete of
+ *   such a piece's tail (backspace) shortens it and gives the bytes back to
+ *   the add buffer: typing does not fragment the tree. No piece shares add
+ *   bytes with another, so the bytes given back are referenced by nobody.
+ * - Every edit that may need nodes reserves the worst case (one per level
+ *   plus a new root) before it changes anything, so it either fails with the
+ *   tree untouched or cannot fail.
  * - Editors read lines in order, so the piece the last line lookup landed in,
  *   and how far into it the lookup had counted, is remembered; the next
- *   lookup in that piece resumes the scan instead of descending and scanning
- *   from the piece start again. Every edit forgets it.
+ *   lookup in that piece, or a few pieces further on, resumes from there
+ *   instead of descending. Every edit forgets it.
  */
 #include "piece_tree.h"
 
@@ -38,11 +51,13 @@
 #include <emmintrin.h>
 #endif
 
-/* Upper bound of an original piece: the most bytes one line lookup scans. The
+/* Upper bound of an original piece: the most bytes one line lookup scans, and
+ * twice the most an insert into it scans to split it. 4 KiB keeps a 100 MB
+ * document's bookkeeping near 1% of it. The
  * fuzz target builds with tiny values so that every boundary case occurs in a
  * few bytes of input. */
 #ifndef PIECE_TREE_ORIGINAL_PIECE
-#define PIECE_TREE_ORIGINAL_PIECE (16 * 1024)
+#define PIECE_TREE_ORIGINAL_PIECE (4 * 1024)
 #endif
 /* Add blocks start small so that a document that is only read costs nothing
  * and a lightly edited one little, then double to amortise allocation. */
@@ -52,24 +67,67 @@
 #ifndef PIECE_TREE_ADD_BLOCK_MAX
 #define PIECE_TREE_ADD_BLOCK_MAX (1024 * 1024)
 #endif
+/* Entries per node. 42 fills a 1 KiB node exactly. A build with tiny pieces
+ * (the fuzz target) gets tiny nodes too, so that splits, merges and
+ * rebalancing between siblings all happen within a few bytes of input. */
+#ifndef PIECE_TREE_FANOUT
+#if PIECE_TREE_ORIGINAL_PIECE < 64
+#define PIECE_TREE_FANOUT 4
+#else
+#define PIECE_TREE_FANOUT 42
+#endif
+#endif
 _Static_assert(PIECE_TREE_ORIGINAL_PIECE >= 2, "load cuts pieces at no less than half the bound");
-#define CACHE_LINE 64
-#define HUGE_PAGE (2 * 1024 * 1024)
-#define NODE_SLAB_MIN 32
-#define NODE_SLAB_MAX (HUGE_PAGE / CACHE_LINE)
+/* An insert adds up to two entries to a leaf; both halves of a split must
+ * still be at least half full. */
+_Static_assert(PIECE_TREE_FANOUT >= 4 && PIECE_TREE_FANOUT <= 1024, "fanout out of range");
 
+#define FANOUT PIECE_TREE_FANOUT
+#define MIN_FILL (FANOUT / 2)
+/* Every non-root node is at least half full: 64 levels hold more pieces than
+ * memory can. */
+#define MAX_DEPTH 64
+#define HUGE_PAGE (2 * 1024 * 1024)
+#define NODE_SLAB_MIN 8
+
+struct node;
+
+typedef union {
+    const char *text;   /* in a leaf: the piece's bytes */
+    struct node *child; /* in an internal node */
+} slot;
+
+/* Counts and pointers in separate arrays: a descent scans only the counts
+ * it steers by, a few cache lines per node. */
 struct node {
-    struct node *left;
-    struct node *right;
-    uintptr_t parent_color; /* parent pointer, low bit set when red */
-    size_t size_left;       /* bytes in the left subtree */
-    size_t lf_left;         /* '\n' in the left subtree */
-    const char *text;
+    struct node *next; /* leaf: next leaf in document order; free: next free */
+    uint32_t n;
+    uint32_t level; /* 0 for leaves */
+    size_t len[FANOUT]; /* bytes of the piece or of the child's subtree */
+    size_t lf[FANOUT];  /* '\n' among them */
+    slot ptr[FANOUT];
+};
+
+/* One entry of a node as a value, for moving entries between nodes. */
+struct entry {
+    slot u;
     size_t len;
     size_t lf;
 };
 
-_Static_assert(sizeof(struct node) == CACHE_LINE, "a node must fill exactly one cache line");
+#define ALIGN_FOR(s)                                                                                          \
+    ((s) <= 64 ? 64                                                                                           \
+     : (s) <= 128 ? 128                                                                                       \
+     : (s) <= 256 ? 256                                                                                       \
+     : (s) <= 512 ? 512                                                                                       \
+     : (s) <= 1024 ? 1024                                                                                     \
+     : (s) <= 2048 ? 2048                                                                                     \
+     : (s) <= 4096 ? 4096                                                                                     \
+     : (s) <= 8192 ? 8192                                                                                     \
+     : (s) <= 16384 ? 16384                                                                                   \
+                    : 32768)
+enum { NODE_SIZE = ALIGN_FOR(sizeof(struct node)) };
+_Static_assert(NODE_SIZE >= sizeof(struct node), "a node must fit its slot");
 
 /* Never reallocated: pieces point into data. */
 struct add_block {
@@ -79,25 +137,29 @@ struct add_block {
     char data[];
 };
 
+/* The first slot of every slab links the slabs. */
 struct node_slab {
     struct node_slab *next;
-    void *raw;
 };
 
 /* Where the last line lookup landed. Valid until the next edit. */
 struct line_cache {
-    const struct node *node; /* NULL when nothing is remembered */
-    size_t start;            /* document offset of node's first byte */
-    size_t line;             /* '\n' before node */
-    size_t mark;             /* an offset inside the piece, 0..len */
-    size_t mark_lf;          /* '\n' in text[0, mark) */
-    size_t last_nth;         /* the last '\n' found is the last_nth-th (0: none) */
-    size_t last_at;          /* and it is at this document offset */
+    const struct node *leaf; /* NULL when nothing is remembered */
+    unsigned idx;            /* the piece within the leaf */
+    const char *text;        /* and a copy of it */
+    size_t len;
+    size_t lf;
+    size_t start;    /* document offset of the piece's first byte */
+    size_t line;     /* '\n' before the piece */
+    size_t mark;     /* an offset inside the piece, 0..len */
+    size_t mark_lf;  /* '\n' in text[0, mark) */
+    size_t last_nth; /* the last '\n' found is the last_nth-th (0: none) */
+    size_t last_at;  /* and it is at this document offset */
 };
 
 struct piece_tree {
     struct node *root;
-    struct node nil; /* sentinel: black, zero length; leaves and root's parent */
+    unsigned height; /* levels; root->level == height - 1 */
     size_t length;
     size_t lf;
     size_t pieces;
@@ -111,21 +173,20 @@ struct piece_tree {
 
     struct node_slab *slabs;
     size_t next_slab_nodes;
-    struct node *free_nodes; /* linked through left */
-    struct node *bump;       /* never used nodes of the newest slab */
-    struct node *bump_end;
-    size_t free_count;       /* both of the above */
-
-    /* The piece the previous insert created or extended, and the document
-     * offset where it ends; an insert exactly there extends it in place as
-     * long as its bytes are the last ones appended to the add buffer. */
-    struct node *last_insert;
-    size_t last_insert_end;
+    struct node *free_nodes; /* linked through next */
+    size_t free_count;
+    size_t node_total; /* every usable slot of every slab */
 
     /* Lookups take a const tree yet update the cache: the pointer makes that
      * an ordinary write to a non-const object. */
     struct line_cache *cache;
     struct line_cache cache_storage;
+};
+
+/* The nodes an edit descended through, by level (0: the leaf). */
+struct path {
+    struct node *node[MAX_DEPTH];
+    unsigned idx[MAX_DEPTH];
 };
 
 /* ---- scanning bytes ----------------------------------------------------- */
@@ -156,7 +217,7 @@ static size_t count_lf(const char *p, size_t n)
 }
 
 #if defined(__SSE2__)
-static uint64_t lf_mask64(const char *p)
+static inline __attribute__((always_inline)) uint64_t lf_mask64(const char *p)
 {
     const __m128i nl = _mm_set1_epi8('\n');
     uint64_t a = (uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)p), nl));
@@ -217,88 +278,85 @@ static size_t find_nth_lf_back(const char *p, size_t n, size_t k)
     }
 }
 
-/* '\n' in the part of piece n from r on. The node's count answers without
- * touching the bytes when the piece has no '\n' or nothing else; otherwise
- * the shorter side is scanned. */
-static size_t lf_from(const struct node *n, size_t r)
+/* '\n' in the part of piece e from r on. The piece's count answers without
+ * touching the bytes when it has no '\n' or nothing else; otherwise the
+ * shorter side is scanned. */
+static size_t lf_from(const struct entry *e, size_t r)
 {
-    if (n->lf == 0 || n->lf == n->len)
-        return n->lf == 0 ? 0 : n->len - r;
-    return r <= n->len - r ? n->lf - count_lf(n->text, r) : count_lf(n->text + r, n->len - r);
+    if (e->lf == 0 || e->lf == e->len)
+        return e->lf == 0 ? 0 : e->len - r;
+    return r <= e->len - r ? e->lf - count_lf(e->u.text, r) : count_lf(e->u.text + r, e->len - r);
 }
 
-/* '\n' in text[from, from + len) of piece n, without touching the bytes
- * when the piece's count decides it. */
-static size_t lf_in(const struct node *n, size_t from, size_t len)
+/* '\n' in text[from, from + len) of piece e. */
+static size_t lf_in(const struct entry *e, size_t from, size_t len)
 {
-    if (n->lf == 0 || n->lf == n->len)
-        return n->lf == 0 ? 0 : len;
-    return count_lf(n->text + from, len);
+    if (e->lf == 0 || e->lf == e->len)
+        return e->lf == 0 ? 0 : len;
+    return count_lf(e->u.text + from, len);
 }
 
 /* ---- nodes -------------------------------------------------------------- */
 
-static inline struct node *parent_of(const struct node *n)
+static inline const struct node *node_of(const void *p)
 {
-    return (struct node *)(n->parent_color & ~(uintptr_t)1);
+    return (const struct node *)((uintptr_t)p & ~(uintptr_t)(NODE_SIZE - 1));
 }
 
-static inline bool is_red(const struct node *n)
+static inline struct entry get_entry(const struct node *x, unsigned i)
 {
-    return n->parent_color & 1;
+    struct entry e = {x->ptr[i], x->len[i], x->lf[i]};
+    return e;
 }
 
-static inline void set_parent(struct node *n, struct node *p)
+static inline void put_entry(struct node *x, unsigned i, struct entry e)
 {
-    n->parent_color = (uintptr_t)p | (n->parent_color & 1);
+    x->ptr[i] = e.u;
+    x->len[i] = e.len;
+    x->lf[i] = e.lf;
 }
 
-static inline void set_red(struct node *n)
+/* Moves count entries from y[from] to x[to]; the ranges may overlap. */
+static inline void move_entries(struct node *x, unsigned to, const struct node *y, unsigned from, unsigned count)
 {
-    n->parent_color |= 1;
+    memmove(&x->len[to], &y->len[from], count * sizeof x->len[0]);
+    memmove(&x->lf[to], &y->lf[from], count * sizeof x->lf[0]);
+    memmove(&x->ptr[to], &y->ptr[from], count * sizeof x->ptr[0]);
 }
 
-static inline void set_black(struct node *n)
+/* Warms every line of a node's counts at once: the scan that follows then
+ * waits for memory about once, not once per line. */
+static inline void prefetch_counts(const size_t *counts, unsigned n)
 {
-    n->parent_color &= ~(uintptr_t)1;
+    for (unsigned i = 0; i < n; i += 64 / sizeof *counts)
+        __builtin_prefetch(&counts[i]);
 }
 
 static bool add_slab(piece_tree *self)
 {
     size_t count = self->next_slab_nodes;
-    size_t bytes = count * sizeof(struct node);
-    char *raw;
-    size_t have;
-    if (bytes >= HUGE_PAGE) {
-        /* Aligned so that the kernel can back it with one huge page. */
-        raw = aligned_alloc(HUGE_PAGE, bytes);
-        if (raw == NULL)
-            return false;
+    size_t bytes = count * NODE_SIZE;
+    /* Large slabs aligned so that the kernel can back them with huge pages. */
+    size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : NODE_SIZE;
+    char *raw = aligned_alloc(align, bytes);
+    if (raw == NULL)
+        return false;
 #if defined(MADV_HUGEPAGE)
+    if (bytes >= HUGE_PAGE)
         madvise(raw, bytes, MADV_HUGEPAGE);
 #endif
-        have = bytes;
-    } else {
-        have = bytes + CACHE_LINE;
-        raw = malloc(have);
-        if (raw == NULL)
-            return false;
-    }
-    /* What is left of the previous slab moves to the free list. */
-    while (self->bump != self->bump_end) {
-        self->bump->left = self->free_nodes;
-        self->free_nodes = self->bump++;
-    }
-    /* The start of a slab, before its first aligned node, links the slabs. */
     struct node_slab *slab = (struct node_slab *)raw;
-    slab->raw = raw;
     slab->next = self->slabs;
     self->slabs = slab;
-    uintptr_t first = ((uintptr_t)raw + sizeof(struct node_slab) + CACHE_LINE - 1) & ~(uintptr_t)(CACHE_LINE - 1);
-    self->bump = (struct node *)first;
-    self->bump_end = self->bump + ((uintptr_t)raw + have - first) / sizeof(struct node);
-    self->free_count += (size_t)(self->bump_end - self->bump);
-    if (self->next_slab_nodes < NODE_SLAB_MAX)
+    /* Pushed last to first so that nodes are handed out in address order. */
+    for (size_t i = count; i-- > 1;) {
+        struct node *n = (struct node *)(raw + i * NODE_SIZE);
+        n->next = self->free_nodes;
+        self->free_nodes = n;
+    }
+    self->free_count += count - 1;
+    self->node_total += count - 1;
+    if (bytes < HUGE_PAGE)
         self->next_slab_nodes *= 2;
     return true;
 }
@@ -313,356 +371,264 @@ static bool reserve_nodes(piece_tree *self, size_t count)
     return true;
 }
 
-static struct node *take_node(piece_tree *self, const char *text, size_t len, size_t lf)
+static struct node *take_node(piece_tree *self, unsigned level)
 {
     assert(self->free_count > 0);
     struct node *n = self->free_nodes;
-    if (n != NULL)
-        self->free_nodes = n->left;
-    else
-        n = self->bump++;
+    self->free_nodes = n->next;
     self->free_count--;
-    n->left = n->right = &self->nil;
-    n->parent_color = (uintptr_t)&self->nil;
-    n->size_left = n->lf_left = 0;
-    n->text = text;
-    n->len = len;
-    n->lf = lf;
+    n->next = NULL;
+    n->n = 0;
+    n->level = level;
     return n;
 }
 
 static void give_node(piece_tree *self, struct node *n)
 {
-    n->left = self->free_nodes;
+    n->next = self->free_nodes;
     self->free_nodes = n;
     self->free_count++;
 }
 
 static void give_subtree(piece_tree *self, struct node *n)
 {
-    /* Recursion depth is the tree height: at most twice log2 of the pieces. */
-    if (n == &self->nil)
-        return;
-    give_subtree(self, n->left);
-    give_subtree(self, n->right);
+    /* Recursion depth is the tree height. */
+    if (n->level > 0)
+        for (unsigned i = 0; i < n->n; i++)
+            give_subtree(self, n->ptr[i].child);
     give_node(self, n);
 }
 
-static struct node *leftmost(const piece_tree *self, struct node *n)
+static void node_totals(const struct node *x, size_t *len, size_t *lf)
 {
-    while (n->left != &self->nil)
-        n = n->left;
-    return n;
-}
-
-static const struct node *successor(const piece_tree *self, const struct node *n)
-{
-    if (n->right != &self->nil)
-        return leftmost(self, n->right);
-    const struct node *p = parent_of(n);
-    while (p != &self->nil && n == p->right) {
-        n = p;
-        p = parent_of(p);
+    size_t l = 0, f = 0;
+    for (unsigned i = 0; i < x->n; i++) {
+        l += x->len[i];
+        f += x->lf[i];
     }
-    return p == &self->nil ? NULL : p;
+    *len = l;
+    *lf = f;
 }
 
-/* The left-subtree totals of every ancestor that has n on its left change
- * when n's subtree gains or loses bytes. */
-static void grow_upward(piece_tree *self, struct node *n, size_t len, size_t lf)
+static void grow_path(piece_tree *self, struct path *p, size_t len, size_t lf)
 {
-    for (struct node *p = parent_of(n); p != &self->nil; n = p, p = parent_of(p)) {
-        if (n == p->left) {
-            p->size_left += len;
-            p->lf_left += lf;
-        }
+    for (unsigned l = 1; l < self->height; l++) {
+        p->node[l]->len[p->idx[l]] += len;
+        p->node[l]->lf[p->idx[l]] += lf;
     }
 }
 
-static void shrink_upward(piece_tree *self, struct node *n, size_t len, size_t lf)
+static void shrink_path(piece_tree *self, struct path *p, size_t len, size_t lf)
 {
-    for (struct node *p = parent_of(n); p != &self->nil; n = p, p = parent_of(p)) {
-        if (n == p->left) {
-            p->size_left -= len;
-            p->lf_left -= lf;
-        }
+    for (unsigned l = 1; l < self->height; l++) {
+        p->node[l]->len[p->idx[l]] -= len;
+        p->node[l]->lf[p->idx[l]] -= lf;
     }
 }
 
-/* ---- red-black balancing ------------------------------------------------ */
-
-static void replace_child(piece_tree *self, struct node *p, struct node *old, struct node *new_child)
+/* Inserts k (1 or 2) entries at position `at` of the node at `level` on the
+ * path, splitting nodes up to the root as they overflow. The totals of the
+ * path above must already count the new entries; the nodes were reserved. */
+static void insert_entries(piece_tree *self, struct path *p, unsigned level, unsigned at, const struct entry *add,
+                           unsigned k)
 {
-    if (p == &self->nil)
-        self->root = new_child;
-    else if (p->left == old)
-        p->left = new_child;
-    else
-        p->right = new_child;
+    struct node *x = p->node[level];
+    if (x->n + k <= FANOUT) {
+        move_entries(x, at + k, x, at, x->n - at);
+        for (unsigned j = 0; j < k; j++)
+            put_entry(x, at + j, add[j]);
+        x->n += k;
+        return;
+    }
+    unsigned total = x->n + k, left = total / 2;
+    struct node *r = take_node(self, x->level);
+    struct entry all[FANOUT + 2];
+    for (unsigned j = 0; j < at; j++)
+        all[j] = get_entry(x, j);
+    for (unsigned j = 0; j < k; j++)
+        all[at + j] = add[j];
+    for (unsigned j = at; j < x->n; j++)
+        all[j + k] = get_entry(x, j);
+    for (unsigned j = 0; j < left; j++)
+        put_entry(x, j, all[j]);
+    for (unsigned j = left; j < total; j++)
+        put_entry(r, j - left, all[j]);
+    x->n = left;
+    r->n = total - left;
+    if (x->level == 0) {
+        r->next = x->next;
+        x->next = r;
+    }
+    struct entry re = {.u.child = r};
+    node_totals(r, &re.len, &re.lf);
+    if (level + 1 == self->height) {
+        struct node *root = take_node(self, level + 1);
+        struct entry le = {.u.child = x};
+        node_totals(x, &le.len, &le.lf);
+        put_entry(root, 0, le);
+        put_entry(root, 1, re);
+        root->n = 2;
+        self->root = root;
+        self->height++;
+        return;
+    }
+    struct node *parent = p->node[level + 1];
+    unsigned pi = p->idx[level + 1];
+    parent->len[pi] -= re.len;
+    parent->lf[pi] -= re.lf;
+    insert_entries(self, p, level + 1, pi + 1, &re, 1);
 }
 
-static void rotate_left(piece_tree *self, struct node *x)
+/* Restores the fill of the node at `level` on the path (and of its ancestors
+ * in turn) after it lost entries: it borrows from or merges with a sibling.
+ * The totals along the path must already be right. Never allocates. */
+static void fix_underflow(piece_tree *self, struct path *p, unsigned level)
 {
-    struct node *y = x->right;
-    x->right = y->left;
-    if (y->left != &self->nil)
-        set_parent(y->left, x);
-    set_parent(y, parent_of(x));
-    replace_child(self, parent_of(x), x, y);
-    y->left = x;
-    set_parent(x, y);
-    /* y's left subtree is now x with all of x's left subtree. */
-    y->size_left += x->size_left + x->len;
-    y->lf_left += x->lf_left + x->lf;
-}
-
-static void rotate_right(piece_tree *self, struct node *y)
-{
-    struct node *x = y->left;
-    y->left = x->right;
-    if (x->right != &self->nil)
-        set_parent(x->right, y);
-    set_parent(x, parent_of(y));
-    replace_child(self, parent_of(y), y, x);
-    x->right = y;
-    set_parent(y, x);
-    /* y's left subtree is now only x's former right subtree. */
-    y->size_left -= x->size_left + x->len;
-    y->lf_left -= x->lf_left + x->lf;
-}
-
-static void insert_fixup(piece_tree *self, struct node *z)
-{
-    while (is_red(parent_of(z))) {
-        struct node *p = parent_of(z);
-        struct node *g = parent_of(p);
-        if (p == g->left) {
-            struct node *u = g->right;
-            if (is_red(u)) {
-                set_black(p);
-                set_black(u);
-                set_red(g);
-                z = g;
-            } else {
-                if (z == p->right) {
-                    z = p;
-                    rotate_left(self, z);
-                    p = parent_of(z);
-                }
-                set_black(p);
-                set_red(g);
-                rotate_right(self, g);
+    for (;;) {
+        struct node *x = p->node[level];
+        if (level + 1 == self->height) {
+            /* A root with one child hands the root role down. */
+            while (x->level > 0 && x->n == 1) {
+                struct node *child = x->ptr[0].child;
+                give_node(self, x);
+                x = child;
+                self->height--;
             }
+            self->root = x;
+            return;
+        }
+        if (x->n >= MIN_FILL)
+            return;
+        struct node *parent = p->node[level + 1];
+        unsigned pi = p->idx[level + 1];
+        unsigned li = pi > 0 ? pi - 1 : pi;
+        struct node *l = parent->ptr[li].child, *r = parent->ptr[li + 1].child;
+        unsigned total = l->n + r->n;
+        if (total <= FANOUT) {
+            move_entries(l, l->n, r, 0, r->n);
+            l->n = total;
+            if (l->level == 0)
+                l->next = r->next;
+            parent->len[li] += parent->len[li + 1];
+            parent->lf[li] += parent->lf[li + 1];
+            move_entries(parent, li + 1, parent, li + 2, parent->n - li - 2);
+            parent->n--;
+            give_node(self, r);
+            level++;
+            continue;
+        }
+        unsigned want = total / 2;
+        if (l->n > want) {
+            unsigned move = l->n - want;
+            move_entries(r, move, r, 0, r->n);
+            move_entries(r, 0, l, want, move);
+            l->n = want;
+            r->n += move;
         } else {
-            struct node *u = g->left;
-            if (is_red(u)) {
-                set_black(p);
-                set_black(u);
-                set_red(g);
-                z = g;
-            } else {
-                if (z == p->left) {
-                    z = p;
-                    rotate_right(self, z);
-                    p = parent_of(z);
-                }
-                set_black(p);
-                set_red(g);
-                rotate_left(self, g);
-            }
+            unsigned move = want - l->n;
+            move_entries(l, l->n, r, 0, move);
+            move_entries(r, 0, r, move, r->n - move);
+            l->n = want;
+            r->n -= move;
         }
+        node_totals(l, &parent->len[li], &parent->lf[li]);
+        node_totals(r, &parent->len[li + 1], &parent->lf[li + 1]);
+        return;
     }
-    set_black(self->root);
-}
-
-static void delete_fixup(piece_tree *self, struct node *x)
-{
-    while (x != self->root && !is_red(x)) {
-        struct node *p = parent_of(x);
-        if (x == p->left) {
-            struct node *w = p->right;
-            if (is_red(w)) {
-                set_black(w);
-                set_red(p);
-                rotate_left(self, p);
-                w = p->right;
-            }
-            if (!is_red(w->left) && !is_red(w->right)) {
-                set_red(w);
-                x = p;
-            } else {
-                if (!is_red(w->right)) {
-                    set_black(w->left);
-                    set_red(w);
-                    rotate_right(self, w);
-                    w = p->right;
-                }
-                if (is_red(p))
-                    set_red(w);
-                else
-                    set_black(w);
-                set_black(p);
-                set_black(w->right);
-                rotate_left(self, p);
-                x = self->root;
-            }
-        } else {
-            struct node *w = p->left;
-            if (is_red(w)) {
-                set_black(w);
-                set_red(p);
-                rotate_right(self, p);
-                w = p->left;
-            }
-            if (!is_red(w->right) && !is_red(w->left)) {
-                set_red(w);
-                x = p;
-            } else {
-                if (!is_red(w->left)) {
-                    set_black(w->right);
-                    set_red(w);
-                    rotate_left(self, w);
-                    w = p->left;
-                }
-                if (is_red(p))
-                    set_red(w);
-                else
-                    set_black(w);
-                set_black(p);
-                set_black(w->left);
-                rotate_right(self, p);
-                x = self->root;
-            }
-        }
-    }
-    set_black(x);
-}
-
-/* Links z as the in-order successor of pos (pos == nil: as the first piece). */
-static void link_after(piece_tree *self, struct node *pos, struct node *z)
-{
-    set_red(z);
-    if (self->root == &self->nil) {
-        self->root = z;
-    } else if (pos == &self->nil) {
-        struct node *p = leftmost(self, self->root);
-        p->left = z;
-        set_parent(z, p);
-    } else if (pos->right == &self->nil) {
-        pos->right = z;
-        set_parent(z, pos);
-    } else {
-        struct node *p = leftmost(self, pos->right);
-        p->left = z;
-        set_parent(z, p);
-    }
-    grow_upward(self, z, z->len, z->lf);
-    insert_fixup(self, z);
-    self->pieces++;
-}
-
-/* Links z as the in-order predecessor of pos. */
-static void link_before(piece_tree *self, struct node *pos, struct node *z)
-{
-    set_red(z);
-    struct node *p = pos;
-    if (p->left == &self->nil) {
-        p->left = z;
-    } else {
-        for (p = p->left; p->right != &self->nil;)
-            p = p->right;
-        p->right = z;
-    }
-    set_parent(z, p);
-    grow_upward(self, z, z->len, z->lf);
-    insert_fixup(self, z);
-    self->pieces++;
-}
-
-static void unlink_node(piece_tree *self, struct node *z)
-{
-    struct node *y = z;
-    if (z->left != &self->nil && z->right != &self->nil) {
-        /* Move the successor's piece into z and unlink the successor, which
-         * has at most one child. Ancestors above z lose z's bytes; the nodes
-         * between z and the successor lose the successor's. */
-        y = leftmost(self, z->right);
-        for (struct node *n = y, *p = parent_of(y); p != z; n = p, p = parent_of(p)) {
-            if (n == p->left) {
-                p->size_left -= y->len;
-                p->lf_left -= y->lf;
-            }
-        }
-        shrink_upward(self, z, z->len, z->lf);
-        z->text = y->text;
-        z->len = y->len;
-        z->lf = y->lf;
-    } else {
-        shrink_upward(self, z, z->len, z->lf);
-    }
-    /* y now holds no bytes of its own and its subtree is its one child's,
-     * so splicing it out changes no ancestor's totals. */
-    struct node *x = y->left != &self->nil ? y->left : y->right;
-    struct node *p = parent_of(y);
-    set_parent(x, p);
-    replace_child(self, p, y, x);
-    if (!is_red(y))
-        delete_fixup(self, x);
-    give_node(self, y);
-    self->pieces--;
 }
 
 /* ---- lookups ------------------------------------------------------------ */
 
-/* The piece holding byte `offset` (offset < length); *start gets the
- * document offset of the piece, *line the number of '\n' before it. */
-static struct node *find_byte(const piece_tree *self, size_t offset, size_t *start, size_t *line)
+/* Descends to the piece holding byte `offset` and returns the offset inside
+ * it; *leaf and *idx get the piece, *start its document offset, *line the
+ * '\n' before it (skipped when line is NULL: those counts are not read). With at_end, an offset at a boundary between pieces lands
+ * at the end of the earlier piece (and offset may equal the length); without,
+ * it lands at the start of the later one (offset < length). p, when not NULL,
+ * records the way down. */
+static size_t descend(const piece_tree *self, size_t offset, bool at_end, struct path *p, struct node **leaf,
+                      unsigned *idx, size_t *start, size_t *line)
 {
     struct node *x = self->root;
     size_t base = 0, lines = 0;
     for (;;) {
-        assert(x != &self->nil);
-        if (offset < x->size_left) {
-            x = x->left;
-        } else if (offset - x->size_left < x->len) {
-            *start = base + x->size_left;
-            *line = lines + x->lf_left;
-            return x;
+        const size_t *len = x->len;
+        unsigned i = 0;
+        prefetch_counts(len, x->n);
+        prefetch_counts((const size_t *)x->ptr, x->n);
+        if (p != NULL && x->level == 0)
+            prefetch_counts(x->lf, x->n);
+        if (at_end) {
+            while (offset > len[i]) {
+                offset -= len[i];
+                base += len[i];
+                i++;
+            }
         } else {
-            offset -= x->size_left + x->len;
-            base += x->size_left + x->len;
-            lines += x->lf_left + x->lf;
-            x = x->right;
+            while (offset >= len[i]) {
+                offset -= len[i];
+                base += len[i];
+                i++;
+            }
         }
+        assert(i < x->n);
+        if (line != NULL)
+            for (unsigned j = 0; j < i; j++)
+                lines += x->lf[j];
+        if (p != NULL) {
+            p->node[x->level] = x;
+            p->idx[x->level] = i;
+        }
+        if (x->level == 0) {
+            /* An insert or delete inside the piece counts its '\n' next:
+             * start fetching the bytes while the caller prepares. */
+            if (p != NULL)
+                __builtin_prefetch(x->ptr[i].text + offset);
+            *leaf = x;
+            *idx = i;
+            *start = base;
+            if (line != NULL)
+                *line = lines;
+            return offset;
+        }
+        x = x->ptr[i].child;
     }
 }
 
 /* The piece holding the nth (nth >= 1) '\n' of the document. */
-static struct node *find_lf(const piece_tree *self, size_t nth, size_t *start, size_t *line)
+static const struct node *find_lf(const piece_tree *self, size_t nth, unsigned *idx, size_t *start, size_t *line)
 {
-    struct node *x = self->root;
+    const struct node *x = self->root;
     size_t base = 0, lines = 0;
     for (;;) {
-        assert(x != &self->nil);
-        if (nth <= x->lf_left) {
-            x = x->left;
-        } else if (nth - x->lf_left <= x->lf) {
-            *start = base + x->size_left;
-            *line = lines + x->lf_left;
-            return x;
-        } else {
-            nth -= x->lf_left + x->lf;
-            base += x->size_left + x->len;
-            lines += x->lf_left + x->lf;
-            x = x->right;
+        const size_t *lf = x->lf;
+        unsigned i = 0;
+        prefetch_counts(lf, x->n);
+        while (nth > lf[i]) {
+            nth -= lf[i];
+            lines += lf[i];
+            i++;
         }
+        assert(i < x->n);
+        for (unsigned j = 0; j < i; j++)
+            base += x->len[j];
+        if (x->level == 0) {
+            *idx = i;
+            *start = base;
+            *line = lines;
+            return x;
+        }
+        x = x->ptr[i].child;
     }
 }
 
-static void cache_set(const piece_tree *self, const struct node *n, size_t start, size_t line)
+static void cache_set(const piece_tree *self, const struct node *leaf, unsigned idx, size_t start, size_t line)
 {
     struct line_cache *c = self->cache;
-    c->node = n;
+    c->leaf = leaf;
+    c->idx = idx;
+    c->text = leaf->ptr[idx].text;
+    c->len = leaf->len[idx];
+    c->lf = leaf->lf[idx];
     c->start = start;
     c->line = line;
     c->mark = 0;
@@ -671,31 +637,114 @@ static void cache_set(const piece_tree *self, const struct node *n, size_t start
 
 static void forget(piece_tree *self)
 {
-    self->cache->node = NULL;
+    self->cache->leaf = NULL;
     self->cache->last_nth = 0;
+}
+
+/* The piece after (*leaf, *idx) in document order; false at the end. */
+static inline bool step_piece(const struct node **leaf, unsigned *idx)
+{
+    if (*idx + 1 < (*leaf)->n) {
+        ++*idx;
+        return true;
+    }
+    *leaf = (*leaf)->next;
+    *idx = 0;
+    return *leaf != NULL;
+}
+
+/* Index in the cached piece of the first '\n' at or after c->mark; one must
+ * exist. Lines are mostly shorter than 128 bytes: looking at the next 128
+ * at once finds the end without a call and with a branch that is nearly
+ * always taken the same way, where memchr on lines of random length
+ * mispredicts about every other time. */
+static inline size_t next_lf_cached(const struct line_cache *c)
+{
+    size_t from = c->mark;
+#if defined(__SSE2__)
+    if (c->len - from >= 128) {
+        uint64_t m0 = lf_mask64(c->text + from), m1 = lf_mask64(c->text + from + 64);
+        if ((m0 | m1) != 0) {
+            uint64_t m = m0 != 0 ? m0 : m1;
+            size_t base = m0 != 0 ? 0 : 64;
+            return from + base + (size_t)__builtin_ctzll(m);
+        }
+        from += 128;
+    }
+#endif
+    return from + next_lf(c->text + from, c->len - from);
+}
+
+/* Reading in order crosses into the next piece every few dozen lines:
+ * stepping along the leaves is cheaper than descending from the root. */
+#define CACHE_WALK 8
+
+/* Points the cache at the piece holding the nth '\n'. */
+static void cache_seek_lf(const piece_tree *self, size_t nth)
+{
+    struct line_cache *c = self->cache;
+    const struct node *leaf = c->leaf;
+    unsigned idx = c->idx;
+    if (leaf != NULL && nth > c->line) {
+        if (nth - c->line <= c->lf)
+            return;
+        size_t start = c->start + c->len, line = c->line + c->lf;
+        for (int step = 0; step < CACHE_WALK && step_piece(&leaf, &idx); step++) {
+            if (nth - line <= leaf->lf[idx]) {
+                cache_set(self, leaf, idx, start, line);
+                return;
+            }
+            start += leaf->len[idx];
+            line += leaf->lf[idx];
+        }
+    }
+    size_t start, line;
+    leaf = find_lf(self, nth, &idx, &start, &line);
+    cache_set(self, leaf, idx, start, line);
+}
+
+/* Points the cache at the piece holding byte offset (offset < length). */
+static void cache_seek_byte(const piece_tree *self, size_t offset)
+{
+    struct line_cache *c = self->cache;
+    const struct node *leaf = c->leaf;
+    unsigned idx = c->idx;
+    if (leaf != NULL && offset >= c->start) {
+        if (offset - c->start < c->len)
+            return;
+        size_t start = c->start + c->len, line = c->line + c->lf;
+        for (int step = 0; step < CACHE_WALK && step_piece(&leaf, &idx); step++) {
+            if (offset - start < leaf->len[idx]) {
+                cache_set(self, leaf, idx, start, line);
+                return;
+            }
+            start += leaf->len[idx];
+            line += leaf->lf[idx];
+        }
+    }
+    size_t start, line;
+    struct node *found;
+    descend(self, offset, false, NULL, &found, &idx, &start, &line);
+    cache_set(self, found, idx, start, line);
 }
 
 /* Document offset of the nth (nth >= 1) '\n', found by scanning. */
 static size_t lf_scan(const piece_tree *self, size_t nth)
 {
     struct line_cache *c = self->cache;
-    const struct node *n = c->node;
-    if (n == NULL || nth <= c->line || nth - c->line > n->lf) {
-        size_t start, line;
-        n = find_lf(self, nth, &start, &line);
-        cache_set(self, n, start, line);
-    }
-    size_t k = nth - c->line; /* 1..n->lf within the piece */
+    cache_seek_lf(self, nth);
+    const char *text = c->text;
+    size_t k = nth - c->line; /* 1..c->lf within the piece */
     size_t at;
     if (k == c->mark_lf + 1) {
         /* The next line of a sequential read: the common case. */
-        at = c->mark + next_lf(n->text + c->mark, n->len - c->mark);
+        at = next_lf_cached(c);
     } else if (k > c->mark_lf) {
-        at = c->mark + find_nth_lf(n->text + c->mark, n->len - c->mark, k - c->mark_lf);
+        at = c->mark + find_nth_lf(text + c->mark, c->len - c->mark, k - c->mark_lf);
     } else if (c->mark_lf - k < k) {
-        at = find_nth_lf_back(n->text, c->mark, c->mark_lf - k + 1);
+        at = find_nth_lf_back(text, c->mark, c->mark_lf - k + 1);
     } else {
-        at = find_nth_lf(n->text, n->len, k);
+        at = find_nth_lf(text, c->len, k);
     }
     c->mark = at + 1;
     c->mark_lf = k;
@@ -708,8 +757,20 @@ static size_t lf_scan(const piece_tree *self, size_t nth)
  * one line (line_length) and as the start of the next (line_start). */
 static inline size_t lf_position(const piece_tree *self, size_t nth)
 {
-    const struct line_cache *c = self->cache;
-    return nth == c->last_nth ? c->last_at : lf_scan(self, nth);
+    struct line_cache *c = self->cache;
+    if (nth == c->last_nth)
+        return c->last_at;
+    /* The next '\n' after the last one found, in the same piece: the
+     * common case of reading in order, kept free of calls. */
+    if (c->leaf != NULL && nth == c->line + c->mark_lf + 1 && c->mark_lf < c->lf) {
+        size_t at = next_lf_cached(c);
+        c->mark = at + 1;
+        c->mark_lf++;
+        c->last_nth = nth;
+        c->last_at = c->start + at;
+        return c->last_at;
+    }
+    return lf_scan(self, nth);
 }
 
 /* ---- public: lifetime --------------------------------------------------- */
@@ -720,13 +781,31 @@ piece_tree *piece_tree_new(void)
     if (self == NULL)
         return NULL;
     memset(self, 0, sizeof *self);
-    self->nil.left = self->nil.right = &self->nil;
-    self->nil.parent_color = (uintptr_t)&self->nil;
-    self->root = &self->nil;
     self->next_block_cap = PIECE_TREE_ADD_BLOCK_MIN;
     self->next_slab_nodes = NODE_SLAB_MIN;
     self->cache = &self->cache_storage;
+    if (!reserve_nodes(self, 1)) {
+        free(self);
+        return NULL;
+    }
+    self->root = take_node(self, 0);
+    self->height = 1;
     return self;
+}
+
+/* Length of the original piece that starts at `at`. */
+static size_t original_cut(const char *original, size_t len, size_t at)
+{
+    size_t n = len - at;
+    if (n > PIECE_TREE_ORIGINAL_PIECE) {
+        /* Cut after a '\n' when one is in the upper half, so that most lines
+         * sit whole in one piece and are read as one chunk. */
+        n = PIECE_TREE_ORIGINAL_PIECE;
+        const char *nl = memrchr(original + at + n / 2, '\n', n - n / 2);
+        if (nl != NULL)
+            n = (size_t)(nl - (original + at)) + 1;
+    }
+    return n;
 }
 
 piece_tree *piece_tree_new_owning(char *original, size_t len)
@@ -735,26 +814,84 @@ piece_tree *piece_tree_new_owning(char *original, size_t len)
     piece_tree *self = piece_tree_new();
     if (self == NULL)
         return NULL;
-    if (!reserve_nodes(self, len / (PIECE_TREE_ORIGINAL_PIECE / 2) + 1))
-        goto fail;
-    struct node *prev = &self->nil;
-    for (size_t at = 0; at < len;) {
-        size_t n = len - at;
-        if (n > PIECE_TREE_ORIGINAL_PIECE) {
-            /* Cut after a '\n' when one is in the upper half, so that most
-             * lines sit whole in one piece and are read as one chunk. */
-            n = PIECE_TREE_ORIGINAL_PIECE;
-            const char *nl = memrchr(original + at + n / 2, '\n', n - n / 2);
-            if (nl != NULL)
-                n = (size_t)(nl - (original + at)) + 1;
+    if (len > 0) {
+        /* Every piece but the last is longer than half the bound, which
+         * bounds the pieces, and so the nodes, before anything is built. */
+        size_t need = 0;
+        for (size_t c = len / (PIECE_TREE_ORIGINAL_PIECE / 2) + 1;;) {
+            size_t k = (c + FANOUT - 1) / FANOUT;
+            need += k;
+            if (k == 1)
+                break;
+            c = k;
         }
-        /* Reserved for pieces of at least half the bound: always enough. */
-        struct node *z = take_node(self, original + at, n, count_lf(original + at, n));
-        link_after(self, prev, z);
-        self->length += n;
-        self->lf += z->lf;
-        prev = z;
-        at += n;
+        give_node(self, self->root);
+        self->root = NULL;
+        if (!reserve_nodes(self, need)) {
+            self->root = take_node(self, 0);
+            goto fail;
+        }
+        size_t k = 0, count = 0;
+        struct node *first = NULL, *before = NULL, *leaf = NULL;
+        for (size_t at = 0; at < len;) {
+            if (leaf == NULL || leaf->n == FANOUT) {
+                struct node *x = take_node(self, 0);
+                if (leaf != NULL)
+                    leaf->next = x;
+                else
+                    first = x;
+                before = leaf;
+                leaf = x;
+                k++;
+            }
+            size_t n = original_cut(original, len, at);
+            struct entry e = {.u.text = original + at, .len = n, .lf = count_lf(original + at, n)};
+            put_entry(leaf, leaf->n++, e);
+            self->lf += e.lf;
+            count++;
+            at += n;
+        }
+        /* Leaves are filled in turn: the last one may be short, and the
+         * full one before it shares with it. */
+        if (before != NULL && leaf->n < MIN_FILL) {
+            unsigned want = (before->n + leaf->n) / 2, move = before->n - want;
+            move_entries(leaf, move, leaf, 0, leaf->n);
+            move_entries(leaf, 0, before, want, move);
+            before->n = want;
+            leaf->n += move;
+        }
+        self->length = len;
+        self->pieces = count;
+        self->height = 1;
+        /* Internal levels are chained through next while they are built. */
+        for (size_t c = k; c > 1;) {
+            size_t up = (c + FANOUT - 1) / FANOUT;
+            struct node *child = first, *upfirst = NULL, *upprev = NULL;
+            for (size_t i = 0; i < up; i++) {
+                struct node *x = take_node(self, self->height);
+                size_t fill = c / up + (i < c % up);
+                for (size_t j = 0; j < fill; j++) {
+                    struct entry e = {.u.child = child};
+                    node_totals(child, &e.len, &e.lf);
+                    put_entry(x, x->n++, e);
+                    struct node *next = child->next;
+                    if (child->level > 0)
+                        child->next = NULL;
+                    child = next;
+                }
+                if (upprev != NULL)
+                    upprev->next = x;
+                else
+                    upfirst = x;
+                upprev = x;
+            }
+            first = upfirst;
+            c = up;
+            self->height++;
+        }
+        if (first->level > 0)
+            first->next = NULL;
+        self->root = first;
     }
     self->original = original;
     self->original_len = len;
@@ -772,7 +909,7 @@ void piece_tree_free(piece_tree *self)
         return;
     for (struct node_slab *s = self->slabs, *next; s != NULL; s = next) {
         next = s->next;
-        free(s->raw);
+        free(s);
     }
     for (struct add_block *b = self->blocks, *next; b != NULL; b = next) {
         next = b->next;
@@ -830,12 +967,11 @@ static char *add_space(piece_tree *self, size_t len, struct add_block **block)
     return b->data;
 }
 
-static bool extends_last_insert(const piece_tree *self, size_t offset, size_t len)
+/* The piece's bytes are the last ones appended to the current add block. */
+static bool ends_add_buffer(const piece_tree *self, const struct entry *e)
 {
-    const struct node *n = self->last_insert;
     const struct add_block *b = self->cur;
-    return n != NULL && offset == self->last_insert_end && b != NULL && n->text + n->len == b->data + b->used &&
-           b->cap - b->used >= len;
+    return b != NULL && e->u.text + e->len == b->data + b->used && e->u.text >= b->data;
 }
 
 int piece_tree_insert(piece_tree *self, size_t offset, const char *text, size_t len)
@@ -846,22 +982,34 @@ int piece_tree_insert(piece_tree *self, size_t offset, const char *text, size_t 
         return 0;
     size_t lf = count_lf(text, len);
 
-    if (extends_last_insert(self, offset, len)) {
-        struct node *n = self->last_insert;
+    struct path p;
+    struct node *leaf = self->root;
+    unsigned i = 0;
+    struct entry e = {.len = 0};
+    size_t r = 0, start;
+    if (self->pieces > 0) {
+        r = descend(self, offset, true, &p, &leaf, &i, &start, NULL);
+        e = get_entry(leaf, i);
+    } else {
+        p.node[0] = leaf;
+        p.idx[0] = 0;
+    }
+
+    if (self->pieces > 0 && r == e.len && ends_add_buffer(self, &e) && self->cur->cap - self->cur->used >= len) {
+        /* Typing on: the piece grows in place. */
         memcpy(self->cur->data + self->cur->used, text, len);
         self->cur->used += len;
-        n->len += len;
-        n->lf += lf;
-        grow_upward(self, n, len, lf);
+        leaf->len[i] += len;
+        leaf->lf[i] += lf;
+        grow_path(self, &p, len, lf);
         self->length += len;
         self->lf += lf;
-        self->last_insert_end += len;
         forget(self);
         return 0;
     }
 
-    /* Splitting a piece takes two nodes: the insert and the split-off tail. */
-    if (!reserve_nodes(self, 2))
+    /* A split at every level and a new root, at most. */
+    if (!reserve_nodes(self, self->height + 1))
         return -1;
     struct add_block *block;
     char *dst = add_space(self, len, &block);
@@ -869,99 +1017,33 @@ int piece_tree_insert(piece_tree *self, size_t offset, const char *text, size_t 
         return -1;
     memcpy(dst, text, len);
     block->used += len;
-    struct node *z = take_node(self, dst, len, lf);
 
-    if (offset == 0) {
-        link_after(self, &self->nil, z);
+    struct entry add[2];
+    unsigned k = 1, at;
+    add[0].u.text = dst;
+    add[0].len = len;
+    add[0].lf = lf;
+    if (self->pieces == 0 || r == 0) {
+        at = i;
+    } else if (r == e.len) {
+        at = i + 1;
     } else {
-        size_t start, line;
-        struct node *x = find_byte(self, offset - 1, &start, &line);
-        size_t r = offset - start; /* 1..x->len */
-        if (r == x->len) {
-            link_after(self, x, z);
-        } else {
-            size_t tail_len = x->len - r, tail_lf = lf_from(x, r);
-            if (x->left != &self->nil && x->right != &self->nil) {
-                struct node *tail = take_node(self, x->text + r, tail_len, tail_lf);
-                x->len = r;
-                x->lf -= tail_lf;
-                shrink_upward(self, x, tail_len, tail_lf);
-                link_after(self, x, z);
-                link_after(self, z, tail);
-            } else if (x->left == &self->nil && x->right == &self->nil && !is_red(x)) {
-                /* A black leaf takes the inserted piece and gets the two
-                 * halves as red children: the subtree stays balanced, so
-                 * there is nothing to rebalance and one walk up. */
-                struct node *tail = take_node(self, x->text + r, tail_len, tail_lf);
-                const char *ztext = z->text;
-                z->text = x->text;
-                z->len = r;
-                z->lf = x->lf - tail_lf;
-                x->text = ztext;
-                x->len = len;
-                x->lf = lf;
-                x->size_left = z->len;
-                x->lf_left = z->lf;
-                x->left = z;
-                x->right = tail;
-                set_parent(z, x);
-                set_parent(tail, x);
-                set_red(z);
-                set_red(tail);
-                grow_upward(self, x, len, lf);
-                self->pieces += 2;
-                z = x;
-            } else {
-                /* x has a free child slot: hang the new pieces there rather
-                 * than walk down a subtree that is not in cache. */
-                bool keep_head = x->right == &self->nil;
-                struct node *head = x;
-                if (keep_head) {
-                    struct node *tail = take_node(self, x->text + r, tail_len, tail_lf);
-                    x->len = r;
-                    x->lf -= tail_lf;
-                    shrink_upward(self, x, tail_len, tail_lf);
-                    link_after(self, x, z);
-                    link_after(self, z, tail);
-                } else {
-                    head = take_node(self, x->text, r, x->lf - tail_lf);
-                    x->text += r;
-                    x->len = tail_len;
-                    x->lf = tail_lf;
-                    shrink_upward(self, x, head->len, head->lf);
-                    link_before(self, x, head);
-                    link_before(self, x, z);
-                }
-            }
-        }
+        size_t tail_lf = lf_from(&e, r);
+        add[1].u.text = e.u.text + r;
+        add[1].len = e.len - r;
+        add[1].lf = tail_lf;
+        leaf->len[i] = r;
+        leaf->lf[i] -= tail_lf;
+        k = 2;
+        at = i + 1;
     }
+    grow_path(self, &p, len, lf);
+    insert_entries(self, &p, 0, at, add, k);
+    self->pieces += k;
     self->length += len;
     self->lf += lf;
-    self->last_insert = z;
-    self->last_insert_end = offset + len;
     forget(self);
     return 0;
-}
-
-/* Backspace right after typing: the deleted bytes are the newest in the add
- * buffer and no other piece refers to them, so the add buffer can take them
- * back and the next keystroke still extends the same piece. */
-static bool shrinks_last_insert(piece_tree *self, size_t offset, size_t len)
-{
-    struct node *n = self->last_insert;
-    struct add_block *b = self->cur;
-    if (n == NULL || offset + len != self->last_insert_end || len >= n->len || b == NULL ||
-        n->text + n->len != b->data + b->used)
-        return false;
-    size_t lf = count_lf(n->text + n->len - len, len);
-    n->len -= len;
-    n->lf -= lf;
-    shrink_upward(self, n, len, lf);
-    b->used -= len;
-    self->length -= len;
-    self->lf -= lf;
-    self->last_insert_end -= len;
-    return true;
 }
 
 int piece_tree_delete(piece_tree *self, size_t offset, size_t len)
@@ -970,44 +1052,57 @@ int piece_tree_delete(piece_tree *self, size_t offset, size_t len)
     if (len == 0)
         return 0;
     forget(self);
-    if (shrinks_last_insert(self, offset, len))
-        return 0;
     if (len == self->length) {
-        /* Emptying the document: drop every piece without rebalancing. */
+        /* Emptying the document: drop every node without rebalancing. */
         give_subtree(self, self->root);
-        self->root = &self->nil;
+        self->root = take_node(self, 0);
+        self->height = 1;
         self->length = 0;
         self->lf = 0;
         self->pieces = 0;
-        self->last_insert = NULL;
         return 0;
     }
 
-    /* Only a delete strictly inside one piece needs a node (the tail). */
-    if (!reserve_nodes(self, 1))
-        return -1;
-    self->last_insert = NULL;
-
-    size_t start, line;
-    struct node *x = find_byte(self, offset, &start, &line);
-    size_t r = offset - start;
-    if (r + len < x->len) {
+    struct path p;
+    struct node *leaf;
+    unsigned i;
+    size_t start;
+    size_t r = descend(self, offset, false, &p, &leaf, &i, &start, NULL);
+    struct entry e = get_entry(leaf, i);
+    if (r + len <= e.len && !(r == 0 && len == e.len)) {
         if (r == 0) {
-            size_t lf = lf_in(x, 0, len);
-            x->text += len;
-            x->len -= len;
-            x->lf -= lf;
-            shrink_upward(self, x, len, lf);
+            size_t lf = lf_in(&e, 0, len);
+            leaf->ptr[i].text += len;
+            leaf->len[i] -= len;
+            leaf->lf[i] -= lf;
+            shrink_path(self, &p, len, lf);
+            self->lf -= lf;
+        } else if (r + len == e.len) {
+            size_t lf = lf_in(&e, r, len);
+            /* Backspace right after typing: nobody else refers to these
+             * bytes, so the add buffer takes them back and the next
+             * keystroke still extends the same piece. */
+            if (ends_add_buffer(self, &e))
+                self->cur->used -= len;
+            leaf->len[i] -= len;
+            leaf->lf[i] -= lf;
+            shrink_path(self, &p, len, lf);
             self->lf -= lf;
         } else {
-            size_t tail_len = x->len - r - len;
-            size_t tail_lf = lf_in(x, r + len, tail_len);
-            size_t gone_lf = lf_in(x, r, len);
-            struct node *tail = take_node(self, x->text + r + len, tail_len, tail_lf);
-            shrink_upward(self, x, x->len - r, gone_lf + tail_lf);
-            x->len = r;
-            x->lf -= gone_lf + tail_lf;
-            link_after(self, x, tail);
+            /* Strictly inside one piece: the tail becomes a piece. */
+            if (!reserve_nodes(self, self->height + 1))
+                return -1;
+            struct entry tail;
+            size_t tail_len = e.len - r - len;
+            size_t gone_lf = lf_in(&e, r, len);
+            tail.u.text = e.u.text + r + len;
+            tail.len = tail_len;
+            tail.lf = lf_in(&e, r + len, tail_len);
+            leaf->len[i] = r;
+            leaf->lf[i] -= gone_lf + tail.lf;
+            shrink_path(self, &p, len, gone_lf);
+            insert_entries(self, &p, 0, i + 1, &tail, 1);
+            self->pieces++;
             self->lf -= gone_lf;
         }
         self->length -= len;
@@ -1016,35 +1111,44 @@ int piece_tree_delete(piece_tree *self, size_t offset, size_t len)
 
     size_t left = len;
     if (r > 0) {
-        size_t gone = x->len - r;
-        size_t lf = lf_in(x, r, gone);
-        x->len = r;
-        x->lf -= lf;
-        shrink_upward(self, x, gone, lf);
+        size_t gone = e.len - r;
+        size_t lf = lf_in(&e, r, gone);
+        leaf->len[i] = r;
+        leaf->lf[i] -= lf;
+        shrink_path(self, &p, gone, lf);
         self->length -= gone;
         self->lf -= lf;
         left -= gone;
     }
-    /* Whole pieces from `offset` on, then the head of the last one. Each
-     * step finds its piece afresh because unlinking moves pieces between
-     * nodes. */
+    /* Whole pieces from `offset` on, a leaf at a time, then the head of the
+     * last one. Each round descends afresh: rebalancing moves pieces. */
     while (left > 0) {
-        x = find_byte(self, offset, &start, &line);
-        if (x->len <= left) {
-            left -= x->len;
-            self->length -= x->len;
-            self->lf -= x->lf;
-            unlink_node(self, x);
-        } else {
-            size_t lf = lf_in(x, 0, left);
-            x->text += left;
-            x->len -= left;
-            x->lf -= lf;
-            shrink_upward(self, x, left, lf);
-            self->length -= left;
-            self->lf -= lf;
+        descend(self, offset, false, &p, &leaf, &i, &start, NULL);
+        unsigned j = i;
+        size_t glen = 0, glf = 0;
+        while (j < leaf->n && leaf->len[j] <= left - glen) {
+            glen += leaf->len[j];
+            glf += leaf->lf[j];
+            j++;
+        }
+        move_entries(leaf, i, leaf, j, leaf->n - j);
+        leaf->n -= j - i;
+        self->pieces -= j - i;
+        left -= glen;
+        if (left > 0 && i < leaf->n) {
+            e = get_entry(leaf, i);
+            size_t lf = lf_in(&e, 0, left);
+            leaf->ptr[i].text += left;
+            leaf->len[i] -= left;
+            leaf->lf[i] -= lf;
+            glen += left;
+            glf += lf;
             left = 0;
         }
+        shrink_path(self, &p, glen, glf);
+        self->length -= glen;
+        self->lf -= glf;
+        fix_underflow(self, &p, 0);
     }
     return 0;
 }
@@ -1065,18 +1169,23 @@ size_t piece_tree_line_length(const piece_tree *self, size_t line)
     return end - start;
 }
 
+void piece_tree_line_range(const piece_tree *self, size_t line, size_t *start, size_t *len)
+{
+    assert(line <= self->lf);
+    size_t s = piece_tree_line_start(self, line);
+    size_t end = line == self->lf ? self->length : lf_position(self, line + 1);
+    *start = s;
+    *len = end - s;
+}
+
 size_t piece_tree_line_of_offset(const piece_tree *self, size_t offset)
 {
     assert(offset <= self->length);
     if (offset == self->length)
         return self->lf;
     struct line_cache *c = self->cache;
-    if (c->node == NULL || offset < c->start || offset - c->start >= c->node->len) {
-        size_t start, line;
-        const struct node *n = find_byte(self, offset, &start, &line);
-        cache_set(self, n, start, line);
-    }
-    const char *text = c->node->text;
+    cache_seek_byte(self, offset);
+    const char *text = c->text;
     size_t r = offset - c->start;
     size_t before;
     if (r >= c->mark)
@@ -1093,11 +1202,15 @@ size_t piece_tree_line_of_offset(const piece_tree *self, size_t offset)
 char piece_tree_byte_at(const piece_tree *self, size_t offset)
 {
     assert(offset < self->length);
-    size_t start, line;
-    const struct node *n = find_byte(self, offset, &start, &line);
-    return n->text[offset - start];
+    size_t start;
+    struct node *leaf;
+    unsigned i;
+    size_t r = descend(self, offset, false, NULL, &leaf, &i, &start, NULL);
+    return leaf->ptr[i].text[r];
 }
 
+/* The reader's node is the piece's slot in its leaf: the leaf is found from
+ * it by alignment. */
 void piece_tree_reader_init(piece_tree_reader *r, const piece_tree *self, size_t offset, size_t len)
 {
     assert(len <= self->length && offset <= self->length - len);
@@ -1109,28 +1222,32 @@ void piece_tree_reader_init(piece_tree_reader *r, const piece_tree *self, size_t
         return;
     /* Reading a line right after looking it up lands in the cached piece. */
     const struct line_cache *c = self->cache;
-    if (c->node != NULL && offset >= c->start && offset - c->start < c->node->len) {
-        r->node = c->node;
+    if (c->leaf != NULL && offset >= c->start && offset - c->start < c->len) {
+        r->node = &c->leaf->ptr[c->idx];
         r->skip = offset - c->start;
         return;
     }
-    size_t start, line;
-    r->node = find_byte(self, offset, &start, &line);
-    r->skip = offset - start;
+    size_t start;
+    struct node *leaf;
+    unsigned i;
+    r->skip = descend(self, offset, false, NULL, &leaf, &i, &start, NULL);
+    r->node = &leaf->ptr[i];
 }
 
 bool piece_tree_reader_next(piece_tree_reader *r, const char **chunk, size_t *len)
 {
     if (r->node == NULL || r->remaining == 0)
         return false;
-    const struct node *n = r->node;
-    size_t avail = n->len - r->skip;
+    const slot *s = r->node;
+    const struct node *leaf = node_of(s);
+    unsigned i = (unsigned)(s - leaf->ptr);
+    size_t avail = leaf->len[i] - r->skip;
     size_t take = avail < r->remaining ? avail : r->remaining;
-    *chunk = n->text + r->skip;
+    *chunk = s->text + r->skip;
     *len = take;
     r->remaining -= take;
     r->skip = 0;
-    r->node = r->remaining > 0 ? successor(r->tree, n) : NULL;
+    r->node = r->remaining > 0 && step_piece(&leaf, &i) ? &leaf->ptr[i] : NULL;
     return true;
 }
 
@@ -1138,10 +1255,9 @@ size_t piece_tree_copy(const piece_tree *self, size_t offset, size_t len, char *
 {
     /* A line just looked up usually lies whole in the cached piece. */
     const struct line_cache *c = self->cache;
-    if (c->node != NULL && offset >= c->start && offset - c->start <= c->node->len &&
-        len <= c->node->len - (offset - c->start)) {
+    if (c->leaf != NULL && offset >= c->start && offset - c->start <= c->len && len <= c->len - (offset - c->start)) {
         assert(offset + len <= self->length);
-        memcpy(out, c->node->text + (offset - c->start), len);
+        memcpy(out, c->text + (offset - c->start), len);
         return len;
     }
     piece_tree_reader r;
@@ -1161,109 +1277,119 @@ struct check_walk {
     size_t offset; /* document offset of the next piece in order */
     size_t line;   /* '\n' before it */
     size_t pieces;
-    bool saw_last_insert;
+    size_t nodes;
+    const struct node *prev_leaf;
     bool saw_cached;
     bool saw_last_lf;
 };
 
-static bool points_into_buffers(const piece_tree *self, const struct node *n)
+static bool points_into_buffers(const piece_tree *self, const struct entry *e)
 {
-    if (self->original != NULL && n->text >= self->original && n->len <= self->original_len &&
-        (size_t)(n->text - self->original) <= self->original_len - n->len)
+    if (self->original != NULL && e->u.text >= self->original && e->len <= self->original_len &&
+        (size_t)(e->u.text - self->original) <= self->original_len - e->len)
         return true;
     for (const struct add_block *b = self->blocks; b != NULL; b = b->next)
-        if (n->text >= b->data && n->len <= b->used && (size_t)(n->text - b->data) <= b->used - n->len)
+        if (e->u.text >= b->data && e->len <= b->used && (size_t)(e->u.text - b->data) <= b->used - e->len)
             return true;
     return false;
 }
 
-/* Recounts the subtree of n from the real bytes. *len and *lf get its totals
- * and *black its black height; returns false on the first broken invariant. */
-static bool check_subtree(const piece_tree *self, const struct node *n, const struct node *parent,
-                          struct check_walk *w, size_t *len, size_t *lf, size_t *black)
+static bool check_piece(const piece_tree *self, const struct node *leaf, unsigned idx, struct check_walk *w)
 {
-    if (n == &self->nil) {
-        *len = *lf = 0;
-        *black = 1;
-        return true;
-    }
-    if (parent_of(n) != parent)
-        return false;
-    if (is_red(n) && (is_red(n->left) || is_red(n->right)))
-        return false;
-    size_t llen, llf, lblack, rlen, rlf, rblack;
-    if (!check_subtree(self, n->left, n, w, &llen, &llf, &lblack))
-        return false;
-    if (n->size_left != llen || n->lf_left != llf)
-        return false;
-    if (n->len == 0 || !points_into_buffers(self, n))
+    struct entry ev = get_entry(leaf, idx);
+    const struct entry *e = &ev;
+    if (e->len == 0 || !points_into_buffers(self, e))
         return false;
     size_t own_lf = 0;
-    for (size_t i = 0; i < n->len; i++)
-        own_lf += n->text[i] == '\n';
-    if (own_lf != n->lf)
+    for (size_t i = 0; i < e->len; i++)
+        own_lf += e->u.text[i] == '\n';
+    if (own_lf != e->lf)
         return false;
-    if (n == self->last_insert) {
-        w->saw_last_insert = true;
-        if (self->last_insert_end != w->offset + n->len)
-            return false;
-    }
     const struct line_cache *c = self->cache;
-    if (n == c->node) {
+    if (leaf == c->leaf && idx == c->idx) {
         w->saw_cached = true;
-        if (c->start != w->offset || c->line != w->line || c->mark > n->len)
+        if (c->text != e->u.text || c->len != e->len || c->lf != e->lf)
+            return false;
+        if (c->start != w->offset || c->line != w->line || c->mark > e->len)
             return false;
         size_t mark_lf = 0;
         for (size_t i = 0; i < c->mark; i++)
-            mark_lf += n->text[i] == '\n';
+            mark_lf += e->u.text[i] == '\n';
         if (mark_lf != c->mark_lf)
             return false;
     }
-    if (c->last_nth != 0 && c->last_at >= w->offset && c->last_at - w->offset < n->len) {
+    if (c->last_nth != 0 && c->last_at >= w->offset && c->last_at - w->offset < e->len) {
         size_t r = c->last_at - w->offset, before = 0;
         for (size_t i = 0; i < r; i++)
-            before += n->text[i] == '\n';
-        if (n->text[r] != '\n' || w->line + before + 1 != c->last_nth)
+            before += e->u.text[i] == '\n';
+        if (e->u.text[r] != '\n' || w->line + before + 1 != c->last_nth)
             return false;
         w->saw_last_lf = true;
     }
-    w->offset += n->len;
-    w->line += n->lf;
+    w->offset += e->len;
+    w->line += e->lf;
     w->pieces++;
-    if (!check_subtree(self, n->right, n, w, &rlen, &rlf, &rblack))
+    return true;
+}
+
+/* Recounts the subtree of x from the real bytes into *len and *lf; returns
+ * false on the first broken invariant. */
+static bool check_node(const piece_tree *self, const struct node *x, unsigned level, struct check_walk *w, size_t *len,
+                       size_t *lf)
+{
+    if (((uintptr_t)x & (NODE_SIZE - 1)) != 0 || x->level != level || x->n > FANOUT)
         return false;
-    if (lblack != rblack)
+    if (x == self->root) {
+        if (level > 0 ? x->n < 2 : (x->n == 0) != (self->length == 0))
+            return false;
+    } else if (x->n < MIN_FILL) {
         return false;
-    *len = llen + n->len + rlen;
-    *lf = llf + n->lf + rlf;
-    *black = lblack + (is_red(n) ? 0 : 1);
+    }
+    w->nodes++;
+    size_t tl = 0, tf = 0;
+    for (unsigned i = 0; i < x->n; i++) {
+        if (level > 0) {
+            size_t cl, cf;
+            if (!check_node(self, x->ptr[i].child, level - 1, w, &cl, &cf))
+                return false;
+            if (cl != x->len[i] || cf != x->lf[i])
+                return false;
+        } else if (!check_piece(self, x, i, w)) {
+            return false;
+        }
+        tl += x->len[i];
+        tf += x->lf[i];
+    }
+    if (level == 0) {
+        if (w->prev_leaf != NULL && w->prev_leaf->next != x)
+            return false;
+        w->prev_leaf = x;
+    }
+    *len = tl;
+    *lf = tf;
     return true;
 }
 
 bool piece_tree_check(const piece_tree *self)
 {
-    if (is_red(&self->nil) || self->nil.len != 0 || self->nil.lf != 0)
-        return false;
-    if (is_red(self->root))
-        return false;
-    if (self->root != &self->nil && parent_of(self->root) != &self->nil)
+    if (self->root == NULL || self->height == 0 || self->height > MAX_DEPTH || self->root->level != self->height - 1)
         return false;
     struct check_walk w = {0};
-    size_t len, lf, black;
-    if (!check_subtree(self, self->root, &self->nil, &w, &len, &lf, &black))
+    size_t len, lf;
+    if (!check_node(self, self->root, self->height - 1, &w, &len, &lf))
+        return false;
+    if (w.prev_leaf == NULL || w.prev_leaf->next != NULL)
         return false;
     if (len != self->length || lf != self->lf || w.pieces != self->pieces)
         return false;
-    if (self->last_insert != NULL && !w.saw_last_insert)
-        return false;
-    if (self->cache->node != NULL && !w.saw_cached)
+    if (self->cache->leaf != NULL && !w.saw_cached)
         return false;
     if (self->cache->last_nth != 0 && !w.saw_last_lf)
         return false;
-    size_t free_count = (size_t)(self->bump_end - self->bump);
-    for (const struct node *n = self->free_nodes; n != NULL; n = n->left)
+    size_t free_count = 0;
+    for (const struct node *n = self->free_nodes; n != NULL; n = n->next)
         free_count++;
-    if (free_count != self->free_count)
+    if (free_count != self->free_count || w.nodes + free_count != self->node_total)
         return false;
     for (const struct add_block *b = self->blocks; b != NULL; b = b->next)
         if (b->used > b->cap)

@@ -24,7 +24,7 @@ if(ECPD_FUZZ)
     ${CMAKE_CURRENT_LIST_DIR}/piece_tree.c)
   target_include_directories(fuzz_piece_tree PRIVATE ${CMAKE_CURRENT_LIST_DIR})
   target_compile_definitions(fuzz_piece_tree PRIVATE
-    PIECE_TREE_ORIGINAL_PIECE=8 PIECE_TREE_ADD_BLOCK_MIN=16 PIECE_TREE_ADD_BLOCK_MAX=64)
+    PIECE_TREE_ORIGINAL_PIECE=8 PIECE_TREE_ADD_BLOCK_MIN=16 PIECE_TREE_ADD_BLOCK_MAX=64 PIECE_TREE_FANOUT=4)
   target_compile_options(fuzz_piece_tree PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_options(fuzz_piece_tree PRIVATE -fsanitize=fuzzer,address,undefined)
 endif()

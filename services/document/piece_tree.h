@@ -58,6 +58,10 @@ size_t piece_tree_line_start(const piece_tree *self, size_t line);
 /* Byte length of line `line`, not counting its '\n'. */
 size_t piece_tree_line_length(const piece_tree *self, size_t line);
 
+/* Where line `line` starts and its length without its '\n': line_start and
+ * line_length in one call, for reading lines in order. */
+void piece_tree_line_range(const piece_tree *self, size_t line, size_t *start, size_t *len);
+
 /* The line that contains byte `offset` (offset <= length; the offset of a '\n'
  * belongs to the line that the '\n' ends). */
 size_t piece_tree_line_of_offset(const piece_tree *self, size_t offset);

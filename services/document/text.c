@@ -284,9 +284,9 @@ bool document__offset_at_units(document *doc, size_t units, ecp_position_encodin
             return false;
         /* A byte inside a sequence snaps back to its start, as columns do. */
         size_t line = piece_tree_line_of_offset(doc->tree, units);
-        size_t start = piece_tree_line_start(doc->tree, line);
-        size_t end = start + piece_tree_line_length(doc->tree, line);
-        return document__seek(doc->tree, start, end, units - start, enc, out);
+        size_t start, len;
+        piece_tree_line_range(doc->tree, line, &start, &len);
+        return document__seek(doc->tree, start, start + len, units - start, enc, out);
     }
     scan s;
     scan_init(&s, enc, units);
