@@ -130,21 +130,38 @@ static bool arg_doc_info(doc_adapter *ad, ecp_call *call, ecp_str *id, document_
     return true;
 }
 
+/* "parent.child" in dst, for the field paths error messages name. Every
+ * edit reads a position or a range, so this avoids printf on that path;
+ * the readers use the path only while they run, so a stack buffer does. */
+static const char *field_path(char *dst, size_t cap, const char *parent, const char *child)
+{
+    size_t p = strlen(parent), c = strlen(child); /* child is a short literal */
+    if (p + 1 + c + 1 > cap)
+        p = cap - c - 2; /* shorten the parent, keep the child: it names the field */
+    memcpy(dst, parent, p);
+    dst[p] = '.';
+    memcpy(dst + p + 1, child, c + 1);
+    return dst;
+}
+
+#define FIELD_PATH_MAX 160
+
 static bool arg_position(ecp_call *call, json_ref obj, const char *name, document_position *out)
 {
     json_ref p;
-    arena *a = ecp_call_arena(call);
+    char path[FIELD_PATH_MAX];
     return ecp_arg_object(call, obj, name, &p) &&
-           ecp_arg_index(call, p, arena_sprintf(a, "%s.line", name), &out->line) &&
-           ecp_arg_index(call, p, arena_sprintf(a, "%s.column", name), &out->column);
+           ecp_arg_index(call, p, field_path(path, sizeof path, name, "line"), &out->line) &&
+           ecp_arg_index(call, p, field_path(path, sizeof path, name, "column"), &out->column);
 }
 
 static bool arg_range(ecp_call *call, json_ref obj, const char *name, document_range *out)
 {
     json_ref r;
-    arena *a = ecp_call_arena(call);
-    if (!ecp_arg_object(call, obj, name, &r) || !arg_position(call, r, arena_sprintf(a, "%s.start", name), &out->start) ||
-        !arg_position(call, r, arena_sprintf(a, "%s.end", name), &out->end))
+    char path[FIELD_PATH_MAX];
+    if (!ecp_arg_object(call, obj, name, &r) ||
+        !arg_position(call, r, field_path(path, sizeof path, name, "start"), &out->start) ||
+        !arg_position(call, r, field_path(path, sizeof path, name, "end"), &out->end))
         return false;
     const document_position *s = &out->start, *e = &out->end;
     if (e->line < s->line || (e->line == s->line && e->column < s->column)) {
