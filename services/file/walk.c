@@ -157,18 +157,27 @@ static void glob_walk(glob_task *t, const char *dir, const char *rel, size_t rel
     dir_list_free(&list);
 }
 
+/* A walk starts from an existing directory; otherwise the task records why
+ * not ("File not found: ...", "Not a directory: ..."). */
+static bool root_is_directory(file_task *task, const char *root)
+{
+    struct stat st;
+    if (stat(root, &st) != 0) {
+        task->status = file__errno(&task->err, errno, root);
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        task->status = file__errno(&task->err, ENOTDIR, root);
+        return false;
+    }
+    return true;
+}
+
 static void glob_work(file_task *task, unsigned item)
 {
     glob_task *t = (glob_task *)task;
-    struct stat st;
-    if (stat(t->root, &st) != 0) {
-        task->status = file__errno(&task->err, errno, t->root);
+    if (!root_is_directory(task, t->root))
         return;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        task->status = ecp_error_set(&task->err, ECP_ENOTDIR, "Not a directory: %s", t->root);
-        return;
-    }
     glob_walk(t, t->root, "", 0);
 }
 
@@ -426,15 +435,8 @@ static int hit_compare(const void *pa, const void *pb)
 static void search_work(file_task *task, unsigned item)
 {
     search_task *t = (search_task *)task;
-    struct stat st;
-    if (stat(t->root, &st) != 0) {
-        task->status = file__errno(&task->err, errno, t->root);
+    if (!root_is_directory(task, t->root))
         return;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        task->status = ecp_error_set(&task->err, ECP_ENOTDIR, "Not a directory: %s", t->root);
-        return;
-    }
     search_walk(t, t->root, "", 0);
     if (t->count > 1)
         qsort(t->hits, t->count, sizeof *t->hits, hit_compare);
