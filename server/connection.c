@@ -177,6 +177,19 @@ static pending *find_pending(connection *conn, const char *id_raw, size_t id_len
     return NULL;
 }
 
+/* Sends an error either straight to the peer or into the batch. */
+static void reply_error(connection *conn, batch *b, const char *id_raw, size_t id_len, int code, const char *message)
+{
+    if (!b) {
+        send_error(conn, id_raw, id_len, code, message);
+        return;
+    }
+    buf out = BUF_INIT;
+    ecp_write_error_response(&out, id_raw, id_len, code, message, NULL);
+    batch_add_response(b, out.data, out.len);
+    buf_free(&out);
+}
+
 /* $/cancelRequest: the request answers -32800 now, and its handler is told to
  * stop; whatever it answers later is discarded. */
 static void cancel_request(connection *conn, const json_doc *doc, json_ref params)
@@ -194,15 +207,9 @@ static void cancel_request(connection *conn, const json_doc *doc, json_ref param
     batch *b = p->batch;
     pending_unlink(p);
     free(p);
-    buf out = BUF_INIT;
-    ecp_write_error_response(&out, id_raw, id_len, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled", NULL);
-    if (b) {
-        batch_add_response(b, out.data, out.len);
+    reply_error(conn, b, id_raw, id_len, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");
+    if (b)
         b->outstanding--;
-    } else {
-        server__connection_send(conn, out.data, out.len);
-    }
-    buf_free(&out);
     ecp_call_abandon(call);
     if (b)
         batch_maybe_complete(b);
@@ -210,18 +217,6 @@ static void cancel_request(connection *conn, const json_doc *doc, json_ref param
 
 /* ----- dispatch ------------------------------------------------------------- */
 
-/* Sends an error either straight to the peer or into the batch. */
-static void reply_error(connection *conn, batch *b, const char *id_raw, size_t id_len, int code, const char *message)
-{
-    if (!b) {
-        send_error(conn, id_raw, id_len, code, message);
-        return;
-    }
-    buf out = BUF_INIT;
-    ecp_write_error_response(&out, id_raw, id_len, code, message, NULL);
-    batch_add_response(b, out.data, out.len);
-    buf_free(&out);
-}
 
 /* Dispatches one message object. text/doc are handed over (the call keeps
  * them alive for deferred handlers). */
