@@ -31,6 +31,12 @@ struct ecp_call {
     ecp_deliver_fn deliver;
     void *owner;
     void *link;
+    ecp_logger *log;
+    /* A second answer is written here and thrown away, so a handler that
+     * answers twice is logged instead of corrupting the first answer. */
+    bool discarding;
+    buf discard;
+    json_writer discard_writer;
 };
 
 ecp_call *ecp_call_create(ecp_call_init *init)
@@ -49,6 +55,7 @@ ecp_call *ecp_call_create(ecp_call_init *init)
     c->encoding = init->encoding;
     c->deliver = init->deliver;
     c->owner = init->owner;
+    c->log = init->log;
     c->refs = 2; /* the dispatcher's and the pending answer's */
     return c;
 }
@@ -66,6 +73,7 @@ void ecp_call_unref(ecp_call *call)
     free(call->id_raw);
     arena_free(&call->arena);
     buf_free(&call->response);
+    buf_free(&call->discard);
     free(call);
 }
 
@@ -129,9 +137,25 @@ static void write_envelope(ecp_call *call, const char *member)
     buf_append_str(&call->response, "\":");
 }
 
+/* A call is answered exactly once. This is checked in every build, not only
+ * by an assert: a second answer is a bug worth a log line, never a corrupted
+ * or repeated response. */
+static bool answer_allowed(ecp_call *call)
+{
+    if (!call->answered && !call->writing)
+        return true;
+    ecp_log(call->log, ECP_LOG_ERROR, "%s: answered a second time; the second answer is discarded", call->method);
+    return false;
+}
+
 json_writer *ecp_call_result(ecp_call *call)
 {
-    assert(!call->answered && !call->writing && "a call is answered exactly once");
+    if (!answer_allowed(call)) {
+        call->discarding = true;
+        buf_clear(&call->discard);
+        jw_init(&call->discard_writer, &call->discard);
+        return &call->discard_writer;
+    }
     call->writing = true;
     write_envelope(call, "result");
     jw_init(&call->writer, &call->response);
@@ -150,7 +174,15 @@ static void complete(ecp_call *call)
 
 void ecp_call_finish(ecp_call *call)
 {
-    assert(call->writing);
+    if (call->discarding) {
+        call->discarding = false;
+        buf_clear(&call->discard);
+        return;
+    }
+    if (!call->writing) {
+        ecp_log(call->log, ECP_LOG_ERROR, "%s: ecp_call_finish without ecp_call_result", call->method);
+        return;
+    }
     buf_push(&call->response, '}');
     complete(call);
 }
@@ -205,7 +237,8 @@ void ecp_write_error_response(buf *out, const char *id_raw, size_t id_len, int c
 
 static void answer_error(ecp_call *call, int code, const char *data_json, const char *fmt, va_list ap)
 {
-    assert(!call->answered && "a call is answered exactly once");
+    if (!answer_allowed(call))
+        return;
     char message[1024];
     vsnprintf(message, sizeof message, fmt, ap);
     write_envelope(call, "error");

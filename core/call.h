@@ -11,6 +11,7 @@
 #ifndef ECPD_CALL_H
 #define ECPD_CALL_H
 
+#include "log.h"
 #include "rpc.h"
 
 /* Receives the complete response text of an answered call (one JSON object,
@@ -30,6 +31,7 @@ typedef struct ecp_call_init {
     ecp_position_encoding encoding;
     ecp_deliver_fn deliver;
     void *owner;
+    ecp_logger *log;            /* where misuse (a second answer) is reported; may be NULL */
 } ecp_call_init;
 
 ecp_call *ecp_call_create(ecp_call_init *init);

@@ -10,12 +10,14 @@
 #include <uv.h>
 
 #include "error.h"
+#include "job.h"
 #include "log.h"
 #include "rpc.h"
 
 typedef struct server_env {
     uv_loop_t *loop;
     ecp_logger *log;
+    ecp_pool *pool;          /* where services run their jobs (each keeps its own ecp_job_set) */
     ecp_bus *bus;
     const char *workspace;   /* may be NULL */
     const char *data_dir;    /* exists, 0700 */

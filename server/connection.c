@@ -259,7 +259,7 @@ static void dispatch(connection *conn, batch *b, char *text, size_t len, json_do
     ecp_call_init init = {
         .text = text, .len = len, .doc = *doc, .message = ref, .method = msg.method,
         .id_raw = msg.id_raw, .id_len = msg.id_len, .params = msg.params,
-        .client_id = conn->id, .encoding = conn->encoding,
+        .client_id = conn->id, .encoding = conn->encoding, .log = &srv->log,
     };
     if (msg.kind == RPC_REQUEST) {
         p = xcalloc(1, sizeof *p);

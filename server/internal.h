@@ -72,6 +72,7 @@ struct server {
     char *data_dir;
     router router;
     ecp_bus bus;
+    ecp_pool *pool;            /* outlives the services, which close their jobs on it */
     server_services services;
     connection *connections;
     uint64_t next_connection_id;

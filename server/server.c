@@ -105,12 +105,13 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     self->data_dir = options->data_dir ? xstrdup(options->data_dir) : default_data_dir();
     if (make_dirs(self->data_dir, 0700, err) < 0)
         goto fail;
+    self->pool = ecp_pool_new(loop, &self->log);
     self->bus.notify = bus_notify;
     self->bus.owner = self;
     server__router_init(&self->router);
     server__lifecycle_register(self);
     server_env env = {
-        .loop = loop, .log = &self->log, .bus = &self->bus, .workspace = self->workspace,
+        .loop = loop, .log = &self->log, .pool = self->pool, .bus = &self->bus, .workspace = self->workspace,
         .data_dir = self->data_dir, .register_adapter = server__router_register, .router = &self->router,
     };
     if (server_services_start(&self->services, &env, err) < 0)
@@ -119,6 +120,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
 
 fail:
     server__router_free(&self->router);
+    ecp_pool_free(self->pool);
     free(self->workspace);
     free(self->data_dir);
     free(self);
@@ -135,6 +137,7 @@ void server_free(server *self)
         uv_close((uv_handle_t *)&self->pid_timer, NULL);
     server__router_free(&self->router);
     server_services_stop(&self->services);
+    ecp_pool_free(self->pool);
     free(self->workspace);
     free(self->data_dir);
     free(self);
