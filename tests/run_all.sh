@@ -3,6 +3,7 @@
 # every fuzz target briefly:
 #   build/        -Werror, optimised: ctest
 #   build-asan/   -Werror, AddressSanitizer + UndefinedBehaviorSanitizer: ctest
+#   build-tsan/   -Werror, ThreadSanitizer: the tests labelled `threads` (jobs, snapshots)
 #   build-fuzz/   clang + libFuzzer: each target for FUZZ_SECONDS (default 15)
 # Exits non-zero if any step fails.
 set -eu
@@ -19,6 +20,13 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON -DECPD_SANITI
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON -DECPD_TSAN=ON >/dev/null
+tsan_targets=$(ctest --test-dir build -L threads --show-only=json-v1 | python3 -c '
+import json, os, sys
+print(" ".join(sorted({os.path.basename(t["command"][0]) for t in json.load(sys.stdin)["tests"]})))')
+cmake --build build-tsan -j"$jobs" --target $tsan_targets
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan -L threads --output-on-failure
 
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_json fuzz_framing fuzz_dispatch fuzz_piece_tree
