@@ -4,11 +4,19 @@
 
 #include "document/interface.h"
 #include "file/interface.h"
+#include "session/adapter.h"
+#include "session/interface.h"
+#include "store/interface.h"
 
 int server_services_start(server_services *self, const server_env *env, ecp_error *err)
 {
     memset(self, 0, sizeof *self);
     ecp_adapter adapter;
+
+    store_options so = {.data_dir = env->data_dir};
+    self->store = store_open(env->loop, env->log, &so, err);
+    if (!self->store)
+        goto fail_with_err;
 
     self->document = document_service_new(env->loop, env->log);
     if (!self->document)
@@ -22,18 +30,45 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     file_adapter_init(&adapter, self->file, env->bus);
     env->register_adapter(env->router, &adapter);
 
+    session_service_options o = {
+        .pool = env->pool, .log = env->log, .store = self->store, .documents = self->document, .files = self->file,
+        .workspace = env->workspace, .config_path = env->config_path, .data_dir = env->data_dir,
+    };
+    self->session = session_service_new(&o, err);
+    if (!self->session)
+        goto fail_with_err;
+    ecp_adapter session_adapters[SESSION_ADAPTER_COUNT];
+    session_adapter_init(session_adapters, self->session, self->document, env->bus);
+    for (size_t i = 0; i < SESSION_ADAPTER_COUNT; i++)
+        env->register_adapter(env->router, &session_adapters[i]);
+
     return 0;
 
 fail:
     server_services_stop(self);
     return ecp_error_set(err, ECP_ENOMEM, "could not create the services");
+fail_with_err:
+    server_services_stop(self);
+    return err ? err->status : ECP_EIO;
 }
 
 void server_services_stop(server_services *self)
 {
+    if (self->session)
+        session_service_free(self->session);
     if (self->file)
         file_service_free(self->file);
     if (self->document)
         document_service_free(self->document);
+    if (self->store)
+        store_close(self->store);
     memset(self, 0, sizeof *self);
+}
+
+bool server_services_persistent(const server_services *self) { return self->store && store_persistent(self->store); }
+
+void server_services_set_workspace(server_services *self, const char *workspace)
+{
+    if (self->session)
+        session_service_set_workspace(self->session, workspace);
 }
