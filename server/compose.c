@@ -2,7 +2,9 @@
 
 #include <string.h>
 
+#include "document/adapter.h"
 #include "document/interface.h"
+#include "file/adapter.h"
 #include "file/interface.h"
 
 int server_services_start(server_services *self, const server_env *env, ecp_error *err)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter.h"
 #include "error.h"
 #include "interface.h"
 #include "rpc.h"

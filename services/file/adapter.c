@@ -5,6 +5,7 @@
  * once. Watches belong to the client that made them: their notifications go
  * to that client only, and they end when it disconnects.
  */
+#include "adapter.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rpc.h"
 #include "uri.h"
 
 /* file/read refuses files larger than this: the whole content travels in one
