@@ -75,15 +75,17 @@ static void write_cursors(json_writer *w, const document_cursor *list, size_t co
 
 /* ----- errors ------------------------------------------------------------------------- */
 
+/* The catalogue's document codes; any other status is an internal error. */
+static const ecp_wire_map wire_codes[] = {
+    {ECP_ENOTFOUND, ECP_WIRE_DOCUMENT_NOT_FOUND},
+    {ECP_ERANGE, ECP_WIRE_INVALID_POSITION},
+    {ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
+    {ECP_EREADONLY, ECP_WIRE_DOCUMENT_READ_ONLY},
+};
+
 static int wire_code(int status)
 {
-    switch (status) {
-    case ECP_ENOTFOUND: return ECP_WIRE_DOCUMENT_NOT_FOUND;
-    case ECP_ERANGE: return ECP_WIRE_INVALID_POSITION;
-    case ECP_EINVAL: return ECP_WIRE_INVALID_PARAMS;
-    case ECP_EREADONLY: return ECP_WIRE_DOCUMENT_READ_ONLY;
-    default: return ECP_WIRE_INTERNAL_ERROR;
-    }
+    return ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], status, ECP_WIRE_INTERNAL_ERROR);
 }
 
 static void reply_error(ecp_call *call, int status, const ecp_error *err)

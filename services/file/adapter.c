@@ -42,23 +42,25 @@ struct wire_watch {
 
 /* ----- errors ------------------------------------------------------------------- */
 
+/* The catalogue's file codes; any other status is an I/O error. */
+static const ecp_wire_map wire_codes[] = {
+    {ECP_ENOTFOUND, ECP_WIRE_FILE_NOT_FOUND},
+    {ECP_EACCES, ECP_WIRE_FILE_ACCESS_DENIED},
+    {ECP_EREADONLY, ECP_WIRE_FILE_ACCESS_DENIED},
+    {ECP_EISDIR, ECP_WIRE_FILE_IS_DIRECTORY},
+    {ECP_ENOTDIR, ECP_WIRE_FILE_NOT_DIRECTORY},
+    {ECP_EEXIST, ECP_WIRE_FILE_ALREADY_EXISTS},
+    {ECP_ENOTEMPTY, ECP_WIRE_FILE_NOT_EMPTY},
+    {ECP_EBADURI, ECP_WIRE_FILE_INVALID_URI},
+    {ECP_ENOPROVIDER, ECP_WIRE_FILE_NO_PROVIDER},
+    {ECP_ENOTSUP, ECP_WIRE_FILE_NOT_SUPPORTED},
+    {ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
+    {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
+};
+
 static int wire_code(int status)
 {
-    switch (status) {
-    case ECP_ENOTFOUND: return ECP_WIRE_FILE_NOT_FOUND;
-    case ECP_EACCES:
-    case ECP_EREADONLY: return ECP_WIRE_FILE_ACCESS_DENIED;
-    case ECP_EISDIR: return ECP_WIRE_FILE_IS_DIRECTORY;
-    case ECP_ENOTDIR: return ECP_WIRE_FILE_NOT_DIRECTORY;
-    case ECP_EEXIST: return ECP_WIRE_FILE_ALREADY_EXISTS;
-    case ECP_ENOTEMPTY: return ECP_WIRE_FILE_NOT_EMPTY;
-    case ECP_EBADURI: return ECP_WIRE_FILE_INVALID_URI;
-    case ECP_ENOPROVIDER: return ECP_WIRE_FILE_NO_PROVIDER;
-    case ECP_ENOTSUP: return ECP_WIRE_FILE_NOT_SUPPORTED;
-    case ECP_EINVAL: return ECP_WIRE_INVALID_PARAMS;
-    case ECP_ECANCELED: return ECP_WIRE_REQUEST_CANCELLED;
-    default: return ECP_WIRE_FILE_IO_ERROR;
-    }
+    return ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], status, ECP_WIRE_FILE_IO_ERROR);
 }
 
 static const char *code_name(int wire)

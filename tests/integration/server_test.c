@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "error.h"
 #include "json.h"
 #include "rpc.h"
 #include "test_client.h"
@@ -593,6 +594,22 @@ static void missing_params_name_the_field(void **state)
     free(out);
 }
 
+/* ----- the status-to-wire table ------------------------------------------------------- */
+
+static void a_wire_map_gives_the_first_listed_code_else_the_fallback(void **state)
+{
+    static const ecp_wire_map map[] = {
+        {ECP_ENOTFOUND, ECP_WIRE_FILE_NOT_FOUND},
+        {ECP_EACCES, ECP_WIRE_FILE_ACCESS_DENIED},
+        {ECP_ENOTFOUND, ECP_WIRE_DOCUMENT_NOT_FOUND},
+    };
+    assert_int_equal(ecp_wire_code(map, 3, ECP_ENOTFOUND, ECP_WIRE_INTERNAL_ERROR), -32100);
+    assert_int_equal(ecp_wire_code(map, 3, ECP_EACCES, ECP_WIRE_INTERNAL_ERROR), -32101);
+    assert_int_equal(ecp_wire_code(map, 3, ECP_EIO, ECP_WIRE_INTERNAL_ERROR), -32603);
+    assert_int_equal(ecp_wire_code(map, 1, ECP_EACCES, ECP_WIRE_FILE_IO_ERROR), -32109);
+    assert_int_equal(ecp_wire_code(NULL, 0, ECP_OK, ECP_WIRE_INTERNAL_ERROR), -32603);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -615,6 +632,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_client_leaving_mid_request_cancels_it, setup, teardown),
         cmocka_unit_test_setup_teardown(a_handler_that_forgets_to_answer_gets_an_internal_error, setup, teardown),
         cmocka_unit_test_setup_teardown(missing_params_name_the_field, setup, teardown),
+        cmocka_unit_test(a_wire_map_gives_the_first_listed_code_else_the_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
