@@ -2,31 +2,29 @@
 
 #include <string.h>
 
+#include "document/adapter.h"
 #include "document/interface.h"
+#include "file/adapter.h"
 #include "file/interface.h"
 
 int server_services_start(server_services *self, const server_env *env, ecp_error *err)
 {
     memset(self, 0, sizeof *self);
     ecp_adapter adapter;
+    int status;
 
     self->document = document_service_new(env->loop, env->log);
     if (!self->document)
-        goto fail;
+        return ecp_error_set(err, ECP_ENOMEM, "could not create the document service");
     document_adapter_init(&adapter, self->document, env->bus);
-    env->register_adapter(env->router, &adapter);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
 
     self->file = file_service_new(env->loop, env->log);
     if (!self->file)
-        goto fail;
+        return ecp_error_set(err, ECP_ENOMEM, "could not create the file service");
     file_adapter_init(&adapter, self->file, env->bus);
-    env->register_adapter(env->router, &adapter);
-
-    return 0;
-
-fail:
-    server_services_stop(self);
-    return ecp_error_set(err, ECP_ENOMEM, "could not create the services");
+    return env->register_adapter(env->router, &adapter, err);
 }
 
 void server_services_stop(server_services *self)

@@ -50,9 +50,9 @@
 
 #include <uv.h>
 
+#include "buf.h"
 #include "error.h"
 #include "log.h"
-#include "rpc.h"
 #include "utf.h"
 
 typedef struct document_service document_service;
@@ -67,11 +67,6 @@ document_service *document_service_new(uv_loop_t *loop, ecp_logger *log);
  * still running on the thread pool are told to stop; their callbacks are not
  * called. */
 void document_service_free(document_service *self);
-
-/* Fills `out` with the document methods (document/open, ...) over svc. The adapter subscribes
- * to svc to turn events into notifications on `bus`; out->ctx is allocated
- * here and released by out->destroy. svc and bus must outlive the adapter. */
-void document_adapter_init(ecp_adapter *out, document_service *svc, ecp_bus *bus);
 
 /* ----- positions and information ------------------------------------------- */
 

@@ -5,6 +5,7 @@
  * once. Watches belong to the client that made them: their notifications go
  * to that client only, and they end when it disconnects.
  */
+#include "adapter.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rpc.h"
 #include "uri.h"
 
 /* file/read refuses files larger than this: the whole content travels in one
@@ -40,23 +42,25 @@ struct wire_watch {
 
 /* ----- errors ------------------------------------------------------------------- */
 
+/* The catalogue's file codes; any other status is an I/O error. */
+static const ecp_wire_map wire_codes[] = {
+    {ECP_ENOTFOUND, ECP_WIRE_FILE_NOT_FOUND},
+    {ECP_EACCES, ECP_WIRE_FILE_ACCESS_DENIED},
+    {ECP_EREADONLY, ECP_WIRE_FILE_ACCESS_DENIED},
+    {ECP_EISDIR, ECP_WIRE_FILE_IS_DIRECTORY},
+    {ECP_ENOTDIR, ECP_WIRE_FILE_NOT_DIRECTORY},
+    {ECP_EEXIST, ECP_WIRE_FILE_ALREADY_EXISTS},
+    {ECP_ENOTEMPTY, ECP_WIRE_FILE_NOT_EMPTY},
+    {ECP_EBADURI, ECP_WIRE_FILE_INVALID_URI},
+    {ECP_ENOPROVIDER, ECP_WIRE_FILE_NO_PROVIDER},
+    {ECP_ENOTSUP, ECP_WIRE_FILE_NOT_SUPPORTED},
+    {ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
+    {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
+};
+
 static int wire_code(int status)
 {
-    switch (status) {
-    case ECP_ENOTFOUND: return ECP_WIRE_FILE_NOT_FOUND;
-    case ECP_EACCES:
-    case ECP_EREADONLY: return ECP_WIRE_FILE_ACCESS_DENIED;
-    case ECP_EISDIR: return ECP_WIRE_FILE_IS_DIRECTORY;
-    case ECP_ENOTDIR: return ECP_WIRE_FILE_NOT_DIRECTORY;
-    case ECP_EEXIST: return ECP_WIRE_FILE_ALREADY_EXISTS;
-    case ECP_ENOTEMPTY: return ECP_WIRE_FILE_NOT_EMPTY;
-    case ECP_EBADURI: return ECP_WIRE_FILE_INVALID_URI;
-    case ECP_ENOPROVIDER: return ECP_WIRE_FILE_NO_PROVIDER;
-    case ECP_ENOTSUP: return ECP_WIRE_FILE_NOT_SUPPORTED;
-    case ECP_EINVAL: return ECP_WIRE_INVALID_PARAMS;
-    case ECP_ECANCELED: return ECP_WIRE_REQUEST_CANCELLED;
-    default: return ECP_WIRE_FILE_IO_ERROR;
-    }
+    return ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], status, ECP_WIRE_FILE_IO_ERROR);
 }
 
 static const char *code_name(int wire)
@@ -990,26 +994,68 @@ static void m_join(void *ctx, ecp_call *call)
 /* ----- the adapter ----------------------------------------------------------------------------- */
 
 static const ecp_method methods[] = {
-    {"file/read", m_read, "1.0"},
-    {"file/write", m_write, "1.0"},
-    {"file/stat", m_stat, "1.0"},
-    {"file/exists", m_exists, "1.0"},
-    {"file/delete", m_delete, "1.0"},
-    {"file/rename", m_rename, "1.0"},
-    {"file/copy", m_copy, "1.0"},
-    {"file/readDir", m_read_dir, "1.0"},
-    {"file/createDir", m_create_dir, "1.0"},
-    {"file/deleteDir", m_delete_dir, "1.0"},
-    {"file/search", m_search, "1.0"},
-    {"file/glob", m_glob, "1.0"},
-    {"file/grep", m_grep, "1.0"},
-    {"file/watch", m_watch, "1.0"},
-    {"file/unwatch", m_unwatch, "1.0"},
-    {"file/pathToUri", m_path_to_uri, "1.0"},
-    {"file/uriToPath", m_uri_to_path, "1.0"},
-    {"file/getParent", m_get_parent, "1.0"},
-    {"file/getBasename", m_get_basename, "1.0"},
-    {"file/join", m_join, "1.0"},
+    {"file/read", m_read, "1.0",
+     "A file's content as UTF-8 text, with its size and modification time (ms)",
+     "{uri: string}"},
+    {"file/write", m_write, "1.0",
+     "Write a file atomically, keeping its mode; overwrite:false refuses an existing file",
+     "{uri: string, content: string, encoding?: \"utf-8\", createParents?: boolean, overwrite?: boolean}"},
+    {"file/stat", m_stat, "1.0",
+     "Whether a path exists and what it is; a missing path is exists:false, not an error",
+     "{uri: string}"},
+    {"file/exists", m_exists, "1.0",
+     "Whether a path exists",
+     "{uri: string}"},
+    {"file/delete", m_delete, "1.0",
+     "Delete a file (not a directory)",
+     "{uri: string}"},
+    {"file/rename", m_rename, "1.0",
+     "Move a file or directory, replacing a file at newUri; both URIs have one scheme",
+     "{oldUri: string, newUri: string}"},
+    {"file/copy", m_copy, "1.0",
+     "Copy a file, or a directory recursively (the target must not exist); both URIs have one scheme",
+     "{sourceUri: string, targetUri: string}"},
+    {"file/readDir", m_read_dir, "1.0",
+     "A directory's entries, directories first, with size and modTime for files",
+     "{uri: string}"},
+    {"file/createDir", m_create_dir, "1.0",
+     "Create a directory, with its missing parents when recursive",
+     "{uri: string, recursive?: boolean}"},
+    {"file/deleteDir", m_delete_dir, "1.0",
+     "Delete a directory, with its contents when recursive",
+     "{uri: string, recursive?: boolean}"},
+    {"file/search", m_search, "1.0",
+     "Files whose name holds pattern's characters in order, best first; includePatterns[0] is the directory",
+     "{pattern: string, maxResults?: integer, includePatterns?: string[], excludePatterns?: string[]}"},
+    {"file/glob", m_glob, "1.0",
+     "Paths under baseUri (default: the server's working directory) that match a glob pattern",
+     "{pattern: string, baseUri?: string, maxResults?: integer, includeDirectories?: boolean, "
+     "followSymlinks?: boolean, excludePatterns?: string[]}"},
+    {"file/grep", m_grep, "1.0",
+     "Lines of the text files under baseUri that contain pattern (a literal, or PCRE2 when regex)",
+     "{pattern: string, baseUri?: string, regex?: boolean, caseSensitive?: boolean, "
+     "include?: string|string[], exclude?: string|string[], maxResults?: integer}"},
+    {"file/watch", m_watch, "1.0",
+     "Watch a path (recursively by default); its changes go to this client only",
+     "{uri: string, recursive?: boolean}"},
+    {"file/unwatch", m_unwatch, "1.0",
+     "End one of this client's watches",
+     "{watchId: string}"},
+    {"file/pathToUri", m_path_to_uri, "1.0",
+     "The file:// URI of a path; a relative path is taken from the server's working directory",
+     "{path: string}"},
+    {"file/uriToPath", m_uri_to_path, "1.0",
+     "The path a file:// URI names; null for another scheme",
+     "{uri: string}"},
+    {"file/getParent", m_get_parent, "1.0",
+     "The URI of the parent directory",
+     "{uri: string}"},
+    {"file/getBasename", m_get_basename, "1.0",
+     "The last component of a URI's path",
+     "{uri: string}"},
+    {"file/join", m_join, "1.0",
+     "A base URI joined with path components, normalised",
+     "{baseUri: string, paths: string[]}"},
 };
 
 static void adapter_client_closed(void *ctx, uint64_t client_id)

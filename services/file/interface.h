@@ -35,7 +35,6 @@
 #include "buf.h"
 #include "error.h"
 #include "log.h"
-#include "rpc.h"
 #include "utf.h"
 
 typedef struct file_service file_service;
@@ -53,11 +52,6 @@ file_service *file_service_new(uv_loop_t *loop, ecp_logger *log);
 void file_service_free(file_service *self);
 
 uv_loop_t *file_service_loop(file_service *self);
-
-/* Registers the service's JSON-RPC methods (the `file` namespace) in *out. The adapter's
- * context is owned by whoever holds *out and is released by out->destroy; bus
- * is borrowed for the notifications of watches. */
-void file_adapter_init(ecp_adapter *out, file_service *svc, ecp_bus *bus);
 
 /* ----- paths and URIs (pure; any thread) ---------------------------------------- */
 
