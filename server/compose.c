@@ -16,7 +16,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     document_adapter_init(&adapter, self->document, env->bus);
     env->register_adapter(env->router, &adapter);
 
-    self->file = file_service_new(env->loop, env->log);
+    self->file = file_service_new(env->pool, env->log);
     if (!self->file)
         goto fail;
     file_adapter_init(&adapter, self->file, env->bus);

@@ -1,12 +1,14 @@
-/* grep: file/grep, a parallel content search on the thread pool.
+/* grep: file/grep, a parallel content search, a job of the long lane.
  *
  * The walk and the search share one queue of directories to list and files to
  * search. Several work items take from it at once: whoever lists a directory
  * pushes what it found, whoever is idle takes the next batch of files. A work
  * item only waits while another one is busy (and so will push more or
- * finish), so a pool with fewer free threads than items never deadlocks.
- * Once max_results lines have matched, everyone stops: a search for 10 lines
- * in a tree of 100,000 files reads a handful of them.
+ * finish), never for an item that has not begun: the long lane may admit the
+ * items one at a time, each only after another has ended, and an item that
+ * begins once the queue is empty and nobody is busy simply ends. Once
+ * max_results lines have matched, everyone stops: a search for 10 lines in a
+ * tree of 100,000 files reads a handful of them.
  */
 #include "internal.h"
 
@@ -15,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pcre2.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -79,7 +82,8 @@ static void matchlist_free(matchlist *l)
 }
 
 typedef struct grep_task {
-    file_task base;
+    file__walk walk; /* first: file_walk_start reads it */
+    ecp_job *job;
     /* fixed before the work starts */
     char *root;
     size_t root_len;
@@ -116,7 +120,7 @@ typedef struct grep_worker {
 
 static bool grep_should_stop(grep_task *t)
 {
-    return file__task_cancelled(&t->base) ||
+    return ecp_job_cancelled(t->job) ||
            (t->max_results && atomic_load_explicit(&t->found, memory_order_relaxed) > t->max_results);
 }
 
@@ -348,9 +352,9 @@ static void merge_found(grep_task *t, grep_worker *w)
     w->found.n = 0;
 }
 
-static void grep_work(file_task *task, unsigned item)
+static void grep_work(ecp_job *job, unsigned item)
 {
-    grep_task *t = (grep_task *)task;
+    grep_task *t = ecp_job_data(job);
     grep_worker w = {0};
     w.md = pcre2_match_data_create_from_pattern(t->re, NULL);
     w.mctx = pcre2_match_context_create(NULL);
@@ -426,11 +430,12 @@ static int match_compare(const void *pa, const void *pb)
     return a->line < b->line ? -1 : a->line > b->line;
 }
 
-static void grep_finish(file_task *task)
+static void grep_done(ecp_job *job)
 {
-    grep_task *t = (grep_task *)task;
-    if (task->status) {
-        t->cb(t->ctx, task->status, &task->err, NULL);
+    grep_task *t = ecp_job_data(job);
+    int status = file__walk_status(job);
+    if (status) {
+        t->cb(t->ctx, status, &t->walk.err, NULL);
         return;
     }
     if (t->matches.n > 1)
@@ -443,9 +448,9 @@ static void grep_finish(file_task *task)
     t->cb(t->ctx, 0, NULL, &res);
 }
 
-static void grep_destroy(file_task *task)
+static void grep_free(void *data)
 {
-    grep_task *t = (grep_task *)task;
+    grep_task *t = data;
     free(t->root);
     if (t->re)
         pcre2_code_free(t->re);
@@ -485,8 +490,16 @@ static int compile_pattern(grep_task *t, const file_grep_options *o, ecp_error *
     return 0;
 }
 
-int file_grep_start(file_service *self, const file_grep_options *o, file_grep_cb cb, void *ctx, file_task **task,
-                    ecp_error *err)
+static const ecp_job_type grep_type = {
+    .name = "file.grep",
+    .lane = ECP_LANE_LONG,
+    .work = grep_work,
+    .done = grep_done,
+    .free_data = grep_free,
+};
+
+int file_grep_prepare(file_service *self, const file_grep_options *o, file_grep_cb cb, void *ctx, ecp_job **walk,
+                      ecp_error *err)
 {
     grep_task *t = xcalloc(1, sizeof *t);
     uv_mutex_init(&t->lock);
@@ -512,7 +525,7 @@ int file_grep_start(file_service *self, const file_grep_options *o, file_grep_cb
     if (rc == 0 && stat(t->root, &st) != 0)
         rc = file__errno(err, errno, t->root);
     if (rc) {
-        grep_destroy(&t->base);
+        grep_free(t);
         return rc;
     }
     t->root_is_file = !S_ISDIR(st.st_mode);
@@ -524,12 +537,11 @@ int file_grep_start(file_service *self, const file_grep_options *o, file_grep_cb
     t->enc = o->encoding;
     t->cb = cb;
     t->ctx = ctx;
-    t->base.work = grep_work;
-    t->base.finish = grep_finish;
-    t->base.destroy = grep_destroy;
-    if (task)
-        *task = &t->base;
-    unsigned items = o->threads ? o->threads : file__default_items();
-    file__task_start(self, &t->base, t->root_is_file ? 1 : items);
+    unsigned items = o->threads ? o->threads : file__walk_items(self);
+    if (items > ECP_JOB_MAX_ITEMS)
+        items = ECP_JOB_MAX_ITEMS;
+    t->walk.items = t->root_is_file ? 1 : items;
+    t->job = ecp_job_new(self->jobs, &grep_type, t);
+    *walk = t->job;
     return 0;
 }
