@@ -17,7 +17,8 @@
  *   each as a short job of the service (core/job.h);
  * - tree walks (file_glob_prepare, file_search_prepare, file_grep_prepare),
  *   long jobs of the service, and watches, which belong to a file_service and
- *   run their callbacks on its loop thread.
+ *   run their callbacks on its loop thread; listeners of the service hear
+ *   every change its watches report.
  *
  * Paths are absolute and '/'-separated; callers turn URIs into paths with
  * file_path_from_uri. Every function that can fail returns 0 or a negative
@@ -53,7 +54,7 @@ file_service *file_service_new(ecp_pool *pool, ecp_logger *log);
  * finishes), calls the jobs serve are answered, and no callback of a walk or
  * a watch runs afterwards. Then frees the service. Handles it closes are
  * released by the loop's close callbacks, so the loop should run once more
- * before it closes. */
+ * before it closes. Listeners are dropped without being told. */
 void file_service_free(file_service *self);
 
 uv_loop_t *file_service_loop(file_service *self);
@@ -318,5 +319,27 @@ int file_watch_add(file_service *self, const char *path, bool recursive, file_wa
 /* Stops a watch; no callback runs for it afterwards. ECP_ENOTFOUND for an
  * unknown id. */
 int file_watch_remove(file_service *self, uint64_t id);
+
+/* ----- listeners (callbacks on the loop thread) ---------------------------------- */
+
+/* Listeners follow the changes of the whole service without owning a watch
+ * (the git service refreshing its status after any change a client's watch
+ * sees). on_change runs for every change a watch of the service reports,
+ * right after that watch's own callback, with the same file_change. So a
+ * path that no watch covers is heard of by nobody, and a path that two
+ * watches cover is heard of twice, once per watch. A listener may subscribe
+ * and unsubscribe listeners (itself included) and add and remove watches
+ * from inside on_change; one unsubscribed there hears nothing more, not even
+ * the rest of that change. */
+typedef struct file_listener {
+    void (*on_change)(void *ctx, const file_change *change);
+} file_listener;
+
+/* Subscribes (listener, ctx). listener is borrowed (usually a static const)
+ * and must stay valid until unsubscribed or the service is freed. */
+void file_subscribe(file_service *self, const file_listener *listener, void *ctx);
+
+/* Unsubscribes (listener, ctx); false when it was not subscribed. */
+bool file_unsubscribe(file_service *self, const file_listener *listener, void *ctx);
 
 #endif

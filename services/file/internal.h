@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "event.h"
 #include "file/interface.h"
 #include "job.h"
 
@@ -21,6 +22,7 @@ struct file_service {
     ecp_logger *log;
     ecp_pool *pool;          /* borrowed */
     ecp_job_set *jobs;       /* every job of the service: single operations and walks */
+    ecp_listeners listeners; /* file_listener tables */
     file__watcher *watcher;  /* NULL until the first watch */
 };
 

@@ -25,6 +25,7 @@ file_service *file_service_new(ecp_pool *pool, ecp_logger *log)
     self->loop = ecp_pool_loop(pool);
     self->log = log;
     self->jobs = ecp_job_set_new(pool);
+    self->listeners = (ecp_listeners)ECP_LISTENERS_INIT;
     return self;
 }
 
@@ -35,12 +36,25 @@ void file_service_free(file_service *self)
     /* Jobs first: a walk's done would call back into whoever started it. */
     ecp_job_set_close(self->jobs);
     file__watcher_free(self->watcher);
+    ecp_listeners_free(&self->listeners);
     free(self);
 }
 
 uv_loop_t *file_service_loop(file_service *self)
 {
     return self->loop;
+}
+
+/* ----- listeners ------------------------------------------------------------------ */
+
+void file_subscribe(file_service *self, const file_listener *listener, void *ctx)
+{
+    ecp_listeners_add(&self->listeners, listener, ctx);
+}
+
+bool file_unsubscribe(file_service *self, const file_listener *listener, void *ctx)
+{
+    return ecp_listeners_remove(&self->listeners, listener, ctx);
 }
 
 /* ----- walks ---------------------------------------------------------------------- */
