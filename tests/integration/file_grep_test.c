@@ -481,6 +481,39 @@ static void test_read_during_slow_greps(void **state)
     assert_true(cpu < 100);
 }
 
+/* The server goes away while a slow grep runs on a thread, a read is on its
+ * way and a write was just sent. Nothing may crash or leak (the sanitizer
+ * build checks), no callback may reach the freed service, and the write must
+ * still land: its bytes exist nowhere else. */
+static void test_free_the_server_during_grep_and_read(void **state)
+{
+    test_server *s = test_server_new(NULL);
+    test_client *c = test_client_connect(s);
+    char params[512];
+    snprintf(params, sizeof params, SLOW_GREP, slow);
+    int64_t grep_id = test_client_send(c, "file/grep", params);
+    test_server_run_for(s, 100); /* the grep is on a thread now */
+    assert_int_equal(test_client_wait_response(c, grep_id, 0, NULL), INT32_MIN);
+    char saved[256];
+    snprintf(saved, sizeof saved, "%s/saved-at-exit.txt", root);
+    snprintf(params, sizeof params, "{\"uri\":\"file://%s/b.txt\"}", small);
+    test_client_send(c, "file/read", params);
+    snprintf(params, sizeof params, "{\"uri\":\"file://%s\",\"content\":\"last words\"}", saved);
+    test_client_send(c, "file/write", params);
+    double t0 = now_ms();
+    test_server_free(s);
+    double ms = now_ms() - t0;
+    fprintf(stderr, "file_grep_test: freeing the server during a slow grep took %.1f ms\n", ms);
+    assert_true(ms < 5000);
+    char buf[64] = "";
+    int fd = open(saved, O_RDONLY);
+    assert_true(fd >= 0);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    assert_int_equal(n, 10);
+    assert_string_equal(buf, "last words");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_ping_during_grep),
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_read_during_slow_greps),
+        cmocka_unit_test(test_free_the_server_during_grep_and_read),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
