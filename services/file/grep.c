@@ -81,7 +81,7 @@ static void matchlist_free(matchlist *l)
     memset(l, 0, sizeof *l);
 }
 
-typedef struct grep_task {
+typedef struct grep_job {
     file__walk walk; /* first: file_walk_start reads it */
     ecp_job *job;
     /* fixed before the work starts */
@@ -106,7 +106,7 @@ typedef struct grep_task {
     matchlist matches;
     size_t files_searched;
     atomic_size_t found; /* lines matched so far, read without the lock */
-} grep_task;
+} grep_job;
 
 typedef struct grep_worker {
     char *buf;
@@ -118,7 +118,7 @@ typedef struct grep_worker {
     buf path;
 } grep_worker;
 
-static bool grep_should_stop(grep_task *t)
+static bool grep_should_stop(grep_job *t)
 {
     return ecp_job_cancelled(t->job) ||
            (t->max_results && atomic_load_explicit(&t->found, memory_order_relaxed) > t->max_results);
@@ -128,7 +128,7 @@ static bool grep_should_stop(grep_task *t)
 
 /* Finds the first match at or after `from` in data[0..n): 1 when found, 0
  * when there is none, -1 when the engine gave up (a match or stack limit). */
-static int find(grep_task *t, grep_worker *w, const char *data, size_t n, size_t from, size_t *ms, size_t *me)
+static int find(grep_job *t, grep_worker *w, const char *data, size_t n, size_t from, size_t *ms, size_t *me)
 {
     int rc = t->jit ? pcre2_jit_match(t->re, (PCRE2_SPTR)data, n, from, 0, w->md, w->mctx)
                     : pcre2_match(t->re, (PCRE2_SPTR)data, n, from, 0, w->md, w->mctx);
@@ -153,7 +153,7 @@ static size_t count_newlines(const char *s, size_t n)
     return c;
 }
 
-static void add_match(grep_task *t, grep_worker *w, const char *path, size_t line, const char *ls, size_t len,
+static void add_match(grep_job *t, grep_worker *w, const char *path, size_t line, const char *ls, size_t len,
                       size_t col_byte)
 {
     size_t text_len = len;
@@ -175,7 +175,7 @@ static void add_match(grep_task *t, grep_worker *w, const char *path, size_t lin
 
 /* Matches the regex inside the line data[ls..le) only, from byte `from`;
  * sets *ms to the match's start. */
-static bool match_in_line(grep_task *t, grep_worker *w, const char *data, size_t ls, size_t le, size_t from,
+static bool match_in_line(grep_job *t, grep_worker *w, const char *data, size_t ls, size_t le, size_t from,
                           size_t *ms)
 {
     int rc = t->jit ? pcre2_jit_match(t->re, (PCRE2_SPTR)(data + ls), le - ls, from - ls, 0, w->md, w->mctx)
@@ -186,7 +186,7 @@ static bool match_in_line(grep_task *t, grep_worker *w, const char *data, size_t
     return true;
 }
 
-static void search_buffer(grep_task *t, grep_worker *w, const char *path, const char *data, size_t n)
+static void search_buffer(grep_job *t, grep_worker *w, const char *path, const char *data, size_t n)
 {
     size_t pos = 0, line = 0, counted = 0;
     /* Searching the whole buffer at once is fast; once the engine gives up
@@ -230,7 +230,7 @@ static void search_buffer(grep_task *t, grep_worker *w, const char *path, const 
     }
 }
 
-static void grep_file(grep_task *t, grep_worker *w, const char *path)
+static void grep_file(grep_job *t, grep_worker *w, const char *path)
 {
     /* symlinks found by the walk are skipped before we get here; a base that
      * is a symlink to a file was asked for by name and is followed */
@@ -284,7 +284,7 @@ static void grep_file(grep_task *t, grep_worker *w, const char *path)
 /* ----- one directory ----------------------------------------------------------------- */
 
 /* Lists dir into new_dirs and new_files (absolute paths). */
-static void list_dir(grep_task *t, grep_worker *w, const char *dir, strlist *new_dirs, strlist *new_files)
+static void list_dir(grep_job *t, grep_worker *w, const char *dir, strlist *new_dirs, strlist *new_files)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -339,7 +339,7 @@ static void list_dir(grep_task *t, grep_worker *w, const char *dir, strlist *new
 
 /* ----- the work items ------------------------------------------------------------------ */
 
-static void merge_found(grep_task *t, grep_worker *w)
+static void merge_found(grep_job *t, grep_worker *w)
 {
     for (size_t i = 0; i < w->found.n; i++) {
         if (t->max_results && t->matches.n > t->max_results) {
@@ -354,7 +354,7 @@ static void merge_found(grep_task *t, grep_worker *w)
 
 static void grep_work(ecp_job *job, unsigned item)
 {
-    grep_task *t = ecp_job_data(job);
+    grep_job *t = ecp_job_data(job);
     grep_worker w = {0};
     w.md = pcre2_match_data_create_from_pattern(t->re, NULL);
     w.mctx = pcre2_match_context_create(NULL);
@@ -432,7 +432,7 @@ static int match_compare(const void *pa, const void *pb)
 
 static void grep_done(ecp_job *job)
 {
-    grep_task *t = ecp_job_data(job);
+    grep_job *t = ecp_job_data(job);
     int status = file__walk_status(job);
     if (status) {
         t->cb(t->ctx, status, &t->walk.err, NULL);
@@ -450,7 +450,7 @@ static void grep_done(ecp_job *job)
 
 static void grep_free(void *data)
 {
-    grep_task *t = data;
+    grep_job *t = data;
     free(t->root);
     if (t->re)
         pcre2_code_free(t->re);
@@ -465,7 +465,7 @@ static void grep_free(void *data)
     free(t);
 }
 
-static int compile_pattern(grep_task *t, const file_grep_options *o, ecp_error *err)
+static int compile_pattern(grep_job *t, const file_grep_options *o, ecp_error *err)
 {
     /* Literals go through PCRE2 too: its JIT finds a literal faster than
      * memmem does (B13: about 280 ms against 500 ms). A literal needs no
@@ -501,7 +501,7 @@ static const ecp_job_type grep_type = {
 int file_grep_prepare(file_service *self, const file_grep_options *o, file_grep_cb cb, void *ctx, ecp_job **walk,
                       ecp_error *err)
 {
-    grep_task *t = xcalloc(1, sizeof *t);
+    grep_job *t = xcalloc(1, sizeof *t);
     uv_mutex_init(&t->lock);
     uv_cond_init(&t->cond);
     int rc = compile_pattern(t, o, err);

@@ -100,7 +100,7 @@ static void rel_join(buf *out, const char *rel, size_t rel_len, const char *name
 
 /* ----- glob ------------------------------------------------------------------------ */
 
-typedef struct glob_task {
+typedef struct glob_job {
     file__walk walk; /* first: file_walk_start reads it */
     ecp_job *job;
     file__glob *glob;
@@ -114,9 +114,9 @@ typedef struct glob_task {
     char **paths;
     size_t count, cap;
     file__idset seen;
-} glob_task;
+} glob_job;
 
-static void glob_add(glob_task *t, const char *abs)
+static void glob_add(glob_job *t, const char *abs)
 {
     if (t->count == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 64;
@@ -125,12 +125,12 @@ static void glob_add(glob_task *t, const char *abs)
     t->paths[t->count++] = xstrdup(abs);
 }
 
-static bool glob_full(glob_task *t)
+static bool glob_full(glob_job *t)
 {
     return t->max_results && t->count >= t->max_results;
 }
 
-static void glob_walk(glob_task *t, const char *dir, const char *rel, size_t rel_len)
+static void glob_walk(glob_job *t, const char *dir, const char *rel, size_t rel_len)
 {
     dir_list list;
     if (!list_dir(dir, &t->seen, true, &list))
@@ -176,7 +176,7 @@ static bool root_is_directory(file__walk *walk, const char *root)
 
 static void glob_work(ecp_job *job, unsigned item)
 {
-    glob_task *t = ecp_job_data(job);
+    glob_job *t = ecp_job_data(job);
     if (!root_is_directory(&t->walk, t->root))
         return;
     glob_walk(t, t->root, "", 0);
@@ -184,7 +184,7 @@ static void glob_work(ecp_job *job, unsigned item)
 
 static void glob_done(ecp_job *job)
 {
-    glob_task *t = ecp_job_data(job);
+    glob_job *t = ecp_job_data(job);
     int status = file__walk_status(job);
     if (status) {
         t->cb(t->ctx, status, &t->walk.err, NULL);
@@ -196,7 +196,7 @@ static void glob_done(ecp_job *job)
 
 static void glob_free(void *data)
 {
-    glob_task *t = data;
+    glob_job *t = data;
     file__glob_free(t->glob);
     file__globs_free(t->exclude, t->exclude_count);
     free(t->root);
@@ -248,7 +248,7 @@ int file_glob_prepare(file_service *self, const file_glob_options *o, file_glob_
     file_path_normalize(&root, raw.data, raw.len);
     buf_free(&raw);
 
-    glob_task *t = xcalloc(1, sizeof *t);
+    glob_job *t = xcalloc(1, sizeof *t);
     /* compiling the whole pattern first makes error offsets point into what the client sent */
     int rc = file__glob_compile(o->pattern, 0, &t->glob, err);
     file__glob_free(t->glob);
@@ -342,7 +342,7 @@ int file_fuzzy_score(const char *pattern, size_t plen, const char *name, size_t 
 
 /* ----- search ----------------------------------------------------------------------- */
 
-typedef struct search_task {
+typedef struct search_job {
     file__walk walk; /* first: file_walk_start reads it */
     ecp_job *job;
     char *pattern;
@@ -357,9 +357,9 @@ typedef struct search_task {
     file_search_hit *hits;
     size_t count, cap, best; /* best: hits that scored 100 */
     file__idset seen;
-} search_task;
+} search_job;
 
-static bool search_excluded(search_task *t, const char *rel, size_t len)
+static bool search_excluded(search_job *t, const char *rel, size_t len)
 {
     for (size_t i = 0; i < t->exclude_count; i++) {
         bool hit = t->exclude_glob[i] ? file__glob_match(t->exclude_glob[i], rel, len)
@@ -370,7 +370,7 @@ static bool search_excluded(search_task *t, const char *rel, size_t len)
     return false;
 }
 
-static void search_consider(search_task *t, const char *abs, size_t name_off)
+static void search_consider(search_job *t, const char *abs, size_t name_off)
 {
     const char *name = abs + name_off;
     size_t plen = strlen(t->pattern), nlen = strlen(name);
@@ -397,13 +397,13 @@ static void search_consider(search_task *t, const char *abs, size_t name_off)
         t->best++;
 }
 
-static bool search_should_stop(search_task *t)
+static bool search_should_stop(search_job *t)
 {
     /* nothing can beat max_results perfect scores */
     return ecp_job_cancelled(t->job) || (t->max_results && t->best >= t->max_results);
 }
 
-static void search_walk(search_task *t, const char *dir, const char *rel, size_t rel_len)
+static void search_walk(search_job *t, const char *dir, const char *rel, size_t rel_len)
 {
     dir_list list;
     if (!list_dir(dir, &t->seen, false, &list))
@@ -442,7 +442,7 @@ static int hit_compare(const void *pa, const void *pb)
 
 static void search_work(ecp_job *job, unsigned item)
 {
-    search_task *t = ecp_job_data(job);
+    search_job *t = ecp_job_data(job);
     if (!root_is_directory(&t->walk, t->root))
         return;
     search_walk(t, t->root, "", 0);
@@ -452,7 +452,7 @@ static void search_work(ecp_job *job, unsigned item)
 
 static void search_done(ecp_job *job)
 {
-    search_task *t = ecp_job_data(job);
+    search_job *t = ecp_job_data(job);
     int status = file__walk_status(job);
     if (status) {
         t->cb(t->ctx, status, &t->walk.err, NULL);
@@ -467,7 +467,7 @@ static void search_done(ecp_job *job)
 
 static void search_free(void *data)
 {
-    search_task *t = data;
+    search_job *t = data;
     free(t->pattern);
     free(t->root);
     for (size_t i = 0; i < t->exclude_count; i++) {
@@ -496,7 +496,7 @@ static const ecp_job_type search_type = {
 int file_search_prepare(file_service *self, const file_search_options *o, file_search_cb cb, void *ctx,
                         ecp_job **walk, ecp_error *err)
 {
-    search_task *t = xcalloc(1, sizeof *t);
+    search_job *t = xcalloc(1, sizeof *t);
     t->exclude_text = xcalloc(o->exclude_count + 1, sizeof *t->exclude_text);
     t->exclude_glob = xcalloc(o->exclude_count + 1, sizeof *t->exclude_glob);
     for (size_t i = 0; i < o->exclude_count; i++) {
