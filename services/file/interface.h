@@ -50,9 +50,9 @@ typedef struct file_service file_service;
 file_service *file_service_new(ecp_pool *pool, ecp_logger *log);
 
 /* Ends every watch and closes the service's jobs: walks are cancelled, work
- * items already on a thread are waited for (a write that has begun
- * finishes), calls the jobs serve are answered, and no callback of a walk or
- * a watch runs afterwards. Then frees the service. Handles it closes are
+ * already on a thread is waited for, and so are writes that have not begun
+ * (their bytes exist nowhere else), calls the jobs serve are answered, and no
+ * callback of a walk or a watch runs afterwards. Then frees the service. Handles it closes are
  * released by the loop's close callbacks, so the loop should run once more
  * before it closes. Listeners are dropped without being told. */
 void file_service_free(file_service *self);
