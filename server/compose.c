@@ -20,7 +20,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
         return status;
 
-    self->file = file_service_new(env->loop, env->log);
+    self->file = file_service_new(env->pool, env->log);
     if (!self->file)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the file service");
     file_adapter_init(&adapter, self->file, env->bus);

@@ -1,9 +1,12 @@
 /* adapter: the file service's JSON-RPC methods (the `file` namespace).
  *
- * Every method that touches the disk runs on the thread pool with its own
- * copies of its inputs and answers from the loop; the URI helpers answer at
- * once. Watches belong to the client that made them: their notifications go
- * to that client only, and they end when it disconnects.
+ * Every method that touches the disk runs as a job of the service that
+ * serves its call (core/job.h): a single operation in the short lane with
+ * its own copies of its inputs, a walk in the long lane. The client's
+ * $/cancelRequest or disconnect cancels the job, and the service's teardown
+ * answers it. The URI helpers answer at once. Watches belong to the client
+ * that made them: their notifications go to that client only, and they end
+ * when it disconnects.
  */
 #include "adapter.h"
 #include "internal.h"
@@ -217,7 +220,7 @@ static bool arg_strings(ecp_call *call, json_ref obj, const char *name, bool spl
     return true;
 }
 
-/* ----- single operations on the thread pool -------------------------------------------- */
+/* ----- single operations: short jobs --------------------------------------------------- */
 
 typedef enum op_kind {
     OP_READ,
@@ -232,10 +235,11 @@ typedef enum op_kind {
     OP_DELETE_DIR,
 } op_kind;
 
+#define OP_KINDS (OP_DELETE_DIR + 1)
+
 typedef struct op_job {
-    uv_work_t req;
-    ecp_call *call;
     op_kind kind;
+    bool skipped; /* cancelled before it began */
     char *path, *path2; /* copies: the work runs off the loop */
     char *uri, *uri2;   /* as the client wrote them, for error data */
     char *content;
@@ -251,10 +255,19 @@ typedef struct op_job {
     size_t count;
 } op_job;
 
-static void op_work(uv_work_t *req)
+static const ecp_job_type op_types[OP_KINDS];
+
+static void op_work(ecp_job *job, unsigned item)
 {
-    op_job *j = req->data;
+    op_job *j = ecp_job_data(job);
     ecp_error *err = &j->err;
+    /* Nothing has been read or changed yet: a cancelled operation need not
+     * begin, unless it must run to its end anyway. Once begun, nothing here
+     * looks at the flag again, so no change to the disk stops half-way. */
+    if (!op_types[j->kind].runs_to_end && ecp_job_cancelled(job)) {
+        j->skipped = true;
+        return;
+    }
     switch (j->kind) {
     case OP_READ:
         j->status = file_read(j->path, READ_MAX, &j->data, &j->len, &j->info, err);
@@ -306,9 +319,8 @@ static void write_uri(json_writer *w, const char *key, const char *path)
     buf_free(&u);
 }
 
-static void op_reply(op_job *j)
+static void op_reply(op_job *j, ecp_call *call)
 {
-    ecp_call *call = j->call;
     if (j->status) {
         /* a missing source names the source; everything else the target */
         const char *uri = j->uri2 && j->status != ECP_ENOTFOUND ? j->uri2 : j->uri;
@@ -388,13 +400,18 @@ static void op_reply(op_job *j)
     }
 }
 
-static void op_after(uv_work_t *req, int status)
+static void op_done(ecp_job *job)
 {
-    op_job *j = req->data;
-    if (status == UV_ECANCELED)
-        ecp_call_error(j->call, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");
+    op_job *j = ecp_job_data(job);
+    if (j->skipped)
+        reply_error(ecp_job_call(job), ECP_ECANCELED, "Request cancelled", j->uri);
     else
-        op_reply(j);
+        op_reply(j, ecp_job_call(job));
+}
+
+static void op_free(void *data)
+{
+    op_job *j = data;
     free(j->path);
     free(j->path2);
     free(j->uri);
@@ -406,21 +423,46 @@ static void op_after(uv_work_t *req, int status)
     free(j);
 }
 
-static op_job *op_new(ecp_call *call, op_kind kind, const char *path, const ecp_str *uri)
+/* Closing the service's jobs (the server going down) waits for every
+ * operation already on a thread, and none stops half-way (see op_work); what
+ * runs_to_end decides is whether one that has not begun yet still runs. */
+#define OP_TYPE(kind_, name_, to_end_) [kind_] = {name_, ECP_LANE_SHORT, to_end_, op_work, op_done, op_free}
+static const ecp_job_type op_types[OP_KINDS] = {
+    /* Reads change nothing, and nobody is left to read the answer. */
+    OP_TYPE(OP_READ, "file.read", false),
+    OP_TYPE(OP_STAT, "file.stat", false),
+    OP_TYPE(OP_EXISTS, "file.exists", false),
+    OP_TYPE(OP_READ_DIR, "file.readDir", false),
+    /* The bytes of a write exist nowhere else: a save sent just before the
+     * client quit (or cancelled, with the answer no longer wanted) must land.
+     * It replaces the file atomically, so running it late harms nothing. */
+    OP_TYPE(OP_WRITE, "file.write", true),
+    /* The rest lose nothing by not beginning (the old path, the source, the
+     * parent still hold everything) and the client was told they were
+     * cancelled; a deletion or a copy of a big tree run behind a client
+     * that has gone would surprise it, and would hold up the shutdown. */
+    OP_TYPE(OP_DELETE, "file.delete", false),
+    OP_TYPE(OP_RENAME, "file.rename", false),
+    OP_TYPE(OP_COPY, "file.copy", false),
+    OP_TYPE(OP_CREATE_DIR, "file.createDir", false),
+    OP_TYPE(OP_DELETE_DIR, "file.deleteDir", false),
+};
+#undef OP_TYPE
+
+static op_job *op_new(op_kind kind, const char *path, const ecp_str *uri)
 {
     op_job *j = xcalloc(1, sizeof *j);
-    j->call = call;
     j->kind = kind;
     j->path = xstrdup(path);
     j->uri = xstrndup(uri->ptr, uri->len);
-    j->req.data = j;
     return j;
 }
 
-static void op_start(file_adapter *ad, op_job *j)
+static void op_start(file_adapter *ad, ecp_call *call, op_job *j)
 {
-    ecp_call_defer(j->call);
-    uv_queue_work(file_service_loop(ad->svc), &j->req, op_work, op_after);
+    ecp_job *job = ecp_job_new(ad->svc->jobs, &op_types[j->kind], j);
+    ecp_job_serve(job, call);
+    ecp_job_start(job, 1);
 }
 
 /* Methods whose only param is `uri`. */
@@ -430,7 +472,7 @@ static void simple_op(file_adapter *ad, ecp_call *call, op_kind kind)
     const char *path = arg_path(call, ecp_call_params(call), "uri", &uri);
     if (!path)
         return;
-    op_start(ad, op_new(call, kind, path, &uri));
+    op_start(ad, call, op_new(kind, path, &uri));
 }
 
 static void m_read(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_READ); }
@@ -454,13 +496,13 @@ static void m_write(void *ctx, ecp_call *call)
                        encoding.ptr);
         return;
     }
-    op_job *j = op_new(call, OP_WRITE, path, &uri);
+    op_job *j = op_new(OP_WRITE, path, &uri);
     j->content = xmalloc(content.len + 1);
     memcpy(j->content, content.ptr, content.len + 1);
     j->content_len = content.len;
     j->create_parents = create_parents;
     j->overwrite = overwrite;
-    op_start(ctx, j);
+    op_start(ctx, call, j);
 }
 
 /* rename and copy: two URIs of the same scheme. */
@@ -486,10 +528,10 @@ static void two_path_op(file_adapter *ad, ecp_call *call, op_kind kind, const ch
     const char *to = arg_path(call, p, to_name, NULL);
     if (!to)
         return;
-    op_job *j = op_new(call, kind, from, &from_uri);
+    op_job *j = op_new(kind, from, &from_uri);
     j->path2 = xstrdup(to);
     j->uri2 = xstrndup(to_uri.ptr, to_uri.len);
-    op_start(ad, j);
+    op_start(ad, call, j);
 }
 
 static void m_rename(void *ctx, ecp_call *call) { two_path_op(ctx, call, OP_RENAME, "oldUri", "newUri"); }
@@ -503,60 +545,51 @@ static void dir_op(file_adapter *ad, ecp_call *call, op_kind kind)
     const char *path = arg_path(call, p, "uri", &uri);
     if (!path || !ecp_arg_bool_opt(call, p, "recursive", false, &recursive))
         return;
-    op_job *j = op_new(call, kind, path, &uri);
+    op_job *j = op_new(kind, path, &uri);
     j->recursive = recursive;
-    op_start(ad, j);
+    op_start(ad, call, j);
 }
 
 static void m_create_dir(void *ctx, ecp_call *call) { dir_op(ctx, call, OP_CREATE_DIR); }
 static void m_delete_dir(void *ctx, ecp_call *call) { dir_op(ctx, call, OP_DELETE_DIR); }
 
-/* ----- walks ------------------------------------------------------------------------------ */
+/* ----- walks: long jobs ---------------------------------------------------------------------- */
 
-typedef struct walk_job {
+/* What a walk's callback needs of its call. It lives in the call's arena,
+ * which the walk's job keeps alive until the callback has returned; when the
+ * service goes first, the callback never runs and the arena goes with the
+ * call. */
+typedef struct walk_call {
     ecp_call *call;
-    file_task *task;
-    char *uri; /* base, for error data */
-} walk_job;
+    const char *uri; /* the base, for error data */
+} walk_call;
 
-static void walk_abandoned(void *ctx)
+static walk_call *walk_call_new(ecp_call *call, const char *base)
 {
-    walk_job *j = ctx;
-    file_task_cancel(j->task);
-}
-
-static walk_job *walk_job_new(ecp_call *call, const char *base)
-{
-    walk_job *j = xcalloc(1, sizeof *j);
-    j->call = call;
+    arena *a = ecp_call_arena(call);
+    walk_call *w = arena_alloc(a, sizeof *w);
+    w->call = call;
     buf u = BUF_INIT;
     file_uri_from_path(&u, base);
-    j->uri = buf_detach(&u);
-    return j;
+    w->uri = arena_strndup(a, u.data, u.len);
+    buf_free(&u);
+    return w;
 }
 
-/* Either answers a failed start or arms cancellation for a running walk. */
-static void walk_started(walk_job *j, int rc, const ecp_error *err)
+/* Either answers a failed preparation or starts the walk serving its call. */
+static void walk_start(walk_call *w, ecp_job *walk, int rc, const ecp_error *err)
 {
     if (rc) {
-        reply_error(j->call, rc, err->message, j->uri);
-        free(j->uri);
-        free(j);
+        reply_error(w->call, rc, err->message, w->uri);
         return;
     }
-    ecp_call_defer(j->call);
-    ecp_call_on_abandon(j->call, walk_abandoned, j);
-}
-
-static void walk_job_free(walk_job *j)
-{
-    free(j->uri);
-    free(j);
+    ecp_job_serve(walk, w->call);
+    file_walk_start(walk);
 }
 
 static void glob_done(void *ctx, int status, const ecp_error *err, const file_glob_result *res)
 {
-    walk_job *j = ctx;
+    walk_call *j = ctx;
     if (status) {
         reply_error(j->call, status, err->message, j->uri);
     } else {
@@ -575,7 +608,6 @@ static void glob_done(void *ctx, int status, const ecp_error *err, const file_gl
         buf_free(&u);
         ecp_call_finish(j->call);
     }
-    walk_job_free(j);
 }
 
 static void m_glob(void *ctx, ecp_call *call)
@@ -595,20 +627,20 @@ static void m_glob(void *ctx, ecp_call *call)
     if (!base)
         return;
     file_glob_options o = {pattern.ptr, base, max, dirs, follow, exclude.items, exclude.n};
-    walk_job *j = walk_job_new(call, base);
+    walk_call *j = walk_call_new(call, base);
+    ecp_job *walk = NULL;
     ecp_error err;
-    int rc = file_glob_start(ad->svc, &o, glob_done, j, &j->task, &err);
+    int rc = file_glob_prepare(ad->svc, &o, glob_done, j, &walk, &err);
     if (rc == ECP_EINVAL) {
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "pattern: %s", err.message);
-        walk_job_free(j);
         return;
     }
-    walk_started(j, rc, &err);
+    walk_start(j, walk, rc, &err);
 }
 
 static void search_done(void *ctx, int status, const ecp_error *err, const file_search_result *res)
 {
-    walk_job *j = ctx;
+    walk_call *j = ctx;
     if (status) {
         reply_error(j->call, status, err->message, j->uri);
     } else {
@@ -641,7 +673,6 @@ static void search_done(void *ctx, int status, const ecp_error *err, const file_
         buf_free(&u);
         ecp_call_finish(j->call);
     }
-    walk_job_free(j);
 }
 
 static void m_search(void *ctx, ecp_call *call)
@@ -672,20 +703,20 @@ static void m_search(void *ctx, ecp_call *call)
         return;
     }
     file_search_options o = {pattern.ptr, base, max, exclude.items, exclude.n, ecp_call_encoding(call)};
-    walk_job *j = walk_job_new(call, base);
+    walk_call *j = walk_call_new(call, base);
+    ecp_job *walk = NULL;
     ecp_error err;
-    int rc = file_search_start(ad->svc, &o, search_done, j, &j->task, &err);
+    int rc = file_search_prepare(ad->svc, &o, search_done, j, &walk, &err);
     if (rc == ECP_EINVAL) {
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "excludePatterns: %s", err.message);
-        walk_job_free(j);
         return;
     }
-    walk_started(j, rc, &err);
+    walk_start(j, walk, rc, &err);
 }
 
 static void grep_done(void *ctx, int status, const ecp_error *err, const file_grep_result *res)
 {
-    walk_job *j = ctx;
+    walk_call *j = ctx;
     if (status) {
         reply_error(j->call, status, err->message, j->uri);
     } else {
@@ -715,7 +746,6 @@ static void grep_done(void *ctx, int status, const ecp_error *err, const file_gr
         buf_free(&u);
         ecp_call_finish(j->call);
     }
-    walk_job_free(j);
 }
 
 static void m_grep(void *ctx, ecp_call *call)
@@ -749,16 +779,16 @@ static void m_grep(void *ctx, ecp_call *call)
     o.exclude_count = exclude.n;
     o.max_results = max;
     o.encoding = ecp_call_encoding(call);
-    walk_job *j = walk_job_new(call, base);
+    walk_call *j = walk_call_new(call, base);
+    ecp_job *walk = NULL;
     ecp_error err;
-    int rc = file_grep_start(ad->svc, &o, grep_done, j, &j->task, &err);
+    int rc = file_grep_prepare(ad->svc, &o, grep_done, j, &walk, &err);
     if (rc == ECP_EINVAL) {
         bool glob_problem = !strncmp(err.message, "invalid glob", 12);
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: %s", glob_problem ? "include/exclude" : "pattern",
                        err.message);
-        walk_job_free(j);
     } else {
-        walk_started(j, rc, &err);
+        walk_start(j, walk, rc, &err);
     }
 }
 
