@@ -10,7 +10,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     memset(self, 0, sizeof *self);
     ecp_adapter adapter;
 
-    self->document = document_service_new(env->loop, env->log);
+    self->document = document_service_new(env->pool, env->log);
     if (!self->document)
         goto fail;
     document_adapter_init(&adapter, self->document, env->bus);

@@ -69,8 +69,11 @@ static size_t drop_crs(char *data, size_t w, size_t n)
     return (size_t)(dst - data);
 }
 
-int document__read_file(const char *path, atomic_bool *cancel, char **data_out, size_t *len_out, bool *crlf_out,
-                        ecp_error *err)
+/* Whether the reader should give up: polled between chunks. */
+typedef bool (*stop_fn)(const void *ctx);
+
+static int read_file(const char *path, stop_fn stop, const void *stop_ctx, char **data_out, size_t *len_out,
+                     bool *crlf_out, ecp_error *err)
 {
     int rc = 0;
     char *data = NULL;
@@ -102,7 +105,7 @@ int document__read_file(const char *path, atomic_bool *cancel, char **data_out, 
     size_t w = 0;
     bool decided = false, crlf = false;
     for (;;) {
-        if (cancel && atomic_load(cancel)) {
+        if (stop && stop(stop_ctx)) {
             rc = ecp_error_set(err, ECP_ECANCELED, "Failed to open file: %s: cancelled", path);
             goto done;
         }
@@ -151,6 +154,21 @@ done:
     free(data);
     close(fd);
     return rc;
+}
+
+static bool flag_set(const void *ctx) { return atomic_load((atomic_bool *)ctx); }
+
+int document__read_file(const char *path, atomic_bool *cancel, char **data, size_t *len, bool *crlf, ecp_error *err)
+{
+    return read_file(path, cancel ? flag_set : NULL, cancel, data, len, crlf, err);
+}
+
+static bool job_cancelled(const void *ctx) { return ecp_job_cancelled(ctx); }
+
+int document__read_file_job(const char *path, const ecp_job *job, char **data, size_t *len, bool *crlf,
+                            ecp_error *err)
+{
+    return read_file(path, job ? job_cancelled : NULL, job, data, len, crlf, err);
 }
 
 size_t document__normalize_eol(char *data, size_t len, bool *crlf)

@@ -51,6 +51,7 @@
 #include <uv.h>
 
 #include "error.h"
+#include "job.h"
 #include "log.h"
 #include "rpc.h"
 #include "utf.h"
@@ -59,13 +60,16 @@ typedef struct document_service document_service;
 
 /* ----- lifetime ------------------------------------------------------------ */
 
-/* Creates the service on `loop`. `log` (may be NULL) is borrowed. Returns NULL
- * when out of memory. */
-document_service *document_service_new(uv_loop_t *loop, ecp_logger *log);
+/* Creates the service; its disk work runs as jobs on `pool`, on the pool's
+ * loop. pool and `log` (may be NULL) are borrowed and must outlive the
+ * service. Returns NULL when out of memory. */
+document_service *document_service_new(ecp_pool *pool, ecp_logger *log);
 
-/* Closes every document (without events) and frees the service. Requests
- * still running on the thread pool are told to stop; their callbacks are not
- * called. */
+/* Closes every document (without events) and frees the service. Opens and
+ * reloads still running stop; saves already asked for finish writing first
+ * (this waits for them). Every request still pending has its callback run
+ * once, with ECP_ECANCELED, before this returns; such a callback must not
+ * call the service. */
 void document_service_free(document_service *self);
 
 /* Fills `out` with the document methods (document/open, ...) over svc. The adapter subscribes
@@ -294,10 +298,12 @@ typedef struct document_change_event {
 
 /* Every callback is optional and runs on the loop thread, after the state it
  * reports is in place and before the function that caused it returns.
- * Pointers are valid during the call. A listener may query the service and
- * unsubscribe itself; it must not close, edit or save documents from inside a
- * callback (the listeners after it would see a state the event does not
- * describe). */
+ * Pointers are valid during the call. Listeners are called in the order they
+ * subscribed. A listener may query the service, unsubscribe itself or any
+ * other (one removed is not called after its removal) and subscribe new ones
+ * (called from the next event on); it must not close, edit or save documents
+ * from inside a callback (the listeners after it would see a state the event
+ * does not describe). */
 typedef struct document_listener {
     void (*on_open)(void *ctx, const document_info *info);
     void (*on_change)(void *ctx, const document_change_event *event);

@@ -21,6 +21,7 @@
 
 typedef struct fx {
     uv_loop_t loop;
+    ecp_pool *pool;
     document_service *svc;
     char dir[64];
 } fx;
@@ -29,7 +30,8 @@ static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
     uv_loop_init(&f->loop);
-    f->svc = document_service_new(&f->loop, NULL);
+    f->pool = ecp_pool_new(&f->loop, NULL);
+    f->svc = document_service_new(f->pool, NULL);
     strcpy(f->dir, "/tmp/ecpd-doc-unit-XXXXXX");
     assert_non_null(mkdtemp(f->dir));
     *state = f;
@@ -40,6 +42,7 @@ static int teardown(void **state)
 {
     fx *f = *state;
     document_service_free(f->svc);
+    ecp_pool_free(f->pool);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&f->loop), 0);
     char cmd[128];
@@ -197,6 +200,101 @@ static void test_cancelled_save_still_writes(void **state)
     assert_false(info.is_dirty);
     assert_string_equal(info.uri, uri);
     assert_int_equal(rec.saves, 1);
+}
+
+/* Freeing the service answers what is still pending, once each, with
+ * ECP_ECANCELED, and a save already asked for still reaches the disk. */
+typedef struct answers {
+    int opens, saves, reloads;
+    int open_status, save_status, reload_status;
+} answers;
+
+static void count_open(void *ctx, int status, const ecp_error *err, const char *id, bool already)
+{
+    answers *a = ctx;
+    a->opens++;
+    a->open_status = status;
+}
+
+static void count_save(void *ctx, int status, const ecp_error *err, uint64_t version, const char *uri)
+{
+    answers *a = ctx;
+    a->saves++;
+    a->save_status = status;
+}
+
+static void count_reload(void *ctx, int status, const ecp_error *err, uint64_t version)
+{
+    answers *a = ctx;
+    a->reloads++;
+    a->reload_status = status;
+}
+
+static void copy_id(void *ctx, const document_info *info) { snprintf(ctx, 64, "%s", info->document_id); }
+
+static void write_large(const char *path, size_t lines)
+{
+    FILE *out = fopen(path, "wb");
+    assert_non_null(out);
+    for (size_t i = 0; i < lines; i++)
+        fprintf(out, "line %08zu of a file larger than one mebibyte\n", i);
+    fclose(out);
+}
+
+static void test_free_answers_pending_requests(void **state)
+{
+    fx *f = *state;
+    char big[128], other[128], saved[128], uri[192];
+    snprintf(big, sizeof big, "%s/big.txt", f->dir);
+    snprintf(other, sizeof other, "%s/other.txt", f->dir);
+    snprintf(saved, sizeof saved, "%s/saved.txt", f->dir);
+    write_large(big, 100000);
+    write_large(other, 100000);
+
+    /* A document to reload and to save. */
+    snprintf(uri, sizeof uri, "file://%s", other);
+    document_open_options opt = {.uri = uri};
+    answers first = {0};
+    assert_non_null(document_open(f->svc, &opt, count_open, &first));
+    while (first.opens == 0)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_int_equal(first.open_status, 0);
+    char id[64] = "";
+    document_list(f->svc, copy_id, id); /* the only open document */
+    assert_true(id[0] != '\0');
+    document_edit e = {{{0, 0}, {0, 0}}, "edited\n", 7};
+    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+
+    answers a = {0};
+    snprintf(uri, sizeof uri, "file://%s", big);
+    opt.uri = uri;
+    assert_non_null(document_open(f->svc, &opt, count_open, &a));
+    assert_non_null(document_open(f->svc, &opt, count_open, &a)); /* joins the first read */
+    assert_non_null(document_reload(f->svc, id, true, count_reload, &a));
+    char save_uri[192];
+    snprintf(save_uri, sizeof save_uri, "file://%s", saved);
+    assert_non_null(document_save(f->svc, id, save_uri, count_save, &a));
+    assert_int_equal(a.opens + a.saves + a.reloads, 0);
+
+    document_service_free(f->svc);
+    f->svc = NULL;
+    assert_int_equal(a.opens, 2);
+    assert_int_equal(a.open_status, ECP_ECANCELED);
+    assert_int_equal(a.reloads, 1);
+    assert_int_equal(a.reload_status, ECP_ECANCELED);
+    assert_int_equal(a.saves, 1);
+    assert_int_equal(a.save_status, ECP_ECANCELED);
+    /* The save was written before the service went. */
+    FILE *in = fopen(saved, "rb");
+    assert_non_null(in);
+    char head[8] = {0};
+    assert_int_equal(fread(head, 1, 7, in), 7);
+    fclose(in);
+    assert_string_equal(head, "edited\n");
+    struct stat st_saved, st_other;
+    assert_int_equal(stat(saved, &st_saved), 0);
+    assert_int_equal(stat(other, &st_other), 0);
+    assert_int_equal(st_saved.st_size, st_other.st_size + 7);
 }
 
 /* ----- offsets over checkpoints ------------------------------------------------- */
@@ -433,6 +531,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_change_event_in_every_encoding),
         T(test_cancelled_save_still_writes),
+        T(test_free_answers_pending_requests),
         T(test_offsets_over_checkpoints),
         T(test_undo_limit),
         T(test_random_edits_against_model),
