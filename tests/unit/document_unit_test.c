@@ -168,6 +168,57 @@ static void test_change_event_in_every_encoding(void **state)
     assert_int_equal(rec.closes, 0);
 }
 
+/* Subscriptions changed by a listener during an event, as event.h promises:
+ * one removed is not called after its removal, one added is called from the
+ * next event on. */
+typedef struct juggler {
+    document_service *svc;
+    char name;
+    char *journal;
+    struct juggler *remove, *add;
+    bool leave;
+} juggler;
+
+static void juggle_change(void *ctx, const document_change_event *ev);
+static const document_listener juggle_listener = {.on_change = juggle_change};
+
+static void juggle_change(void *ctx, const document_change_event *ev)
+{
+    juggler *j = ctx;
+    strncat(j->journal, &j->name, 1);
+    if (j->leave)
+        document_unsubscribe(j->svc, &juggle_listener, j);
+    if (j->remove)
+        document_unsubscribe(j->svc, &juggle_listener, j->remove);
+    if (j->add)
+        document_subscribe(j->svc, &juggle_listener, j->add);
+    j->leave = false;
+    j->remove = j->add = NULL;
+}
+
+static void test_listeners_change_during_an_event(void **state)
+{
+    fx *f = *state;
+    char journal[32] = "";
+    juggler a = {.svc = f->svc, .name = 'a', .journal = journal}, b = {.svc = f->svc, .name = 'b', .journal = journal}, c = {.svc = f->svc, .name = 'c', .journal = journal};
+    juggler d = {.svc = f->svc, .name = 'd', .journal = journal};
+    a.leave = true;
+    a.remove = &c;
+    a.add = &d;
+    document_subscribe(f->svc, &juggle_listener, &a);
+    document_subscribe(f->svc, &juggle_listener, &b);
+    document_subscribe(f->svc, &juggle_listener, &c);
+    char id[64];
+    open_text(f, "memory://j", "text", id);
+    assert_int_equal(document_set_content(f->svc, id, "one", 3, NULL, NULL), 0);
+    assert_string_equal(journal, "ab");
+    journal[0] = '\0';
+    assert_int_equal(document_set_content(f->svc, id, "two", 3, NULL, NULL), 0);
+    assert_string_equal(journal, "bd");
+    document_unsubscribe(f->svc, &juggle_listener, &b);
+    document_unsubscribe(f->svc, &juggle_listener, &d);
+}
+
 static void saved_cb(void *ctx, int status, const ecp_error *err, uint64_t version, const char *uri)
 {
     int *out = ctx;
@@ -530,6 +581,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_change_event_in_every_encoding),
+        T(test_listeners_change_during_an_event),
         T(test_cancelled_save_still_writes),
         T(test_free_answers_pending_requests),
         T(test_offsets_over_checkpoints),
