@@ -28,9 +28,11 @@
  *   conversions cheap.
  * - Change events carry incremental changes, each in the coordinates of the
  *   text just before it, with columns already computed for every encoding.
- * - Files larger than 1 MiB are read and every file is written on libuv's
- *   thread pool; everything else happens on the loop thread, which is the
- *   only thread that may call these functions.
+ * - Files larger than 1 MiB are read and every file is written on the thread
+ *   pool (a save writes from a snapshot: nothing on the loop copies the
+ *   text); everything else happens on the loop thread, which is the only
+ *   thread that may call these functions, except the reads of a snapshot
+ *   (below), which any thread may call.
  *
  * Errors: functions return 0 or a negative ECP_STATUS code and fill `err`
  * (which may be NULL): ECP_ENOTFOUND "Document not found", ECP_EREADONLY
@@ -136,6 +138,51 @@ int document_offset_to_position(document_service *self, const char *document_id,
  * *found is false (and 0 returned) when there is none. */
 int document_word_at(document_service *self, const char *document_id, const document_position *pos,
                      ecp_position_encoding enc, document_range *out, bool *found, ecp_error *err);
+
+/* ----- snapshots: reading from any thread ----------------------------------- */
+
+/* A document as it was at one moment: its text, version, line ends and
+ * names, frozen, for work that reads a document off the loop (a save, a
+ * parse, a search) while the loop goes on editing it. Only taking one needs
+ * the loop; everything else below may be called from any thread, by several
+ * threads at once, and a snapshot stays valid after its document is edited,
+ * reloaded or closed and after the service is freed.
+ *
+ * The text is bytes with '\n' line ends (a CRLF document's "\r\n" are
+ * written back from document_snapshot_crlf), lines as in document_read_line,
+ * offsets in bytes. */
+typedef struct document_snapshot document_snapshot;
+
+/* Loop thread. Costs O(pieces) time and about 24 bytes per piece of the
+ * text, and copies no text: a file just opened has a piece per 4 KiB or so,
+ * each edit adds at most two. The caller owns the snapshot. NULL on failure,
+ * with ECP_ENOTFOUND or ECP_ENOMEM in err. */
+document_snapshot *document_snapshot_take(document_service *self, const char *document_id, ecp_error *err);
+
+/* Any thread, once no thread reads the snapshot any more. NULL is ignored. */
+void document_snapshot_release(document_snapshot *snap);
+
+/* Any thread, O(1). The strings are the snapshot's own copies, valid until it
+ * is released. */
+const char *document_snapshot_id(const document_snapshot *snap);
+const char *document_snapshot_uri(const document_snapshot *snap);
+const char *document_snapshot_language_id(const document_snapshot *snap);
+uint64_t document_snapshot_version(const document_snapshot *snap);
+bool document_snapshot_crlf(const document_snapshot *snap); /* written back with CRLF */
+size_t document_snapshot_length(const document_snapshot *snap); /* bytes */
+size_t document_snapshot_line_count(const document_snapshot *snap);
+
+/* Any thread. The text of one line without its '\n', in chunks (pointers
+ * valid during the call), for O(log pieces) plus the line's length.
+ * ECP_ERANGE when line >= line count (fn is then never called). */
+int document_snapshot_read_line(const document_snapshot *snap, size_t line, document_chunk_fn fn, void *ctx,
+                                ecp_error *err);
+
+/* Any thread. Bytes [offset, offset + len) in chunks, for O(log pieces) plus
+ * len. ECP_ERANGE when the range reaches past the end (fn is then never
+ * called). */
+int document_snapshot_read(const document_snapshot *snap, size_t offset, size_t len, document_chunk_fn fn, void *ctx,
+                           ecp_error *err);
 
 /* ----- editing --------------------------------------------------------------- */
 

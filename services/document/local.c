@@ -2,7 +2,8 @@
  * events, queries, and the requests that touch the disk.
  *
  * Disk work runs as a job (core/job.h) in the service's job set, with its own
- * copies of its inputs (a path, a snapshot of the text to save); the loop
+ * copies of its inputs (a path; for a save, a snapshot of the document, which
+ * shares the text instead of copying it); the loop
  * thread applies the result when the job comes back, after checking that the
  * document it concerns is still there. Several opens of one file while it is
  * being read wait on the same job, so a file is never read twice at once.
@@ -58,14 +59,14 @@ typedef struct doc_task {
     char *doc_id;      /* reload, save */
     bool force;        /* reload */
     uint64_t state_id; /* save: the history state being written */
-    char *data;        /* save: the bytes to write */
-    size_t len;        /* save: of data; open, reload: of text */
+    document_snapshot *snap; /* save: the text to write */
     /* outputs */
     int status;
     ecp_error err;
     bool crlf;
     piece_tree *tree;  /* open, reload: the text read, owning `text` */
     const char *text;
+    size_t len;        /* of text */
 } doc_task;
 
 /* ----- small things --------------------------------------------------------------- */
@@ -478,7 +479,7 @@ static void task_free(void *data)
     free(t->key);
     free(t->language_id);
     free(t->doc_id);
-    free(t->data);
+    document_snapshot_release(t->snap);
     piece_tree_free(t->tree);
     free(t);
 }
@@ -505,7 +506,7 @@ static void task_work(ecp_job *job, unsigned item)
     doc_task *t = ecp_job_data(job);
     /* A save does not look at cancellation: the user's bytes go to disk. */
     if (t->kind == TASK_SAVE)
-        t->status = document__write_file(t->path, t->data, t->len, &t->err);
+        t->status = document__snapshot_write(t->snap, t->path, &t->err);
     else
         read_into_tree(t, job);
 }
@@ -781,41 +782,6 @@ static void finish_save(document_service *svc, doc_task *t)
     }
 }
 
-/* The bytes as they go to disk: LF, or CRLF for a CRLF document. */
-static char *snapshot(const document *doc, size_t *len_out)
-{
-    size_t len = piece_tree_length(doc->tree);
-    size_t size = len + (doc->crlf ? piece_tree_line_count(doc->tree) - 1 : 0);
-    char *out = malloc(size + 1);
-    if (!out)
-        return NULL;
-    char *w = out;
-    piece_tree_reader r;
-    piece_tree_reader_init(&r, doc->tree, 0, len);
-    const char *chunk;
-    size_t n;
-    while (piece_tree_reader_next(&r, &chunk, &n)) {
-        if (!doc->crlf) {
-            memcpy(w, chunk, n);
-            w += n;
-            continue;
-        }
-        for (const char *end = chunk + n; chunk < end;) {
-            const char *nl = memchr(chunk, '\n', (size_t)(end - chunk));
-            size_t run = (size_t)((nl ? nl : end) - chunk);
-            memcpy(w, chunk, run);
-            w += run;
-            if (!nl)
-                break;
-            *w++ = '\r';
-            *w++ = '\n';
-            chunk = nl + 1;
-        }
-    }
-    *len_out = (size_t)(w - out);
-    return out;
-}
-
 document_request *document_save(document_service *self, const char *document_id, const char *uri,
                                 document_save_cb cb, void *ctx)
 {
@@ -848,17 +814,15 @@ document_request *document_save(document_service *self, const char *document_id,
         cb(ctx, err.status, &err, doc->version, doc->uri);
         goto done;
     }
-    size_t len;
-    char *data = snapshot(doc, &len);
-    if (!data) {
-        ecp_error_set(&err, ECP_ENOMEM, "Not enough memory to save %s", doc->uri);
+    /* The text as it is now, written on the pool: O(pieces) here, not a copy. */
+    document_snapshot *snap = document__snapshot_of(doc, &err);
+    if (!snap) {
         cb(ctx, err.status, &err, doc->version, doc->uri);
         goto done;
     }
     doc_task *t = task_new(self, TASK_SAVE);
     t->doc_id = xstrdup(doc->id);
-    t->data = data;
-    t->len = len;
+    t->snap = snap;
     t->state_id = document__state_id(doc);
     t->reply_uri = xstrdup(doc->uri);
     doc->snapshot_id = t->state_id;

@@ -576,6 +576,145 @@ static void test_write_file_follows_symlink(void **state)
     assert_int_equal(st.st_size, 3);
 }
 
+/* ----- snapshots ------------------------------------------------------------------ */
+
+static void append_to(void *ctx, const char *chunk, size_t len) { buf_append(ctx, chunk, len); }
+
+static char *snapshot_line(const document_snapshot *snap, size_t line)
+{
+    buf out = BUF_INIT;
+    assert_int_equal(document_snapshot_read_line(snap, line, append_to, &out, NULL), 0);
+    buf_push(&out, '\0');
+    return buf_detach(&out);
+}
+
+static void test_snapshot_api(void **state)
+{
+    fx *f = *state;
+    char id[64];
+    ecp_error err;
+    assert_null(document_snapshot_take(f->svc, "doc_none", &err));
+    assert_int_equal(err.status, ECP_ENOTFOUND);
+
+    document_open_options opt = {.uri = "memory://snap.py", .content = "one\r\ntwo\r\nthree", .content_len = 15};
+    opened o = {0};
+    assert_null(document_open(f->svc, &opt, on_opened, &o));
+    strcpy(id, o.id);
+    document_snapshot *snap = document_snapshot_take(f->svc, id, &err);
+    assert_non_null(snap);
+    /* The document goes on changing; the snapshot does not. */
+    document_edit e = {{{1, 0}, {2, 2}}, "X\nY\nZ", 5};
+    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(document_type(f->svc, id, "typed", 5, 0, NULL, NULL), 0);
+    document_snapshot *later = document_snapshot_take(f->svc, id, &err);
+    assert_non_null(later);
+
+    assert_string_equal(document_snapshot_id(snap), id);
+    assert_string_equal(document_snapshot_uri(snap), "memory://snap.py");
+    assert_string_equal(document_snapshot_language_id(snap), "python");
+    assert_true(document_snapshot_crlf(snap));
+    assert_int_equal(document_snapshot_version(snap), 1);
+    assert_int_equal(document_snapshot_version(later), 3);
+    assert_int_equal(document_snapshot_length(snap), 13);
+    assert_int_equal(document_snapshot_line_count(snap), 3);
+    char *line = snapshot_line(snap, 1);
+    assert_string_equal(line, "two");
+    free(line);
+    line = snapshot_line(snap, 2);
+    assert_string_equal(line, "three");
+    free(line);
+    buf out = BUF_INIT;
+    assert_int_equal(document_snapshot_read(snap, 2, 7, append_to, &out, NULL), 0);
+    assert_int_equal(out.len, 7);
+    assert_memory_equal(out.data, "e\ntwo\nt", 7);
+    buf_clear(&out);
+    /* Out of range: refused, nothing read. */
+    assert_int_equal(document_snapshot_read_line(snap, 3, append_to, &out, &err), ECP_ERANGE);
+    assert_string_equal(err.message, "Invalid position: line 3 is past the end (3 lines)");
+    assert_int_equal(document_snapshot_read(snap, 10, 4, append_to, &out, &err), ECP_ERANGE);
+    assert_int_equal(document_snapshot_read(snap, 14, 0, append_to, &out, NULL), ECP_ERANGE);
+    assert_int_equal(document_snapshot_read(snap, 13, 0, append_to, &out, NULL), 0);
+    assert_int_equal(out.len, 0);
+
+    /* Closing the document and freeing the service leave snapshots readable. */
+    assert_int_equal(document_close(f->svc, id, NULL), 0);
+    document_service_free(f->svc);
+    f->svc = NULL;
+    assert_int_equal(document_snapshot_read(later, 0, document_snapshot_length(later), append_to, &out, NULL), 0);
+    buf_push(&out, '\0');
+    assert_string_equal(out.data, "typedone\nX\nY\nZree"); /* typed at the caret, still at the start */
+    buf_free(&out);
+    assert_int_equal(document_snapshot_line_count(later), 4);
+    line = snapshot_line(snap, 0);
+    assert_string_equal(line, "one");
+    free(line);
+    document_snapshot_release(snap);
+    document_snapshot_release(later);
+    document_snapshot_release(NULL);
+}
+
+/* The bytes of a save arrive in pieces of any size; CRLF is added on the way,
+ * also when a '\n' starts or ends a piece. */
+typedef struct pieces {
+    const char *const *parts;
+    const size_t *lens;
+    size_t count, next;
+} pieces;
+
+static bool next_part(void *ctx, const char **chunk, size_t *len)
+{
+    pieces *p = ctx;
+    if (p->next == p->count)
+        return false;
+    *chunk = p->parts[p->next];
+    *len = p->lens[p->next++];
+    return true;
+}
+
+static void test_write_stream(void **state)
+{
+    fx *f = *state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/stream.txt", f->dir);
+    /* Three MiB in one part (written without gathering), then small parts. */
+    size_t big = 3u << 20;
+    char *large = malloc(big);
+    assert_non_null(large);
+    for (size_t i = 0; i < big; i++)
+        large[i] = i % 64 == 63 ? '\n' : 'a' + (char)(i % 26);
+    const char *parts[] = {large, "\n", "x", "", "\ny\n", "\n\n", "z"};
+    size_t lens[] = {big, 1, 1, 0, 3, 2, 1};
+    for (int crlf = 0; crlf < 2; crlf++) {
+        pieces p = {parts, lens, 7, 0};
+        ecp_error err;
+        assert_int_equal(document__write_stream(path, next_part, &p, crlf, &err), 0);
+        FILE *in = fopen(path, "rb");
+        assert_non_null(in);
+        size_t lines = big / 64, want_len = big + 8 + (crlf ? lines + 5 : 0);
+        char *got = malloc(want_len + 1);
+        assert_int_equal(fread(got, 1, want_len + 1, in), want_len);
+        fclose(in);
+        size_t at = 0;
+        for (size_t i = 0; i < big; i++) {
+            if (crlf && large[i] == '\n')
+                assert_int_equal(got[at++], '\r');
+            assert_int_equal(got[at++], large[i]);
+        }
+        const char *tail = crlf ? "\r\nx\r\ny\r\n\r\n\r\nz" : "\nx\ny\n\n\nz";
+        assert_memory_equal(got + at, tail, strlen(tail));
+        assert_int_equal(at + strlen(tail), want_len);
+        free(got);
+    }
+    free(large);
+    /* A failure leaves nothing behind. */
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s/no/such/dir.txt", f->dir);
+    pieces p = {parts + 1, lens + 1, 6, 0};
+    ecp_error err;
+    assert_int_equal(document__write_stream(missing, next_part, &p, true, &err), ECP_ENOTFOUND);
+    assert_non_null(strstr(err.message, "cannot create a file in its directory"));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -589,6 +728,8 @@ int main(void)
         T(test_random_edits_against_model),
         T(test_read_file_cases),
         T(test_write_file_follows_symlink),
+        T(test_snapshot_api),
+        T(test_write_stream),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
