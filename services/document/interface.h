@@ -275,7 +275,8 @@ int document_read_selection(document_service *self, const char *document_id, siz
 /* A request that may finish on the thread pool. Its callback runs exactly
  * once, on the loop thread: before the starting function returns when no
  * blocking work is needed (the function then returns NULL), else later (the
- * function returns the request, valid until its callback has run). */
+ * function returns the request, valid until its callback has run), and at
+ * the latest, with ECP_ECANCELED, when the service is freed. */
 typedef struct document_request document_request;
 
 /* Withdraws interest in a pending request: its callback runs now with

@@ -106,7 +106,12 @@ bool piece_tree_reader_next(piece_tree_reader *r, const char **chunk, size_t *le
  * of their lengths and '\n' counts) and copies no text: the snapshot shares
  * the tree's bytes, which are reference counted and outlive the tree while a
  * snapshot needs them. Lookups cost O(log pieces) plus a scan inside one
- * piece. Offsets and lines follow the same rules as the tree's. */
+ * piece. Offsets and lines follow the same rules as the tree's.
+ *
+ * What it costs the tree: while a snapshot is alive, backspacing over bytes
+ * typed before it was taken no longer hands them back to the add buffer (the
+ * snapshot may show them; typing would overwrite them), so the next
+ * keystroke starts a new piece. See the design notes in piece_tree.c. */
 typedef struct piece_tree_snapshot piece_tree_snapshot;
 
 /* On the tree's thread. Returns NULL when out of memory. The caller owns the
