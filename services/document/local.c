@@ -3,10 +3,10 @@
  *
  * Disk work runs as a job (core/job.h) in the service's job set, with its own
  * copies of its inputs (a path; for a save, a snapshot of the document, which
- * shares the text instead of copying it); the loop
- * thread applies the result when the job comes back, after checking that the
- * document it concerns is still there. Several opens of one file while it is
- * being read wait on the same job, so a file is never read twice at once.
+ * shares the text instead of copying it); the loop thread applies the result
+ * when the job comes back, after checking that the document it concerns is
+ * still there. Several opens of one file while it is being read wait on the
+ * same job, so a file is never read twice at once.
  *
  * A request's task owns its waiters: the job's done answers them, and when
  * done never comes (the job set closed at teardown) the task's release answers
@@ -698,6 +698,8 @@ done:
 
 static void finish_reload(document_service *svc, doc_task *t)
 {
+    if (!t->waiters)
+        return; /* cancelled, perhaps after the read was done: change nothing */
     ecp_error err;
     int status = t->status;
     const ecp_error *e = &t->err;

@@ -348,6 +348,40 @@ static void test_free_answers_pending_requests(void **state)
     assert_int_equal(st_saved.st_size, st_other.st_size + 7);
 }
 
+/* A cancelled reload changes nothing, even when its read got to the end. */
+static void test_cancelled_reload_changes_nothing(void **state)
+{
+    fx *f = *state;
+    char path[128], uri[192];
+    snprintf(path, sizeof path, "%s/reload.txt", f->dir);
+    write_large(path, 50000);
+    snprintf(uri, sizeof uri, "file://%s", path);
+    document_open_options opt = {.uri = uri};
+    answers a = {0};
+    assert_non_null(document_open(f->svc, &opt, count_open, &a));
+    while (a.opens == 0)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    char id[64] = "";
+    document_list(f->svc, copy_id, id);
+    recorder rec = {0};
+    document_subscribe(f->svc, &rec_listener, &rec);
+    document_request *req = document_reload(f->svc, id, true, count_reload, &a);
+    assert_non_null(req);
+    /* The loop does not run: the read finishes on the pool and its result
+     * waits for the loop, and then the request is cancelled. */
+    usleep(300 * 1000);
+    document_request_cancel(f->svc, req);
+    assert_int_equal(a.reloads, 1);
+    assert_int_equal(a.reload_status, ECP_ECANCELED);
+    uv_run(&f->loop, UV_RUN_DEFAULT); /* the job comes back */
+    assert_int_equal(a.reloads, 1);
+    assert_int_equal(rec.changes, 0);
+    document_info info;
+    assert_int_equal(document_get_info(f->svc, id, &info, NULL), 0);
+    assert_int_equal(info.version, 1);
+    document_unsubscribe(f->svc, &rec_listener, &rec);
+}
+
 /* ----- offsets over checkpoints ------------------------------------------------- */
 
 /* The model: units of the first n bytes of s, decoded from the start. */
@@ -723,6 +757,7 @@ int main(void)
         T(test_listeners_change_during_an_event),
         T(test_cancelled_save_still_writes),
         T(test_free_answers_pending_requests),
+        T(test_cancelled_reload_changes_nothing),
         T(test_offsets_over_checkpoints),
         T(test_undo_limit),
         T(test_random_edits_against_model),
