@@ -13,7 +13,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     ecp_adapter adapter;
     int status;
 
-    self->document = document_service_new(env->loop, env->log);
+    self->document = document_service_new(env->pool, env->log);
     if (!self->document)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the document service");
     document_adapter_init(&adapter, self->document, env->bus);

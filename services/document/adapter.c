@@ -18,9 +18,12 @@
 #include "interface.h"
 #include "rpc.h"
 
+struct pending;
+
 typedef struct doc_adapter {
     document_service *svc;
     ecp_bus *bus;
+    struct pending *running; /* requests the service has not answered yet */
 } doc_adapter;
 
 /* ----- writing ------------------------------------------------------------------- */
@@ -290,10 +293,15 @@ static const document_listener listener = {
 
 /* ----- open, save, reload (may finish on the thread pool) ---------------------------------- */
 
+/* A request that may finish later lives in its call's arena (the call stays
+ * alive until it is answered) and, while the service still owes it an
+ * answer, in the adapter's list: the adapter goes before the service at
+ * teardown and cancels what is left, so no answer arrives after it. */
 typedef struct pending {
     doc_adapter *ad;
     ecp_call *call;
     document_request *req;
+    struct pending *prev, *next; /* in ad->running while req is set */
 } pending;
 
 static void abandon(void *ctx)
@@ -308,7 +316,27 @@ static void watch(pending *p, document_request *req)
     if (!req)
         return;
     p->req = req;
+    p->next = p->ad->running;
+    if (p->next)
+        p->next->prev = p;
+    p->ad->running = p;
     ecp_call_on_abandon(p->call, abandon, p);
+}
+
+/* Every answer starts here: the service owes this request nothing more. */
+static void settle(pending *p)
+{
+    if (!p->req)
+        return;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        p->ad->running = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    p->prev = p->next = NULL;
+    p->req = NULL;
+    ecp_call_on_abandon(p->call, NULL, NULL);
 }
 
 static pending *pending_new(doc_adapter *ad, ecp_call *call)
@@ -323,6 +351,7 @@ static void opened(void *ctx, int status, const ecp_error *err, const char *docu
 {
     pending *p = ctx;
     ecp_call *call = p->call;
+    settle(p);
     if (status != 0) {
         ecp_call_error(call, status == ECP_EBADURI ? ECP_WIRE_INVALID_PARAMS : ECP_WIRE_INTERNAL_ERROR, "%s%s",
                        status == ECP_EBADURI ? "uri: " : "", err->message);
@@ -366,6 +395,7 @@ static void m_open(void *ctx, ecp_call *call)
 static void saved(void *ctx, int status, const ecp_error *err, uint64_t version, const char *uri)
 {
     pending *p = ctx;
+    settle(p);
     json_writer *w = ecp_call_result(p->call);
     jw_object_begin(w);
     jw_key_bool(w, "success", status == 0);
@@ -394,6 +424,7 @@ static void m_save(void *ctx, ecp_call *call)
 static void reloaded(void *ctx, int status, const ecp_error *err, uint64_t version)
 {
     pending *p = ctx;
+    settle(p);
     json_writer *w = ecp_call_result(p->call);
     jw_object_begin(w);
     jw_key_bool(w, "success", status == 0);
@@ -1204,6 +1235,9 @@ static const ecp_method methods[] = {
 static void adapter_destroy(void *ctx)
 {
     doc_adapter *ad = ctx;
+    /* Each cancel answers its call and takes it off the list. */
+    while (ad->running)
+        document_request_cancel(ad->svc, ad->running->req);
     document_unsubscribe(ad->svc, &listener, ad);
     free(ad);
 }
