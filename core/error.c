@@ -56,3 +56,11 @@ int ecp_error_errno(ecp_error *err, int errnum, const char *what)
 {
     return ecp_error_set(err, ecp_status_from_errno(errnum), "%s: %s", what, strerror(errnum));
 }
+
+int ecp_wire_code(const ecp_wire_map *map, size_t count, int status, int fallback)
+{
+    for (size_t i = 0; i < count; i++)
+        if (map[i].status == status)
+            return map[i].wire;
+    return fallback;
+}

@@ -126,6 +126,18 @@ enum ecp_wire_code {
 #undef ECP_WIRE_ENUM
 };
 
+/* How one service's statuses appear on the wire, as data: each adapter keeps
+ * one table of these and answers every failure through it, so the mapping is
+ * read in one place and cannot differ between two handlers. */
+typedef struct ecp_wire_map {
+    int status;   /* an ECP_STATUS_CODES value */
+    int wire;     /* the ECP_WIRE_CODES value clients see for it */
+} ecp_wire_map;
+
+/* The wire code that map (count entries) gives status; the first entry that
+ * lists status wins. fallback when none does. */
+int ecp_wire_code(const ecp_wire_map *map, size_t count, int status, int fallback);
+
 /* A failure with its message, filled in by the function that failed. */
 typedef struct ecp_error {
     int status;          /* an ECP_STATUS_CODES value */

@@ -188,7 +188,8 @@ static void unlink_job(ecp_job *job)
     set->count--;
 }
 
-/* Answers a call its job left unanswered and lets go of it. */
+/* Lets go of the job's call, answering it first with code and why when the
+ * job left it unanswered (why: NULL when it must have been answered). */
 static void release_call(ecp_job *job, int code, const char *why)
 {
     ecp_call *call = job->call;
@@ -196,7 +197,7 @@ static void release_call(ecp_job *job, int code, const char *why)
         return;
     job->call = NULL;
     ecp_call_on_abandon(call, NULL, NULL);
-    if (!ecp_call_answered(call))
+    if (why && !ecp_call_answered(call))
         ecp_call_error(call, code, "%s", why);
     ecp_call_unref(call);
 }

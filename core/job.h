@@ -48,7 +48,10 @@
 #include <uv.h>
 
 #include "log.h"
-#include "rpc.h"
+
+/* A job may serve a call, but a service's interface that names jobs must not
+ * see the wire: the call stays an opaque type here (rpc.h defines it). */
+typedef struct ecp_call ecp_call;
 
 typedef struct ecp_pool ecp_pool;
 typedef struct ecp_job_set ecp_job_set;

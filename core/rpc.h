@@ -35,12 +35,25 @@ typedef struct ecp_bus ecp_bus;
 
 typedef void (*ecp_handler)(void *ctx, ecp_call *call);
 
+/* One method. The table of an adapter is also its documentation: ecp/methods
+ * and `ecpctl --methods` print summary and params as they are written here, so
+ * they are required, and the router refuses a table where one is empty. */
 typedef struct ecp_method {
     const char *name;     /* full name, "document/open" */
     ecp_handler handler;
     const char *since;    /* protocol version that introduced it: "1.0" */
+    const char *summary;  /* one line for a person: what the method does */
+    /* The params the handler reads, as a compact signature: an object of
+     * fields, `?` after an optional one, with string, integer, number,
+     * boolean, T[], {...} and the types the protocol names (Position, Range,
+     * Cursor): "{uri: string, readOnly?: boolean}". "{}" takes none. */
+    const char *params;
 } ecp_method;
 
+/* The router accepts an adapter only when its namespace is new, every method
+ * name is "<ns>/<action>" (for the namespace "", a name without a slash),
+ * no name is listed twice or already routed, and every method has a handler,
+ * a summary and params. */
 typedef struct ecp_adapter {
     const char *ns;                  /* namespace, without the slash */
     const ecp_method *methods;

@@ -2,7 +2,9 @@
 
 #include <string.h>
 
+#include "document/adapter.h"
 #include "document/interface.h"
+#include "file/adapter.h"
 #include "file/interface.h"
 #include "session/adapter.h"
 #include "session/interface.h"
@@ -12,23 +14,27 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
 {
     memset(self, 0, sizeof *self);
     ecp_adapter adapter;
+    int status;
 
+    /* Never fails for a bad database: it falls back to memory and says so. */
     store_options so = {.data_dir = env->data_dir};
     self->store = store_open(env->loop, env->log, &so, err);
     if (!self->store)
-        goto fail_with_err;
+        return err ? err->status : ECP_ENOMEM;
 
-    self->document = document_service_new(env->loop, env->log);
+    self->document = document_service_new(env->pool, env->log);
     if (!self->document)
-        goto fail;
+        return ecp_error_set(err, ECP_ENOMEM, "could not create the document service");
     document_adapter_init(&adapter, self->document, env->bus);
-    env->register_adapter(env->router, &adapter);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
 
-    self->file = file_service_new(env->loop, env->log);
+    self->file = file_service_new(env->pool, env->log);
     if (!self->file)
-        goto fail;
+        return ecp_error_set(err, ECP_ENOMEM, "could not create the file service");
     file_adapter_init(&adapter, self->file, env->bus);
-    env->register_adapter(env->router, &adapter);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
 
     session_service_options o = {
         .pool = env->pool, .log = env->log, .store = self->store, .documents = self->document, .files = self->file,
@@ -36,20 +42,13 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     };
     self->session = session_service_new(&o, err);
     if (!self->session)
-        goto fail_with_err;
+        return err ? err->status : ECP_ENOMEM;
     ecp_adapter session_adapters[SESSION_ADAPTER_COUNT];
     session_adapter_init(session_adapters, self->session, self->document, env->bus);
     for (size_t i = 0; i < SESSION_ADAPTER_COUNT; i++)
-        env->register_adapter(env->router, &session_adapters[i]);
-
+        if ((status = env->register_adapter(env->router, &session_adapters[i], err)) < 0)
+            return status;
     return 0;
-
-fail:
-    server_services_stop(self);
-    return ecp_error_set(err, ECP_ENOMEM, "could not create the services");
-fail_with_err:
-    server_services_stop(self);
-    return err ? err->status : ECP_EIO;
 }
 
 void server_services_stop(server_services *self)

@@ -25,8 +25,10 @@ typedef struct server_env {
     const char *data_dir;    /* exists, 0700 */
     const char *config_path; /* --config FILE; may be NULL */
     /* Registers an adapter; the router copies the struct and owns adapter->ctx
-     * (released through adapter->destroy at teardown). */
-    void (*register_adapter)(void *router, const ecp_adapter *adapter);
+     * (released through adapter->destroy at teardown, or at once when the
+     * router refuses the adapter's table: then it returns a negative status
+     * with err saying why). */
+    int (*register_adapter)(void *router, const ecp_adapter *adapter, ecp_error *err);
     void *router;
 } server_env;
 
@@ -37,8 +39,11 @@ typedef struct server_services {
     struct session_service *session;
 } server_services;
 
-/* Creates every service and registers its adapter. On failure, what was
- * created is destroyed again. */
+/* Creates every service and registers its adapter. A service that cannot be
+ * created, or an adapter whose table the router refuses, fails the whole
+ * server. On failure what was created stays in self: the caller releases the
+ * adapters first, then calls server_services_stop, as at teardown (an adapter
+ * registered before the failure still refers to its service). */
 int server_services_start(server_services *self, const server_env *env, ecp_error *err);
 
 /* Destroys the services, dependents first. Adapters are already gone. */

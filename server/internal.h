@@ -16,12 +16,18 @@
 typedef struct router {
     ecp_adapter *adapters;
     size_t count, cap;
+    ecp_logger *log;           /* borrowed: where refused adapters are explained */
 } router;
 
-void server__router_init(router *self);
+void server__router_init(router *self, ecp_logger *log);
 /* Destroys every adapter's ctx. */
 void server__router_free(router *self);
-void server__router_register(void *self, const ecp_adapter *adapter);
+/* Copies adapter into the routing table after checking it as rpc.h describes
+ * (namespace new, names inside it and unique, every method documented).
+ * Returns 0, or ECP_EINVAL with err (may be NULL) saying why, also logged as
+ * an error. The router owns adapter->ctx either way: a refused adapter's ctx
+ * is released at once through its destroy. */
+int server__router_register(void *self, const ecp_adapter *adapter, ecp_error *err);
 /* Finds a method; *adapter_out gets its adapter. NULL when unknown. */
 const ecp_method *server__router_find(const router *self, const char *method, const ecp_adapter **adapter_out);
 
@@ -89,8 +95,9 @@ struct server {
 
 connection *server__connection_by_id(server *self, uint64_t id);
 
-/* The adapter for the methods the server itself answers: initialize,
- * initialized, shutdown, exit, and the ecp and notifications namespaces. */
-void server__lifecycle_register(server *self);
+/* The adapters for the methods the server itself answers: initialize,
+ * initialized, shutdown, exit, and the ecp and notifications namespaces.
+ * Fails (err filled) only when the router refuses one of their tables. */
+int server__lifecycle_register(server *self, ecp_error *err);
 
 #endif

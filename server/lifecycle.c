@@ -139,6 +139,8 @@ static void handle_methods(void *ctx, ecp_call *call)
             jw_object_begin(w);
             jw_key_string(w, "name", a->methods[m].name);
             jw_key_string(w, "since", a->methods[m].since ? a->methods[m].since : ECPD_PROTOCOL_VERSION);
+            jw_key_string(w, "summary", a->methods[m].summary);
+            jw_key_string(w, "params", a->methods[m].params);
             jw_object_end(w);
         }
     }
@@ -258,29 +260,54 @@ static void handle_unsubscribe(void *ctx, ecp_call *call)
 }
 
 static const ecp_method lifecycle_methods[] = {
-    {"initialize", handle_initialize, "1.0"},
-    {"initialized", handle_initialized, "1.0"},
-    {"shutdown", handle_shutdown, "1.0"},
-    {"exit", handle_exit, "1.0"},
+    {"initialize", handle_initialize, "1.0",
+     "Optional: pick the position encoding (the client's first that the server knows, else utf-16) "
+     "and learn the server's namespaces and notifications",
+     "{processId?: integer, workspaceRoot?: string, clientInfo?: {name: string, version?: string}, "
+     "capabilities?: {positionEncodings?: string[]}}"},
+    {"initialized", handle_initialized, "1.0",
+     "The client is ready; nothing to do (answered with null when sent as a request)",
+     "{}"},
+    {"shutdown", handle_shutdown, "1.0",
+     "Prepare to exit: every later request is refused with -32002",
+     "{}"},
+    {"exit", handle_exit, "1.0",
+     "End the process: code 0 after shutdown, 1 without it",
+     "{}"},
 };
 
 static const ecp_method ecp_methods[] = {
-    {"ecp/methods", handle_methods, "1.0"},
-    {"ecp/ping", handle_ping, "1.0"},
+    {"ecp/methods", handle_methods, "1.0",
+     "Every method this server routes, with its summary and params, optionally of one namespace",
+     "{namespace?: string}"},
+    {"ecp/ping", handle_ping, "1.0",
+     "Echo params back (null without them): a latency probe",
+     "any"},
 };
 
 static const ecp_method notification_methods[] = {
-    {"notifications/subscribe", handle_subscribe, "1.0"},
-    {"notifications/unsubscribe", handle_unsubscribe, "1.0"},
+    {"notifications/subscribe", handle_subscribe, "1.0",
+     "Receive only the notifications named (exact, \"ns/*\" or \"*\"); without it a connection receives all",
+     "{events: string[]}"},
+    {"notifications/unsubscribe", handle_unsubscribe, "1.0",
+     "Stop receiving the notifications named",
+     "{events: string[]}"},
 };
 
-void server__lifecycle_register(server *self)
+#define COUNT(table) (sizeof table / sizeof table[0])
+
+int server__lifecycle_register(server *self, ecp_error *err)
 {
     const ecp_adapter adapters[] = {
-        {.ns = "", .methods = lifecycle_methods, .method_count = 4, .ctx = self},
-        {.ns = "ecp", .methods = ecp_methods, .method_count = 2, .ctx = self},
-        {.ns = "notifications", .methods = notification_methods, .method_count = 2, .ctx = self},
+        {.ns = "", .methods = lifecycle_methods, .method_count = COUNT(lifecycle_methods), .ctx = self},
+        {.ns = "ecp", .methods = ecp_methods, .method_count = COUNT(ecp_methods), .ctx = self},
+        {.ns = "notifications", .methods = notification_methods, .method_count = COUNT(notification_methods),
+         .ctx = self},
     };
-    for (size_t i = 0; i < sizeof adapters / sizeof adapters[0]; i++)
-        server__router_register(&self->router, &adapters[i]);
+    for (size_t i = 0; i < COUNT(adapters); i++) {
+        int status = server__router_register(&self->router, &adapters[i], err);
+        if (status < 0)
+            return status;
+    }
+    return 0;
 }

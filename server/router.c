@@ -1,12 +1,20 @@
 /* The router knows namespaces, not methods: it finds the adapter by the part
  * before the first '/', then the method in that adapter's own table, the same
  * table `ecp/methods` lists. Methods without a '/' (initialize, shutdown...)
- * live in the namespace "". */
+ * live in the namespace "".
+ *
+ * Registration is where a table is checked, once: after it, dispatch may take
+ * for granted that every name is routed to exactly one method and that every
+ * method documents itself. */
 #include <string.h>
 
 #include "internal.h"
 
-void server__router_init(router *self) { memset(self, 0, sizeof *self); }
+void server__router_init(router *self, ecp_logger *log)
+{
+    memset(self, 0, sizeof *self);
+    self->log = log;
+}
 
 void server__router_free(router *self)
 {
@@ -17,14 +25,74 @@ void server__router_free(router *self)
     memset(self, 0, sizeof *self);
 }
 
-void server__router_register(void *opaque, const ecp_adapter *adapter)
+static bool in_namespace(const char *ns, const char *name)
+{
+    size_t len = strlen(ns);
+    if (len == 0)
+        return name[0] && !strchr(name, '/');
+    return strncmp(name, ns, len) == 0 && name[len] == '/' && name[len + 1];
+}
+
+static bool documented(const char *text) { return text && text[0]; }
+
+static const ecp_adapter *adapter_of(const router *self, const char *ns)
+{
+    for (size_t i = 0; i < self->count; i++)
+        if (strcmp(self->adapters[i].ns, ns) == 0)
+            return &self->adapters[i];
+    return NULL;
+}
+
+/* Fills err with why the router cannot take adapter; 0 when it can. */
+static int check(const router *self, const ecp_adapter *adapter, ecp_error *err)
+{
+    const char *ns = adapter->ns;
+    if (!ns || strchr(ns, '/'))
+        return ecp_error_set(err, ECP_EINVAL, "namespace \"%s\" is not a name without '/'", ns ? ns : "(null)");
+    if (adapter->method_count && !adapter->methods)
+        return ecp_error_set(err, ECP_EINVAL, "namespace \"%s\" lists %zu methods but has no table", ns,
+                             adapter->method_count);
+    for (size_t m = 0; m < adapter->method_count; m++) {
+        const ecp_method *method = &adapter->methods[m];
+        const char *name = method->name ? method->name : "(null)";
+        const ecp_adapter *owner;
+        if (!method->name || !in_namespace(ns, name))
+            return ecp_error_set(err, ECP_EINVAL, "method %s is outside its namespace \"%s\"", name, ns);
+        if (!method->handler)
+            return ecp_error_set(err, ECP_EINVAL, "method %s has no handler", name);
+        if (!documented(method->summary) || !documented(method->params))
+            return ecp_error_set(err, ECP_EINVAL, "method %s has no %s", name,
+                                 documented(method->summary) ? "params signature" : "summary");
+        for (size_t earlier = 0; earlier < m; earlier++)
+            if (strcmp(adapter->methods[earlier].name, name) == 0)
+                return ecp_error_set(err, ECP_EINVAL, "method %s is listed twice", name);
+        if (server__router_find(self, name, &owner))
+            return ecp_error_set(err, ECP_EINVAL, "method %s is already routed to namespace \"%s\"", name,
+                                 owner->ns);
+    }
+    if (adapter_of(self, ns))
+        return ecp_error_set(err, ECP_EINVAL, "namespace \"%s\" is already registered", ns);
+    return 0;
+}
+
+int server__router_register(void *opaque, const ecp_adapter *adapter, ecp_error *err)
 {
     router *self = opaque;
+    ecp_error local;
+    if (!err)
+        err = &local;
+    if (check(self, adapter, err) != 0) {
+        ecp_log(self->log, ECP_LOG_ERROR, "adapter refused: %s", err->message);
+        if (adapter->destroy)
+            adapter->destroy(adapter->ctx);
+        return err->status;
+    }
     if (self->count == self->cap) {
         self->cap = self->cap ? self->cap * 2 : 16;
         self->adapters = xrealloc(self->adapters, self->cap * sizeof *self->adapters);
     }
     self->adapters[self->count++] = *adapter;
+    return 0;
 }
 
 const ecp_method *server__router_find(const router *self, const char *method, const ecp_adapter **adapter_out)

@@ -109,8 +109,9 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     self->pool = ecp_pool_new(loop, &self->log);
     self->bus.notify = bus_notify;
     self->bus.owner = self;
-    server__router_init(&self->router);
-    server__lifecycle_register(self);
+    server__router_init(&self->router, &self->log);
+    if (server__lifecycle_register(self, err) < 0)
+        goto fail;
     server_env env = {
         .loop = loop, .log = &self->log, .pool = self->pool, .bus = &self->bus, .workspace = self->workspace,
         .data_dir = self->data_dir, .config_path = self->config_path, .register_adapter = server__router_register, .router = &self->router,
@@ -121,6 +122,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
 
 fail:
     server__router_free(&self->router);
+    server_services_stop(&self->services); /* after the adapters that refer to them */
     ecp_pool_free(self->pool);
     free(self->workspace);
     free(self->data_dir);
@@ -150,10 +152,11 @@ uv_loop_t *server_loop(server *self) { return self->loop; }
 
 ecp_bus *server_bus(server *self) { return &self->bus; }
 
-void server_register_adapter(server *self, const ecp_adapter *adapter)
+int server_register_adapter(server *self, const ecp_adapter *adapter)
 {
-    server__router_register(&self->router, adapter);
+    return server__router_register(&self->router, adapter, NULL);
 }
+
 ecp_logger *server_logger(server *self) { return &self->log; }
 
 void server_set_exit_hook(server *self, void (*hook)(void *ctx, int code), void *ctx)

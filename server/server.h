@@ -49,9 +49,11 @@ void server_free(server *self);
 uv_loop_t *server_loop(server *self);
 
 /* Adds an adapter beside the services' own (for embedders and tests). The
- * server copies the struct and releases adapter->ctx through its destroy. */
+ * server copies the struct and releases adapter->ctx through its destroy.
+ * Returns 0, or ECP_EINVAL when the router refuses the adapter's table (see
+ * rpc.h; the reason is logged): its ctx is then released at once. */
 struct ecp_adapter;
-void server_register_adapter(server *self, const struct ecp_adapter *adapter);
+int server_register_adapter(server *self, const struct ecp_adapter *adapter);
 
 /* The notification bus, for such adapters to emit on. */
 struct ecp_bus *server_bus(server *self);

@@ -4,11 +4,13 @@
  *   ecpctl --socket PATH document/list     a server on another socket
  *   ecpctl --spawn file/stat '{"uri":"/etc"}'    a private ecpd on stdio
  *   ecpctl --listen                        print notifications as they arrive
+ *   ecpctl --methods [NAMESPACE]           what the server implements, one method a line
  *   printf 'ecp/ping {}\n' | ecpctl         requests from stdin, one per line
  *
  * Each response is printed as one line of JSON. The exit status is 0 when
  * every request succeeded, 1 when one answered an error, 2 on a usage or
- * connection problem. Blocking I/O and poll(): a script client needs no loop.
+ * connection problem (a server that goes away before answering is one).
+ * Blocking I/O and poll(): a script client needs no loop.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "buf.h"
 #include "framing.h"
 #include "json.h"
@@ -31,11 +34,13 @@
 
 static const char usage[] =
     "usage: ecpctl [--socket PATH | --spawn] [--workspace DIR] [--listen] [--timeout SECONDS]\n"
-    "              [METHOD [PARAMS_JSON]]\n"
+    "              [METHOD [PARAMS_JSON] | --methods [NAMESPACE]]\n"
     "--spawn runs $ECPD, else the ecpd next to ecpctl, else ecpd from PATH.\n"
     "Without METHOD, reads requests from stdin: one per line, either a JSON-RPC message\n"
     "or 'METHOD [PARAMS_JSON]'. Prints each response (and, with --listen, each\n"
-    "notification) as one line of JSON.\n";
+    "notification) as one line of JSON.\n"
+    "--methods prints the methods the server implements (of one namespace, if named),\n"
+    "one a line: name, params, and what it does.\n";
 
 typedef struct session {
     int rfd, wfd;
@@ -45,6 +50,8 @@ typedef struct session {
     int outstanding;     /* requests sent and not answered */
     bool any_error;
     bool listen;
+    bool methods;        /* print ecp/methods' answer for a person */
+    const char *methods_ns;
 } session;
 
 static int connect_socket(const char *path)
@@ -168,6 +175,34 @@ static bool send_line(session *s, const char *line)
     return ok;
 }
 
+/* Prints ecp/methods' result as "name  params -- summary" lines, names
+ * aligned. Returns how many, or -1 when the result is not a list of methods. */
+static long print_methods(const json_doc *doc, json_ref result)
+{
+    json_ref list = json_get(doc, result, "methods");
+    if (json_type_of(doc, list) != JSON_ARRAY)
+        return -1;
+    arena a = ARENA_INIT;
+    size_t width = 0;
+    for (json_ref m = json_first(doc, list); m != JSON_NO_REF; m = json_next(doc, m)) {
+        const char *name;
+        size_t len;
+        if (json_string(doc, json_get(doc, m, "name"), &a, &name, &len) && len > width)
+            width = len;
+    }
+    long count = 0;
+    for (json_ref m = json_first(doc, list); m != JSON_NO_REF; m = json_next(doc, m), count++) {
+        const char *name = "?", *params = "", *summary = "";
+        json_string(doc, json_get(doc, m, "name"), &a, &name, NULL);
+        json_string(doc, json_get(doc, m, "params"), &a, &params, NULL);
+        json_string(doc, json_get(doc, m, "summary"), &a, &summary, NULL);
+        printf("%-*s  %s -- %s\n", (int)width, name, params, summary);
+    }
+    fflush(stdout);
+    arena_free(&a);
+    return count;
+}
+
 /* Prints what the server sent; returns false when the connection ended. */
 static bool read_server(session *s)
 {
@@ -185,18 +220,26 @@ static bool read_server(session *s)
         if (st != FRAME_MESSAGE)
             break;
         json_doc doc;
-        bool is_notification = false, is_error = false;
+        bool is_notification = false, is_error = false, printed = false;
         if (json_doc_parse(&doc, msg, len, NULL) == 0) {
             json_ref root = json_root(&doc);
             is_notification = json_type_of(&doc, json_get(&doc, root, "method")) == JSON_STRING;
             is_error = json_get(&doc, root, "error") != JSON_NO_REF;
+            if (s->methods && !is_notification && !is_error) {
+                long count = print_methods(&doc, json_get(&doc, root, "result"));
+                printed = count >= 0;
+                if (count == 0) {
+                    fprintf(stderr, "ecpctl: the server has no methods in namespace \"%s\"\n", s->methods_ns);
+                    is_error = true;
+                }
+            }
             json_doc_free(&doc);
         }
         if (!is_notification) {
             s->outstanding--;
             s->any_error |= is_error;
         }
-        if (!is_notification || s->listen) {
+        if (!printed && (!is_notification || s->listen)) {
             fwrite(msg, 1, len, stdout);
             fputc('\n', stdout);
             fflush(stdout);
@@ -209,6 +252,7 @@ static bool read_server(session *s)
 int main(int argc, char **argv)
 {
     const char *socket_path = NULL, *workspace = NULL, *method = NULL, *params = NULL;
+    buf methods_params = BUF_INIT;
     bool spawn = false;
     int timeout_s = 30;
     session s = {.rfd = -1, .wfd = -1};
@@ -223,6 +267,8 @@ int main(int argc, char **argv)
             spawn = true;
         else if (strcmp(argv[i], "--listen") == 0)
             s.listen = true;
+        else if (strcmp(argv[i], "--methods") == 0)
+            s.methods = true;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return fputs(usage, stdout), 0;
         else if (argv[i][0] == '-' && argv[i][1] == '-')
@@ -233,6 +279,20 @@ int main(int argc, char **argv)
             params = argv[i];
         else
             return fprintf(stderr, "ecpctl: too many arguments\n%s", usage), 2;
+    }
+    if (s.methods) {
+        /* the one positional argument, if any, is the namespace */
+        if (params)
+            return fprintf(stderr, "ecpctl: --methods takes one namespace\n%s", usage), 2;
+        json_writer w;
+        jw_init(&w, &methods_params);
+        jw_object_begin(&w);
+        if (method)
+            jw_key_string(&w, "namespace", method);
+        s.methods_ns = method;
+        jw_object_end(&w);
+        method = "ecp/methods";
+        params = methods_params.data;
     }
     signal(SIGPIPE, SIG_IGN);
     framing_decoder_init(&s.in, (size_t)1 << 31);
@@ -263,6 +323,7 @@ int main(int argc, char **argv)
     }
     buf input = BUF_INIT;
     int idle_ms = 0;
+    bool lost = false; /* the server went away with requests unanswered */
     for (;;) {
         if (!stdin_open && s.outstanding <= 0 && !s.listen)
             break;
@@ -277,8 +338,13 @@ int main(int argc, char **argv)
         }
         if (fds[0].revents & (POLLIN | POLLHUP)) {
             idle_ms = 0;
-            if (!read_server(&s))
+            if (!read_server(&s)) {
+                if (s.outstanding > 0) {
+                    fprintf(stderr, "ecpctl: the server closed the connection without answering\n");
+                    lost = true;
+                }
                 break;
+            }
         }
         if (stdin_open && (fds[1].revents & (POLLIN | POLLHUP))) {
             char chunk[65536];
@@ -300,6 +366,7 @@ int main(int argc, char **argv)
         }
     }
     buf_free(&input);
+    buf_free(&methods_params);
     framing_decoder_free(&s.in);
     if (s.child > 0) {
         close(s.wfd); /* EOF on its stdin ends the server */
@@ -308,5 +375,5 @@ int main(int argc, char **argv)
     } else {
         close(s.rfd);
     }
-    return s.any_error ? 1 : 0;
+    return lost ? 2 : s.any_error ? 1 : 0;
 }

@@ -13,13 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter.h"
 #include "error.h"
 #include "interface.h"
 #include "rpc.h"
 
+struct pending;
+
 typedef struct doc_adapter {
     document_service *svc;
     ecp_bus *bus;
+    struct pending *running; /* requests the service has not answered yet */
 } doc_adapter;
 
 /* ----- writing ------------------------------------------------------------------- */
@@ -74,15 +78,17 @@ static void write_cursors(json_writer *w, const document_cursor *list, size_t co
 
 /* ----- errors ------------------------------------------------------------------------- */
 
+/* The catalogue's document codes; any other status is an internal error. */
+static const ecp_wire_map wire_codes[] = {
+    {ECP_ENOTFOUND, ECP_WIRE_DOCUMENT_NOT_FOUND},
+    {ECP_ERANGE, ECP_WIRE_INVALID_POSITION},
+    {ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
+    {ECP_EREADONLY, ECP_WIRE_DOCUMENT_READ_ONLY},
+};
+
 static int wire_code(int status)
 {
-    switch (status) {
-    case ECP_ENOTFOUND: return ECP_WIRE_DOCUMENT_NOT_FOUND;
-    case ECP_ERANGE: return ECP_WIRE_INVALID_POSITION;
-    case ECP_EINVAL: return ECP_WIRE_INVALID_PARAMS;
-    case ECP_EREADONLY: return ECP_WIRE_DOCUMENT_READ_ONLY;
-    default: return ECP_WIRE_INTERNAL_ERROR;
-    }
+    return ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], status, ECP_WIRE_INTERNAL_ERROR);
 }
 
 static void reply_error(ecp_call *call, int status, const ecp_error *err)
@@ -287,10 +293,15 @@ static const document_listener listener = {
 
 /* ----- open, save, reload (may finish on the thread pool) ---------------------------------- */
 
+/* A request that may finish later lives in its call's arena (the call stays
+ * alive until it is answered) and, while the service still owes it an
+ * answer, in the adapter's list: the adapter goes before the service at
+ * teardown and cancels what is left, so no answer arrives after it. */
 typedef struct pending {
     doc_adapter *ad;
     ecp_call *call;
     document_request *req;
+    struct pending *prev, *next; /* in ad->running while req is set */
 } pending;
 
 static void abandon(void *ctx)
@@ -305,7 +316,27 @@ static void watch(pending *p, document_request *req)
     if (!req)
         return;
     p->req = req;
+    p->next = p->ad->running;
+    if (p->next)
+        p->next->prev = p;
+    p->ad->running = p;
     ecp_call_on_abandon(p->call, abandon, p);
+}
+
+/* Every answer starts here: the service owes this request nothing more. */
+static void settle(pending *p)
+{
+    if (!p->req)
+        return;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        p->ad->running = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    p->prev = p->next = NULL;
+    p->req = NULL;
+    ecp_call_on_abandon(p->call, NULL, NULL);
 }
 
 static pending *pending_new(doc_adapter *ad, ecp_call *call)
@@ -320,6 +351,7 @@ static void opened(void *ctx, int status, const ecp_error *err, const char *docu
 {
     pending *p = ctx;
     ecp_call *call = p->call;
+    settle(p);
     if (status != 0) {
         ecp_call_error(call, status == ECP_EBADURI ? ECP_WIRE_INVALID_PARAMS : ECP_WIRE_INTERNAL_ERROR, "%s%s",
                        status == ECP_EBADURI ? "uri: " : "", err->message);
@@ -363,6 +395,7 @@ static void m_open(void *ctx, ecp_call *call)
 static void saved(void *ctx, int status, const ecp_error *err, uint64_t version, const char *uri)
 {
     pending *p = ctx;
+    settle(p);
     json_writer *w = ecp_call_result(p->call);
     jw_object_begin(w);
     jw_key_bool(w, "success", status == 0);
@@ -391,6 +424,7 @@ static void m_save(void *ctx, ecp_call *call)
 static void reloaded(void *ctx, int status, const ecp_error *err, uint64_t version)
 {
     pending *p = ctx;
+    settle(p);
     json_writer *w = ecp_call_result(p->call);
     jw_object_begin(w);
     jw_key_bool(w, "success", status == 0);
@@ -1090,46 +1124,120 @@ static void m_word_at_position(void *ctx, ecp_call *call)
 /* ----- the table ----------------------------------------------------------------------------------------- */
 
 static const ecp_method methods[] = {
-    {"document/open", m_open, "1.0"},
-    {"document/close", m_close, "1.0"},
-    {"document/info", m_info, "1.0"},
-    {"document/list", m_list, "1.0"},
-    {"document/content", m_content, "1.0"},
-    {"document/line", m_line, "1.0"},
-    {"document/lines", m_lines, "1.0"},
-    {"document/textInRange", m_text_in_range, "1.0"},
-    {"document/version", m_version, "1.0"},
-    {"document/insert", m_insert, "1.0"},
-    {"document/delete", m_delete, "1.0"},
-    {"document/replace", m_replace, "1.0"},
-    {"document/setContent", m_set_content, "1.0"},
-    {"document/cursors", m_cursors, "1.0"},
-    {"document/setCursors", m_set_cursors, "1.0"},
-    {"document/setCursor", m_set_cursor, "1.0"},
-    {"document/addCursor", m_add_cursor, "1.0"},
-    {"document/moveCursors", m_move_cursors, "1.0"},
-    {"document/selectAll", m_select_all, "1.0"},
-    {"document/clearSelections", m_clear_selections, "1.0"},
-    {"document/selections", m_selections, "1.0"},
-    {"document/undo", m_undo, "1.0"},
-    {"document/redo", m_redo, "1.0"},
-    {"document/canUndo", m_can_undo, "1.0"},
-    {"document/canRedo", m_can_redo, "1.0"},
-    {"document/isDirty", m_is_dirty, "1.0"},
-    {"document/markClean", m_mark_clean, "1.0"},
-    {"document/positionToOffset", m_position_to_offset, "1.0"},
-    {"document/offsetToPosition", m_offset_to_position, "1.0"},
-    {"document/wordAtPosition", m_word_at_position, "1.0"},
-    {"document/save", m_save, "1.0"},
-    {"document/reload", m_reload, "1.0"},
-    {"document/edit", m_edit, "1.0"},
-    {"document/type", m_type, "1.0"},
-    {"document/viewport", m_viewport, "1.0"},
+    {"document/open", m_open, "1.0",
+     "Open a document: content if given, else a file:// uri's file; an open uri gives its document",
+     "{uri: string, content?: string, languageId?: string, readOnly?: boolean}"},
+    {"document/close", m_close, "1.0",
+     "Close a document for every client; success is false for an unknown id",
+     "{documentId: string}"},
+    {"document/info", m_info, "1.0",
+     "The document's DocumentInfo",
+     "{documentId: string}"},
+    {"document/list", m_list, "1.0",
+     "The DocumentInfo of every open document, in the order they were opened",
+     "{}"},
+    {"document/content", m_content, "1.0",
+     "The whole text, with its version and line count",
+     "{documentId: string}"},
+    {"document/line", m_line, "1.0",
+     "One line's text, without its line end",
+     "{documentId: string, lineNumber: integer}"},
+    {"document/lines", m_lines, "1.0",
+     "The lines from startLine up to endLine (exclusive), clamped to the document",
+     "{documentId: string, startLine: integer, endLine: integer}"},
+    {"document/textInRange", m_text_in_range, "1.0",
+     "The text of a range",
+     "{documentId: string, range: Range}"},
+    {"document/version", m_version, "1.0",
+     "The document's version",
+     "{documentId: string}"},
+    {"document/insert", m_insert, "1.0",
+     "Insert text at a position and put the primary cursor after it; one undo step",
+     "{documentId: string, position: Position, text: string, groupWithPrevious?: boolean}"},
+    {"document/delete", m_delete, "1.0",
+     "Delete a range; one undo step",
+     "{documentId: string, range: Range, groupWithPrevious?: boolean}"},
+    {"document/replace", m_replace, "1.0",
+     "Replace a range with text; one undo step",
+     "{documentId: string, range: Range, text: string, groupWithPrevious?: boolean}"},
+    {"document/setContent", m_set_content, "1.0",
+     "Replace the whole text; one undo step, the cursor goes to the end",
+     "{documentId: string, content: string}"},
+    {"document/cursors", m_cursors, "1.0",
+     "Every cursor, primary first",
+     "{documentId: string}"},
+    {"document/setCursors", m_set_cursors, "1.0",
+     "Replace every cursor (the first is primary); overlapping cursors merge",
+     "{documentId: string, cursors: Cursor[]}"},
+    {"document/setCursor", m_set_cursor, "1.0",
+     "Leave one cursor, at a position, with an optional selection",
+     "{documentId: string, position: Position, selection?: {anchor: Position, active: Position}}"},
+    {"document/addCursor", m_add_cursor, "1.0",
+     "Add a cursor at a position",
+     "{documentId: string, position: Position}"},
+    {"document/moveCursors", m_move_cursors, "1.0",
+     "Move every cursor by a unit (character by default), extending selections when select is true",
+     "{documentId: string, direction: \"up\"|\"down\"|\"left\"|\"right\", "
+     "unit?: \"character\"|\"word\"|\"line\"|\"page\"|\"document\", select?: boolean}"},
+    {"document/selectAll", m_select_all, "1.0",
+     "One cursor that selects the whole document",
+     "{documentId: string}"},
+    {"document/clearSelections", m_clear_selections, "1.0",
+     "Drop every selection, keeping the carets",
+     "{documentId: string}"},
+    {"document/selections", m_selections, "1.0",
+     "The selected text of every cursor, primary first (\"\" for a cursor without a selection)",
+     "{documentId: string}"},
+    {"document/undo", m_undo, "1.0",
+     "Undo the last step and put the cursors back where they were before it",
+     "{documentId: string}"},
+    {"document/redo", m_redo, "1.0",
+     "Redo the last undone step",
+     "{documentId: string}"},
+    {"document/canUndo", m_can_undo, "1.0",
+     "Whether there is a step to undo",
+     "{documentId: string}"},
+    {"document/canRedo", m_can_redo, "1.0",
+     "Whether there is a step to redo",
+     "{documentId: string}"},
+    {"document/isDirty", m_is_dirty, "1.0",
+     "Whether the text differs from what was last read or saved",
+     "{documentId: string}"},
+    {"document/markClean", m_mark_clean, "1.0",
+     "Declare the current text to be what is on disk",
+     "{documentId: string}"},
+    {"document/positionToOffset", m_position_to_offset, "1.0",
+     "The offset of a position, in units of the connection's encoding",
+     "{documentId: string, position: Position}"},
+    {"document/offsetToPosition", m_offset_to_position, "1.0",
+     "The position of an offset, in units of the connection's encoding",
+     "{documentId: string, offset: integer}"},
+    {"document/wordAtPosition", m_word_at_position, "1.0",
+     "The word ([A-Za-z0-9_]+) under a position with its range, or null",
+     "{documentId: string, position: Position}"},
+    {"document/save", m_save, "1.0",
+     "Write the document to its file, or to uri (save as), atomically and keeping the file's mode",
+     "{documentId: string, uri?: string}"},
+    {"document/reload", m_reload, "1.0",
+     "Read the file again; a dirty document is refused unless force",
+     "{documentId: string, force?: boolean}"},
+    {"document/edit", m_edit, "1.0",
+     "Apply several non-overlapping edits, in the coordinates before any of them, as one undo step",
+     "{documentId: string, edits: {range: Range, text: string}[], groupWithPrevious?: boolean}"},
+    {"document/type", m_type, "1.0",
+     "Type text at every cursor, replacing its selection",
+     "{documentId: string, text: string, groupWithPrevious?: boolean}"},
+    {"document/viewport", m_viewport, "1.0",
+     "The lines of one screen with the document's version and line count",
+     "{documentId: string, startLine: integer, lineCount: integer, include?: string[]}"},
 };
 
 static void adapter_destroy(void *ctx)
 {
     doc_adapter *ad = ctx;
+    /* Each cancel answers its call and takes it off the list. */
+    while (ad->running)
+        document_request_cancel(ad->svc, ad->running->req);
     document_unsubscribe(ad->svc, &listener, ad);
     free(ad);
 }

@@ -1,7 +1,9 @@
 /* fileio: reading and atomically writing whole files.
  *
- * Both functions run on libuv's worker threads for big files, so they touch
- * nothing but their arguments and the file system.
+ * Both run on the pool's threads (reads of big files, every write), so they
+ * touch nothing but their arguments and the file system; a write pulls its
+ * bytes from its caller's source, which must be as safe to read there (a
+ * snapshot is).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,8 +71,11 @@ static size_t drop_crs(char *data, size_t w, size_t n)
     return (size_t)(dst - data);
 }
 
-int document__read_file(const char *path, atomic_bool *cancel, char **data_out, size_t *len_out, bool *crlf_out,
-                        ecp_error *err)
+/* Whether the reader should give up: polled between chunks. */
+typedef bool (*stop_fn)(const void *ctx);
+
+static int read_file(const char *path, stop_fn stop, const void *stop_ctx, char **data_out, size_t *len_out,
+                     bool *crlf_out, ecp_error *err)
 {
     int rc = 0;
     char *data = NULL;
@@ -102,7 +107,7 @@ int document__read_file(const char *path, atomic_bool *cancel, char **data_out, 
     size_t w = 0;
     bool decided = false, crlf = false;
     for (;;) {
-        if (cancel && atomic_load(cancel)) {
+        if (stop && stop(stop_ctx)) {
             rc = ecp_error_set(err, ECP_ECANCELED, "Failed to open file: %s: cancelled", path);
             goto done;
         }
@@ -153,11 +158,76 @@ done:
     return rc;
 }
 
+static bool flag_set(const void *ctx) { return atomic_load((atomic_bool *)ctx); }
+
+int document__read_file(const char *path, atomic_bool *cancel, char **data, size_t *len, bool *crlf, ecp_error *err)
+{
+    return read_file(path, cancel ? flag_set : NULL, cancel, data, len, crlf, err);
+}
+
+static bool job_cancelled(const void *ctx) { return ecp_job_cancelled(ctx); }
+
+int document__read_file_job(const char *path, const ecp_job *job, char **data, size_t *len, bool *crlf,
+                            ecp_error *err)
+{
+    return read_file(path, job ? job_cancelled : NULL, job, data, len, crlf, err);
+}
+
 size_t document__normalize_eol(char *data, size_t len, bool *crlf)
 {
     const char *nl = memchr(data, '\n', len);
     *crlf = nl && nl > data && nl[-1] == '\r';
     return *crlf ? drop_crs(data, 0, len) : len;
+}
+
+/* Pieces of a document are often a few bytes long: they are gathered into
+ * writes of this size. A chunk at least this big goes to write() as it is. */
+#define WRITE_BUFFER (1u << 20)
+
+typedef struct out_file {
+    int fd;
+    char *buf;
+    size_t used, cap;
+} out_file;
+
+/* Returns 0 or an errno. */
+static int write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, p, len < (1u << 30) ? len : (1u << 30));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int out_flush(out_file *o)
+{
+    int rc = write_all(o->fd, o->buf, o->used);
+    o->used = 0;
+    return rc;
+}
+
+static int out_put(out_file *o, const char *p, size_t len)
+{
+    if (len <= o->cap - o->used) {
+        memcpy(o->buf + o->used, p, len);
+        o->used += len;
+        return 0;
+    }
+    int rc = out_flush(o);
+    if (rc != 0)
+        return rc;
+    if (len >= o->cap)
+        return write_all(o->fd, p, len);
+    memcpy(o->buf, p, len);
+    o->used = len;
+    return 0;
 }
 
 static int save_failure(ecp_error *err, int errnum, const char *what, const char *path)
@@ -166,11 +236,12 @@ static int save_failure(ecp_error *err, int errnum, const char *what, const char
                          strerror(errnum));
 }
 
-int document__write_file(const char *path, const char *data, size_t len, ecp_error *err)
+int document__write_stream(const char *path, document_write_next next, void *ctx, bool crlf, ecp_error *err)
 {
     int rc = 0, fd = -1;
     char *target = NULL, *tmp = NULL;
     bool tmp_made = false;
+    out_file out = {.fd = -1};
 
     struct stat lst, st;
     bool exists = false;
@@ -218,16 +289,35 @@ int document__write_file(const char *path, const char *data, size_t len, ecp_err
             goto done;
         }
     }
-    for (size_t off = 0; off < len;) {
-        size_t chunk = len - off < (1u << 30) ? len - off : (1u << 30);
-        ssize_t n = write(fd, data + off, chunk);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = save_failure(err, errno, "write failed", path);
-            goto done;
+    out.fd = fd;
+    out.cap = WRITE_BUFFER;
+    out.buf = malloc(out.cap);
+    if (!out.buf) {
+        rc = ecp_error_set(err, ECP_ENOMEM, "Failed to save %s: not enough memory", path);
+        goto done;
+    }
+    const char *chunk;
+    size_t n;
+    int errnum = 0;
+    while (errnum == 0 && next(ctx, &chunk, &n)) {
+        if (!crlf) {
+            errnum = out_put(&out, chunk, n);
+            continue;
         }
-        off += (size_t)n;
+        for (const char *end = chunk + n; errnum == 0 && chunk < end;) {
+            const char *nl = memchr(chunk, '\n', (size_t)(end - chunk));
+            errnum = out_put(&out, chunk, (size_t)((nl ? nl : end) - chunk));
+            if (!nl || errnum != 0)
+                break;
+            errnum = out_put(&out, "\r\n", 2);
+            chunk = nl + 1;
+        }
+    }
+    if (errnum == 0)
+        errnum = out_flush(&out);
+    if (errnum != 0) {
+        rc = save_failure(err, errnum, "write failed", path);
+        goto done;
     }
     if (fsync(fd) != 0) {
         rc = save_failure(err, errno, "fsync failed", path);
@@ -255,6 +345,7 @@ int document__write_file(const char *path, const char *data, size_t len, ecp_err
         close(dfd);
     }
 done:
+    free(out.buf);
     if (fd >= 0)
         close(fd);
     if (tmp_made)
@@ -262,4 +353,27 @@ done:
     free(tmp);
     free(target);
     return rc;
+}
+
+typedef struct whole {
+    const char *data;
+    size_t len;
+    bool given;
+} whole;
+
+static bool next_whole(void *ctx, const char **chunk, size_t *len)
+{
+    whole *w = ctx;
+    if (w->given || w->len == 0)
+        return false;
+    w->given = true;
+    *chunk = w->data;
+    *len = w->len;
+    return true;
+}
+
+int document__write_file(const char *path, const char *data, size_t len, ecp_error *err)
+{
+    whole w = {data, len, false};
+    return document__write_stream(path, next_whole, &w, false, err);
 }

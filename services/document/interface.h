@@ -28,9 +28,11 @@
  *   conversions cheap.
  * - Change events carry incremental changes, each in the coordinates of the
  *   text just before it, with columns already computed for every encoding.
- * - Files larger than 1 MiB are read and every file is written on libuv's
- *   thread pool; everything else happens on the loop thread, which is the
- *   only thread that may call these functions.
+ * - Files larger than 1 MiB are read and every file is written on the thread
+ *   pool (a save writes from a snapshot: nothing on the loop copies the
+ *   text); everything else happens on the loop thread, which is the only
+ *   thread that may call these functions, except the reads of a snapshot
+ *   (below), which any thread may call.
  *
  * Errors: functions return 0 or a negative ECP_STATUS code and fill `err`
  * (which may be NULL): ECP_ENOTFOUND "Document not found", ECP_EREADONLY
@@ -50,28 +52,27 @@
 
 #include <uv.h>
 
+#include "buf.h"
 #include "error.h"
+#include "job.h"
 #include "log.h"
-#include "rpc.h"
 #include "utf.h"
 
 typedef struct document_service document_service;
 
 /* ----- lifetime ------------------------------------------------------------ */
 
-/* Creates the service on `loop`. `log` (may be NULL) is borrowed. Returns NULL
- * when out of memory. */
-document_service *document_service_new(uv_loop_t *loop, ecp_logger *log);
+/* Creates the service; its disk work runs as jobs on `pool`, on the pool's
+ * loop. pool and `log` (may be NULL) are borrowed and must outlive the
+ * service. Returns NULL when out of memory. */
+document_service *document_service_new(ecp_pool *pool, ecp_logger *log);
 
-/* Closes every document (without events) and frees the service. Requests
- * still running on the thread pool are told to stop; their callbacks are not
- * called. */
+/* Closes every document (without events) and frees the service. Opens and
+ * reloads still running stop; saves already asked for finish writing first
+ * (this waits for them). Every request still pending has its callback run
+ * once, with ECP_ECANCELED, before this returns; such a callback must not
+ * call the service. */
 void document_service_free(document_service *self);
-
-/* Fills `out` with the document methods (document/open, ...) over svc. The adapter subscribes
- * to svc to turn events into notifications on `bus`; out->ctx is allocated
- * here and released by out->destroy. svc and bus must outlive the adapter. */
-void document_adapter_init(ecp_adapter *out, document_service *svc, ecp_bus *bus);
 
 /* ----- positions and information ------------------------------------------- */
 
@@ -132,6 +133,51 @@ int document_offset_to_position(document_service *self, const char *document_id,
  * *found is false (and 0 returned) when there is none. */
 int document_word_at(document_service *self, const char *document_id, const document_position *pos,
                      ecp_position_encoding enc, document_range *out, bool *found, ecp_error *err);
+
+/* ----- snapshots: reading from any thread ----------------------------------- */
+
+/* A document as it was at one moment: its text, version, line ends and
+ * names, frozen, for work that reads a document off the loop (a save, a
+ * parse, a search) while the loop goes on editing it. Only taking one needs
+ * the loop; everything else below may be called from any thread, by several
+ * threads at once, and a snapshot stays valid after its document is edited,
+ * reloaded or closed and after the service is freed.
+ *
+ * The text is bytes with '\n' line ends (a CRLF document's "\r\n" are
+ * written back from document_snapshot_crlf), lines as in document_read_line,
+ * offsets in bytes. */
+typedef struct document_snapshot document_snapshot;
+
+/* Loop thread. Costs O(pieces) time and about 24 bytes per piece of the
+ * text, and copies no text: a file just opened has a piece per 4 KiB or so,
+ * each edit adds at most two. The caller owns the snapshot. NULL on failure,
+ * with ECP_ENOTFOUND or ECP_ENOMEM in err. */
+document_snapshot *document_snapshot_take(document_service *self, const char *document_id, ecp_error *err);
+
+/* Any thread, once no thread reads the snapshot any more. NULL is ignored. */
+void document_snapshot_release(document_snapshot *snap);
+
+/* Any thread, O(1). The strings are the snapshot's own copies, valid until it
+ * is released. */
+const char *document_snapshot_id(const document_snapshot *snap);
+const char *document_snapshot_uri(const document_snapshot *snap);
+const char *document_snapshot_language_id(const document_snapshot *snap);
+uint64_t document_snapshot_version(const document_snapshot *snap);
+bool document_snapshot_crlf(const document_snapshot *snap); /* written back with CRLF */
+size_t document_snapshot_length(const document_snapshot *snap); /* bytes */
+size_t document_snapshot_line_count(const document_snapshot *snap);
+
+/* Any thread. The text of one line without its '\n', in chunks (pointers
+ * valid during the call), for O(log pieces) plus the line's length.
+ * ECP_ERANGE when line >= line count (fn is then never called). */
+int document_snapshot_read_line(const document_snapshot *snap, size_t line, document_chunk_fn fn, void *ctx,
+                                ecp_error *err);
+
+/* Any thread. Bytes [offset, offset + len) in chunks, for O(log pieces) plus
+ * len. ECP_ERANGE when the range reaches past the end (fn is then never
+ * called). */
+int document_snapshot_read(const document_snapshot *snap, size_t offset, size_t len, document_chunk_fn fn, void *ctx,
+                           ecp_error *err);
 
 /* ----- editing --------------------------------------------------------------- */
 
@@ -224,7 +270,8 @@ int document_read_selection(document_service *self, const char *document_id, siz
 /* A request that may finish on the thread pool. Its callback runs exactly
  * once, on the loop thread: before the starting function returns when no
  * blocking work is needed (the function then returns NULL), else later (the
- * function returns the request, valid until its callback has run). */
+ * function returns the request, valid until its callback has run), and at
+ * the latest, with ECP_ECANCELED, when the service is freed. */
 typedef struct document_request document_request;
 
 /* Withdraws interest in a pending request: its callback runs now with
@@ -294,10 +341,12 @@ typedef struct document_change_event {
 
 /* Every callback is optional and runs on the loop thread, after the state it
  * reports is in place and before the function that caused it returns.
- * Pointers are valid during the call. A listener may query the service and
- * unsubscribe itself; it must not close, edit or save documents from inside a
- * callback (the listeners after it would see a state the event does not
- * describe). */
+ * Pointers are valid during the call. Listeners are called in the order they
+ * subscribed. A listener may query the service, unsubscribe itself or any
+ * other (one removed is not called after its removal) and subscribe new ones
+ * (called from the next event on); it must not close, edit or save documents
+ * from inside a callback (the listeners after it would see a state the event
+ * does not describe). */
 typedef struct document_listener {
     void (*on_open)(void *ctx, const document_info *info);
     void (*on_change)(void *ctx, const document_change_event *event);

@@ -21,7 +21,9 @@
 
 #include "buf.h"
 #include "error.h"
+#include "event.h"
 #include "interface.h"
+#include "job.h"
 #include "log.h"
 #include "piece_tree.h"
 #include "utf.h"
@@ -105,25 +107,16 @@ typedef struct document {
     size_t checkpoint_cap;
 } document;
 
-struct document_listener_entry {
-    const document_listener *listener;
-    void *ctx;
-    bool removed;
-};
-
 struct document_service {
-    uv_loop_t *loop;
+    ecp_job_set *jobs; /* every open, reload and save on the pool */
     ecp_logger *log;
     document **docs; /* in the order they were opened */
     size_t doc_count;
     size_t doc_cap;
-    struct document_listener_entry *listeners;
-    size_t listener_count;
-    size_t listener_cap;
-    int notify_depth;       /* listeners may unsubscribe while being called */
+    ecp_listeners listeners; /* of document_listener */
     uint64_t rng;           /* xorshift state for document ids */
     uint64_t next_state_id; /* history state ids, unique across the service */
-    struct doc_job *pending; /* open, reload and save work in flight */
+    struct doc_task *opening; /* opens reading on the pool: a second open of the file joins one */
 };
 
 /* ----- text.c: columns, offsets and words --------------------------------- */
@@ -183,17 +176,37 @@ bool document__is_word_byte(unsigned char c);
  * and becomes the caller's. Messages read "Failed to open file: <path>: <why>". */
 int document__read_file(const char *path, atomic_bool *cancel, char **data, size_t *len, bool *crlf,
                         ecp_error *err);
+/* The same, polling the cancellation of job (NULL: nothing cancels). */
+int document__read_file_job(const char *path, const ecp_job *job, char **data, size_t *len, bool *crlf,
+                            ecp_error *err);
 
-/* Replaces path with data atomically: a temporary file in the same directory,
- * written, fsync'd, given the old file's mode (and owner, when allowed), renamed
- * over the target, and the directory fsync'd. A symlink is followed, so the
- * link stays a link. On failure the target is untouched and the temporary file
- * is removed. */
+/* Hands out the bytes to write, in order (len may be 0); false once there
+ * are no more. */
+typedef bool (*document_write_next)(void *ctx, const char **chunk, size_t *len);
+
+/* Replaces path atomically with the bytes next hands out, each '\n' written
+ * as "\r\n" when crlf: a temporary file in the same directory, written in
+ * large writes as the bytes arrive (never gathered whole in memory),
+ * fsync'd, given the old file's mode (and owner, when allowed), renamed over
+ * the target, and the directory fsync'd. A symlink is followed, so the link
+ * stays a link. On failure the target is untouched and the temporary file is
+ * removed. */
+int document__write_stream(const char *path, document_write_next next, void *ctx, bool crlf, ecp_error *err);
+
+/* The same for bytes already in memory, written as they are. */
 int document__write_file(const char *path, const char *data, size_t len, ecp_error *err);
 
 /* The same CRLF rule as document__read_file, for text already in memory
  * (data is rewritten in place). Returns the new length. */
 size_t document__normalize_eol(char *data, size_t len, bool *crlf);
+
+/* ----- snapshot.c ---------------------------------------------------------- */
+
+/* document_snapshot_take for a document at hand. */
+document_snapshot *document__snapshot_of(document *doc, ecp_error *err);
+/* Writes the snapshot to path through document__write_stream, with CRLF line
+ * ends for a CRLF document. Any thread. */
+int document__snapshot_write(const document_snapshot *snap, const char *path, ecp_error *err);
 
 /* ----- cursor.c ------------------------------------------------------------ */
 

@@ -1,11 +1,16 @@
 /* local: the document service itself: the registry of open documents, ids,
  * events, queries, and the requests that touch the disk.
  *
- * Disk work runs as a doc_job on libuv's thread pool with copies of its
- * inputs (a path, a snapshot of the text to save); the loop thread applies
- * the result when the job comes back, after checking that the document it
- * concerns is still there. Several opens of one file while it is being read
- * wait on the same job, so a file is never opened twice.
+ * Disk work runs as a job (core/job.h) in the service's job set, with its own
+ * copies of its inputs (a path; for a save, a snapshot of the document, which
+ * shares the text instead of copying it); the loop thread applies the result
+ * when the job comes back, after checking that the document it concerns is
+ * still there. Several opens of one file while it is being read wait on the
+ * same job, so a file is never read twice at once.
+ *
+ * A request's task owns its waiters: the job's done answers them, and when
+ * done never comes (the job set closed at teardown) the task's release answers
+ * them with ECP_ECANCELED, so every callback runs exactly once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +26,14 @@
  * costs more than reading them. */
 #define SMALL_FILE (1u << 20)
 
-typedef enum job_kind {
-    JOB_OPEN,
-    JOB_RELOAD,
-    JOB_SAVE,
-} job_kind;
+typedef enum task_kind {
+    TASK_OPEN,
+    TASK_RELOAD,
+    TASK_SAVE,
+} task_kind;
 
 struct document_request {
-    struct doc_job *job;
+    struct doc_task *task;
     struct document_request *next;
     document_open_cb open_cb;
     document_save_cb save_cb;
@@ -36,13 +41,14 @@ struct document_request {
     void *ctx;
 };
 
-typedef struct doc_job {
-    uv_work_t work;
-    document_service *svc; /* NULL once the service is gone: the job only frees itself */
-    job_kind kind;
-    struct doc_job *next;
-    atomic_bool cancel;
-    document_request *waiters; /* in arrival order */
+/* One open, reload or save: the data of its job, or of the work done on the
+ * loop for a small file. Everything in it is owned. */
+typedef struct doc_task {
+    document_service *svc;
+    task_kind kind;
+    ecp_job *job;              /* NULL when the work runs on the loop */
+    struct doc_task *next_open; /* in svc->opening while an open reads on the pool */
+    document_request *waiters;  /* in arrival order */
     /* inputs */
     char *path;
     char *uri;         /* open: the uri; save: the new uri of a save-as, else NULL */
@@ -53,15 +59,15 @@ typedef struct doc_job {
     char *doc_id;      /* reload, save */
     bool force;        /* reload */
     uint64_t state_id; /* save: the history state being written */
-    char *data;        /* save: the bytes to write */
-    size_t len;        /* save: of data; open, reload: of text */
+    document_snapshot *snap; /* save: the text to write */
     /* outputs */
     int status;
     ecp_error err;
     bool crlf;
     piece_tree *tree;  /* open, reload: the text read, owning `text` */
     const char *text;
-} doc_job;
+    size_t len;        /* of text */
+} doc_task;
 
 /* ----- small things --------------------------------------------------------------- */
 
@@ -222,12 +228,12 @@ static void fill_info(const document *doc, document_info *out)
 
 /* ----- service ------------------------------------------------------------------------- */
 
-document_service *document_service_new(uv_loop_t *loop, ecp_logger *log)
+document_service *document_service_new(ecp_pool *pool, ecp_logger *log)
 {
     document_service *svc = calloc(1, sizeof *svc);
     if (!svc)
         return NULL;
-    svc->loop = loop;
+    svc->jobs = ecp_job_set_new(pool);
     svc->log = log;
     if (getrandom(&svc->rng, sizeof svc->rng, GRND_NONBLOCK) != sizeof svc->rng)
         svc->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)svc;
@@ -236,28 +242,18 @@ document_service *document_service_new(uv_loop_t *loop, ecp_logger *log)
     return svc;
 }
 
-static void job_free(doc_job *job);
-
 void document_service_free(document_service *self)
 {
     if (!self)
         return;
-    /* Jobs on the thread pool cannot be recalled: they stop early and free
-     * themselves when they come back, if the loop still runs. */
-    for (doc_job *job = self->pending, *next; job; job = next) {
-        next = job->next;
-        job->svc = NULL;
-        atomic_store(&job->cancel, true);
-        for (document_request *r = job->waiters, *rn; r; r = rn) {
-            rn = r->next;
-            free(r);
-        }
-        job->waiters = NULL;
-    }
+    /* First, while every document is still there: reads stop, saves already
+     * handed to the pool finish writing, and every request still waiting is
+     * answered with ECP_ECANCELED as its task is released. */
+    ecp_job_set_close(self->jobs);
     for (size_t i = 0; i < self->doc_count; i++)
         doc_free(self->docs[i]);
     free(self->docs);
-    free(self->listeners);
+    ecp_listeners_free(&self->listeners);
     free(self);
 }
 
@@ -265,66 +261,31 @@ void document_service_free(document_service *self)
 
 int document_subscribe(document_service *self, const document_listener *listener, void *ctx)
 {
-    if (self->listener_count == self->listener_cap) {
-        self->listener_cap = self->listener_cap ? self->listener_cap * 2 : 4;
-        self->listeners = xrealloc(self->listeners, self->listener_cap * sizeof *self->listeners);
-    }
-    self->listeners[self->listener_count++] = (struct document_listener_entry){listener, ctx, false};
+    ecp_listeners_add(&self->listeners, listener, ctx);
     return 0;
-}
-
-static void compact_listeners(document_service *self)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < self->listener_count; i++)
-        if (!self->listeners[i].removed)
-            self->listeners[n++] = self->listeners[i];
-    self->listener_count = n;
 }
 
 void document_unsubscribe(document_service *self, const document_listener *listener, void *ctx)
 {
-    for (size_t i = 0; i < self->listener_count; i++) {
-        struct document_listener_entry *e = &self->listeners[i];
-        if (!e->removed && e->listener == listener && e->ctx == ctx) {
-            e->removed = true;
-            break;
-        }
-    }
-    if (self->notify_depth == 0)
-        compact_listeners(self);
+    ecp_listeners_remove(&self->listeners, listener, ctx);
 }
-
-/* Listeners are looked up by index on every round: one of them may subscribe
- * (growing the array) or unsubscribe while being called. */
-#define FOR_EACH_LISTENER(svc, member, ...)                                            \
-    do {                                                                              \
-        (svc)->notify_depth++;                                                        \
-        for (size_t i_ = 0; i_ < (svc)->listener_count; i_++) {                       \
-            struct document_listener_entry e_ = (svc)->listeners[i_];                 \
-            if (!e_.removed && e_.listener->member)                                   \
-                e_.listener->member(e_.ctx, __VA_ARGS__);                             \
-        }                                                                             \
-        if (--(svc)->notify_depth == 0)                                               \
-            compact_listeners(svc);                                                   \
-    } while (0)
 
 void document__emit_change(document_service *svc, document *doc, const document_change *changes, size_t count)
 {
     document_change_event ev = {doc->id, doc->uri, doc->version, changes, count};
-    FOR_EACH_LISTENER(svc, on_change, &ev);
+    ECP_EMIT(&svc->listeners, document_listener, on_change, &ev);
 }
 
 void document__emit_cursors(document_service *svc, document *doc)
 {
-    FOR_EACH_LISTENER(svc, on_cursors, doc->id);
+    ECP_EMIT(&svc->listeners, document_listener, on_cursors, doc->id);
 }
 
 static void emit_open(document_service *svc, document *doc)
 {
     document_info info;
     fill_info(doc, &info);
-    FOR_EACH_LISTENER(svc, on_open, &info);
+    ECP_EMIT(&svc->listeners, document_listener, on_open, &info);
 }
 
 /* ----- queries ------------------------------------------------------------------------------ */
@@ -448,132 +409,158 @@ int document_word_at(document_service *self, const char *document_id, const docu
     return 0;
 }
 
-/* ----- jobs on the thread pool ------------------------------------------------------------------ */
+/* ----- tasks and their jobs ------------------------------------------------------------------------ */
 
-static doc_job *job_new(document_service *svc, job_kind kind)
+static doc_task *task_new(document_service *svc, task_kind kind)
 {
-    doc_job *job = xcalloc(1, sizeof *job);
-    job->svc = svc;
-    job->kind = kind;
-    atomic_init(&job->cancel, false);
-    job->next = svc->pending;
-    svc->pending = job;
-    return job;
+    doc_task *t = xcalloc(1, sizeof *t);
+    t->svc = svc;
+    t->kind = kind;
+    return t;
 }
 
-static void job_unlink(document_service *svc, doc_job *job)
-{
-    for (doc_job **p = &svc->pending; *p; p = &(*p)->next) {
-        if (*p == job) {
-            *p = job->next;
-            return;
-        }
-    }
-}
-
-static void job_free(doc_job *job)
-{
-    free(job->path);
-    free(job->uri);
-    free(job->reply_uri);
-    free(job->key);
-    free(job->language_id);
-    free(job->doc_id);
-    free(job->data);
-    if (job->tree)
-        piece_tree_free(job->tree);
-    free(job);
-}
-
-static document_request *job_wait(doc_job *job, void *ctx)
+static document_request *task_wait(doc_task *t, void *ctx)
 {
     document_request *req = xcalloc(1, sizeof *req);
-    req->job = job;
+    req->task = t;
     req->ctx = ctx;
-    document_request **tail = &job->waiters;
+    document_request **tail = &t->waiters;
     while (*tail)
         tail = &(*tail)->next;
     *tail = req;
     return req;
 }
 
-static document_request *job_take_waiter(doc_job *job)
+static document_request *task_take_waiter(doc_task *t)
 {
-    document_request *req = job->waiters;
+    document_request *req = t->waiters;
     if (req)
-        job->waiters = req->next;
+        t->waiters = req->next;
     return req;
 }
 
-static void read_into_tree(doc_job *job)
+static void answer_cancelled(document_request *req, const ecp_error *err)
+{
+    if (req->open_cb)
+        req->open_cb(req->ctx, ECP_ECANCELED, err, NULL, false);
+    else if (req->reload_cb)
+        req->reload_cb(req->ctx, ECP_ECANCELED, err, 0);
+    else if (req->save_cb)
+        req->save_cb(req->ctx, ECP_ECANCELED, err, 0, NULL);
+    free(req);
+}
+
+static void opening_unlink(doc_task *t)
+{
+    for (doc_task **p = &t->svc->opening; *p; p = &(*p)->next_open) {
+        if (*p == t) {
+            *p = t->next_open;
+            return;
+        }
+    }
+}
+
+/* Releases a task, on the loop. Waiters still there were never answered:
+ * the job set closed before done could run. */
+static void task_free(void *data)
+{
+    doc_task *t = data;
+    if (t->waiters) {
+        ecp_error err;
+        ecp_error_set(&err, ECP_ECANCELED, "Request cancelled: the document service is shutting down");
+        for (document_request *req; (req = task_take_waiter(t));)
+            answer_cancelled(req, &err);
+    }
+    if (t->kind == TASK_OPEN && t->job)
+        opening_unlink(t);
+    free(t->path);
+    free(t->uri);
+    free(t->reply_uri);
+    free(t->key);
+    free(t->language_id);
+    free(t->doc_id);
+    document_snapshot_release(t->snap);
+    piece_tree_free(t->tree);
+    free(t);
+}
+
+/* job may be NULL (a small file, read on the loop): then nothing cancels. */
+static void read_into_tree(doc_task *t, const ecp_job *job)
 {
     char *data;
-    job->status = document__read_file(job->path, &job->cancel, &data, &job->len, &job->crlf, &job->err);
-    if (job->status != 0)
+    t->status = document__read_file_job(t->path, job, &data, &t->len, &t->crlf, &t->err);
+    if (t->status != 0)
         return;
-    job->tree = piece_tree_new_owning(data, job->len);
-    if (!job->tree) {
+    t->tree = piece_tree_new_owning(data, t->len);
+    if (!t->tree) {
         free(data);
-        job->status = ecp_error_set(&job->err, ECP_ENOMEM, "Failed to open file: %s: not enough memory", job->path);
+        t->status = ecp_error_set(&t->err, ECP_ENOMEM, "Failed to open file: %s: not enough memory", t->path);
         return;
     }
-    job->text = data;
+    t->text = data;
 }
 
-static void job_work(uv_work_t *work)
+static void task_work(ecp_job *job, unsigned item)
 {
-    doc_job *job = work->data;
-    if (job->kind == JOB_SAVE)
-        job->status = document__write_file(job->path, job->data, job->len, &job->err);
+    (void)item;
+    doc_task *t = ecp_job_data(job);
+    /* A save does not look at cancellation: the user's bytes go to disk. */
+    if (t->kind == TASK_SAVE)
+        t->status = document__snapshot_write(t->snap, t->path, &t->err);
     else
-        read_into_tree(job);
+        read_into_tree(t, job);
 }
 
-static void finish_open(document_service *svc, doc_job *job);
-static void finish_reload(document_service *svc, doc_job *job);
-static void finish_save(document_service *svc, doc_job *job);
+static void finish_open(document_service *svc, doc_task *t);
+static void finish_reload(document_service *svc, doc_task *t);
+static void finish_save(document_service *svc, doc_task *t);
 
-static void finish(document_service *svc, doc_job *job)
+static void task_done(ecp_job *job)
 {
-    switch (job->kind) {
-    case JOB_OPEN: finish_open(svc, job); break;
-    case JOB_RELOAD: finish_reload(svc, job); break;
-    case JOB_SAVE: finish_save(svc, job); break;
+    doc_task *t = ecp_job_data(job);
+    switch (t->kind) {
+    case TASK_OPEN:
+        opening_unlink(t);
+        finish_open(t->svc, t);
+        break;
+    case TASK_RELOAD: finish_reload(t->svc, t); break;
+    case TASK_SAVE: finish_save(t->svc, t); break;
     }
 }
 
-static void job_done(uv_work_t *work, int status)
-{
-    doc_job *job = work->data;
-    document_service *svc = job->svc;
-    if (svc) {
-        job_unlink(svc, job);
-        if (status != 0 && job->status == 0)
-            job->status = ecp_error_set(&job->err, ECP_ECANCELED, "Request cancelled");
-        finish(svc, job);
-    }
-    job_free(job);
-}
+/* Reading a large file is long work; a save is short and, once asked for,
+ * must happen even when the service closes. */
+static const ecp_job_type read_job = {
+    .name = "document.read",
+    .lane = ECP_LANE_LONG,
+    .work = task_work,
+    .done = task_done,
+    .free_data = task_free,
+};
 
-/* Runs the job on the pool. When the pool refuses, finishes it at once (its
- * waiters are answered and freed) and returns false. */
-static bool job_start(document_service *svc, doc_job *job)
+static const ecp_job_type save_job = {
+    .name = "document.save",
+    .lane = ECP_LANE_SHORT,
+    .runs_to_end = true,
+    .work = task_work,
+    .done = task_done,
+    .free_data = task_free,
+};
+
+static void task_start(document_service *svc, doc_task *t)
 {
-    job->work.data = job;
-    int rc = uv_queue_work(svc->loop, &job->work, job_work, job_done);
-    if (rc != 0) {
-        job_unlink(svc, job);
-        job->status = ecp_error_set(&job->err, ECP_EIO, "Cannot start background work: %s", uv_strerror(rc));
-        finish(svc, job);
-        job_free(job);
+    t->job = ecp_job_new(svc->jobs, t->kind == TASK_SAVE ? &save_job : &read_job, t);
+    if (t->kind == TASK_OPEN) {
+        t->next_open = svc->opening;
+        svc->opening = t;
     }
-    return rc == 0;
+    ecp_job_start(t->job, 1);
 }
 
 void document_request_cancel(document_service *self, document_request *req)
 {
-    doc_job *job = req->job;
-    for (document_request **p = &job->waiters; *p; p = &(*p)->next) {
+    doc_task *t = req->task;
+    for (document_request **p = &t->waiters; *p; p = &(*p)->next) {
         if (*p == req) {
             *p = req->next;
             break;
@@ -581,16 +568,10 @@ void document_request_cancel(document_service *self, document_request *req)
     }
     ecp_error err;
     ecp_error_set(&err, ECP_ECANCELED, "Request cancelled");
-    if (req->open_cb)
-        req->open_cb(req->ctx, ECP_ECANCELED, &err, NULL, false);
-    else if (req->reload_cb)
-        req->reload_cb(req->ctx, ECP_ECANCELED, &err, 0);
-    else if (req->save_cb)
-        req->save_cb(req->ctx, ECP_ECANCELED, &err, 0, NULL);
-    free(req);
+    answer_cancelled(req, &err);
     /* A save goes on: its bytes are the user's work and belong on disk. */
-    if (!job->waiters && job->kind != JOB_SAVE)
-        atomic_store(&job->cancel, true);
+    if (!t->waiters && t->kind != TASK_SAVE)
+        ecp_job_cancel(t->job);
     (void)self;
 }
 
@@ -605,35 +586,42 @@ static bool is_file_uri(const char *uri)
     return scheme_len == 4 && strncasecmp(scheme, "file", 4) == 0;
 }
 
-static doc_job *pending_open(document_service *svc, const char *key)
+/* An open of key being read, that a new open can join. */
+static doc_task *pending_open(document_service *svc, const char *key)
 {
-    for (doc_job *job = svc->pending; job; job = job->next)
-        if (job->kind == JOB_OPEN && !atomic_load(&job->cancel) && strcmp(job->key, key) == 0)
-            return job;
+    for (doc_task *t = svc->opening; t; t = t->next_open)
+        if (!ecp_job_cancelled(t->job) && strcmp(t->key, key) == 0)
+            return t;
     return NULL;
 }
 
-static void finish_open(document_service *svc, doc_job *job)
+static void finish_open(document_service *svc, doc_task *t)
 {
-    if (!job->waiters)
+    if (!t->waiters)
         return; /* every caller went away: open nothing */
     const char *id = NULL;
     bool already = true;
-    if (job->status == 0) {
-        document *doc = find_by_key(svc, job->key);
+    if (t->status == 0) {
+        document *doc = find_by_key(svc, t->key);
         if (!doc) {
-            doc = doc_new(svc, job->uri, job->path, job->key, job->language_id, job->read_only, job->tree, job->crlf);
-            job->tree = NULL;
+            doc = doc_new(svc, t->uri, t->path, t->key, t->language_id, t->read_only, t->tree, t->crlf);
+            t->tree = NULL;
             already = false;
             emit_open(svc, doc);
         }
         id = doc->id;
     }
-    for (document_request *req; (req = job_take_waiter(job));) {
-        req->open_cb(req->ctx, job->status, job->status ? &job->err : NULL, id, already);
+    for (document_request *req; (req = task_take_waiter(t));) {
+        req->open_cb(req->ctx, t->status, t->status ? &t->err : NULL, id, already);
         already = true;
         free(req);
     }
+}
+
+static bool is_large_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size > SMALL_FILE;
 }
 
 document_request *document_open(document_service *self, const document_open_options *options, document_open_cb cb,
@@ -678,30 +666,27 @@ document_request *document_open(document_service *self, const document_open_opti
         cb(ctx, 0, NULL, doc->id, false);
         goto done;
     }
-    doc_job *job = pending_open(self, key);
-    if (job) {
-        req = job_wait(job, ctx);
+    doc_task *t = pending_open(self, key);
+    if (t) {
+        req = task_wait(t, ctx);
         req->open_cb = cb;
         goto done;
     }
-    job = job_new(self, JOB_OPEN);
-    job->path = xstrdup(path.data);
-    job->key = xstrdup(key);
-    job->uri = xstrdup(uri);
-    job->language_id = options->language_id ? xstrdup(options->language_id) : NULL;
-    job->read_only = options->read_only;
-    req = job_wait(job, ctx);
+    t = task_new(self, TASK_OPEN);
+    t->path = xstrdup(path.data);
+    t->key = xstrdup(key);
+    t->uri = xstrdup(uri);
+    t->language_id = options->language_id ? xstrdup(options->language_id) : NULL;
+    t->read_only = options->read_only;
+    req = task_wait(t, ctx);
     req->open_cb = cb;
-    struct stat st;
-    if (stat(job->path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size > SMALL_FILE) {
-        if (!job_start(self, job))
-            req = NULL;
+    if (is_large_file(t->path)) {
+        task_start(self, t);
     } else {
         /* Small, missing or odd: read here and now (errors come from the read). */
-        job_unlink(self, job);
-        read_into_tree(job);
-        finish_open(self, job);
-        job_free(job);
+        read_into_tree(t, NULL);
+        finish_open(self, t);
+        task_free(t);
         req = NULL;
     }
 done:
@@ -711,25 +696,27 @@ done:
 
 /* ----- reload ---------------------------------------------------------------------------------------- */
 
-static void finish_reload(document_service *svc, doc_job *job)
+static void finish_reload(document_service *svc, doc_task *t)
 {
+    if (!t->waiters)
+        return; /* cancelled, perhaps after the read was done: change nothing */
     ecp_error err;
-    int status = job->status;
-    const ecp_error *e = &job->err;
-    document *doc = document__find(svc, job->doc_id, &err);
+    int status = t->status;
+    const ecp_error *e = &t->err;
+    document *doc = document__find(svc, t->doc_id, &err);
     if (!doc) {
         status = ECP_ENOTFOUND;
         e = &err;
-    } else if (status == 0 && !job->force && document__state_id(doc) != doc->saved_id) {
+    } else if (status == 0 && !t->force && document__state_id(doc) != doc->saved_id) {
         /* Edited while the file was being read: keep the edits. */
         status = ecp_error_set(&err, ECP_ESTATE, "Document has unsaved changes");
         e = &err;
     } else if (status == 0) {
-        doc->crlf = job->crlf;
-        document__replace_tree(svc, doc, job->tree, job->text, job->len);
-        job->tree = NULL;
+        doc->crlf = t->crlf;
+        document__replace_tree(svc, doc, t->tree, t->text, t->len);
+        t->tree = NULL;
     }
-    for (document_request *req; (req = job_take_waiter(job));) {
+    for (document_request *req; (req = task_take_waiter(t));) {
         req->reload_cb(req->ctx, status, status ? e : NULL, doc ? doc->version : 0);
         free(req);
     }
@@ -754,82 +741,47 @@ document_request *document_reload(document_service *self, const char *document_i
         cb(ctx, err.status, &err, doc->version);
         return NULL;
     }
-    doc_job *job = job_new(self, JOB_RELOAD);
-    job->path = xstrdup(doc->path);
-    job->doc_id = xstrdup(doc->id);
-    job->force = force;
-    document_request *req = job_wait(job, ctx);
+    doc_task *t = task_new(self, TASK_RELOAD);
+    t->path = xstrdup(doc->path);
+    t->doc_id = xstrdup(doc->id);
+    t->force = force;
+    document_request *req = task_wait(t, ctx);
     req->reload_cb = cb;
-    struct stat st;
-    if (stat(job->path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size > SMALL_FILE)
-        return job_start(self, job) ? req : NULL;
-    job_unlink(self, job);
-    read_into_tree(job);
-    finish_reload(self, job);
-    job_free(job);
+    if (is_large_file(t->path)) {
+        task_start(self, t);
+        return req;
+    }
+    read_into_tree(t, NULL);
+    finish_reload(self, t);
+    task_free(t);
     return NULL;
 }
 
 /* ----- save ------------------------------------------------------------------------------------------- */
 
-static void finish_save(document_service *svc, doc_job *job)
+static void finish_save(document_service *svc, doc_task *t)
 {
-    document *doc = document__find(svc, job->doc_id, NULL);
-    if (doc && job->status == 0) {
-        doc->saved_id = job->state_id;
-        if (job->uri) {
+    document *doc = document__find(svc, t->doc_id, NULL);
+    if (doc && t->status == 0) {
+        doc->saved_id = t->state_id;
+        if (t->uri) {
             free(doc->uri);
             free(doc->path);
             free(doc->key);
-            doc->uri = job->uri;
-            doc->path = job->path;
-            doc->key = job->key;
-            job->uri = job->path = job->key = NULL;
+            doc->uri = t->uri;
+            doc->path = t->path;
+            doc->key = t->key;
+            t->uri = t->path = t->key = NULL;
         }
-        FOR_EACH_LISTENER(svc, on_save, doc->id, doc->uri, doc->version);
+        ECP_EMIT(&svc->listeners, document_listener, on_save, doc->id, doc->uri, doc->version);
     }
-    if (job->status != 0)
-        ecp_log(svc->log, ECP_LOG_WARN, "%s", job->err.message);
-    const char *uri = doc ? doc->uri : job->uri ? job->uri : job->reply_uri;
-    for (document_request *req; (req = job_take_waiter(job));) {
-        req->save_cb(req->ctx, job->status, job->status ? &job->err : NULL, doc ? doc->version : 0, uri);
+    if (t->status != 0)
+        ecp_log(svc->log, ECP_LOG_WARN, "%s", t->err.message);
+    const char *uri = doc ? doc->uri : t->uri ? t->uri : t->reply_uri;
+    for (document_request *req; (req = task_take_waiter(t));) {
+        req->save_cb(req->ctx, t->status, t->status ? &t->err : NULL, doc ? doc->version : 0, uri);
         free(req);
     }
-}
-
-/* The bytes as they go to disk: LF, or CRLF for a CRLF document. */
-static char *snapshot(const document *doc, size_t *len_out)
-{
-    size_t len = piece_tree_length(doc->tree);
-    size_t size = len + (doc->crlf ? piece_tree_line_count(doc->tree) - 1 : 0);
-    char *out = malloc(size + 1);
-    if (!out)
-        return NULL;
-    char *w = out;
-    piece_tree_reader r;
-    piece_tree_reader_init(&r, doc->tree, 0, len);
-    const char *chunk;
-    size_t n;
-    while (piece_tree_reader_next(&r, &chunk, &n)) {
-        if (!doc->crlf) {
-            memcpy(w, chunk, n);
-            w += n;
-            continue;
-        }
-        for (const char *end = chunk + n; chunk < end;) {
-            const char *nl = memchr(chunk, '\n', (size_t)(end - chunk));
-            size_t run = (size_t)((nl ? nl : end) - chunk);
-            memcpy(w, chunk, run);
-            w += run;
-            if (!nl)
-                break;
-            *w++ = '\r';
-            *w++ = '\n';
-            chunk = nl + 1;
-        }
-    }
-    *len_out = (size_t)(w - out);
-    return out;
 }
 
 document_request *document_save(document_service *self, const char *document_id, const char *uri,
@@ -864,32 +816,29 @@ document_request *document_save(document_service *self, const char *document_id,
         cb(ctx, err.status, &err, doc->version, doc->uri);
         goto done;
     }
-    size_t len;
-    char *data = snapshot(doc, &len);
-    if (!data) {
-        ecp_error_set(&err, ECP_ENOMEM, "Not enough memory to save %s", doc->uri);
+    /* The text as it is now, written on the pool: O(pieces) here, not a copy. */
+    document_snapshot *snap = document__snapshot_of(doc, &err);
+    if (!snap) {
         cb(ctx, err.status, &err, doc->version, doc->uri);
         goto done;
     }
-    doc_job *job = job_new(self, JOB_SAVE);
-    job->doc_id = xstrdup(doc->id);
-    job->data = data;
-    job->len = len;
-    job->state_id = document__state_id(doc);
-    job->reply_uri = xstrdup(doc->uri);
-    doc->snapshot_id = job->state_id;
+    doc_task *t = task_new(self, TASK_SAVE);
+    t->doc_id = xstrdup(doc->id);
+    t->snap = snap;
+    t->state_id = document__state_id(doc);
+    t->reply_uri = xstrdup(doc->uri);
+    doc->snapshot_id = t->state_id;
     if (uri) {
-        job->uri = xstrdup(uri);
-        job->path = xstrdup(path.data);
-        job->key = xstrdup(path.data);
+        t->uri = xstrdup(uri);
+        t->path = xstrdup(path.data);
+        t->key = xstrdup(path.data);
     } else {
-        job->path = xstrdup(doc->path);
+        t->path = xstrdup(doc->path);
     }
-    req = job_wait(job, ctx);
+    req = task_wait(t, ctx);
     req->save_cb = cb;
     /* Always on the pool: fsync can take long on any size. */
-    if (!job_start(self, job))
-        req = NULL;
+    task_start(self, t);
 done:
     buf_free(&path);
     return req;
@@ -905,7 +854,7 @@ int document_close(document_service *self, const char *document_id, ecp_error *e
     document *doc = self->docs[i];
     memmove(self->docs + i, self->docs + i + 1, (self->doc_count - i - 1) * sizeof *self->docs);
     self->doc_count--;
-    FOR_EACH_LISTENER(self, on_close, doc->id, doc->uri);
+    ECP_EMIT(&self->listeners, document_listener, on_close, doc->id, doc->uri);
     doc_free(doc);
     return 0;
 }

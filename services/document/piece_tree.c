@@ -30,7 +30,23 @@
  *   the add buffer lengthens that piece instead of adding one, and a delete of
  *   such a piece's tail (backspace) shortens it and gives the bytes back to
  *   the add buffer: typing does not fragment the tree. No piece shares add
- *   bytes with another, so the bytes given back are referenced by nobody.
+ *   bytes with another, so the bytes given back are referenced by no piece;
+ *   but a snapshot may still show them. So taking a snapshot sets a floor in
+ *   the current add block at its high-water mark, and while any snapshot of
+ *   the tree is alive no bytes below the floor are given back (the piece is
+ *   shortened all the same, and the next keystroke starts a new piece).
+ *   Bytes above the floor were appended after every live snapshot was taken
+ *   and are seen by none of them. Nothing else ever writes a byte twice.
+ * - The original and the add blocks are one shared store, reference counted
+ *   (atomically) by the tree and by each snapshot, and freed by whichever
+ *   lets go last: a snapshot outlives the tree it was taken from. The tree
+ *   appends to the store's block list on its own thread; nobody else reads
+ *   the list before the last reference is gone.
+ * - A snapshot copies each piece's (pointer, length, '\n' count), walking the
+ *   chained leaves, as prefix sums: pieces * 24 bytes and no text. Lookups
+ *   binary-search the sums, so they cost O(log pieces) plus a scan inside one
+ *   piece, and nothing in a snapshot changes after it is made, so any number
+ *   of threads may read it at once.
  * - Every edit that may need nodes reserves the worst case (one per level
  *   plus a new root) before it changes anything, so it either fails with the
  *   tree untouched or cannot fail.
@@ -42,6 +58,7 @@
 #include "piece_tree.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +174,15 @@ struct line_cache {
     size_t last_at;  /* and it is at this document offset */
 };
 
+/* The bytes pieces point at. The tree and each of its snapshots hold one
+ * reference; the tree alone appends blocks, on its own thread. */
+struct store {
+    atomic_size_t refs;
+    char *original;
+    size_t original_len;
+    struct add_block *blocks; /* every block, newest first */
+};
+
 struct piece_tree {
     struct node *root;
     unsigned height; /* levels; root->level == height - 1 */
@@ -164,12 +190,13 @@ struct piece_tree {
     size_t lf;
     size_t pieces;
 
-    char *original;
-    size_t original_len;
-
-    struct add_block *blocks; /* every block, newest first */
+    struct store *store;
     struct add_block *cur;    /* the block small inserts append to, or NULL */
     size_t next_block_cap;
+    /* Bytes of floor_block below floor_used may be shown by a snapshot:
+     * never given back while one is alive. floor_block NULL: no floor. */
+    const struct add_block *floor_block;
+    size_t floor_used;
 
     struct node_slab *slabs;
     size_t next_slab_nodes;
@@ -775,6 +802,20 @@ static inline size_t lf_position(const piece_tree *self, size_t nth)
 
 /* ---- public: lifetime --------------------------------------------------- */
 
+static void store_release(struct store *store)
+{
+    /* The last one out sees every block the tree appended: the tree's
+     * release comes after its last append. */
+    if (atomic_fetch_sub_explicit(&store->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (struct add_block *b = store->blocks, *next; b != NULL; b = next) {
+        next = b->next;
+        free(b);
+    }
+    free(store->original);
+    free(store);
+}
+
 piece_tree *piece_tree_new(void)
 {
     piece_tree *self = malloc(sizeof *self);
@@ -784,7 +825,17 @@ piece_tree *piece_tree_new(void)
     self->next_block_cap = PIECE_TREE_ADD_BLOCK_MIN;
     self->next_slab_nodes = NODE_SLAB_MIN;
     self->cache = &self->cache_storage;
+    self->store = malloc(sizeof *self->store);
+    if (self->store == NULL) {
+        free(self);
+        return NULL;
+    }
+    atomic_init(&self->store->refs, 1);
+    self->store->original = NULL;
+    self->store->original_len = 0;
+    self->store->blocks = NULL;
     if (!reserve_nodes(self, 1)) {
+        free(self->store);
         free(self);
         return NULL;
     }
@@ -893,8 +944,8 @@ piece_tree *piece_tree_new_owning(char *original, size_t len)
             first->next = NULL;
         self->root = first;
     }
-    self->original = original;
-    self->original_len = len;
+    self->store->original = original;
+    self->store->original_len = len;
     return self;
 
 fail:
@@ -911,11 +962,7 @@ void piece_tree_free(piece_tree *self)
         next = s->next;
         free(s);
     }
-    for (struct add_block *b = self->blocks, *next; b != NULL; b = next) {
-        next = b->next;
-        free(b);
-    }
-    free(self->original);
+    store_release(self->store);
     free(self);
 }
 
@@ -956,8 +1003,8 @@ static char *add_space(piece_tree *self, size_t len, struct add_block **block)
         return NULL;
     b->cap = cap;
     b->used = 0;
-    b->next = self->blocks;
-    self->blocks = b;
+    b->next = self->store->blocks;
+    self->store->blocks = b;
     if (!large) {
         self->cur = b;
         if (self->next_block_cap < PIECE_TREE_ADD_BLOCK_MAX)
@@ -972,6 +1019,22 @@ static bool ends_add_buffer(const piece_tree *self, const struct entry *e)
 {
     const struct add_block *b = self->cur;
     return b != NULL && e->u.text + e->len == b->data + b->used && e->u.text >= b->data;
+}
+
+/* Whether the last len bytes of the current add block may be handed out
+ * again: not when a live snapshot may show them. */
+static bool may_give_back(piece_tree *self, size_t len)
+{
+    const struct add_block *b = self->cur;
+    if (b != self->floor_block || b->used - len >= self->floor_used)
+        return true;
+    /* Only the tree's own reference left: every snapshot has been released,
+     * and its reads happened before its release. */
+    if (atomic_load_explicit(&self->store->refs, memory_order_acquire) == 1) {
+        self->floor_block = NULL;
+        return true;
+    }
+    return false;
 }
 
 int piece_tree_insert(piece_tree *self, size_t offset, const char *text, size_t len)
@@ -1079,10 +1142,10 @@ int piece_tree_delete(piece_tree *self, size_t offset, size_t len)
             self->lf -= lf;
         } else if (r + len == e.len) {
             size_t lf = lf_in(&e, r, len);
-            /* Backspace right after typing: nobody else refers to these
+            /* Backspace right after typing: no piece refers to these
              * bytes, so the add buffer takes them back and the next
              * keystroke still extends the same piece. */
-            if (ends_add_buffer(self, &e))
+            if (ends_add_buffer(self, &e) && may_give_back(self, len))
                 self->cur->used -= len;
             leaf->len[i] -= len;
             leaf->lf[i] -= lf;
@@ -1271,6 +1334,190 @@ size_t piece_tree_copy(const piece_tree *self, size_t offset, size_t len, char *
     return done;
 }
 
+/* ---- public: snapshots -------------------------------------------------- */
+
+/* Piece i covers [start[i], start[i + 1]) of the document and has
+ * lf_before[i + 1] - lf_before[i] '\n'. The arrays follow the struct in the
+ * same allocation. */
+struct piece_tree_snapshot {
+    struct store *store;
+    size_t pieces;
+    size_t bytes; /* of this allocation */
+    const size_t *start;     /* pieces + 1 */
+    const size_t *lf_before; /* pieces + 1 */
+    const char *const *text; /* pieces */
+};
+
+piece_tree_snapshot *piece_tree_snapshot_take(piece_tree *self)
+{
+    size_t n = self->pieces;
+    if (n > (SIZE_MAX - sizeof(piece_tree_snapshot)) / (3 * sizeof(size_t)) - 1)
+        return NULL;
+    size_t bytes = sizeof(piece_tree_snapshot) + (2 * (n + 1) + n) * sizeof(size_t);
+    piece_tree_snapshot *snap = malloc(bytes);
+    if (snap == NULL)
+        return NULL;
+    size_t *start = (size_t *)(snap + 1);
+    size_t *lf_before = start + n + 1;
+    const char **text = (const char **)(lf_before + n + 1);
+    _Static_assert(sizeof(const char *) == sizeof(size_t), "pointers and sizes share one allocation");
+    const struct node *x = self->root;
+    while (x->level > 0)
+        x = x->ptr[0].child;
+    size_t k = 0, at = 0, lines = 0;
+    for (; x != NULL; x = x->next) {
+        for (unsigned i = 0; i < x->n; i++, k++) {
+            text[k] = x->ptr[i].text;
+            start[k] = at;
+            lf_before[k] = lines;
+            at += x->len[i];
+            lines += x->lf[i];
+        }
+    }
+    assert(k == n && at == self->length && lines == self->lf);
+    start[n] = at;
+    lf_before[n] = lines;
+    snap->store = self->store;
+    snap->pieces = n;
+    snap->bytes = bytes;
+    snap->start = start;
+    snap->lf_before = lf_before;
+    snap->text = text;
+    atomic_fetch_add_explicit(&self->store->refs, 1, memory_order_relaxed);
+    /* Raising the floor to where the add buffer is now keeps every byte this
+     * snapshot shows; an older floor lies below it (used never sank under
+     * it), or in an older block that is never given back to again. */
+    self->floor_block = self->cur;
+    self->floor_used = self->cur != NULL ? self->cur->used : 0;
+    return snap;
+}
+
+void piece_tree_snapshot_release(piece_tree_snapshot *snap)
+{
+    if (snap == NULL)
+        return;
+    store_release(snap->store);
+    free(snap);
+}
+
+size_t piece_tree_snapshot_length(const piece_tree_snapshot *snap)
+{
+    return snap->start[snap->pieces];
+}
+
+size_t piece_tree_snapshot_line_count(const piece_tree_snapshot *snap)
+{
+    return snap->lf_before[snap->pieces] + 1;
+}
+
+size_t piece_tree_snapshot_bytes(const piece_tree_snapshot *snap)
+{
+    return snap->bytes;
+}
+
+/* The piece holding byte offset (offset < length): the last piece whose
+ * start is at or before it (pieces are never empty). */
+static size_t snap_piece_at(const piece_tree_snapshot *snap, size_t offset)
+{
+    size_t lo = 0, hi = snap->pieces; /* start[lo] <= offset < start[hi] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (snap->start[mid] <= offset)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Document offset of the nth (1 <= nth <= '\n' count) '\n'; *piece gets the
+ * piece that holds it. */
+static size_t snap_lf_position(const piece_tree_snapshot *snap, size_t nth, size_t *piece)
+{
+    const size_t *lfb = snap->lf_before;
+    size_t lo = 0, hi = snap->pieces; /* lfb[lo] < nth <= lfb[hi] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (lfb[mid] < nth)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *piece = lo;
+    size_t len = snap->start[lo + 1] - snap->start[lo];
+    return snap->start[lo] + find_nth_lf(snap->text[lo], len, nth - lfb[lo]);
+}
+
+size_t piece_tree_snapshot_line_start(const piece_tree_snapshot *snap, size_t line)
+{
+    assert(line < piece_tree_snapshot_line_count(snap));
+    size_t piece;
+    return line == 0 ? 0 : snap_lf_position(snap, line, &piece) + 1;
+}
+
+void piece_tree_snapshot_line_range(const piece_tree_snapshot *snap, size_t line, size_t *start, size_t *len)
+{
+    size_t lines = piece_tree_snapshot_line_count(snap);
+    assert(line < lines);
+    size_t s = 0, piece = 0, end;
+    if (line > 0)
+        s = snap_lf_position(snap, line, &piece) + 1;
+    if (line + 1 == lines) {
+        end = piece_tree_snapshot_length(snap);
+    } else if (snap->lf_before[piece + 1] > line) {
+        /* The line ends in the piece where it starts: the common case. */
+        const char *text = snap->text[piece];
+        size_t from = s - snap->start[piece];
+        end = s + next_lf(text + from, snap->start[piece + 1] - snap->start[piece] - from);
+    } else {
+        end = snap_lf_position(snap, line + 1, &piece);
+    }
+    *start = s;
+    *len = end - s;
+}
+
+void piece_tree_snapshot_reader_init(piece_tree_snapshot_reader *r, const piece_tree_snapshot *snap, size_t offset,
+                                     size_t len)
+{
+    assert(len <= piece_tree_snapshot_length(snap) && offset <= piece_tree_snapshot_length(snap) - len);
+    r->snap = snap;
+    r->piece = 0;
+    r->skip = 0;
+    r->remaining = len;
+    if (len == 0)
+        return;
+    r->piece = snap_piece_at(snap, offset);
+    r->skip = offset - snap->start[r->piece];
+}
+
+bool piece_tree_snapshot_reader_next(piece_tree_snapshot_reader *r, const char **chunk, size_t *len)
+{
+    if (r->remaining == 0)
+        return false;
+    const piece_tree_snapshot *snap = r->snap;
+    size_t avail = snap->start[r->piece + 1] - snap->start[r->piece] - r->skip;
+    size_t take = avail < r->remaining ? avail : r->remaining;
+    *chunk = snap->text[r->piece] + r->skip;
+    *len = take;
+    r->remaining -= take;
+    r->skip = 0;
+    r->piece++;
+    return true;
+}
+
+size_t piece_tree_snapshot_copy(const piece_tree_snapshot *snap, size_t offset, size_t len, char *out)
+{
+    piece_tree_snapshot_reader r;
+    const char *chunk;
+    size_t n, done = 0;
+    piece_tree_snapshot_reader_init(&r, snap, offset, len);
+    while (piece_tree_snapshot_reader_next(&r, &chunk, &n)) {
+        memcpy(out + done, chunk, n);
+        done += n;
+    }
+    return done;
+}
+
 /* ---- public: checking --------------------------------------------------- */
 
 struct check_walk {
@@ -1285,10 +1532,11 @@ struct check_walk {
 
 static bool points_into_buffers(const piece_tree *self, const struct entry *e)
 {
-    if (self->original != NULL && e->u.text >= self->original && e->len <= self->original_len &&
-        (size_t)(e->u.text - self->original) <= self->original_len - e->len)
+    const struct store *st = self->store;
+    if (st->original != NULL && e->u.text >= st->original && e->len <= st->original_len &&
+        (size_t)(e->u.text - st->original) <= st->original_len - e->len)
         return true;
-    for (const struct add_block *b = self->blocks; b != NULL; b = b->next)
+    for (const struct add_block *b = st->blocks; b != NULL; b = b->next)
         if (e->u.text >= b->data && e->len <= b->used && (size_t)(e->u.text - b->data) <= b->used - e->len)
             return true;
     return false;
@@ -1391,8 +1639,12 @@ bool piece_tree_check(const piece_tree *self)
         free_count++;
     if (free_count != self->free_count || w.nodes + free_count != self->node_total)
         return false;
-    for (const struct add_block *b = self->blocks; b != NULL; b = b->next)
+    bool floor_seen = self->floor_block == NULL;
+    for (const struct add_block *b = self->store->blocks; b != NULL; b = b->next) {
         if (b->used > b->cap)
             return false;
-    return true;
+        if (b == self->floor_block)
+            floor_seen = b->used >= self->floor_used && self->floor_used <= b->cap;
+    }
+    return floor_seen;
 }

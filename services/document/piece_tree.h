@@ -16,9 +16,14 @@
  * offset or line assert it is in range: range checks are the caller's job, and
  * the caller has line_count/length to make them.
  *
- * Not thread-safe, not even for readers: the const lookups update a private
- * cache of the last piece visited (it makes reading lines in order cost one
- * memchr each). One owner, one thread.
+ * Threads: a tree belongs to one thread, its owner's, and every function
+ * that takes a piece_tree must be called there, readers included: the const
+ * lookups update a private cache of the last piece visited (it makes reading
+ * lines in order cost one memchr each). What may cross threads is a
+ * snapshot (below): the owner takes it, and from then on any thread, or
+ * several at once, may read it while the owner keeps editing the tree, and
+ * after the owner has freed the tree. Releasing a snapshot is safe from any
+ * thread, once nobody reads it any more.
  */
 #ifndef ECPD_PIECE_TREE_H
 #define ECPD_PIECE_TREE_H
@@ -93,6 +98,50 @@ typedef struct piece_tree_reader {
 
 void piece_tree_reader_init(piece_tree_reader *r, const piece_tree *self, size_t offset, size_t len);
 bool piece_tree_reader_next(piece_tree_reader *r, const char **chunk, size_t *len);
+
+/* ---- snapshots ------------------------------------------------------------
+ *
+ * An immutable view of the text at the moment it was taken. Taking one costs
+ * O(pieces) time and pieces * 24 bytes (the pieces' pointers and prefix sums
+ * of their lengths and '\n' counts) and copies no text: the snapshot shares
+ * the tree's bytes, which are reference counted and outlive the tree while a
+ * snapshot needs them. Lookups cost O(log pieces) plus a scan inside one
+ * piece. Offsets and lines follow the same rules as the tree's.
+ *
+ * What it costs the tree: while a snapshot is alive, backspacing over bytes
+ * typed before it was taken no longer hands them back to the add buffer (the
+ * snapshot may show them; typing would overwrite them), so the next
+ * keystroke starts a new piece. See the design notes in piece_tree.c. */
+typedef struct piece_tree_snapshot piece_tree_snapshot;
+
+/* On the tree's thread. Returns NULL when out of memory. The caller owns the
+ * snapshot and releases it. */
+piece_tree_snapshot *piece_tree_snapshot_take(piece_tree *self);
+
+/* From any thread, once no thread reads the snapshot. NULL is ignored. */
+void piece_tree_snapshot_release(piece_tree_snapshot *snap);
+
+/* The rest read a snapshot: any thread, any number at once. */
+size_t piece_tree_snapshot_length(const piece_tree_snapshot *snap);
+size_t piece_tree_snapshot_line_count(const piece_tree_snapshot *snap);
+size_t piece_tree_snapshot_line_start(const piece_tree_snapshot *snap, size_t line);
+void piece_tree_snapshot_line_range(const piece_tree_snapshot *snap, size_t line, size_t *start, size_t *len);
+size_t piece_tree_snapshot_copy(const piece_tree_snapshot *snap, size_t offset, size_t len, char *out);
+/* Memory the snapshot holds of its own (not the shared text). */
+size_t piece_tree_snapshot_bytes(const piece_tree_snapshot *snap);
+
+/* Like piece_tree_reader; the chunks stay valid until the snapshot is
+ * released. */
+typedef struct piece_tree_snapshot_reader {
+    const piece_tree_snapshot *snap;
+    size_t piece;     /* the piece read next */
+    size_t skip;      /* bytes of it already consumed */
+    size_t remaining; /* bytes still to deliver */
+} piece_tree_snapshot_reader;
+
+void piece_tree_snapshot_reader_init(piece_tree_snapshot_reader *r, const piece_tree_snapshot *snap, size_t offset,
+                                     size_t len);
+bool piece_tree_snapshot_reader_next(piece_tree_snapshot_reader *r, const char **chunk, size_t *len);
 
 /* Number of pieces (for tests and benchmarks that watch fragmentation). */
 size_t piece_tree_piece_count(const piece_tree *self);

@@ -1,10 +1,14 @@
 /* adapter: the file service's JSON-RPC methods (the `file` namespace).
  *
- * Every method that touches the disk runs on the thread pool with its own
- * copies of its inputs and answers from the loop; the URI helpers answer at
- * once. Watches belong to the client that made them: their notifications go
- * to that client only, and they end when it disconnects.
+ * Every method that touches the disk runs as a job of the service that
+ * serves its call (core/job.h): a single operation in the short lane with
+ * its own copies of its inputs, a walk in the long lane. The client's
+ * $/cancelRequest or disconnect cancels the job, and the service's teardown
+ * answers it. The URI helpers answer at once. Watches belong to the client
+ * that made them: their notifications go to that client only, and they end
+ * when it disconnects.
  */
+#include "adapter.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -16,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rpc.h"
 #include "uri.h"
 
 /* file/read refuses files larger than this: the whole content travels in one
@@ -40,23 +45,25 @@ struct wire_watch {
 
 /* ----- errors ------------------------------------------------------------------- */
 
+/* The catalogue's file codes; any other status is an I/O error. */
+static const ecp_wire_map wire_codes[] = {
+    {ECP_ENOTFOUND, ECP_WIRE_FILE_NOT_FOUND},
+    {ECP_EACCES, ECP_WIRE_FILE_ACCESS_DENIED},
+    {ECP_EREADONLY, ECP_WIRE_FILE_ACCESS_DENIED},
+    {ECP_EISDIR, ECP_WIRE_FILE_IS_DIRECTORY},
+    {ECP_ENOTDIR, ECP_WIRE_FILE_NOT_DIRECTORY},
+    {ECP_EEXIST, ECP_WIRE_FILE_ALREADY_EXISTS},
+    {ECP_ENOTEMPTY, ECP_WIRE_FILE_NOT_EMPTY},
+    {ECP_EBADURI, ECP_WIRE_FILE_INVALID_URI},
+    {ECP_ENOPROVIDER, ECP_WIRE_FILE_NO_PROVIDER},
+    {ECP_ENOTSUP, ECP_WIRE_FILE_NOT_SUPPORTED},
+    {ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
+    {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
+};
+
 static int wire_code(int status)
 {
-    switch (status) {
-    case ECP_ENOTFOUND: return ECP_WIRE_FILE_NOT_FOUND;
-    case ECP_EACCES:
-    case ECP_EREADONLY: return ECP_WIRE_FILE_ACCESS_DENIED;
-    case ECP_EISDIR: return ECP_WIRE_FILE_IS_DIRECTORY;
-    case ECP_ENOTDIR: return ECP_WIRE_FILE_NOT_DIRECTORY;
-    case ECP_EEXIST: return ECP_WIRE_FILE_ALREADY_EXISTS;
-    case ECP_ENOTEMPTY: return ECP_WIRE_FILE_NOT_EMPTY;
-    case ECP_EBADURI: return ECP_WIRE_FILE_INVALID_URI;
-    case ECP_ENOPROVIDER: return ECP_WIRE_FILE_NO_PROVIDER;
-    case ECP_ENOTSUP: return ECP_WIRE_FILE_NOT_SUPPORTED;
-    case ECP_EINVAL: return ECP_WIRE_INVALID_PARAMS;
-    case ECP_ECANCELED: return ECP_WIRE_REQUEST_CANCELLED;
-    default: return ECP_WIRE_FILE_IO_ERROR;
-    }
+    return ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], status, ECP_WIRE_FILE_IO_ERROR);
 }
 
 static const char *code_name(int wire)
@@ -213,7 +220,7 @@ static bool arg_strings(ecp_call *call, json_ref obj, const char *name, bool spl
     return true;
 }
 
-/* ----- single operations on the thread pool -------------------------------------------- */
+/* ----- single operations: short jobs --------------------------------------------------- */
 
 typedef enum op_kind {
     OP_READ,
@@ -228,10 +235,11 @@ typedef enum op_kind {
     OP_DELETE_DIR,
 } op_kind;
 
+#define OP_KINDS (OP_DELETE_DIR + 1)
+
 typedef struct op_job {
-    uv_work_t req;
-    ecp_call *call;
     op_kind kind;
+    bool skipped; /* cancelled before it began */
     char *path, *path2; /* copies: the work runs off the loop */
     char *uri, *uri2;   /* as the client wrote them, for error data */
     char *content;
@@ -247,10 +255,19 @@ typedef struct op_job {
     size_t count;
 } op_job;
 
-static void op_work(uv_work_t *req)
+static const ecp_job_type op_types[OP_KINDS];
+
+static void op_work(ecp_job *job, unsigned item)
 {
-    op_job *j = req->data;
+    op_job *j = ecp_job_data(job);
     ecp_error *err = &j->err;
+    /* Nothing has been read or changed yet: a cancelled operation need not
+     * begin, unless it must run to its end anyway. Once begun, nothing here
+     * looks at the flag again, so no change to the disk stops half-way. */
+    if (!op_types[j->kind].runs_to_end && ecp_job_cancelled(job)) {
+        j->skipped = true;
+        return;
+    }
     switch (j->kind) {
     case OP_READ:
         j->status = file_read(j->path, READ_MAX, &j->data, &j->len, &j->info, err);
@@ -302,9 +319,8 @@ static void write_uri(json_writer *w, const char *key, const char *path)
     buf_free(&u);
 }
 
-static void op_reply(op_job *j)
+static void op_reply(op_job *j, ecp_call *call)
 {
-    ecp_call *call = j->call;
     if (j->status) {
         /* a missing source names the source; everything else the target */
         const char *uri = j->uri2 && j->status != ECP_ENOTFOUND ? j->uri2 : j->uri;
@@ -384,13 +400,18 @@ static void op_reply(op_job *j)
     }
 }
 
-static void op_after(uv_work_t *req, int status)
+static void op_done(ecp_job *job)
 {
-    op_job *j = req->data;
-    if (status == UV_ECANCELED)
-        ecp_call_error(j->call, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");
+    op_job *j = ecp_job_data(job);
+    if (j->skipped)
+        reply_error(ecp_job_call(job), ECP_ECANCELED, "Request cancelled", j->uri);
     else
-        op_reply(j);
+        op_reply(j, ecp_job_call(job));
+}
+
+static void op_free(void *data)
+{
+    op_job *j = data;
     free(j->path);
     free(j->path2);
     free(j->uri);
@@ -402,21 +423,46 @@ static void op_after(uv_work_t *req, int status)
     free(j);
 }
 
-static op_job *op_new(ecp_call *call, op_kind kind, const char *path, const ecp_str *uri)
+/* Closing the service's jobs (the server going down) waits for every
+ * operation already on a thread, and none stops half-way (see op_work); what
+ * runs_to_end decides is whether one that has not begun yet still runs. */
+#define OP_TYPE(kind_, name_, to_end_) [kind_] = {name_, ECP_LANE_SHORT, to_end_, op_work, op_done, op_free}
+static const ecp_job_type op_types[OP_KINDS] = {
+    /* Reads change nothing, and nobody is left to read the answer. */
+    OP_TYPE(OP_READ, "file.read", false),
+    OP_TYPE(OP_STAT, "file.stat", false),
+    OP_TYPE(OP_EXISTS, "file.exists", false),
+    OP_TYPE(OP_READ_DIR, "file.readDir", false),
+    /* The bytes of a write exist nowhere else: a save sent just before the
+     * client quit (or cancelled, with the answer no longer wanted) must land.
+     * It replaces the file atomically, so running it late harms nothing. */
+    OP_TYPE(OP_WRITE, "file.write", true),
+    /* The rest lose nothing by not beginning (the old path, the source, the
+     * parent still hold everything) and the client was told they were
+     * cancelled; a deletion or a copy of a big tree run behind a client
+     * that has gone would surprise it, and would hold up the shutdown. */
+    OP_TYPE(OP_DELETE, "file.delete", false),
+    OP_TYPE(OP_RENAME, "file.rename", false),
+    OP_TYPE(OP_COPY, "file.copy", false),
+    OP_TYPE(OP_CREATE_DIR, "file.createDir", false),
+    OP_TYPE(OP_DELETE_DIR, "file.deleteDir", false),
+};
+#undef OP_TYPE
+
+static op_job *op_new(op_kind kind, const char *path, const ecp_str *uri)
 {
     op_job *j = xcalloc(1, sizeof *j);
-    j->call = call;
     j->kind = kind;
     j->path = xstrdup(path);
     j->uri = xstrndup(uri->ptr, uri->len);
-    j->req.data = j;
     return j;
 }
 
-static void op_start(file_adapter *ad, op_job *j)
+static void op_start(file_adapter *ad, ecp_call *call, op_job *j)
 {
-    ecp_call_defer(j->call);
-    uv_queue_work(file_service_loop(ad->svc), &j->req, op_work, op_after);
+    ecp_job *job = ecp_job_new(ad->svc->jobs, &op_types[j->kind], j);
+    ecp_job_serve(job, call);
+    ecp_job_start(job, 1);
 }
 
 /* Methods whose only param is `uri`. */
@@ -426,7 +472,7 @@ static void simple_op(file_adapter *ad, ecp_call *call, op_kind kind)
     const char *path = arg_path(call, ecp_call_params(call), "uri", &uri);
     if (!path)
         return;
-    op_start(ad, op_new(call, kind, path, &uri));
+    op_start(ad, call, op_new(kind, path, &uri));
 }
 
 static void m_read(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_READ); }
@@ -450,13 +496,13 @@ static void m_write(void *ctx, ecp_call *call)
                        encoding.ptr);
         return;
     }
-    op_job *j = op_new(call, OP_WRITE, path, &uri);
+    op_job *j = op_new(OP_WRITE, path, &uri);
     j->content = xmalloc(content.len + 1);
     memcpy(j->content, content.ptr, content.len + 1);
     j->content_len = content.len;
     j->create_parents = create_parents;
     j->overwrite = overwrite;
-    op_start(ctx, j);
+    op_start(ctx, call, j);
 }
 
 /* rename and copy: two URIs of the same scheme. */
@@ -482,10 +528,10 @@ static void two_path_op(file_adapter *ad, ecp_call *call, op_kind kind, const ch
     const char *to = arg_path(call, p, to_name, NULL);
     if (!to)
         return;
-    op_job *j = op_new(call, kind, from, &from_uri);
+    op_job *j = op_new(kind, from, &from_uri);
     j->path2 = xstrdup(to);
     j->uri2 = xstrndup(to_uri.ptr, to_uri.len);
-    op_start(ad, j);
+    op_start(ad, call, j);
 }
 
 static void m_rename(void *ctx, ecp_call *call) { two_path_op(ctx, call, OP_RENAME, "oldUri", "newUri"); }
@@ -499,60 +545,51 @@ static void dir_op(file_adapter *ad, ecp_call *call, op_kind kind)
     const char *path = arg_path(call, p, "uri", &uri);
     if (!path || !ecp_arg_bool_opt(call, p, "recursive", false, &recursive))
         return;
-    op_job *j = op_new(call, kind, path, &uri);
+    op_job *j = op_new(kind, path, &uri);
     j->recursive = recursive;
-    op_start(ad, j);
+    op_start(ad, call, j);
 }
 
 static void m_create_dir(void *ctx, ecp_call *call) { dir_op(ctx, call, OP_CREATE_DIR); }
 static void m_delete_dir(void *ctx, ecp_call *call) { dir_op(ctx, call, OP_DELETE_DIR); }
 
-/* ----- walks ------------------------------------------------------------------------------ */
+/* ----- walks: long jobs ---------------------------------------------------------------------- */
 
-typedef struct walk_job {
+/* What a walk's callback needs of its call. It lives in the call's arena,
+ * which the walk's job keeps alive until the callback has returned; when the
+ * service goes first, the callback never runs and the arena goes with the
+ * call. */
+typedef struct walk_call {
     ecp_call *call;
-    file_task *task;
-    char *uri; /* base, for error data */
-} walk_job;
+    const char *uri; /* the base, for error data */
+} walk_call;
 
-static void walk_abandoned(void *ctx)
+static walk_call *walk_call_new(ecp_call *call, const char *base)
 {
-    walk_job *j = ctx;
-    file_task_cancel(j->task);
-}
-
-static walk_job *walk_job_new(ecp_call *call, const char *base)
-{
-    walk_job *j = xcalloc(1, sizeof *j);
-    j->call = call;
+    arena *a = ecp_call_arena(call);
+    walk_call *w = arena_alloc(a, sizeof *w);
+    w->call = call;
     buf u = BUF_INIT;
     file_uri_from_path(&u, base);
-    j->uri = buf_detach(&u);
-    return j;
+    w->uri = arena_strndup(a, u.data, u.len);
+    buf_free(&u);
+    return w;
 }
 
-/* Either answers a failed start or arms cancellation for a running walk. */
-static void walk_started(walk_job *j, int rc, const ecp_error *err)
+/* Either answers a failed preparation or starts the walk serving its call. */
+static void walk_start(walk_call *w, ecp_job *walk, int rc, const ecp_error *err)
 {
     if (rc) {
-        reply_error(j->call, rc, err->message, j->uri);
-        free(j->uri);
-        free(j);
+        reply_error(w->call, rc, err->message, w->uri);
         return;
     }
-    ecp_call_defer(j->call);
-    ecp_call_on_abandon(j->call, walk_abandoned, j);
-}
-
-static void walk_job_free(walk_job *j)
-{
-    free(j->uri);
-    free(j);
+    ecp_job_serve(walk, w->call);
+    file_walk_start(walk);
 }
 
 static void glob_done(void *ctx, int status, const ecp_error *err, const file_glob_result *res)
 {
-    walk_job *j = ctx;
+    walk_call *j = ctx;
     if (status) {
         reply_error(j->call, status, err->message, j->uri);
     } else {
@@ -571,7 +608,6 @@ static void glob_done(void *ctx, int status, const ecp_error *err, const file_gl
         buf_free(&u);
         ecp_call_finish(j->call);
     }
-    walk_job_free(j);
 }
 
 static void m_glob(void *ctx, ecp_call *call)
@@ -591,20 +627,20 @@ static void m_glob(void *ctx, ecp_call *call)
     if (!base)
         return;
     file_glob_options o = {pattern.ptr, base, max, dirs, follow, exclude.items, exclude.n};
-    walk_job *j = walk_job_new(call, base);
+    walk_call *j = walk_call_new(call, base);
+    ecp_job *walk = NULL;
     ecp_error err;
-    int rc = file_glob_start(ad->svc, &o, glob_done, j, &j->task, &err);
+    int rc = file_glob_prepare(ad->svc, &o, glob_done, j, &walk, &err);
     if (rc == ECP_EINVAL) {
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "pattern: %s", err.message);
-        walk_job_free(j);
         return;
     }
-    walk_started(j, rc, &err);
+    walk_start(j, walk, rc, &err);
 }
 
 static void search_done(void *ctx, int status, const ecp_error *err, const file_search_result *res)
 {
-    walk_job *j = ctx;
+    walk_call *j = ctx;
     if (status) {
         reply_error(j->call, status, err->message, j->uri);
     } else {
@@ -637,7 +673,6 @@ static void search_done(void *ctx, int status, const ecp_error *err, const file_
         buf_free(&u);
         ecp_call_finish(j->call);
     }
-    walk_job_free(j);
 }
 
 static void m_search(void *ctx, ecp_call *call)
@@ -668,20 +703,20 @@ static void m_search(void *ctx, ecp_call *call)
         return;
     }
     file_search_options o = {pattern.ptr, base, max, exclude.items, exclude.n, ecp_call_encoding(call)};
-    walk_job *j = walk_job_new(call, base);
+    walk_call *j = walk_call_new(call, base);
+    ecp_job *walk = NULL;
     ecp_error err;
-    int rc = file_search_start(ad->svc, &o, search_done, j, &j->task, &err);
+    int rc = file_search_prepare(ad->svc, &o, search_done, j, &walk, &err);
     if (rc == ECP_EINVAL) {
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "excludePatterns: %s", err.message);
-        walk_job_free(j);
         return;
     }
-    walk_started(j, rc, &err);
+    walk_start(j, walk, rc, &err);
 }
 
 static void grep_done(void *ctx, int status, const ecp_error *err, const file_grep_result *res)
 {
-    walk_job *j = ctx;
+    walk_call *j = ctx;
     if (status) {
         reply_error(j->call, status, err->message, j->uri);
     } else {
@@ -711,7 +746,6 @@ static void grep_done(void *ctx, int status, const ecp_error *err, const file_gr
         buf_free(&u);
         ecp_call_finish(j->call);
     }
-    walk_job_free(j);
 }
 
 static void m_grep(void *ctx, ecp_call *call)
@@ -745,16 +779,16 @@ static void m_grep(void *ctx, ecp_call *call)
     o.exclude_count = exclude.n;
     o.max_results = max;
     o.encoding = ecp_call_encoding(call);
-    walk_job *j = walk_job_new(call, base);
+    walk_call *j = walk_call_new(call, base);
+    ecp_job *walk = NULL;
     ecp_error err;
-    int rc = file_grep_start(ad->svc, &o, grep_done, j, &j->task, &err);
+    int rc = file_grep_prepare(ad->svc, &o, grep_done, j, &walk, &err);
     if (rc == ECP_EINVAL) {
         bool glob_problem = !strncmp(err.message, "invalid glob", 12);
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: %s", glob_problem ? "include/exclude" : "pattern",
                        err.message);
-        walk_job_free(j);
     } else {
-        walk_started(j, rc, &err);
+        walk_start(j, walk, rc, &err);
     }
 }
 
@@ -990,26 +1024,68 @@ static void m_join(void *ctx, ecp_call *call)
 /* ----- the adapter ----------------------------------------------------------------------------- */
 
 static const ecp_method methods[] = {
-    {"file/read", m_read, "1.0"},
-    {"file/write", m_write, "1.0"},
-    {"file/stat", m_stat, "1.0"},
-    {"file/exists", m_exists, "1.0"},
-    {"file/delete", m_delete, "1.0"},
-    {"file/rename", m_rename, "1.0"},
-    {"file/copy", m_copy, "1.0"},
-    {"file/readDir", m_read_dir, "1.0"},
-    {"file/createDir", m_create_dir, "1.0"},
-    {"file/deleteDir", m_delete_dir, "1.0"},
-    {"file/search", m_search, "1.0"},
-    {"file/glob", m_glob, "1.0"},
-    {"file/grep", m_grep, "1.0"},
-    {"file/watch", m_watch, "1.0"},
-    {"file/unwatch", m_unwatch, "1.0"},
-    {"file/pathToUri", m_path_to_uri, "1.0"},
-    {"file/uriToPath", m_uri_to_path, "1.0"},
-    {"file/getParent", m_get_parent, "1.0"},
-    {"file/getBasename", m_get_basename, "1.0"},
-    {"file/join", m_join, "1.0"},
+    {"file/read", m_read, "1.0",
+     "A file's content as UTF-8 text, with its size and modification time (ms)",
+     "{uri: string}"},
+    {"file/write", m_write, "1.0",
+     "Write a file atomically, keeping its mode; overwrite:false refuses an existing file",
+     "{uri: string, content: string, encoding?: \"utf-8\", createParents?: boolean, overwrite?: boolean}"},
+    {"file/stat", m_stat, "1.0",
+     "Whether a path exists and what it is; a missing path is exists:false, not an error",
+     "{uri: string}"},
+    {"file/exists", m_exists, "1.0",
+     "Whether a path exists",
+     "{uri: string}"},
+    {"file/delete", m_delete, "1.0",
+     "Delete a file (not a directory)",
+     "{uri: string}"},
+    {"file/rename", m_rename, "1.0",
+     "Move a file or directory, replacing a file at newUri; both URIs have one scheme",
+     "{oldUri: string, newUri: string}"},
+    {"file/copy", m_copy, "1.0",
+     "Copy a file, or a directory recursively (the target must not exist); both URIs have one scheme",
+     "{sourceUri: string, targetUri: string}"},
+    {"file/readDir", m_read_dir, "1.0",
+     "A directory's entries, directories first, with size and modTime for files",
+     "{uri: string}"},
+    {"file/createDir", m_create_dir, "1.0",
+     "Create a directory, with its missing parents when recursive",
+     "{uri: string, recursive?: boolean}"},
+    {"file/deleteDir", m_delete_dir, "1.0",
+     "Delete a directory, with its contents when recursive",
+     "{uri: string, recursive?: boolean}"},
+    {"file/search", m_search, "1.0",
+     "Files whose name holds pattern's characters in order, best first; includePatterns[0] is the directory",
+     "{pattern: string, maxResults?: integer, includePatterns?: string[], excludePatterns?: string[]}"},
+    {"file/glob", m_glob, "1.0",
+     "Paths under baseUri (default: the server's working directory) that match a glob pattern",
+     "{pattern: string, baseUri?: string, maxResults?: integer, includeDirectories?: boolean, "
+     "followSymlinks?: boolean, excludePatterns?: string[]}"},
+    {"file/grep", m_grep, "1.0",
+     "Lines of the text files under baseUri that contain pattern (a literal, or PCRE2 when regex)",
+     "{pattern: string, baseUri?: string, regex?: boolean, caseSensitive?: boolean, "
+     "include?: string|string[], exclude?: string|string[], maxResults?: integer}"},
+    {"file/watch", m_watch, "1.0",
+     "Watch a path (recursively by default); its changes go to this client only",
+     "{uri: string, recursive?: boolean}"},
+    {"file/unwatch", m_unwatch, "1.0",
+     "End one of this client's watches",
+     "{watchId: string}"},
+    {"file/pathToUri", m_path_to_uri, "1.0",
+     "The file:// URI of a path; a relative path is taken from the server's working directory",
+     "{path: string}"},
+    {"file/uriToPath", m_uri_to_path, "1.0",
+     "The path a file:// URI names; null for another scheme",
+     "{uri: string}"},
+    {"file/getParent", m_get_parent, "1.0",
+     "The URI of the parent directory",
+     "{uri: string}"},
+    {"file/getBasename", m_get_basename, "1.0",
+     "The last component of a URI's path",
+     "{uri: string}"},
+    {"file/join", m_join, "1.0",
+     "A base URI joined with path components, normalised",
+     "{baseUri: string, paths: string[]}"},
 };
 
 static void adapter_client_closed(void *ctx, uint64_t client_id)

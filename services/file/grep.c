@@ -1,12 +1,14 @@
-/* grep: file/grep, a parallel content search on the thread pool.
+/* grep: file/grep, a parallel content search, a job of the long lane.
  *
  * The walk and the search share one queue of directories to list and files to
  * search. Several work items take from it at once: whoever lists a directory
  * pushes what it found, whoever is idle takes the next batch of files. A work
  * item only waits while another one is busy (and so will push more or
- * finish), so a pool with fewer free threads than items never deadlocks.
- * Once max_results lines have matched, everyone stops: a search for 10 lines
- * in a tree of 100,000 files reads a handful of them.
+ * finish), never for an item that has not begun: the long lane may admit the
+ * items one at a time, each only after another has ended, and an item that
+ * begins once the queue is empty and nobody is busy simply ends. Once
+ * max_results lines have matched, everyone stops: a search for 10 lines in a
+ * tree of 100,000 files reads a handful of them.
  */
 #include "internal.h"
 
@@ -15,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pcre2.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -78,8 +81,9 @@ static void matchlist_free(matchlist *l)
     memset(l, 0, sizeof *l);
 }
 
-typedef struct grep_task {
-    file_task base;
+typedef struct grep_job {
+    file__walk walk; /* first: file_walk_start reads it */
+    ecp_job *job;
     /* fixed before the work starts */
     char *root;
     size_t root_len;
@@ -102,7 +106,7 @@ typedef struct grep_task {
     matchlist matches;
     size_t files_searched;
     atomic_size_t found; /* lines matched so far, read without the lock */
-} grep_task;
+} grep_job;
 
 typedef struct grep_worker {
     char *buf;
@@ -114,9 +118,9 @@ typedef struct grep_worker {
     buf path;
 } grep_worker;
 
-static bool grep_should_stop(grep_task *t)
+static bool grep_should_stop(grep_job *t)
 {
-    return file__task_cancelled(&t->base) ||
+    return ecp_job_cancelled(t->job) ||
            (t->max_results && atomic_load_explicit(&t->found, memory_order_relaxed) > t->max_results);
 }
 
@@ -124,7 +128,7 @@ static bool grep_should_stop(grep_task *t)
 
 /* Finds the first match at or after `from` in data[0..n): 1 when found, 0
  * when there is none, -1 when the engine gave up (a match or stack limit). */
-static int find(grep_task *t, grep_worker *w, const char *data, size_t n, size_t from, size_t *ms, size_t *me)
+static int find(grep_job *t, grep_worker *w, const char *data, size_t n, size_t from, size_t *ms, size_t *me)
 {
     int rc = t->jit ? pcre2_jit_match(t->re, (PCRE2_SPTR)data, n, from, 0, w->md, w->mctx)
                     : pcre2_match(t->re, (PCRE2_SPTR)data, n, from, 0, w->md, w->mctx);
@@ -149,7 +153,7 @@ static size_t count_newlines(const char *s, size_t n)
     return c;
 }
 
-static void add_match(grep_task *t, grep_worker *w, const char *path, size_t line, const char *ls, size_t len,
+static void add_match(grep_job *t, grep_worker *w, const char *path, size_t line, const char *ls, size_t len,
                       size_t col_byte)
 {
     size_t text_len = len;
@@ -171,7 +175,7 @@ static void add_match(grep_task *t, grep_worker *w, const char *path, size_t lin
 
 /* Matches the regex inside the line data[ls..le) only, from byte `from`;
  * sets *ms to the match's start. */
-static bool match_in_line(grep_task *t, grep_worker *w, const char *data, size_t ls, size_t le, size_t from,
+static bool match_in_line(grep_job *t, grep_worker *w, const char *data, size_t ls, size_t le, size_t from,
                           size_t *ms)
 {
     int rc = t->jit ? pcre2_jit_match(t->re, (PCRE2_SPTR)(data + ls), le - ls, from - ls, 0, w->md, w->mctx)
@@ -182,7 +186,7 @@ static bool match_in_line(grep_task *t, grep_worker *w, const char *data, size_t
     return true;
 }
 
-static void search_buffer(grep_task *t, grep_worker *w, const char *path, const char *data, size_t n)
+static void search_buffer(grep_job *t, grep_worker *w, const char *path, const char *data, size_t n)
 {
     size_t pos = 0, line = 0, counted = 0;
     /* Searching the whole buffer at once is fast; once the engine gives up
@@ -226,7 +230,7 @@ static void search_buffer(grep_task *t, grep_worker *w, const char *path, const 
     }
 }
 
-static void grep_file(grep_task *t, grep_worker *w, const char *path)
+static void grep_file(grep_job *t, grep_worker *w, const char *path)
 {
     /* symlinks found by the walk are skipped before we get here; a base that
      * is a symlink to a file was asked for by name and is followed */
@@ -280,7 +284,7 @@ static void grep_file(grep_task *t, grep_worker *w, const char *path)
 /* ----- one directory ----------------------------------------------------------------- */
 
 /* Lists dir into new_dirs and new_files (absolute paths). */
-static void list_dir(grep_task *t, grep_worker *w, const char *dir, strlist *new_dirs, strlist *new_files)
+static void list_dir(grep_job *t, grep_worker *w, const char *dir, strlist *new_dirs, strlist *new_files)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -335,7 +339,7 @@ static void list_dir(grep_task *t, grep_worker *w, const char *dir, strlist *new
 
 /* ----- the work items ------------------------------------------------------------------ */
 
-static void merge_found(grep_task *t, grep_worker *w)
+static void merge_found(grep_job *t, grep_worker *w)
 {
     for (size_t i = 0; i < w->found.n; i++) {
         if (t->max_results && t->matches.n > t->max_results) {
@@ -348,9 +352,9 @@ static void merge_found(grep_task *t, grep_worker *w)
     w->found.n = 0;
 }
 
-static void grep_work(file_task *task, unsigned item)
+static void grep_work(ecp_job *job, unsigned item)
 {
-    grep_task *t = (grep_task *)task;
+    grep_job *t = ecp_job_data(job);
     grep_worker w = {0};
     w.md = pcre2_match_data_create_from_pattern(t->re, NULL);
     w.mctx = pcre2_match_context_create(NULL);
@@ -426,11 +430,12 @@ static int match_compare(const void *pa, const void *pb)
     return a->line < b->line ? -1 : a->line > b->line;
 }
 
-static void grep_finish(file_task *task)
+static void grep_done(ecp_job *job)
 {
-    grep_task *t = (grep_task *)task;
-    if (task->status) {
-        t->cb(t->ctx, task->status, &task->err, NULL);
+    grep_job *t = ecp_job_data(job);
+    int status = file__walk_status(job);
+    if (status) {
+        t->cb(t->ctx, status, &t->walk.err, NULL);
         return;
     }
     if (t->matches.n > 1)
@@ -443,9 +448,9 @@ static void grep_finish(file_task *task)
     t->cb(t->ctx, 0, NULL, &res);
 }
 
-static void grep_destroy(file_task *task)
+static void grep_free(void *data)
 {
-    grep_task *t = (grep_task *)task;
+    grep_job *t = data;
     free(t->root);
     if (t->re)
         pcre2_code_free(t->re);
@@ -460,7 +465,7 @@ static void grep_destroy(file_task *task)
     free(t);
 }
 
-static int compile_pattern(grep_task *t, const file_grep_options *o, ecp_error *err)
+static int compile_pattern(grep_job *t, const file_grep_options *o, ecp_error *err)
 {
     /* Literals go through PCRE2 too: its JIT finds a literal faster than
      * memmem does (B13: about 280 ms against 500 ms). A literal needs no
@@ -485,10 +490,18 @@ static int compile_pattern(grep_task *t, const file_grep_options *o, ecp_error *
     return 0;
 }
 
-int file_grep_start(file_service *self, const file_grep_options *o, file_grep_cb cb, void *ctx, file_task **task,
-                    ecp_error *err)
+static const ecp_job_type grep_type = {
+    .name = "file.grep",
+    .lane = ECP_LANE_LONG,
+    .work = grep_work,
+    .done = grep_done,
+    .free_data = grep_free,
+};
+
+int file_grep_prepare(file_service *self, const file_grep_options *o, file_grep_cb cb, void *ctx, ecp_job **walk,
+                      ecp_error *err)
 {
-    grep_task *t = xcalloc(1, sizeof *t);
+    grep_job *t = xcalloc(1, sizeof *t);
     uv_mutex_init(&t->lock);
     uv_cond_init(&t->cond);
     int rc = compile_pattern(t, o, err);
@@ -512,7 +525,7 @@ int file_grep_start(file_service *self, const file_grep_options *o, file_grep_cb
     if (rc == 0 && stat(t->root, &st) != 0)
         rc = file__errno(err, errno, t->root);
     if (rc) {
-        grep_destroy(&t->base);
+        grep_free(t);
         return rc;
     }
     t->root_is_file = !S_ISDIR(st.st_mode);
@@ -524,12 +537,11 @@ int file_grep_start(file_service *self, const file_grep_options *o, file_grep_cb
     t->enc = o->encoding;
     t->cb = cb;
     t->ctx = ctx;
-    t->base.work = grep_work;
-    t->base.finish = grep_finish;
-    t->base.destroy = grep_destroy;
-    if (task)
-        *task = &t->base;
-    unsigned items = o->threads ? o->threads : file__default_items();
-    file__task_start(self, &t->base, t->root_is_file ? 1 : items);
+    unsigned items = o->threads ? o->threads : file__walk_items(self);
+    if (items > ECP_JOB_MAX_ITEMS)
+        items = ECP_JOB_MAX_ITEMS;
+    t->walk.items = t->root_is_file ? 1 : items;
+    t->job = ecp_job_new(self->jobs, &grep_type, t);
+    *walk = t->job;
     return 0;
 }

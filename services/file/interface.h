@@ -13,10 +13,12 @@
  * Three kinds of functions live here:
  * - path helpers (pure string work; any thread);
  * - single operations (file_read, file_write, ...): blocking system calls that
- *   touch no service state, so they may run on any thread; the main loop
- *   should call them from the thread pool;
- * - tree walks (file_glob_start, file_search_start, file_grep_start) and watches,
- *   which belong to a file_service and run their callbacks on its loop thread.
+ *   touch no service state, so they may run on any thread; the adapter runs
+ *   each as a short job of the service (core/job.h);
+ * - tree walks (file_glob_prepare, file_search_prepare, file_grep_prepare),
+ *   long jobs of the service, and watches, which belong to a file_service and
+ *   run their callbacks on its loop thread; listeners of the service hear
+ *   every change its watches report.
  *
  * Paths are absolute and '/'-separated; callers turn URIs into paths with
  * file_path_from_uri. Every function that can fail returns 0 or a negative
@@ -26,7 +28,6 @@
 #ifndef ECPD_FILE_INTERFACE_H
 #define ECPD_FILE_INTERFACE_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,30 +35,28 @@
 
 #include "buf.h"
 #include "error.h"
+#include "job.h"
 #include "log.h"
-#include "rpc.h"
 #include "utf.h"
 
 typedef struct file_service file_service;
 
 /* ----- the service ------------------------------------------------------------ */
 
-/* Creates the service on `loop` (borrowed; it must outlive the service). log
- * may be NULL. Returns NULL only when out of memory. */
-file_service *file_service_new(uv_loop_t *loop, ecp_logger *log);
+/* Creates the service, whose jobs run on `pool` and whose callbacks run on
+ * the pool's loop (both borrowed; they must outlive the service). log may be
+ * NULL. Returns NULL only when out of memory. */
+file_service *file_service_new(ecp_pool *pool, ecp_logger *log);
 
-/* Ends every watch (without calling their callbacks again), cancels running
- * walks (their callbacks still run once, with ECP_ECANCELED, when the loop
- * next runs) and frees the service. Handles it closes are released by the
- * loop's close callbacks, so the loop should run once more before it closes. */
+/* Ends every watch and closes the service's jobs: walks are cancelled, work
+ * already on a thread is waited for, and so are writes that have not begun
+ * (their bytes exist nowhere else), calls the jobs serve are answered, and no
+ * callback of a walk or a watch runs afterwards. Then frees the service. Handles it closes are
+ * released by the loop's close callbacks, so the loop should run once more
+ * before it closes. Listeners are dropped without being told. */
 void file_service_free(file_service *self);
 
 uv_loop_t *file_service_loop(file_service *self);
-
-/* Registers the service's JSON-RPC methods (the `file` namespace) in *out. The adapter's
- * context is owned by whoever holds *out and is released by out->destroy; bus
- * is borrowed for the notifications of watches. */
-void file_adapter_init(ecp_adapter *out, file_service *svc, ecp_bus *bus);
 
 /* ----- paths and URIs (pure; any thread) ---------------------------------------- */
 
@@ -158,11 +157,25 @@ int file_delete_dir(const char *path, bool recursive, ecp_error *err);
 
 /* ----- tree walks (asynchronous; callbacks on the loop thread) ------------------ */
 
-/* A running walk. Owned by the service; valid until its callback returns. */
-typedef struct file_task file_task;
-
-/* Asks a walk to stop. Its callback still runs, once, with ECP_ECANCELED. */
-void file_task_cancel(file_task *task);
+/* A walk is a job of the service (core/job.h) in the long lane, so that
+ * however many walks run, reads and writes still find a free thread. Starting
+ * one takes two steps. file_glob_prepare (and its siblings) copies the
+ * options, compiles the patterns, fails at once on a bad one, and hands back
+ * the walk's job, not started; file_walk_start starts it. In between, the
+ * caller may make the job serve a call (ecp_job_serve). That is why there are
+ * two steps: the adapter lets each walk serve its own call, so the client's
+ * $/cancelRequest or disconnect cancels the walk and the service's teardown
+ * answers the call, the same as for every other job, while nothing here
+ * knows what a call is. A walk handle of our own, cancelled by the adapter,
+ * would leave the adapter to keep its calls alive and answer them at
+ * teardown by itself.
+ *
+ * The job stays valid until the walk's callback has returned: it is the
+ * handle to stop the walk (ecp_job_cancel). The callback runs once, on the
+ * loop, when the walk ends: with its result, with an error, or with
+ * ECP_ECANCELED after a cancel. It never runs once the service is freed. A
+ * prepared walk must be started. */
+void file_walk_start(ecp_job *walk);
 
 typedef struct file_glob_options {
     const char *pattern;            /* see the syntax in glob.h: * ? ** [..] [!..] {a,b} */
@@ -183,11 +196,10 @@ typedef struct file_glob_result {
 /* status is 0 or an error; result is NULL on error and valid only during the call. */
 typedef void (*file_glob_cb)(void *ctx, int status, const ecp_error *err, const file_glob_result *result);
 
-/* Compiles the patterns at once (ECP_EINVAL with the reason for a bad one),
- * then walks on the thread pool. Options are copied. *task (may be NULL)
- * receives the walk for file_task_cancel. */
-int file_glob_start(file_service *self, const file_glob_options *options, file_glob_cb cb, void *ctx,
-                    file_task **task, ecp_error *err);
+/* Compiles the patterns at once (ECP_EINVAL with the reason for a bad one)
+ * and prepares the walk into *walk. One work item: a glob walks in order. */
+int file_glob_prepare(file_service *self, const file_glob_options *options, file_glob_cb cb, void *ctx,
+                      ecp_job **walk, ecp_error *err);
 
 typedef struct file_search_options {
     const char *pattern;        /* compared with file names */
@@ -220,8 +232,8 @@ typedef void (*file_search_cb)(void *ctx, int status, const ecp_error *err, cons
 /* Fuzzy search for files (not directories) below base whose name contains the
  * pattern's characters in order, skipping `.git`, `node_modules` and
  * `.DS_Store`. */
-int file_search_start(file_service *self, const file_search_options *options, file_search_cb cb, void *ctx,
-                      file_task **task, ecp_error *err);
+int file_search_prepare(file_service *self, const file_search_options *options, file_search_cb cb, void *ctx,
+                        ecp_job **walk, ecp_error *err);
 
 /* The scorer file_search uses, exposed for tests: fills up to max_ranges byte
  * ranges of name that matched (runs of consecutive characters merge) and
@@ -240,7 +252,8 @@ typedef struct file_grep_options {
     size_t exclude_count;
     size_t max_results;          /* 0: no limit */
     ecp_position_encoding encoding; /* units of match columns */
-    unsigned threads;            /* thread-pool work items to spread files over; 0: one per core (at most 4) */
+    unsigned threads;            /* work items to spread files over (at most ECP_JOB_MAX_ITEMS); 0: one per
+                                    core, no more than the pool lets long work hold */
 } file_grep_options;
 
 typedef struct file_grep_match {
@@ -264,10 +277,11 @@ typedef void (*file_grep_cb)(void *ctx, int status, const ecp_error *err, const 
 /* Searches the lines of every text file below base (one result per matching
  * line). Skips `.git`, `node_modules`, `.DS_Store`, symlinks and binary files
  * (a NUL byte in the first 8 KiB). A regex that does not compile fails at
- * once with ECP_EINVAL and PCRE2's message and offset. Lines are matched one at a
- * time: a match never spans a line end. */
-int file_grep_start(file_service *self, const file_grep_options *options, file_grep_cb cb, void *ctx,
-                    file_task **task, ecp_error *err);
+ * once with ECP_EINVAL and PCRE2's message and offset, a missing base with
+ * ECP_ENOTFOUND. Lines are matched one at a time: a match never spans a line
+ * end. */
+int file_grep_prepare(file_service *self, const file_grep_options *options, file_grep_cb cb, void *ctx,
+                      ecp_job **walk, ecp_error *err);
 
 /* ----- watches (callbacks on the loop thread) ------------------------------------ */
 
@@ -299,5 +313,27 @@ int file_watch_add(file_service *self, const char *path, bool recursive, file_wa
 /* Stops a watch; no callback runs for it afterwards. ECP_ENOTFOUND for an
  * unknown id. */
 int file_watch_remove(file_service *self, uint64_t id);
+
+/* ----- listeners (callbacks on the loop thread) ---------------------------------- */
+
+/* Listeners follow the changes of the whole service without owning a watch
+ * (the git service refreshing its status after any change a client's watch
+ * sees). on_change runs for every change a watch of the service reports,
+ * right after that watch's own callback, with the same file_change. So a
+ * path that no watch covers is heard of by nobody, and a path that two
+ * watches cover is heard of twice, once per watch. A listener may subscribe
+ * and unsubscribe listeners (itself included) and add and remove watches
+ * from inside on_change; one unsubscribed there hears nothing more, not even
+ * the rest of that change. */
+typedef struct file_listener {
+    void (*on_change)(void *ctx, const file_change *change);
+} file_listener;
+
+/* Subscribes (listener, ctx). listener is borrowed (usually a static const)
+ * and must stay valid until unsubscribed or the service is freed. */
+void file_subscribe(file_service *self, const file_listener *listener, void *ctx);
+
+/* Unsubscribes (listener, ctx); false when it was not subscribed. */
+bool file_unsubscribe(file_service *self, const file_listener *listener, void *ctx);
 
 #endif

@@ -1,57 +1,49 @@
 /* internal: what the files of services/file share and nobody else sees.
  *
- * The service object, the machinery that runs a tree walk as one or more
- * thread-pool work items, the set that keeps walks out of directory loops,
- * the errno-to-status translation with the messages users read, and the
- * watcher's entry points.
+ * The service object, what every tree walk's job starts with, the set that
+ * keeps walks out of directory loops, the errno-to-status translation with
+ * the messages users read, and the watcher's entry points.
  */
 #ifndef ECPD_FILE_INTERNAL_H
 #define ECPD_FILE_INTERNAL_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "event.h"
 #include "file/interface.h"
+#include "job.h"
 
 typedef struct file__watcher file__watcher;
 
 struct file_service {
     uv_loop_t *loop;
     ecp_logger *log;
-    file_task *tasks;       /* running walks, so freeing the service can cancel them */
-    file__watcher *watcher; /* NULL until the first watch */
+    ecp_pool *pool;          /* borrowed */
+    ecp_job_set *jobs;       /* every job of the service: single operations and walks */
+    ecp_listeners listeners; /* file_listener tables */
+    file__watcher *watcher;  /* NULL until the first watch */
 };
 
-/* ----- walks on the thread pool ------------------------------------------------
- * A task is one walk split into `items` work items that run `work` in
- * parallel; once the last has finished, `finish` runs on the loop (it calls the
- * user's callback) and then `destroy` frees the task. */
+/* ----- walks ---------------------------------------------------------------------
+ * A walk is a job in the long lane whose data starts with a file__walk. Its
+ * work items record a failure in status/err; file__walk_status tells done
+ * how it went, a cancel included. */
 
-#define FILE__MAX_ITEMS 8
-
-struct file_task {
-    file_service *svc;         /* NULL once the service is gone */
-    file_task *prev, *next;    /* in svc->tasks */
-    atomic_bool cancel;
-    unsigned items, pending;
-    uv_work_t reqs[FILE__MAX_ITEMS];
-    void (*work)(file_task *task, unsigned item);
-    void (*finish)(file_task *task); /* status/err below tell how it went */
-    void (*destroy)(file_task *task);
+typedef struct file__walk {
+    unsigned items; /* how many work items file_walk_start queues */
     int status;
     ecp_error err;
-};
+} file__walk;
 
-/* Links task (zeroed, with work, finish and destroy set) into svc and queues
- * its work items. */
-void file__task_start(file_service *svc, file_task *task, unsigned items);
+/* The status a walk's done reports: its own failure, else ECP_ECANCELED when
+ * it was cancelled, else 0. */
+int file__walk_status(ecp_job *job);
 
-static inline bool file__task_cancelled(file_task *task)
-{
-    return atomic_load_explicit(&task->cancel, memory_order_relaxed);
-}
+/* The number of work items a parallel walk should use: no more than the
+ * pool lets long work hold, nor than there are cores. */
+unsigned file__walk_items(const file_service *svc);
 
 /* ----- directory loops ------------------------------------------------------------ */
 
@@ -69,9 +61,6 @@ void file__idset_free(file__idset *self);
 
 /* Records errnum for path with the message users read ("File not found: /a"). */
 int file__errno(ecp_error *err, int errnum, const char *path);
-
-/* The number of worker items a parallel walk should use. */
-unsigned file__default_items(void);
 
 /* ----- the watcher (watch.c) ------------------------------------------------------- */
 

@@ -16,13 +16,16 @@
 
 /* ----- the service ------------------------------------------------------------ */
 
-file_service *file_service_new(uv_loop_t *loop, ecp_logger *log)
+file_service *file_service_new(ecp_pool *pool, ecp_logger *log)
 {
     file_service *self = calloc(1, sizeof *self);
     if (!self)
         return NULL;
-    self->loop = loop;
+    self->pool = pool;
+    self->loop = ecp_pool_loop(pool);
     self->log = log;
+    self->jobs = ecp_job_set_new(pool);
+    self->listeners = (ecp_listeners)ECP_LISTENERS_INIT;
     return self;
 }
 
@@ -30,18 +33,10 @@ void file_service_free(file_service *self)
 {
     if (!self)
         return;
-    /* Walks outlive the service: they hold their own copies of everything and
-     * only need the loop, which outlives us. */
-    for (file_task *t = self->tasks, *next; t; t = next) {
-        next = t->next;
-        atomic_store(&t->cancel, true);
-        for (unsigned i = 0; i < t->items; i++)
-            uv_cancel((uv_req_t *)&t->reqs[i]);
-        t->svc = NULL;
-        t->prev = t->next = NULL;
-    }
-    self->tasks = NULL;
+    /* Jobs first: a walk's done would call back into whoever started it. */
+    ecp_job_set_close(self->jobs);
     file__watcher_free(self->watcher);
+    ecp_listeners_free(&self->listeners);
     free(self);
 }
 
@@ -50,69 +45,45 @@ uv_loop_t *file_service_loop(file_service *self)
     return self->loop;
 }
 
-/* ----- tasks ---------------------------------------------------------------------- */
+/* ----- listeners ------------------------------------------------------------------ */
 
-static void task_work(uv_work_t *req)
+void file_subscribe(file_service *self, const file_listener *listener, void *ctx)
 {
-    file_task *task = req->data;
-    unsigned item = (unsigned)(req - task->reqs);
-    task->work(task, item);
+    ecp_listeners_add(&self->listeners, listener, ctx);
 }
 
-static void task_after(uv_work_t *req, int status)
+bool file_unsubscribe(file_service *self, const file_listener *listener, void *ctx)
 {
-    file_task *task = req->data;
-    if (status == UV_ECANCELED && task->status == 0)
-        task->status = ecp_error_set(&task->err, ECP_ECANCELED, "Request cancelled");
-    if (--task->pending > 0)
-        return;
-    if (task->svc) {
-        if (task->prev)
-            task->prev->next = task->next;
-        else
-            task->svc->tasks = task->next;
-        if (task->next)
-            task->next->prev = task->prev;
-    }
-    if (task->status == 0 && file__task_cancelled(task))
-        task->status = ecp_error_set(&task->err, ECP_ECANCELED, "Request cancelled");
-    task->finish(task);
-    task->destroy(task);
+    return ecp_listeners_remove(&self->listeners, listener, ctx);
 }
 
-void file__task_start(file_service *svc, file_task *task, unsigned items)
+/* ----- walks ---------------------------------------------------------------------- */
+
+void file_walk_start(ecp_job *walk)
 {
-    if (items < 1)
-        items = 1;
-    if (items > FILE__MAX_ITEMS)
-        items = FILE__MAX_ITEMS;
-    task->svc = svc;
-    task->prev = NULL;
-    task->next = svc->tasks;
-    if (svc->tasks)
-        svc->tasks->prev = task;
-    svc->tasks = task;
-    task->items = items;
-    task->pending = items;
-    for (unsigned i = 0; i < items; i++) {
-        task->reqs[i].data = task;
-        uv_queue_work(svc->loop, &task->reqs[i], task_work, task_after);
-    }
+    const file__walk *w = ecp_job_data(walk);
+    ecp_job_start(walk, w->items);
 }
 
-void file_task_cancel(file_task *task)
+int file__walk_status(ecp_job *job)
 {
-    atomic_store(&task->cancel, true);
+    file__walk *w = ecp_job_data(job);
+    if (w->status == 0 && ecp_job_cancelled(job))
+        w->status = ecp_error_set(&w->err, ECP_ECANCELED, "Request cancelled");
+    return w->status;
 }
 
-unsigned file__default_items(void)
+unsigned file__walk_items(const file_service *svc)
 {
-    unsigned n = uv_available_parallelism();
-    if (n < 1)
-        n = 1;
-    /* libuv's pool has 4 threads unless told otherwise; leave room for the
-     * reads and writes of other requests. */
-    return n > 4 ? 4 : n;
+    /* More items than cores only make the walk's threads take turns, and
+     * more than the long lane's limit would wait for each other's turn. */
+    unsigned n = ecp_pool_long_limit(svc->pool);
+    unsigned cores = uv_available_parallelism();
+    if (cores < n)
+        n = cores;
+    if (n > ECP_JOB_MAX_ITEMS)
+        n = ECP_JOB_MAX_ITEMS;
+    return n ? n : 1;
 }
 
 /* ----- the (dev, inode) set ----------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* walk: file/glob and file/search, single-threaded walks on the thread pool. */
+/* walk: file/glob and file/search, walks of one work item in the long lane. */
 #include "internal.h"
 
 #include <dirent.h>
@@ -100,8 +100,9 @@ static void rel_join(buf *out, const char *rel, size_t rel_len, const char *name
 
 /* ----- glob ------------------------------------------------------------------------ */
 
-typedef struct glob_task {
-    file_task base;
+typedef struct glob_job {
+    file__walk walk; /* first: file_walk_start reads it */
+    ecp_job *job;
     file__glob *glob;
     file__glob **exclude;
     size_t exclude_count;
@@ -113,9 +114,9 @@ typedef struct glob_task {
     char **paths;
     size_t count, cap;
     file__idset seen;
-} glob_task;
+} glob_job;
 
-static void glob_add(glob_task *t, const char *abs)
+static void glob_add(glob_job *t, const char *abs)
 {
     if (t->count == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 64;
@@ -124,18 +125,18 @@ static void glob_add(glob_task *t, const char *abs)
     t->paths[t->count++] = xstrdup(abs);
 }
 
-static bool glob_full(glob_task *t)
+static bool glob_full(glob_job *t)
 {
     return t->max_results && t->count >= t->max_results;
 }
 
-static void glob_walk(glob_task *t, const char *dir, const char *rel, size_t rel_len)
+static void glob_walk(glob_job *t, const char *dir, const char *rel, size_t rel_len)
 {
     dir_list list;
     if (!list_dir(dir, &t->seen, true, &list))
         return;
     buf abs = BUF_INIT, child = BUF_INIT;
-    for (size_t i = 0; i < list.n && !glob_full(t) && !file__task_cancelled(&t->base); i++) {
+    for (size_t i = 0; i < list.n && !glob_full(t) && !ecp_job_cancelled(t->job); i++) {
         dir_entry *e = &list.items[i];
         rel_join(&child, rel, rel_len, e->name);
         if (file__globs_match(t->exclude, t->exclude_count, child.data, child.len))
@@ -157,44 +158,45 @@ static void glob_walk(glob_task *t, const char *dir, const char *rel, size_t rel
     dir_list_free(&list);
 }
 
-/* A walk starts from an existing directory; otherwise the task records why
- * not ("File not found: ...", "Not a directory: ..."). */
-static bool root_is_directory(file_task *task, const char *root)
+/* A walk starts from an existing directory; otherwise it records why not
+ * ("File not found: ...", "Not a directory: ..."). */
+static bool root_is_directory(file__walk *walk, const char *root)
 {
     struct stat st;
     if (stat(root, &st) != 0) {
-        task->status = file__errno(&task->err, errno, root);
+        walk->status = file__errno(&walk->err, errno, root);
         return false;
     }
     if (!S_ISDIR(st.st_mode)) {
-        task->status = file__errno(&task->err, ENOTDIR, root);
+        walk->status = file__errno(&walk->err, ENOTDIR, root);
         return false;
     }
     return true;
 }
 
-static void glob_work(file_task *task, unsigned item)
+static void glob_work(ecp_job *job, unsigned item)
 {
-    glob_task *t = (glob_task *)task;
-    if (!root_is_directory(task, t->root))
+    glob_job *t = ecp_job_data(job);
+    if (!root_is_directory(&t->walk, t->root))
         return;
     glob_walk(t, t->root, "", 0);
 }
 
-static void glob_finish(file_task *task)
+static void glob_done(ecp_job *job)
 {
-    glob_task *t = (glob_task *)task;
-    if (task->status) {
-        t->cb(t->ctx, task->status, &task->err, NULL);
+    glob_job *t = ecp_job_data(job);
+    int status = file__walk_status(job);
+    if (status) {
+        t->cb(t->ctx, status, &t->walk.err, NULL);
         return;
     }
     file_glob_result res = {t->paths, t->count, glob_full(t)};
     t->cb(t->ctx, 0, NULL, &res);
 }
 
-static void glob_destroy(file_task *task)
+static void glob_free(void *data)
 {
-    glob_task *t = (glob_task *)task;
+    glob_job *t = data;
     file__glob_free(t->glob);
     file__globs_free(t->exclude, t->exclude_count);
     free(t->root);
@@ -213,8 +215,16 @@ static bool segment_is_literal(const char *s, size_t n)
     return true;
 }
 
-int file_glob_start(file_service *self, const file_glob_options *o, file_glob_cb cb, void *ctx, file_task **task,
-                    ecp_error *err)
+static const ecp_job_type glob_type = {
+    .name = "file.glob",
+    .lane = ECP_LANE_LONG,
+    .work = glob_work,
+    .done = glob_done,
+    .free_data = glob_free,
+};
+
+int file_glob_prepare(file_service *self, const file_glob_options *o, file_glob_cb cb, void *ctx, ecp_job **walk,
+                      ecp_error *err)
 {
     /* Leading literal segments ("../src/", "/abs/dir/") move into the root, so
      * absolute and parent-relative patterns work and the walk starts where the
@@ -238,7 +248,7 @@ int file_glob_start(file_service *self, const file_glob_options *o, file_glob_cb
     file_path_normalize(&root, raw.data, raw.len);
     buf_free(&raw);
 
-    glob_task *t = xcalloc(1, sizeof *t);
+    glob_job *t = xcalloc(1, sizeof *t);
     /* compiling the whole pattern first makes error offsets point into what the client sent */
     int rc = file__glob_compile(o->pattern, 0, &t->glob, err);
     file__glob_free(t->glob);
@@ -251,7 +261,7 @@ int file_glob_start(file_service *self, const file_glob_options *o, file_glob_cb
     if (rc) {
         t->exclude_count = 0;
         t->root = buf_detach(&root);
-        glob_destroy(&t->base);
+        glob_free(t);
         return rc;
     }
     t->exclude_count = o->exclude_count;
@@ -261,12 +271,9 @@ int file_glob_start(file_service *self, const file_glob_options *o, file_glob_cb
     t->follow = o->follow_symlinks;
     t->cb = cb;
     t->ctx = ctx;
-    t->base.work = glob_work;
-    t->base.finish = glob_finish;
-    t->base.destroy = glob_destroy;
-    if (task)
-        *task = &t->base;
-    file__task_start(self, &t->base, 1);
+    t->walk.items = 1;
+    t->job = ecp_job_new(self->jobs, &glob_type, t);
+    *walk = t->job;
     return 0;
 }
 
@@ -335,8 +342,9 @@ int file_fuzzy_score(const char *pattern, size_t plen, const char *name, size_t 
 
 /* ----- search ----------------------------------------------------------------------- */
 
-typedef struct search_task {
-    file_task base;
+typedef struct search_job {
+    file__walk walk; /* first: file_walk_start reads it */
+    ecp_job *job;
     char *pattern;
     char *root;
     size_t max_results;
@@ -349,9 +357,9 @@ typedef struct search_task {
     file_search_hit *hits;
     size_t count, cap, best; /* best: hits that scored 100 */
     file__idset seen;
-} search_task;
+} search_job;
 
-static bool search_excluded(search_task *t, const char *rel, size_t len)
+static bool search_excluded(search_job *t, const char *rel, size_t len)
 {
     for (size_t i = 0; i < t->exclude_count; i++) {
         bool hit = t->exclude_glob[i] ? file__glob_match(t->exclude_glob[i], rel, len)
@@ -362,7 +370,7 @@ static bool search_excluded(search_task *t, const char *rel, size_t len)
     return false;
 }
 
-static void search_consider(search_task *t, const char *abs, size_t name_off)
+static void search_consider(search_job *t, const char *abs, size_t name_off)
 {
     const char *name = abs + name_off;
     size_t plen = strlen(t->pattern), nlen = strlen(name);
@@ -389,19 +397,19 @@ static void search_consider(search_task *t, const char *abs, size_t name_off)
         t->best++;
 }
 
-static bool search_done(search_task *t)
+static bool search_should_stop(search_job *t)
 {
     /* nothing can beat max_results perfect scores */
-    return file__task_cancelled(&t->base) || (t->max_results && t->best >= t->max_results);
+    return ecp_job_cancelled(t->job) || (t->max_results && t->best >= t->max_results);
 }
 
-static void search_walk(search_task *t, const char *dir, const char *rel, size_t rel_len)
+static void search_walk(search_job *t, const char *dir, const char *rel, size_t rel_len)
 {
     dir_list list;
     if (!list_dir(dir, &t->seen, false, &list))
         return;
     buf abs = BUF_INIT, child = BUF_INIT;
-    for (size_t i = 0; i < list.n && !search_done(t); i++) {
+    for (size_t i = 0; i < list.n && !search_should_stop(t); i++) {
         dir_entry *e = &list.items[i];
         if (file__excluded_by_default(e->name))
             continue;
@@ -432,21 +440,22 @@ static int hit_compare(const void *pa, const void *pb)
     return strcmp(a->path, b->path);
 }
 
-static void search_work(file_task *task, unsigned item)
+static void search_work(ecp_job *job, unsigned item)
 {
-    search_task *t = (search_task *)task;
-    if (!root_is_directory(task, t->root))
+    search_job *t = ecp_job_data(job);
+    if (!root_is_directory(&t->walk, t->root))
         return;
     search_walk(t, t->root, "", 0);
     if (t->count > 1)
         qsort(t->hits, t->count, sizeof *t->hits, hit_compare);
 }
 
-static void search_finish(file_task *task)
+static void search_done(ecp_job *job)
 {
-    search_task *t = (search_task *)task;
-    if (task->status) {
-        t->cb(t->ctx, task->status, &task->err, NULL);
+    search_job *t = ecp_job_data(job);
+    int status = file__walk_status(job);
+    if (status) {
+        t->cb(t->ctx, status, &t->walk.err, NULL);
         return;
     }
     size_t n = t->count;
@@ -456,9 +465,9 @@ static void search_finish(file_task *task)
     t->cb(t->ctx, 0, NULL, &res);
 }
 
-static void search_destroy(file_task *task)
+static void search_free(void *data)
 {
-    search_task *t = (search_task *)task;
+    search_job *t = data;
     free(t->pattern);
     free(t->root);
     for (size_t i = 0; i < t->exclude_count; i++) {
@@ -476,10 +485,18 @@ static void search_destroy(file_task *task)
     free(t);
 }
 
-int file_search_start(file_service *self, const file_search_options *o, file_search_cb cb, void *ctx,
-                      file_task **task, ecp_error *err)
+static const ecp_job_type search_type = {
+    .name = "file.search",
+    .lane = ECP_LANE_LONG,
+    .work = search_work,
+    .done = search_done,
+    .free_data = search_free,
+};
+
+int file_search_prepare(file_service *self, const file_search_options *o, file_search_cb cb, void *ctx,
+                        ecp_job **walk, ecp_error *err)
 {
-    search_task *t = xcalloc(1, sizeof *t);
+    search_job *t = xcalloc(1, sizeof *t);
     t->exclude_text = xcalloc(o->exclude_count + 1, sizeof *t->exclude_text);
     t->exclude_glob = xcalloc(o->exclude_count + 1, sizeof *t->exclude_glob);
     for (size_t i = 0; i < o->exclude_count; i++) {
@@ -490,7 +507,7 @@ int file_search_start(file_service *self, const file_search_options *o, file_sea
             int rc = file__glob_compile(o->exclude[i], FILE__GLOB_BASENAME | FILE__GLOB_DOT, &t->exclude_glob[i], &e);
             if (rc) {
                 ecp_error_set(err, rc, "invalid glob '%s': %s", o->exclude[i], e.message);
-                search_destroy(&t->base);
+                search_free(t);
                 return rc;
             }
         }
@@ -503,11 +520,8 @@ int file_search_start(file_service *self, const file_search_options *o, file_sea
     t->enc = o->encoding;
     t->cb = cb;
     t->ctx = ctx;
-    t->base.work = search_work;
-    t->base.finish = search_finish;
-    t->base.destroy = search_destroy;
-    if (task)
-        *task = &t->base;
-    file__task_start(self, &t->base, 1);
+    t->walk.items = 1;
+    t->job = ecp_job_new(self->jobs, &search_type, t);
+    *walk = t->job;
     return 0;
 }

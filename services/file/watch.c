@@ -275,9 +275,12 @@ static void on_timer(uv_timer_t *timer)
             ch.type = FILE_CHANGE_DELETED;
         else if (!p->before && !p->now)
             report = false;
-        /* the callback may remove any watch, this one included: p is already detached */
-        if (report)
+        /* the callback may remove any watch, this one included: p is already
+         * detached, and the listeners hear of the change through p alone */
+        if (report) {
             w->cb(w->ctx, &ch);
+            ECP_EMIT(&self->svc->listeners, file_listener, on_change, &ch);
+        }
         free(p->path);
         free(p);
     }

@@ -24,35 +24,44 @@ typedef struct session_adapter {
 
 /* ----- errors ---------------------------------------------------------------------------------- */
 
-typedef struct wire_code_entry {
-    const char *ns; /* NULL: every namespace */
-    int status;
-    int wire;
-} wire_code_entry;
-
-/* Which catalogue code a service status becomes, per namespace; the first
- * matching row wins, and anything unlisted is -32603. secret failures are
- * all -32603, as the catalogue has it. */
-static const wire_code_entry wire_codes[] = {
-    {"config", ECP_ENOTFOUND, ECP_WIRE_INVALID_VALUE},
-    {"config", ECP_EINVAL, ECP_WIRE_INVALID_VALUE},
-    {"session", ECP_ENOTFOUND, ECP_WIRE_SESSION_NOT_FOUND},
-    {"session", ECP_ESTATE, ECP_WIRE_SESSION_NOT_INITIALIZED},
-    {"theme", ECP_ENOTFOUND, ECP_WIRE_THEME_NOT_FOUND},
-    {"keybindings", ECP_EINVAL, ECP_WIRE_INVALID_KEYBINDING},
-    {NULL, ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
+/* Which catalogue code a service status becomes, one table per namespace;
+ * anything unlisted is -32603. Secret failures are all -32603, as the
+ * catalogue has it. */
+static const ecp_wire_map config_codes[] = {
+    {ECP_ENOTFOUND, ECP_WIRE_INVALID_VALUE},
+    {ECP_EINVAL, ECP_WIRE_INVALID_VALUE},
 };
+static const ecp_wire_map session_codes[] = {
+    {ECP_ENOTFOUND, ECP_WIRE_SESSION_NOT_FOUND},
+    {ECP_ESTATE, ECP_WIRE_SESSION_NOT_INITIALIZED},
+    {ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
+};
+static const ecp_wire_map theme_codes[] = {
+    {ECP_ENOTFOUND, ECP_WIRE_THEME_NOT_FOUND},
+    {ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
+};
+static const ecp_wire_map keybinding_codes[] = {
+    {ECP_EINVAL, ECP_WIRE_INVALID_KEYBINDING},
+};
+
+#define COUNT(a) (sizeof a / sizeof a[0])
 
 static int wire_code(ecp_call *call, int status)
 {
     const char *method = ecp_call_method(call);
-    const char *slash = strchr(method, '/');
-    size_t ns_len = slash ? (size_t)(slash - method) : strlen(method);
-    for (size_t i = 0; i < sizeof wire_codes / sizeof wire_codes[0]; i++) {
-        const wire_code_entry *e = &wire_codes[i];
-        if (e->status == status && (!e->ns || (strlen(e->ns) == ns_len && strncmp(e->ns, method, ns_len) == 0)))
-            return e->wire;
-    }
+    static const struct {
+        const char *prefix;
+        const ecp_wire_map *map;
+        size_t count;
+    } tables[] = {
+        {"config/", config_codes, COUNT(config_codes)},
+        {"session/", session_codes, COUNT(session_codes)},
+        {"theme/", theme_codes, COUNT(theme_codes)},
+        {"keybindings/", keybinding_codes, COUNT(keybinding_codes)},
+    };
+    for (size_t i = 0; i < COUNT(tables); i++)
+        if (strncmp(method, tables[i].prefix, strlen(tables[i].prefix)) == 0)
+            return ecp_wire_code(tables[i].map, tables[i].count, status, ECP_WIRE_INTERNAL_ERROR);
     return ECP_WIRE_INTERNAL_ERROR;
 }
 
@@ -1056,48 +1065,168 @@ static const session_listener listener = {
 /* ----- the tables ------------------------------------------------------------------------------------------------ */
 
 static const ecp_method config_methods[] = {
-    {.name = "config/get", .handler = m_config_get, .since = "1.0"},
-    {.name = "config/set", .handler = m_config_set, .since = "1.0"},
-    {.name = "config/getAll", .handler = m_config_get_all, .since = "1.0"},
-    {.name = "config/reset", .handler = m_config_reset, .since = "1.0"},
-    {.name = "config/schema", .handler = m_config_schema, .since = "1.0"},
+    {.name = "config/get",
+     .handler = m_config_get,
+     .since = "1.0",
+     .summary = "The effective value of a setting ({} when it has none)",
+     .params = "{key: string}"},
+    {.name = "config/set",
+     .handler = m_config_set,
+     .since = "1.0",
+     .summary = "Set a setting (checked against the schema), persisted; emits config/didChange",
+     .params = "{key: string, value: any}"},
+    {.name = "config/getAll",
+     .handler = m_config_get_all,
+     .since = "1.0",
+     .summary = "Every setting that has a value, by key",
+     .params = "{}"},
+    {.name = "config/reset",
+     .handler = m_config_reset,
+     .since = "1.0",
+     .summary = "Drop what config/set set for a key (or every key), so the files and defaults show through",
+     .params = "{key?: string}"},
+    {.name = "config/schema",
+     .handler = m_config_schema,
+     .since = "1.0",
+     .summary = "The settings schema: type, default, enum, range and description of all 79 keys",
+     .params = "{}"},
 };
 
 static const ecp_method session_methods[] = {
-    {.name = "session/save", .handler = m_session_save, .since = "1.0"},
-    {.name = "session/load", .handler = m_session_load, .since = "1.0"},
-    {.name = "session/list", .handler = m_session_list, .since = "1.0"},
-    {.name = "session/delete", .handler = m_session_delete, .since = "1.0"},
-    {.name = "session/current", .handler = m_session_current, .since = "1.0"},
-    {.name = "session/restore", .handler = m_session_restore, .since = "1.0"},
-    {.name = "session/recoverable", .handler = m_session_recoverable, .since = "1.0"},
-    {.name = "session/recover", .handler = m_session_recover, .since = "1.0"},
-    {.name = "session/discardRecovery", .handler = m_session_discard_recovery, .since = "1.0"},
+    {.name = "session/save",
+     .handler = m_session_save,
+     .since = "1.0",
+     .summary = "Save the open documents (cursors, unsaved text) and the client's state as a named or the workspace's session",
+     .params = "{name?: string, state?: object}"},
+    {.name = "session/load",
+     .handler = m_session_load,
+     .since = "1.0",
+     .summary = "A saved session's SessionState, with the client's state as it was saved",
+     .params = "{sessionId: string}"},
+    {.name = "session/list",
+     .handler = m_session_list,
+     .since = "1.0",
+     .summary = "The saved sessions, newest first",
+     .params = "{}"},
+    {.name = "session/delete",
+     .handler = m_session_delete,
+     .since = "1.0",
+     .summary = "Delete a saved session",
+     .params = "{sessionId: string}"},
+    {.name = "session/current",
+     .handler = m_session_current,
+     .since = "1.0",
+     .summary = "The current session's SessionState, or null",
+     .params = "{}"},
+    {.name = "session/restore",
+     .handler = m_session_restore,
+     .since = "1.0",
+     .summary = "Reopen a saved session's documents with their unsaved text and cursors",
+     .params = "{sessionId: string}"},
+    {.name = "session/recoverable",
+     .handler = m_session_recoverable,
+     .since = "1.0",
+     .summary = "Unsaved text left on this workspace by servers that are no longer running",
+     .params = "{}"},
+    {.name = "session/recover",
+     .handler = m_session_recover,
+     .since = "1.0",
+     .summary = "Reopen recoverable documents (all, or those named) dirty with their recovered text",
+     .params = "{uris?: string[]}"},
+    {.name = "session/discardRecovery",
+     .handler = m_session_discard_recovery,
+     .since = "1.0",
+     .summary = "Forget recoverable text (all, or of the uris named)",
+     .params = "{uris?: string[]}"},
 };
 
 static const ecp_method keybinding_methods[] = {
-    {.name = "keybindings/get", .handler = m_keybindings_get, .since = "1.0"},
-    {.name = "keybindings/set", .handler = m_keybindings_set, .since = "1.0"},
-    {.name = "keybindings/add", .handler = m_keybindings_add, .since = "1.0"},
-    {.name = "keybindings/remove", .handler = m_keybindings_remove, .since = "1.0"},
-    {.name = "keybindings/resolve", .handler = m_keybindings_resolve, .since = "1.0"},
+    {.name = "keybindings/get",
+     .handler = m_keybindings_get,
+     .since = "1.0",
+     .summary = "Every key binding, in order",
+     .params = "{}"},
+    {.name = "keybindings/set",
+     .handler = m_keybindings_set,
+     .since = "1.0",
+     .summary = "Replace every key binding (all are checked first)",
+     .params = "{bindings: {key: string, command: string, when?: string, args?: any}[]}"},
+    {.name = "keybindings/add",
+     .handler = m_keybindings_add,
+     .since = "1.0",
+     .summary = "Add a key binding, replacing those of the same key",
+     .params = "{binding: {key: string, command: string, when?: string, args?: any}}"},
+    {.name = "keybindings/remove",
+     .handler = m_keybindings_remove,
+     .since = "1.0",
+     .summary = "Remove the bindings of a key",
+     .params = "{key: string}"},
+    {.name = "keybindings/resolve",
+     .handler = m_keybindings_resolve,
+     .since = "1.0",
+     .summary = "The command a key press runs in a context (the last binding whose key and when match), or null",
+     .params = "{key: {key: string, ctrl?: boolean, shift?: boolean, alt?: boolean, meta?: boolean}, context?: object}"},
 };
 
 static const ecp_method theme_methods[] = {
-    {.name = "theme/list", .handler = m_theme_list, .since = "1.0"},
-    {.name = "theme/get", .handler = m_theme_get, .since = "1.0"},
-    {.name = "theme/set", .handler = m_theme_set, .since = "1.0"},
-    {.name = "theme/current", .handler = m_theme_current, .since = "1.0"},
+    {.name = "theme/list",
+     .handler = m_theme_list,
+     .since = "1.0",
+     .summary = "The built-in themes",
+     .params = "{}"},
+    {.name = "theme/get",
+     .handler = m_theme_get,
+     .since = "1.0",
+     .summary = "A theme: its UI colours and its token colours by tree-sitter capture",
+     .params = "{themeId: string}"},
+    {.name = "theme/set",
+     .handler = m_theme_set,
+     .since = "1.0",
+     .summary = "Make a theme current (workbench.colorTheme), persisted; emits theme/didChange",
+     .params = "{themeId: string}"},
+    {.name = "theme/current",
+     .handler = m_theme_current,
+     .since = "1.0",
+     .summary = "The current theme",
+     .params = "{}"},
 };
 
 static const ecp_method secret_methods[] = {
-    {.name = "secret/get", .handler = m_secret_get, .since = "1.0"},
-    {.name = "secret/set", .handler = m_secret_set, .since = "1.0"},
-    {.name = "secret/delete", .handler = m_secret_delete, .since = "1.0"},
-    {.name = "secret/list", .handler = m_secret_list, .since = "1.0"},
-    {.name = "secret/has", .handler = m_secret_has, .since = "1.0"},
-    {.name = "secret/info", .handler = m_secret_info, .since = "1.0"},
-    {.name = "secret/providers", .handler = m_secret_providers, .since = "1.0"},
+    {.name = "secret/get",
+     .handler = m_secret_get,
+     .since = "1.0",
+     .summary = "A secret's value from the first provider that has it, or null",
+     .params = "{key: string}"},
+    {.name = "secret/set",
+     .handler = m_secret_set,
+     .since = "1.0",
+     .summary = "Store a secret, encrypted (the env provider is read-only)",
+     .params = "{key: string, value: string, options?: {expiresAt?: string, description?: string, provider?: string}}"},
+    {.name = "secret/delete",
+     .handler = m_secret_delete,
+     .since = "1.0",
+     .summary = "Delete a stored secret",
+     .params = "{key: string}"},
+    {.name = "secret/list",
+     .handler = m_secret_list,
+     .since = "1.0",
+     .summary = "The keys of every provider, optionally those starting with a prefix",
+     .params = "{prefix?: string}"},
+    {.name = "secret/has",
+     .handler = m_secret_has,
+     .since = "1.0",
+     .summary = "Whether any provider has a secret",
+     .params = "{key: string}"},
+    {.name = "secret/info",
+     .handler = m_secret_info,
+     .since = "1.0",
+     .summary = "Where a secret lives and when it was made and expires (never its value), or null",
+     .params = "{key: string}"},
+    {.name = "secret/providers",
+     .handler = m_secret_providers,
+     .since = "1.0",
+     .summary = "The secret providers, in the order they are asked",
+     .params = "{}"},
 };
 
 static const char *const config_notifications[] = {"config/didChange", "$/showMessage", NULL};
@@ -1109,8 +1238,6 @@ static void adapter_destroy(void *ctx)
     session_unsubscribe(ad->svc, &listener, ad);
     free(ad);
 }
-
-#define COUNT(a) (sizeof a / sizeof a[0])
 
 void session_adapter_init(ecp_adapter out[SESSION_ADAPTER_COUNT], session_service *svc, document_service *docs,
                           ecp_bus *bus)

@@ -12,10 +12,12 @@
  * Timing: the first edit after a write arms a timer; further edits push it
  * back by DEBOUNCE_MS but never past MAX_WAIT_MS after that first edit, so
  * continuous typing is still written at least every MAX_WAIT_MS and what was
- * typed more than a second before a kill is in the store. The text is copied
- * on the loop (document_get_text) and written by the store's thread; a
- * document of JOURNAL_MAX_BYTES or more is not journaled (its copy would
- * stall the loop).
+ * typed more than a second before a kill is in the store. The loop only takes
+ * a snapshot of the document (no copy of its text); the store's thread
+ * streams the snapshot into the row, so a 100 MB document costs the loop
+ * nothing. One write per document is in flight at a time: edits made while
+ * it runs are written when it ends, so a large document is written as often
+ * as the disk allows and no more.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,7 +35,8 @@
 
 #define DEBOUNCE_MS 250
 #define MAX_WAIT_MS 750
-#define JOURNAL_MAX_BYTES ((size_t)1 << 20)
+/* SQLite's largest value (SQLITE_MAX_LENGTH) is a little under this. */
+#define JOURNAL_MAX_BYTES ((size_t)999 << 20)
 
 struct journal_entry {
     session_service *svc;
@@ -44,6 +47,7 @@ struct journal_entry {
     bool armed;
     uint64_t first_pending; /* uv_now of the first edit not yet written */
     bool written;           /* a row exists (or is on its way) */
+    bool writing;           /* a write is in the store's queue */
     bool too_big_logged;
     journal_entry *next;
 };
@@ -96,8 +100,8 @@ typedef struct journal_op {
     char *workspace;
     char *uri;
     char *language_id;
-    char *content;
-    size_t content_len;
+    document_snapshot *text; /* JOURNAL_PUT: streamed into the row */
+    char *document_id;       /* JOURNAL_PUT: whose write ends */
     int64_t now;
     char **uris; /* a filter: NULL for all */
     size_t uri_count;
@@ -251,6 +255,54 @@ static void forget_dead_instances(sqlite3 *db, journal_op *op)
     free(gone);
 }
 
+typedef struct blob_writer {
+    sqlite3_blob *blob;
+    int offset;
+    int rc;
+} blob_writer;
+
+static void write_blob_chunk(void *ctx, const char *chunk, size_t len)
+{
+    blob_writer *b = ctx;
+    if (b->rc != SQLITE_OK)
+        return;
+    b->rc = sqlite3_blob_write(b->blob, chunk, (int)len, b->offset);
+    b->offset += (int)len;
+}
+
+/* The row is made with room for the text, then the snapshot is streamed into
+ * it chunk by chunk: no copy of the whole text exists anywhere. */
+static int put_text(sqlite3 *db, journal_op *op, ecp_error *err)
+{
+    sqlite3_stmt *st;
+    size_t len = document_snapshot_length(op->text);
+    int status = store_prepare(db,
+                               "INSERT OR REPLACE INTO journal (owner, uri, workspace, language_id, saved_at, content) "
+                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                               &st, err);
+    if (status < 0)
+        return status;
+    sqlite3_bind_text(st, 1, op->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, op->uri, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, op->workspace, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, op->language_id ? op->language_id : "plaintext", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, op->now);
+    sqlite3_bind_zeroblob64(st, 6, len);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return store_error(db, rc, err, "journaling unsaved text");
+    if (len == 0)
+        return 0;
+    blob_writer b = {.rc = SQLITE_OK};
+    rc = sqlite3_blob_open(db, "main", "journal", "content", sqlite3_last_insert_rowid(db), 1, &b.blob);
+    if (rc != SQLITE_OK)
+        return store_error(db, rc, err, "journaling unsaved text");
+    document_snapshot_read(op->text, 0, len, write_blob_chunk, &b, NULL);
+    sqlite3_blob_close(b.blob);
+    return b.rc == SQLITE_OK ? 0 : store_error(db, b.rc, err, "journaling unsaved text");
+}
+
 static int journal_work(sqlite3 *db, void *data, ecp_error *err)
 {
     journal_op *op = data;
@@ -270,21 +322,7 @@ static int journal_work(sqlite3 *db, void *data, ecp_error *err)
             return store_error(db, rc, err, "registering the server");
         forget_dead_instances(db, op);
         return 0;
-    case JOURNAL_PUT:
-        if ((status = store_prepare(db,
-                                    "INSERT OR REPLACE INTO journal (owner, uri, workspace, language_id, saved_at, content) "
-                                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                                    &st, err)) < 0)
-            return status;
-        sqlite3_bind_text(st, 1, op->owner, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, op->uri, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, op->workspace, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, op->language_id ? op->language_id : "plaintext", -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 5, op->now);
-        sqlite3_bind_blob64(st, 6, op->content ? op->content : "", op->content_len, SQLITE_STATIC);
-        rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        return rc == SQLITE_DONE ? 0 : store_error(db, rc, err, "journaling unsaved text");
+    case JOURNAL_PUT: return put_text(db, op, err);
     case JOURNAL_DELETE:
         if ((status = store_prepare(db, "DELETE FROM journal WHERE owner = ?1 AND uri = ?2", &st, err)) < 0)
             return status;
@@ -330,10 +368,23 @@ static int journal_work(sqlite3 *db, void *data, ecp_error *err)
     return 0;
 }
 
+static void write_entry(journal_entry *e);
+static journal_entry *entry_of(session_service *self, const char *document_id);
+
 static void journal_done(void *data, int status, const ecp_error *err)
 {
     journal_op *op = data;
     switch (op->action) {
+    case JOURNAL_PUT: {
+        /* the next write of this document may go; edits made meanwhile go now */
+        journal_entry *e = op->svc->freeing ? NULL : entry_of(op->svc, op->document_id);
+        if (e) {
+            e->writing = false;
+            if (e->armed && !uv_is_active((uv_handle_t *)&e->timer))
+                write_entry(e);
+        }
+        break;
+    }
     case JOURNAL_LIST: {
         size_t n = 0;
         session_recoverable *list = xcalloc(op->found_count + 1, sizeof *list);
@@ -389,7 +440,8 @@ static void journal_free_op(void *data)
     free(op->workspace);
     free(op->uri);
     free(op->language_id);
-    free(op->content);
+    document_snapshot_release(op->text);
+    free(op->document_id);
     free(op);
 }
 
@@ -432,23 +484,32 @@ static journal_entry *entry_of(session_service *self, const char *document_id)
 static void write_entry(journal_entry *e)
 {
     session_service *self = e->svc;
-    e->armed = false;
     uv_timer_stop(&e->timer);
+    if (e->writing)
+        return; /* still armed: the write in flight starts the next when it ends */
+    e->armed = false;
     document_info info;
     if (document_get_info(self->docs, e->document_id, &info, NULL) < 0 || !info.is_dirty)
         return;
-    buf text = BUF_INIT;
-    if (document_get_text(self->docs, e->document_id, NULL, ECP_ENCODING_UTF8, &text, NULL) < 0) {
-        buf_free(&text);
+    document_snapshot *text = document_snapshot_take(self->docs, e->document_id, NULL);
+    if (!text)
+        return;
+    if (document_snapshot_length(text) >= JOURNAL_MAX_BYTES) {
+        if (!e->too_big_logged)
+            ecp_log(self->log, ECP_LOG_WARN, "journal: %s is too large to journal (%zu bytes)", e->uri,
+                    document_snapshot_length(text));
+        e->too_big_logged = true;
+        document_snapshot_release(text);
         return;
     }
     journal_op *op = new_op(self, JOURNAL_PUT);
     op->uri = xstrdup(e->uri);
     op->language_id = xstrdup(e->language_id);
-    op->content_len = text.len;
-    op->content = buf_detach(&text);
+    op->document_id = xstrdup(e->document_id);
+    op->text = text;
     store_submit(self->store, &journal_type, op);
     e->written = true;
+    e->writing = true;
 }
 
 static void on_timer(uv_timer_t *timer) { write_entry(timer->data); }
@@ -483,26 +544,6 @@ static void entry_drop(session_service *self, journal_entry *e, bool clear)
     uv_close((uv_handle_t *)&e->timer, entry_close_cb);
 }
 
-static bool fits(session_service *self, journal_entry *e)
-{
-    document_info info;
-    if (document_get_info(self->docs, e->document_id, &info, NULL) < 0)
-        return false;
-    /* the byte size is not in the info: ask for the last line's offset cheaply */
-    uint64_t bytes = 0;
-    document_position end = {info.line_count, 0};
-    if (document_position_to_offset(self->docs, e->document_id, &end, ECP_ENCODING_UTF8, &bytes, NULL) < 0)
-        bytes = 0;
-    if (bytes < JOURNAL_MAX_BYTES)
-        return true;
-    if (!e->too_big_logged) {
-        ecp_log(self->log, ECP_LOG_WARN, "journal: %s is %llu bytes; unsaved text of documents of %zu bytes or more "
-                "is not journaled", e->uri, (unsigned long long)bytes, JOURNAL_MAX_BYTES);
-        e->too_big_logged = true;
-    }
-    return false;
-}
-
 static void on_change(void *ctx, const document_change_event *event)
 {
     session_service *self = ctx;
@@ -527,8 +568,6 @@ static void on_change(void *ctx, const document_change_event *event)
         e->next = self->journal;
         self->journal = e;
     }
-    if (!fits(self, e))
-        return;
     uint64_t now = uv_now(ecp_pool_loop(self->pool));
     if (!e->armed) {
         e->armed = true;
@@ -564,6 +603,7 @@ void session_journal_flush(session_service *self)
     for (journal_entry *e = self->journal; e; e = e->next)
         if (e->armed)
             write_entry(e);
+    store_flush(self->store); /* the completions write what was held back */
     store_flush(self->store);
 }
 
@@ -632,8 +672,10 @@ void session__journal_free(session_service *self)
      * documents are still dirty, and the next server offers them back. */
     while (self->journal) {
         journal_entry *e = self->journal;
-        if (e->armed)
+        if (e->armed) {
+            e->writing = false; /* the last write goes after the one in flight */
             write_entry(e);
+        }
         entry_drop(self, e, false);
     }
     journal_op *op = new_op(self, JOURNAL_UNREGISTER);

@@ -47,116 +47,183 @@ static char *workspace_id(const char *workspace)
 
 /* ----- capturing the open documents --------------------------------------------------------------- */
 
+/* What a save needs of one document, gathered on the loop. The unsaved text
+ * is a snapshot: the state is written out on the store's thread, so a large
+ * dirty document costs the loop no copy. */
+typedef struct captured_doc {
+    char *uri;
+    char *path;
+    char *language_id;
+    bool is_dirty;
+    char *cursors_json;            /* NULL when cursors are not kept */
+    size_t cursor_line, cursor_column;
+    document_snapshot *unsaved;    /* NULL when the text is not kept */
+} captured_doc;
+
+/* Everything a SessionState holds, gathered on the loop. */
 typedef struct capture {
     session_service *svc;
-    json_writer *w;
-    size_t index;
-    size_t count;
-    bool cursors, unsaved;
-    const char *last_path;
-    buf last;
+    bool keep_cursors, keep_unsaved;
+    captured_doc *docs;
+    size_t count, cap;
+    char *instance_id, *workspace, *name, *client_state;
+    int64_t timestamp;
+    bool sidebar_visible, minimap;
+    double sidebar_width, terminal_height, ai_width;
 } capture;
 
-static void write_cursors(json_writer *w, const document_cursor *list, size_t count)
+static void write_position(json_writer *w, const char *key, const document_position *p)
 {
-    jw_array_begin(w);
-    for (size_t i = 0; i < count; i++) {
-        jw_object_begin(w);
-        jw_key(w, "position");
-        jw_object_begin(w);
-        jw_key_int(w, "line", (int64_t)list[i].active.line);
-        jw_key_int(w, "column", (int64_t)list[i].active.column);
-        jw_object_end(w);
-        if (list[i].anchor.line != list[i].active.line || list[i].anchor.column != list[i].active.column) {
-            jw_key(w, "selection");
-            jw_object_begin(w);
-            jw_key(w, "anchor");
-            jw_object_begin(w);
-            jw_key_int(w, "line", (int64_t)list[i].anchor.line);
-            jw_key_int(w, "column", (int64_t)list[i].anchor.column);
-            jw_object_end(w);
-            jw_key(w, "active");
-            jw_object_begin(w);
-            jw_key_int(w, "line", (int64_t)list[i].active.line);
-            jw_key_int(w, "column", (int64_t)list[i].active.column);
-            jw_object_end(w);
-            jw_object_end(w);
-        }
-        jw_object_end(w);
-    }
-    jw_array_end(w);
+    jw_key(w, key);
+    jw_object_begin(w);
+    jw_key_int(w, "line", (int64_t)p->line);
+    jw_key_int(w, "column", (int64_t)p->column);
+    jw_object_end(w);
 }
 
-static void write_chunk(void *ctx, const char *p, size_t len) { jw_string_chunk(ctx, p, len); }
+static char *cursors_json(const document_cursor *list, size_t count)
+{
+    buf b = BUF_INIT;
+    json_writer w;
+    jw_init(&w, &b);
+    jw_array_begin(&w);
+    for (size_t i = 0; i < count; i++) {
+        jw_object_begin(&w);
+        write_position(&w, "position", &list[i].active);
+        if (list[i].anchor.line != list[i].active.line || list[i].anchor.column != list[i].active.column) {
+            jw_key(&w, "selection");
+            jw_object_begin(&w);
+            write_position(&w, "anchor", &list[i].anchor);
+            write_position(&w, "active", &list[i].active);
+            jw_object_end(&w);
+        }
+        jw_object_end(&w);
+    }
+    jw_array_end(&w);
+    return buf_detach(&b);
+}
 
 static void capture_document(void *ctx, const document_info *info)
 {
     capture *c = ctx;
-    json_writer *w = c->w;
-    jw_object_begin(w);
-    jw_key_string(w, "uri", info->uri);
+    if (c->count == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 8;
+        c->docs = xrealloc(c->docs, c->cap * sizeof *c->docs);
+    }
+    captured_doc *d = &c->docs[c->count++];
+    memset(d, 0, sizeof *d);
+    d->uri = xstrdup(info->uri);
     buf path = BUF_INIT;
     if (file_path_from_uri(info->uri, strlen(info->uri), &path, NULL) == 0)
-        jw_key_string(w, "filePath", path.data);
+        d->path = buf_detach(&path);
     else
-        jw_key_string(w, "filePath", info->uri);
-    buf_clear(&c->last);
-    buf_append_str(&c->last, path.data ? path.data : info->uri);
+        d->path = xstrdup(info->uri);
     buf_free(&path);
-    jw_key_string(w, "languageId", info->language_id);
-    jw_key_bool(w, "isDirty", info->is_dirty);
-    jw_key_int(w, "tabOrder", (int64_t)c->index);
-    jw_key_string(w, "paneId", "main");
-    jw_key_int(w, "scrollTop", 0);
-    jw_key_int(w, "scrollLeft", 0);
-    jw_key(w, "foldedRegions");
-    jw_array_begin(w);
-    jw_array_end(w);
+    d->language_id = xstrdup(info->language_id);
+    d->is_dirty = info->is_dirty;
     document_cursor *cursors = NULL;
     size_t count = 0;
-    if (c->cursors &&
+    if (c->keep_cursors &&
         document_get_cursors(c->svc->docs, info->document_id, ECP_ENCODING_UTF16, &cursors, &count, NULL) == 0 && count) {
-        jw_key_int(w, "cursorLine", (int64_t)cursors[0].active.line);
-        jw_key_int(w, "cursorColumn", (int64_t)cursors[0].active.column);
-        jw_key(w, "cursors");
-        write_cursors(w, cursors, count);
+        d->cursors_json = cursors_json(cursors, count);
+        d->cursor_line = cursors[0].active.line;
+        d->cursor_column = cursors[0].active.column;
     }
     free(cursors);
-    if (c->unsaved && info->is_dirty) {
-        jw_key(w, "unsavedContent");
-        jw_string_begin(w);
-        document_read(c->svc->docs, info->document_id, NULL, ECP_ENCODING_UTF8, write_chunk, w, NULL);
-        jw_string_end(w);
-    }
-    jw_object_end(w);
-    c->index++;
+    if (c->keep_unsaved && info->is_dirty)
+        d->unsaved = document_snapshot_take(c->svc->docs, info->document_id, NULL);
 }
 
-/* Writes the SessionState of what is open now. */
-static void write_state(session_service *self, buf *out, const char *name, const char *client_state,
-                        size_t *document_count)
+static capture *capture_now(session_service *self, const char *name, const char *client_state)
+{
+    capture *c = xcalloc(1, sizeof *c);
+    c->svc = self;
+    c->keep_cursors = session_setting_bool(self, "session.save.cursorPositions", true);
+    c->keep_unsaved = session_setting_bool(self, "session.save.unsavedContent", true);
+    if (session_setting_bool(self, "session.save.openFiles", true))
+        document_list(self->docs, capture_document, c);
+    c->svc = NULL; /* the rest runs on the store's thread */
+    c->instance_id = xstrdup(self->instance_id);
+    c->workspace = self->workspace ? xstrdup(self->workspace) : NULL;
+    c->name = name ? xstrdup(name) : NULL;
+    c->client_state = client_state ? xstrdup(client_state) : NULL;
+    c->timestamp = session__now_ms();
+    c->sidebar_visible = session_setting_bool(self, "tui.sidebar.visible", true);
+    c->sidebar_width = session_setting_number(self, "tui.sidebar.width", 36);
+    c->terminal_height = session_setting_number(self, "tui.terminal.height", 10);
+    c->minimap = session_setting_bool(self, "editor.minimap.enabled", true);
+    c->ai_width = session_setting_number(self, "ai.panel.defaultWidth", 80);
+    return c;
+}
+
+static void capture_free(capture *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->count; i++) {
+        free(c->docs[i].uri);
+        free(c->docs[i].path);
+        free(c->docs[i].language_id);
+        free(c->docs[i].cursors_json);
+        document_snapshot_release(c->docs[i].unsaved);
+    }
+    free(c->docs);
+    free(c->instance_id);
+    free(c->workspace);
+    free(c->name);
+    free(c->client_state);
+    free(c);
+}
+
+static void write_chunk(void *ctx, const char *p, size_t len) { jw_string_chunk(ctx, p, len); }
+
+/* Writes the SessionState (any thread: it reads only the capture). */
+static void write_state(const capture *c, buf *out)
 {
     json_writer w;
     jw_init(&w, out);
     jw_object_begin(&w);
     jw_key_int(&w, "version", 1);
     char when[32];
-    session_time_iso(when, session__now_ms());
+    session_time_iso(when, c->timestamp);
     jw_key_string(&w, "timestamp", when);
-    jw_key_string(&w, "instanceId", self->instance_id);
-    jw_key_string(&w, "workspaceRoot", self->workspace);
-    if (name)
-        jw_key_string(&w, "sessionName", name);
-    capture c = {.svc = self, .w = &w, .cursors = session_setting_bool(self, "session.save.cursorPositions", true),
-                 .unsaved = session_setting_bool(self, "session.save.unsavedContent", true)};
+    jw_key_string(&w, "instanceId", c->instance_id);
+    jw_key_string(&w, "workspaceRoot", c->workspace);
+    if (c->name)
+        jw_key_string(&w, "sessionName", c->name);
     jw_key(&w, "documents");
     jw_array_begin(&w);
-    if (session_setting_bool(self, "session.save.openFiles", true))
-        document_list(self->docs, capture_document, &c);
+    for (size_t i = 0; i < c->count; i++) {
+        const captured_doc *d = &c->docs[i];
+        jw_object_begin(&w);
+        jw_key_string(&w, "uri", d->uri);
+        jw_key_string(&w, "filePath", d->path);
+        jw_key_string(&w, "languageId", d->language_id);
+        jw_key_bool(&w, "isDirty", d->is_dirty);
+        jw_key_int(&w, "tabOrder", (int64_t)i);
+        jw_key_bool(&w, "isActive", i + 1 == c->count);
+        jw_key_string(&w, "paneId", "main");
+        jw_key_int(&w, "scrollTop", 0);
+        jw_key_int(&w, "scrollLeft", 0);
+        jw_key(&w, "foldedRegions");
+        jw_array_begin(&w);
+        jw_array_end(&w);
+        if (d->cursors_json) {
+            jw_key_int(&w, "cursorLine", (int64_t)d->cursor_line);
+            jw_key_int(&w, "cursorColumn", (int64_t)d->cursor_column);
+            jw_key(&w, "cursors");
+            jw_raw(&w, d->cursors_json, strlen(d->cursors_json));
+        }
+        if (d->unsaved) {
+            jw_key(&w, "unsavedContent");
+            jw_string_begin(&w);
+            document_snapshot_read(d->unsaved, 0, document_snapshot_length(d->unsaved), write_chunk, &w, NULL);
+            jw_string_end(&w);
+        }
+        jw_object_end(&w);
+    }
     jw_array_end(&w);
-    *document_count = c.index;
-    jw_key_string(&w, "activeDocumentPath", c.index ? c.last.data : NULL);
-    buf_free(&c.last);
+    jw_key_string(&w, "activeDocumentPath", c->count ? c->docs[c->count - 1].path : NULL);
     jw_key_string(&w, "activePaneId", "main");
     jw_key(&w, "layout");
     jw_object_begin(&w);
@@ -165,20 +232,20 @@ static void write_state(session_service *self, buf *out, const char *name, const
     jw_object_end(&w);
     jw_key(&w, "ui");
     jw_object_begin(&w);
-    jw_key_bool(&w, "sidebarVisible", session_setting_bool(self, "tui.sidebar.visible", true));
-    jw_key_double(&w, "sidebarWidth", session_setting_number(self, "tui.sidebar.width", 36));
+    jw_key_bool(&w, "sidebarVisible", c->sidebar_visible);
+    jw_key_double(&w, "sidebarWidth", c->sidebar_width);
     jw_key_bool(&w, "terminalVisible", false);
-    jw_key_double(&w, "terminalHeight", session_setting_number(self, "tui.terminal.height", 10));
+    jw_key_double(&w, "terminalHeight", c->terminal_height);
     jw_key_bool(&w, "gitPanelVisible", false);
-    jw_key_double(&w, "gitPanelWidth", session_setting_number(self, "tui.sidebar.width", 36));
+    jw_key_double(&w, "gitPanelWidth", c->sidebar_width);
     jw_key_string(&w, "activeSidebarPanel", "files");
-    jw_key_bool(&w, "minimapEnabled", session_setting_bool(self, "editor.minimap.enabled", true));
+    jw_key_bool(&w, "minimapEnabled", c->minimap);
     jw_key_bool(&w, "aiPanelVisible", false);
-    jw_key_double(&w, "aiPanelWidth", session_setting_number(self, "ai.panel.defaultWidth", 80));
+    jw_key_double(&w, "aiPanelWidth", c->ai_width);
     jw_object_end(&w);
-    if (client_state) {
+    if (c->client_state) {
         jw_key(&w, "state");
-        jw_raw(&w, client_state, strlen(client_state));
+        jw_raw(&w, c->client_state, strlen(c->client_state));
     }
     jw_object_end(&w);
 }
@@ -199,6 +266,7 @@ typedef struct session_op {
     char *name;
     char *workspace;
     char *state;
+    capture *capture; /* SESSION_PUT: rendered into state on the store's thread */
     int64_t saved_at;
     int64_t document_count;
     bool found;
@@ -229,6 +297,11 @@ static int session_work(sqlite3 *db, void *data, ecp_error *err)
                          "ORDER BY saved_at DESC, id",
         [SESSION_DELETE] = "DELETE FROM sessions WHERE id = ?1",
     };
+    if (op->action == SESSION_PUT) {
+        buf state = BUF_INIT;
+        write_state(op->capture, &state);
+        op->state = buf_detach(&state);
+    }
     int status = store_prepare(db, sql[op->action], &st, err);
     if (status < 0)
         return status;
@@ -327,6 +400,7 @@ static void session_free(void *data)
     free(op->name);
     free(op->workspace);
     free(op->state);
+    capture_free(op->capture);
     free(op);
 }
 
@@ -361,12 +435,9 @@ void session_save(session_service *self, const char *name, const char *client_st
     free(id);
     op->name = name ? xstrdup(name) : NULL;
     op->workspace = self->workspace ? xstrdup(self->workspace) : NULL;
-    op->saved_at = session__now_ms();
-    buf state = BUF_INIT;
-    size_t count = 0;
-    write_state(self, &state, name, client_state_json, &count);
-    op->state = buf_detach(&state);
-    op->document_count = (int64_t)count;
+    op->capture = capture_now(self, name, client_state_json);
+    op->saved_at = op->capture->timestamp;
+    op->document_count = (int64_t)op->capture->count;
     op->save_cb = cb;
     store_submit(self->store, &session_type, op);
 }

@@ -163,7 +163,8 @@ int main(int argc, char **argv)
 
     uv_loop_t loop;
     uv_loop_init(&loop);
-    document_service *svc = document_service_new(&loop, NULL);
+    ecp_pool *pool = ecp_pool_new(&loop, NULL);
+    document_service *svc = document_service_new(pool, NULL);
     warm(path);
     time_wc(path);
 
@@ -188,6 +189,8 @@ int main(int argc, char **argv)
         document_close(svc, r.id, NULL);
     }
     document_service_free(svc);
+    ecp_pool_free(pool);
+    uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
 
     double file_mb = (double)st.st_size / (1024.0 * 1024.0);

@@ -155,10 +155,12 @@ static double ours(file_service *svc, uv_loop_t *loop, const char *root, const c
     run r = {0};
     double t0 = now_ms();
     ecp_error err;
-    if (file_grep_start(svc, &o, on_grep, &r, NULL, &err) != 0) {
+    ecp_job *walk;
+    if (file_grep_prepare(svc, &o, on_grep, &r, &walk, &err) != 0) {
         fprintf(stderr, "bench_grep: %s\n", err.message);
         exit(1);
     }
+    file_walk_start(walk);
     while (!r.done)
         uv_run(loop, UV_RUN_ONCE);
     double t = now_ms() - t0;
@@ -231,10 +233,12 @@ int main(int argc, char **argv)
         return 1;
     uv_loop_t loop;
     uv_loop_init(&loop);
-    file_service *svc = file_service_new(&loop, NULL);
+    ecp_pool *pool = ecp_pool_new(&loop, NULL);
+    file_service *svc = file_service_new(pool, NULL);
     workload(svc, &loop, root, runs, "literal", "ecpd_needle_marker", false);
     workload(svc, &loop, root, runs, "regex", "fn_[a-z]+_[0-9]{3}\\(", true);
     file_service_free(svc);
+    ecp_pool_free(pool);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     return 0;

@@ -21,12 +21,19 @@
 
 #define BIG_DIRS 100
 #define BIG_FILES_PER_DIR 1000
+/* Files of lines on which `(a+)+$` backtracks until PCRE2's match limit stops
+ * it (some 15 ms a line): each grep of them keeps its workers busy for tens
+ * of seconds. */
+#define SLOW_FILES 16
+#define SLOW_LINES 200
+#define SLOW_GREP "{\"pattern\":\"(a+)+$\",\"regex\":true,\"baseUri\":\"%s\"}"
 
 static test_server *srv;
 static test_client *cl;
 static char root[64]; /* holds small/ and big/ */
 static char small[128];
 static char big[128];
+static char slow[128];
 
 static double now_ms(void)
 {
@@ -84,6 +91,26 @@ static void make_big_tree(void)
     }
 }
 
+static void make_slow_tree(void)
+{
+    snprintf(slow, sizeof slow, "%s/slow", root);
+    mkdir(slow, 0755);
+    char line[64];
+    memset(line, 'a', 48);
+    memcpy(line + 48, "b\n", 2);
+    char body[SLOW_LINES * 50];
+    for (int i = 0; i < SLOW_LINES; i++)
+        memcpy(body + i * 50, line, 50);
+    for (int f = 0; f < SLOW_FILES; f++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/s%02d.txt", slow, f);
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || write(fd, body, sizeof body) != (ssize_t)sizeof body)
+            fail_msg("cannot write %s", p);
+        close(fd);
+    }
+}
+
 static int group_setup(void **state)
 {
     /* 100,000 files on a loaded disk take minutes to make and remove; in
@@ -118,6 +145,7 @@ static int group_setup(void **state)
         return -1;
     double t0 = now_ms();
     make_big_tree();
+    make_slow_tree();
     fprintf(stderr, "file_grep_test: made %d files in %.0f ms\n", BIG_DIRS * BIG_FILES_PER_DIR, now_ms() - t0);
     srv = test_server_new(NULL);
     cl = test_client_connect(srv);
@@ -403,6 +431,89 @@ static void test_cancel(void **state)
     free(out);
 }
 
+/* Long work must not starve short work: while four greps that could each
+ * keep every thread of the pool busy for a minute run, a read of a small
+ * file still finds a thread at once. */
+static void test_read_during_slow_greps(void **state)
+{
+    char params[512];
+    snprintf(params, sizeof params, SLOW_GREP, slow);
+    int64_t ids[4];
+    for (int i = 0; i < 4; i++)
+        ids[i] = test_client_send(cl, "file/grep", params);
+    test_server_run_for(srv, 200); /* the greps take their threads */
+    for (int i = 0; i < 4; i++)
+        if (test_client_wait_response(cl, ids[i], 0, NULL) != INT32_MIN)
+            fail_msg("grep %d ended before the read was sent", i);
+
+    double t0 = now_ms();
+    char *out = NULL;
+    int code = test_client_requestf(cl, "file/read", &out, "{\"uri\":\"file://%s/b.txt\"}", small);
+    double read_ms = now_ms() - t0;
+    fprintf(stderr, "file_grep_test: file/read took %.1f ms during four slow greps\n", read_ms);
+    assert_int_equal(code, 0);
+    char *content = test_json_string(out, "content");
+    assert_string_equal(content, "Hello\nhello\nHELLO\n");
+    free(content);
+    free(out);
+    /* well under a millisecond on an idle machine; a loaded one may
+     * deschedule the loop for a while */
+    assert_true(read_ms < 1000);
+
+    for (int i = 0; i < 4; i++) {
+        if (test_client_wait_response(cl, ids[i], 0, NULL) != INT32_MIN)
+            fail_msg("grep %d ended during the read", i);
+        char cancel[64];
+        snprintf(cancel, sizeof cancel, "{\"id\":%lld}", (long long)ids[i]);
+        test_client_notify(cl, "$/cancelRequest", cancel);
+    }
+    for (int i = 0; i < 4; i++) {
+        code = test_client_wait_response(cl, ids[i], 30000, &out);
+        assert_int_equal(code, -32800);
+        free(out);
+    }
+    /* the greps stopped, the ones still waiting for a thread too */
+    test_server_run_for(srv, 200);
+    double cpu0 = cpu_ms();
+    test_server_run_for(srv, 300);
+    double cpu = cpu_ms() - cpu0;
+    fprintf(stderr, "file_grep_test: %.1f ms of CPU in the 300 ms after cancelling the slow greps\n", cpu);
+    assert_true(cpu < 100);
+}
+
+/* The server goes away while a slow grep runs on a thread, a read is on its
+ * way and a write was just sent. Nothing may crash or leak (the sanitizer
+ * build checks), no callback may reach the freed service, and the write must
+ * still land: its bytes exist nowhere else. */
+static void test_free_the_server_during_grep_and_read(void **state)
+{
+    test_server *s = test_server_new(NULL);
+    test_client *c = test_client_connect(s);
+    char params[512];
+    snprintf(params, sizeof params, SLOW_GREP, slow);
+    int64_t grep_id = test_client_send(c, "file/grep", params);
+    test_server_run_for(s, 100); /* the grep is on a thread now */
+    assert_int_equal(test_client_wait_response(c, grep_id, 0, NULL), INT32_MIN);
+    char saved[256];
+    snprintf(saved, sizeof saved, "%s/saved-at-exit.txt", root);
+    snprintf(params, sizeof params, "{\"uri\":\"file://%s/b.txt\"}", small);
+    test_client_send(c, "file/read", params);
+    snprintf(params, sizeof params, "{\"uri\":\"file://%s\",\"content\":\"last words\"}", saved);
+    test_client_send(c, "file/write", params);
+    double t0 = now_ms();
+    test_server_free(s);
+    double ms = now_ms() - t0;
+    fprintf(stderr, "file_grep_test: freeing the server during a slow grep took %.1f ms\n", ms);
+    assert_true(ms < 5000);
+    char buf[64] = "";
+    int fd = open(saved, O_RDONLY);
+    assert_true(fd >= 0);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    assert_int_equal(n, 10);
+    assert_string_equal(buf, "last words");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -414,6 +525,8 @@ int main(void)
         cmocka_unit_test(test_limit_on_a_big_tree),
         cmocka_unit_test(test_ping_during_grep),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_read_during_slow_greps),
+        cmocka_unit_test(test_free_the_server_during_grep_and_read),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -8,13 +8,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include <cmocka.h>
 
 #include "buf.h"
+#include "error.h"
 #include "json.h"
 #include "rpc.h"
+#include "server.h"
 #include "test_client.h"
 
 /* ----- the test adapter ------------------------------------------------------ */
@@ -88,9 +91,9 @@ static void handle_emit(void *ctx, ecp_call *call)
 static void handle_forgetful(void *ctx, ecp_call *call) { (void)ctx, (void)call; }
 
 static const ecp_method test_methods[] = {
-    {"test/slow", handle_slow, "1.0"},
-    {"test/emit", handle_emit, "1.0"},
-    {"test/forgetful", handle_forgetful, "1.0"},
+    {"test/slow", handle_slow, "1.0", "Answer {success:true} after ms milliseconds", "{ms: integer}"},
+    {"test/emit", handle_emit, "1.0", "Notify test/<name>, then answer", "{name: string}"},
+    {"test/forgetful", handle_forgetful, "1.0", "Never answer", "{}"},
 };
 
 /* ----- fixtures ------------------------------------------------------------------ */
@@ -274,6 +277,51 @@ static void methods_lists_what_is_routed(void **state)
         }
         free(name);
     }
+    free(out);
+}
+
+/* The method table is the documentation: every method routed, built in or
+ * registered later, has a one-line summary and a params signature. */
+static void every_method_has_a_summary_and_params(void **state)
+{
+    fixture *f = *state;
+    register_probe(f);
+    char *out;
+    REQUEST_OK(f->a, "ecp/methods", NULL, &out);
+    long count = test_json_length(out, "methods");
+    assert_true(count >= 8);
+    bool seen_probe = false;
+    for (long i = 0; i < count; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "methods[%ld].name", i);
+        char *name = test_json_string(out, path);
+        assert_non_null(name);
+        seen_probe |= strcmp(name, "test/slow") == 0;
+        const char *fields[] = {"since", "summary", "params"};
+        for (size_t k = 0; k < sizeof fields / sizeof *fields; k++) {
+            snprintf(path, sizeof path, "methods[%ld].%s", i, fields[k]);
+            char *text = test_json_string(out, path);
+            if (!text || !text[0])
+                fail_msg("%s has no %s in %s", name, fields[k], out);
+            free(text);
+        }
+        free(name);
+    }
+    assert_true(seen_probe);
+    free(out);
+
+    REQUEST_OK(f->a, "ecp/methods", "{\"namespace\":\"notifications\"}", &out);
+    assert_int_equal(test_json_length(out, "methods"), 2);
+    check_string(out, "methods[0].name", "notifications/subscribe");
+    check_string(out, "methods[0].params", "{events: string[]}");
+    free(out);
+    REQUEST_OK(f->a, "ecp/methods", "{\"namespace\":\"test\"}", &out);
+    check_string(out, "methods[1].name", "test/emit");
+    check_string(out, "methods[1].summary", "Notify test/<name>, then answer");
+    check_string(out, "methods[1].params", "{name: string}");
+    free(out);
+    REQUEST_OK(f->a, "ecp/methods", "{\"namespace\":\"nope\"}", &out);
+    assert_string_equal(out, "{\"methods\":[]}");
     free(out);
 }
 
@@ -593,6 +641,118 @@ static void missing_params_name_the_field(void **state)
     free(out);
 }
 
+/* ----- what the router refuses ------------------------------------------------------ */
+
+static void count_destroy(void *ctx) { (*(int *)ctx)++; }
+
+typedef struct router_fixture {
+    uv_loop_t loop;
+    char data_dir[32];
+    char *log;
+    size_t log_len;
+    FILE *log_out;
+    server *srv;
+    int destroyed;
+} router_fixture;
+
+static void router_fixture_start(router_fixture *r)
+{
+    memset(r, 0, sizeof *r);
+    uv_loop_init(&r->loop);
+    strcpy(r->data_dir, "/tmp/ecpd-router-XXXXXX");
+    assert_non_null(mkdtemp(r->data_dir));
+    r->log_out = open_memstream(&r->log, &r->log_len);
+    server_options options = {.data_dir = r->data_dir, .log_out = r->log_out, .log_level = ECP_LOG_ERROR};
+    ecp_error err;
+    r->srv = server_new(&r->loop, &options, &err);
+    assert_non_null(r->srv);
+}
+
+static void router_fixture_stop(router_fixture *r)
+{
+    server_free(r->srv);
+    for (int i = 0; i < 1000 && uv_run(&r->loop, UV_RUN_NOWAIT); i++)
+        uv_sleep(1);
+    assert_int_equal(uv_loop_close(&r->loop), 0);
+    fclose(r->log_out);
+    free(r->log);
+    rmdir(r->data_dir);
+}
+
+/* Registers a one-method-table adapter and expects a refusal whose logged
+ * reason contains `why`, and its ctx released. */
+static void expect_refused(router_fixture *r, const char *ns, const ecp_method *methods, size_t count, const char *why)
+{
+    ecp_adapter adapter = {.ns = ns, .methods = methods, .method_count = count, .ctx = &r->destroyed,
+                           .destroy = count_destroy};
+    int before = r->destroyed;
+    fflush(r->log_out);
+    size_t log_start = r->log_len;
+    assert_int_equal(server_register_adapter(r->srv, &adapter), ECP_EINVAL);
+    assert_int_equal(r->destroyed, before + 1);
+    fflush(r->log_out);
+    const char *logged = r->log + log_start;
+    if (!strstr(logged, "error: adapter refused: ") || !strstr(logged, why))
+        fail_msg("expected a refusal naming \"%s\", the log says: %s", why, logged);
+}
+
+static void the_router_refuses_tables_that_would_mislead(void **state)
+{
+    router_fixture r;
+    router_fixture_start(&r);
+    const ecp_method twice[] = {
+        {"test/a", handle_forgetful, "1.0", "A", "{}"},
+        {"test/b", handle_forgetful, "1.0", "B", "{}"},
+        {"test/a", handle_forgetful, "1.0", "A again", "{}"},
+    };
+    expect_refused(&r, "test", twice, 3, "method test/a is listed twice");
+    const ecp_method outside[] = {{"other/a", handle_forgetful, "1.0", "A", "{}"}};
+    expect_refused(&r, "test", outside, 1, "method other/a is outside its namespace \"test\"");
+    const ecp_method prefix_only[] = {{"testing/a", handle_forgetful, "1.0", "A", "{}"}};
+    expect_refused(&r, "test", prefix_only, 1, "method testing/a is outside its namespace \"test\"");
+    const ecp_method no_action[] = {{"test/", handle_forgetful, "1.0", "A", "{}"}};
+    expect_refused(&r, "test", no_action, 1, "method test/ is outside its namespace \"test\"");
+    expect_refused(&r, "", outside, 1, "method other/a is outside its namespace \"\"");
+    const ecp_method no_summary[] = {{"test/a", handle_forgetful, "1.0", "", "{}"}};
+    expect_refused(&r, "test", no_summary, 1, "method test/a has no summary");
+    const ecp_method no_params[] = {{"test/a", handle_forgetful, "1.0", "A", NULL}};
+    expect_refused(&r, "test", no_params, 1, "method test/a has no params signature");
+    const ecp_method no_handler[] = {{"test/a", NULL, "1.0", "A", "{}"}};
+    expect_refused(&r, "test", no_handler, 1, "method test/a has no handler");
+    /* across adapters: a built-in method, a namespace taken twice */
+    const ecp_method builtin[] = {{"document/open", handle_forgetful, "1.0", "Open", "{uri: string}"}};
+    expect_refused(&r, "document", builtin, 1, "method document/open is already routed to namespace \"document\"");
+    const ecp_method other_document[] = {{"document/frobnicate", handle_forgetful, "1.0", "F", "{}"}};
+    expect_refused(&r, "document", other_document, 1, "namespace \"document\" is already registered");
+    expect_refused(&r, "", twice, 0, "namespace \"\" is already registered");
+    expect_refused(&r, "a/b", twice, 0, "namespace \"a/b\" is not a name without '/'");
+
+    /* a good table goes in, and the same again is refused */
+    ecp_adapter good = {.ns = "test", .methods = twice, .method_count = 2, .ctx = &r.destroyed,
+                        .destroy = count_destroy};
+    assert_int_equal(server_register_adapter(r.srv, &good), 0);
+    expect_refused(&r, "test", twice + 1, 1, "method test/b is already routed to namespace \"test\"");
+    assert_int_equal(r.destroyed, 13); /* every refused ctx, at once */
+    router_fixture_stop(&r);
+    assert_int_equal(r.destroyed, 14); /* the accepted one at teardown */
+}
+
+/* ----- the status-to-wire table ------------------------------------------------------- */
+
+static void a_wire_map_gives_the_first_listed_code_else_the_fallback(void **state)
+{
+    static const ecp_wire_map map[] = {
+        {ECP_ENOTFOUND, ECP_WIRE_FILE_NOT_FOUND},
+        {ECP_EACCES, ECP_WIRE_FILE_ACCESS_DENIED},
+        {ECP_ENOTFOUND, ECP_WIRE_DOCUMENT_NOT_FOUND},
+    };
+    assert_int_equal(ecp_wire_code(map, 3, ECP_ENOTFOUND, ECP_WIRE_INTERNAL_ERROR), -32100);
+    assert_int_equal(ecp_wire_code(map, 3, ECP_EACCES, ECP_WIRE_INTERNAL_ERROR), -32101);
+    assert_int_equal(ecp_wire_code(map, 3, ECP_EIO, ECP_WIRE_INTERNAL_ERROR), -32603);
+    assert_int_equal(ecp_wire_code(map, 1, ECP_EACCES, ECP_WIRE_FILE_IO_ERROR), -32109);
+    assert_int_equal(ecp_wire_code(NULL, 0, ECP_OK, ECP_WIRE_INTERNAL_ERROR), -32603);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -602,6 +762,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(shutdown_then_everything_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(exit_without_shutdown_is_code_1, setup, teardown),
         cmocka_unit_test_setup_teardown(methods_lists_what_is_routed, setup, teardown),
+        cmocka_unit_test_setup_teardown(every_method_has_a_summary_and_params, setup, teardown),
         cmocka_unit_test_setup_teardown(ping_echoes_params, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_messages_get_the_right_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(deep_nesting_is_refused, setup, teardown),
@@ -615,6 +776,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_client_leaving_mid_request_cancels_it, setup, teardown),
         cmocka_unit_test_setup_teardown(a_handler_that_forgets_to_answer_gets_an_internal_error, setup, teardown),
         cmocka_unit_test_setup_teardown(missing_params_name_the_field, setup, teardown),
+        cmocka_unit_test(the_router_refuses_tables_that_would_mislead),
+        cmocka_unit_test(a_wire_map_gives_the_first_listed_code_else_the_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -427,11 +427,45 @@ class SocketTests(unittest.TestCase):
         self.assertEqual(out.returncode, 2)
         self.assertIn(b"cannot connect", out.stderr)
 
+    def test_ecpctl_methods(self):
+        listed = subprocess.run([ECPCTL, "--socket", self.srv.path, "ecp/methods"], capture_output=True, timeout=10)
+        methods = json.loads(listed.stdout)["result"]["methods"]
+        out = subprocess.run([ECPCTL, "--socket", self.srv.path, "--methods"], capture_output=True, timeout=10)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.decode().splitlines()
+        # one line per method, in the server's order: name (aligned), params, summary
+        self.assertEqual(len(lines), len(methods))
+        width = max(len(m["name"]) for m in methods)
+        for line, m in zip(lines, methods):
+            self.assertTrue(m["summary"] and m["params"], m)
+            self.assertEqual(line, "%-*s  %s -- %s" % (width, m["name"], m["params"], m["summary"]))
+        out = subprocess.run([ECPCTL, "--socket", self.srv.path, "--methods", "file"], capture_output=True, timeout=10)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.decode().splitlines()
+        self.assertEqual(len(lines), sum(m["name"].startswith("file/") for m in methods))
+        # names are padded to the longest of the namespace, file/getBasename
+        self.assertTrue(lines[0].startswith("file/read" + " " * 9 + "{uri: string} -- "), lines[0])
+        self.assertTrue(all(l.startswith("file/") for l in lines))
+        out = subprocess.run([ECPCTL, "--socket", self.srv.path, "--methods", "nope"], capture_output=True, timeout=10)
+        self.assertEqual((out.returncode, out.stdout), (1, b""))
+        self.assertIn(b'no methods in namespace "nope"', out.stderr)
+
     def test_ecpctl_spawn(self):
         env = dict(os.environ, XDG_DATA_HOME=os.path.join(self.tmp, "xdg"), ECPD=ECPD)
         out = subprocess.run([ECPCTL, "--spawn", "ecp/ping", "[42]"], capture_output=True, timeout=10, env=env)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(json.loads(out.stdout)["result"], [42])
+        out = subprocess.run([ECPCTL, "--spawn", "--methods", "ecp"], capture_output=True, timeout=10, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.decode().splitlines(),
+                         ["ecp/methods  {namespace?: string} -- "
+                          "Every method this server routes, with its summary and params, optionally of one namespace",
+                          "ecp/ping     any -- Echo params back (null without them): a latency probe"])
+        # a server that cannot start answers nothing (or takes no request): a connection problem
+        out = subprocess.run([ECPCTL, "--spawn", "ecp/ping"], capture_output=True, timeout=10,
+                             env=dict(env, ECPD=os.path.join(self.tmp, "no-such-ecpd")))
+        self.assertEqual(out.returncode, 2)
+        self.assertIn(b"the server closed the connection", out.stderr)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@
 
 typedef struct fx {
     uv_loop_t loop;
+    ecp_pool *pool;
     document_service *svc;
     char dir[64];
 } fx;
@@ -29,7 +30,8 @@ static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
     uv_loop_init(&f->loop);
-    f->svc = document_service_new(&f->loop, NULL);
+    f->pool = ecp_pool_new(&f->loop, NULL);
+    f->svc = document_service_new(f->pool, NULL);
     strcpy(f->dir, "/tmp/ecpd-doc-unit-XXXXXX");
     assert_non_null(mkdtemp(f->dir));
     *state = f;
@@ -40,6 +42,7 @@ static int teardown(void **state)
 {
     fx *f = *state;
     document_service_free(f->svc);
+    ecp_pool_free(f->pool);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&f->loop), 0);
     char cmd[128];
@@ -165,6 +168,57 @@ static void test_change_event_in_every_encoding(void **state)
     assert_int_equal(rec.closes, 0);
 }
 
+/* Subscriptions changed by a listener during an event, as event.h promises:
+ * one removed is not called after its removal, one added is called from the
+ * next event on. */
+typedef struct juggler {
+    document_service *svc;
+    char name;
+    char *journal;
+    struct juggler *remove, *add;
+    bool leave;
+} juggler;
+
+static void juggle_change(void *ctx, const document_change_event *ev);
+static const document_listener juggle_listener = {.on_change = juggle_change};
+
+static void juggle_change(void *ctx, const document_change_event *ev)
+{
+    juggler *j = ctx;
+    strncat(j->journal, &j->name, 1);
+    if (j->leave)
+        document_unsubscribe(j->svc, &juggle_listener, j);
+    if (j->remove)
+        document_unsubscribe(j->svc, &juggle_listener, j->remove);
+    if (j->add)
+        document_subscribe(j->svc, &juggle_listener, j->add);
+    j->leave = false;
+    j->remove = j->add = NULL;
+}
+
+static void test_listeners_change_during_an_event(void **state)
+{
+    fx *f = *state;
+    char journal[32] = "";
+    juggler a = {.svc = f->svc, .name = 'a', .journal = journal}, b = {.svc = f->svc, .name = 'b', .journal = journal}, c = {.svc = f->svc, .name = 'c', .journal = journal};
+    juggler d = {.svc = f->svc, .name = 'd', .journal = journal};
+    a.leave = true;
+    a.remove = &c;
+    a.add = &d;
+    document_subscribe(f->svc, &juggle_listener, &a);
+    document_subscribe(f->svc, &juggle_listener, &b);
+    document_subscribe(f->svc, &juggle_listener, &c);
+    char id[64];
+    open_text(f, "memory://j", "text", id);
+    assert_int_equal(document_set_content(f->svc, id, "one", 3, NULL, NULL), 0);
+    assert_string_equal(journal, "ab");
+    journal[0] = '\0';
+    assert_int_equal(document_set_content(f->svc, id, "two", 3, NULL, NULL), 0);
+    assert_string_equal(journal, "bd");
+    document_unsubscribe(f->svc, &juggle_listener, &b);
+    document_unsubscribe(f->svc, &juggle_listener, &d);
+}
+
 static void saved_cb(void *ctx, int status, const ecp_error *err, uint64_t version, const char *uri)
 {
     int *out = ctx;
@@ -197,6 +251,135 @@ static void test_cancelled_save_still_writes(void **state)
     assert_false(info.is_dirty);
     assert_string_equal(info.uri, uri);
     assert_int_equal(rec.saves, 1);
+}
+
+/* Freeing the service answers what is still pending, once each, with
+ * ECP_ECANCELED, and a save already asked for still reaches the disk. */
+typedef struct answers {
+    int opens, saves, reloads;
+    int open_status, save_status, reload_status;
+} answers;
+
+static void count_open(void *ctx, int status, const ecp_error *err, const char *id, bool already)
+{
+    answers *a = ctx;
+    a->opens++;
+    a->open_status = status;
+}
+
+static void count_save(void *ctx, int status, const ecp_error *err, uint64_t version, const char *uri)
+{
+    answers *a = ctx;
+    a->saves++;
+    a->save_status = status;
+}
+
+static void count_reload(void *ctx, int status, const ecp_error *err, uint64_t version)
+{
+    answers *a = ctx;
+    a->reloads++;
+    a->reload_status = status;
+}
+
+static void copy_id(void *ctx, const document_info *info) { snprintf(ctx, 64, "%s", info->document_id); }
+
+static void write_large(const char *path, size_t lines)
+{
+    FILE *out = fopen(path, "wb");
+    assert_non_null(out);
+    for (size_t i = 0; i < lines; i++)
+        fprintf(out, "line %08zu of a file larger than one mebibyte\n", i);
+    fclose(out);
+}
+
+static void test_free_answers_pending_requests(void **state)
+{
+    fx *f = *state;
+    char big[128], other[128], saved[128], uri[192];
+    snprintf(big, sizeof big, "%s/big.txt", f->dir);
+    snprintf(other, sizeof other, "%s/other.txt", f->dir);
+    snprintf(saved, sizeof saved, "%s/saved.txt", f->dir);
+    write_large(big, 100000);
+    write_large(other, 100000);
+
+    /* A document to reload and to save. */
+    snprintf(uri, sizeof uri, "file://%s", other);
+    document_open_options opt = {.uri = uri};
+    answers first = {0};
+    assert_non_null(document_open(f->svc, &opt, count_open, &first));
+    while (first.opens == 0)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_int_equal(first.open_status, 0);
+    char id[64] = "";
+    document_list(f->svc, copy_id, id); /* the only open document */
+    assert_true(id[0] != '\0');
+    document_edit e = {{{0, 0}, {0, 0}}, "edited\n", 7};
+    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+
+    answers a = {0};
+    snprintf(uri, sizeof uri, "file://%s", big);
+    opt.uri = uri;
+    assert_non_null(document_open(f->svc, &opt, count_open, &a));
+    assert_non_null(document_open(f->svc, &opt, count_open, &a)); /* joins the first read */
+    assert_non_null(document_reload(f->svc, id, true, count_reload, &a));
+    char save_uri[192];
+    snprintf(save_uri, sizeof save_uri, "file://%s", saved);
+    assert_non_null(document_save(f->svc, id, save_uri, count_save, &a));
+    assert_int_equal(a.opens + a.saves + a.reloads, 0);
+
+    document_service_free(f->svc);
+    f->svc = NULL;
+    assert_int_equal(a.opens, 2);
+    assert_int_equal(a.open_status, ECP_ECANCELED);
+    assert_int_equal(a.reloads, 1);
+    assert_int_equal(a.reload_status, ECP_ECANCELED);
+    assert_int_equal(a.saves, 1);
+    assert_int_equal(a.save_status, ECP_ECANCELED);
+    /* The save was written before the service went. */
+    FILE *in = fopen(saved, "rb");
+    assert_non_null(in);
+    char head[8] = {0};
+    assert_int_equal(fread(head, 1, 7, in), 7);
+    fclose(in);
+    assert_string_equal(head, "edited\n");
+    struct stat st_saved, st_other;
+    assert_int_equal(stat(saved, &st_saved), 0);
+    assert_int_equal(stat(other, &st_other), 0);
+    assert_int_equal(st_saved.st_size, st_other.st_size + 7);
+}
+
+/* A cancelled reload changes nothing, even when its read got to the end. */
+static void test_cancelled_reload_changes_nothing(void **state)
+{
+    fx *f = *state;
+    char path[128], uri[192];
+    snprintf(path, sizeof path, "%s/reload.txt", f->dir);
+    write_large(path, 50000);
+    snprintf(uri, sizeof uri, "file://%s", path);
+    document_open_options opt = {.uri = uri};
+    answers a = {0};
+    assert_non_null(document_open(f->svc, &opt, count_open, &a));
+    while (a.opens == 0)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    char id[64] = "";
+    document_list(f->svc, copy_id, id);
+    recorder rec = {0};
+    document_subscribe(f->svc, &rec_listener, &rec);
+    document_request *req = document_reload(f->svc, id, true, count_reload, &a);
+    assert_non_null(req);
+    /* The loop does not run: the read finishes on the pool and its result
+     * waits for the loop, and then the request is cancelled. */
+    usleep(300 * 1000);
+    document_request_cancel(f->svc, req);
+    assert_int_equal(a.reloads, 1);
+    assert_int_equal(a.reload_status, ECP_ECANCELED);
+    uv_run(&f->loop, UV_RUN_DEFAULT); /* the job comes back */
+    assert_int_equal(a.reloads, 1);
+    assert_int_equal(rec.changes, 0);
+    document_info info;
+    assert_int_equal(document_get_info(f->svc, id, &info, NULL), 0);
+    assert_int_equal(info.version, 1);
+    document_unsubscribe(f->svc, &rec_listener, &rec);
 }
 
 /* ----- offsets over checkpoints ------------------------------------------------- */
@@ -427,17 +610,161 @@ static void test_write_file_follows_symlink(void **state)
     assert_int_equal(st.st_size, 3);
 }
 
+/* ----- snapshots ------------------------------------------------------------------ */
+
+static void append_to(void *ctx, const char *chunk, size_t len) { buf_append(ctx, chunk, len); }
+
+static char *snapshot_line(const document_snapshot *snap, size_t line)
+{
+    buf out = BUF_INIT;
+    assert_int_equal(document_snapshot_read_line(snap, line, append_to, &out, NULL), 0);
+    buf_push(&out, '\0');
+    return buf_detach(&out);
+}
+
+static void test_snapshot_api(void **state)
+{
+    fx *f = *state;
+    char id[64];
+    ecp_error err;
+    assert_null(document_snapshot_take(f->svc, "doc_none", &err));
+    assert_int_equal(err.status, ECP_ENOTFOUND);
+
+    document_open_options opt = {.uri = "memory://snap.py", .content = "one\r\ntwo\r\nthree", .content_len = 15};
+    opened o = {0};
+    assert_null(document_open(f->svc, &opt, on_opened, &o));
+    strcpy(id, o.id);
+    document_snapshot *snap = document_snapshot_take(f->svc, id, &err);
+    assert_non_null(snap);
+    /* The document goes on changing; the snapshot does not. */
+    document_edit e = {{{1, 0}, {2, 2}}, "X\nY\nZ", 5};
+    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(document_type(f->svc, id, "typed", 5, 0, NULL, NULL), 0);
+    document_snapshot *later = document_snapshot_take(f->svc, id, &err);
+    assert_non_null(later);
+
+    assert_string_equal(document_snapshot_id(snap), id);
+    assert_string_equal(document_snapshot_uri(snap), "memory://snap.py");
+    assert_string_equal(document_snapshot_language_id(snap), "python");
+    assert_true(document_snapshot_crlf(snap));
+    assert_int_equal(document_snapshot_version(snap), 1);
+    assert_int_equal(document_snapshot_version(later), 3);
+    assert_int_equal(document_snapshot_length(snap), 13);
+    assert_int_equal(document_snapshot_line_count(snap), 3);
+    char *line = snapshot_line(snap, 1);
+    assert_string_equal(line, "two");
+    free(line);
+    line = snapshot_line(snap, 2);
+    assert_string_equal(line, "three");
+    free(line);
+    buf out = BUF_INIT;
+    assert_int_equal(document_snapshot_read(snap, 2, 7, append_to, &out, NULL), 0);
+    assert_int_equal(out.len, 7);
+    assert_memory_equal(out.data, "e\ntwo\nt", 7);
+    buf_clear(&out);
+    /* Out of range: refused, nothing read. */
+    assert_int_equal(document_snapshot_read_line(snap, 3, append_to, &out, &err), ECP_ERANGE);
+    assert_string_equal(err.message, "Invalid position: line 3 is past the end (3 lines)");
+    assert_int_equal(document_snapshot_read(snap, 10, 4, append_to, &out, &err), ECP_ERANGE);
+    assert_int_equal(document_snapshot_read(snap, 14, 0, append_to, &out, NULL), ECP_ERANGE);
+    assert_int_equal(document_snapshot_read(snap, 13, 0, append_to, &out, NULL), 0);
+    assert_int_equal(out.len, 0);
+
+    /* Closing the document and freeing the service leave snapshots readable. */
+    assert_int_equal(document_close(f->svc, id, NULL), 0);
+    document_service_free(f->svc);
+    f->svc = NULL;
+    assert_int_equal(document_snapshot_read(later, 0, document_snapshot_length(later), append_to, &out, NULL), 0);
+    buf_push(&out, '\0');
+    assert_string_equal(out.data, "typedone\nX\nY\nZree"); /* typed at the caret, still at the start */
+    buf_free(&out);
+    assert_int_equal(document_snapshot_line_count(later), 4);
+    line = snapshot_line(snap, 0);
+    assert_string_equal(line, "one");
+    free(line);
+    document_snapshot_release(snap);
+    document_snapshot_release(later);
+    document_snapshot_release(NULL);
+}
+
+/* The bytes of a save arrive in pieces of any size; CRLF is added on the way,
+ * also when a '\n' starts or ends a piece. */
+typedef struct pieces {
+    const char *const *parts;
+    const size_t *lens;
+    size_t count, next;
+} pieces;
+
+static bool next_part(void *ctx, const char **chunk, size_t *len)
+{
+    pieces *p = ctx;
+    if (p->next == p->count)
+        return false;
+    *chunk = p->parts[p->next];
+    *len = p->lens[p->next++];
+    return true;
+}
+
+static void test_write_stream(void **state)
+{
+    fx *f = *state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/stream.txt", f->dir);
+    /* Three MiB in one part (written without gathering), then small parts. */
+    size_t big = 3u << 20;
+    char *large = malloc(big);
+    assert_non_null(large);
+    for (size_t i = 0; i < big; i++)
+        large[i] = i % 64 == 63 ? '\n' : 'a' + (char)(i % 26);
+    const char *parts[] = {large, "\n", "x", "", "\ny\n", "\n\n", "z"};
+    size_t lens[] = {big, 1, 1, 0, 3, 2, 1};
+    for (int crlf = 0; crlf < 2; crlf++) {
+        pieces p = {parts, lens, 7, 0};
+        ecp_error err;
+        assert_int_equal(document__write_stream(path, next_part, &p, crlf, &err), 0);
+        FILE *in = fopen(path, "rb");
+        assert_non_null(in);
+        size_t lines = big / 64, want_len = big + 8 + (crlf ? lines + 5 : 0);
+        char *got = malloc(want_len + 1);
+        assert_int_equal(fread(got, 1, want_len + 1, in), want_len);
+        fclose(in);
+        size_t at = 0;
+        for (size_t i = 0; i < big; i++) {
+            if (crlf && large[i] == '\n')
+                assert_int_equal(got[at++], '\r');
+            assert_int_equal(got[at++], large[i]);
+        }
+        const char *tail = crlf ? "\r\nx\r\ny\r\n\r\n\r\nz" : "\nx\ny\n\n\nz";
+        assert_memory_equal(got + at, tail, strlen(tail));
+        assert_int_equal(at + strlen(tail), want_len);
+        free(got);
+    }
+    free(large);
+    /* A failure leaves nothing behind. */
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s/no/such/dir.txt", f->dir);
+    pieces p = {parts + 1, lens + 1, 6, 0};
+    ecp_error err;
+    assert_int_equal(document__write_stream(missing, next_part, &p, true, &err), ECP_ENOTFOUND);
+    assert_non_null(strstr(err.message, "cannot create a file in its directory"));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_change_event_in_every_encoding),
+        T(test_listeners_change_during_an_event),
         T(test_cancelled_save_still_writes),
+        T(test_free_answers_pending_requests),
+        T(test_cancelled_reload_changes_nothing),
         T(test_offsets_over_checkpoints),
         T(test_undo_limit),
         T(test_random_edits_against_model),
         T(test_read_file_cases),
         T(test_write_file_follows_symlink),
+        T(test_snapshot_api),
+        T(test_write_stream),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

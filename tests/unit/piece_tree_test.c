@@ -745,6 +745,250 @@ static void test_out_of_memory(void **state)
     free(m.bytes);
 }
 
+/* ---- snapshots ---------------------------------------------------------- */
+
+/* Everything a snapshot answers, against the bytes it must show: length,
+ * bytes through copy and through the reader at a few cuts, line count, and
+ * every line's start and length. */
+static void assert_snapshot(const piece_tree_snapshot *snap, const char *bytes, size_t len)
+{
+    assert_int_equal(piece_tree_snapshot_length(snap), len);
+    char *got = malloc(len + 1);
+    assert_non_null(got);
+    assert_int_equal(piece_tree_snapshot_copy(snap, 0, len, got), len);
+    assert_memory_equal(got, bytes, len);
+    for (int k = 0; k < 4 && len > 0; k++) {
+        size_t at = below(len), n = below(len - at + 1), done = 0;
+        piece_tree_snapshot_reader r;
+        const char *chunk;
+        size_t c;
+        piece_tree_snapshot_reader_init(&r, snap, at, n);
+        while (piece_tree_snapshot_reader_next(&r, &chunk, &c)) {
+            assert_true(c > 0);
+            assert_memory_equal(chunk, bytes + at + done, c);
+            done += c;
+        }
+        assert_int_equal(done, n);
+    }
+    free(got);
+    size_t line = 0, start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        const char *nl = memchr(bytes + i, '\n', len - i);
+        i = nl != NULL ? (size_t)(nl - bytes) : len;
+        size_t s, n;
+        piece_tree_snapshot_line_range(snap, line, &s, &n);
+        assert_int_equal(s, start);
+        assert_int_equal(n, i - start);
+        assert_int_equal(piece_tree_snapshot_line_start(snap, line), start);
+        line++;
+        start = i + 1;
+    }
+    assert_int_equal(piece_tree_snapshot_line_count(snap), line);
+}
+
+static void test_snapshot_reads(void **state)
+{
+    (void)state;
+    rng_state = 5;
+    piece_tree *t = piece_tree_new();
+    assert_non_null(t);
+    piece_tree_snapshot *empty = piece_tree_snapshot_take(t);
+    assert_non_null(empty);
+    assert_snapshot(empty, "", 0);
+    piece_tree_reader_init(&(piece_tree_reader){0}, t, 0, 0);
+    piece_tree_free(t);
+
+    const char *cases[] = {"\n", "a", "a\n", "\n\nb\n", "one\ntwo\nthree"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        t = load(cases[i], strlen(cases[i]));
+        piece_tree_snapshot *snap = piece_tree_snapshot_take(t);
+        assert_snapshot(snap, cases[i], strlen(cases[i]));
+        piece_tree_snapshot_release(snap);
+        piece_tree_free(t);
+    }
+    /* Many pieces, lines across pieces, lines inside one. */
+    model m;
+    t = fragmented(&m, 3000);
+    piece_tree_snapshot *snap = piece_tree_snapshot_take(t);
+    assert_non_null(snap);
+    assert_snapshot(snap, m.bytes, m.len);
+    assert_int_equal(piece_tree_snapshot_bytes(snap) >= piece_tree_piece_count(t) * 3 * sizeof(size_t), true);
+    piece_tree_snapshot_release(snap);
+    piece_tree_snapshot_release(empty);
+    piece_tree_snapshot_release(NULL);
+    piece_tree_free(t);
+    free(m.bytes);
+}
+
+typedef struct taken {
+    piece_tree_snapshot *snap;
+    char *bytes; /* the text when it was taken */
+    size_t len;
+} taken;
+
+static void take(piece_tree *t, const model *m, taken *out)
+{
+    out->snap = piece_tree_snapshot_take(t);
+    assert_non_null(out->snap);
+    out->bytes = malloc(m->len + 1);
+    assert_non_null(out->bytes);
+    memcpy(out->bytes, m->bytes, m->len);
+    out->len = m->len;
+}
+
+static void drop(taken *x)
+{
+    piece_tree_snapshot_release(x->snap);
+    free(x->bytes);
+    x->snap = NULL;
+    x->bytes = NULL;
+}
+
+/* Typing, then a snapshot, then backspace over what was typed and typing
+ * again: the backspace must not hand back bytes the snapshot shows, or the
+ * new keystrokes would overwrite them. Once the snapshot is gone, typing is
+ * again free of new pieces. */
+static void test_snapshot_keeps_typed_bytes(void **state)
+{
+    (void)state;
+    piece_tree *t = load("0123456789\n", 11);
+    assert_int_equal(piece_tree_insert(t, 5, "abc", 3), 0);
+    assert_int_equal(piece_tree_insert(t, 8, "d", 1), 0);
+    piece_tree_snapshot *snap = piece_tree_snapshot_take(t);
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(piece_tree_delete(t, 8 - i, 1), 0);
+    assert_int_equal(piece_tree_insert(t, 5, "WXYZ", 4), 0);
+    assert_int_equal(piece_tree_insert(t, 9, "!", 1), 0);
+    assert_true(piece_tree_check(t));
+    assert_snapshot(snap, "01234abcd56789\n", 15);
+    char now[32];
+    assert_int_equal(piece_tree_copy(t, 0, piece_tree_length(t), now), 16);
+    assert_memory_equal(now, "01234WXYZ!56789\n", 16);
+    piece_tree_snapshot_release(snap);
+    piece_tree_free(t);
+
+    /* Backspace then typing over bytes typed before a snapshot: one piece
+     * more while the snapshot lives, none once it is released. */
+    for (int alive = 0; alive < 2; alive++) {
+        t = load("0123456789\n", 11);
+        assert_int_equal(piece_tree_insert(t, 5, "abcd", 4), 0);
+        size_t pieces = piece_tree_piece_count(t);
+        snap = piece_tree_snapshot_take(t);
+        if (!alive)
+            piece_tree_snapshot_release(snap);
+        assert_int_equal(piece_tree_delete(t, 8, 1), 0);
+        assert_int_equal(piece_tree_delete(t, 7, 1), 0);
+        assert_int_equal(piece_tree_insert(t, 7, "x", 1), 0);
+        assert_int_equal(piece_tree_insert(t, 8, "y", 1), 0);
+        assert_true(piece_tree_check(t));
+        assert_int_equal(piece_tree_copy(t, 0, piece_tree_length(t), now), 15);
+        assert_memory_equal(now, "01234abxy56789\n", 15);
+        assert_int_equal(piece_tree_piece_count(t), pieces + (size_t)alive);
+        if (alive) {
+            assert_snapshot(snap, "01234abcd56789\n", 15);
+            piece_tree_snapshot_release(snap);
+        }
+        piece_tree_free(t);
+    }
+}
+
+/* Snapshots taken along a random edit history each still show the text of
+ * their moment, also after the tree that made them is gone. */
+static void test_snapshots_survive_edits(void **state)
+{
+    (void)state;
+    rng_state = 77;
+    size_t len0 = 30000;
+    char *text = make_text(len0);
+    model m;
+    model_init(&m, text, len0);
+    piece_tree *t = piece_tree_new_owning(text, len0);
+    assert_non_null(t);
+    enum { KEEP = 12 };
+    taken kept[KEEP] = {0};
+    char buf[300];
+    size_t typing_at = 0;
+    for (int step = 0; step < 3000; step++) {
+        size_t k = below(10);
+        if (k < 3 || m.len == 0) {
+            size_t at = below(m.len + 1), len = random_text(buf, 1 + below(sizeof buf - 1));
+            assert_int_equal(piece_tree_insert(t, at, buf, len), 0);
+            model_insert(&m, at, buf, len);
+            typing_at = at + len;
+        } else if (k < 5) {
+            size_t at = below(m.len), len = 1 + below(m.len - at < 40 ? m.len - at : 40);
+            assert_int_equal(piece_tree_delete(t, at, len), 0);
+            model_delete(&m, at, len);
+            typing_at = at;
+        } else {
+            /* Typing with backspaces, the case that reuses add bytes. */
+            if (typing_at > m.len)
+                typing_at = m.len;
+            for (size_t i = 1 + below(16); i > 0; i--) {
+                if (below(3) == 0 && typing_at > 0) {
+                    assert_int_equal(piece_tree_delete(t, typing_at - 1, 1), 0);
+                    model_delete(&m, typing_at - 1, 1);
+                    typing_at--;
+                } else {
+                    char c = below(8) == 0 ? '\n' : (char)('a' + below(26));
+                    assert_int_equal(piece_tree_insert(t, typing_at, &c, 1), 0);
+                    model_insert(&m, typing_at, &c, 1);
+                    typing_at++;
+                }
+            }
+        }
+        if (below(8) == 0) {
+            /* Replace one kept snapshot, checking it first. */
+            taken *x = &kept[below(KEEP)];
+            if (x->snap != NULL) {
+                assert_snapshot(x->snap, x->bytes, x->len);
+                drop(x);
+            }
+            take(t, &m, x);
+        }
+        if (step % 500 == 0)
+            assert_true(piece_tree_check(t));
+    }
+    assert_lines(t, &m);
+    assert_true(piece_tree_check(t));
+    for (int i = 0; i < KEEP; i++)
+        if (kept[i].snap != NULL)
+            assert_snapshot(kept[i].snap, kept[i].bytes, kept[i].len);
+    /* The tree goes; its snapshots stay readable (ASan watches). */
+    taken last;
+    take(t, &m, &last);
+    piece_tree_free(t);
+    free(m.bytes);
+    for (int i = 0; i < KEEP; i++) {
+        if (kept[i].snap != NULL) {
+            assert_snapshot(kept[i].snap, kept[i].bytes, kept[i].len);
+            drop(&kept[i]);
+        }
+    }
+    assert_snapshot(last.snap, last.bytes, last.len);
+    drop(&last);
+}
+
+static void test_snapshot_out_of_memory(void **state)
+{
+    (void)state;
+    piece_tree *t = load("ab\ncd\n", 6);
+    assert_int_equal(piece_tree_insert(t, 1, "x", 1), 0);
+    fail_in = 1;
+    assert_null(piece_tree_snapshot_take(t));
+    fail_in = 0;
+    /* Nothing changed, not even the floor: backspace still gives back. */
+    assert_true(piece_tree_check(t));
+    assert_int_equal(piece_tree_delete(t, 1, 1), 0);
+    assert_int_equal(piece_tree_insert(t, 1, "y", 1), 0);
+    assert_true(piece_tree_check(t));
+    piece_tree_snapshot *snap = piece_tree_snapshot_take(t);
+    assert_non_null(snap);
+    assert_snapshot(snap, "ayb\ncd\n", 7);
+    piece_tree_snapshot_release(snap);
+    piece_tree_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -761,6 +1005,10 @@ int main(void)
         cmocka_unit_test(test_typing_does_not_fragment),
         cmocka_unit_test(test_many_pieces),
         cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_snapshot_reads),
+        cmocka_unit_test(test_snapshot_keeps_typed_bytes),
+        cmocka_unit_test(test_snapshots_survive_edits),
+        cmocka_unit_test(test_snapshot_out_of_memory),
     };
     return cmocka_run_group_tests_name("piece_tree", tests, NULL, NULL);
 }

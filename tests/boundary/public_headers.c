@@ -1,0 +1,22 @@
+/* What one part of the project may include from a service: its interface.h
+ * and, for the composition root, its adapter.h. This must compile wherever a
+ * service's library is linked, and interface.h must not bring the wire along:
+ * a service that calls another through it cannot see JSON-RPC. */
+#include "document/interface.h"
+#include "file/interface.h"
+
+#if defined(ECPD_RPC_H) || defined(ECPD_JSON_H) || defined(ECPD_JSON_WRITER_H) || defined(ECPD_JSONRPC_H) || \
+    defined(ECPD_CALL_H)
+#error "a service's interface.h includes the wire"
+#endif
+
+#include "document/adapter.h"
+#include "file/adapter.h"
+
+/* The entry points have the types the composition root calls them with. */
+int boundary_entry_points_resolve(void)
+{
+    void (*document)(ecp_adapter *, document_service *, ecp_bus *) = document_adapter_init;
+    void (*file)(ecp_adapter *, file_service *, ecp_bus *) = file_adapter_init;
+    return document != 0 && file != 0;
+}
