@@ -33,20 +33,26 @@ class Server:
             cmd += ["--log", log, "--log-level", "debug"]
         self.p = subprocess.Popen(cmd + list(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, preexec_fn=preexec)
-        self.buf = b""
+        self.buf = bytearray()
         self.next_id = 1
         self.notes = []
 
     def _line(self, timeout):
         deadline = time.time() + timeout
-        while b"\n" not in self.buf:
+        scanned = 0  # a 64 MB notification must not be rescanned per chunk
+        while True:
+            end = self.buf.find(b"\n", scanned)
+            if end >= 0:
+                break
+            scanned = len(self.buf)
             if time.time() > deadline:
                 raise TimeoutError("no message from ecpd")
-            chunk = self.p.stdout.read1(1 << 16)
+            chunk = self.p.stdout.read1(1 << 20)
             if not chunk:
                 raise EOFError("ecpd closed stdout: " + self.p.stderr.read().decode(errors="replace"))
             self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
+        line = bytes(self.buf[:end])
+        del self.buf[:end + 1]
         return json.loads(line)
 
     def send(self, method, params=None):
@@ -187,6 +193,39 @@ class SessionTests(unittest.TestCase):
         with open(path) as f:
             self.assertEqual(f.read(), "# notes\n")
         self.assertEqual(s.call("session/recoverable"), {"documents": []})
+        s.close()
+
+    def test_a_large_dirty_document_is_journaled_without_stalling(self):
+        path = os.path.join(self.ws, "big.log")
+        line = ("0123456789abcdef" * 4)[:63] + "\n"
+        count = (64 << 20) // len(line)
+        with open(path, "w") as f:
+            f.write(line * count)
+        s = self.server()
+        s.call("notifications/unsubscribe", {"events": ["document/didChange"]})
+        doc = s.call("document/open", {"uri": "file://" + path})["documentId"]
+        worst = 0.0
+        start = time.time()
+        n = 0
+        while time.time() - start < 3.0:
+            t = time.time()
+            s.call("document/insert", {"documentId": doc, "position": {"line": 0, "column": 0}, "text": "x"})
+            n += 1
+            worst = max(worst, time.time() - t)
+            time.sleep(0.02)
+        self.assertLess(worst, 0.25, "an edit waited %.3f s while the journal wrote 64 MB" % worst)
+        time.sleep(1.5)
+        s.kill()
+
+        s = self.server()
+        s.call("notifications/unsubscribe", {"events": ["document/didChange"]})
+        listed = s.call("session/recoverable")["documents"]
+        self.assertEqual(len(listed), 1)
+        self.assertEqual(listed[0]["bytes"], count * len(line) + n)
+        doc = s.call("session/recover")["documents"][0]
+        self.assertEqual(doc["lineCount"], count + 1)
+        first = s.call("document/line", {"documentId": doc["documentId"], "lineNumber": 0})
+        self.assertEqual(first["text"], "x" * n + line[:-1])
         s.close()
 
     def test_two_servers_share_one_data_directory(self):
