@@ -321,9 +321,6 @@ void session_recover(session_service *self, const char *const *uris, size_t coun
 void session_discard_recovery(session_service *self, const char *const *uris, size_t count, session_status_cb cb,
                               void *ctx);
 
-/* Writes every pending journal entry now (tests; teardown does it too). */
-void session_journal_flush(session_service *self);
-
 /* ----- secrets ---------------------------------------------------------------------------------------- */
 
 typedef struct session_secret_provider {

@@ -598,15 +598,6 @@ static const document_listener journal_listener = {
     .on_save = on_save,
 };
 
-void session_journal_flush(session_service *self)
-{
-    for (journal_entry *e = self->journal; e; e = e->next)
-        if (e->armed)
-            write_entry(e);
-    store_flush(self->store); /* the completions write what was held back */
-    store_flush(self->store);
-}
-
 /* ----- recovery ---------------------------------------------------------------------------------------- */
 
 void session_recoverable_list(session_service *self, session_recoverable_cb cb, void *ctx)

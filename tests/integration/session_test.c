@@ -628,8 +628,28 @@ static void test_session_save_without_workspace(void **state)
     f->s = test_server_new(&o);
     f->c = test_client_connect(f->s);
     char *e = fails(f->c, -32305, "session/save", NULL);
+    want_string(e, "message", "No workspace to save a session for: give the session a name, or start the server "
+                              "with --workspace");
     free(e);
     free(ok(f->c, "session/save", "{\"name\":\"x\"}"));
+
+    /* initialize names the workspace: its settings file and its session follow */
+    char ws_dir[200], ws_file[240];
+    snprintf(ws_dir, sizeof ws_dir, "%s/.ecpd", f->workspace);
+    snprintf(ws_file, sizeof ws_file, "%s/settings.json", ws_dir);
+    assert_int_equal(mkdir(ws_dir, 0700), 0);
+    write_file(ws_file, "{\"editor.tabSize\": 7}");
+    test_client_clear_notifications(f->c);
+    free(ok(f->c, "initialize", "{\"workspaceRoot\":\"file://%s\"}", f->workspace));
+    wait_note(f, "config/didChange", 1);
+    assert_string_equal(note(f->c, "config/didChange", 0), "{\"key\":\"editor.tabSize\",\"value\":7}");
+    char *out = ok(f->c, "session/save", NULL);
+    char *id = test_json_string(out, "sessionId");
+    free(out);
+    out = ok(f->c, "session/load", "{\"sessionId\":\"%s\"}", id);
+    want_string(out, "workspaceRoot", f->workspace);
+    free(out);
+    free(id);
 }
 
 static void test_session_restore(void **state)
