@@ -146,9 +146,9 @@ static void m_config_set(void *ctx, ecp_call *call)
         return;
     }
     char *text = value_text(call, value);
-    const char *reason;
+    char reason[SESSION_REASON_MAX];
     ecp_error err;
-    int status = session_setting_set(ad->svc, key.ptr, text, strlen(text), &reason, &err);
+    int status = session_setting_set(ad->svc, key.ptr, text, strlen(text), reason, &err);
     if (status < 0) {
         buf data = BUF_INIT;
         json_writer w;
@@ -157,7 +157,7 @@ static void m_config_set(void *ctx, ecp_call *call)
         jw_key_string(&w, "key", key.ptr);
         jw_key(&w, "value");
         jw_raw(&w, text, strlen(text));
-        jw_key_string(&w, "reason", reason ? reason : err.message);
+        jw_key_string(&w, "reason", reason);
         jw_object_end(&w);
         reply_error(call, status, &err, data.data);
         buf_free(&data);

@@ -149,13 +149,15 @@ const char *session_setting_string(session_service *self, const char *key, const
 void session_settings_each(session_service *self, void (*fn)(void *ctx, const char *key, const char *value_json),
                            void *ctx);
 
+#define SESSION_REASON_MAX 200
+
 /* Sets a value in the topmost layer and persists it. The value is checked
- * against the schema: ECP_ENOTFOUND for an unknown key, ECP_EINVAL with the
- * reason ("expected number, got string", "must be at most 72") for a value
- * it refuses; *reason (may be NULL) then points at the reason alone (static
- * until the next call). */
+ * against the schema: ECP_ENOTFOUND for an unknown key, ECP_EINVAL for a
+ * value it refuses; err's message says which and why, and reason (may be
+ * NULL) receives the why alone ("expected number, got string", "must be at
+ * most 72"). */
 int session_setting_set(session_service *self, const char *key, const char *value_json, size_t len,
-                        const char **reason, ecp_error *err);
+                        char reason[SESSION_REASON_MAX], ecp_error *err);
 
 /* Drops the topmost layer's value of key (NULL: of every key), so the files
  * and defaults show through again. ECP_ENOTFOUND for an unknown key. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -106,6 +107,18 @@ void session__emit_message(session_service *self, session_message_type type, con
     buf_free(&text);
 }
 
+/* A path as given on the command line, made absolute against the working
+ * directory: the file is watched, and watches take absolute paths. */
+static char *absolute(const char *path)
+{
+    if (path[0] == '/')
+        return xstrdup(path);
+    char cwd[4096];
+    buf out = BUF_INIT;
+    buf_appendf(&out, "%s/%s", getcwd(cwd, sizeof cwd) ? cwd : "", path);
+    return buf_detach(&out);
+}
+
 /* ----- lifetime ----------------------------------------------------------------------------------- */
 
 session_service *session_service_new(const session_service_options *o, ecp_error *err)
@@ -117,7 +130,7 @@ session_service *session_service_new(const session_service_options *o, ecp_error
     self->docs = o->documents;
     self->files = o->files;
     self->workspace = o->workspace ? xstrdup(o->workspace) : NULL;
-    self->config_path = o->config_path ? xstrdup(o->config_path) : NULL;
+    self->config_path = o->config_path ? absolute(o->config_path) : NULL;
     self->data_dir = xstrdup(o->data_dir);
     self->jobs = ecp_job_set_new(o->pool);
     self->instance_lock_fd = -1;

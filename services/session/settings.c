@@ -392,7 +392,7 @@ static int load_work(sqlite3 *db, void *data, ecp_error *err)
         if (i < 0 || !value)
             continue; /* a key a later schema dropped */
         json_doc doc = {0};
-        char reason[160];
+        char reason[SESSION_REASON_MAX];
         if (json_doc_parse(&doc, value, strlen(value), NULL) == 0 && validate(&schema[i], &doc, json_root(&doc), reason, sizeof reason)) {
             free(layer[i]);
             layer[i] = canonical(&doc, json_root(&doc));
@@ -408,31 +408,26 @@ static const store_op_type load_type = {.name = "settings.load", .work = load_wo
 /* ----- setting and resetting -------------------------------------------------------------------- */
 
 int session_setting_set(session_service *self, const char *key, const char *value_json, size_t len,
-                        const char **reason_out, ecp_error *err)
+                        char reason_out[SESSION_REASON_MAX], ecp_error *err)
 {
-    static _Thread_local char reason[200];
-    if (reason_out)
-        *reason_out = NULL;
+    char reason[SESSION_REASON_MAX] = "";
+    int status = 0;
     long i = schema_index(key);
+    json_doc doc = {0};
     if (i < 0) {
         snprintf(reason, sizeof reason, "unknown setting");
-        if (reason_out)
-            *reason_out = reason;
-        return ecp_error_set(err, ECP_ENOTFOUND, "Unknown setting: %s", key);
-    }
-    json_doc doc = {0};
-    int status = 0;
-    if (json_doc_parse(&doc, value_json, len, NULL) < 0) {
+        status = ecp_error_set(err, ECP_ENOTFOUND, "Unknown setting: %s", key);
+    } else if (json_doc_parse(&doc, value_json, len, NULL) < 0) {
         snprintf(reason, sizeof reason, "not a JSON value");
-        status = ECP_EINVAL;
+        status = ecp_error_set(err, ECP_EINVAL, "Invalid value for setting '%s': %s", key, reason);
     } else if (!validate(&schema[i], &doc, json_root(&doc), reason, sizeof reason)) {
-        status = ECP_EINVAL;
+        status = ecp_error_set(err, ECP_EINVAL, "Invalid value for setting '%s': %s", key, reason);
     }
+    if (reason_out)
+        memcpy(reason_out, reason, sizeof reason);
     if (status) {
         json_doc_free(&doc);
-        if (reason_out)
-            *reason_out = reason;
-        return ecp_error_set(err, status, "Invalid value for setting '%s': %s", key, reason);
+        return status;
     }
     char *value = canonical(&doc, json_root(&doc));
     json_doc_free(&doc);
@@ -569,7 +564,7 @@ static bool parse_file(session_service *self, const char *path, const char *text
         const char *key;
         json_string(&doc, k, &a, &key, NULL);
         long i = schema_index(key);
-        char reason[200];
+        char reason[SESSION_REASON_MAX];
         if (i < 0) {
             ecp_log(self->log, ECP_LOG_WARN, "settings: %s: unknown setting '%s' ignored", path, key);
             session__emit_message(self, SESSION_MESSAGE_WARNING, "%s: unknown setting '%s' ignored", path, key);

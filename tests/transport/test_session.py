@@ -25,14 +25,14 @@ ECPD = None
 class Server:
     """One ecpd on stdio; requests are newline-delimited JSON."""
 
-    def __init__(self, tmp, *args, workspace=None, log=None, preexec=None):
+    def __init__(self, tmp, *args, workspace=None, log=None, preexec=None, cwd=None):
         cmd = [ECPD, "--stdio", "--data-dir", os.path.join(tmp, "data")]
         if workspace:
             cmd += ["--workspace", workspace]
         if log:
             cmd += ["--log", log, "--log-level", "debug"]
         self.p = subprocess.Popen(cmd + list(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, preexec_fn=preexec)
+                                  stderr=subprocess.PIPE, preexec_fn=preexec, cwd=cwd)
         self.buf = bytearray()
         self.next_id = 1
         self.notes = []
@@ -255,7 +255,8 @@ class SessionTests(unittest.TestCase):
         user = os.path.join(self.tmp, "settings.jsonc")
         with open(user, "w") as f:
             f.write('{\n  // comments and trailing commas are fine\n  "editor.tabSize": 4,\n}\n')
-        s = self.server("--config", user)
+        # named relative to the server's working directory, and still watched
+        s = self.server("--config", "settings.jsonc", cwd=self.tmp)
         self.assertEqual(s.call("config/get", {"key": "editor.tabSize"}), {"value": 4})
         with open(user + ".new", "w") as f:
             f.write('{"editor.tabSize": 8, /* eight */}')
