@@ -340,5 +340,5 @@ class SessionTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ECPD = sys.argv.pop(1)
+    ECPD = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=2)
