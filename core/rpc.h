@@ -41,6 +41,14 @@ typedef struct ecp_method {
     const char *since;    /* protocol version that introduced it: "1.0" */
 } ecp_method;
 
+/* The router copies this struct when it is registered, but not what it
+ * points to: ns, methods (and the names in them) and notifications must stay
+ * valid and unchanged for as long as the server lives (static tables, in
+ * practice). ctx is passed to every handler and to client_closed until the
+ * server's teardown; with destroy, the router owns it from registration and
+ * releases it then (after every connection has closed, before the services
+ * are freed); without destroy, it stays its registrant's, who must keep it
+ * alive as long as the server. */
 typedef struct ecp_adapter {
     const char *ns;                  /* namespace, without the slash */
     const ecp_method *methods;

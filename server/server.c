@@ -118,11 +118,17 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     self->bus.owner = self;
     server__router_init(&self->router);
     server__lifecycle_register(self);
+    /* A client's initialize replaces self->workspace, so the services get a
+     * copy that lives only while they start (compose.h): one that kept it
+     * would fail at once under ASan, not only after some initialize. */
+    char *lent_workspace = self->workspace ? xstrdup(self->workspace) : NULL;
     server_env env = {
-        .loop = loop, .log = &self->log, .pool = self->pool, .bus = &self->bus, .workspace = self->workspace,
+        .loop = loop, .log = &self->log, .pool = self->pool, .bus = &self->bus, .workspace = lent_workspace,
         .data_dir = self->data_dir, .register_adapter = server__router_register, .router = &self->router,
     };
-    if (server_services_start(&self->services, &env, err) < 0)
+    int status = server_services_start(&self->services, &env, err);
+    free(lent_workspace);
+    if (status < 0)
         goto fail;
     return self;
 
