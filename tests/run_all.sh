@@ -3,7 +3,8 @@
 # every fuzz target briefly:
 #   build/        -Werror, optimised: ctest
 #   build-asan/   -Werror, AddressSanitizer + UndefinedBehaviorSanitizer: ctest
-#   build-fuzz/   clang + libFuzzer: each target for FUZZ_SECONDS (default 15)
+#   build-fuzz/   clang + libFuzzer, every library instrumented for it and
+#                 for ASan/UBSan: each target for FUZZ_SECONDS (default 15)
 # Exits non-zero if any step fails.
 set -eu
 cd "$(dirname "$0")/.."
@@ -20,6 +21,6 @@ cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON >/dev/null
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON -DECPD_FUZZ_INSTRUMENT=ON >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_json fuzz_framing fuzz_dispatch fuzz_piece_tree
 sh tests/fuzz/run_fuzzers.sh build-fuzz "${FUZZ_SECONDS:-15}"
