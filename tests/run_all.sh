@@ -4,7 +4,7 @@
 #   build/        -Werror, optimised: ctest
 #   build-asan/   -Werror, AddressSanitizer + UndefinedBehaviorSanitizer: ctest
 #   build-fuzz/   clang + libFuzzer, every library instrumented for it and
-#                 for ASan/UBSan: each target for FUZZ_SECONDS (default 15)
+#                 for ASan/UBSan: each target for FUZZ_SECONDS (default 12)
 # Exits non-zero if any step fails.
 set -eu
 cd "$(dirname "$0")/.."
@@ -22,5 +22,5 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON -DECPD_FUZZ_INSTRUMENT=ON >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_json fuzz_framing fuzz_dispatch fuzz_piece_tree
-sh tests/fuzz/run_fuzzers.sh build-fuzz "${FUZZ_SECONDS:-15}"
+cmake --build build-fuzz -j"$jobs" --target fuzz_json fuzz_framing fuzz_dispatch fuzz_piece_tree fuzz_methods
+sh tests/fuzz/run_fuzzers.sh build-fuzz "${FUZZ_SECONDS:-12}"
