@@ -12,8 +12,9 @@
  *     u32 method   the first method whose name hashes at or above it (FNV-1a),
  *                  so adding a method moves few inputs to another one
  *     u8  flags    bit 0: params absent; bit 1: any JSON value instead of the
- *                  learned shape; bit 6: sent as a notification; bit 7:
- *                  cancelled ($/cancelRequest) right after it is sent
+ *                  learned shape; bit 5: the next call goes out without
+ *                  waiting for the answer; bit 6: sent as a notification;
+ *                  bit 7: cancelled ($/cancelRequest) right after it is sent
  *     u16 length   how many of the following bytes are this call's
  * A byte the params want past the end of their bytes reads as 0, and 0 always
  * means "what the learned shape expects": the required fields, each with a
@@ -122,9 +123,8 @@ typedef struct session {
     connection *conn;
     framing_decoder output;
     int64_t next_id;
-    int64_t waiting_for;     /* the id whose response ends the wait, 0 for none */
-    bool answered;
     uint8_t *answers;        /* answers[id]: how many responses carried that id */
+    size_t unanswered;       /* requests sent and not answered yet */
     size_t answers_cap;
     pooled pool[MAX_POOL];
     size_t pool_count, pool_next;
@@ -792,6 +792,7 @@ static void take_message(session *s, const char *msg, size_t len)
     REQUIRE(id > 0 && id < s->next_id); /* an id we sent */
     REQUIRE((size_t)id < s->answers_cap && s->answers[id] == 0); /* answered once */
     s->answers[id]++;
+    s->unanswered--;
     bool result = has(&doc, root, "result"), error = has(&doc, root, "error");
     REQUIRE(result != error);
     REQUIRE(json_length(&doc, root) == 3);
@@ -818,8 +819,6 @@ static void take_message(session *s, const char *msg, size_t len)
         buf_append(&s->last_result, raw, rlen);
         harvest(s, &doc, r, NULL, 0);
     }
-    if (id == s->waiting_for)
-        s->answered = true;
     json_doc_free(&doc);
 }
 
@@ -888,8 +887,11 @@ static void session_begin(session *s, bool learning)
     G.current = s;
 }
 
+static void wait_answers(session *s, int64_t id, const char *method);
+
 static void session_end(session *s)
 {
+    wait_answers(s, 0, "a request sent without waiting");
     /* Work still in flight (a notification's, which nothing waits for) ends
      * first, as it would for a client that stays: the services do not yet
      * release the calls of work they drop at teardown, and the leak would
@@ -902,8 +904,13 @@ static void session_end(session *s)
     uv_timer_stop(&G.tick);
     connection_close(s->conn);
     server_free(s->srv);
-    for (int i = 0; i < 1000 && uv_run(&G.loop, UV_RUN_NOWAIT); i++)
-        usleep(100);
+    /* what the services still had running comes back and goes */
+    deadline = now_ms() + ANSWER_TIMEOUT_MS;
+    while (uv_loop_alive(&G.loop) && now_ms() < deadline) {
+        uv_timer_start(&G.tick, tick_cb, 10, 0);
+        uv_run(&G.loop, UV_RUN_ONCE);
+    }
+    uv_timer_stop(&G.tick);
     REQUIRE(!uv_loop_alive(&G.loop)); /* the server left no handle behind */
     framing_decoder_free(&s->output);
     for (size_t i = 0; i < s->pool_count; i++)
@@ -922,10 +929,26 @@ static void send_text(session *s, const buf *msg)
     connection_receive(s->conn, msg->data, msg->len);
 }
 
-/* Sends one call and runs the loop until it is answered (a notification: a
- * few turns). params is JSON text, or NULL for none. */
+/* Runs the loop until request id is answered, or with id 0 every request. */
+static void wait_answers(session *s, int64_t id, const char *method)
+{
+    long long deadline = now_ms() + ANSWER_TIMEOUT_MS;
+    while (id ? s->answers[id] == 0 : s->unanswered > 0) {
+        if (now_ms() > deadline) {
+            fprintf(stderr, "methods_fuzz: %s was not answered within %d ms\n", method, ANSWER_TIMEOUT_MS);
+            REQUIRE(!"every request is answered");
+        }
+        uv_timer_start(&G.tick, tick_cb, 10, 0);
+        uv_run(&G.loop, UV_RUN_ONCE);
+    }
+    uv_timer_stop(&G.tick);
+}
+
+/* Sends one call and, unless told not to wait, runs the loop until it is
+ * answered (a notification: a few turns). params is JSON text, or NULL for
+ * none. */
 static void session_call(session *s, const method_info *m, const char *params, size_t params_len, bool notify,
-                         bool cancel)
+                         bool cancel, bool wait)
 {
     int64_t id = notify ? 0 : s->next_id++;
     if (!notify && (size_t)id >= s->answers_cap) {
@@ -953,9 +976,9 @@ static void session_call(session *s, const method_info *m, const char *params, s
     if (G.print && !s->learning)
         fprintf(stderr, "-> %.*s\n", (int)(msg.len > 600 ? 600 : msg.len), msg.data);
     buf_push(&msg, '\n');
-    s->waiting_for = id;
-    s->answered = false;
     s->last_code = 0;
+    if (!notify)
+        s->unanswered++;
     send_text(s, &msg);
     if (cancel && !notify) {
         buf_clear(&msg);
@@ -964,21 +987,12 @@ static void session_call(session *s, const method_info *m, const char *params, s
         send_text(s, &msg);
     }
     buf_free(&msg);
-    if (notify) {
+    if (notify || !wait) {
         for (int i = 0; i < 4; i++)
             uv_run(&G.loop, UV_RUN_NOWAIT);
         return;
     }
-    long long deadline = now_ms() + ANSWER_TIMEOUT_MS;
-    while (!s->answered) {
-        if (now_ms() > deadline) {
-            fprintf(stderr, "methods_fuzz: %s was not answered within %d ms\n", m->name, ANSWER_TIMEOUT_MS);
-            REQUIRE(!"every request is answered");
-        }
-        uv_timer_start(&G.tick, tick_cb, 10, 0);
-        uv_run(&G.loop, UV_RUN_ONCE);
-    }
-    uv_timer_stop(&G.tick);
+    wait_answers(s, id, m->name);
 }
 
 /* Builds the params of one call from its bytes. */
@@ -1118,7 +1132,7 @@ static void call_placeholder(session *s, const method_info *m)
     input none = {NULL, 0, 0};
     buf params = BUF_INIT;
     build_params(s, m, &none, 0, &params);
-    session_call(s, m, params.data, params.len, false, false);
+    session_call(s, m, params.data, params.len, false, false, true);
     buf_free(&params);
 }
 
@@ -1251,7 +1265,7 @@ static void find_methods(void)
     session s;
     session_begin(&s, true);
     method_info list = {.name = "ecp/methods"};
-    session_call(&s, &list, NULL, 0, false, false);
+    session_call(&s, &list, NULL, 0, false, false, true);
     REQUIRE(s.last_code == 0);
     json_doc doc;
     REQUIRE(json_doc_parse(&doc, s.last_result.data, s.last_result.len, NULL) == 0);
@@ -1529,7 +1543,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         buf params = BUF_INIT;
         if (!(flags & 0x01))
             build_params(&s, m, &own, flags, &params);
-        session_call(&s, m, flags & 0x01 ? NULL : params.data, params.len, flags & 0x40, flags & 0x80);
+        session_call(&s, m, flags & 0x01 ? NULL : params.data, params.len, flags & 0x40, flags & 0x80,
+                     !(flags & 0x20));
         buf_free(&params);
     }
     session_end(&s);
