@@ -116,6 +116,13 @@ for target in $targets; do
         }
     fi
 
+    if [ "$(count "$merged")" -eq 0 ]; then
+        echo "== $target: the merge kept nothing; the corpus is left as it was:"
+        tail -n 20 "$log.merge"
+        failed="$failed $target"
+        continue
+    fi
+
     # 3. replace the committed corpus, keeping the names of inputs that stay
     for f in "$corpus"/*; do
         [ -f "$f" ] || continue

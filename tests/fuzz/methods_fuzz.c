@@ -23,14 +23,15 @@
  * other strings, numbers at the edges, wrong types, missing and extra keys.
  *
  * Every input gets a fresh server, a fresh workspace (a few files under the
- * target's private directory in /tmp) and one connection. Each request must
- * be answered exactly once, within ANSWER_TIMEOUT_MS, with a well-formed
- * response; notifications must be well formed; the freed server must leave
- * no libuv handle behind, and (libFuzzer's leak check) no memory.
+ * target's private directory in $TMPDIR, by default /tmp) and one
+ * connection. Each request must be answered exactly once, within
+ * ANSWER_TIMEOUT_MS, with a well-formed response; notifications must be well
+ * formed; the freed server must leave no libuv handle behind, and (libFuzzer's
+ * leak check) no memory.
  *
  * What it may touch: every string sent that names a file (an absolute path or
  * a file: URI, also after percent-decoding, also up to a NUL byte) is replaced
- * unless it lies in the private directory, and relative strings cannot climb
+ * unless it lies in the workspace, and relative strings cannot climb
  * out with "..". The working directory, HOME, TMPDIR and the XDG directories
  * are private too. Where the kernel has Landlock, the process (and any child
  * a service spawns) also cannot write outside the private directory and the
@@ -1467,7 +1468,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     G.teardown_in_flight = getenv("METHODS_FUZZ_TEARDOWN_IN_FLIGHT") != NULL;
     char cwd[PATH_MAX];
     REQUIRE(getcwd(cwd, sizeof cwd) != NULL);
-    snprintf(G.root, sizeof G.root, "/tmp/ecpd-methods-fuzz-XXXXXX");
+    /* TMPDIR: in the processes libFuzzer starts to merge, the private
+     * directory of the process that started them, the one place they may
+     * write to */
+    const char *tmp = getenv("TMPDIR") && getenv("TMPDIR")[0] == '/' ? getenv("TMPDIR") : "/tmp";
+    snprintf(G.root, sizeof G.root, "%s/ecpd-methods-fuzz-XXXXXX", tmp);
     REQUIRE(mkdtemp(G.root) != NULL);
     start_cleaner();
     snprintf(G.ws, sizeof G.ws, "%s/ws", G.root);
