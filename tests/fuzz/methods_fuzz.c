@@ -1115,7 +1115,7 @@ static bool method_ends_things(const char *name)
 static bool namespace_unsandboxed_risky(const char *name)
 {
     static const char *const risky[] = {"git", "terminal", "lsp", "database", "db", "chat", "session", "agent", "ai",
-                                        "llm", "provider", "shell", "process", "task", "debug", "http", "net",
+                                        "llm", "provider", "shell", "process", "run", "debug", "http", "net",
                                         "mcp", "acp", NULL};
     const char *slash = strchr(name, '/');
     if (!slash)
