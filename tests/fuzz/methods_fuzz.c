@@ -73,13 +73,13 @@
 #include "server.h"
 #include "uri.h"
 
-#define REQUIRE(cond)                                                         \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
+#define REQUIRE(cond)                                                                \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
             fprintf(stderr, "methods_fuzz: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            dump_session();                                                   \
-            __builtin_trap();                                                 \
-        }                                                                     \
+            dump_session();                                                          \
+            __builtin_trap();                                                        \
+        }                                                                            \
     } while (0)
 
 #define MAX_CALLS 24
