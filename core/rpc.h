@@ -50,6 +50,14 @@ typedef struct ecp_method {
     const char *params;
 } ecp_method;
 
+/* The router copies this struct when it is registered, but not what it
+ * points to: ns, methods (and the names in them) and notifications must stay
+ * valid and unchanged for as long as the server lives (static tables, in
+ * practice). ctx is passed to every handler and to client_closed until the
+ * server's teardown; with destroy, the router owns it from registration and
+ * releases it then (after every connection has closed, before the services
+ * are freed); without destroy, it stays its registrant's, who must keep it
+ * alive as long as the server. */
 /* The router accepts an adapter only when its namespace is new, every method
  * name is "<ns>/<action>" (for the namespace "", a name without a slash),
  * no name is listed twice or already routed, and every method has a handler,

@@ -16,18 +16,28 @@
 #include "log.h"
 #include "rpc.h"
 
+/* What the server lends the services as they start. Nothing in it is the
+ * services' to free. env itself lives only during server_services_start:
+ * keep the fields, not env. How long each field lives: */
 typedef struct server_env {
+    /* loop, log, pool and bus: until server_services_stop() returns. */
     uv_loop_t *loop;
     ecp_logger *log;
     ecp_pool *pool;          /* where services run their jobs (each keeps its own ecp_job_set) */
     ecp_bus *bus;
-    const char *workspace;   /* may be NULL */
-    const char *data_dir;    /* exists, 0700 */
-    const char *config_path; /* --config FILE; may be NULL */
+    /* Only during server_services_start: a service that needs it later keeps
+     * its own copy. It is the workspace the server started with (may be NULL);
+     * a client's initialize may name another one later, which this string
+     * never becomes. */
+    const char *workspace;
+    const char *data_dir;    /* exists, 0700; until server_services_stop() returns */
+    const char *config_path; /* --config FILE, may be NULL; only during server_services_start */
     /* Registers an adapter; the router copies the struct and owns adapter->ctx
      * (released through adapter->destroy at teardown, or at once when the
      * router refuses the adapter's table: then it returns a negative status
-     * with err saying why). */
+     * with err saying why). See ecp_adapter in rpc.h for how long the pointers
+     * in it must live. register_adapter and router: only during
+     * server_services_start. */
     int (*register_adapter)(void *router, const ecp_adapter *adapter, ecp_error *err);
     void *router;
 } server_env;

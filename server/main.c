@@ -38,6 +38,8 @@ static void stdio_closed(void *ctx, stream_link *link)
     server_request_exit(a->srv, 0);
 }
 
+/* Closing starts here and ends in main: the transports write what is queued
+ * first, for as long as main waits. */
 static void on_exit_requested(void *ctx, int code)
 {
     app *a = ctx;
@@ -45,9 +47,15 @@ static void on_exit_requested(void *ctx, int code)
     if (a->stdio)
         stream_link_close(a->stdio, true);
     if (a->listener)
-        transport_socket_stop(a->listener), a->listener = NULL;
+        transport_socket_stop(a->listener, true);
     uv_signal_stop(&a->sigint);
     uv_signal_stop(&a->sigterm);
+}
+
+/* True while a link, and so a connection, is open. */
+static bool transports_open(const app *a)
+{
+    return a->stdio || (a->listener && transport_socket_has_clients(a->listener));
 }
 
 static void on_signal(uv_signal_t *handle, int signum)
@@ -64,12 +72,13 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Runs the loop until it has nothing left or the deadline passes: exit must
- * take at most a second even if a child or a peer misbehaves. */
-static void drain(uv_loop_t *loop, double deadline, stream_link *const *until_closed)
+/* Runs the loop until it has nothing left, the deadline passes, or (with
+ * until_closed) every transport has closed: exit must take at most a second
+ * even if a child or a peer misbehaves. */
+static void drain(uv_loop_t *loop, double deadline, const app *until_closed)
 {
     while (now_seconds() < deadline && uv_run(loop, UV_RUN_NOWAIT)) {
-        if (until_closed && !*until_closed)
+        if (until_closed && !transports_open(until_closed))
             return;
         usleep(500);
     }
@@ -200,8 +209,20 @@ done:
     if (!server_exit_requested(a.srv, NULL))
         server_request_exit(a.srv, code);
     double deadline = now_seconds() + 1.0;
-    /* transports flush and close: stdio until its link is gone, sockets briefly */
-    drain(&a.loop, a.stdio ? deadline - 0.4 : now_seconds() + 0.05, a.stdio ? &a.stdio : NULL);
+    /* Each connection belongs to its transport's link, so the server goes
+     * only after every link has closed. Peers get a while to read what is
+     * queued for them; links still waiting then are closed without it, and
+     * their close callbacks, which close the connections, run on the next
+     * turn of the loop (whatever the deadline: the server must not go first). */
+    drain(&a.loop, deadline - 0.4, &a);
+    if (a.stdio)
+        stream_link_close(a.stdio, false);
+    if (a.listener)
+        transport_socket_stop(a.listener, false);
+    while (transports_open(&a) && uv_run(&a.loop, UV_RUN_NOWAIT))
+        ;
+    if (a.listener)
+        transport_socket_free(a.listener), a.listener = NULL;
     uv_close((uv_handle_t *)&a.sigint, NULL);
     uv_close((uv_handle_t *)&a.sigterm, NULL);
     server_free(a.srv);

@@ -1,5 +1,6 @@
 /* The server object: creation and teardown, the notification bus, and the
  * ways the process comes to an end. */
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -94,6 +95,14 @@ static char *default_data_dir(void)
 
 /* ----- lifetime ---------------------------------------------------------------- */
 
+static void server_release(server *self)
+{
+    free(self->workspace);
+    free(self->data_dir);
+    free(self->config_path);
+    free(self);
+}
+
 server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *err)
 {
     server *self = xcalloc(1, sizeof *self);
@@ -112,11 +121,18 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     server__router_init(&self->router, &self->log);
     if (server__lifecycle_register(self, err) < 0)
         goto fail;
+    /* A client's initialize replaces self->workspace, so the services get a
+     * copy that lives only while they start (compose.h): one that kept it
+     * would fail at once under ASan, not only after some initialize. */
+    char *lent_workspace = self->workspace ? xstrdup(self->workspace) : NULL;
     server_env env = {
-        .loop = loop, .log = &self->log, .pool = self->pool, .bus = &self->bus, .workspace = self->workspace,
-        .data_dir = self->data_dir, .config_path = self->config_path, .register_adapter = server__router_register, .router = &self->router,
+        .loop = loop, .log = &self->log, .pool = self->pool, .bus = &self->bus, .workspace = lent_workspace,
+        .data_dir = self->data_dir, .config_path = self->config_path, .register_adapter = server__router_register,
+        .router = &self->router,
     };
-    if (server_services_start(&self->services, &env, err) < 0)
+    int status = server_services_start(&self->services, &env, err);
+    free(lent_workspace);
+    if (status < 0)
         goto fail;
     return self;
 
@@ -124,28 +140,26 @@ fail:
     server__router_free(&self->router);
     server_services_stop(&self->services); /* after the adapters that refer to them */
     ecp_pool_free(self->pool);
-    free(self->workspace);
-    free(self->data_dir);
-    free(self->config_path);
-    free(self);
+    server_release(self);
     return NULL;
 }
 
+static void pid_timer_closed(uv_handle_t *timer) { server_release(timer->data); }
+
 void server_free(server *self)
 {
-    /* Transports close their connections before the server goes; any left
-     * are released here so that nothing refers to the services afterwards. */
-    while (self->connections)
-        connection_close(self->connections);
-    if (self->pid_timer_started)
-        uv_close((uv_handle_t *)&self->pid_timer, NULL);
+    /* Each connection belongs to the transport that opened it, which closes
+     * it; one left open here would be closed twice. */
+    assert(!self->connections && "a transport must close its connections before the server is freed");
     server__router_free(&self->router);
     server_services_stop(&self->services);
     ecp_pool_free(self->pool);
-    free(self->workspace);
-    free(self->data_dir);
-    free(self->config_path);
-    free(self);
+    /* The timer lives inside the server: libuv still touches it after
+     * uv_close(), until its close callback. */
+    if (self->pid_timer_started)
+        uv_close((uv_handle_t *)&self->pid_timer, pid_timer_closed);
+    else
+        server_release(self);
 }
 
 uv_loop_t *server_loop(server *self) { return self->loop; }

@@ -41,9 +41,11 @@ typedef struct server_options {
  * when a service or the data directory cannot be set up. */
 server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *err);
 
-/* Destroys the services and the server. Transports should have closed their
- * connections first; any still open are released without telling their
- * transport, which must not use them again. */
+/* Destroys the services and the server. Every connection must have been
+ * closed first by its transport (asserted): a connection has one owner, and
+ * it is not the server. As with any libuv handle's owner, run the loop
+ * afterwards until it has nothing left: the server's own handles finish
+ * closing there (and the server's memory goes with the last of them). */
 void server_free(server *self);
 
 uv_loop_t *server_loop(server *self);
@@ -65,7 +67,12 @@ void server_set_exit_hook(server *self, void (*hook)(void *ctx, int code), void 
 void server_request_exit(server *self, int code);
 bool server_exit_requested(const server *self, int *code);
 
-/* ----- connections ----------------------------------------------------------- */
+/* ----- connections -----------------------------------------------------------
+ *
+ * A transport opens a connection per peer and owns it: the server keeps it on
+ * its list (to deliver notifications) but never frees it. So a transport must
+ * close its connections before the server is freed, and at teardown the
+ * transports close first (see transport.h and main.c). */
 
 /* What a transport provides. write() queues bytes for the peer and must not
  * block; queued() says how many bytes are still waiting; set_reading() pauses
@@ -79,7 +86,10 @@ typedef struct connection_io {
     void (*close)(void *ctx);
 } connection_io;
 
-/* label names the peer in logs ("stdio", "socket #3"). */
+/* Opens a connection for a transport, which owns it from then on: only the
+ * transport ends it, with connection_close(), exactly once, and before
+ * server_free(). io_ctx must stay valid until then. label names the peer in
+ * logs ("stdio", "socket #3"). */
 connection *server_connection_open(server *self, const connection_io *io, void *io_ctx, const char *label);
 
 /* Bytes from the peer. */
@@ -90,7 +100,8 @@ void connection_drained(connection *conn);
 
 /* The peer is gone or the transport has closed: pending requests are
  * cancelled, the services drop what belonged to this client, and conn is
- * freed. The server never calls io again. */
+ * freed. The server never calls io again. Only the connection's transport
+ * calls this, and not from inside one of its io functions. */
 void connection_close(connection *conn);
 
 uint64_t connection_id(const connection *conn);

@@ -21,6 +21,7 @@ struct stream_link {
     int out_fd;
     int handles_open;
     bool closing;
+    bool flushing;          /* closing, but waiting (uv_shutdown) for the peer to read what is queued */
     stream_link_closed_fn on_closed;
     void *ctx;
 };
@@ -131,6 +132,8 @@ stream_link *stream_link_open(server *srv, uv_stream_t *in, uv_stream_t *out, in
     return link;
 }
 
+/* The link owns its connection: the connection is closed here, once no
+ * callback of either handle can run any more, and nowhere else. */
 static void handle_closed(uv_handle_t *handle)
 {
     stream_link *link = handle->data;
@@ -144,28 +147,43 @@ static void handle_closed(uv_handle_t *handle)
     free(link);
 }
 
+static uv_stream_t *output_stream(stream_link *link) { return link->out ? link->out : link->in; }
+
 static void shutdown_cb(uv_shutdown_t *req, int status)
 {
     (void)status;
-    uv_stream_t *out = req->handle;
+    stream_link *link = req->handle->data;
     free(req);
-    uv_close((uv_handle_t *)out, handle_closed);
+    /* Not flushing any more: the flush was cut short, and closing the stream
+     * is what cancelled this request (status UV_ECANCELED). */
+    if (!link->flushing)
+        return;
+    link->flushing = false;
+    uv_close((uv_handle_t *)output_stream(link), handle_closed);
 }
 
 void stream_link_close(stream_link *link, bool flush)
 {
-    if (link->closing)
+    if (link->closing) {
+        if (!flush && link->flushing) {
+            /* the peer is not reading: stop waiting for it */
+            link->flushing = false;
+            uv_close((uv_handle_t *)output_stream(link), handle_closed);
+        }
         return;
+    }
     link->closing = true;
     uv_read_stop(link->in);
     if (link->out && link->out != link->in)
         uv_close((uv_handle_t *)link->in, handle_closed);
-    uv_stream_t *out = link->out ? link->out : link->in;
+    uv_stream_t *out = output_stream(link);
     if (flush && link->out && uv_stream_get_write_queue_size(out) > 0) {
         /* let the answers already queued reach the peer first */
         uv_shutdown_t *req = xmalloc(sizeof *req);
-        if (uv_shutdown(req, out, shutdown_cb) == 0)
+        if (uv_shutdown(req, out, shutdown_cb) == 0) {
+            link->flushing = true;
             return;
+        }
         free(req);
     }
     uv_close((uv_handle_t *)out, handle_closed);

@@ -2,8 +2,16 @@
  *
  * A stream_link joins one connection to a reading stream and a writing
  * stream (the same handle for a socket; stdin and stdout for stdio). It owns
- * the handles once attached, and frees itself after both have closed, telling
- * the connection at that point (never earlier), as server.h requires.
+ * the handles once attached, and it owns its connection: it opens it, and
+ * closes it (connection_close) after both handles have closed, when no libuv
+ * callback of the link can run any more; nothing else closes it. The link
+ * then frees itself.
+ *
+ * Hence the order at teardown: close every link, run the loop until each has
+ * told its on_closed, and only then free the server. A link that waits for a
+ * peer to read its output can wait forever, so closing it again without
+ * flush cuts the wait short; its connection is then closed on the loop's next
+ * turn.
  */
 #ifndef ECPD_TRANSPORT_H
 #define ECPD_TRANSPORT_H
@@ -24,8 +32,10 @@ typedef void (*stream_link_closed_fn)(void *ctx, stream_link *link);
 stream_link *stream_link_open(server *srv, uv_stream_t *in, uv_stream_t *out, int out_fd, const char *label,
                               stream_link_closed_fn on_closed, void *ctx);
 
-/* Closes the link (the connection is told once the handles have closed).
- * With flush, output already queued is written first. */
+/* Closes the link (the connection is closed once the handles have closed).
+ * With flush, output already queued is written first, for as long as the
+ * peer takes to read it; a later call without flush stops waiting and drops
+ * what is unwritten. Further calls do nothing. */
 void stream_link_close(stream_link *link, bool flush);
 
 /* ----- the two transports of ecpd ----------------------------------------- */
@@ -37,9 +47,16 @@ stream_link *transport_stdio_open(server *srv, stream_link_closed_fn on_closed, 
 typedef struct socket_listener socket_listener;
 
 /* Listens on path (its directory is created 0700 when missing; the socket is
- * 0600; a stale socket file is replaced; a live one is an error). */
+ * 0600; a stale socket file is replaced; a live one is an error). The listener
+ * owns the link of every client it accepted until that link has closed. */
 socket_listener *transport_socket_start(server *srv, const char *path, ecp_error *err);
-/* Stops listening, removes the socket file and closes every client. */
-void transport_socket_stop(socket_listener *listener);
+/* Stops listening and removes the socket file (the first time), and closes
+ * every client as stream_link_close(link, flush) does: call it with flush,
+ * then without to stop waiting for clients that do not read. */
+void transport_socket_stop(socket_listener *listener, bool flush);
+/* True while the link of a client is still open, its connection with it. */
+bool transport_socket_has_clients(const socket_listener *listener);
+/* Frees a stopped listener whose clients have all closed. */
+void transport_socket_free(socket_listener *listener);
 
 #endif

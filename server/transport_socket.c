@@ -1,6 +1,7 @@
 /* The Unix socket: many clients at once, each its own connection. Only the
  * server's own user may connect: the directory is 0700, the socket 0600, and
  * each peer's uid is checked with SO_PEERCRED. */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +15,16 @@
 #include "transport.h"
 
 
+/* One accepted client, on the listener's list until its link has closed. */
 typedef struct client_entry {
-    socket_listener *owner; /* NULL once the listener has let go of it */
+    socket_listener *owner;
     stream_link *link;
     struct client_entry *prev, *next;
 } client_entry;
 
 struct socket_listener {
     server *srv;
-    uv_pipe_t handle;
+    uv_pipe_t *handle;      /* NULL once stopped: closing frees it */
     char *path;
     client_entry *clients;
     unsigned accepted;
@@ -34,7 +36,7 @@ static void client_closed(void *ctx, stream_link *link)
     (void)link;
     if (e->prev)
         e->prev->next = e->next;
-    else if (e->owner)
+    else
         e->owner->clients = e->next;
     if (e->next)
         e->next->prev = e->prev;
@@ -123,8 +125,6 @@ static int claim_path(const char *path, ecp_error *err)
     return 0;
 }
 
-static void listener_closed(uv_handle_t *handle) { free(handle->data); }
-
 socket_listener *transport_socket_start(server *srv, const char *path, ecp_error *err)
 {
     if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
@@ -136,37 +136,44 @@ socket_listener *transport_socket_start(server *srv, const char *path, ecp_error
     socket_listener *l = xcalloc(1, sizeof *l);
     l->srv = srv;
     l->path = xstrdup(path);
-    uv_pipe_init(server_loop(srv), &l->handle, 0);
-    l->handle.data = l;
+    l->handle = xmalloc(sizeof *l->handle);
+    uv_pipe_init(server_loop(srv), l->handle, 0);
+    l->handle->data = l;
     /* umask makes the socket 0600 from birth: no window where others could connect */
     mode_t old = umask(0177);
-    int r = uv_pipe_bind(&l->handle, path);
+    int r = uv_pipe_bind(l->handle, path);
     umask(old);
     if (r == 0)
-        r = uv_listen((uv_stream_t *)&l->handle, 128, on_connection);
+        r = uv_listen((uv_stream_t *)l->handle, 128, on_connection);
     if (r < 0) {
         ecp_error_set(err, ECP_EIO, "cannot listen on %s: %s", path, uv_strerror(r));
+        uv_close((uv_handle_t *)l->handle, (uv_close_cb)free);
         free(l->path);
-        /* the handle is embedded in l: l is freed once libuv is done with it */
-        uv_close((uv_handle_t *)&l->handle, listener_closed);
+        free(l);
         return NULL;
     }
     chmod(path, 0600);
     return l;
 }
 
-void transport_socket_stop(socket_listener *l)
+void transport_socket_stop(socket_listener *l, bool flush)
 {
-    while (l->clients) {
-        client_entry *e = l->clients;
-        l->clients = e->next;
-        if (l->clients)
-            l->clients->prev = NULL;
-        e->prev = e->next = NULL;
-        e->owner = NULL;
-        stream_link_close(e->link, true);
+    if (l->handle) {
+        uv_close((uv_handle_t *)l->handle, (uv_close_cb)free);
+        l->handle = NULL;
+        unlink(l->path);
     }
-    unlink(l->path);
+    /* A link whose handles are already closing is still on the list, and a
+     * second stream_link_close() leaves it be. */
+    for (client_entry *e = l->clients; e; e = e->next)
+        stream_link_close(e->link, flush);
+}
+
+bool transport_socket_has_clients(const socket_listener *l) { return l->clients != NULL; }
+
+void transport_socket_free(socket_listener *l)
+{
+    assert(!l->handle && !l->clients); /* stopped, and every client's link has closed */
     free(l->path);
-    uv_close((uv_handle_t *)&l->handle, listener_closed);
+    free(l);
 }

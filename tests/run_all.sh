@@ -4,7 +4,8 @@
 #   build/        -Werror, optimised: ctest
 #   build-asan/   -Werror, AddressSanitizer + UndefinedBehaviorSanitizer: ctest
 #   build-tsan/   -Werror, ThreadSanitizer: the tests labelled `threads` (jobs, snapshots)
-#   build-fuzz/   clang + libFuzzer: each target for FUZZ_SECONDS (default 15)
+#   build-fuzz/   clang + libFuzzer, every library instrumented for it and
+#                 for ASan/UBSan: each target for FUZZ_SECONDS (default 12)
 # Exits non-zero if any step fails.
 set -eu
 cd "$(dirname "$0")/.."
@@ -28,6 +29,6 @@ print(" ".join(sorted({os.path.basename(t["command"][0]) for t in json.load(sys.
 cmake --build build-tsan -j"$jobs" --target $tsan_targets
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan -L threads --output-on-failure
 
-CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_json fuzz_framing fuzz_dispatch fuzz_piece_tree
-sh tests/fuzz/run_fuzzers.sh build-fuzz "${FUZZ_SECONDS:-15}"
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON -DECPD_FUZZ_INSTRUMENT=ON >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_json fuzz_framing fuzz_dispatch fuzz_piece_tree fuzz_methods
+sh tests/fuzz/run_fuzzers.sh build-fuzz "${FUZZ_SECONDS:-12}"

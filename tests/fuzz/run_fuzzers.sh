@@ -7,8 +7,11 @@
 #     BUILD_DIR  a tree configured with CC=clang (default: build-fuzz; a relative
 #                path is taken from the repository root), where
 #                the fuzz_* executables were built, e.g.
-#                  CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug
-#                  cmake --build build-fuzz --target fuzz_json fuzz_framing fuzz_dispatch
+#                  CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_FUZZ_INSTRUMENT=ON
+#                  cmake --build build-fuzz --target fuzz_json fuzz_framing fuzz_dispatch \
+#                      fuzz_piece_tree fuzz_methods
+#                (without ECPD_FUZZ_INSTRUMENT, libFuzzer sees only the
+#                harnesses, not the code they drive)
 #     SECONDS    how long each target fuzzes (default: 20)
 #   FUZZ_TARGETS="fuzz_json fuzz_framing" limits the run to those targets.
 #
