@@ -24,14 +24,20 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if (!self->file)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the file service");
     file_adapter_init(&adapter, self->file, env->bus);
-    return env->register_adapter(env->router, &adapter, err);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
+
+    /* Open documents follow their files through the file service's watches. */
+    document_service_follow_files(self->document, self->file);
+    return 0;
 }
 
 void server_services_stop(server_services *self)
 {
-    if (self->file)
-        file_service_free(self->file);
+    /* The document service watches files through the file service: it goes first. */
     if (self->document)
         document_service_free(self->document);
+    if (self->file)
+        file_service_free(self->file);
     memset(self, 0, sizeof *self);
 }
