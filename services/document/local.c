@@ -663,20 +663,29 @@ static void save_prepare(document_service *svc, doc_task *t);
 static void task_free(void *data)
 {
     doc_task *t = data;
-    for (doc_task *next; (next = t->after);) {
-        t->after = next->after;
-        next->after = NULL;
-        save_prepare(t->svc, next);
-        save_write(next);
-        if (next->status != 0)
-            ecp_log(t->svc->log, ECP_LOG_WARN, "%s", next->err.message);
-        task_free(next);
-    }
     if (t->waiters) {
         ecp_error err;
         ecp_error_set(&err, ECP_ECANCELED, "Request cancelled: the document service is shutting down");
         for (document_request *req; (req = task_take_waiter(t));)
             answer_cancelled(req, &err);
+    }
+    /* Each expects the file as the save before it left it: done never ran
+     * for that one, so the document does not know it yet. */
+    bool wrote = t->written.exists && (t->status == 0 || t->put_back);
+    doc_disk left = t->written;
+    for (doc_task *next; (next = t->after);) {
+        t->after = next->after;
+        next->after = NULL;
+        save_prepare(t->svc, next);
+        if (next->check && wrote)
+            next->expect = left;
+        save_write(next);
+        if (next->status != 0)
+            ecp_log(t->svc->log, ECP_LOG_WARN, "%s", next->err.message);
+        wrote = next->written.exists && (next->status == 0 || next->put_back);
+        if (wrote)
+            left = next->written;
+        task_free(next);
     }
     if (t->kind == TASK_OPEN && t->job)
         opening_unlink(t);
