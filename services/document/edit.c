@@ -593,5 +593,6 @@ int document_mark_clean(document_service *self, const char *document_id, ecp_err
     if (!doc)
         return ECP_ENOTFOUND;
     doc->saved_id = document__state_id(doc);
+    document__adopt_disk(self, doc);
     return 0;
 }

@@ -539,6 +539,13 @@ static void matches_file(document_service *svc, document *doc, const doc_disk *d
     start_following(svc, doc);
 }
 
+void document__adopt_disk(document_service *svc, document *doc)
+{
+    doc_disk now;
+    if (doc->path && document__disk_stat(doc->path, &now) == 0)
+        matches_file(svc, doc, &now);
+}
+
 static void follow_reload(document_service *svc, document *doc);
 
 /* Looks at the file after its watch reported a change (or after the saves

@@ -524,6 +524,32 @@ static void test_dirty_document_is_flagged(void **state)
     free(id);
 }
 
+/* markClean declares the text to be the file's: the flag goes, and the file
+ * as it is now is what a save expects. */
+static void test_mark_clean_adopts_the_file(void **state)
+{
+    fx *f = *state;
+    char path[160], uri[200];
+    snprintf(path, sizeof path, "%s/adopt.txt", f->dir);
+    write_bytes(path, "a\n", 2);
+    snprintf(uri, sizeof uri, "file://%s", path);
+    char *id = open_file(f->c, uri);
+    OK(f->c, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":1,\"column\":0},\"text\":\"b\"}", id);
+    replace_file(path, "a\nb");
+    wait_for(f->c, "document/didChangeOnDisk", 1);
+    OK(f->c, "document/markClean", "{\"documentId\":\"%s\"}", id);
+    char *r = info_of(f->c, id);
+    expect_bool(r, "isDirty", false);
+    assert_false(test_json_has(r, "changedOnDisk"));
+    free(r);
+    OK(f->c, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":1,\"column\":1},\"text\":\"c\"}", id);
+    r = ok(f->c, "document/save", "{\"documentId\":\"%s\"}", id);
+    expect_bool(r, "success", true);
+    free(r);
+    expect_file(path, "a\nbc", 4);
+    free(id);
+}
+
 /* A change made while the user edits, between the watch's report and the
  * reload: the document keeps the edit and is flagged instead. A change seen
  * only by the save itself (no watch in between) is a conflict as well. */
@@ -982,6 +1008,7 @@ int main(void)
         T(test_saves_land_in_order),
         T(test_clean_document_reloads),
         T(test_dirty_document_is_flagged),
+        T(test_mark_clean_adopts_the_file),
         T(test_change_seen_by_the_save),
         T(test_deleted_file),
         T(test_reload_is_an_undoable_edit),
