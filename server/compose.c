@@ -6,12 +6,21 @@
 #include "document/interface.h"
 #include "file/adapter.h"
 #include "file/interface.h"
+#include "session/adapter.h"
+#include "session/interface.h"
+#include "store/interface.h"
 
 int server_services_start(server_services *self, const server_env *env, ecp_error *err)
 {
     memset(self, 0, sizeof *self);
     ecp_adapter adapter;
     int status;
+
+    /* Never fails for a bad database: it falls back to memory and says so. */
+    store_options so = {.data_dir = env->data_dir};
+    self->store = store_open(env->loop, env->log, &so, err);
+    if (!self->store)
+        return err ? err->status : ECP_ENOMEM;
 
     self->document = document_service_new(env->pool, env->log);
     if (!self->document)
@@ -29,15 +38,40 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
 
     /* Open documents follow their files through the file service's watches. */
     document_service_follow_files(self->document, self->file);
+
+    session_service_options o = {
+        .pool = env->pool, .log = env->log, .store = self->store, .documents = self->document, .files = self->file,
+        .workspace = env->workspace, .config_path = env->config_path, .data_dir = env->data_dir,
+    };
+    self->session = session_service_new(&o, err);
+    if (!self->session)
+        return err ? err->status : ECP_ENOMEM;
+    ecp_adapter session_adapters[SESSION_ADAPTER_COUNT];
+    session_adapter_init(session_adapters, self->session, self->document, env->bus);
+    for (size_t i = 0; i < SESSION_ADAPTER_COUNT; i++)
+        if ((status = env->register_adapter(env->router, &session_adapters[i], err)) < 0)
+            return status;
     return 0;
 }
 
 void server_services_stop(server_services *self)
 {
+    if (self->session)
+        session_service_free(self->session);
     /* The document service watches files through the file service: it goes first. */
     if (self->document)
         document_service_free(self->document);
     if (self->file)
         file_service_free(self->file);
+    if (self->store)
+        store_close(self->store);
     memset(self, 0, sizeof *self);
+}
+
+bool server_services_persistent(const server_services *self) { return self->store && store_persistent(self->store); }
+
+void server_services_set_workspace(server_services *self, const char *workspace)
+{
+    if (self->session)
+        session_service_set_workspace(self->session, workspace);
 }

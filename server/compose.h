@@ -7,6 +7,8 @@
 #ifndef ECPD_SERVER_COMPOSE_H
 #define ECPD_SERVER_COMPOSE_H
 
+#include <stdbool.h>
+
 #include <uv.h>
 
 #include "error.h"
@@ -21,6 +23,7 @@ typedef struct server_env {
     ecp_bus *bus;
     const char *workspace;   /* may be NULL */
     const char *data_dir;    /* exists, 0700 */
+    const char *config_path; /* --config FILE; may be NULL */
     /* Registers an adapter; the router copies the struct and owns adapter->ctx
      * (released through adapter->destroy at teardown, or at once when the
      * router refuses the adapter's table: then it returns a negative status
@@ -30,8 +33,10 @@ typedef struct server_env {
 } server_env;
 
 typedef struct server_services {
+    struct store *store; /* the server's own database, lent to the services that persist */
     struct document_service *document;
     struct file_service *file;
+    struct session_service *session;
 } server_services;
 
 /* Creates every service and registers its adapter. A service that cannot be
@@ -43,5 +48,11 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
 
 /* Destroys the services, dependents first. Adapters are already gone. */
 void server_services_stop(server_services *self);
+
+/* Whether the store keeps state on disk (initialize's capabilities.persistence). */
+bool server_services_persistent(const server_services *self);
+
+/* The workspace changed (initialize named one); workspace may be NULL. */
+void server_services_set_workspace(server_services *self, const char *workspace);
 
 #endif

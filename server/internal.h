@@ -76,6 +76,7 @@ struct server {
     size_t max_message;
     char *workspace;
     char *data_dir;
+    char *config_path;
     router router;
     ecp_bus bus;
     ecp_pool *pool;            /* outlives the services, which close their jobs on it */

@@ -52,6 +52,7 @@ static void write_capabilities(server *self, json_writer *w)
         for (const char *const *n = self->router.adapters[i].notifications; n && *n; n++)
             jw_string(w, *n);
     jw_array_end(w);
+    jw_key_bool(w, "persistence", server_services_persistent(&self->services));
     jw_object_end(w);
 }
 
@@ -83,6 +84,7 @@ static void handle_initialize(void *ctx, ecp_call *call)
         if (uri_to_path(root.ptr, root.len, &path, NULL) == 0) {
             free(self->workspace);
             self->workspace = buf_detach(&path);
+            server_services_set_workspace(&self->services, self->workspace);
         }
         buf_free(&path);
     }

@@ -114,9 +114,7 @@ int main(int argc, char **argv)
             options.data_dir = next;
         } else if (strcmp(arg, "--config") == 0) {
             NEED_VALUE();
-            /* accepted so that launch scripts need not change, but said out loud:
-             * no service reads settings yet */
-            fprintf(stderr, "ecpd: --config %s: settings are not supported by this build; using the defaults\n", next);
+            options.config_path = next;
         } else if (strcmp(arg, "--log") == 0) {
             NEED_VALUE();
             log_path = next;

@@ -103,6 +103,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     self->max_message = options->max_message_bytes ? options->max_message_bytes : ECPD_DEFAULT_MAX_MESSAGE;
     self->workspace = options->workspace ? xstrdup(options->workspace) : NULL;
     self->data_dir = options->data_dir ? xstrdup(options->data_dir) : default_data_dir();
+    self->config_path = options->config_path ? xstrdup(options->config_path) : NULL;
     if (make_dirs(self->data_dir, 0700, err) < 0)
         goto fail;
     self->pool = ecp_pool_new(loop, &self->log);
@@ -113,7 +114,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
         goto fail;
     server_env env = {
         .loop = loop, .log = &self->log, .pool = self->pool, .bus = &self->bus, .workspace = self->workspace,
-        .data_dir = self->data_dir, .register_adapter = server__router_register, .router = &self->router,
+        .data_dir = self->data_dir, .config_path = self->config_path, .register_adapter = server__router_register, .router = &self->router,
     };
     if (server_services_start(&self->services, &env, err) < 0)
         goto fail;
@@ -125,6 +126,7 @@ fail:
     ecp_pool_free(self->pool);
     free(self->workspace);
     free(self->data_dir);
+    free(self->config_path);
     free(self);
     return NULL;
 }
@@ -142,6 +144,7 @@ void server_free(server *self)
     ecp_pool_free(self->pool);
     free(self->workspace);
     free(self->data_dir);
+    free(self->config_path);
     free(self);
 }
 

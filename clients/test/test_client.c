@@ -150,8 +150,10 @@ static void tick_cb(uv_timer_t *t) { (void)t; }
 /* Runs one loop iteration, waking up after at most ms milliseconds. */
 static void run_once(test_server *s, long long ms)
 {
-    if (ms < 0)
-        ms = 0;
+    /* At least 1 ms: a tick that is due at once fires before the poll,
+     * which then waits with no deadline while any other handle is active. */
+    if (ms < 1)
+        ms = 1;
     uv_timer_start(&s->tick, tick_cb, (uint64_t)(ms > 10 ? 10 : ms), 0);
     uv_run(&s->loop, UV_RUN_ONCE);
 }
@@ -184,7 +186,9 @@ test_server *test_server_new(const test_server_options *options)
     server_options so = {
         .workspace = options ? options->workspace : NULL,
         .data_dir = s->data_dir,
-        .log_level = getenv("ECPD_TEST_LOG") ? ECP_LOG_DEBUG : ECP_LOG_ERROR,
+        .config_path = options ? options->config : NULL,
+        .log_out = options ? options->log : NULL,
+        .log_level = getenv("ECPD_TEST_LOG") || (options && options->log) ? ECP_LOG_DEBUG : ECP_LOG_ERROR,
     };
     ecp_error err;
     s->srv = server_new(&s->loop, &so, &err);
@@ -453,14 +457,18 @@ static json_ref walk(const json_doc *doc, const char *path)
             p = end + 1;
             continue;
         }
-        size_t n = strcspn(p, ".[");
+        /* a key ends at '.' or '['; "\\." is a dot inside a key ("settings.editor\\.fontSize") */
         char key[256];
-        if (n >= sizeof key)
-            return JSON_NO_REF;
-        memcpy(key, p, n);
+        size_t n = 0;
+        while (*p && *p != '.' && *p != '[') {
+            if (*p == '\\' && (p[1] == '.' || p[1] == '['))
+                p++;
+            if (n + 1 >= sizeof key)
+                return JSON_NO_REF;
+            key[n++] = *p++;
+        }
         key[n] = '\0';
         ref = json_get(doc, ref, key);
-        p += n;
     }
     return ref;
 }

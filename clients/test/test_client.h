@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct test_server test_server;
 typedef struct test_client test_client;
@@ -27,6 +28,8 @@ typedef struct test_client test_client;
 typedef struct test_server_options {
     const char *workspace; /* --workspace; NULL for none */
     const char *data_dir;  /* --data-dir; NULL makes a fresh temporary one, removed at the end */
+    const char *config;    /* --config; NULL for none */
+    FILE *log;             /* where the server logs (at debug level); NULL: stderr at error level */
 } test_server_options;
 
 /* options may be NULL. Aborts the test on failure. */
@@ -103,7 +106,8 @@ void test_server_run_for(test_server *server, int ms);
 
 /* ----- reading JSON text by path -------------------------------------------- */
 
-/* The raw JSON of the value at path, malloc'd; NULL if absent. "" is the root. */
+/* The raw JSON of the value at path, malloc'd; NULL if absent. "" is the root.
+ * A key holding a dot is written with "\\." ("settings.editor\\.fontSize"). */
 char *test_json_raw(const char *json, const char *path);
 /* Decoded string at path, malloc'd; NULL if absent or not a string. */
 char *test_json_string(const char *json, const char *path);

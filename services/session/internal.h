@@ -1,0 +1,145 @@
+/* internal: what the files of the session service share and nobody else sees.
+ *
+ * Ownership: the service owns every string it holds (layers, effective
+ * values, bindings, the current session, paths). Store operations own their
+ * data; the service flushes the store before it goes, so no completion ever
+ * reaches a freed service.
+ */
+#ifndef ECPD_SESSION_INTERNAL_H
+#define ECPD_SESSION_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "document/interface.h"
+#include "event.h"
+#include "file/interface.h"
+#include "interface.h"
+#include "job.h"
+#include "json.h"
+#include "json_writer.h"
+#include "store/interface.h"
+
+/* Settings layers, later wins. */
+enum {
+    LAYER_DEFAULT,
+    LAYER_USER,      /* --config FILE */
+    LAYER_WORKSPACE, /* <workspace>/.ecpd/settings.json */
+    LAYER_SET,       /* session_setting_set, persisted */
+    LAYER_COUNT,
+};
+
+/* A watched JSONC settings file feeding one layer. */
+typedef struct settings_file {
+    session_service *svc;
+    int layer;
+    char *path;        /* NULL: this layer has no file */
+    char *watched_dir; /* the directory watched now: the file's, or its nearest existing ancestor */
+    uint64_t watch_id;
+    bool watching;
+    char *last_text;   /* the last text read, good or not (NULL: no file) */
+    size_t last_len;
+    bool reading;      /* a read job is out */
+    bool read_again;   /* the file changed while it was being read */
+} settings_file;
+
+typedef struct keybinding_entry {
+    session_keybinding view; /* strings owned below */
+    char *canonical;
+} keybinding_entry;
+
+typedef struct journal_entry journal_entry;
+
+struct session_service {
+    ecp_pool *pool;
+    ecp_logger *log;
+    store *store;
+    document_service *docs;
+    file_service *files;
+    char *workspace;
+    char *config_path;
+    char *data_dir;
+    ecp_job_set *jobs;
+    ecp_listeners listeners;
+
+    /* settings */
+    char **layers[LAYER_COUNT]; /* each: one JSON text (owned) or NULL per schema row */
+    char **effective;           /* owned copies of the winning layer's values */
+    char **effective_strings;   /* decoded string values, made when first asked for */
+    settings_file user_file, workspace_file;
+
+    /* key bindings */
+    keybinding_entry *bindings;
+    size_t binding_count;
+    session_keybinding *binding_views; /* rebuilt on change */
+
+    /* sessions */
+    char *current_id;    /* the current session's id, or NULL */
+    char *current_state; /* its SessionState JSON */
+    char instance_id[33];
+
+    /* secrets */
+    unsigned char *secret_key; /* sodium_malloc'd, crypto_aead_xchacha20poly1305_ietf_KEYBYTES */
+    bool secrets_ephemeral;    /* no key file: what is encrypted now cannot be read by a later run */
+
+    /* hot exit */
+    journal_entry *journal;       /* one per dirty document being followed */
+    int instance_lock_fd;         /* held for the life of the server: the lock says we run */
+    char *instance_lock_path;
+    bool registered;              /* our row is in `instances` */
+    bool freeing;
+};
+
+/* ----- small things (local.c) ----------------------------------------------------------- */
+
+int64_t session__now_ms(void);
+/* Emits to the listeners. */
+void session__emit_setting(session_service *self, const char *key, const char *value_json);
+void session__emit_theme(session_service *self, const char *theme_id);
+void session__emit_message(session_service *self, session_message_type type, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ----- settings (settings.c) ----------------------------------------------------------------- */
+
+int session__settings_init(session_service *self, ecp_error *err);
+void session__settings_free(session_service *self);
+/* Starts watching the settings files (after the loop can run callbacks). */
+void session__settings_watch(session_service *self);
+/* The workspace changed: its settings file is another. */
+void session__settings_workspace_changed(session_service *self);
+/* Converts JSONC (comments, trailing commas) to JSON of the same length, so
+ * offsets keep pointing at the same place. Exposed for tests. */
+void session__jsonc_strip(const char *text, size_t len, buf *out);
+
+/* ----- key bindings (keybindings.c) ------------------------------------------------------------ */
+
+int session__keybindings_init(session_service *self, ecp_error *err);
+void session__keybindings_free(session_service *self);
+
+/* ----- sessions (sessions.c) and hot exit (journal.c) ------------------------------------------- */
+
+void session__sessions_free(session_service *self);
+int session__journal_init(session_service *self, ecp_error *err);
+void session__journal_free(session_service *self);
+
+/* Reopens documents one after another: shared by restore and recover. */
+typedef struct reopen_item {
+    char *uri;
+    char *language_id;   /* may be NULL */
+    char *content;       /* unsaved text to put in, or NULL: as on disk */
+    size_t content_len;
+    bool has_content;
+    bool must_exist;     /* without content: a missing file is reported missing */
+    char *cursors_json;  /* [{position:{line,column}, selection?}] in UTF-16, or NULL */
+} reopen_item;
+
+void session__reopen(session_service *self, reopen_item *items, size_t count, session_reopen_cb cb, void *ctx);
+
+/* ----- secrets (secrets.c) ------------------------------------------------------------------------ */
+
+int session__secrets_init(session_service *self, ecp_error *err);
+void session__secrets_free(session_service *self);
+
+#endif

@@ -1,0 +1,436 @@
+/* local: the store: opening and migrating the database, the fallback to
+ * memory, and the one thread that runs every operation in order.
+ *
+ * Why a thread of its own rather than jobs on the pool: the operations must
+ * run strictly one after another in submission order (a read must see the
+ * writes before it, two settings writes must land in the order they were
+ * made), a SQLite connection is best used from one thread, and teardown must
+ * be able to wait for the queue to drain while the services that submitted
+ * it still exist. One thread with a queue gives all three directly.
+ *
+ * Completions travel back to the loop through a uv_async_t that is referenced
+ * only while something is pending, so an idle store never keeps a loop alive.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "internal.h"
+
+typedef struct store_op {
+    const store_op_type *type;
+    void *data;
+    int status;
+    ecp_error err;
+    struct store_op *next;
+} store_op;
+
+typedef struct op_list {
+    store_op *head, *tail;
+} op_list;
+
+struct store {
+    uv_loop_t *loop;
+    ecp_logger *log;
+    char *path;
+    bool persistent;
+    int schema_version;
+    sqlite3 *db;
+
+    uv_thread_t thread;
+    uv_mutex_t lock;
+    uv_cond_t wake;  /* the thread: work arrived or stop */
+    uv_cond_t idle;  /* store_flush: the queue emptied */
+    op_list queue;   /* submitted, not run (under lock) */
+    op_list ran;     /* run, completion pending (under lock) */
+    bool busy;       /* the thread is running an op (under lock) */
+    bool stopping;   /* (under lock) */
+
+    uv_async_t async;
+    size_t pending;  /* loop thread: submitted, completion not run */
+    bool delivering; /* loop thread: inside deliver() */
+};
+
+static void list_push(op_list *l, store_op *op)
+{
+    op->next = NULL;
+    if (l->tail)
+        l->tail->next = op;
+    else
+        l->head = op;
+    l->tail = op;
+}
+
+static store_op *list_take_all(op_list *l)
+{
+    store_op *all = l->head;
+    l->head = l->tail = NULL;
+    return all;
+}
+
+/* ----- helpers for work functions --------------------------------------------------- */
+
+int store_error(sqlite3 *db, int rc, ecp_error *err, const char *what)
+{
+    int status;
+    switch (rc & 0xff) {
+    case SQLITE_FULL: status = ECP_ETOOBIG; break;
+    case SQLITE_READONLY:
+    case SQLITE_PERM: status = ECP_EREADONLY; break;
+    case SQLITE_CANTOPEN: status = ECP_EACCES; break;
+    case SQLITE_NOMEM: status = ECP_ENOMEM; break;
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH: status = ECP_EINVAL; break;
+    case SQLITE_NOTFOUND: status = ECP_ENOTFOUND; break;
+    default: status = ECP_EIO; break;
+    }
+    const char *reason = db && sqlite3_errcode(db) == rc ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    return ecp_error_set(err, status, "%s: %s", what, reason);
+}
+
+int store_exec(sqlite3 *db, const char *sql, ecp_error *err)
+{
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : store_error(db, rc, err, "database");
+}
+
+int store_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out, ecp_error *err)
+{
+    int rc = sqlite3_prepare_v2(db, sql, -1, out, NULL);
+    return rc == SQLITE_OK ? 0 : store_error(db, rc, err, "database");
+}
+
+/* ----- the thread ------------------------------------------------------------------------ */
+
+static void run_op(store *self, store_op *op)
+{
+    const store_op_type *t = op->type;
+    op->status = 0;
+    if (t->transaction && (op->status = store_exec(self->db, "BEGIN IMMEDIATE", &op->err)) < 0)
+        return;
+    op->status = t->work(self->db, op->data, &op->err);
+    if (!t->transaction)
+        return;
+    if (op->status == 0) {
+        int rc = sqlite3_exec(self->db, "COMMIT", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            op->status = store_error(self->db, rc, &op->err, "commit");
+    }
+    if (op->status != 0 && !sqlite3_get_autocommit(self->db))
+        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static void thread_main(void *arg)
+{
+    store *self = arg;
+    uv_mutex_lock(&self->lock);
+    for (;;) {
+        while (!self->queue.head && !self->stopping)
+            uv_cond_wait(&self->wake, &self->lock);
+        store_op *op = self->queue.head;
+        if (!op)
+            break; /* stopping, and nothing left */
+        self->queue.head = op->next;
+        if (!self->queue.head)
+            self->queue.tail = NULL;
+        self->busy = true;
+        uv_mutex_unlock(&self->lock);
+
+        run_op(self, op);
+        if (op->status != 0)
+            ecp_log(self->log, ECP_LOG_ERROR, "store: %s failed: %s", op->type->name, op->err.message);
+
+        uv_mutex_lock(&self->lock);
+        self->busy = false;
+        list_push(&self->ran, op);
+        if (!self->queue.head)
+            uv_cond_broadcast(&self->idle);
+        uv_async_send(&self->async);
+    }
+    uv_mutex_unlock(&self->lock);
+}
+
+/* ----- completions on the loop ----------------------------------------------------------- */
+
+static void deliver(store *self)
+{
+    if (self->delivering)
+        return; /* a completion flushed: the outer call picks up what is new */
+    self->delivering = true;
+    for (;;) {
+        uv_mutex_lock(&self->lock);
+        store_op *op = list_take_all(&self->ran);
+        uv_mutex_unlock(&self->lock);
+        if (!op)
+            break;
+        while (op) {
+            store_op *next = op->next;
+            if (op->type->done)
+                op->type->done(op->data, op->status, &op->err);
+            if (op->type->free_data)
+                op->type->free_data(op->data);
+            else
+                free(op->data);
+            free(op);
+            self->pending--;
+            op = next;
+        }
+    }
+    self->delivering = false;
+    if (self->pending == 0 && !uv_is_closing((uv_handle_t *)&self->async))
+        uv_unref((uv_handle_t *)&self->async);
+}
+
+static void on_async(uv_async_t *handle) { deliver(handle->data); }
+
+void store_submit(store *self, const store_op_type *type, void *data)
+{
+    store_op *op = xcalloc(1, sizeof *op);
+    op->type = type;
+    op->data = data;
+    if (self->pending++ == 0)
+        uv_ref((uv_handle_t *)&self->async);
+    uv_mutex_lock(&self->lock);
+    list_push(&self->queue, op);
+    uv_cond_signal(&self->wake);
+    uv_mutex_unlock(&self->lock);
+}
+
+void store_flush(store *self)
+{
+    /* A completion may submit more work: flush until nothing is left. */
+    while (self->pending) {
+        uv_mutex_lock(&self->lock);
+        while (self->queue.head || self->busy)
+            uv_cond_wait(&self->idle, &self->lock);
+        uv_mutex_unlock(&self->lock);
+        size_t before = self->pending;
+        deliver(self);
+        if (self->delivering || self->pending == before)
+            break; /* flushed from inside a completion: the outer delivery goes on */
+    }
+}
+
+size_t store_pending(const store *self) { return self->pending; }
+
+/* ----- opening ----------------------------------------------------------------------------- */
+
+static int read_user_version(sqlite3 *db, int *out, ecp_error *err)
+{
+    sqlite3_stmt *st;
+    int status = store_prepare(db, "PRAGMA user_version", &st, err);
+    if (status < 0)
+        return status;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *out = sqlite3_column_int(st, 0);
+    else
+        status = store_error(db, rc, err, "reading the schema version");
+    sqlite3_finalize(st);
+    return status;
+}
+
+/* Brings the schema up to date, one migration per transaction. Another server
+ * may migrate at the same moment: each step re-reads the version under the
+ * write lock and skips what is already done. */
+static int migrate(sqlite3 *db, int *version, ecp_error *err)
+{
+    int status = 0;
+    size_t target = store__migration_count();
+    for (;;) {
+        int v;
+        if ((status = read_user_version(db, &v, err)) < 0)
+            return status;
+        if (v < 0 || (size_t)v >= target) {
+            *version = v;
+            return 0;
+        }
+        if ((status = store_exec(db, "BEGIN IMMEDIATE", err)) < 0)
+            return status;
+        if ((status = read_user_version(db, &v, err)) < 0)
+            goto rollback;
+        if ((size_t)v < target) {
+            char pragma[64];
+            snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
+            if ((status = store_exec(db, store__migration((size_t)v), err)) < 0 ||
+                (status = store_exec(db, pragma, err)) < 0)
+                goto rollback;
+        }
+        if ((status = store_exec(db, "COMMIT", err)) < 0)
+            goto rollback;
+    }
+rollback:
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return status;
+}
+
+static int configure(sqlite3 *db, int busy_ms, bool wal, ecp_error *err)
+{
+    int status;
+    sqlite3_busy_timeout(db, busy_ms);
+    sqlite3_extended_result_codes(db, 1);
+    if ((status = store_exec(db, "PRAGMA foreign_keys = ON", err)) < 0)
+        return status;
+    if (!wal)
+        return 0;
+    sqlite3_stmt *st;
+    if ((status = store_prepare(db, "PRAGMA journal_mode = WAL", &st, err)) < 0)
+        return status;
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW)
+        status = store_error(db, rc, err, "switching to WAL");
+    else if (strcmp((const char *)sqlite3_column_text(st, 0), "wal") != 0)
+        status = ecp_error_set(err, ECP_EIO, "the database refuses WAL mode (journal mode %s)",
+                               (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (status < 0)
+        return status;
+    return store_exec(db, "PRAGMA synchronous = NORMAL", err);
+}
+
+static int open_file(store *self, int busy_ms, ecp_error *err)
+{
+    /* Created here with 0600 so that SQLite's -wal and -shm files, which take
+     * the database's mode, are private too: the store holds secrets. */
+    int fd = open(self->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return ecp_error_errno(err, errno, self->path);
+    close(fd);
+    int rc = sqlite3_open_v2(self->path, &self->db, SQLITE_OPEN_READWRITE, NULL);
+    if (rc != SQLITE_OK)
+        return store_error(self->db, rc, err, self->path);
+    int status = configure(self->db, busy_ms, true, err);
+    if (status == 0)
+        status = migrate(self->db, &self->schema_version, err);
+    /* Up to date needs no write, so take the write lock once to learn now,
+     * not at the first save, that another process holds it for good. */
+    if (status == 0 && (status = store_exec(self->db, "BEGIN IMMEDIATE", err)) == 0)
+        status = store_exec(self->db, "COMMIT", err);
+    return status;
+}
+
+/* Copies what can still be read of the file into the memory database. */
+static bool copy_readable_file(store *self)
+{
+    sqlite3 *src = NULL;
+    buf uri = BUF_INIT;
+    buf_append_str(&uri, "file:");
+    for (const char *p = self->path; *p; p++) {
+        if (*p == '?' || *p == '#' || *p == '%')
+            buf_appendf(&uri, "%%%02X", (unsigned char)*p);
+        else
+            buf_push(&uri, *p);
+    }
+    buf_append_str(&uri, "?mode=ro&immutable=1");
+    bool ok = false;
+    int rc = sqlite3_open_v2(uri.data, &src, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    if (rc == SQLITE_OK && sqlite3_exec(src, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) == SQLITE_OK) {
+        sqlite3_backup *b = sqlite3_backup_init(self->db, "main", src, "main");
+        if (b) {
+            ok = sqlite3_backup_step(b, -1) == SQLITE_DONE;
+            sqlite3_backup_finish(b);
+        }
+    }
+    sqlite3_close(src);
+    buf_free(&uri);
+    return ok;
+}
+
+static int open_memory(store *self, bool copy_file, ecp_error *err)
+{
+    int rc = sqlite3_open_v2(":memory:", &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK)
+        return store_error(self->db, rc, err, "memory database");
+    if (copy_file && copy_readable_file(self))
+        ecp_log(self->log, ECP_LOG_WARN, "store: what could be read of %s was copied into memory", self->path);
+    int status = configure(self->db, 0, false, err);
+    if (status == 0)
+        status = migrate(self->db, &self->schema_version, err);
+    if (status < 0 && copy_file) {
+        /* the copy itself was unusable: start from nothing */
+        sqlite3_close(self->db);
+        self->db = NULL;
+        return open_memory(self, false, err);
+    }
+    return status;
+}
+
+static void after_close(uv_handle_t *handle) { free(handle->data); }
+
+store *store_open(uv_loop_t *loop, ecp_logger *log, const store_options *options, ecp_error *err)
+{
+    store *self = xcalloc(1, sizeof *self);
+    self->loop = loop;
+    self->log = log;
+    buf path = BUF_INIT;
+    buf_appendf(&path, "%s/state.db", options->data_dir);
+    self->path = buf_detach(&path);
+    int busy_ms = options->busy_timeout_ms > 0 ? options->busy_timeout_ms : STORE_BUSY_TIMEOUT_MS;
+
+    ecp_error why = {0};
+    if (!options->memory_only) {
+        if (open_file(self, busy_ms, &why) == 0) {
+            self->persistent = true;
+        } else {
+            ecp_log(log, ECP_LOG_ERROR, "store: cannot use %s: %s; settings, sessions and secrets are kept in memory "
+                    "for this run and will not be saved", self->path, why.message);
+            sqlite3_close(self->db);
+            self->db = NULL;
+        }
+    }
+    if (!self->persistent && open_memory(self, !options->memory_only, &why) < 0) {
+        ecp_error_set(err, why.status, "store: %s", why.message);
+        sqlite3_close(self->db);
+        free(self->path);
+        free(self);
+        return NULL;
+    }
+
+    uv_mutex_init(&self->lock);
+    uv_cond_init(&self->wake);
+    uv_cond_init(&self->idle);
+    uv_async_init(loop, &self->async, on_async);
+    self->async.data = self;
+    uv_unref((uv_handle_t *)&self->async);
+    if (uv_thread_create(&self->thread, thread_main, self) != 0) {
+        ecp_error_set(err, ECP_ENOMEM, "store: cannot start its thread");
+        uv_close((uv_handle_t *)&self->async, after_close);
+        uv_mutex_destroy(&self->lock);
+        uv_cond_destroy(&self->wake);
+        uv_cond_destroy(&self->idle);
+        sqlite3_close(self->db);
+        free(self->path);
+        /* self is the async handle's memory: freed by its close callback */
+        return NULL;
+    }
+    return self;
+}
+
+void store_close(store *self)
+{
+    if (!self)
+        return;
+    store_flush(self);
+    uv_mutex_lock(&self->lock);
+    self->stopping = true;
+    uv_cond_signal(&self->wake);
+    uv_mutex_unlock(&self->lock);
+    uv_thread_join(&self->thread);
+    if (sqlite3_close(self->db) != SQLITE_OK)
+        ecp_log(self->log, ECP_LOG_ERROR, "store: closing %s: %s", self->path, sqlite3_errmsg(self->db));
+    uv_mutex_destroy(&self->lock);
+    uv_cond_destroy(&self->wake);
+    uv_cond_destroy(&self->idle);
+    free(self->path);
+    self->path = NULL;
+    uv_close((uv_handle_t *)&self->async, after_close);
+}
+
+bool store_persistent(const store *self) { return self->persistent; }
+const char *store_path(const store *self) { return self->path; }
+int store_schema_version(const store *self) { return self->schema_version; }
