@@ -323,8 +323,9 @@ typedef struct document_open_options {
     bool read_only;
 } document_open_options;
 
-/* status 0: document_id is open (already_open when the uri was open before:
- * no on_open then). Failures: ECP_EBADURI for a file uri that names no
+/* status 0: document_id is open (already_open when its file was open before,
+ * under this uri or any other name of the file, or the uri was: no on_open
+ * then, and the document keeps its first uri). Failures: ECP_EBADURI for a file uri that names no
  * absolute path; otherwise the errno-derived code with "Failed to open file:
  * <path>: <reason>". document_id is valid during the callback. */
 typedef void (*document_open_cb)(void *ctx, int status, const ecp_error *err, const char *document_id,

@@ -1080,8 +1080,8 @@ static void m_join(void *ctx, ecp_call *call)
 /* ----- the adapter ----------------------------------------------------------------------------- */
 
 static const ecp_method methods[] = {
-    /* params also accepts encoding?: "utf-8"|"base64" (server/PROTOCOL.md); the
-     * signature keeps the catalogue's, which clients and tests read. */
+    /* The signature stays the catalogue's; encoding?: "utf-8"|"base64" is an
+     * extension, named in the summary and in server/PROTOCOL.md. */
     {"file/read", m_read, "1.0",
      "A file's content as UTF-8 text (replaced: true when invalid bytes were replaced), or its exact bytes with "
      "encoding: \"base64\"; with its size and modification time (ms)",
