@@ -564,10 +564,19 @@ static void test_change_seen_by_the_save(void **state)
     OK(f->c, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":1,\"column\":0},\"text\":\"x\"}", id);
     /* Written and saved at once: the save checks the file before it writes. */
     replace_file(path, "v2 from elsewhere\n");
-    char *r = ok(f->c, "document/save", "{\"documentId\":\"%s\"}", id);
+    test_client_clear_notifications(f->c);
+    char params[200];
+    snprintf(params, sizeof params, "{\"documentId\":\"%s\"}", id);
+    int64_t save = test_client_send(f->c, "document/save", params);
+    char *r;
+    assert_int_equal(test_client_wait_response(f->c, save, 30000, &r), 0);
     expect_bool(r, "success", false);
     expect_bool(r, "conflict", true);
     free(r);
+    /* The flag is raised, and said, before the answer. */
+    char want[64];
+    snprintf(want, sizeof want, "document/didChangeOnDisk,#%lld", (long long)save);
+    assert_string_equal(test_client_event_log(f->c), want);
     expect_file(path, "v2 from elsewhere\n", 18);
     r = info_of(f->c, id);
     expect_bool(r, "changedOnDisk", true);
