@@ -55,7 +55,8 @@
  * Errors: functions return 0 or a negative ECP_STATUS code and fill `err`
  * (which may be NULL): ECP_ENOTFOUND "Document not found", ECP_EREADONLY
  * "Document is read-only", ECP_ERANGE for positions, ECP_EINVAL for edits
- * that overlap, ECP_ENOMEM when a large allocation fails.
+ * that overlap, ECP_ENOMEM when a large allocation fails, ECP_ECONFLICT
+ * "File changed on disk" for a save that would lose someone else's change.
  *
  * Strings returned in structs (ids, uris) belong to the service and stay valid
  * until the document is closed or saved under another uri, or until the next
@@ -85,10 +86,10 @@ typedef struct document_service document_service;
  * service. Returns NULL when out of memory. */
 document_service *document_service_new(ecp_pool *pool, ecp_logger *log);
 
-/* Lets open documents follow their files through `files`' watches (borrowed;
- * it must outlive this service, which removes its watches when freed).
- * Documents opened from then on are followed; without it none is. Call it
- * once, before opening documents. */
+/* Lets documents follow their files through `files`' watches (borrowed; it
+ * must outlive this service, which removes its watches when freed): those
+ * open now and those opened later. Without it no document follows its file
+ * (saves still check it). Call it once. */
 struct file_service;
 void document_service_follow_files(document_service *self, struct file_service *files);
 
