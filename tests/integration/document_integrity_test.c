@@ -30,7 +30,7 @@
  * take much longer to get round to it. */
 #define FOLLOW_MS 10000
 
-/* ----- fixture and helpers ----------------------------------------------------- */
+/* ----- fixture and checks ------------------------------------------------------- */
 
 typedef struct fx {
     test_server *s;
