@@ -35,7 +35,8 @@
     X(ECP_ETOOBIG, -16, "too large")                          \
     X(ECP_ELOOP, -17, "too many levels of symbolic links")    \
     X(ECP_EPARSE, -18, "malformed input")                     \
-    X(ECP_ESTATE, -19, "not allowed in the current state")
+    X(ECP_ESTATE, -19, "not allowed in the current state")    \
+    X(ECP_ECONFLICT, -20, "changed elsewhere since it was read")
 
 enum ecp_status {
 #define ECP_STATUS_ENUM(name, value, text) name = value,

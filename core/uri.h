@@ -30,6 +30,18 @@ bool uri_scheme(const char *uri, size_t len, const char **scheme, size_t *scheme
  * returned as given (no normalisation of "..": callers decide). */
 int uri_to_path(const char *uri, size_t len, buf *out, struct ecp_error *err);
 
+/* Appends the lexical normal form of an absolute path: "." and empty
+ * segments are dropped and ".." removes the segment before it (never going
+ * above the root), as URL parsing does. */
+void uri_path_normalize(buf *out, const char *path, size_t len);
+
+/* The one way a URI names a file: appends the normalised absolute path
+ * (uri_to_path, then uri_path_normalize) of a file:// URI or a plain absolute
+ * path. Every service that turns URIs into paths goes through here, so that
+ * two services never disagree on which file a URI names. Fails as
+ * uri_to_path does. */
+int uri_file_path(const char *uri, size_t len, buf *out, struct ecp_error *err);
+
 /* Appends the percent-decoded form of s. Invalid escapes are kept literally. */
 void uri_percent_decode(buf *out, const char *s, size_t len);
 

@@ -36,6 +36,9 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
         return status;
 
+    /* Open documents follow their files through the file service's watches. */
+    document_service_follow_files(self->document, self->file);
+
     session_service_options o = {
         .pool = env->pool, .log = env->log, .store = self->store, .documents = self->document, .files = self->file,
         .workspace = env->workspace, .config_path = env->config_path, .data_dir = env->data_dir,
@@ -55,10 +58,11 @@ void server_services_stop(server_services *self)
 {
     if (self->session)
         session_service_free(self->session);
-    if (self->file)
-        file_service_free(self->file);
+    /* The document service watches files through the file service: it goes first. */
     if (self->document)
         document_service_free(self->document);
+    if (self->file)
+        file_service_free(self->file);
     if (self->store)
         store_close(self->store);
     memset(self, 0, sizeof *self);

@@ -160,6 +160,7 @@ int main(int argc, char **argv)
     }
 
     signal(SIGPIPE, SIG_IGN); /* a vanished peer is an EPIPE on its write, not our death */
+    signal(SIGXFSZ, SIG_IGN); /* a save past RLIMIT_FSIZE is an EFBIG the save reports, not our death */
     app a = {0};
     if (log_path) {
         a.log_file = fopen(log_path, "a");

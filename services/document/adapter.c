@@ -49,6 +49,9 @@ static void write_info(json_writer *w, const document_info *info)
     jw_key_bool(w, "isDirty", info->is_dirty);
     jw_key_bool(w, "isReadOnly", info->is_read_only);
     jw_key_int(w, "lineCount", (int64_t)info->line_count);
+    /* Only when it is so: the catalogue's DocumentInfo has no such field. */
+    if (info->changed_on_disk)
+        jw_key_bool(w, "changedOnDisk", true);
     jw_object_end(w);
 }
 
@@ -291,6 +294,17 @@ static const document_listener listener = {
     .on_close = on_close,
 };
 
+static void on_disk_change(void *ctx, const char *document_id, const char *uri)
+{
+    doc_adapter *ad = ctx;
+    close_note note = {document_id, uri};
+    ecp_bus_notify(ad->bus, "document/didChangeOnDisk", render_close, &note);
+}
+
+static const document_disk_listener disk_listener = {
+    .on_disk_change = on_disk_change,
+};
+
 /* ----- open, save, reload (may finish on the thread pool) ---------------------------------- */
 
 /* A request that may finish later lives in its call's arena (the call stays
@@ -399,6 +413,8 @@ static void saved(void *ctx, int status, const ecp_error *err, uint64_t version,
     json_writer *w = ecp_call_result(p->call);
     jw_object_begin(w);
     jw_key_bool(w, "success", status == 0);
+    if (status == ECP_ECONFLICT)
+        jw_key_bool(w, "conflict", true);
     jw_key_int(w, "version", (int64_t)version);
     if (uri)
         jw_key_string(w, "uri", uri);
@@ -410,15 +426,19 @@ static void saved(void *ctx, int status, const ecp_error *err, uint64_t version,
 
 static void m_save(void *ctx, ecp_call *call)
 {
+    json_ref params = ecp_call_params(call);
     ecp_str id, uri;
-    if (!arg_doc(call, &id) || !ecp_arg_string_opt(call, ecp_call_params(call), "uri", &uri))
+    bool force;
+    if (!arg_doc(call, &id) || !ecp_arg_string_opt(call, params, "uri", &uri) ||
+        !ecp_arg_bool_opt(call, params, "force", false, &force))
         return;
     if (uri.ptr && (uri.len == 0 || memchr(uri.ptr, '\0', uri.len))) {
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "uri: %s", uri.len ? "contains a NUL byte" : "must not be empty");
         return;
     }
     pending *p = pending_new(ctx, call);
-    watch(p, document_save(p->ad->svc, id.ptr, uri.ptr, saved, p));
+    document_save_options options = {.uri = uri.ptr, .force = force};
+    watch(p, document_save_with(p->ad->svc, id.ptr, &options, saved, p));
 }
 
 static void reloaded(void *ctx, int status, const ecp_error *err, uint64_t version)
@@ -1216,10 +1236,11 @@ static const ecp_method methods[] = {
      "The word ([A-Za-z0-9_]+) under a position with its range, or null",
      "{documentId: string, position: Position}"},
     {"document/save", m_save, "1.0",
-     "Write the document to its file, or to uri (save as), atomically and keeping the file's mode",
-     "{documentId: string, uri?: string}"},
+     "Write the document to its file, or to uri (save as), atomically and keeping the file's mode; "
+     "a file changed on disk is a conflict unless force",
+     "{documentId: string, uri?: string, force?: boolean}"},
     {"document/reload", m_reload, "1.0",
-     "Read the file again; a dirty document is refused unless force",
+     "Read the file again as one undoable edit; unsaved edits are refused unless force",
      "{documentId: string, force?: boolean}"},
     {"document/edit", m_edit, "1.0",
      "Apply several non-overlapping edits, in the coordinates before any of them, as one undo step",
@@ -1239,11 +1260,13 @@ static void adapter_destroy(void *ctx)
     while (ad->running)
         document_request_cancel(ad->svc, ad->running->req);
     document_unsubscribe(ad->svc, &listener, ad);
+    document_unsubscribe_disk(ad->svc, &disk_listener, ad);
     free(ad);
 }
 
 static const char *const notifications[] = {
-    "document/didOpen", "document/didClose", "document/didChange", "document/didChangeCursors", NULL,
+    "document/didOpen", "document/didClose", "document/didChange", "document/didChangeCursors",
+    "document/didChangeOnDisk", NULL,
 };
 
 void document_adapter_init(ecp_adapter *out, document_service *svc, ecp_bus *bus)
@@ -1252,6 +1275,7 @@ void document_adapter_init(ecp_adapter *out, document_service *svc, ecp_bus *bus
     ad->svc = svc;
     ad->bus = bus;
     document_subscribe(svc, &listener, ad);
+    document_subscribe_disk(svc, &disk_listener, ad);
     memset(out, 0, sizeof *out);
     out->ns = "document";
     out->methods = methods;

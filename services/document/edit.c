@@ -18,10 +18,17 @@
 #include "internal.h"
 
 /* The history keeps at least UNDO_LIMIT steps; the oldest are dropped in
- * batches of UNDO_SLACK so that an edit does not shift the whole array. */
+ * batches of UNDO_SLACK so that an edit does not shift the whole array. (It
+ * is also bounded in bytes: document__history_trim.) */
 #define UNDO_LIMIT 1000
 #define UNDO_SLACK 64
 #define TYPING_GROUP_NS (300ull * 1000 * 1000)
+
+/* A replacement of the whole text at least this large builds a new tree
+ * instead of deleting and inserting: the old tree's buffers are freed rather
+ * than kept behind an add buffer that only grows (a thousand setContent
+ * calls on a large document would otherwise keep every version). */
+#define WHOLE_TEXT_MIN (64u << 10)
 
 /* ----- history ----------------------------------------------------------------- */
 
@@ -50,6 +57,50 @@ void document__history_free(doc_history *h)
         step_free(&h->steps[i]);
     free(h->steps);
     memset(h, 0, sizeof *h);
+}
+
+static size_t changes_bytes(const doc_undo_change *c, size_t n)
+{
+    size_t bytes = n * sizeof *c;
+    for (size_t i = 0; i < n; i++)
+        bytes += c[i].deleted_len + c[i].inserted_len;
+    return bytes;
+}
+
+static size_t cursors_bytes(const doc_cursor_set *set) { return set->count * sizeof *set->items; }
+
+/* Drops steps [0, n) (all applied): the state below what is left is the
+ * last dropped step's. */
+static void drop_oldest(doc_history *h, size_t n)
+{
+    if (n == 0)
+        return;
+    h->base_id = h->steps[n - 1].id;
+    for (size_t i = 0; i < n; i++) {
+        h->bytes -= h->steps[i].bytes;
+        step_free(&h->steps[i]);
+    }
+    memmove(h->steps, h->steps + n, (h->count - n) * sizeof *h->steps);
+    h->count -= n;
+    h->applied -= n;
+}
+
+void document__history_trim(document_service *svc, document *doc)
+{
+    doc_history *h = &doc->history;
+    size_t limit = svc->undo_max_bytes;
+    if (h->bytes <= limit)
+        return;
+    size_t n = 0, freed = 0;
+    while (n < h->applied && h->bytes - freed > limit)
+        freed += h->steps[n++].bytes;
+    drop_oldest(h, n);
+    /* Only what could be redone is left, and it is still too much. */
+    while (h->bytes > limit && h->count > h->applied) {
+        doc_undo_step *last = &h->steps[--h->count];
+        h->bytes -= last->bytes;
+        step_free(last);
+    }
 }
 
 uint64_t document__state_id(const document *doc)
@@ -110,6 +161,24 @@ static void describe(const document *doc, const prim *p, document_change *c)
 /* On failure the text is as it was. */
 static int replace(document *doc, size_t offset, const char *del, size_t del_len, const char *ins, size_t ins_len)
 {
+    if (offset == 0 && del_len == piece_tree_length(doc->tree) && del_len + ins_len >= WHOLE_TEXT_MIN) {
+        char *copy = malloc(ins_len + 1);
+        if (!copy)
+            return -1;
+        if (ins_len)
+            memcpy(copy, ins, ins_len);
+        copy[ins_len] = '\0';
+        piece_tree *tree = piece_tree_new_owning(copy, ins_len);
+        if (!tree) {
+            free(copy);
+            return -1;
+        }
+        /* Snapshots keep what they show of the old tree alive by themselves. */
+        piece_tree_free(doc->tree);
+        doc->tree = tree;
+        document__checkpoints_invalidate(doc, 0);
+        return 0;
+    }
     if (del_len && piece_tree_delete(doc->tree, offset, del_len) != 0)
         return -1;
     if (ins_len && piece_tree_insert(doc->tree, offset, ins, ins_len) != 0) {
@@ -153,8 +222,10 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
                          doc_cursor_set *before, const doc_edit *edits, bool group, size_t *ends)
 {
     doc_history *h = &doc->history;
-    for (size_t i = h->applied; i < h->count; i++)
+    for (size_t i = h->applied; i < h->count; i++) {
+        h->bytes -= h->steps[i].bytes;
         step_free(&h->steps[i]);
+    }
     h->count = h->applied;
 
     bool typing = ends != NULL;
@@ -172,6 +243,8 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
         }
     }
     if (join) {
+        size_t was = top->bytes, added = changes_bytes(changes, count);
+        size_t replaced = cursors_bytes(&top->after) + top->count_ends * sizeof(size_t);
         if (top->count + count > top->cap) {
             top->cap = (top->count + count) * 2;
             top->changes = xrealloc(top->changes, top->cap * sizeof *top->changes);
@@ -190,6 +263,8 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
         top->count_ends = top->typing ? count : 0;
         if (!top->typing)
             free(ends);
+        top->bytes = was - replaced + added + cursors_bytes(&top->after) + top->count_ends * sizeof(size_t);
+        h->bytes = h->bytes - was + top->bytes;
     } else {
         if (h->count == h->cap) {
             h->cap = h->cap ? h->cap * 2 : 16;
@@ -206,18 +281,15 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
         s->typing_ends = ends;
         s->count_ends = typing ? count : 0;
         s->last_ns = now;
+        s->bytes = sizeof *s + changes_bytes(changes, count) + cursors_bytes(&s->before) + cursors_bytes(&s->after) +
+                   s->count_ends * sizeof(size_t);
+        h->bytes += s->bytes;
         h->applied = h->count;
-        if (h->count >= UNDO_LIMIT + UNDO_SLACK) {
-            size_t drop = h->count - UNDO_LIMIT;
-            h->base_id = h->steps[drop - 1].id;
-            for (size_t i = 0; i < drop; i++)
-                step_free(&h->steps[i]);
-            memmove(h->steps, h->steps + drop, (h->count - drop) * sizeof *h->steps);
-            h->count -= drop;
-            h->applied -= drop;
-        }
+        if (h->count >= UNDO_LIMIT + UNDO_SLACK)
+            drop_oldest(h, h->count - UNDO_LIMIT);
     }
     h->fresh = true;
+    document__history_trim(svc, doc);
 }
 
 int document__apply(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
@@ -284,6 +356,10 @@ int document__apply(document_service *svc, document *doc, doc_edit *edits, size_
     size_t length = piece_tree_length(doc->tree);
     if (policy == DOC_CURSORS_DOCUMENT_END)
         document__cursors_reset(&doc->cursors, length, length);
+    if (policy == DOC_CURSORS_KEEP) {
+        document__cursors_free(&doc->cursors);
+        document__cursors_copy(&doc->cursors, &before);
+    }
     document__cursors_normalize(&doc->cursors, length);
     doc->version++;
     history_push(svc, doc, undo, count, &before, edits, group, ends);
@@ -335,35 +411,37 @@ int document__undo(document_service *svc, document *doc, bool redo)
     return rc;
 }
 
-void document__replace_tree(document_service *svc, document *doc, piece_tree *tree, const char *text, size_t len)
+/* Whether the tree holds exactly text. */
+static bool tree_equals(const piece_tree *tree, const char *text, size_t len)
 {
-    document_change c;
-    memset(&c, 0, sizeof c);
-    size_t old_len = piece_tree_length(doc->tree);
-    size_t last = piece_tree_line_count(doc->tree) - 1;
-    size_t last_start = piece_tree_line_start(doc->tree, last);
-    doc_units all = document__units(doc->tree, 0, old_len);
-    doc_units tail = document__units(doc->tree, last_start, old_len - last_start);
-    c.deleted_len = old_len;
-    c.end.line = last;
-    c.end.column[ECP_ENCODING_UTF8] = tail.u8;
-    c.end.column[ECP_ENCODING_UTF16] = tail.u16;
-    c.end.column[ECP_ENCODING_UTF32] = tail.u32;
-    c.range_length[ECP_ENCODING_UTF8] = all.u8;
-    c.range_length[ECP_ENCODING_UTF16] = all.u16;
-    c.range_length[ECP_ENCODING_UTF32] = all.u32;
-    c.text = text;
-    c.text_len = len;
+    if (piece_tree_length(tree) != len)
+        return false;
+    piece_tree_reader r;
+    piece_tree_reader_init(&r, tree, 0, len);
+    const char *chunk;
+    size_t n, at = 0;
+    while (piece_tree_reader_next(&r, &chunk, &n)) {
+        if (memcmp(chunk, text + at, n) != 0)
+            return false;
+        at += n;
+    }
+    return true;
+}
 
-    piece_tree_free(doc->tree);
-    doc->tree = tree;
-    doc->checkpoint_count = 0;
-    document__history_free(&doc->history);
-    document__history_init(&doc->history, document__new_state_id(svc));
-    doc->saved_id = doc->history.base_id;
-    document__cursors_normalize(&doc->cursors, piece_tree_length(tree));
-    doc->version++;
-    document__emit_change(svc, doc, &c, 1);
+int document__replace_all(document_service *svc, document *doc, const char *text, size_t len, ecp_error *err)
+{
+    if (!tree_equals(doc->tree, text, len)) {
+        /* Nothing joins the step before, and nothing will join this one:
+         * undo takes back exactly the reload. */
+        doc->history.fresh = false;
+        doc_edit e = {0, piece_tree_length(doc->tree), text, len, 0};
+        int rc = document__apply(svc, doc, &e, 1, false, DOC_CURSORS_KEEP, err);
+        if (rc != 0)
+            return rc;
+        doc->history.fresh = false;
+    }
+    doc->saved_id = document__state_id(doc);
+    return 0;
 }
 
 /* ----- the public editing functions ---------------------------------------------------- */
@@ -515,5 +593,6 @@ int document_mark_clean(document_service *self, const char *document_id, ecp_err
     if (!doc)
         return ECP_ENOTFOUND;
     doc->saved_id = document__state_id(doc);
+    document__adopt_disk(self, doc);
     return 0;
 }

@@ -12,9 +12,27 @@
  *   cursors back where they were before the edit.
  * - The text is bytes: invalid UTF-8 is kept byte for byte from open to save.
  *   A file whose first line end is CRLF is held with LF and written back with
- *   CRLF; any other file is held exactly as it is on disk.
- * - Saving is atomic: the file on disk is either the old one or the new one,
- *   with the old file's mode, never a mix, and a failed save loses nothing.
+ *   CRLF; any other file is held exactly as it is on disk. A UTF-8 byte order
+ *   mark is not text: it is kept out of the text (and of every position) and
+ *   written back.
+ * - One file, one document: every URI that names a file (any spelling, a
+ *   symlink, another hard link) opens the same document, which keeps the URI
+ *   it was first opened with.
+ * - Saving never loses an edit: the file on disk is either the old one or the
+ *   new one, with the old file's mode, never a mix (a file with several hard
+ *   links is written in place, so that every link sees it, with its old
+ *   contents kept aside until the new ones are on disk), and a failed save
+ *   loses nothing and says why. Saves of one file are written in the order
+ *   they were asked for, so the file ends with the last one's text. A save
+ *   over a file that someone else changed since the document last matched it
+ *   is refused (ECP_ECONFLICT) unless forced.
+ * - Documents follow their files (once given a file service): a clean
+ *   document whose file changes on disk is reloaded, as an undoable edit; a
+ *   document with unsaved edits, or whose file vanished, keeps its text and is
+ *   flagged (changed_on_disk, on_disk_change). A reload, asked for or not, is
+ *   one undoable step, never a loss of the history.
+ * - Undo history is bounded per document, in steps and in bytes
+ *   (document_service_set_undo_limit): the oldest steps go first.
  * - Positions are {line, column}, 0-based; columns count units of the
  *   encoding the caller names (UTF-16 code units, bytes, or code points).
  *   A column inside a character snaps back to its start. A position past the
@@ -37,7 +55,8 @@
  * Errors: functions return 0 or a negative ECP_STATUS code and fill `err`
  * (which may be NULL): ECP_ENOTFOUND "Document not found", ECP_EREADONLY
  * "Document is read-only", ECP_ERANGE for positions, ECP_EINVAL for edits
- * that overlap, ECP_ENOMEM when a large allocation fails.
+ * that overlap, ECP_ENOMEM when a large allocation fails, ECP_ECONFLICT
+ * "File changed on disk" for a save that would lose someone else's change.
  *
  * Strings returned in structs (ids, uris) belong to the service and stay valid
  * until the document is closed or saved under another uri, or until the next
@@ -67,6 +86,21 @@ typedef struct document_service document_service;
  * service. Returns NULL when out of memory. */
 document_service *document_service_new(ecp_pool *pool, ecp_logger *log);
 
+/* Lets documents follow their files through `files`' watches (borrowed; it
+ * must outlive this service, which removes its watches when freed): those
+ * open now and those opened later. Without it no document follows its file
+ * (saves still check it). Call it once. */
+struct file_service;
+void document_service_follow_files(document_service *self, struct file_service *files);
+
+/* The most memory one document's undo history may hold, in bytes (its texts
+ * and their bookkeeping); the oldest steps go first when a new one would
+ * pass it, and a single step larger than the limit is not kept at all (the
+ * history then starts over). Applies to every document at once. */
+#define DOCUMENT_UNDO_MAX_BYTES ((size_t)256 << 20)
+void document_service_set_undo_limit(document_service *self, size_t max_bytes);
+size_t document_service_undo_limit(const document_service *self);
+
 /* Closes every document (without events) and frees the service. Opens and
  * reloads still running stop; saves already asked for finish writing first
  * (this waits for them). Every request still pending has its callback run
@@ -91,9 +125,10 @@ typedef struct document_info {
     const char *uri;
     const char *language_id;
     uint64_t version;
-    bool is_dirty;
+    bool is_dirty;        /* unsaved edits, or a file that changed or vanished under the text */
     bool is_read_only;
     size_t line_count;
+    bool changed_on_disk; /* the file changed or vanished since the text last matched it */
 } document_info;
 
 int document_get_info(document_service *self, const char *document_id, document_info *out, ecp_error *err);
@@ -164,6 +199,7 @@ const char *document_snapshot_uri(const document_snapshot *snap);
 const char *document_snapshot_language_id(const document_snapshot *snap);
 uint64_t document_snapshot_version(const document_snapshot *snap);
 bool document_snapshot_crlf(const document_snapshot *snap); /* written back with CRLF */
+bool document_snapshot_bom(const document_snapshot *snap);  /* written back after a UTF-8 byte order mark */
 size_t document_snapshot_length(const document_snapshot *snap); /* bytes */
 size_t document_snapshot_line_count(const document_snapshot *snap);
 
@@ -288,8 +324,9 @@ typedef struct document_open_options {
     bool read_only;
 } document_open_options;
 
-/* status 0: document_id is open (already_open when the uri was open before:
- * no on_open then). Failures: ECP_EBADURI for a file uri that names no
+/* status 0: document_id is open (already_open when its file was open before,
+ * under this uri or any other name of the file, or the uri was: no on_open
+ * then, and the document keeps its first uri). Failures: ECP_EBADURI for a file uri that names no
  * absolute path; otherwise the errno-derived code with "Failed to open file:
  * <path>: <reason>". document_id is valid during the callback. */
 typedef void (*document_open_cb)(void *ctx, int status, const ecp_error *err, const char *document_id,
@@ -299,13 +336,26 @@ document_request *document_open(document_service *self, const document_open_opti
 
 /* Writes the document to its file, or to `uri` (save as: the document takes
  * that uri). On success the document is clean as of the state written. uri is
- * the document's uri afterwards. */
+ * the document's uri afterwards. Saves of one file are queued: each writes
+ * the text as it was when it was asked for, in the order asked. A save over
+ * a file that changed on disk since the document last matched it fails with
+ * ECP_ECONFLICT ("File changed on disk") and writes nothing; a file that
+ * vanished is written again. Any other failure leaves the file as it was. */
 typedef void (*document_save_cb)(void *ctx, int status, const ecp_error *err, uint64_t version, const char *uri);
 document_request *document_save(document_service *self, const char *document_id, const char *uri,
                                 document_save_cb cb, void *ctx);
 
-/* Re-reads the file. A dirty document is refused with ECP_ESTATE unless force.
- * The history is cleared and the document is clean afterwards. */
+typedef struct document_save_options {
+    const char *uri; /* NULL: the document's own file */
+    bool force;      /* write even over a file that changed on disk */
+} document_save_options;
+
+document_request *document_save_with(document_service *self, const char *document_id,
+                                     const document_save_options *options, document_save_cb cb, void *ctx);
+
+/* Re-reads the file. A document with unsaved edits is refused with
+ * ECP_ESTATE unless force. The new text replaces the old as one undoable
+ * step (none when they are the same) and the document is clean afterwards. */
 typedef void (*document_reload_cb)(void *ctx, int status, const ecp_error *err, uint64_t version);
 document_request *document_reload(document_service *self, const char *document_id, bool force,
                                   document_reload_cb cb, void *ctx);
@@ -361,5 +411,18 @@ typedef struct document_listener {
  * document_unsubscribe with the same pair. Returns 0. */
 int document_subscribe(document_service *self, const document_listener *listener, void *ctx);
 void document_unsubscribe(document_service *self, const document_listener *listener, void *ctx);
+
+/* What happens to the files under open documents, heard the same way (same
+ * rules as above). */
+typedef struct document_disk_listener {
+    /* The file changed or vanished on disk and the document kept its text (it
+     * has unsaved edits, or there is nothing to reload): it is flagged
+     * changed_on_disk until it is saved or reloaded. Once per state of the
+     * file. (A clean document is reloaded instead, with on_change.) */
+    void (*on_disk_change)(void *ctx, const char *document_id, const char *uri);
+} document_disk_listener;
+
+int document_subscribe_disk(document_service *self, const document_disk_listener *listener, void *ctx);
+void document_unsubscribe_disk(document_service *self, const document_disk_listener *listener, void *ctx);
 
 #endif

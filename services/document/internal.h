@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include <uv.h>
 
@@ -69,6 +70,7 @@ typedef struct doc_undo_step {
     size_t *typing_ends; /* sorted ascending, `count_ends` entries */
     size_t count_ends;
     uint64_t last_ns;    /* when the step last grew */
+    size_t bytes;        /* memory the step holds: its texts and its bookkeeping */
 } doc_undo_step;
 
 typedef struct doc_history {
@@ -78,6 +80,7 @@ typedef struct doc_history {
     size_t applied;
     uint64_t base_id;     /* the state below steps[0] */
     bool fresh;           /* the top step is the last thing that happened: typing may join it */
+    size_t bytes;         /* the sum of every step's bytes */
 } doc_history;
 
 /* Units before a byte offset, remembered so that offset queries in the
@@ -88,16 +91,40 @@ typedef struct doc_checkpoint {
     size_t u32;
 } doc_checkpoint;
 
+/* A file as it was on disk at one moment: two that differ mean the file was
+ * changed (or replaced, or deleted) in between. */
+typedef struct doc_disk {
+    bool exists;
+    uint64_t dev, ino;
+    uint64_t size;
+    int64_t mtime_sec;
+    long mtime_nsec;
+} doc_disk;
+
 typedef struct document {
+    document_service *svc; /* the service that holds it */
     char *id;
-    char *uri;
-    char *path;        /* NULL for documents that have no file (memory://, untitled:) */
-    char *key;         /* what makes two opens the same document: the path, else the uri */
+    char *uri;         /* as it was first opened (or saved as) */
+    char *path;        /* NULL for documents that have no file (memory://, untitled:); normalised */
+    char *key;         /* what makes two opens the same document: the file's resolved path, else the uri */
     char *language_id;
     piece_tree *tree;
     uint64_t version;
     bool read_only;
     bool crlf;         /* written back with CRLF line ends */
+    bool bom;          /* written back with a UTF-8 byte order mark */
+    /* The file on disk. `disk` is what it was when the text last matched it
+     * (opened, reloaded, saved); until the text has matched it once (a
+     * document opened with content) the document does not follow it. */
+    bool disk_known;
+    doc_disk disk;
+    bool has_inode;       /* the file existed when last seen: dev/ino name it too (hard links) */
+    bool changed_on_disk; /* the file changed or vanished under the document */
+    doc_disk disk_reported; /* the state changed_on_disk was last reported for */
+    uint64_t watch_id;    /* the file service's watch on the file, 0 for none */
+    unsigned saves_pending; /* saves asked for and not finished */
+    bool recheck;         /* a change was heard while saves were pending: look again after them */
+    struct doc_task *following; /* a reload started because the file changed, or NULL */
     doc_cursor_set cursors;
     doc_history history;
     uint64_t saved_id;    /* the history state the file on disk holds */
@@ -110,13 +137,17 @@ typedef struct document {
 struct document_service {
     ecp_job_set *jobs; /* every open, reload and save on the pool */
     ecp_logger *log;
+    struct file_service *files; /* borrowed; NULL: documents do not follow their files */
+    size_t undo_max_bytes;      /* per document */
     document **docs; /* in the order they were opened */
     size_t doc_count;
     size_t doc_cap;
     ecp_listeners listeners; /* of document_listener */
+    ecp_listeners disk_listeners; /* of document_disk_listener */
     uint64_t rng;           /* xorshift state for document ids */
     uint64_t next_state_id; /* history state ids, unique across the service */
     struct doc_task *opening; /* opens reading on the pool: a second open of the file joins one */
+    struct doc_task *saving;  /* saves writing on the pool, each with the saves of its file queued behind it */
 };
 
 /* ----- text.c: columns, offsets and words --------------------------------- */
@@ -167,34 +198,71 @@ bool document__is_word_byte(unsigned char c);
 
 /* ----- fileio.c: whole files, safe to run on a worker thread ------------- */
 
+void document__disk_from_stat(const struct stat *st, doc_disk *out);
+/* What is at path now (symlinks followed); a missing file is exists=false
+ * and 0. Another failure returns its status. */
+int document__disk_stat(const char *path, doc_disk *out);
+bool document__disk_same(const doc_disk *a, const doc_disk *b);
+
+/* A file read whole. */
+typedef struct doc_file {
+    char *data;   /* malloc'd, NUL-terminated; the caller's */
+    size_t len;
+    bool crlf;    /* CRLF line ends were turned into LF */
+    bool bom;     /* a UTF-8 byte order mark was taken off the front */
+    doc_disk disk; /* the file as it was opened */
+} doc_file;
+
 /* Reads a regular file, turning CRLF into LF when the file's first line end is
- * CRLF (then *crlf is set). A file whose first line end is a bare LF is kept
- * byte for byte, '\r' included, so mixed files survive a round trip. Chunks of
+ * CRLF (then crlf is set), and taking a leading UTF-8 byte order mark off
+ * (then bom is set). A file whose first line end is a bare LF is kept byte
+ * for byte, '\r' included, so mixed files survive a round trip. Chunks of
  * the file are read straight into the result and normalised in place; a '\r'
- * ending one chunk is dropped once the next begins with '\n'. `cancel` (may be
- * NULL) is polled between chunks. *data is malloc'd (never NULL on success)
- * and becomes the caller's. Messages read "Failed to open file: <path>: <why>". */
+ * ending one chunk is dropped once the next begins with '\n'. The
+ * cancellation of job (NULL: nothing cancels) is polled between chunks.
+ * Messages read "Failed to open file: <path>: <why>". */
+int document__read_file_job(const char *path, const ecp_job *job, doc_file *out, ecp_error *err);
+/* The same, with a flag for cancelling (may be NULL) and fewer results. */
 int document__read_file(const char *path, atomic_bool *cancel, char **data, size_t *len, bool *crlf,
                         ecp_error *err);
-/* The same, polling the cancellation of job (NULL: nothing cancels). */
-int document__read_file_job(const char *path, const ecp_job *job, char **data, size_t *len, bool *crlf,
-                            ecp_error *err);
 
 /* Hands out the bytes to write, in order (len may be 0); false once there
  * are no more. */
 typedef bool (*document_write_next)(void *ctx, const char **chunk, size_t *len);
 
-/* Replaces path atomically with the bytes next hands out, each '\n' written
- * as "\r\n" when crlf: a temporary file in the same directory, written in
- * large writes as the bytes arrive (never gathered whole in memory),
- * fsync'd, given the old file's mode (and owner, when allowed), renamed over
- * the target, and the directory fsync'd. A symlink is followed, so the link
- * stays a link. On failure the target is untouched and the temporary file is
- * removed. */
+/* How to write, and what was written. */
+typedef struct doc_write {
+    bool crlf;              /* each '\n' written as "\r\n" */
+    bool bom;               /* a UTF-8 byte order mark first */
+    const doc_disk *expect; /* non-NULL: refuse (ECP_ECONFLICT, "File changed on disk") when the file exists
+                               and is not this one any more */
+    doc_disk written;       /* out: the file as written, or as put back after a failed write in place */
+    bool put_back;          /* out: a write in place failed and the old contents were put back */
+} doc_write;
+
+/* Replaces path with the bytes next hands out, never leaving a mix of old
+ * and new: a temporary file in the same directory (".<name>.ecpd-<hex>",
+ * locked while it exists), written in large writes as the bytes arrive
+ * (never gathered whole in memory), fsync'd, given the old file's mode (and
+ * owner, when allowed), renamed over the target, and the directory fsync'd.
+ * A file with several hard links is written in place instead, after a copy
+ * of its contents is on disk, so that every link sees the new contents; a
+ * failed write puts the copy back. A symlink is followed, so the link stays
+ * a link. Temporary files that saves of this file left behind (a process
+ * that died while saving) are removed first. On failure the target is
+ * untouched and the temporary file is removed. */
+int document__write_stream_as(const char *path, document_write_next next, void *ctx, doc_write *how,
+                              ecp_error *err);
+/* The same without a byte order mark or a check. */
 int document__write_stream(const char *path, document_write_next next, void *ctx, bool crlf, ecp_error *err);
 
 /* The same for bytes already in memory, written as they are. */
 int document__write_file(const char *path, const char *data, size_t len, ecp_error *err);
+
+/* Removes the temporary files of path's saves that nobody writes any more
+ * (".<name>.ecpd-" and 12 hex digits, regular, ours, and not locked by a
+ * save in progress); nothing else. Returns how many. */
+size_t document__sweep_temps(const char *path);
 
 /* The same CRLF rule as document__read_file, for text already in memory
  * (data is rewritten in place). Returns the new length. */
@@ -204,9 +272,10 @@ size_t document__normalize_eol(char *data, size_t len, bool *crlf);
 
 /* document_snapshot_take for a document at hand. */
 document_snapshot *document__snapshot_of(document *doc, ecp_error *err);
-/* Writes the snapshot to path through document__write_stream, with CRLF line
- * ends for a CRLF document. Any thread. */
-int document__snapshot_write(const document_snapshot *snap, const char *path, ecp_error *err);
+/* Writes the snapshot to path through document__write_stream_as, with CRLF
+ * line ends for a CRLF document and a byte order mark for a document read
+ * with one (how->crlf and how->bom are set here). Any thread. */
+int document__snapshot_write(const document_snapshot *snap, const char *path, doc_write *how, ecp_error *err);
 
 /* ----- cursor.c ------------------------------------------------------------ */
 
@@ -245,16 +314,21 @@ typedef enum doc_cursor_policy {
     DOC_CURSORS_PRIMARY_END,
     DOC_CURSORS_EACH_END,
     DOC_CURSORS_DOCUMENT_END,
+    DOC_CURSORS_KEEP, /* every cursor keeps its offsets, clamped to the new length (a reload) */
 } doc_cursor_policy;
 
 int document__apply(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
                     doc_cursor_policy policy, ecp_error *err);
 int document__undo(document_service *svc, document *doc, bool redo);
 
-/* Replaces the whole text with a new tree (reload): history is cleared and
- * the document is clean. Takes ownership of tree; `text` is its contents, for
- * the change event. */
-void document__replace_tree(document_service *svc, document *doc, piece_tree *tree, const char *text, size_t len);
+/* Makes the text what the file holds (a reload): one undoable step that
+ * replaces the whole text (none when the text is the same), after which the
+ * document is clean. Returns 0 or ECP_ENOMEM. */
+int document__replace_all(document_service *svc, document *doc, const char *text, size_t len, ecp_error *err);
+
+/* Drops the oldest steps until the history holds no more than the service's
+ * limit of bytes; a redo branch goes only when nothing else is left. */
+void document__history_trim(document_service *svc, document *doc);
 
 void document__history_init(doc_history *h, uint64_t base_id);
 void document__history_free(doc_history *h);
@@ -276,5 +350,8 @@ uint64_t document__now_ns(void);
 uint64_t document__new_state_id(document_service *svc);
 void document__emit_change(document_service *svc, document *doc, const document_change *changes, size_t count);
 void document__emit_cursors(document_service *svc, document *doc);
+/* The file as it is now is what the text is (markClean): recorded, followed,
+ * and no longer flagged. Nothing for a document without a file. */
+void document__adopt_disk(document_service *svc, document *doc);
 
 #endif

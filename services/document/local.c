@@ -11,6 +11,15 @@
  * A request's task owns its waiters: the job's done answers them, and when
  * done never comes (the job set closed at teardown) the task's release answers
  * them with ECP_ECANCELED, so every callback runs exactly once.
+ *
+ * A file is named by its resolved path (symlinks and ".." followed) and, while
+ * it exists, by its device and inode: every way of naming one file finds one
+ * document. Saves of one file form a line: one writes, the next waits for it
+ * (its snapshot already taken), so an older text is never renamed over a newer
+ * one. The file's identity is recorded whenever the text matches the file
+ * (open, reload, save); a save checks it just before writing, and the file
+ * service's watch tells the document when the file changes, so it can reload
+ * (no unsaved edits) or say so (unsaved edits, or the file gone).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +28,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "file/interface.h"
 #include "internal.h"
 #include "uri.h"
 
@@ -46,27 +56,32 @@ struct document_request {
 typedef struct doc_task {
     document_service *svc;
     task_kind kind;
-    ecp_job *job;              /* NULL when the work runs on the loop */
+    ecp_job *job;              /* NULL when the work runs on the loop (or, for a save, has not begun) */
     struct doc_task *next_open; /* in svc->opening while an open reads on the pool */
+    struct doc_task *next_save; /* in svc->saving while a save writes */
+    struct doc_task *after;     /* save: the next save of the same file, waiting for this one */
     document_request *waiters;  /* in arrival order */
     /* inputs */
     char *path;
     char *uri;         /* open: the uri; save: the new uri of a save-as, else NULL */
     char *reply_uri;   /* save: the uri to report if the document is closed meanwhile */
-    char *key;         /* open, save-as: the registry key */
+    char *key;         /* open, save: the file's registry key (its resolved path) */
     char *language_id; /* open */
     bool read_only;    /* open */
     char *doc_id;      /* reload, save */
-    bool force;        /* reload */
+    bool force;        /* reload: despite unsaved edits; save: despite a change on disk */
+    bool automatic;    /* reload: started because the file changed, for nobody's request */
     uint64_t state_id; /* save: the history state being written */
     document_snapshot *snap; /* save: the text to write */
+    bool check;        /* save: refuse when the file is no longer `expect` */
+    doc_disk expect;
     /* outputs */
     int status;
     ecp_error err;
-    bool crlf;
-    piece_tree *tree;  /* open, reload: the text read, owning `text` */
-    const char *text;
-    size_t len;        /* of text */
+    doc_file file;     /* open, reload: what was read (open: file.data is owned by tree) */
+    piece_tree *tree;  /* open: the text read */
+    doc_disk written;  /* save: the file as written (or as put back) */
+    bool put_back;     /* save: failed in place, and the old contents were put back */
 } doc_task;
 
 /* ----- small things --------------------------------------------------------------- */
@@ -177,10 +192,61 @@ static document *find_by_key(document_service *svc, const char *key)
     return NULL;
 }
 
+/* The document of a file: by its resolved path, else (another hard link, a
+ * bind mount) by the inode the file has now (disk: NULL or !exists when
+ * there is no file). An inode is trusted only while the document's own path
+ * still leads to it: a deleted file's number may be given to a new one. */
+static document *find_file(document_service *svc, const char *key, const doc_disk *disk)
+{
+    document *doc = find_by_key(svc, key);
+    if (doc || !disk || !disk->exists)
+        return doc;
+    for (size_t i = 0; i < svc->doc_count; i++) {
+        document *d = svc->docs[i];
+        if (!d->has_inode || !d->path || d->disk.dev != disk->dev || d->disk.ino != disk->ino)
+            continue;
+        doc_disk now;
+        if (document__disk_stat(d->path, &now) == 0 && now.exists && now.dev == disk->dev && now.ino == disk->ino)
+            return d;
+    }
+    return NULL;
+}
+
+/* The name a path's file is known by: its resolved path (symlinks, "." and
+ * ".." followed), or for a file that does not exist yet its resolved
+ * directory and its name, or failing that the path itself. *disk receives
+ * what is there now. */
+static char *resolve_path(const char *path, doc_disk *disk)
+{
+    if (document__disk_stat(path, disk) != 0)
+        memset(disk, 0, sizeof *disk);
+    char *real = realpath(path, NULL);
+    if (real)
+        return real;
+    const char *slash = strrchr(path, '/');
+    if (!slash || !slash[1])
+        return xstrdup(path);
+    char *dir = slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path));
+    char *real_dir = realpath(dir, NULL);
+    free(dir);
+    if (!real_dir)
+        return xstrdup(path);
+    buf out = BUF_INIT;
+    buf_append_str(&out, real_dir);
+    if (strcmp(real_dir, "/") != 0)
+        buf_push(&out, '/');
+    buf_append_str(&out, slash + 1);
+    free(real_dir);
+    return buf_detach(&out);
+}
+
+static bool has_unsaved_edits(const document *doc) { return document__state_id(doc) != doc->saved_id; }
+
 static document *doc_new(document_service *svc, const char *uri, const char *path, const char *key,
                          const char *language_id, bool read_only, piece_tree *tree, bool crlf)
 {
     document *doc = xcalloc(1, sizeof *doc);
+    doc->svc = svc;
     doc->id = make_id(svc);
     doc->uri = xstrdup(uri);
     doc->path = path ? xstrdup(path) : NULL;
@@ -221,9 +287,10 @@ static void fill_info(const document *doc, document_info *out)
     out->uri = doc->uri;
     out->language_id = doc->language_id;
     out->version = doc->version;
-    out->is_dirty = document__state_id(doc) != doc->saved_id;
+    out->is_dirty = has_unsaved_edits(doc) || doc->changed_on_disk;
     out->is_read_only = doc->read_only;
     out->line_count = piece_tree_line_count(doc->tree);
+    out->changed_on_disk = doc->changed_on_disk;
 }
 
 /* ----- service ------------------------------------------------------------------------- */
@@ -235,6 +302,7 @@ document_service *document_service_new(ecp_pool *pool, ecp_logger *log)
         return NULL;
     svc->jobs = ecp_job_set_new(pool);
     svc->log = log;
+    svc->undo_max_bytes = DOCUMENT_UNDO_MAX_BYTES;
     if (getrandom(&svc->rng, sizeof svc->rng, GRND_NONBLOCK) != sizeof svc->rng)
         svc->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)svc;
     if (svc->rng == 0)
@@ -250,10 +318,14 @@ void document_service_free(document_service *self)
      * handed to the pool finish writing, and every request still waiting is
      * answered with ECP_ECANCELED as its task is released. */
     ecp_job_set_close(self->jobs);
-    for (size_t i = 0; i < self->doc_count; i++)
+    for (size_t i = 0; i < self->doc_count; i++) {
+        if (self->docs[i]->watch_id)
+            file_watch_remove(self->files, self->docs[i]->watch_id);
         doc_free(self->docs[i]);
+    }
     free(self->docs);
     ecp_listeners_free(&self->listeners);
+    ecp_listeners_free(&self->disk_listeners);
     free(self);
 }
 
@@ -268,6 +340,17 @@ int document_subscribe(document_service *self, const document_listener *listener
 void document_unsubscribe(document_service *self, const document_listener *listener, void *ctx)
 {
     ecp_listeners_remove(&self->listeners, listener, ctx);
+}
+
+int document_subscribe_disk(document_service *self, const document_disk_listener *listener, void *ctx)
+{
+    ecp_listeners_add(&self->disk_listeners, listener, ctx);
+    return 0;
+}
+
+void document_unsubscribe_disk(document_service *self, const document_disk_listener *listener, void *ctx)
+{
+    ecp_listeners_remove(&self->disk_listeners, listener, ctx);
 }
 
 void document__emit_change(document_service *svc, document *doc, const document_change *changes, size_t count)
@@ -409,6 +492,105 @@ int document_word_at(document_service *self, const char *document_id, const docu
     return 0;
 }
 
+/* ----- following the file ----------------------------------------------------------------------------- */
+
+static void on_file_change(void *ctx, const file_change *change);
+
+/* Watches the document's file through the file service, once the text is
+ * known to be the file's. */
+static void start_following(document_service *svc, document *doc)
+{
+    if (!svc->files || !doc->path || !doc->disk_known || doc->watch_id)
+        return;
+    ecp_error err;
+    if (file_watch_add(svc->files, doc->key, false, on_file_change, doc, &doc->watch_id, &err) != 0) {
+        doc->watch_id = 0;
+        ecp_log(svc->log, ECP_LOG_INFO, "not following %s: %s", doc->key, err.message);
+    }
+}
+
+static void stop_following(document_service *svc, document *doc)
+{
+    if (doc->watch_id)
+        file_watch_remove(svc->files, doc->watch_id);
+    doc->watch_id = 0;
+}
+
+/* The document keeps its text although the file is now `now`: say so, once
+ * per state of the file. */
+static void flag_changed(document_service *svc, document *doc, const doc_disk *now)
+{
+    if (!now->exists)
+        doc->has_inode = false;
+    if (doc->changed_on_disk && document__disk_same(&doc->disk_reported, now))
+        return;
+    doc->changed_on_disk = true;
+    doc->disk_reported = *now;
+    ECP_EMIT(&svc->disk_listeners, document_disk_listener, on_disk_change, doc->id, doc->uri);
+}
+
+/* The text now matches the file as `disk` describes it. */
+static void matches_file(document_service *svc, document *doc, const doc_disk *disk)
+{
+    doc->disk = *disk;
+    doc->disk_known = true;
+    doc->has_inode = disk->exists;
+    doc->changed_on_disk = false;
+    start_following(svc, doc);
+}
+
+void document__adopt_disk(document_service *svc, document *doc)
+{
+    doc_disk now;
+    if (doc->path && document__disk_stat(doc->path, &now) == 0)
+        matches_file(svc, doc, &now);
+}
+
+static void follow_reload(document_service *svc, document *doc);
+
+/* Looks at the file after its watch reported a change (or after the saves
+ * and reloads that were running when it did). */
+static void check_disk(document_service *svc, document *doc)
+{
+    if (!doc->path || !doc->disk_known)
+        return;
+    if (doc->saves_pending || doc->following) {
+        doc->recheck = true;
+        return;
+    }
+    doc->recheck = false;
+    doc_disk now;
+    if (document__disk_stat(doc->path, &now) != 0 || document__disk_same(&now, &doc->disk))
+        return; /* cannot tell, or nothing we track changed (our own save, a chmod) */
+    if (now.exists && !has_unsaved_edits(doc))
+        follow_reload(svc, doc);
+    else
+        flag_changed(svc, doc, &now);
+}
+
+static void on_file_change(void *ctx, const file_change *change)
+{
+    (void)change;
+    document *doc = ctx;
+    check_disk(doc->svc, doc);
+}
+
+void document_service_follow_files(document_service *self, struct file_service *files)
+{
+    self->files = files;
+    for (size_t i = 0; i < self->doc_count; i++)
+        start_following(self, self->docs[i]);
+}
+
+void document_service_set_undo_limit(document_service *self, size_t max_bytes)
+{
+    self->undo_max_bytes = max_bytes;
+    for (size_t i = 0; i < self->doc_count; i++)
+        document__history_trim(self, self->docs[i]);
+}
+
+size_t document_service_undo_limit(const document_service *self) { return self->undo_max_bytes; }
+
 /* ----- tasks and their jobs ------------------------------------------------------------------------ */
 
 static doc_task *task_new(document_service *svc, task_kind kind)
@@ -460,8 +642,31 @@ static void opening_unlink(doc_task *t)
     }
 }
 
+static void saving_unlink(doc_task *t)
+{
+    for (doc_task **p = &t->svc->saving; *p; p = &(*p)->next_save) {
+        if (*p == t) {
+            *p = t->next_save;
+            return;
+        }
+    }
+}
+
+/* Writes a save's snapshot; any thread. */
+static void save_write(doc_task *t)
+{
+    doc_write how = {.expect = t->check ? &t->expect : NULL};
+    t->status = document__snapshot_write(t->snap, t->path, &how, &t->err);
+    t->written = how.written;
+    t->put_back = how.put_back;
+}
+
+static void save_prepare(document_service *svc, doc_task *t);
+
 /* Releases a task, on the loop. Waiters still there were never answered:
- * the job set closed before done could run. */
+ * the job set closed before done could run. Saves still waiting behind this
+ * one are written now, in order, before they are released the same way: the
+ * service is going, and their bytes exist nowhere else. */
 static void task_free(void *data)
 {
     doc_task *t = data;
@@ -471,8 +676,28 @@ static void task_free(void *data)
         for (document_request *req; (req = task_take_waiter(t));)
             answer_cancelled(req, &err);
     }
+    /* Each expects the file as the save before it left it: done never ran
+     * for that one, so the document does not know it yet. */
+    bool wrote = t->written.exists && (t->status == 0 || t->put_back);
+    doc_disk left = t->written;
+    for (doc_task *next; (next = t->after);) {
+        t->after = next->after;
+        next->after = NULL;
+        save_prepare(t->svc, next);
+        if (next->check && wrote)
+            next->expect = left;
+        save_write(next);
+        if (next->status != 0)
+            ecp_log(t->svc->log, ECP_LOG_WARN, "%s", next->err.message);
+        wrote = next->written.exists && (next->status == 0 || next->put_back);
+        if (wrote)
+            left = next->written;
+        task_free(next);
+    }
     if (t->kind == TASK_OPEN && t->job)
         opening_unlink(t);
+    if (t->kind == TASK_SAVE && t->job)
+        saving_unlink(t);
     free(t->path);
     free(t->uri);
     free(t->reply_uri);
@@ -481,23 +706,24 @@ static void task_free(void *data)
     free(t->doc_id);
     document_snapshot_release(t->snap);
     piece_tree_free(t->tree);
+    free(t->file.data);
     free(t);
 }
 
-/* job may be NULL (a small file, read on the loop): then nothing cancels. */
-static void read_into_tree(doc_task *t, const ecp_job *job)
+/* job may be NULL (a small file, read on the loop): then nothing cancels. An
+ * open gets a tree (made here, off the loop, for a large file), a reload the
+ * bytes. */
+static void read_task(doc_task *t, const ecp_job *job)
 {
-    char *data;
-    t->status = document__read_file_job(t->path, job, &data, &t->len, &t->crlf, &t->err);
-    if (t->status != 0)
+    t->status = document__read_file_job(t->path, job, &t->file, &t->err);
+    if (t->status != 0 || t->kind != TASK_OPEN)
         return;
-    t->tree = piece_tree_new_owning(data, t->len);
+    t->tree = piece_tree_new_owning(t->file.data, t->file.len);
     if (!t->tree) {
-        free(data);
         t->status = ecp_error_set(&t->err, ECP_ENOMEM, "Failed to open file: %s: not enough memory", t->path);
         return;
     }
-    t->text = data;
+    t->file.data = NULL; /* the tree's now */
 }
 
 static void task_work(ecp_job *job, unsigned item)
@@ -506,9 +732,9 @@ static void task_work(ecp_job *job, unsigned item)
     doc_task *t = ecp_job_data(job);
     /* A save does not look at cancellation: the user's bytes go to disk. */
     if (t->kind == TASK_SAVE)
-        t->status = document__snapshot_write(t->snap, t->path, &t->err);
+        save_write(t);
     else
-        read_into_tree(t, job);
+        read_task(t, job);
 }
 
 static void finish_open(document_service *svc, doc_task *t);
@@ -524,7 +750,10 @@ static void task_done(ecp_job *job)
         finish_open(t->svc, t);
         break;
     case TASK_RELOAD: finish_reload(t->svc, t); break;
-    case TASK_SAVE: finish_save(t->svc, t); break;
+    case TASK_SAVE:
+        saving_unlink(t);
+        finish_save(t->svc, t);
+        break;
     }
 }
 
@@ -553,6 +782,9 @@ static void task_start(document_service *svc, doc_task *t)
     if (t->kind == TASK_OPEN) {
         t->next_open = svc->opening;
         svc->opening = t;
+    } else if (t->kind == TASK_SAVE) {
+        t->next_save = svc->saving;
+        svc->saving = t;
     }
     ecp_job_start(t->job, 1);
 }
@@ -573,6 +805,27 @@ void document_request_cancel(document_service *self, document_request *req)
     if (!t->waiters && t->kind != TASK_SAVE)
         ecp_job_cancel(t->job);
     (void)self;
+}
+
+/* Leftovers of saves of path that a process which died while saving left
+ * behind, removed off the loop. */
+static void sweep_work(ecp_job *job, unsigned item)
+{
+    (void)item;
+    if (!ecp_job_cancelled(job))
+        document__sweep_temps(ecp_job_data(job));
+}
+
+static const ecp_job_type sweep_job = {
+    .name = "document.sweep",
+    .lane = ECP_LANE_SHORT,
+    .work = sweep_work,
+};
+
+static void sweep_later(document_service *svc, const char *path)
+{
+    ecp_job *job = ecp_job_new(svc->jobs, &sweep_job, xstrdup(path));
+    ecp_job_start(job, 1);
 }
 
 /* ----- open ---------------------------------------------------------------------------------------- */
@@ -602,11 +855,14 @@ static void finish_open(document_service *svc, doc_task *t)
     const char *id = NULL;
     bool already = true;
     if (t->status == 0) {
-        document *doc = find_by_key(svc, t->key);
+        document *doc = find_file(svc, t->key, &t->file.disk);
         if (!doc) {
-            doc = doc_new(svc, t->uri, t->path, t->key, t->language_id, t->read_only, t->tree, t->crlf);
+            doc = doc_new(svc, t->uri, t->path, t->key, t->language_id, t->read_only, t->tree, t->file.crlf);
             t->tree = NULL;
+            doc->bom = t->file.bom;
             already = false;
+            matches_file(svc, doc, &t->file.disk);
+            sweep_later(svc, doc->key);
             emit_open(svc, doc);
         }
         id = doc->id;
@@ -618,26 +874,27 @@ static void finish_open(document_service *svc, doc_task *t)
     }
 }
 
-static bool is_large_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size > SMALL_FILE;
-}
+static bool is_large(const doc_disk *disk) { return disk->exists && disk->size > SMALL_FILE; }
 
 document_request *document_open(document_service *self, const document_open_options *options, document_open_cb cb,
                                 void *ctx)
 {
     ecp_error err;
     buf path = BUF_INIT;
+    char *real = NULL;
+    doc_disk disk = {0};
     document_request *req = NULL;
     const char *uri = options->uri;
     bool is_file = is_file_uri(uri);
-    if (is_file && uri_to_path(uri, strlen(uri), &path, &err) != 0) {
-        cb(ctx, err.status, &err, NULL, false);
-        goto done;
+    if (is_file) {
+        if (uri_file_path(uri, strlen(uri), &path, &err) != 0) {
+            cb(ctx, err.status, &err, NULL, false);
+            goto done;
+        }
+        real = resolve_path(path.data, &disk);
     }
-    const char *key = is_file ? path.data : uri;
-    document *doc = find_by_key(self, key);
+    const char *key = is_file ? real : uri;
+    document *doc = is_file ? find_file(self, key, &disk) : find_by_key(self, key);
     if (doc) {
         cb(ctx, 0, NULL, doc->id, true);
         goto done;
@@ -662,6 +919,12 @@ document_request *document_open(document_service *self, const document_open_opti
             goto done;
         }
         doc = doc_new(self, uri, is_file ? path.data : NULL, key, options->language_id, options->read_only, tree, crlf);
+        /* The text is the caller's, not the file's: the file is not followed
+         * (nor checked before a save) until the text has matched it once. */
+        if (is_file && disk.exists) {
+            doc->disk = disk;
+            doc->has_inode = true;
+        }
         emit_open(self, doc);
         cb(ctx, 0, NULL, doc->id, false);
         goto done;
@@ -680,24 +943,75 @@ document_request *document_open(document_service *self, const document_open_opti
     t->read_only = options->read_only;
     req = task_wait(t, ctx);
     req->open_cb = cb;
-    if (is_large_file(t->path)) {
+    if (is_large(&disk)) {
         task_start(self, t);
     } else {
         /* Small, missing or odd: read here and now (errors come from the read). */
-        read_into_tree(t, NULL);
+        read_task(t, NULL);
         finish_open(self, t);
         task_free(t);
         req = NULL;
     }
 done:
+    free(real);
     buf_free(&path);
     return req;
 }
 
 /* ----- reload ---------------------------------------------------------------------------------------- */
 
+/* Puts what the task read in place of the text, as one undoable step. */
+static int apply_reload(document_service *svc, document *doc, doc_task *t, ecp_error *err)
+{
+    bool crlf = doc->crlf, bom = doc->bom;
+    doc->crlf = t->file.crlf; /* listeners of the change see the file's line ends */
+    doc->bom = t->file.bom;
+    int rc = document__replace_all(svc, doc, t->file.data, t->file.len, err);
+    if (rc != 0) {
+        doc->crlf = crlf;
+        doc->bom = bom;
+        return rc;
+    }
+    matches_file(svc, doc, &t->file.disk);
+    return 0;
+}
+
+/* A reload the file's watch started: nobody waits for it. */
+static void finish_following(document_service *svc, doc_task *t)
+{
+    document *doc = document__find(svc, t->doc_id, NULL);
+    if (!doc)
+        return;
+    if (doc->following == t)
+        doc->following = NULL;
+    if (doc->saves_pending) {
+        /* A save began meanwhile: it either writes over the same file (and
+         * the file is then ours again) or finds it changed and says so. */
+        doc->recheck = true;
+    } else if (t->status != 0) {
+        doc_disk now;
+        if (document__disk_stat(doc->path, &now) != 0)
+            now = t->file.disk;
+        flag_changed(svc, doc, &now);
+    } else if (has_unsaved_edits(doc)) {
+        flag_changed(svc, doc, &t->file.disk); /* edited while the file was read */
+    } else {
+        ecp_error err;
+        if (apply_reload(svc, doc, t, &err) != 0) {
+            ecp_log(svc->log, ECP_LOG_WARN, "cannot reload %s: %s", doc->uri, err.message);
+            flag_changed(svc, doc, &t->file.disk);
+        }
+    }
+    if (doc->recheck)
+        check_disk(svc, doc);
+}
+
 static void finish_reload(document_service *svc, doc_task *t)
 {
+    if (t->automatic) {
+        finish_following(svc, t);
+        return;
+    }
     if (!t->waiters)
         return; /* cancelled, perhaps after the read was done: change nothing */
     ecp_error err;
@@ -707,19 +1021,41 @@ static void finish_reload(document_service *svc, doc_task *t)
     if (!doc) {
         status = ECP_ENOTFOUND;
         e = &err;
-    } else if (status == 0 && !t->force && document__state_id(doc) != doc->saved_id) {
+    } else if (status == 0 && !t->force && has_unsaved_edits(doc)) {
         /* Edited while the file was being read: keep the edits. */
         status = ecp_error_set(&err, ECP_ESTATE, "Document has unsaved changes");
         e = &err;
-    } else if (status == 0) {
-        doc->crlf = t->crlf;
-        document__replace_tree(svc, doc, t->tree, t->text, t->len);
-        t->tree = NULL;
+    } else if (status == 0 && (status = apply_reload(svc, doc, t, &err)) != 0) {
+        e = &err;
     }
     for (document_request *req; (req = task_take_waiter(t));) {
         req->reload_cb(req->ctx, status, status ? e : NULL, doc ? doc->version : 0);
         free(req);
     }
+}
+
+/* Reads the file (here when small, else on the pool) and finishes the task. */
+static document_request *reload_start(document_service *svc, doc_task *t)
+{
+    doc_disk disk;
+    if (document__disk_stat(t->path, &disk) == 0 && is_large(&disk)) {
+        task_start(svc, t);
+        return t->waiters;
+    }
+    read_task(t, NULL);
+    finish_reload(svc, t);
+    task_free(t);
+    return NULL;
+}
+
+static void follow_reload(document_service *svc, document *doc)
+{
+    doc_task *t = task_new(svc, TASK_RELOAD);
+    t->path = xstrdup(doc->path);
+    t->doc_id = xstrdup(doc->id);
+    t->automatic = true;
+    doc->following = t;
+    reload_start(svc, t);
 }
 
 document_request *document_reload(document_service *self, const char *document_id, bool force, document_reload_cb cb,
@@ -736,7 +1072,7 @@ document_request *document_reload(document_service *self, const char *document_i
         cb(ctx, err.status, &err, doc->version);
         return NULL;
     }
-    if (!force && document__state_id(doc) != doc->saved_id) {
+    if (!force && has_unsaved_edits(doc)) {
         ecp_error_set(&err, ECP_ESTATE, "Document has unsaved changes");
         cb(ctx, err.status, &err, doc->version);
         return NULL;
@@ -747,24 +1083,52 @@ document_request *document_reload(document_service *self, const char *document_i
     t->force = force;
     document_request *req = task_wait(t, ctx);
     req->reload_cb = cb;
-    if (is_large_file(t->path)) {
-        task_start(self, t);
-        return req;
-    }
-    read_into_tree(t, NULL);
-    finish_reload(self, t);
-    task_free(t);
-    return NULL;
+    return reload_start(self, t);
 }
 
 /* ----- save ------------------------------------------------------------------------------------------- */
 
+/* Decides, as the save begins (the saves before it in its file's line are
+ * done), what the file must still be for the save to go ahead: what the
+ * document last knew of it, for a save to its own file. */
+static void save_prepare(document_service *svc, doc_task *t)
+{
+    document *doc = document__find(svc, t->doc_id, NULL);
+    t->check = !t->force && doc && doc->path && doc->disk_known && strcmp(doc->key, t->key) == 0;
+    if (t->check)
+        t->expect = doc->disk;
+}
+
+static void save_begin(document_service *svc, doc_task *t)
+{
+    save_prepare(svc, t);
+    task_start(svc, t);
+}
+
+/* Starts a save now, or queues it behind the save of the same file that is
+ * writing. */
+static void save_enqueue(document_service *svc, doc_task *t)
+{
+    for (doc_task *w = svc->saving; w; w = w->next_save) {
+        if (strcmp(w->key, t->key) == 0) {
+            while (w->after)
+                w = w->after;
+            w->after = t;
+            return;
+        }
+    }
+    save_begin(svc, t);
+}
+
 static void finish_save(document_service *svc, doc_task *t)
 {
     document *doc = document__find(svc, t->doc_id, NULL);
+    if (doc && doc->saves_pending)
+        doc->saves_pending--;
     if (doc && t->status == 0) {
         doc->saved_id = t->state_id;
         if (t->uri) {
+            stop_following(svc, doc);
             free(doc->uri);
             free(doc->path);
             free(doc->key);
@@ -773,23 +1137,41 @@ static void finish_save(document_service *svc, doc_task *t)
             doc->key = t->key;
             t->uri = t->path = t->key = NULL;
         }
+        matches_file(svc, doc, &t->written);
         ECP_EMIT(&svc->listeners, document_listener, on_save, doc->id, doc->uri, doc->version);
+    } else if (doc && t->put_back && t->check) {
+        /* Our own failed write touched the file we knew, and put it back. */
+        doc->disk = t->written;
+    } else if (doc && t->status == ECP_ECONFLICT) {
+        doc_disk now;
+        if (document__disk_stat(doc->path, &now) == 0)
+            flag_changed(svc, doc, &now);
     }
     if (t->status != 0)
-        ecp_log(svc->log, ECP_LOG_WARN, "%s", t->err.message);
+        ecp_log(svc->log, t->status == ECP_ECONFLICT ? ECP_LOG_INFO : ECP_LOG_WARN, "%s%s%s", t->err.message,
+                t->status == ECP_ECONFLICT ? ": " : "", t->status == ECP_ECONFLICT ? t->path : "");
     const char *uri = doc ? doc->uri : t->uri ? t->uri : t->reply_uri;
     for (document_request *req; (req = task_take_waiter(t));) {
         req->save_cb(req->ctx, t->status, t->status ? &t->err : NULL, doc ? doc->version : 0, uri);
         free(req);
     }
+    /* The next save of this file, now that this one is on disk. */
+    doc_task *next = t->after;
+    t->after = NULL;
+    if (next)
+        save_begin(svc, next);
+    if (doc && !doc->saves_pending && doc->recheck)
+        check_disk(svc, doc);
 }
 
-document_request *document_save(document_service *self, const char *document_id, const char *uri,
-                                document_save_cb cb, void *ctx)
+document_request *document_save_with(document_service *self, const char *document_id,
+                                     const document_save_options *options, document_save_cb cb, void *ctx)
 {
     ecp_error err;
     buf path = BUF_INIT;
+    char *key = NULL;
     document_request *req = NULL;
+    const char *uri = options ? options->uri : NULL;
     document *doc = document__find(self, document_id, &err);
     if (!doc) {
         cb(ctx, err.status, &err, 0, NULL);
@@ -801,11 +1183,13 @@ document_request *document_save(document_service *self, const char *document_id,
             cb(ctx, err.status, &err, doc->version, doc->uri);
             goto done;
         }
-        if (uri_to_path(uri, strlen(uri), &path, &err) != 0) {
+        if (uri_file_path(uri, strlen(uri), &path, &err) != 0) {
             cb(ctx, err.status, &err, doc->version, doc->uri);
             goto done;
         }
-        document *other = find_by_key(self, path.data);
+        doc_disk disk;
+        key = resolve_path(path.data, &disk);
+        document *other = find_file(self, key, &disk);
         if (other && other != doc) {
             ecp_error_set(&err, ECP_EEXIST, "Cannot save to %s: another open document has that uri", uri);
             cb(ctx, err.status, &err, doc->version, doc->uri);
@@ -827,21 +1211,33 @@ document_request *document_save(document_service *self, const char *document_id,
     t->snap = snap;
     t->state_id = document__state_id(doc);
     t->reply_uri = xstrdup(doc->uri);
+    t->force = options && options->force;
     doc->snapshot_id = t->state_id;
+    doc->saves_pending++;
     if (uri) {
         t->uri = xstrdup(uri);
         t->path = xstrdup(path.data);
-        t->key = xstrdup(path.data);
+        t->key = key;
+        key = NULL;
     } else {
         t->path = xstrdup(doc->path);
+        t->key = xstrdup(doc->key);
     }
     req = task_wait(t, ctx);
     req->save_cb = cb;
     /* Always on the pool: fsync can take long on any size. */
-    task_start(self, t);
+    save_enqueue(self, t);
 done:
+    free(key);
     buf_free(&path);
     return req;
+}
+
+document_request *document_save(document_service *self, const char *document_id, const char *uri,
+                                document_save_cb cb, void *ctx)
+{
+    document_save_options options = {.uri = uri};
+    return document_save_with(self, document_id, &options, cb, ctx);
 }
 
 /* ----- close ------------------------------------------------------------------------------------------------ */
@@ -854,6 +1250,7 @@ int document_close(document_service *self, const char *document_id, ecp_error *e
     document *doc = self->docs[i];
     memmove(self->docs + i, self->docs + i + 1, (self->doc_count - i - 1) * sizeof *self->docs);
     self->doc_count--;
+    stop_following(self, doc);
     ECP_EMIT(&self->listeners, document_listener, on_close, doc->id, doc->uri);
     doc_free(doc);
     return 0;

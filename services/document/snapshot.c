@@ -14,6 +14,7 @@ struct document_snapshot {
     piece_tree_snapshot *text;
     uint64_t version;
     bool crlf;
+    bool bom;
     const char *document_id; /* these three point into the same allocation */
     const char *uri;
     const char *language_id;
@@ -36,6 +37,7 @@ document_snapshot *document__snapshot_of(document *doc, ecp_error *err)
     snap->language_id = memcpy(strings + id_len + uri_len, doc->language_id, lang_len);
     snap->version = doc->version;
     snap->crlf = doc->crlf;
+    snap->bom = doc->bom;
     return snap;
 
 no_memory:
@@ -62,6 +64,7 @@ const char *document_snapshot_uri(const document_snapshot *snap) { return snap->
 const char *document_snapshot_language_id(const document_snapshot *snap) { return snap->language_id; }
 uint64_t document_snapshot_version(const document_snapshot *snap) { return snap->version; }
 bool document_snapshot_crlf(const document_snapshot *snap) { return snap->crlf; }
+bool document_snapshot_bom(const document_snapshot *snap) { return snap->bom; }
 size_t document_snapshot_length(const document_snapshot *snap) { return piece_tree_snapshot_length(snap->text); }
 
 size_t document_snapshot_line_count(const document_snapshot *snap)
@@ -108,9 +111,11 @@ static bool next_chunk(void *ctx, const char **chunk, size_t *len)
     return piece_tree_snapshot_reader_next(ctx, chunk, len);
 }
 
-int document__snapshot_write(const document_snapshot *snap, const char *path, ecp_error *err)
+int document__snapshot_write(const document_snapshot *snap, const char *path, doc_write *how, ecp_error *err)
 {
     piece_tree_snapshot_reader r;
     piece_tree_snapshot_reader_init(&r, snap->text, 0, piece_tree_snapshot_length(snap->text));
-    return document__write_stream(path, next_chunk, &r, snap->crlf, err);
+    how->crlf = snap->crlf;
+    how->bom = snap->bom;
+    return document__write_stream_as(path, next_chunk, &r, how, err);
 }

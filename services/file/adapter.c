@@ -22,6 +22,7 @@
 
 #include "rpc.h"
 #include "uri.h"
+#include "utf.h"
 
 /* file/read refuses files larger than this: the whole content travels in one
  * message. */
@@ -245,6 +246,8 @@ typedef struct op_job {
     char *content;
     size_t content_len;
     bool create_parents, overwrite, recursive;
+    bool base64;   /* read: answer the bytes in base64 */
+    bool replaced; /* read as text: invalid UTF-8 had to be replaced */
     int status;
     ecp_error err;
     file_info info;
@@ -271,6 +274,8 @@ static void op_work(ecp_job *job, unsigned item)
     switch (j->kind) {
     case OP_READ:
         j->status = file_read(j->path, READ_MAX, &j->data, &j->len, &j->info, err);
+        if (j->status == 0 && !j->base64)
+            j->replaced = !utf8_is_valid(j->data, j->len);
         break;
     case OP_WRITE: {
         file_write_options o = {j->create_parents, j->overwrite};
@@ -319,6 +324,32 @@ static void write_uri(json_writer *w, const char *key, const char *path)
     buf_free(&u);
 }
 
+/* Writes bytes as one base64 string (RFC 4648, padded), a block at a time. */
+static void write_base64(json_writer *w, const unsigned char *p, size_t len)
+{
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char out[4096];
+    size_t used = 0;
+    jw_string_begin(w);
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < len)
+            v |= p[i + 2];
+        out[used++] = alphabet[v >> 18 & 63];
+        out[used++] = alphabet[v >> 12 & 63];
+        out[used++] = i + 1 < len ? alphabet[v >> 6 & 63] : '=';
+        out[used++] = i + 2 < len ? alphabet[v & 63] : '=';
+        if (used == sizeof out) {
+            jw_string_chunk(w, out, used);
+            used = 0;
+        }
+    }
+    jw_string_chunk(w, out, used);
+    jw_string_end(w);
+}
+
 static void op_reply(op_job *j, ecp_call *call)
 {
     if (j->status) {
@@ -332,8 +363,17 @@ static void op_reply(op_job *j, ecp_call *call)
     case OP_READ:
         w = ecp_call_result(call);
         jw_object_begin(w);
-        jw_key_string_n(w, "content", j->data, j->len);
-        jw_key_string(w, "encoding", "utf-8");
+        if (j->base64) {
+            jw_key(w, "content");
+            write_base64(w, (const unsigned char *)j->data, j->len);
+            jw_key_string(w, "encoding", "base64");
+        } else {
+            jw_key_string_n(w, "content", j->data, j->len);
+            jw_key_string(w, "encoding", "utf-8");
+            /* Said only when it happened: the text is not the file's bytes. */
+            if (j->replaced)
+                jw_key_bool(w, "replaced", true);
+        }
         jw_key_double(w, "modTime", j->info.mod_time);
         jw_key_int(w, "size", (int64_t)j->len);
         jw_object_end(w);
@@ -475,7 +515,23 @@ static void simple_op(file_adapter *ad, ecp_call *call, op_kind kind)
     op_start(ad, call, op_new(kind, path, &uri));
 }
 
-static void m_read(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_READ); }
+static void m_read(void *ctx, ecp_call *call)
+{
+    json_ref p = ecp_call_params(call);
+    ecp_str uri, encoding;
+    const char *path = arg_path(call, p, "uri", &uri);
+    if (!path || !ecp_arg_string_opt(call, p, "encoding", &encoding))
+        return;
+    bool base64 = encoding.ptr && strcasecmp(encoding.ptr, "base64") == 0;
+    if (encoding.ptr && !base64 && strcasecmp(encoding.ptr, "utf-8") && strcasecmp(encoding.ptr, "utf8")) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS,
+                       "encoding: unsupported encoding '%s' (\"utf-8\" or \"base64\")", encoding.ptr);
+        return;
+    }
+    op_job *j = op_new(OP_READ, path, &uri);
+    j->base64 = base64;
+    op_start(ctx, call, j);
+}
 static void m_stat(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_STAT); }
 static void m_exists(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_EXISTS); }
 static void m_delete(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_DELETE); }
@@ -1024,9 +1080,12 @@ static void m_join(void *ctx, ecp_call *call)
 /* ----- the adapter ----------------------------------------------------------------------------- */
 
 static const ecp_method methods[] = {
+    /* The signature stays the catalogue's; encoding?: "utf-8"|"base64" is an
+     * extension, named in the summary and in server/PROTOCOL.md. */
     {"file/read", m_read, "1.0",
-     "A file's content as UTF-8 text, with its size and modification time (ms)",
-     "{uri: string}"},
+     "A file's content as UTF-8 text (replaced: true when invalid bytes were replaced), or its exact bytes with "
+     "encoding: \"base64\"; with its size and modification time (ms)",
+     "{uri: string, encoding?: string}"},
     {"file/write", m_write, "1.0",
      "Write a file atomically, keeping its mode; overwrite:false refuses an existing file",
      "{uri: string, content: string, encoding?: \"utf-8\", createParents?: boolean, overwrite?: boolean}"},

@@ -166,44 +166,12 @@ int file__errno(ecp_error *err, int errnum, const char *path)
 
 void file_path_normalize(buf *out, const char *path, size_t len)
 {
-    size_t start = out->len;
-    buf_push(out, '/');
-    size_t i = 0;
-    while (i < len) {
-        while (i < len && path[i] == '/')
-            i++;
-        size_t j = i;
-        while (j < len && path[j] != '/')
-            j++;
-        size_t n = j - i;
-        if (n == 0 || (n == 1 && path[i] == '.')) {
-            /* nothing */
-        } else if (n == 2 && path[i] == '.' && path[i + 1] == '.') {
-            /* drop the last segment, never going above the root */
-            size_t k = out->len;
-            while (k > start + 1 && out->data[k - 1] != '/')
-                k--;
-            if (k > start + 1)
-                k--; /* the '/' before the dropped segment */
-            out->len = k > start + 1 ? k : start + 1;
-            out->data[out->len] = '\0';
-        } else {
-            if (out->len > start + 1)
-                buf_push(out, '/');
-            buf_append(out, path + i, n);
-        }
-        i = j;
-    }
+    uri_path_normalize(out, path, len);
 }
 
 int file_path_from_uri(const char *uri, size_t len, buf *out, ecp_error *err)
 {
-    buf raw = BUF_INIT;
-    int rc = uri_to_path(uri, len, &raw, err);
-    if (rc == 0)
-        file_path_normalize(out, raw.data ? raw.data : "/", raw.len);
-    buf_free(&raw);
-    return rc;
+    return uri_file_path(uri, len, out, err);
 }
 
 void file_uri_from_path(buf *out, const char *path)

@@ -1732,8 +1732,9 @@ static void test_reload(void **state)
     expect_events(f->c, "document/didChange,#");
     expect_content(f->c, id, "ONE\n");
     expect_dirty(f->c, id, false);
+    /* A reload is an undoable step, not a wipe of the history. */
     r = ok(f->c, "document/canUndo", "{\"documentId\":\"%s\"}", id);
-    expect_raw(r, "", "{\"canUndo\":false}");
+    expect_raw(r, "", "{\"canUndo\":true}");
     free(r);
 
     /* Unsaved changes are not thrown away unless asked. */

@@ -444,7 +444,7 @@ class SocketTests(unittest.TestCase):
         lines = out.stdout.decode().splitlines()
         self.assertEqual(len(lines), sum(m["name"].startswith("file/") for m in methods))
         # names are padded to the longest of the namespace, file/getBasename
-        self.assertTrue(lines[0].startswith("file/read" + " " * 9 + "{uri: string} -- "), lines[0])
+        self.assertTrue(lines[0].startswith("file/read" + " " * 9 + "{uri: string, encoding?: string} -- "), lines[0])
         self.assertTrue(all(l.startswith("file/") for l in lines))
         out = subprocess.run([ECPCTL, "--socket", self.srv.path, "--methods", "nope"], capture_output=True, timeout=10)
         self.assertEqual((out.returncode, out.stdout), (1, b""))
