@@ -6,6 +6,8 @@
 #include "document/interface.h"
 #include "file/adapter.h"
 #include "file/interface.h"
+#include "git/adapter.h"
+#include "git/interface.h"
 
 int server_services_start(server_services *self, const server_env *env, ecp_error *err)
 {
@@ -24,11 +26,20 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if (!self->file)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the file service");
     file_adapter_init(&adapter, self->file, env->bus);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
+
+    self->git = gitsvc_new(env->pool, env->log, self->file, self->document);
+    if (!self->git)
+        return ecp_error_set(err, ECP_ENOMEM, "could not create the git service");
+    git_adapter_init(&adapter, self->git, env->bus);
     return env->register_adapter(env->router, &adapter, err);
 }
 
 void server_services_stop(server_services *self)
 {
+    if (self->git)
+        gitsvc_free(self->git);
     if (self->file)
         file_service_free(self->file);
     if (self->document)
