@@ -550,7 +550,7 @@ int gitsvc_log_read(gitsvc_repo *repo, size_t max, const ecp_job *job, arena *me
     if (rc < 0)
         return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot walk the history");
     git_revwalk_sorting(walk, GIT_SORT_TIME);
-    rc = git_revwalk_push_head(walk);
+    rc = git_repository_head_unborn(repo->repo) == 1 ? GIT_EUNBORNBRANCH : git_revwalk_push_head(walk);
     if (rc == GIT_ENOTFOUND || rc == GIT_EUNBORNBRANCH) {
         git_revwalk_free(walk);
         git_error_clear();

@@ -29,6 +29,13 @@ static int open_index(gitsvc_repo *repo, git_index **out, gitsvc_error *err)
 static int write_index(git_index *index, gitsvc_error *err)
 {
     int rc = git_index_write(index);
+    if (rc == GIT_ELOCKED) {
+        git_error_clear();
+        return gitsvc__fail(err, ECP_ESTATE, GITSVC_COMMAND_FAILED,
+                            "Cannot write the index: %s.lock exists (another git is at work, or one crashed and "
+                            "left it behind: remove it if no git is running)",
+                            git_index_path(index));
+    }
     if (rc < 0)
         return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot write the index");
     return 0;
