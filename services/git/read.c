@@ -549,7 +549,10 @@ int gitsvc_log_read(gitsvc_repo *repo, size_t max, const ecp_job *job, arena *me
     int rc = git_revwalk_new(&walk, repo->repo);
     if (rc < 0)
         return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot walk the history");
-    git_revwalk_sorting(walk, GIT_SORT_TIME);
+    /* git log's own order (newest commit date first), produced as it walks:
+     * GIT_SORT_TIME would walk the whole history before the first commit,
+     * where nothing can cancel it */
+    git_revwalk_sorting(walk, GIT_SORT_NONE);
     rc = git_repository_head_unborn(repo->repo) == 1 ? GIT_EUNBORNBRANCH : git_revwalk_push_head(walk);
     if (rc == GIT_ENOTFOUND || rc == GIT_EUNBORNBRANCH) {
         git_revwalk_free(walk);

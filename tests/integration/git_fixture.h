@@ -22,8 +22,8 @@ static char top[64];  /* the test's temporary directory */
 static char repo[128]; /* top/r: the repository most tests use */
 
 /* Runs a shell command (printf-formatted) in dir; fails the test unless it exits 0. */
-static void sh_in(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sh_in(const char *dir, const char *fmt, ...)
+static __attribute__((unused)) void sh_in(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static __attribute__((unused)) void sh_in(const char *dir, const char *fmt, ...)
 {
     char cmd[8192], full[9000];
     va_list ap;
@@ -38,8 +38,8 @@ static void sh_in(const char *dir, const char *fmt, ...)
 #define sh(...) sh_in(repo, __VA_ARGS__)
 
 /* The output of a shell command run in repo (malloc'd). */
-static char *out_of(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *out_of(const char *fmt, ...)
+static __attribute__((unused)) char *out_of(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static __attribute__((unused)) char *out_of(const char *fmt, ...)
 {
     char cmd[8192], full[9000];
     va_list ap;
@@ -62,7 +62,7 @@ static char *out_of(const char *fmt, ...)
     return s;
 }
 
-static void write_at(const char *rel, const char *content)
+static __attribute__((unused)) void write_at(const char *rel, const char *content)
 {
     char p[512];
     snprintf(p, sizeof p, "%s/%s", repo, rel);
@@ -72,7 +72,7 @@ static void write_at(const char *rel, const char *content)
     fclose(f);
 }
 
-static char *read_at(const char *rel)
+static __attribute__((unused)) char *read_at(const char *rel)
 {
     char p[512];
     snprintf(p, sizeof p, "%s/%s", repo, rel);
@@ -86,7 +86,7 @@ static char *read_at(const char *rel)
     return s;
 }
 
-static char *vcall(const char *method, int want, const char *fmt, va_list ap)
+static __attribute__((unused)) char *vcall(const char *method, int want, const char *fmt, va_list ap)
 {
     char params[16384];
     vsnprintf(params, sizeof params, fmt, ap);
@@ -98,8 +98,8 @@ static char *vcall(const char *method, int want, const char *fmt, va_list ap)
 }
 
 /* Calls method and asserts success; returns the result JSON (free it). */
-static char *ok(const char *method, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *ok(const char *method, const char *fmt, ...)
+static __attribute__((unused)) char *ok(const char *method, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static __attribute__((unused)) char *ok(const char *method, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -109,9 +109,9 @@ static char *ok(const char *method, const char *fmt, ...)
 }
 
 /* Calls method, asserts -32208 with data.gitErrorCode == code and data.uri; returns the error JSON. */
-static char *git_fails(const char *method, const char *code, const char *fmt, ...)
+static __attribute__((unused)) char *git_fails(const char *method, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static char *git_fails(const char *method, const char *code, const char *fmt, ...)
+static __attribute__((unused)) char *git_fails(const char *method, const char *code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -127,8 +127,8 @@ static char *git_fails(const char *method, const char *code, const char *fmt, ..
 }
 
 /* Calls method and asserts the error code (not -32208). */
-static char *fails(const char *method, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static char *fails(const char *method, int code, const char *fmt, ...)
+static __attribute__((unused)) char *fails(const char *method, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static __attribute__((unused)) char *fails(const char *method, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -137,7 +137,7 @@ static char *fails(const char *method, int code, const char *fmt, ...)
     return r;
 }
 
-static void want_str(const char *json, const char *path, const char *want)
+static __attribute__((unused)) void want_str(const char *json, const char *path, const char *want)
 {
     char *s = test_json_string(json, path);
     if (!s || strcmp(s, want))
@@ -145,14 +145,14 @@ static void want_str(const char *json, const char *path, const char *want)
     free(s);
 }
 
-static void want_bool(const char *json, const char *path, bool want)
+static __attribute__((unused)) void want_bool(const char *json, const char *path, bool want)
 {
     bool b;
     if (!test_json_bool(json, path, &b) || b != want)
         fail_msg("%s: wanted %s in %s", path, want ? "true" : "false", json);
 }
 
-static int64_t get_int(const char *json, const char *path)
+static __attribute__((unused)) int64_t get_int(const char *json, const char *path)
 {
     int64_t v;
     if (!test_json_int(json, path, &v))
@@ -160,21 +160,21 @@ static int64_t get_int(const char *json, const char *path)
     return v;
 }
 
-static void want_int(const char *json, const char *path, int64_t want)
+static __attribute__((unused)) void want_int(const char *json, const char *path, int64_t want)
 {
     int64_t got = get_int(json, path);
     if (got != want)
         fail_msg("%s: wanted %lld, got %lld in %s", path, (long long)want, (long long)got, json);
 }
 
-static void want_text(const char *got, const char *want, const char *what)
+static __attribute__((unused)) void want_text(const char *got, const char *want, const char *what)
 {
     if (strcmp(got, want))
         fail_msg("%s differs.\n--- ours:\n%s\n--- git:\n%s", what, got, want);
 }
 
 /* A fresh repository at `dir` on branch main, with an identity of its own. */
-static void init_repo_at(const char *dir)
+static __attribute__((unused)) void init_repo_at(const char *dir)
 {
     sh_in(top, "git init -q -b main '%s' && cd '%s' && git config user.name 'Ada Lovelace' && "
                "git config user.email ada@example.com",
@@ -182,14 +182,14 @@ static void init_repo_at(const char *dir)
 }
 
 /* Commits everything staged with a fixed date (day of January 2024). */
-static void commit_on(int day, const char *message)
+static __attribute__((unused)) void commit_on(int day, const char *message)
 {
     sh("GIT_AUTHOR_DATE='2024-01-%02d 12:00:00 +0100' GIT_COMMITTER_DATE='2024-01-%02d 12:00:00 +0100' "
        "git commit -q -m '%s'",
        day, day, message);
 }
 
-static int fixture_setup(void **state)
+static __attribute__((unused)) int fixture_setup(void **state)
 {
     strcpy(top, "/tmp/ecpd-git-XXXXXX");
     if (!mkdtemp(top))
@@ -211,7 +211,7 @@ static int fixture_setup(void **state)
     return 0;
 }
 
-static int fixture_teardown(void **state)
+static __attribute__((unused)) int fixture_teardown(void **state)
 {
     test_server_free(srv);
     char cmd[256];
