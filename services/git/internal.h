@@ -88,6 +88,9 @@ void gitsvc__changes_add_hunk(gitsvc__changes *out, size_t old_count, size_t new
 /* The branch part of a status (also used by the status itself). */
 int gitsvc__head_info(git_repository *repo, arena *mem, gitsvc_status *out, gitsvc_error *err);
 
+/* The upstream of local branch `branch`, or a negative libgit2 code. */
+int gitsvc__upstream(git_repository *repo, const char *branch, git_reference **out);
+
 /* The commit HEAD points at, or NULL (and 0) on an unborn branch. */
 int gitsvc__head_commit(git_repository *repo, git_commit **out, gitsvc_error *err);
 
