@@ -166,7 +166,7 @@ static int op_run(op_job *j, ecp_job *job, gitsvc_repo *repo)
             if ((rc = gitsvc_repo_relative(repo, j->paths[i], mem, &rels[i], err)))
                 return rc;
     }
-    gitsvc_remote_options ro = {j->arg, j->flag, j->flag2, 0};
+    gitsvc_remote_options ro = {j->arg, j->flag, j->flag2};
     switch (j->kind) {
     case OP_IS_REPO:
         return 0;

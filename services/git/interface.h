@@ -31,7 +31,9 @@
  *   watches see and every change made through this interface, sorted into
  *   status, branch, commit and stash changes.
  * - Nothing prompts: credentials come from an ssh-agent or nowhere, and a
- *   remote that asks for anything else fails with GITSVC_AUTH_FAILED.
+ *   remote that asks for anything else fails with GITSVC_AUTH_FAILED. A
+ *   transfer stops when its job is cancelled, at libgit2's next callback;
+ *   libgit2 1.5 has no network timeout of its own (see remote.c).
  *
  * C names start with `gitsvc_` because libgit2 owns the `git_` prefix.
  *
@@ -374,7 +376,6 @@ typedef struct gitsvc_remote_options {
     const char *remote;   /* NULL: "origin" */
     bool force;           /* push: replace the remote branch even when it is not an ancestor */
     bool set_upstream;    /* push: make remote/branch the current branch's upstream */
-    unsigned timeout_ms;  /* a transfer that makes no progress for this long is abandoned; 0: 60 s */
 } gitsvc_remote_options;
 
 typedef struct gitsvc_sync_result {

@@ -1,49 +1,34 @@
-/* remote: fetch, push and pull, without prompts and without hanging.
+/* remote: fetch, push and pull, without prompts.
  *
  * Credentials come from an ssh-agent when the remote asks for an SSH key and
  * SSH_AUTH_SOCK is set; anything else (a password, a second attempt) fails
  * at once as an authentication failure, so nothing ever waits for a person.
- * Every progress callback polls the job's cancel flag and a stall deadline:
- * a transfer that makes no progress for timeout_ms is abandoned as a network
- * error. (libgit2 1.5 has no connect timeout of its own: a connection that
- * never opens is bounded by the system's TCP timeout.)
+ * Every callback libgit2 makes during a transfer polls the job's cancel
+ * flag, so a cancelled transfer stops at its next callback. libgit2 1.5 has
+ * no connect or read timeout of its own (and a stream of our own with one
+ * would break its SSH transport, which reaches into libgit2's socket
+ * stream): a remote that accepts a connection and then says nothing holds
+ * the transfer until the system's TCP timeouts end it.
  */
 #include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct transfer {
     const ecp_job *job;
-    uint64_t timeout_ms;
-    uint64_t last_progress_ms;
     unsigned credential_asks;
-    bool auth_failed, timed_out, cancelled;
+    bool auth_failed, cancelled;
     char push_error[256];
     arena *mem;
 } transfer;
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Non-zero stops the transfer: cancelled, or no progress for too long. */
-static int keep_going(transfer *t, bool progressed)
+/* Non-zero stops the transfer: the job was cancelled. */
+static int keep_going(transfer *t)
 {
     if (t->job && ecp_job_cancelled(t->job)) {
         t->cancelled = true;
-        return -1;
-    }
-    uint64_t now = now_ms();
-    if (progressed)
-        t->last_progress_ms = now;
-    else if (now - t->last_progress_ms > t->timeout_ms) {
-        t->timed_out = true;
         return -1;
     }
     return 0;
@@ -65,22 +50,22 @@ static int on_credentials(git_credential **out, const char *url, const char *use
 
 static int on_transfer(const git_indexer_progress *stats, void *payload)
 {
-    return keep_going(payload, true);
+    return keep_going(payload);
 }
 
 static int on_sideband(const char *str, int len, void *payload)
 {
-    return keep_going(payload, true);
+    return keep_going(payload);
 }
 
 static int on_push_transfer(unsigned int current, unsigned int total, size_t bytes, void *payload)
 {
-    return keep_going(payload, true);
+    return keep_going(payload);
 }
 
 static int on_pack_progress(int stage, uint32_t current, uint32_t total, void *payload)
 {
-    return keep_going(payload, true);
+    return keep_going(payload);
 }
 
 static int on_push_update(const char *refname, const char *status, void *data)
@@ -102,12 +87,10 @@ static void callbacks_init(git_remote_callbacks *cb, transfer *t)
     cb->payload = t;
 }
 
-static void transfer_init(transfer *t, const gitsvc_remote_options *o, const ecp_job *job, arena *mem)
+static void transfer_init(transfer *t, const ecp_job *job, arena *mem)
 {
     memset(t, 0, sizeof *t);
     t->job = job;
-    t->timeout_ms = o && o->timeout_ms ? o->timeout_ms : 60000;
-    t->last_progress_ms = now_ms();
     t->mem = mem;
 }
 
@@ -120,17 +103,12 @@ static int transfer_failed(transfer *t, int rc, gitsvc_sync_result *out, gitsvc_
     out->success = false;
     if (t->auth_failed || rc == GIT_EAUTH)
         out->code = GITSVC_AUTH_FAILED;
-    else if (t->timed_out)
-        out->code = GITSVC_NETWORK_ERROR;
     else if (e && (e->klass == GIT_ERROR_NET || e->klass == GIT_ERROR_SSH || e->klass == GIT_ERROR_HTTP ||
                    e->klass == GIT_ERROR_OS || e->klass == GIT_ERROR_SSL))
         out->code = GITSVC_NETWORK_ERROR;
     else
         out->code = GITSVC_COMMAND_FAILED;
-    if (t->timed_out)
-        out->error = arena_sprintf(t->mem, "%s: no progress for %llu ms", what, (unsigned long long)t->timeout_ms);
-    else
-        out->error = arena_sprintf(t->mem, "%s: %s", what, e && e->message ? e->message : "failed");
+    out->error = arena_sprintf(t->mem, "%s: %s", what, e && e->message ? e->message : "failed");
     git_error_clear();
     return 0;
 }
@@ -161,7 +139,7 @@ int gitsvc_fetch(gitsvc_repo *repo, const gitsvc_remote_options *options, const 
     if (open_remote(repo, options, &remote, mem, out))
         return 0;
     transfer t;
-    transfer_init(&t, options, job, mem);
+    transfer_init(&t, job, mem);
     git_fetch_options fo = GIT_FETCH_OPTIONS_INIT;
     callbacks_init(&fo.callbacks, &t);
     rc = git_remote_fetch(remote, NULL, &fo, NULL);
@@ -192,7 +170,7 @@ int gitsvc_push(gitsvc_repo *repo, const gitsvc_remote_options *options, const e
     if (open_remote(repo, options, &remote, mem, out))
         return 0;
     transfer t;
-    transfer_init(&t, options, job, mem);
+    transfer_init(&t, job, mem);
     git_push_options po = GIT_PUSH_OPTIONS_INIT;
     callbacks_init(&po.callbacks, &t);
     char *refspec = arena_sprintf(mem, "%srefs/heads/%s:refs/heads/%s", options && options->force ? "+" : "",

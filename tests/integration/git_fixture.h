@@ -214,8 +214,10 @@ static __attribute__((unused)) int fixture_setup(void **state)
 static __attribute__((unused)) int fixture_teardown(void **state)
 {
     test_server_free(srv);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+    char cmd[512];
+    /* a server a test started and did not get to stop */
+    snprintf(cmd, sizeof cmd, "cd '%s' && if [ -f auth.pid ]; then kill $(cat auth.pid) 2>/dev/null; fi; rm -rf '%s'",
+             top, top);
     return system(cmd) == 0 ? 0 : -1;
 }
 

@@ -935,6 +935,55 @@ static void test_remotes_push_pull_fetch(void **state)
     free(git_fails("git/fetch", "NETWORK_ERROR", "{\"uri\":\"%s\",\"remote\":\"gone\"}", repo));
 }
 
+/* A local HTTP server (python3) that answers every request with 401 and a
+ * Basic challenge; its port is returned, its pid kept in top/auth.pid. */
+static int start_auth_server(void)
+{
+    sh_in(top, "python3 -c \"import http.server, socketserver, os\n"
+               "class H(http.server.BaseHTTPRequestHandler):\n"
+               "  def do_GET(self):\n"
+               "    self.send_response(401); self.send_header('WWW-Authenticate', 'Basic realm=x');\n"
+               "    self.send_header('Content-Length', '0'); self.end_headers()\n"
+               "  do_POST = do_GET\n"
+               "  def log_message(self, *a): pass\n"
+               "s = socketserver.TCPServer(('127.0.0.1', 0), H)\n"
+               "open('port.tmp', 'w').write(str(s.server_address[1])); os.rename('port.tmp', 'port')\n"
+               "s.serve_forever()\" & echo $! > auth.pid");
+    char path[128];
+    snprintf(path, sizeof path, "%s/port", top);
+    for (int i = 0; i < 500 && access(path, R_OK) != 0; i++)
+        usleep(10000);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int port = 0;
+    assert_int_equal(fscanf(f, "%d", &port), 1);
+    fclose(f);
+    return port;
+}
+
+static void test_remote_failures(void **state)
+{
+    small_history();
+    int port = start_auth_server();
+    /* a server that wants a password: refused at once, never a prompt */
+    sh("git remote add locked 'http://127.0.0.1:%d/repo.git'", port);
+    char *r = git_fails("git/fetch", "AUTH_FAILED", "{\"uri\":\"%s\",\"remote\":\"locked\"}", repo);
+    free(r);
+    r = ok("git/push", "{\"uri\":\"%s\",\"remote\":\"locked\"}", repo);
+    want_bool(r, "success", false);
+    assert_true(test_json_has(r, "error"));
+    free(r);
+    r = ok("git/pull", "{\"uri\":\"%s\",\"remote\":\"locked\"}", repo);
+    want_bool(r, "success", false);
+    free(r);
+    sh_in(top, "kill $(cat auth.pid)");
+    /* nobody listening */
+    sh("git remote add refused 'http://127.0.0.1:1/repo.git'");
+    free(git_fails("git/fetch", "NETWORK_ERROR", "{\"uri\":\"%s\",\"remote\":\"refused\"}", repo));
+    sh("git remote add ssh-refused 'ssh://git@127.0.0.1:1/repo.git'");
+    free(git_fails("git/fetch", "NETWORK_ERROR", "{\"uri\":\"%s\",\"remote\":\"ssh-refused\"}", repo));
+}
+
 /* ----- bad input -------------------------------------------------------------------------------------------- */
 
 static void test_not_a_repository(void **state)
@@ -999,6 +1048,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stash, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_merge, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_remotes_push_pull_fetch, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_remote_failures, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_not_a_repository, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_unborn_branch, fixture_setup, fixture_teardown),
     };
