@@ -267,21 +267,20 @@ static void status_done(ecp_job *job)
         j->cb(j->ctx, j->rc, &j->err, NULL, NULL);
         return;
     }
+    /* Kept only when the repository was already watched when the walk began
+     * and nothing was heard since: a change made during the walk may or may
+     * not be in it, and one seen for the first time was not watched at all. */
     gitsvc__known *k = find_known(j->svc, j->root);
     bool fresh = k && k->generation == j->generation;
     if (!k)
         k = track(j->svc, j->root, j->gitdir);
     add_alias(k, j->path);
-    if (fresh || j->generation == UINT64_MAX) {
-        /* a repository seen for the first time was not watched during the
-         * walk: its status is answered but kept only from the next one on */
-        if (fresh) {
-            arena_free(&k->status_mem);
-            k->status_mem = j->mem;
-            arena_init(&j->mem);
-            k->status = j->status;
-            k->announced = 0;
-        }
+    if (fresh) {
+        arena_free(&k->status_mem);
+        k->status_mem = j->mem;
+        arena_init(&j->mem);
+        k->status = j->status;
+        k->announced = 0;
     }
     j->cb(j->ctx, 0, NULL, k->root, j->status);
 }
