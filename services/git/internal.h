@@ -94,11 +94,4 @@ int gitsvc__upstream(git_repository *repo, const char *branch, git_reference **o
 /* The commit HEAD points at, or NULL (and 0) on an unborn branch. */
 int gitsvc__head_commit(git_repository *repo, git_commit **out, gitsvc_error *err);
 
-/* A pathspec over the given paths. */
-static inline git_strarray gitsvc__pathspec(const char *const *paths, size_t count)
-{
-    git_strarray s = {(char **)paths, count};
-    return s;
-}
-
 #endif

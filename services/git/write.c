@@ -41,6 +41,31 @@ static int write_index(git_index *index, gitsvc_error *err)
     return 0;
 }
 
+/* A pathspec that matches exactly the given paths and whatever is below
+ * them: libgit2 reads pathspecs as fnmatch patterns, so a file named "*.c"
+ * must not stand for every C file. Free with spec_free. */
+static git_strarray exact_spec(const char *const *paths, size_t count)
+{
+    git_strarray spec = {xcalloc(count ? count : 1, sizeof(char *)), count};
+    for (size_t i = 0; i < count; i++) {
+        buf b = BUF_INIT;
+        for (const char *p = paths[i]; *p; p++) {
+            if (strchr("*?[]\\", *p))
+                buf_push(&b, '\\');
+            buf_push(&b, *p);
+        }
+        spec.strings[i] = b.data ? buf_detach(&b) : xstrdup("");
+    }
+    return spec;
+}
+
+static void spec_free(git_strarray *spec)
+{
+    for (size_t i = 0; i < spec->count; i++)
+        free(spec->strings[i]);
+    free(spec->strings);
+}
+
 /* Whether rel names something in the work tree or in the index. */
 static bool path_known(gitsvc_repo *repo, git_index *index, const char *rel)
 {
@@ -64,7 +89,6 @@ int gitsvc_stage(gitsvc_repo *repo, const char *const *rel_paths, size_t count, 
     int rc = open_index(repo, &index, err);
     if (rc)
         return rc;
-    git_strarray spec = gitsvc__pathspec(rel_paths, count);
     for (size_t i = 0; !all && i < count; i++) {
         if (!path_known(repo, index, rel_paths[i])) {
             git_index_free(index);
@@ -72,15 +96,16 @@ int gitsvc_stage(gitsvc_repo *repo, const char *const *rel_paths, size_t count, 
                                 rel_paths[i]);
         }
     }
+    git_strarray spec = exact_spec(rel_paths, all ? 0 : count);
     const git_strarray *ps = all ? NULL : &spec;
-    rc = git_index_add_all(index, ps, all ? GIT_INDEX_ADD_DEFAULT : GIT_INDEX_ADD_DISABLE_PATHSPEC_MATCH, NULL,
-                           NULL);
+    rc = git_index_add_all(index, ps, GIT_INDEX_ADD_DEFAULT, NULL, NULL);
     if (rc == 0)
         rc = git_index_update_all(index, ps, NULL, NULL); /* files deleted from the work tree */
     if (rc < 0)
         rc = gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot stage");
     else
         rc = write_index(index, err);
+    spec_free(&spec);
     git_index_free(index);
     return rc;
 }
@@ -91,8 +116,9 @@ int gitsvc_unstage(gitsvc_repo *repo, const char *const *rel_paths, size_t count
     int rc = gitsvc__head_commit(repo->repo, &head, err);
     if (rc)
         return rc;
-    git_strarray spec = gitsvc__pathspec(rel_paths, count);
+    git_strarray spec = exact_spec(rel_paths, count);
     rc = git_reset_default(repo->repo, (git_object *)head, &spec);
+    spec_free(&spec);
     git_commit_free(head);
     if (rc < 0)
         return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot unstage");
@@ -105,14 +131,15 @@ int gitsvc_discard(gitsvc_repo *repo, const char *const *rel_paths, size_t count
     int rc = gitsvc__head_commit(repo->repo, &head, err);
     if (rc)
         return rc;
-    git_strarray spec = gitsvc__pathspec(rel_paths, count);
+    git_strarray spec = exact_spec(rel_paths, count);
     rc = git_reset_default(repo->repo, (git_object *)head, &spec);
     if (rc == 0 && head) {
         git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
-        co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH;
+        co.checkout_strategy = GIT_CHECKOUT_FORCE;
         co.paths = spec;
         rc = git_checkout_head(repo->repo, &co);
     }
+    spec_free(&spec);
     git_commit_free(head);
     if (rc < 0)
         return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot discard the changes");

@@ -536,6 +536,20 @@ static void test_stage_unstage_discard(void **state)
     char *b = read_at("b.txt");
     assert_string_equal(b, "bee\nbuzz\n");
     free(b);
+    /* a directory, and a file whose name is a pattern: only what is named */
+    write_at("dir/c.txt", "changed too\n");
+    free(ok("git/discard", "{\"uri\":\"%s\",\"paths\":[\"dir\"]}", repo));
+    char *c = read_at("dir/c.txt");
+    assert_string_equal(c, "sea\n");
+    free(c);
+    write_at("star*.txt", "literal\n");
+    write_at("starry.txt", "other\n");
+    free(ok("git/stage", "{\"uri\":\"%s\",\"paths\":[\"star*.txt\"]}", repo));
+    git = out_of("git diff --cached --name-only");
+    assert_string_equal(git, "star*.txt\n");
+    free(git);
+    free(ok("git/unstage", "{\"uri\":\"%s\",\"paths\":[\"star*.txt\"]}", repo));
+    sh("rm 'star*.txt' starry.txt");
     /* stageAll: everything, as git add -A */
     write_at("a.txt", "again\n");
     sh("rm dir/c.txt");
