@@ -1043,7 +1043,7 @@ static void m_status(void *ctx, ecp_call *call)
     buf_free(&path);
     if (job) {
         ecp_job_serve(job, call);
-        ecp_job_start(job, 1);
+        ecp_job_start(job, GITSVC_STATUS_ITEMS);
     }
 }
 

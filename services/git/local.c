@@ -55,7 +55,8 @@ static void known_free(gitsvc__known *k)
     for (size_t i = 0; i < k->alias_count; i++)
         free(k->aliases[i]);
     free(k->aliases);
-    arena_free(&k->status_mem);
+    arena_free(&k->status_mem[0]);
+    arena_free(&k->status_mem[1]);
     free(k->root);
     free(k->gitdir);
     free(k);
@@ -108,7 +109,8 @@ static void drop_status(gitsvc__known *k)
 {
     k->generation++;
     k->status = NULL;
-    arena_free(&k->status_mem);
+    arena_free(&k->status_mem[0]);
+    arena_free(&k->status_mem[1]);
 }
 
 static void announce(gitsvc__known *k, const char *path, gitsvc_change_kind kind, bool always)
@@ -187,7 +189,8 @@ static gitsvc__known *track(gitsvc *self, const char *root, const char *gitdir)
     k->svc = self;
     k->root = xstrdup(root);
     k->gitdir = xstrdup(gitdir);
-    arena_init(&k->status_mem);
+    arena_init(&k->status_mem[0]);
+    arena_init(&k->status_mem[1]);
     if (self->files) {
         ecp_error err;
         if (file_watch_add(self->files, root, true, on_watch, k, &k->watch_root, &err) < 0) {
@@ -218,32 +221,36 @@ void gitsvc_changed(gitsvc *self, const char *root, const char *gitdir, gitsvc_c
 
 /* ----- the cached status -------------------------------------------------------------------- */
 
+/* Two items, side by side: 0 reads HEAD against the index (and the
+ * branch), 1 the index against the work tree; done merges them. */
 typedef struct status_job {
     gitsvc *svc;
     char *path;
     gitsvc_status_cb cb;
     void *ctx;
-    gitsvc_repo *repo; /* opened and closed by the work */
-    char *root, *gitdir;
+    char *root, *gitdir; /* item 0's */
     uint64_t generation; /* of the known repository when the work began; UINT64_MAX: unknown */
-    arena mem;
-    gitsvc_status *status;
-    int rc;
-    gitsvc_error err;
+    arena mem[2];        /* one per item: an arena is not shared between threads */
+    gitsvc_status half[2];
+    int rc[2];
+    gitsvc_error err[2];
 } status_job;
 
 static void status_work(ecp_job *job, unsigned item)
 {
     status_job *j = ecp_job_data(job);
-    if ((j->rc = gitsvc__check_cancel(job, &j->err)))
+    if ((j->rc[item] = gitsvc__check_cancel(job, &j->err[item])))
         return;
     gitsvc_repo *repo = NULL;
-    if ((j->rc = gitsvc_repo_open(j->path, &repo, NULL, &j->err)))
+    if ((j->rc[item] = gitsvc_repo_open(j->path, &repo, NULL, &j->err[item])))
         return;
-    j->root = xstrdup(gitsvc_repo_root(repo));
-    j->gitdir = xstrdup(gitsvc_repo_gitdir(repo));
-    j->status = arena_calloc(&j->mem, sizeof *j->status);
-    j->rc = gitsvc_status_read(repo, job, &j->mem, j->status, &j->err);
+    if (item == 0) {
+        j->root = xstrdup(gitsvc_repo_root(repo));
+        j->gitdir = xstrdup(gitsvc_repo_gitdir(repo));
+        j->rc[0] = gitsvc__status_staged(repo, job, &j->mem[0], &j->half[0], &j->err[0]);
+    } else {
+        j->rc[1] = gitsvc__status_unstaged(repo, job, &j->mem[1], &j->half[1], &j->err[1]);
+    }
     gitsvc_repo_close(repo);
 }
 
@@ -261,12 +268,17 @@ static void add_alias(gitsvc__known *k, const char *path)
 static void status_done(ecp_job *job)
 {
     status_job *j = ecp_job_data(job);
-    if (j->rc == 0 && ecp_job_cancelled(job))
-        j->rc = gitsvc__fail(&j->err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled");
-    if (j->rc) {
-        j->cb(j->ctx, j->rc, &j->err, NULL, NULL);
+    int rc = j->rc[0] ? j->rc[0] : j->rc[1];
+    gitsvc_error *err = j->rc[0] ? &j->err[0] : &j->err[1];
+    if (rc == 0 && ecp_job_cancelled(job))
+        rc = gitsvc__fail(err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled");
+    if (rc) {
+        j->cb(j->ctx, rc, err, NULL, NULL);
         return;
     }
+    gitsvc_status *st = arena_alloc(&j->mem[0], sizeof *st);
+    *st = j->half[0];
+    gitsvc__status_merge(st, &j->half[1], &j->mem[0]);
     /* Kept only when the repository was already watched when the walk began
      * and nothing was heard since: a change made during the walk may or may
      * not be in it, and one seen for the first time was not watched at all. */
@@ -276,13 +288,15 @@ static void status_done(ecp_job *job)
         k = track(j->svc, j->root, j->gitdir);
     add_alias(k, j->path);
     if (fresh) {
-        arena_free(&k->status_mem);
-        k->status_mem = j->mem;
-        arena_init(&j->mem);
-        k->status = j->status;
+        for (int i = 0; i < 2; i++) {
+            arena_free(&k->status_mem[i]);
+            k->status_mem[i] = j->mem[i];
+            arena_init(&j->mem[i]);
+        }
+        k->status = st;
         k->announced = 0;
     }
-    j->cb(j->ctx, 0, NULL, k->root, j->status);
+    j->cb(j->ctx, 0, NULL, k->root, st);
 }
 
 static void status_free(void *data)
@@ -291,7 +305,8 @@ static void status_free(void *data)
     free(j->path);
     free(j->root);
     free(j->gitdir);
-    arena_free(&j->mem);
+    arena_free(&j->mem[0]);
+    arena_free(&j->mem[1]);
     free(j);
 }
 
@@ -323,7 +338,8 @@ void gitsvc_status_get(gitsvc *self, const char *path, bool force, gitsvc_status
     j->cb = cb;
     j->ctx = ctx;
     j->generation = k ? k->generation : UINT64_MAX;
-    arena_init(&j->mem);
+    arena_init(&j->mem[0]);
+    arena_init(&j->mem[1]);
     *job = ecp_job_new(self->jobs, &status_type, j);
 }
 

@@ -124,35 +124,12 @@ int gitsvc_branch_read(gitsvc_repo *repo, arena *mem, gitsvc_status *out, gitsvc
     return gitsvc__head_info(repo->repo, mem, out, err);
 }
 
-/* ----- status --------------------------------------------------------------------------- */
-
-static char index_letter(unsigned flags)
-{
-    if (flags & GIT_STATUS_INDEX_NEW)
-        return 'A';
-    if (flags & GIT_STATUS_INDEX_RENAMED)
-        return 'R';
-    if (flags & GIT_STATUS_INDEX_DELETED)
-        return 'D';
-    if (flags & GIT_STATUS_INDEX_TYPECHANGE)
-        return 'T';
-    if (flags & GIT_STATUS_INDEX_MODIFIED)
-        return 'M';
-    return 0;
-}
-
-static char workdir_letter(unsigned flags)
-{
-    if (flags & GIT_STATUS_WT_DELETED)
-        return 'D';
-    if (flags & GIT_STATUS_WT_RENAMED)
-        return 'R';
-    if (flags & GIT_STATUS_WT_TYPECHANGE)
-        return 'T';
-    if (flags & GIT_STATUS_WT_MODIFIED)
-        return 'M';
-    return 0;
-}
+/* ----- status --------------------------------------------------------------------------- *
+ * The status is two diffs that need nothing of each other: HEAD against the
+ * index (what is staged) and the index against the work tree (what is not,
+ * and what is untracked). On a large tree the second costs about twice the
+ * first, so the service runs them side by side, each with a repository of
+ * its own, and merges them; conflicts come from the index itself. */
 
 typedef struct entries {
     gitsvc_status_entry *items;
@@ -165,56 +142,184 @@ static void entries_push(arena *mem, entries *e, const char *path, const char *o
     e->items[e->count++] = (gitsvc_status_entry){dup_in(mem, path), dup_in(mem, old_path), status};
 }
 
-int gitsvc_status_read(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out, gitsvc_error *err)
+static char delta_letter(git_delta_t status)
 {
-    memset(out, 0, sizeof *out);
+    switch (status) {
+    case GIT_DELTA_ADDED: return 'A';
+    case GIT_DELTA_DELETED: return 'D';
+    case GIT_DELTA_MODIFIED: return 'M';
+    case GIT_DELTA_RENAMED: return 'R';
+    case GIT_DELTA_COPIED: return 'C';
+    case GIT_DELTA_TYPECHANGE: return 'T';
+    case GIT_DELTA_CONFLICTED: return 'U';
+    default: return 0;
+    }
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The index's conflicted paths, sorted. */
+static int conflicted_paths(git_repository *repo, arena *mem, const char ***paths, size_t *count)
+{
+    *paths = NULL;
+    *count = 0;
+    git_index *index = NULL;
+    int rc = git_repository_index(&index, repo);
+    if (rc < 0)
+        return rc;
+    const char **out = NULL;
+    size_t n = 0, cap = 0;
+    git_index_conflict_iterator *it = NULL;
+    if (git_index_has_conflicts(index) && git_index_conflict_iterator_new(&it, index) == 0) {
+        const git_index_entry *ancestor, *ours, *theirs;
+        while (git_index_conflict_next(&ancestor, &ours, &theirs, it) == 0) {
+            const git_index_entry *e = ours ? ours : theirs ? theirs : ancestor;
+            out = gitsvc__grow(mem, out, n, &cap, sizeof *out);
+            out[n++] = dup_in(mem, e->path);
+        }
+        git_index_conflict_iterator_free(it);
+    }
+    git_index_free(index);
+    git_error_clear();
+    if (n)
+        qsort(out, n, sizeof *out, cmp_str);
+    *paths = out;
+    *count = n;
+    return 0;
+}
+
+static bool is_conflicted(const gitsvc_status *st, const char *path)
+{
+    return st->conflict_count &&
+           bsearch(&path, st->conflicts, st->conflict_count, sizeof *st->conflicts, cmp_str) != NULL;
+}
+
+int gitsvc__status_staged(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out, gitsvc_error *err)
+{
     int rc = gitsvc__head_info(repo->repo, mem, out, err);
     if (rc || (rc = gitsvc__check_cancel(job, err)))
         return rc;
-    git_status_options opts = GIT_STATUS_OPTIONS_INIT;
-    opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
-    opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
-                 GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX | GIT_STATUS_OPT_SORT_CASE_SENSITIVELY;
-    git_status_list *list = NULL;
-    if ((rc = git_status_list_new(&list, repo->repo, &opts)) < 0)
-        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the status");
-    entries staged = {0}, unstaged = {0};
-    const char **untracked = NULL;
-    size_t untracked_count = 0, untracked_cap = 0;
-    size_t n = git_status_list_entrycount(list);
+    git_commit *head = NULL;
+    git_tree *tree = NULL;
+    git_diff *diff = NULL;
+    if ((rc = gitsvc__head_commit(repo->repo, &head, err)))
+        return rc;
+    if (head && (rc = git_commit_tree(&tree, head)) < 0)
+        goto failed;
+    git_diff_options o = GIT_DIFF_OPTIONS_INIT;
+    o.flags = GIT_DIFF_INCLUDE_TYPECHANGE;
+    if ((rc = git_diff_tree_to_index(&diff, repo->repo, tree, NULL, &o)) < 0)
+        goto failed;
+    git_diff_find_options find = GIT_DIFF_FIND_OPTIONS_INIT;
+    find.flags = GIT_DIFF_FIND_RENAMES;
+    if ((rc = git_diff_find_similar(diff, &find)) < 0)
+        goto failed;
+    entries staged = {0};
+    size_t n = git_diff_num_deltas(diff);
     for (size_t i = 0; i < n; i++) {
-        const git_status_entry *e = git_status_byindex(list, i);
-        unsigned flags = e->status;
-        if (flags & GIT_STATUS_CONFLICTED) {
-            const git_diff_delta *d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
-            const char *path = d ? d->old_file.path : "";
-            entries_push(mem, &staged, path, NULL, 'U');
-            entries_push(mem, &unstaged, path, NULL, 'U');
+        const git_diff_delta *d = git_diff_get_delta(diff, i);
+        char x = delta_letter(d->status);
+        if (!x || x == 'U')
             continue;
-        }
-        char x = index_letter(flags);
-        if (x && e->head_to_index) {
-            const git_diff_delta *d = e->head_to_index;
-            bool renamed = x == 'R' && strcmp(d->old_file.path, d->new_file.path);
-            entries_push(mem, &staged, d->new_file.path, renamed ? d->old_file.path : NULL, x);
-        }
-        if (flags & GIT_STATUS_WT_NEW && e->index_to_workdir) {
-            untracked = gitsvc__grow(mem, untracked, untracked_count, &untracked_cap, sizeof *untracked);
-            untracked[untracked_count++] = dup_in(mem, e->index_to_workdir->new_file.path);
-            continue;
-        }
-        char y = workdir_letter(flags);
-        if (y && e->index_to_workdir)
-            entries_push(mem, &unstaged, e->index_to_workdir->new_file.path, NULL, y);
+        bool renamed = x == 'R' && strcmp(d->old_file.path, d->new_file.path);
+        entries_push(mem, &staged, d->new_file.path, renamed ? d->old_file.path : NULL, x);
     }
-    git_status_list_free(list);
     out->staged = staged.items;
     out->staged_count = staged.count;
+    rc = 0;
+    goto end;
+failed:
+    rc = gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the status");
+end:
+    git_diff_free(diff);
+    git_tree_free(tree);
+    git_commit_free(head);
+    return rc;
+}
+
+int gitsvc__status_unstaged(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out,
+                            gitsvc_error *err)
+{
+    int rc = gitsvc__check_cancel(job, err);
+    if (rc)
+        return rc;
+    if ((rc = conflicted_paths(repo->repo, mem, &out->conflicts, &out->conflict_count)) < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the index");
+    git_diff_options o = GIT_DIFF_OPTIONS_INIT;
+    o.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS | GIT_DIFF_INCLUDE_TYPECHANGE;
+    git_diff *diff = NULL;
+    if ((rc = git_diff_index_to_workdir(&diff, repo->repo, NULL, &o)) < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the status");
+    entries unstaged = {0};
+    const char **untracked = NULL;
+    size_t untracked_count = 0, untracked_cap = 0;
+    size_t n = git_diff_num_deltas(diff);
+    for (size_t i = 0; i < n; i++) {
+        const git_diff_delta *d = git_diff_get_delta(diff, i);
+        if (d->status == GIT_DELTA_UNTRACKED) {
+            untracked = gitsvc__grow(mem, untracked, untracked_count, &untracked_cap, sizeof *untracked);
+            untracked[untracked_count++] = dup_in(mem, d->new_file.path);
+            continue;
+        }
+        char y = delta_letter(d->status);
+        if (y && y != 'U' && !is_conflicted(out, d->new_file.path))
+            entries_push(mem, &unstaged, d->new_file.path, NULL, y);
+    }
+    git_diff_free(diff);
     out->unstaged = unstaged.items;
     out->unstaged_count = unstaged.count;
     out->untracked = untracked;
     out->untracked_count = untracked_count;
     return gitsvc__check_cancel(job, err);
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    return strcmp(((const gitsvc_status_entry *)a)->path, ((const gitsvc_status_entry *)b)->path);
+}
+
+/* Conflicted paths are 'U' in both lists, whatever either diff made of them. */
+static void merge_conflicts(arena *mem, const gitsvc_status *conflicts, gitsvc_status_entry **items, size_t *count)
+{
+    entries e = {0};
+    for (size_t i = 0; i < *count; i++)
+        if (!is_conflicted(conflicts, (*items)[i].path))
+            entries_push(mem, &e, (*items)[i].path, (*items)[i].old_path, (*items)[i].status);
+    for (size_t i = 0; i < conflicts->conflict_count; i++)
+        entries_push(mem, &e, conflicts->conflicts[i], NULL, 'U');
+    if (e.count)
+        qsort(e.items, e.count, sizeof *e.items, cmp_entry);
+    *items = e.items;
+    *count = e.count;
+}
+
+void gitsvc__status_merge(gitsvc_status *staged, const gitsvc_status *unstaged, arena *mem)
+{
+    staged->unstaged = unstaged->unstaged;
+    staged->unstaged_count = unstaged->unstaged_count;
+    staged->untracked = unstaged->untracked;
+    staged->untracked_count = unstaged->untracked_count;
+    staged->conflicts = unstaged->conflicts;
+    staged->conflict_count = unstaged->conflict_count;
+    if (staged->conflict_count) {
+        merge_conflicts(mem, staged, &staged->staged, &staged->staged_count);
+        merge_conflicts(mem, staged, &staged->unstaged, &staged->unstaged_count);
+    }
+}
+
+int gitsvc_status_read(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out, gitsvc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    gitsvc_status workdir;
+    memset(&workdir, 0, sizeof workdir);
+    int rc = gitsvc__status_staged(repo, job, mem, out, err);
+    if (rc || (rc = gitsvc__status_unstaged(repo, job, mem, &workdir, err)))
+        return rc;
+    gitsvc__status_merge(out, &workdir, mem);
+    return 0;
 }
 
 /* ----- diffs ------------------------------------------------------------------------------- */
@@ -748,11 +853,6 @@ int gitsvc_stash_list(gitsvc_repo *repo, arena *mem, gitsvc_stash **stashes, siz
     *stashes = l.items;
     *count = l.count;
     return 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 int gitsvc_conflicts_read(gitsvc_repo *repo, arena *mem, const char ***paths, size_t *count, gitsvc_error *err)

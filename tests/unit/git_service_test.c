@@ -95,7 +95,7 @@ static bool get_status(status_seen *s, bool force)
     int before = s->calls;
     gitsvc_status_get(git, repo, force, on_status, s, &job);
     if (job) {
-        ecp_job_start(job, 1);
+        ecp_job_start(job, GITSVC_STATUS_ITEMS);
         while (s->calls == before)
             uv_run(&loop, UV_RUN_ONCE);
     }
@@ -138,7 +138,7 @@ static void test_status_cache(void **state)
     status_seen t = {0};
     gitsvc_status_get(git, "/", false, on_status, &t, &job);
     assert_non_null(job);
-    ecp_job_start(job, 1);
+    ecp_job_start(job, GITSVC_STATUS_ITEMS);
     while (!t.calls)
         uv_run(&loop, UV_RUN_ONCE);
     assert_int_not_equal(t.status, 0);
