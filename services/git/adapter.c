@@ -822,19 +822,13 @@ static void m_diff_buffer(void *ctx, ecp_call *call)
     char *id = NULL;
     if (doc_id.ptr) {
         id = xstrndup(doc_id.ptr, doc_id.len);
-    } else if (docs) {
-        doc_lookup l = {NULL, NULL};
-        buf abs = BUF_INIT;
-        if (j->arg[0] == '/')
-            buf_append_str(&abs, j->arg);
-        else
-            buf_appendf(&abs, "%s/%s", j->path, j->arg);
+    } else if (docs && j->arg[0] == '/') {
+        /* an absolute path names the document open on that file, if any */
         buf norm = BUF_INIT;
-        file_path_normalize(&norm, abs.data, abs.len);
-        l.path = norm.data;
+        file_path_normalize(&norm, j->arg, strlen(j->arg));
+        doc_lookup l = {norm.data, NULL};
         document_list(docs, find_document, &l);
         id = l.document_id;
-        buf_free(&abs);
         buf_free(&norm);
     }
     ecp_error e;
@@ -843,7 +837,7 @@ static void m_diff_buffer(void *ctx, ecp_call *call)
     if (!j->snap) {
         op_free(j);
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS,
-                       "content: required string (or documentId, or a path open as a document)");
+                       "content: required string (or documentId, or the absolute path of an open document)");
         return;
     }
     op_start(ad, call, j);
