@@ -210,7 +210,7 @@ int gitsvc__status_staged(gitsvc_repo *repo, const ecp_job *job, arena *mem, git
     if (head && (rc = git_commit_tree(&tree, head)) < 0)
         goto failed;
     git_diff_options o = GIT_DIFF_OPTIONS_INIT;
-    o.flags = GIT_DIFF_INCLUDE_TYPECHANGE;
+    o.flags = GIT_DIFF_INCLUDE_TYPECHANGE | GIT_DIFF_SKIP_BINARY_CHECK;
     if ((rc = git_diff_tree_to_index(&diff, repo->repo, tree, NULL, &o)) < 0)
         goto failed;
     git_diff_find_options find = GIT_DIFF_FIND_OPTIONS_INIT;
@@ -249,7 +249,9 @@ int gitsvc__status_unstaged(gitsvc_repo *repo, const ecp_job *job, arena *mem, g
     if ((rc = conflicted_paths(repo->repo, mem, &out->conflicts, &out->conflict_count)) < 0)
         return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the index");
     git_diff_options o = GIT_DIFF_OPTIONS_INIT;
-    o.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS | GIT_DIFF_INCLUDE_TYPECHANGE;
+    /* a status needs no content: without the binary check, no modified file is read */
+    o.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS | GIT_DIFF_INCLUDE_TYPECHANGE |
+              GIT_DIFF_SKIP_BINARY_CHECK;
     git_diff *diff = NULL;
     if ((rc = git_diff_index_to_workdir(&diff, repo->repo, NULL, &o)) < 0)
         return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the status");
