@@ -1,7 +1,7 @@
 /* internal: what the files of services/git share and nobody else sees.
  *
  * The service object and its table of known repositories (status cache and
- * watches), the opened repository, and the small helpers every operation
+ * watches), the opened repository, and the small functions every operation
  * uses: libgit2 failures turned into gitsvc_error, abbreviated hashes, dates,
  * growing arrays in an arena, and the conversion of diff hunks into line
  * changes.
@@ -66,7 +66,7 @@ int gitsvc__libgit2(gitsvc_error *err, int rc, gitsvc_code code, const char *wha
 /* ECP_ECANCELED with its message when job (may be NULL) was cancelled. */
 int gitsvc__check_cancel(const ecp_job *job, gitsvc_error *err);
 
-/* ----- small helpers ---------------------------------------------------------------- */
+/* ----- small functions ---------------------------------------------------------------- */
 
 void gitsvc__short_hash(char out[9], const git_oid *oid);
 void gitsvc__date(char out[11], const git_time *when);

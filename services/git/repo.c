@@ -81,7 +81,7 @@ int gitsvc__check_cancel(const ecp_job *job, gitsvc_error *err)
     return 0;
 }
 
-/* ----- helpers ------------------------------------------------------------------------- */
+/* ----- hashes, dates, arrays, line changes ------------------------------------------------------------------------- */
 
 void gitsvc__short_hash(char out[9], const git_oid *oid)
 {
