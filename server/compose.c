@@ -6,6 +6,8 @@
 #include "document/interface.h"
 #include "file/adapter.h"
 #include "file/interface.h"
+#include "git/adapter.h"
+#include "git/interface.h"
 #include "session/adapter.h"
 #include "session/interface.h"
 #include "store/interface.h"
@@ -51,11 +53,18 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     for (size_t i = 0; i < SESSION_ADAPTER_COUNT; i++)
         if ((status = env->register_adapter(env->router, &session_adapters[i], err)) < 0)
             return status;
-    return 0;
+
+    self->git = gitsvc_new(env->pool, env->log, self->file, self->document);
+    if (!self->git)
+        return ecp_error_set(err, ECP_ENOMEM, "could not create the git service");
+    git_adapter_init(&adapter, self->git, env->bus);
+    return env->register_adapter(env->router, &adapter, err);
 }
 
 void server_services_stop(server_services *self)
 {
+    if (self->git)
+        gitsvc_free(self->git);
     if (self->session)
         session_service_free(self->session);
     /* The document service watches files through the file service: it goes first. */

@@ -47,6 +47,7 @@ typedef struct server_services {
     struct document_service *document;
     struct file_service *file;
     struct session_service *session;
+    struct gitsvc *git;
 } server_services;
 
 /* Creates every service and registers its adapter. A service that cannot be

@@ -154,6 +154,9 @@ static void run_once(test_server *s, long long ms)
      * which then waits with no deadline while any other handle is active. */
     if (ms < 1)
         ms = 1;
+    /* the loop's clock stands still between runs: a timer started on a stale
+     * clock is already due, and the poll that follows would wait for I/O */
+    uv_update_time(&s->loop);
     uv_timer_start(&s->tick, tick_cb, (uint64_t)(ms > 10 ? 10 : ms), 0);
     uv_run(&s->loop, UV_RUN_ONCE);
 }

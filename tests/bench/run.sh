@@ -6,13 +6,13 @@
 #   sh tests/bench/run.sh B1 B13     some
 #
 # Builds an optimised tree in build-bench/ and installs the comparators
-# (Neovim, python3-msgpack, ripgrep) from Debian when missing. Benchmarks never
+# (Neovim, python3-msgpack, ripgrep, git) from Debian when missing. Benchmarks never
 # fail on a number: they print figures to watch.
 set -eu
 cd "$(dirname "$0")/../.."
 sh third_party/install-deps.sh --bench
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DECPD_WERROR=ON >/dev/null
-cmake --build build-bench -j"$(nproc)" --target ecpd bench_echo_floor bench_piece_tree bench_document_open bench_grep >/dev/null
+cmake --build build-bench -j"$(nproc)" --target ecpd bench_echo_floor bench_piece_tree bench_document_open bench_grep bench_git_status >/dev/null
 
 want() { [ $# -eq 0 ] && return 0; for w in $selected; do [ "$w" = "$1" ] && return 0; done; return 1; }
 selected="$*"
@@ -25,6 +25,7 @@ b=build-bench
   fi
   if [ -z "$selected" ] || want B3; then "$b/services/document/bench_document_open"; fi
   if [ -z "$selected" ] || want B4 || want B5; then "$b/services/document/bench_piece_tree"; fi
+  if [ -z "$selected" ] || want B9; then "$b/services/git/bench_git_status"; fi
   if [ -z "$selected" ] || want B13; then "$b/services/file/bench_grep"; fi
 } | tee "$out"
 

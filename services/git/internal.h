@@ -1,0 +1,106 @@
+/* internal: what the files of services/git share and nobody else sees.
+ *
+ * The service object and its table of known repositories (status cache and
+ * watches), the opened repository, and the small functions every operation
+ * uses: libgit2 failures turned into gitsvc_error, abbreviated hashes, dates,
+ * growing arrays in an arena, and the conversion of diff hunks into line
+ * changes.
+ */
+#ifndef ECPD_GIT_INTERNAL_H
+#define ECPD_GIT_INTERNAL_H
+
+#include <git2.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "event.h"
+#include "git/interface.h"
+#include "job.h"
+
+typedef struct gitsvc__known gitsvc__known;
+
+struct gitsvc {
+    ecp_pool *pool;                     /* borrowed */
+    ecp_logger *log;                    /* borrowed, may be NULL */
+    struct file_service *files;         /* borrowed, may be NULL */
+    struct document_service *documents; /* borrowed, may be NULL */
+    ecp_job_set *jobs;
+    ecp_listeners listeners; /* gitsvc_listener tables */
+    gitsvc__known *known;    /* repositories seen, most recent first */
+};
+
+/* A repository the service has seen: its watches and its cached status. */
+struct gitsvc__known {
+    gitsvc *svc;
+    char *root, *gitdir;
+    char **aliases; /* paths a status was asked for that resolved here */
+    size_t alias_count;
+    uint64_t watch_root, watch_gitdir; /* 0: none */
+    /* Bumped by every change heard: a status computed across a change is
+     * answered but not kept. */
+    uint64_t generation;
+    arena status_mem[2];   /* a status is made by two work items, each with an arena */
+    gitsvc_status *status; /* NULL: none, or stale */
+    unsigned announced;    /* kinds (bit per gitsvc_change_kind) told since the status was computed */
+    gitsvc__known *next;
+};
+
+struct gitsvc_repo {
+    git_repository *repo;
+    char *root;   /* no final '/' */
+    char *gitdir; /* no final '/' */
+};
+
+/* ----- errors --------------------------------------------------------------------- */
+
+/* Records code, status and a formatted message in err (may be NULL); returns status. */
+int gitsvc__fail(gitsvc_error *err, int status, gitsvc_code code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* A libgit2 failure rc of `what`: the message is "<what>: <libgit2's message>";
+ * code is used unless rc says better (a lock file, an authentication
+ * failure, a checkout conflict). Returns a negative status. */
+int gitsvc__libgit2(gitsvc_error *err, int rc, gitsvc_code code, const char *what);
+
+/* ECP_ECANCELED with its message when job (may be NULL) was cancelled. */
+int gitsvc__check_cancel(const ecp_job *job, gitsvc_error *err);
+
+/* ----- small functions ---------------------------------------------------------------- */
+
+void gitsvc__short_hash(char out[9], const git_oid *oid);
+void gitsvc__date(char out[11], const git_time *when);
+
+/* Makes room for one more item in an array that lives in mem; returns the
+ * (possibly moved) array. *cap grows by doubling; the old copy stays in the
+ * arena until it is released. */
+void *gitsvc__grow(arena *mem, void *items, size_t count, size_t *cap, size_t size);
+
+/* Hunks of a diff with no context turned into line changes. */
+typedef struct gitsvc__changes {
+    arena *mem;
+    gitsvc_line_change *items;
+    size_t count, cap;
+} gitsvc__changes;
+
+void gitsvc__changes_add_hunk(gitsvc__changes *out, size_t old_count, size_t new_start, size_t new_count);
+
+/* The branch part of a status (also used by the status itself). */
+int gitsvc__head_info(git_repository *repo, arena *mem, gitsvc_status *out, gitsvc_error *err);
+
+/* The two halves of a status, each on a repository of its own (any
+ * thread): HEAD against the index with the branch, and the index against
+ * the work tree with untracked files and conflicts. Merging (into staged)
+ * takes the second's arrays and allocates in mem. */
+int gitsvc__status_staged(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out, gitsvc_error *err);
+int gitsvc__status_unstaged(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out,
+                            gitsvc_error *err);
+void gitsvc__status_merge(gitsvc_status *staged, const gitsvc_status *unstaged, arena *mem);
+
+/* The upstream of local branch `branch`, or a negative libgit2 code. */
+int gitsvc__upstream(git_repository *repo, const char *branch, git_reference **out);
+
+/* The commit HEAD points at, or NULL (and 0) on an unborn branch. */
+int gitsvc__head_commit(git_repository *repo, git_commit **out, gitsvc_error *err);
+
+#endif

@@ -1,0 +1,416 @@
+/* local: the service, the repositories it knows, their cached status and
+ * what their watches hear.
+ *
+ * A repository becomes known the first time an operation of the service
+ * reaches it: the service then watches its work tree (and its git directory,
+ * when that lies elsewhere) through the file service. Every change a watch
+ * reports drops the cached status and is sorted by what it touched: the
+ * index or a file of the work tree is a status change, HEAD a branch change,
+ * a ref a commit, the stash ref a stash; lock files, objects and logs are
+ * ignored (they never change what a client sees by themselves). Listeners
+ * hear each kind once until the status is computed again, so that a checkout
+ * of a thousand files is one notification, not a thousand.
+ *
+ * The cache keeps one status per repository, stored only when nothing was
+ * heard while it was computed (a change made during the walk may or may not
+ * be in it). Everything here runs on the loop; the status itself is computed
+ * by a job.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "document/interface.h"
+#include "file/interface.h"
+
+/* ----- the service ------------------------------------------------------------------- */
+
+gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files, struct document_service *documents)
+{
+    if (git_libgit2_init() < 0)
+        return NULL;
+    gitsvc *self = calloc(1, sizeof *self);
+    if (!self) {
+        git_libgit2_shutdown();
+        return NULL;
+    }
+    self->pool = pool;
+    self->log = log;
+    self->files = files;
+    self->documents = documents;
+    self->jobs = ecp_job_set_new(pool);
+    self->listeners = (ecp_listeners)ECP_LISTENERS_INIT;
+    return self;
+}
+
+static void known_free(gitsvc__known *k)
+{
+    if (k->svc->files) {
+        if (k->watch_root)
+            file_watch_remove(k->svc->files, k->watch_root);
+        if (k->watch_gitdir)
+            file_watch_remove(k->svc->files, k->watch_gitdir);
+    }
+    for (size_t i = 0; i < k->alias_count; i++)
+        free(k->aliases[i]);
+    free(k->aliases);
+    arena_free(&k->status_mem[0]);
+    arena_free(&k->status_mem[1]);
+    free(k->root);
+    free(k->gitdir);
+    free(k);
+}
+
+void gitsvc_free(gitsvc *self)
+{
+    if (!self)
+        return;
+    /* jobs first: a status job's done would store into what follows */
+    ecp_job_set_close(self->jobs);
+    while (self->known) {
+        gitsvc__known *k = self->known;
+        self->known = k->next;
+        known_free(k);
+    }
+    ecp_listeners_free(&self->listeners);
+    free(self);
+    git_libgit2_shutdown();
+}
+
+ecp_job_set *gitsvc_jobs(gitsvc *self)
+{
+    return self->jobs;
+}
+
+/* ----- events -------------------------------------------------------------------------------- */
+
+const char *gitsvc_change_kind_name(gitsvc_change_kind kind)
+{
+    switch (kind) {
+    case GITSVC_CHANGE_BRANCH: return "branch";
+    case GITSVC_CHANGE_COMMIT: return "commit";
+    case GITSVC_CHANGE_STASH: return "stash";
+    default: return "status";
+    }
+}
+
+void gitsvc_subscribe(gitsvc *self, const gitsvc_listener *listener, void *ctx)
+{
+    ecp_listeners_add(&self->listeners, listener, ctx);
+}
+
+bool gitsvc_unsubscribe(gitsvc *self, const gitsvc_listener *listener, void *ctx)
+{
+    return ecp_listeners_remove(&self->listeners, listener, ctx);
+}
+
+static void drop_status(gitsvc__known *k)
+{
+    k->generation++;
+    k->status = NULL;
+    arena_free(&k->status_mem[0]);
+    arena_free(&k->status_mem[1]);
+}
+
+static void announce(gitsvc__known *k, const char *path, gitsvc_change_kind kind, bool always)
+{
+    unsigned bit = 1u << kind;
+    if (!always && (k->announced & bit))
+        return;
+    k->announced |= bit;
+    gitsvc_change ch = {k->root, path, kind};
+    ECP_EMIT(&k->svc->listeners, gitsvc_listener, on_change, &ch);
+}
+
+/* rel of path under base, or NULL. */
+static const char *under(const char *path, const char *base)
+{
+    size_t n = strlen(base);
+    if (strncmp(path, base, n) || (path[n] != '/' && path[n] != '\0'))
+        return NULL;
+    return path[n] ? path + n + 1 : path + n;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+    return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* What a change of a path inside the git directory means; false: nothing. */
+static bool gitdir_kind(const char *rel, gitsvc_change_kind *kind)
+{
+    size_t n = strlen(rel);
+    if (n >= 5 && !strcmp(rel + n - 5, ".lock"))
+        return false;
+    if (!strcmp(rel, "HEAD")) {
+        *kind = GITSVC_CHANGE_BRANCH;
+    } else if (!strcmp(rel, "index") || !strcmp(rel, "MERGE_HEAD")) {
+        *kind = GITSVC_CHANGE_STATUS;
+    } else if (starts(rel, "refs/stash") || starts(rel, "logs/refs/stash")) {
+        *kind = GITSVC_CHANGE_STASH;
+    } else if (starts(rel, "refs/") || !strcmp(rel, "packed-refs")) {
+        *kind = GITSVC_CHANGE_COMMIT;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static void on_watch(void *ctx, const file_change *change)
+{
+    gitsvc__known *k = ctx;
+    gitsvc_change_kind kind = GITSVC_CHANGE_STATUS;
+    const char *rel = under(change->path, k->gitdir);
+    if (rel) {
+        if (!gitdir_kind(rel, &kind))
+            return;
+    } else if (!under(change->path, k->root)) {
+        return;
+    }
+    drop_status(k);
+    announce(k, change->path, kind, false);
+}
+
+static gitsvc__known *find_known(gitsvc *self, const char *root)
+{
+    for (gitsvc__known *k = self->known; k; k = k->next)
+        if (!strcmp(k->root, root))
+            return k;
+    return NULL;
+}
+
+static gitsvc__known *track(gitsvc *self, const char *root, const char *gitdir)
+{
+    gitsvc__known *k = find_known(self, root);
+    if (k)
+        return k;
+    k = xcalloc(1, sizeof *k);
+    k->svc = self;
+    k->root = xstrdup(root);
+    k->gitdir = xstrdup(gitdir);
+    arena_init(&k->status_mem[0]);
+    arena_init(&k->status_mem[1]);
+    if (self->files) {
+        ecp_error err;
+        if (file_watch_add(self->files, root, true, on_watch, k, &k->watch_root, &err) < 0) {
+            k->watch_root = 0;
+            ecp_log(self->log, ECP_LOG_WARN, "git: cannot watch %s: %s", root, err.message);
+        }
+        if (!under(gitdir, root) && file_watch_add(self->files, gitdir, true, on_watch, k, &k->watch_gitdir, &err) < 0) {
+            k->watch_gitdir = 0;
+            ecp_log(self->log, ECP_LOG_WARN, "git: cannot watch %s: %s", gitdir, err.message);
+        }
+    }
+    k->next = self->known;
+    self->known = k;
+    return k;
+}
+
+void gitsvc_track(gitsvc *self, const char *root, const char *gitdir)
+{
+    track(self, root, gitdir);
+}
+
+void gitsvc_changed(gitsvc *self, const char *root, const char *gitdir, gitsvc_change_kind kind)
+{
+    gitsvc__known *k = track(self, root, gitdir);
+    drop_status(k);
+    announce(k, root, kind, true);
+}
+
+/* ----- the cached status -------------------------------------------------------------------- */
+
+/* Two items, side by side: 0 reads HEAD against the index (and the
+ * branch), 1 the index against the work tree; done merges them. */
+typedef struct status_job {
+    gitsvc *svc;
+    char *path;
+    gitsvc_status_cb cb;
+    void *ctx;
+    char *root, *gitdir; /* item 0's */
+    uint64_t generation; /* of the known repository when the work began; UINT64_MAX: unknown */
+    arena mem[2];        /* one per item: an arena is not shared between threads */
+    gitsvc_status half[2];
+    int rc[2];
+    gitsvc_error err[2];
+} status_job;
+
+static void status_work(ecp_job *job, unsigned item)
+{
+    status_job *j = ecp_job_data(job);
+    if ((j->rc[item] = gitsvc__check_cancel(job, &j->err[item])))
+        return;
+    gitsvc_repo *repo = NULL;
+    if ((j->rc[item] = gitsvc_repo_open(j->path, &repo, NULL, &j->err[item])))
+        return;
+    if (item == 0) {
+        j->root = xstrdup(gitsvc_repo_root(repo));
+        j->gitdir = xstrdup(gitsvc_repo_gitdir(repo));
+        j->rc[0] = gitsvc__status_staged(repo, job, &j->mem[0], &j->half[0], &j->err[0]);
+    } else {
+        j->rc[1] = gitsvc__status_unstaged(repo, job, &j->mem[1], &j->half[1], &j->err[1]);
+    }
+    gitsvc_repo_close(repo);
+}
+
+static void add_alias(gitsvc__known *k, const char *path)
+{
+    for (size_t i = 0; i < k->alias_count; i++)
+        if (!strcmp(k->aliases[i], path))
+            return;
+    if (k->alias_count == 64)
+        return; /* enough: the others compute their status each time */
+    k->aliases = xrealloc(k->aliases, (k->alias_count + 1) * sizeof *k->aliases);
+    k->aliases[k->alias_count++] = xstrdup(path);
+}
+
+static void status_done(ecp_job *job)
+{
+    status_job *j = ecp_job_data(job);
+    int rc = j->rc[0] ? j->rc[0] : j->rc[1];
+    gitsvc_error *err = j->rc[0] ? &j->err[0] : &j->err[1];
+    if (rc == 0 && ecp_job_cancelled(job))
+        rc = gitsvc__fail(err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled");
+    if (rc) {
+        j->cb(j->ctx, rc, err, NULL, NULL);
+        return;
+    }
+    gitsvc_status *st = arena_alloc(&j->mem[0], sizeof *st);
+    *st = j->half[0];
+    gitsvc__status_merge(st, &j->half[1], &j->mem[0]);
+    /* Kept only when the repository was already watched when the walk began
+     * and nothing was heard since: a change made during the walk may or may
+     * not be in it, and one seen for the first time was not watched at all. */
+    gitsvc__known *k = find_known(j->svc, j->root);
+    bool fresh = k && k->generation == j->generation;
+    if (!k)
+        k = track(j->svc, j->root, j->gitdir);
+    add_alias(k, j->path);
+    if (fresh) {
+        for (int i = 0; i < 2; i++) {
+            arena_free(&k->status_mem[i]);
+            k->status_mem[i] = j->mem[i];
+            arena_init(&j->mem[i]);
+        }
+        k->status = st;
+        k->announced = 0;
+    }
+    j->cb(j->ctx, 0, NULL, k->root, st);
+}
+
+static void status_free(void *data)
+{
+    status_job *j = data;
+    free(j->path);
+    free(j->root);
+    free(j->gitdir);
+    arena_free(&j->mem[0]);
+    arena_free(&j->mem[1]);
+    free(j);
+}
+
+static const ecp_job_type status_type = {"git.status", ECP_LANE_LONG, false, status_work, status_done, status_free};
+
+static gitsvc__known *known_for_path(gitsvc *self, const char *path)
+{
+    for (gitsvc__known *k = self->known; k; k = k->next) {
+        if (!strcmp(k->root, path))
+            return k;
+        for (size_t i = 0; i < k->alias_count; i++)
+            if (!strcmp(k->aliases[i], path))
+                return k;
+    }
+    return NULL;
+}
+
+void gitsvc_status_get(gitsvc *self, const char *path, bool force, gitsvc_status_cb cb, void *ctx, ecp_job **job)
+{
+    *job = NULL;
+    gitsvc__known *k = known_for_path(self, path);
+    if (k && k->status && !force) {
+        cb(ctx, 0, NULL, k->root, k->status);
+        return;
+    }
+    status_job *j = xcalloc(1, sizeof *j);
+    j->svc = self;
+    j->path = xstrdup(path);
+    j->cb = cb;
+    j->ctx = ctx;
+    j->generation = k ? k->generation : UINT64_MAX;
+    arena_init(&j->mem[0]);
+    arena_init(&j->mem[1]);
+    *job = ecp_job_new(self->jobs, &status_type, j);
+}
+
+/* ----- a document's changes against HEAD ------------------------------------------------------- */
+
+typedef struct changes_job {
+    document_snapshot *snap;
+    gitsvc_changes_cb cb;
+    void *ctx;
+    arena mem;
+    gitsvc_line_change *changes;
+    size_t count;
+    int rc;
+    gitsvc_error err;
+} changes_job;
+
+static void changes_work(ecp_job *job, unsigned item)
+{
+    changes_job *j = ecp_job_data(job);
+    if ((j->rc = gitsvc__check_cancel(job, &j->err)))
+        return;
+    const char *uri = document_snapshot_uri(j->snap);
+    buf path = BUF_INIT;
+    ecp_error e;
+    if (file_path_from_uri(uri, strlen(uri), &path, &e) != 0) {
+        buf_free(&path);
+        return; /* not a file: in no repository, no changes */
+    }
+    gitsvc_repo *repo = NULL;
+    const char *rel = NULL;
+    if (gitsvc_repo_open(path.data, &repo, NULL, &j->err) == 0 &&
+        gitsvc_repo_relative(repo, path.data, &j->mem, &rel, &j->err) == 0)
+        j->rc = gitsvc_diff_snapshot(repo, rel, j->snap, &j->mem, &j->changes, &j->count, &j->err);
+    gitsvc_repo_close(repo);
+    buf_free(&path);
+}
+
+static void changes_done(ecp_job *job)
+{
+    changes_job *j = ecp_job_data(job);
+    if (j->rc == 0 && ecp_job_cancelled(job))
+        j->rc = gitsvc__fail(&j->err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled");
+    j->cb(j->ctx, j->rc, j->rc ? &j->err : NULL, j->changes, j->count);
+}
+
+static void changes_free(void *data)
+{
+    changes_job *j = data;
+    document_snapshot_release(j->snap);
+    arena_free(&j->mem);
+    free(j);
+}
+
+static const ecp_job_type changes_type = {"git.documentChanges", ECP_LANE_SHORT, false, changes_work, changes_done,
+                                          changes_free};
+
+int gitsvc_document_changes(gitsvc *self, const char *document_id, gitsvc_changes_cb cb, void *ctx, ecp_job **job,
+                            gitsvc_error *err)
+{
+    *job = NULL;
+    if (!self->documents)
+        return gitsvc__fail(err, ECP_ENOTSUP, GITSVC_COMMAND_FAILED, "No documents are available to the git service");
+    ecp_error e;
+    document_snapshot *snap = document_snapshot_take(self->documents, document_id, &e);
+    if (!snap)
+        return gitsvc__fail(err, e.status, GITSVC_COMMAND_FAILED, "%s", e.message);
+    changes_job *j = xcalloc(1, sizeof *j);
+    j->snap = snap;
+    j->cb = cb;
+    j->ctx = ctx;
+    arena_init(&j->mem);
+    *job = ecp_job_new(self->jobs, &changes_type, j);
+    return 0;
+}

@@ -1,0 +1,887 @@
+/* read: what the service answers without changing a repository.
+ *
+ * Status, diffs, blame, file contents at a ref, history, branches, remotes,
+ * stashes and conflicts. Any thread; each call uses the repository it is
+ * given and nothing else.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "document/interface.h"
+
+static char *dup_in(arena *mem, const char *s)
+{
+    return s ? arena_strndup(mem, s, strlen(s)) : NULL;
+}
+
+/* ----- HEAD and its upstream ---------------------------------------------------------- */
+
+int gitsvc__head_commit(git_repository *repo, git_commit **out, gitsvc_error *err)
+{
+    *out = NULL;
+    git_oid oid;
+    int rc = git_reference_name_to_id(&oid, repo, "HEAD");
+    if (rc == GIT_ENOTFOUND || rc == GIT_EUNBORNBRANCH)
+        return 0;
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read HEAD");
+    rc = git_commit_lookup(out, repo, &oid);
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read HEAD's commit");
+    return 0;
+}
+
+/* The upstream of a local branch from branch.<name>.remote and .merge, as
+ * refs/remotes/<remote>/<branch> (or the local branch for remote "."), the
+ * standard fetch refspec. Not git_branch_upstream: through
+ * git_remote_lookup, libgit2 1.5 leaks a regex match (about 20 KB) per call,
+ * and a status is asked for after every edit. */
+int gitsvc__upstream(git_repository *repo, const char *branch, git_reference **out)
+{
+    *out = NULL;
+    git_config *cfg = NULL;
+    int rc = git_repository_config_snapshot(&cfg, repo);
+    if (rc < 0)
+        return rc;
+    buf key = BUF_INIT, ref = BUF_INIT;
+    const char *remote = NULL, *merge = NULL;
+    buf_appendf(&key, "branch.%s.remote", branch);
+    rc = git_config_get_string(&remote, cfg, key.data);
+    if (rc == 0) {
+        buf_clear(&key);
+        buf_appendf(&key, "branch.%s.merge", branch);
+        rc = git_config_get_string(&merge, cfg, key.data);
+    }
+    if (rc == 0 && strncmp(merge, "refs/heads/", 11))
+        rc = GIT_ENOTFOUND;
+    if (rc == 0) {
+        if (!strcmp(remote, "."))
+            buf_append_str(&ref, merge);
+        else
+            buf_appendf(&ref, "refs/remotes/%s/%s", remote, merge + 11);
+        rc = git_reference_lookup(out, repo, ref.data);
+    }
+    buf_free(&key);
+    buf_free(&ref);
+    git_config_free(cfg);
+    return rc;
+}
+
+int gitsvc__head_info(git_repository *repo, arena *mem, gitsvc_status *out, gitsvc_error *err)
+{
+    out->branch = "HEAD";
+    out->tracking = NULL;
+    out->ahead = out->behind = 0;
+    out->detached = out->unborn = false;
+    git_reference *head = NULL;
+    int rc = git_repository_head(&head, repo);
+    if (rc == GIT_EUNBORNBRANCH || rc == GIT_ENOTFOUND) {
+        /* no commit yet: HEAD names the branch the first commit will make */
+        out->unborn = true;
+        git_reference *sym = NULL;
+        if (git_reference_lookup(&sym, repo, "HEAD") == 0 && git_reference_type(sym) == GIT_REFERENCE_SYMBOLIC) {
+            const char *target = git_reference_symbolic_target(sym);
+            if (!strncmp(target, "refs/heads/", 11))
+                target += 11;
+            out->branch = dup_in(mem, target);
+        }
+        git_reference_free(sym);
+        return 0;
+    }
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read HEAD");
+    if (git_repository_head_detached(repo) == 1) {
+        out->detached = true;
+        git_reference_free(head);
+        return 0;
+    }
+    out->branch = dup_in(mem, git_reference_shorthand(head));
+    git_reference *upstream = NULL;
+    if (gitsvc__upstream(repo, out->branch, &upstream) == 0) {
+        out->tracking = dup_in(mem, git_reference_shorthand(upstream));
+        const git_oid *local = git_reference_target(head), *remote = git_reference_target(upstream);
+        if (local && remote) {
+            size_t ahead = 0, behind = 0;
+            if (git_graph_ahead_behind(&ahead, &behind, repo, local, remote) == 0) {
+                out->ahead = ahead;
+                out->behind = behind;
+            }
+        }
+        git_reference_free(upstream);
+    }
+    git_error_clear();
+    git_reference_free(head);
+    return 0;
+}
+
+int gitsvc_branch_read(gitsvc_repo *repo, arena *mem, gitsvc_status *out, gitsvc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    return gitsvc__head_info(repo->repo, mem, out, err);
+}
+
+/* ----- status --------------------------------------------------------------------------- *
+ * The status is two diffs that need nothing of each other: HEAD against the
+ * index (what is staged) and the index against the work tree (what is not,
+ * and what is untracked). On a large tree the second costs about twice the
+ * first, so the service runs them side by side, each with a repository of
+ * its own, and merges them; conflicts come from the index itself. */
+
+typedef struct entries {
+    gitsvc_status_entry *items;
+    size_t count, cap;
+} entries;
+
+static void entries_push(arena *mem, entries *e, const char *path, const char *old_path, char status)
+{
+    e->items = gitsvc__grow(mem, e->items, e->count, &e->cap, sizeof *e->items);
+    e->items[e->count++] = (gitsvc_status_entry){dup_in(mem, path), dup_in(mem, old_path), status};
+}
+
+static char delta_letter(git_delta_t status)
+{
+    switch (status) {
+    case GIT_DELTA_ADDED: return 'A';
+    case GIT_DELTA_DELETED: return 'D';
+    case GIT_DELTA_MODIFIED: return 'M';
+    case GIT_DELTA_RENAMED: return 'R';
+    case GIT_DELTA_COPIED: return 'C';
+    case GIT_DELTA_TYPECHANGE: return 'T';
+    case GIT_DELTA_CONFLICTED: return 'U';
+    default: return 0;
+    }
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The index's conflicted paths, sorted. */
+static int conflicted_paths(git_repository *repo, arena *mem, const char ***paths, size_t *count)
+{
+    *paths = NULL;
+    *count = 0;
+    git_index *index = NULL;
+    int rc = git_repository_index(&index, repo);
+    if (rc < 0)
+        return rc;
+    const char **out = NULL;
+    size_t n = 0, cap = 0;
+    git_index_conflict_iterator *it = NULL;
+    if (git_index_has_conflicts(index) && git_index_conflict_iterator_new(&it, index) == 0) {
+        const git_index_entry *ancestor, *ours, *theirs;
+        while (git_index_conflict_next(&ancestor, &ours, &theirs, it) == 0) {
+            const git_index_entry *e = ours ? ours : theirs ? theirs : ancestor;
+            out = gitsvc__grow(mem, out, n, &cap, sizeof *out);
+            out[n++] = dup_in(mem, e->path);
+        }
+        git_index_conflict_iterator_free(it);
+    }
+    git_index_free(index);
+    git_error_clear();
+    if (n)
+        qsort(out, n, sizeof *out, cmp_str);
+    *paths = out;
+    *count = n;
+    return 0;
+}
+
+static bool is_conflicted(const gitsvc_status *st, const char *path)
+{
+    return st->conflict_count &&
+           bsearch(&path, st->conflicts, st->conflict_count, sizeof *st->conflicts, cmp_str) != NULL;
+}
+
+int gitsvc__status_staged(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out, gitsvc_error *err)
+{
+    int rc = gitsvc__head_info(repo->repo, mem, out, err);
+    if (rc || (rc = gitsvc__check_cancel(job, err)))
+        return rc;
+    git_commit *head = NULL;
+    git_tree *tree = NULL;
+    git_diff *diff = NULL;
+    if ((rc = gitsvc__head_commit(repo->repo, &head, err)))
+        return rc;
+    if (head && (rc = git_commit_tree(&tree, head)) < 0)
+        goto failed;
+    git_diff_options o = GIT_DIFF_OPTIONS_INIT;
+    o.flags = GIT_DIFF_INCLUDE_TYPECHANGE | GIT_DIFF_SKIP_BINARY_CHECK;
+    if ((rc = git_diff_tree_to_index(&diff, repo->repo, tree, NULL, &o)) < 0)
+        goto failed;
+    git_diff_find_options find = GIT_DIFF_FIND_OPTIONS_INIT;
+    find.flags = GIT_DIFF_FIND_RENAMES;
+    if ((rc = git_diff_find_similar(diff, &find)) < 0)
+        goto failed;
+    entries staged = {0};
+    size_t n = git_diff_num_deltas(diff);
+    for (size_t i = 0; i < n; i++) {
+        const git_diff_delta *d = git_diff_get_delta(diff, i);
+        char x = delta_letter(d->status);
+        if (!x || x == 'U')
+            continue;
+        bool renamed = x == 'R' && strcmp(d->old_file.path, d->new_file.path);
+        entries_push(mem, &staged, d->new_file.path, renamed ? d->old_file.path : NULL, x);
+    }
+    out->staged = staged.items;
+    out->staged_count = staged.count;
+    rc = 0;
+    goto end;
+failed:
+    rc = gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the status");
+end:
+    git_diff_free(diff);
+    git_tree_free(tree);
+    git_commit_free(head);
+    return rc;
+}
+
+int gitsvc__status_unstaged(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out,
+                            gitsvc_error *err)
+{
+    int rc = gitsvc__check_cancel(job, err);
+    if (rc)
+        return rc;
+    if ((rc = conflicted_paths(repo->repo, mem, &out->conflicts, &out->conflict_count)) < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the index");
+    git_diff_options o = GIT_DIFF_OPTIONS_INIT;
+    /* a status needs no content: without the binary check, no modified file is read */
+    o.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS | GIT_DIFF_INCLUDE_TYPECHANGE |
+              GIT_DIFF_SKIP_BINARY_CHECK;
+    git_diff *diff = NULL;
+    if ((rc = git_diff_index_to_workdir(&diff, repo->repo, NULL, &o)) < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the status");
+    entries unstaged = {0};
+    const char **untracked = NULL;
+    size_t untracked_count = 0, untracked_cap = 0;
+    size_t n = git_diff_num_deltas(diff);
+    for (size_t i = 0; i < n; i++) {
+        const git_diff_delta *d = git_diff_get_delta(diff, i);
+        if (d->status == GIT_DELTA_UNTRACKED) {
+            untracked = gitsvc__grow(mem, untracked, untracked_count, &untracked_cap, sizeof *untracked);
+            untracked[untracked_count++] = dup_in(mem, d->new_file.path);
+            continue;
+        }
+        char y = delta_letter(d->status);
+        if (y && y != 'U' && !is_conflicted(out, d->new_file.path))
+            entries_push(mem, &unstaged, d->new_file.path, NULL, y);
+    }
+    git_diff_free(diff);
+    out->unstaged = unstaged.items;
+    out->unstaged_count = unstaged.count;
+    out->untracked = untracked;
+    out->untracked_count = untracked_count;
+    return gitsvc__check_cancel(job, err);
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    return strcmp(((const gitsvc_status_entry *)a)->path, ((const gitsvc_status_entry *)b)->path);
+}
+
+/* Conflicted paths are 'U' in both lists, whatever either diff made of them. */
+static void merge_conflicts(arena *mem, const gitsvc_status *conflicts, gitsvc_status_entry **items, size_t *count)
+{
+    entries e = {0};
+    for (size_t i = 0; i < *count; i++)
+        if (!is_conflicted(conflicts, (*items)[i].path))
+            entries_push(mem, &e, (*items)[i].path, (*items)[i].old_path, (*items)[i].status);
+    for (size_t i = 0; i < conflicts->conflict_count; i++)
+        entries_push(mem, &e, conflicts->conflicts[i], NULL, 'U');
+    if (e.count)
+        qsort(e.items, e.count, sizeof *e.items, cmp_entry);
+    *items = e.items;
+    *count = e.count;
+}
+
+void gitsvc__status_merge(gitsvc_status *staged, const gitsvc_status *unstaged, arena *mem)
+{
+    staged->unstaged = unstaged->unstaged;
+    staged->unstaged_count = unstaged->unstaged_count;
+    staged->untracked = unstaged->untracked;
+    staged->untracked_count = unstaged->untracked_count;
+    staged->conflicts = unstaged->conflicts;
+    staged->conflict_count = unstaged->conflict_count;
+    if (staged->conflict_count) {
+        merge_conflicts(mem, staged, &staged->staged, &staged->staged_count);
+        merge_conflicts(mem, staged, &staged->unstaged, &staged->unstaged_count);
+    }
+}
+
+int gitsvc_status_read(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out, gitsvc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    gitsvc_status workdir;
+    memset(&workdir, 0, sizeof workdir);
+    int rc = gitsvc__status_staged(repo, job, mem, out, err);
+    if (rc || (rc = gitsvc__status_unstaged(repo, job, mem, &workdir, err)))
+        return rc;
+    gitsvc__status_merge(out, &workdir, mem);
+    return 0;
+}
+
+/* ----- diffs ------------------------------------------------------------------------------- */
+
+typedef struct hunk_builder {
+    arena *mem;
+    gitsvc_hunk *hunks;
+    size_t count, cap, line_cap;
+} hunk_builder;
+
+static int on_hunk(const git_diff_delta *delta, const git_diff_hunk *hunk, void *payload)
+{
+    hunk_builder *b = payload;
+    b->hunks = gitsvc__grow(b->mem, b->hunks, b->count, &b->cap, sizeof *b->hunks);
+    b->hunks[b->count++] = (gitsvc_hunk){(size_t)hunk->old_start, (size_t)hunk->old_lines,
+                                         (size_t)hunk->new_start, (size_t)hunk->new_lines, NULL, 0};
+    b->line_cap = 0;
+    return 0;
+}
+
+static int on_line(const git_diff_delta *delta, const git_diff_hunk *hunk, const git_diff_line *line, void *payload)
+{
+    hunk_builder *b = payload;
+    if (!b->count)
+        return 0;
+    gitsvc_line_type type;
+    switch (line->origin) {
+    case GIT_DIFF_LINE_CONTEXT: type = GITSVC_LINE_CONTEXT; break;
+    case GIT_DIFF_LINE_ADDITION: type = GITSVC_LINE_ADDED; break;
+    case GIT_DIFF_LINE_DELETION: type = GITSVC_LINE_DELETED; break;
+    default: return 0; /* "\ No newline at end of file" and headers */
+    }
+    gitsvc_hunk *h = &b->hunks[b->count - 1];
+    h->lines = gitsvc__grow(b->mem, h->lines, h->line_count, &b->line_cap, sizeof *h->lines);
+    size_t len = line->content_len;
+    if (len && line->content[len - 1] == '\n')
+        len--;
+    h->lines[h->line_count++] = (gitsvc_diff_line){type, arena_strndup(b->mem, line->content, len),
+                                                   line->old_lineno > 0 ? (size_t)line->old_lineno : 0,
+                                                   line->new_lineno > 0 ? (size_t)line->new_lineno : 0};
+    return 0;
+}
+
+/* The diff of one path: index -> work tree, or HEAD -> index when staged. */
+static int path_diff(gitsvc_repo *repo, const char *rel_path, bool staged, uint32_t context, git_diff **out,
+                     gitsvc_error *err)
+{
+    git_diff_options o = GIT_DIFF_OPTIONS_INIT;
+    o.context_lines = context;
+    o.flags = GIT_DIFF_DISABLE_PATHSPEC_MATCH;
+    char *paths[] = {(char *)rel_path};
+    o.pathspec.strings = paths;
+    o.pathspec.count = 1;
+    int rc;
+    if (staged) {
+        git_commit *head = NULL;
+        git_tree *tree = NULL;
+        if ((rc = gitsvc__head_commit(repo->repo, &head, err)))
+            return rc;
+        if (head && (rc = git_commit_tree(&tree, head)) < 0) {
+            git_commit_free(head);
+            return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read HEAD's tree");
+        }
+        rc = git_diff_tree_to_index(out, repo->repo, tree, NULL, &o);
+        git_tree_free(tree);
+        git_commit_free(head);
+    } else {
+        rc = git_diff_index_to_workdir(out, repo->repo, NULL, &o);
+    }
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot compute the diff");
+    return 0;
+}
+
+int gitsvc_diff_read(gitsvc_repo *repo, const char *rel_path, bool staged, arena *mem, gitsvc_hunk **hunks,
+                     size_t *count, gitsvc_error *err)
+{
+    *hunks = NULL;
+    *count = 0;
+    git_diff *diff = NULL;
+    int rc = path_diff(repo, rel_path, staged, 3, &diff, err);
+    if (rc)
+        return rc;
+    hunk_builder b = {.mem = mem};
+    rc = git_diff_foreach(diff, NULL, NULL, on_hunk, on_line, &b);
+    git_diff_free(diff);
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot compute the diff");
+    *hunks = b.hunks;
+    *count = b.count;
+    return 0;
+}
+
+static int on_change_hunk(const git_diff_delta *delta, const git_diff_hunk *hunk, void *payload)
+{
+    gitsvc__changes_add_hunk(payload, (size_t)hunk->old_lines, (size_t)hunk->new_start, (size_t)hunk->new_lines);
+    return 0;
+}
+
+int gitsvc_diff_lines(gitsvc_repo *repo, const char *rel_path, arena *mem, gitsvc_line_change **changes,
+                      size_t *count, gitsvc_error *err)
+{
+    *changes = NULL;
+    *count = 0;
+    git_diff *diff = NULL;
+    int rc = path_diff(repo, rel_path, false, 0, &diff, err);
+    if (rc)
+        return rc;
+    gitsvc__changes c = {.mem = mem};
+    rc = git_diff_foreach(diff, NULL, NULL, on_change_hunk, NULL, &c);
+    git_diff_free(diff);
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot compute the diff");
+    *changes = c.items;
+    *count = c.count;
+    return 0;
+}
+
+/* The blob of rel_path in HEAD, or NULL (and 0) when HEAD has none. */
+static int head_blob(gitsvc_repo *repo, const char *rel_path, git_blob **out, gitsvc_error *err)
+{
+    *out = NULL;
+    git_commit *head = NULL;
+    int rc = gitsvc__head_commit(repo->repo, &head, err);
+    if (rc || !head)
+        return rc;
+    git_tree *tree = NULL;
+    git_tree_entry *entry = NULL;
+    rc = git_commit_tree(&tree, head);
+    if (rc == 0 && git_tree_entry_bypath(&entry, tree, rel_path) == 0 &&
+        git_tree_entry_type(entry) == GIT_OBJECT_BLOB)
+        rc = git_blob_lookup(out, repo->repo, git_tree_entry_id(entry));
+    git_error_clear();
+    git_tree_entry_free(entry);
+    git_tree_free(tree);
+    git_commit_free(head);
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read HEAD");
+    return 0;
+}
+
+int gitsvc_diff_text(gitsvc_repo *repo, const char *rel_path, const char *text, size_t len, arena *mem,
+                     gitsvc_line_change **changes, size_t *count, gitsvc_error *err)
+{
+    *changes = NULL;
+    *count = 0;
+    git_blob *blob = NULL;
+    int rc = head_blob(repo, rel_path, &blob, err);
+    if (rc)
+        return rc;
+    gitsvc__changes c = {.mem = mem};
+    if (!blob) {
+        size_t lines = 0;
+        for (size_t i = 0; i < len; i++)
+            lines += text[i] == '\n';
+        if (len && text[len - 1] != '\n')
+            lines++;
+        if (lines)
+            gitsvc__changes_add_hunk(&c, 0, 1, lines);
+    } else {
+        git_diff_options o = GIT_DIFF_OPTIONS_INIT;
+        o.context_lines = 0;
+        o.flags = GIT_DIFF_FORCE_TEXT;
+        rc = git_diff_buffers(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob), rel_path, text, len,
+                              rel_path, &o, NULL, NULL, on_change_hunk, NULL, &c);
+        git_blob_free(blob);
+        if (rc < 0)
+            return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot compute the diff");
+    }
+    *changes = c.items;
+    *count = c.count;
+    return 0;
+}
+
+typedef struct text_copy {
+    buf *out;
+    bool crlf;
+} text_copy;
+
+static void copy_chunk(void *ctx, const char *chunk, size_t len)
+{
+    text_copy *t = ctx;
+    if (!t->crlf) {
+        buf_append(t->out, chunk, len);
+        return;
+    }
+    /* held with '\n', written back with "\r\n": compare what the file will hold */
+    for (size_t i = 0; i < len; i++) {
+        if (chunk[i] == '\n')
+            buf_push(t->out, '\r');
+        buf_push(t->out, chunk[i]);
+    }
+}
+
+int gitsvc_diff_snapshot(gitsvc_repo *repo, const char *rel_path, const struct document_snapshot *snap,
+                         arena *mem, gitsvc_line_change **changes, size_t *count, gitsvc_error *err)
+{
+    buf text = BUF_INIT;
+    text_copy t = {&text, document_snapshot_crlf(snap)};
+    ecp_error e;
+    if (document_snapshot_read(snap, 0, document_snapshot_length(snap), copy_chunk, &t, &e))
+        return gitsvc__fail(err, e.status, GITSVC_COMMAND_FAILED, "%s", e.message);
+    int rc = gitsvc_diff_text(repo, rel_path, text.data ? text.data : "", text.len, mem, changes, count, err);
+    buf_free(&text);
+    return rc;
+}
+
+/* ----- blame ---------------------------------------------------------------------------------- */
+
+/* For each line of the work tree's text, the line of HEAD's it is (0: a
+ * line changed or added since). */
+typedef struct line_map {
+    size_t *old_of_new; /* [new line - 1] */
+    size_t new_lines;
+    size_t next_new, next_old; /* the next line outside every hunk so far, 1-based */
+} line_map;
+
+static void map_until(line_map *m, size_t new_line)
+{
+    while (m->next_new < new_line && m->next_new <= m->new_lines)
+        m->old_of_new[m->next_new++ - 1] = m->next_old++;
+}
+
+static int on_map_hunk(const git_diff_delta *delta, const git_diff_hunk *hunk, void *payload)
+{
+    line_map *m = payload;
+    /* with no context, a hunk of new lines starts at new_start; one that only
+     * deletes starts after new_start */
+    size_t first_new = hunk->new_lines ? (size_t)hunk->new_start : (size_t)hunk->new_start + 1;
+    map_until(m, first_new);
+    m->next_new += (size_t)hunk->new_lines;
+    m->next_old = (size_t)(hunk->old_lines ? hunk->old_start + hunk->old_lines : hunk->old_start + 1);
+    return 0;
+}
+
+int gitsvc_blame_read(gitsvc_repo *repo, const char *rel_path, const ecp_job *job, arena *mem,
+                      gitsvc_blame_line **lines, size_t *count, gitsvc_error *err)
+{
+    *lines = NULL;
+    *count = 0;
+    buf path = BUF_INIT;
+    buf_appendf(&path, "%s/%s", repo->root, rel_path);
+    FILE *f = fopen(path.data, "rb");
+    buf_free(&path);
+    if (!f)
+        return gitsvc__fail(err, ECP_ENOTFOUND, GITSVC_FILE_NOT_FOUND, "No such file in the work tree: %s",
+                            rel_path);
+    buf text = BUF_INIT;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        buf_append(&text, chunk, n);
+    fclose(f);
+    const char *data = text.data ? text.data : "";
+
+    git_blob *blob = NULL;
+    git_blame *blame = NULL;
+    line_map map = {0};
+    int rc = head_blob(repo, rel_path, &blob, err);
+    if (rc)
+        goto end;
+    if (!blob) {
+        rc = gitsvc__fail(err, ECP_ENOTFOUND, GITSVC_FILE_NOT_FOUND, "No such path '%s' in HEAD", rel_path);
+        goto end;
+    }
+    git_blame_options o = GIT_BLAME_OPTIONS_INIT;
+    if ((rc = git_blame_file(&blame, repo->repo, rel_path, &o)) < 0) {
+        rc = gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot blame the file");
+        goto end;
+    }
+    if ((rc = gitsvc__check_cancel(job, err)))
+        goto end;
+    /* lines changed in the work tree since HEAD are not committed yet; the
+     * others are HEAD's lines, moved by the changes around them */
+    for (size_t i = 0; i < text.len; i++)
+        map.new_lines += data[i] == '\n';
+    if (text.len && data[text.len - 1] != '\n')
+        map.new_lines++;
+    map.old_of_new = xcalloc(map.new_lines + 1, sizeof *map.old_of_new);
+    map.next_new = map.next_old = 1;
+    git_diff_options d = GIT_DIFF_OPTIONS_INIT;
+    d.context_lines = 0;
+    d.flags = GIT_DIFF_FORCE_TEXT;
+    if ((rc = git_diff_buffers(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob), rel_path, data, text.len,
+                               rel_path, &d, NULL, NULL, on_map_hunk, NULL, &map)) < 0) {
+        rc = gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot blame the file");
+        goto end;
+    }
+    map_until(&map, map.new_lines + 1);
+    gitsvc_blame_line *out = NULL;
+    size_t cap = 0, nlines = 0;
+    const char *p = data, *stop = data + text.len;
+    while (p < stop) {
+        const char *nl = memchr(p, '\n', (size_t)(stop - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(stop - p);
+        out = gitsvc__grow(mem, out, nlines, &cap, sizeof *out);
+        gitsvc_blame_line *l = &out[nlines++];
+        memset(l, 0, sizeof *l);
+        l->line = nlines;
+        l->content = arena_strndup(mem, p, len);
+        size_t old = nlines <= map.new_lines ? map.old_of_new[nlines - 1] : 0;
+        const git_blame_hunk *h = old ? git_blame_get_hunk_byline(blame, old) : NULL;
+        if (h && !git_oid_is_zero(&h->final_commit_id) && h->final_signature) {
+            gitsvc__short_hash(l->commit, &h->final_commit_id);
+            l->author = dup_in(mem, h->final_signature->name);
+            gitsvc__date(l->date, &h->final_signature->when);
+        } else {
+            memcpy(l->commit, "00000000", 9);
+            l->author = "Not Committed Yet";
+            git_time now = {(git_time_t)time(NULL), 0, '+'};
+            gitsvc__date(l->date, &now);
+        }
+        p = nl ? nl + 1 : stop;
+    }
+    *lines = out;
+    *count = nlines;
+    rc = 0;
+end:
+    free(map.old_of_new);
+    git_blame_free(blame);
+    git_blob_free(blob);
+    buf_free(&text);
+    return rc;
+}
+
+/* ----- show ------------------------------------------------------------------------------------- */
+
+int gitsvc_show(gitsvc_repo *repo, const char *rel_path, const char *ref, arena *mem, const char **content,
+                size_t *len, gitsvc_error *err)
+{
+    git_object *obj = NULL, *tree = NULL;
+    int rc = git_revparse_single(&obj, repo->repo, ref);
+    if (rc < 0)
+        return gitsvc__fail(err, ECP_ENOTFOUND, GITSVC_INVALID_REF, "Unknown revision: %s", ref);
+    rc = git_object_peel(&tree, obj, GIT_OBJECT_TREE);
+    git_object_free(obj);
+    if (rc < 0)
+        return gitsvc__fail(err, ECP_ENOTFOUND, GITSVC_INVALID_REF, "Not a commit or a tree: %s", ref);
+    git_tree_entry *entry = NULL;
+    rc = git_tree_entry_bypath(&entry, (git_tree *)tree, rel_path);
+    if (rc < 0 || git_tree_entry_type(entry) != GIT_OBJECT_BLOB) {
+        git_tree_entry_free(entry);
+        git_object_free(tree);
+        git_error_clear();
+        return gitsvc__fail(err, ECP_ENOTFOUND, GITSVC_FILE_NOT_FOUND, "Path '%s' does not exist in '%s'", rel_path,
+                            ref);
+    }
+    git_blob *blob = NULL;
+    rc = git_blob_lookup(&blob, repo->repo, git_tree_entry_id(entry));
+    git_tree_entry_free(entry);
+    git_object_free(tree);
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the file");
+    *len = (size_t)git_blob_rawsize(blob);
+    *content = arena_strndup(mem, git_blob_rawcontent(blob), *len);
+    git_blob_free(blob);
+    return 0;
+}
+
+/* ----- log ------------------------------------------------------------------------------------------ */
+
+int gitsvc_log_read(gitsvc_repo *repo, size_t max, const ecp_job *job, arena *mem, gitsvc_commit_info **commits,
+                    size_t *count, gitsvc_error *err)
+{
+    *commits = NULL;
+    *count = 0;
+    git_revwalk *walk = NULL;
+    int rc = git_revwalk_new(&walk, repo->repo);
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot walk the history");
+    /* git log's own order (newest commit date first), produced as it walks:
+     * GIT_SORT_TIME would walk the whole history before the first commit,
+     * where nothing can cancel it */
+    git_revwalk_sorting(walk, GIT_SORT_NONE);
+    rc = git_repository_head_unborn(repo->repo) == 1 ? GIT_EUNBORNBRANCH : git_revwalk_push_head(walk);
+    if (rc == GIT_ENOTFOUND || rc == GIT_EUNBORNBRANCH) {
+        git_revwalk_free(walk);
+        git_error_clear();
+        return 0; /* no commit yet: an empty history */
+    }
+    if (rc < 0) {
+        git_revwalk_free(walk);
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot walk the history");
+    }
+    gitsvc_commit_info *out = NULL;
+    size_t n = 0, cap = 0;
+    git_oid oid;
+    int status = 0;
+    while (n < max) {
+        if ((n & 63) == 0 && (status = gitsvc__check_cancel(job, err)))
+            break;
+        rc = git_revwalk_next(&oid, walk);
+        if (rc == GIT_ITEROVER)
+            break;
+        git_commit *c = NULL;
+        if (rc < 0 || (rc = git_commit_lookup(&c, repo->repo, &oid)) < 0) {
+            status = gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read a commit");
+            break;
+        }
+        out = gitsvc__grow(mem, out, n, &cap, sizeof *out);
+        gitsvc_commit_info *ci = &out[n++];
+        git_oid_tostr(ci->hash, sizeof ci->hash, &oid);
+        gitsvc__short_hash(ci->short_hash, &oid);
+        const git_signature *author = git_commit_author(c);
+        ci->author = dup_in(mem, author->name);
+        ci->email = dup_in(mem, author->email);
+        gitsvc__date(ci->date, &author->when);
+        const char *summary = git_commit_summary(c);
+        ci->subject = dup_in(mem, summary ? summary : "");
+        git_commit_free(c);
+    }
+    git_revwalk_free(walk);
+    if (status)
+        return status;
+    *commits = out;
+    *count = n;
+    return 0;
+}
+
+/* ----- branches, remotes, stashes, conflicts ---------------------------------------------------------- */
+
+static int cmp_branch(const void *a, const void *b)
+{
+    return strcmp(((const gitsvc_branch *)a)->name, ((const gitsvc_branch *)b)->name);
+}
+
+int gitsvc_branches_read(gitsvc_repo *repo, arena *mem, gitsvc_branch **branches, size_t *count,
+                         const char **current, gitsvc_error *err)
+{
+    *branches = NULL;
+    *count = 0;
+    gitsvc_status head;
+    memset(&head, 0, sizeof head);
+    int rc = gitsvc__head_info(repo->repo, mem, &head, err);
+    if (rc)
+        return rc;
+    *current = head.branch;
+    git_branch_iterator *it = NULL;
+    if ((rc = git_branch_iterator_new(&it, repo->repo, GIT_BRANCH_LOCAL)) < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot list the branches");
+    gitsvc_branch *out = NULL;
+    size_t n = 0, cap = 0;
+    git_reference *ref;
+    git_branch_t type;
+    while (git_branch_next(&ref, &type, it) == 0) {
+        out = gitsvc__grow(mem, out, n, &cap, sizeof *out);
+        gitsvc_branch *b = &out[n++];
+        memset(b, 0, sizeof *b);
+        const char *name = NULL;
+        git_branch_name(&name, ref);
+        b->name = dup_in(mem, name ? name : git_reference_shorthand(ref));
+        b->current = git_branch_is_head(ref) == 1;
+        git_reference *up = NULL;
+        if (gitsvc__upstream(repo->repo, b->name, &up) == 0) {
+            b->tracking = dup_in(mem, git_reference_shorthand(up));
+            git_reference_free(up);
+        }
+        git_reference *resolved = NULL;
+        if (git_reference_resolve(&resolved, ref) == 0 && git_reference_target(resolved))
+            gitsvc__short_hash(b->commit, git_reference_target(resolved));
+        git_reference_free(resolved);
+        git_reference_free(ref);
+    }
+    git_branch_iterator_free(it);
+    git_error_clear();
+    if (n)
+        qsort(out, n, sizeof *out, cmp_branch);
+    *branches = out;
+    *count = n;
+    return 0;
+}
+
+int gitsvc_remotes_read(gitsvc_repo *repo, arena *mem, gitsvc_remote **remotes, size_t *count, gitsvc_error *err)
+{
+    *remotes = NULL;
+    *count = 0;
+    git_strarray names = {0};
+    int rc = git_remote_list(&names, repo->repo);
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot list the remotes");
+    gitsvc_remote *out = names.count ? arena_calloc(mem, names.count * sizeof *out) : NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < names.count; i++) {
+        git_remote *r = NULL;
+        if (git_remote_lookup(&r, repo->repo, names.strings[i]) < 0)
+            continue;
+        const char *url = git_remote_url(r), *push = git_remote_pushurl(r);
+        out[n++] = (gitsvc_remote){dup_in(mem, names.strings[i]), dup_in(mem, url ? url : ""),
+                                   dup_in(mem, push ? push : url ? url : "")};
+        git_remote_free(r);
+    }
+    git_strarray_dispose(&names);
+    git_error_clear();
+    *remotes = out;
+    *count = n;
+    return 0;
+}
+
+typedef struct stash_list {
+    arena *mem;
+    gitsvc_stash *items;
+    size_t count, cap;
+} stash_list;
+
+static int on_stash(size_t index, const char *message, const git_oid *stash_id, void *payload)
+{
+    stash_list *l = payload;
+    l->items = gitsvc__grow(l->mem, l->items, l->count, &l->cap, sizeof *l->items);
+    gitsvc_stash *s = &l->items[l->count++];
+    s->index = index;
+    s->branch = "";
+    s->message = dup_in(l->mem, message ? message : "");
+    /* "On main: text" or "WIP on main: 1a2b3c4 subject": the branch, then the text */
+    const char *m = s->message;
+    const char *on = !strncmp(m, "WIP on ", 7) ? m + 7 : !strncmp(m, "On ", 3) ? m + 3 : NULL;
+    const char *colon = on ? strstr(on, ": ") : NULL;
+    if (colon) {
+        s->branch = arena_strndup(l->mem, on, (size_t)(colon - on));
+        s->message = colon + 2;
+    }
+    return 0;
+}
+
+int gitsvc_stash_list(gitsvc_repo *repo, arena *mem, gitsvc_stash **stashes, size_t *count, gitsvc_error *err)
+{
+    stash_list l = {.mem = mem};
+    int rc = git_stash_foreach(repo->repo, on_stash, &l);
+    if (rc < 0 && rc != GIT_ENOTFOUND)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot list the stashes");
+    git_error_clear();
+    *stashes = l.items;
+    *count = l.count;
+    return 0;
+}
+
+int gitsvc_conflicts_read(gitsvc_repo *repo, arena *mem, const char ***paths, size_t *count, gitsvc_error *err)
+{
+    *paths = NULL;
+    *count = 0;
+    git_index *index = NULL;
+    int rc = git_repository_index(&index, repo->repo);
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the index");
+    git_index_conflict_iterator *it = NULL;
+    const char **out = NULL;
+    size_t n = 0, cap = 0;
+    if (git_index_has_conflicts(index) && git_index_conflict_iterator_new(&it, index) == 0) {
+        const git_index_entry *ancestor, *ours, *theirs;
+        while (git_index_conflict_next(&ancestor, &ours, &theirs, it) == 0) {
+            const git_index_entry *e = ours ? ours : theirs ? theirs : ancestor;
+            out = gitsvc__grow(mem, out, n, &cap, sizeof *out);
+            out[n++] = dup_in(mem, e->path);
+        }
+        git_index_conflict_iterator_free(it);
+    }
+    git_index_free(index);
+    git_error_clear();
+    if (n)
+        qsort(out, n, sizeof *out, cmp_str);
+    *paths = out;
+    *count = n;
+    return 0;
+}

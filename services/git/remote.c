@@ -1,0 +1,255 @@
+/* remote: fetch, push and pull, without prompts.
+ *
+ * Credentials come from an ssh-agent when the remote asks for an SSH key and
+ * SSH_AUTH_SOCK is set; anything else (a password, a second attempt) fails
+ * at once as an authentication failure, so nothing ever waits for a person.
+ * Every callback libgit2 makes during a transfer polls the job's cancel
+ * flag, so a cancelled transfer stops at its next callback. libgit2 1.5 has
+ * no connect or read timeout of its own (and a stream of our own with one
+ * would break its SSH transport, which reaches into libgit2's socket
+ * stream): a remote that accepts a connection and then says nothing holds
+ * the transfer until the system's TCP timeouts end it.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct transfer {
+    const ecp_job *job;
+    unsigned credential_asks;
+    bool auth_failed, cancelled;
+    char push_error[256];
+    arena *mem;
+} transfer;
+
+/* Non-zero stops the transfer: the job was cancelled. */
+static int keep_going(transfer *t)
+{
+    if (t->job && ecp_job_cancelled(t->job)) {
+        t->cancelled = true;
+        return -1;
+    }
+    return 0;
+}
+
+static int on_credentials(git_credential **out, const char *url, const char *username_from_url,
+                          unsigned int allowed_types, void *payload)
+{
+    transfer *t = payload;
+    /* one try: a second ask means the first was refused */
+    if (t->credential_asks++ == 0 && (allowed_types & GIT_CREDENTIAL_SSH_KEY) && getenv("SSH_AUTH_SOCK"))
+        return git_credential_ssh_key_from_agent(out, username_from_url ? username_from_url : "git");
+    if (t->credential_asks == 1 && (allowed_types & GIT_CREDENTIAL_USERNAME) && username_from_url)
+        return git_credential_username_new(out, username_from_url);
+    t->auth_failed = true;
+    git_error_set_str(GIT_ERROR_NET, "authentication required and no credentials are available");
+    return GIT_EAUTH;
+}
+
+static int on_transfer(const git_indexer_progress *stats, void *payload)
+{
+    return keep_going(payload);
+}
+
+static int on_sideband(const char *str, int len, void *payload)
+{
+    return keep_going(payload);
+}
+
+static int on_push_transfer(unsigned int current, unsigned int total, size_t bytes, void *payload)
+{
+    return keep_going(payload);
+}
+
+static int on_pack_progress(int stage, uint32_t current, uint32_t total, void *payload)
+{
+    return keep_going(payload);
+}
+
+static int on_push_update(const char *refname, const char *status, void *data)
+{
+    transfer *t = data;
+    if (status && !t->push_error[0])
+        snprintf(t->push_error, sizeof t->push_error, "%s: %s", refname, status);
+    return 0;
+}
+
+static void callbacks_init(git_remote_callbacks *cb, transfer *t)
+{
+    cb->credentials = on_credentials;
+    cb->transfer_progress = on_transfer;
+    cb->sideband_progress = on_sideband;
+    cb->push_transfer_progress = on_push_transfer;
+    cb->pack_progress = on_pack_progress;
+    cb->push_update_reference = on_push_update;
+    cb->payload = t;
+}
+
+static void transfer_init(transfer *t, const ecp_job *job, arena *mem)
+{
+    memset(t, 0, sizeof *t);
+    t->job = job;
+    t->mem = mem;
+}
+
+/* A failed transfer in the result: its kind and libgit2's words. */
+static int transfer_failed(transfer *t, int rc, gitsvc_sync_result *out, gitsvc_error *err, const char *what)
+{
+    if (t->cancelled)
+        return gitsvc__fail(err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled");
+    const git_error *e = git_error_last();
+    out->success = false;
+    if (t->auth_failed || rc == GIT_EAUTH)
+        out->code = GITSVC_AUTH_FAILED;
+    else if (e && (e->klass == GIT_ERROR_NET || e->klass == GIT_ERROR_SSH || e->klass == GIT_ERROR_HTTP ||
+                   e->klass == GIT_ERROR_OS || e->klass == GIT_ERROR_SSL))
+        out->code = GITSVC_NETWORK_ERROR;
+    else
+        out->code = GITSVC_COMMAND_FAILED;
+    out->error = arena_sprintf(t->mem, "%s: %s", what, e && e->message ? e->message : "failed");
+    git_error_clear();
+    return 0;
+}
+
+static int open_remote(gitsvc_repo *repo, const gitsvc_remote_options *o, git_remote **out, arena *mem,
+                       gitsvc_sync_result *res)
+{
+    const char *name = o && o->remote && o->remote[0] ? o->remote : "origin";
+    int rc = git_remote_lookup(out, repo->repo, name);
+    if (rc < 0) {
+        git_error_clear();
+        res->success = false;
+        res->code = GITSVC_COMMAND_FAILED;
+        res->error = arena_sprintf(mem, "No such remote: %s", name);
+        return -1;
+    }
+    return 0;
+}
+
+int gitsvc_fetch(gitsvc_repo *repo, const gitsvc_remote_options *options, const ecp_job *job, arena *mem,
+                 gitsvc_sync_result *out, gitsvc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = gitsvc__check_cancel(job, err);
+    if (rc)
+        return rc;
+    git_remote *remote = NULL;
+    if (open_remote(repo, options, &remote, mem, out))
+        return 0;
+    transfer t;
+    transfer_init(&t, job, mem);
+    git_fetch_options fo = GIT_FETCH_OPTIONS_INIT;
+    callbacks_init(&fo.callbacks, &t);
+    rc = git_remote_fetch(remote, NULL, &fo, NULL);
+    git_remote_free(remote);
+    if (rc < 0)
+        return transfer_failed(&t, rc, out, err, "Fetch failed");
+    out->success = true;
+    return 0;
+}
+
+int gitsvc_push(gitsvc_repo *repo, const gitsvc_remote_options *options, const ecp_job *job, arena *mem,
+                gitsvc_sync_result *out, gitsvc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = gitsvc__check_cancel(job, err);
+    if (rc)
+        return rc;
+    gitsvc_status head;
+    memset(&head, 0, sizeof head);
+    if ((rc = gitsvc__head_info(repo->repo, mem, &head, err)))
+        return rc;
+    if (head.detached || head.unborn) {
+        out->code = GITSVC_COMMAND_FAILED;
+        out->error = head.detached ? "You are not currently on a branch" : "There is no commit to push yet";
+        return 0;
+    }
+    git_remote *remote = NULL;
+    if (open_remote(repo, options, &remote, mem, out))
+        return 0;
+    transfer t;
+    transfer_init(&t, job, mem);
+    git_push_options po = GIT_PUSH_OPTIONS_INIT;
+    callbacks_init(&po.callbacks, &t);
+    char *refspec = arena_sprintf(mem, "%srefs/heads/%s:refs/heads/%s", options && options->force ? "+" : "",
+                                  head.branch, head.branch);
+    char *specs[] = {refspec};
+    git_strarray refspecs = {specs, 1};
+    rc = git_remote_push(remote, &refspecs, &po);
+    if (rc < 0) {
+        git_remote_free(remote);
+        transfer_failed(&t, rc, out, err, "Push failed");
+        if (out->code == GITSVC_COMMAND_FAILED && !t.cancelled) {
+            const char *text = out->error ? out->error : "";
+            if (strstr(text, "non-fast-forward") || strstr(text, "fast forward") || strstr(text, "rejected"))
+                out->code = GITSVC_PUSH_REJECTED;
+        }
+        return t.cancelled ? ECP_ECANCELED : 0;
+    }
+    if (t.push_error[0]) {
+        git_remote_free(remote);
+        out->success = false;
+        out->code = GITSVC_PUSH_REJECTED;
+        out->error = arena_sprintf(mem, "Push rejected: %s", t.push_error);
+        return 0;
+    }
+    if (options && options->set_upstream) {
+        git_reference *branch = NULL;
+        char *upstream = arena_sprintf(mem, "%s/%s", git_remote_name(remote), head.branch);
+        if (git_branch_lookup(&branch, repo->repo, head.branch, GIT_BRANCH_LOCAL) == 0)
+            git_branch_set_upstream(branch, upstream);
+        git_reference_free(branch);
+        git_error_clear();
+    }
+    git_remote_free(remote);
+    out->success = true;
+    return 0;
+}
+
+int gitsvc_pull(gitsvc_repo *repo, const gitsvc_remote_options *options, const ecp_job *job, arena *mem,
+                gitsvc_sync_result *out, gitsvc_error *err)
+{
+    int rc = gitsvc_fetch(repo, options, job, mem, out, err);
+    if (rc || !out->success)
+        return rc;
+    gitsvc_status head;
+    memset(&head, 0, sizeof head);
+    if ((rc = gitsvc__head_info(repo->repo, mem, &head, err)))
+        return rc;
+    if (head.detached) {
+        out->success = false;
+        out->code = GITSVC_COMMAND_FAILED;
+        out->error = "You are not currently on a branch";
+        return 0;
+    }
+    /* the upstream, else the branch of the same name on the remote */
+    const char *remote = options && options->remote && options->remote[0] ? options->remote : "origin";
+    const char *from = head.tracking;
+    if (!from || (options && options->remote && strncmp(from, remote, strlen(remote))))
+        from = arena_sprintf(mem, "%s/%s", remote, head.branch);
+    gitsvc_merge_result merged;
+    gitsvc_error merge_err;
+    rc = gitsvc_merge(repo, from, job, mem, &merged, &merge_err);
+    if (rc == ECP_ECANCELED) {
+        *err = merge_err;
+        return rc;
+    }
+    if (rc) {
+        out->success = false;
+        out->code = merge_err.code;
+        out->error = arena_sprintf(mem, "%s", merge_err.message);
+        return 0;
+    }
+    out->success = merged.success;
+    out->changed = merged.changed;
+    if (merged.conflict_count) {
+        out->conflicts = true;
+        out->conflict_files = merged.conflicts;
+        out->conflict_count = merged.conflict_count;
+        out->code = GITSVC_MERGE_CONFLICT;
+        out->error = merged.message;
+    }
+    return 0;
+}
