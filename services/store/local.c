@@ -243,7 +243,7 @@ static int migrate(sqlite3 *db, int *version, ecp_error *err)
     int status = 0;
     size_t target = store__migration_count();
     for (;;) {
-        int v;
+        int v = 0;
         if ((status = read_user_version(db, &v, err)) < 0)
             return status;
         if (v < 0 || (size_t)v >= target) {

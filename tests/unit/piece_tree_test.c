@@ -70,6 +70,10 @@ static void model_insert(model *m, size_t at, const char *text, size_t len)
 
 static void model_delete(model *m, size_t at, size_t len)
 {
+    if (at > m->len || len > m->len - at) {
+        fail_msg("model_delete(%zu, %zu) past the end (%zu)", at, len, m->len);
+        return;
+    }
     memmove(m->bytes + at, m->bytes + at + len, m->len - at - len);
     m->len -= len;
 }
