@@ -5,7 +5,7 @@
  * branches, stashes, merges, remotes) and makes the changes an editor makes
  * (stage, commit, switch branch, stash, merge, push, pull). It needs no `git`
  * executable: everything goes through libgit2, which the service initialises
- * when it is created and shuts down when it is freed.
+ * when it is created.
  *
  * What it promises:
  * - libgit2 objects never cross threads. Every operation below opens its own
@@ -107,7 +107,8 @@ gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files,
 
 /* Closes the service's jobs (cancelling what can stop, waiting for what is
  * on a thread), removes its watches, drops its listeners without telling
- * them, frees it and shuts libgit2 down (once every user of it has). */
+ * them and frees it. libgit2 stays initialised until the process ends (see
+ * gitsvc_free). */
 void gitsvc_free(gitsvc *self);
 
 /* The set every job of the service belongs to (the adapter's jobs too), so

@@ -75,7 +75,12 @@ void gitsvc_free(gitsvc *self)
     }
     ecp_listeners_free(&self->listeners);
     free(self);
-    git_libgit2_shutdown();
+    /* libgit2 is left initialised (its init counts references, so a second
+     * service only adds one): it keeps an error record per thread that only
+     * the thread's exit frees, and the pool's threads outlive the service.
+     * Shutting libgit2 down under them would strand those records at every
+     * service a process creates; left alone they stay reachable and go with
+     * the process. */
 }
 
 ecp_job_set *gitsvc_jobs(gitsvc *self)
