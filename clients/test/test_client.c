@@ -152,8 +152,13 @@ static void run_once(test_server *s, long long ms)
 {
     if (ms < 0)
         ms = 0;
-    uv_timer_start(&s->tick, tick_cb, (uint64_t)(ms > 10 ? 10 : ms), 0);
+    uint64_t wait = (uint64_t)(ms > 10 ? 10 : ms);
+    /* Repeating, so that a tick already due when the loop's clock catches up
+     * (it fires before the poll) still ends the poll: otherwise a loop kept
+     * alive by a quiet handle (a terminal nobody types into) sleeps for good. */
+    uv_timer_start(&s->tick, tick_cb, wait, wait ? wait : 1);
     uv_run(&s->loop, UV_RUN_ONCE);
+    uv_timer_stop(&s->tick);
 }
 
 bool test_server_exit_requested(test_server *s, int *code) { return server_exit_requested(s->srv, code); }
