@@ -32,6 +32,7 @@ typedef struct server_env {
 typedef struct server_services {
     struct document_service *document;
     struct file_service *file;
+    struct terminal_service *terminal;
 } server_services;
 
 /* Creates every service and registers its adapter. A service that cannot be
