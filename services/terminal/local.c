@@ -262,7 +262,7 @@ static void step(terminal *t)
         if (t->emitted == t->backlog.len) {
             buf_clear(&t->backlog);
             t->fed = t->emitted = 0;
-        } else if (t->emitted > t->backlog.len / 2) {
+        } else if (t->emitted && (t->emitted > t->backlog.len / 2 || t->backlog.len > TERMINAL_BACKLOG_MAX / 2)) {
             buf_consume(&t->backlog, t->emitted);
             t->fed -= t->emitted;
             t->emitted = 0;
@@ -275,7 +275,7 @@ static void step(terminal *t)
         }
         if (t->fed < t->backlog.len)
             t->ready = true; /* the rest next turn */
-        if (t->paused && t->backlog.len - t->fed < TERMINAL_BACKLOG_MAX / 2) {
+        if (t->paused && t->backlog.len < TERMINAL_BACKLOG_MAX / 2) {
             t->paused = false;
             update_poll(t);
         }
@@ -367,12 +367,11 @@ static void read_some(terminal *t)
     size_t got = 0;
     bool drained = false;
     while (!t->eof && got < READ_BURST) {
-        size_t pending = t->backlog.len - t->fed;
-        if (pending >= TERMINAL_BACKLOG_MAX) {
+        if (t->backlog.len >= TERMINAL_BACKLOG_MAX) {
             t->paused = true;
             break;
         }
-        size_t want = TERMINAL_BACKLOG_MAX - pending;
+        size_t want = TERMINAL_BACKLOG_MAX - t->backlog.len;
         if (want > READ_CHUNK)
             want = READ_CHUNK;
         buf_reserve(&t->backlog, want);

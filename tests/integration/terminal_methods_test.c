@@ -354,12 +354,14 @@ static void test_list_info_env_and_cwd(void **state)
     assert_non_null(strstr(shell, "/sh")); /* found in PATH */
     free(shell);
     free(out);
-    /* the environment: TERM and COLORTERM, the caller's variables, and the cwd */
-    th_type(cl, a, "echo \"T=$TERM C=$COLORTERM H=$HISTFILE\"; pwd\r");
+    /* the environment: TERM and COLORTERM, the caller's variables, and the cwd;
+     * and the terminal is the shell's controlling terminal (/dev/tty opens) */
+    th_type(cl, a, "echo \"T=$TERM C=$COLORTERM H=$HISTFILE\"; pwd; (exec 3</dev/tty) && echo ctty-''ok\r");
     th_screen s;
     assert_true(th_wait_text(srv, cl, a, "T=xterm-256color C=truecolor H=/dev/null", WAIT_MS, &s));
     th_screen_free(&s);
     assert_true(th_wait_text(srv, cl, a, "/tmp", WAIT_MS, NULL));
+    assert_true(th_wait_text(srv, cl, a, "ctty-ok", WAIT_MS, NULL));
     close_terminal(a);
     close_terminal(b);
     free(a);
