@@ -426,7 +426,7 @@ static void test_flood_keeps_ping_fast(void **state)
     long rss_after = rss_kb();
     assert_true(th_wait_text(srv, cl, id, "flood-over", WAIT_MS, NULL));
     fprintf(stderr, "flood: %d pings, slowest %lld ms, rss %ld -> %ld KiB\n", pings, worst, rss_before, rss_after);
-    assert_true(pings > 50);
+    assert_true(pings > 20);
     assert_true(worst < 250); /* generous for a loaded machine under ASan */
 #ifndef __SANITIZE_ADDRESS__ /* ASan keeps freed memory in quarantine (256 MB) */
     assert_true(rss_after - rss_before < 64 * 1024);
