@@ -35,7 +35,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     terminal_service_options terminal_options = {.shell = NULL, .cwd = env->workspace};
     self->terminal = terminal_service_new(env->loop, env->log, &terminal_options);
     if (!self->terminal)
-        return ecp_error_set(err, ECP_ENOMEM, "could not create the terminal service");
+        return ecp_error_set(err, ECP_EIO, "could not create the terminal service: no SIGCHLD handler");
     terminal_adapter_init(&adapter, self->terminal, env->bus);
     return env->register_adapter(env->router, &adapter, err);
 }
