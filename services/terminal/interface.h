@@ -94,7 +94,7 @@
 #define TERMINAL_BACKLOG_MAX ((size_t)4 << 20)
 #define TERMINAL_INPUT_MAX ((size_t)1 << 20)
 #define TERMINAL_OUTPUT_CHUNK ((size_t)64 << 10)
-#define TERMINAL_BATCH_MS 16
+#define TERMINAL_BATCH_MS 32
 #define TERMINAL_TURN_BUDGET_MS 4
 #define TERMINAL_KILL_GRACE_MS 300
 
