@@ -11,6 +11,8 @@
 #include "session/adapter.h"
 #include "session/interface.h"
 #include "store/interface.h"
+#include "terminal/adapter.h"
+#include "terminal/interface.h"
 
 int server_services_start(server_services *self, const server_env *env, ecp_error *err)
 {
@@ -58,11 +60,24 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if (!self->git)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the git service");
     git_adapter_init(&adapter, self->git, env->bus);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
+
+    /* No settings reach the terminals yet: a settings service would pass
+     * `terminal.integrated.shell` as .shell (or later through
+     * terminal_service_set_shell). */
+    terminal_service_options terminal_options = {.shell = NULL, .cwd = env->workspace};
+    self->terminal = terminal_service_new(env->loop, env->log, &terminal_options);
+    if (!self->terminal)
+        return ecp_error_set(err, ECP_EIO, "could not create the terminal service: no SIGCHLD handler");
+    terminal_adapter_init(&adapter, self->terminal, env->bus);
     return env->register_adapter(env->router, &adapter, err);
 }
 
 void server_services_stop(server_services *self)
 {
+    if (self->terminal)
+        terminal_service_free(self->terminal);
     if (self->git)
         gitsvc_free(self->git);
     if (self->session)

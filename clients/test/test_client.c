@@ -150,15 +150,18 @@ static void tick_cb(uv_timer_t *t) { (void)t; }
 /* Runs one loop iteration, waking up after at most ms milliseconds. */
 static void run_once(test_server *s, long long ms)
 {
-    /* At least 1 ms: a tick that is due at once fires before the poll,
-     * which then waits with no deadline while any other handle is active. */
-    if (ms < 1)
-        ms = 1;
+    if (ms < 0)
+        ms = 0;
     /* the loop's clock stands still between runs: a timer started on a stale
-     * clock is already due, and the poll that follows would wait for I/O */
+     * clock is already due */
     uv_update_time(&s->loop);
-    uv_timer_start(&s->tick, tick_cb, (uint64_t)(ms > 10 ? 10 : ms), 0);
+    uint64_t wait = (uint64_t)(ms > 10 ? 10 : ms);
+    /* Repeating, so that a tick already due when the loop's clock catches up
+     * (it fires before the poll) still ends the poll: otherwise a loop kept
+     * alive by a quiet handle (a terminal nobody types into) sleeps for good. */
+    uv_timer_start(&s->tick, tick_cb, wait, wait ? wait : 1);
     uv_run(&s->loop, UV_RUN_ONCE);
+    uv_timer_stop(&s->tick);
 }
 
 bool test_server_exit_requested(test_server *s, int *code) { return server_exit_requested(s->srv, code); }

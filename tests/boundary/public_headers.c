@@ -5,6 +5,7 @@
 #include "document/interface.h"
 #include "file/interface.h"
 #include "git/interface.h"
+#include "terminal/interface.h"
 
 #if defined(ECPD_RPC_H) || defined(ECPD_JSON_H) || defined(ECPD_JSON_WRITER_H) || defined(ECPD_JSONRPC_H) || \
     defined(ECPD_CALL_H)
@@ -14,6 +15,7 @@
 #include "document/adapter.h"
 #include "file/adapter.h"
 #include "git/adapter.h"
+#include "terminal/adapter.h"
 
 /* The entry points have the types the composition root calls them with. */
 int boundary_entry_points_resolve(void)
@@ -21,5 +23,6 @@ int boundary_entry_points_resolve(void)
     void (*document)(ecp_adapter *, document_service *, ecp_bus *) = document_adapter_init;
     void (*file)(ecp_adapter *, file_service *, ecp_bus *) = file_adapter_init;
     void (*git)(ecp_adapter *, gitsvc *, ecp_bus *) = git_adapter_init;
-    return document != 0 && file != 0 && git != 0;
+    void (*terminal)(ecp_adapter *, terminal_service *, ecp_bus *) = terminal_adapter_init;
+    return document != 0 && file != 0 && git != 0 && terminal != 0;
 }
