@@ -165,6 +165,11 @@ static bool read_config(ecp_call *call, json_ref obj, const db_config *base, db_
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.path: required for a sqlite connection");
         goto bad;
     }
+    if (out->type == DB_POSTGRES && (!out->database || !out->username)) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.%s: required for a postgres connection",
+                       out->database ? "username" : "database");
+        goto bad;
+    }
     return true;
 #undef STR_FIELD
 bad:
@@ -426,11 +431,6 @@ static void m_test(void *ctx, ecp_call *call)
     db_config cfg;
     if (!ecp_arg_object(call, ecp_call_params(call), "config", &obj) || !read_config(call, obj, NULL, &cfg))
         return;
-    if (cfg.type != DB_SQLITE) {
-        db_config_clear(&cfg);
-        reply_error(call, ECP_ENOTSUP, "type: this server does not serve postgres connections");
-        return;
-    }
     db_op *op = db_op_new(ctx, DB_OP_TEST, NULL);
     op->config = cfg;
     db_op_submit(op, call, answer_test, NULL);
@@ -928,7 +928,8 @@ static const ecp_method methods[] = {
     {"database/getConnection", m_get, "1.0", "One connection's config and status (null when unknown)",
      "{connectionId: string}"},
     {"database/testConnection", m_test, "1.0", "Open a config once and report latency and version",
-     "{config: {name: string, type: string, path?: string}}"},
+     "{config: {name: string, type: string, path?: string, host?: string, port?: integer, database?: string, "
+     "username?: string, passwordSecret?: string, ssl?: boolean, connectionTimeout?: integer}}"},
     {"database/updateConnection", m_update, "1.0", "Change a saved config (fields given replace the old ones)",
      "{connectionId: string, config: {name?: string, path?: string, readOnly?: boolean, queryTimeout?: integer}}"},
     {"database/query", m_query, "1.0", "Run SQL with bound params; answers the first page of rows",

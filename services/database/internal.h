@@ -139,6 +139,7 @@ typedef struct db_engine {
 } db_engine;
 
 extern const db_engine db_sqlite_engine;
+extern const db_engine db_postgres_engine;
 
 /* Schema reads as parameterised SQL, so that browsing runs through the same
  * execute as queries. Each names its columns; see schema.c. */

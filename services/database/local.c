@@ -62,7 +62,7 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static const db_engine *engine_of(db_type type) { return type == DB_SQLITE ? &db_sqlite_engine : NULL; }
+static const db_engine *engine_of(db_type type) { return type == DB_SQLITE ? &db_sqlite_engine : &db_postgres_engine; }
 
 struct store *db_service_store(database_service *svc) { return svc->store; }
 
@@ -297,8 +297,6 @@ size_t db_conn_list(database_service *svc, int scope, db_conn **out, size_t cap)
 
 static int check_config(database_service *svc, const db_config *config, ecp_error *err)
 {
-    if (!engine_of(config->type))
-        return ecp_error_set(err, ECP_ENOTSUP, "type: this server does not serve postgres connections");
     if (config->project && !svc->workspace)
         return ecp_error_set(err, ECP_EINVAL, "scope: \"project\" needs a workspace");
     return 0;
