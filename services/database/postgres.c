@@ -35,17 +35,15 @@ struct db_handle {
 
 /* ----- failures ---------------------------------------------------------------------------- */
 
-static int fail_result(db_handle *h, const PGresult *res, const db_run *run, bool we_cancelled, db_failure *f)
+static int fail_result(db_handle *h, const PGresult *res, const db_run *run, db_failure *f)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     if (!msg)
         msg = PQerrorMessage(h->conn);
-    bool timed_out = run && run->deadline_ms && db_now_ms() >= run->deadline_ms;
     int status = ECP_EIO;
     if (state && !strcmp(state, "57014")) /* query_canceled: by us, or by statement_timeout */
-        status = we_cancelled && !timed_out && run && run->job && ecp_job_cancelled(run->job) ? ECP_ECANCELED
-                 : ECP_ERANGE;
+        status = run && run->job && ecp_job_cancelled(run->job) ? ECP_ECANCELED : ECP_ERANGE;
     else if (state && !strcmp(state, "25006"))
         status = ECP_EREADONLY;
     if (status == ECP_ERANGE)
@@ -379,7 +377,7 @@ static int read_page(db_handle *h, const db_run *run, size_t skip, db_result *ou
             h->statement_ended = true;
             PQclear(res);
         } else {
-            status = fail_result(h, res, run, we_cancelled, f);
+            status = fail_result(h, res, run, f);
             PQclear(res);
             break;
         }
@@ -414,7 +412,7 @@ static int pg_execute(db_handle *h, const char *sql, const db_value *params, siz
         free(values[i]);
     free(values);
     if (!sent)
-        return fail_result(h, NULL, run, false, f);
+        return fail_result(h, NULL, run, f);
     PQsetSingleRowMode(h->conn);
     /* Flush what did not fit the socket (non-blocking). */
     int flushed;
