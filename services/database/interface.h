@@ -12,7 +12,7 @@
  *   order they were asked for: an engine connection is never used by two
  *   threads at once.
  * - Parameters are always bound by the engine, never spliced into SQL.
- * - A query answers its first page (`database.pageSize` rows, 1,000 unless the
+ * - A query answers its first page (`database.pageSize` rows, 1,000 unless a
  *   setting says otherwise) and keeps its cursor open on the connection, so the
  *   next page is the next rows; a page asked for out of order, or after
  *   another query used the connection, re-runs the statement and skips to the
