@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -20,7 +21,26 @@
 
 static test_server *server;
 static test_client *client;
-static char dir[256];
+static char dir[256], data_dir[300], workspace[300];
+
+static void start_server(void)
+{
+    test_server_options o = {.data_dir = data_dir, .workspace = workspace};
+    server = test_server_new(&o);
+    client = test_client_connect(server);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *text = calloc(1, 65536);
+    size_t n = fread(text, 1, 65535, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
 
 static char *call_ok(const char *method, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static char *call_ok(const char *method, const char *fmt, ...)
@@ -73,8 +93,11 @@ static int setup(void **state)
     (void)state;
     snprintf(dir, sizeof dir, "/tmp/ecpd-database-XXXXXX");
     assert_non_null(mkdtemp(dir));
-    server = test_server_new(NULL);
-    client = test_client_connect(server);
+    snprintf(data_dir, sizeof data_dir, "%s/data", dir);
+    snprintf(workspace, sizeof workspace, "%s/ws", dir);
+    assert_int_equal(mkdir(data_dir, 0700), 0);
+    assert_int_equal(mkdir(workspace, 0700), 0);
+    start_server();
     return 0;
 }
 
@@ -473,6 +496,50 @@ static void test_corrupt_and_locked(void **state)
     exec_sql(id, "INSERT INTO l VALUES (1)");
 }
 
+static void test_configs_persist_without_passwords(void **state)
+{
+    (void)state;
+    free(call_ok("database/createConnection",
+                 "{\"config\":{\"id\":\"g1\",\"name\":\"global one\",\"type\":\"sqlite\",\"path\":\"%s/g.db\","
+                 "\"passwordSecret\":\"db.secret.key\",\"queryTimeout\":5000}}",
+                 dir));
+    free(call_ok("database/createConnection",
+                 "{\"config\":{\"id\":\"p1\",\"name\":\"project one\",\"type\":\"postgres\",\"host\":\"db.example\","
+                 "\"database\":\"app\",\"username\":\"me\",\"passwordSecret\":\"pg.key\",\"scope\":\"project\","
+                 "\"ssl\":{\"rejectUnauthorized\":true}}}"));
+    /* The writes are jobs: a restart waits for them. */
+    test_server_free(server);
+    char path[400];
+    snprintf(path, sizeof path, "%s/connections.json", data_dir);
+    char *global = read_text(path);
+    assert_non_null(global);
+    assert_non_null(strstr(global, "\"passwordSecret\":\"db.secret.key\""));
+    assert_null(strstr(global, "\"password\""));
+    assert_null(strstr(global, "project one"));
+    free(global);
+    snprintf(path, sizeof path, "%s/.ecpd/connections.json", workspace);
+    char *project = read_text(path);
+    assert_non_null(project);
+    assert_non_null(strstr(project, "project one"));
+    free(project);
+
+    start_server();
+    char *r = call_ok("database/listConnections", "{\"scope\":\"project\"}");
+    assert_int_equal(test_json_length(r, "connections"), 1);
+    char *s = test_json_string(r, "connections[0].id");
+    assert_string_equal(s, "p1");
+    free(s);
+    free(r);
+    r = call_ok("database/getConnection", "{\"connectionId\":\"g1\"}");
+    s = test_json_string(r, "connection.scope");
+    assert_string_equal(s, "global");
+    free(s);
+    assert_null(strstr(r, "secret"));
+    free(r);
+    free(call_ok("database/deleteConnection", "{\"connectionId\":\"p1\"}"));
+    free(call_ok("database/deleteConnection", "{\"connectionId\":\"g1\"}"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -484,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_schema),
         cmocka_unit_test(test_history),
         cmocka_unit_test(test_corrupt_and_locked),
+        cmocka_unit_test(test_configs_persist_without_passwords),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
