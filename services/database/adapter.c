@@ -275,6 +275,12 @@ static void write_query_result(json_writer *w, const db_statement *s, const char
     jw_key_double(w, "durationMs", s->duration_ms);
     if (s->result.affected_rows >= 0)
         jw_key_int(w, "affectedRows", s->result.affected_rows);
+    if (s->result.notices.len) {
+        jw_key(w, "notices");
+        jw_array_begin(w);
+        jw_raw(w, s->result.notices.data, s->result.notices.len);
+        jw_array_end(w);
+    }
     jw_object_end(w);
 }
 

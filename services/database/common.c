@@ -107,6 +107,7 @@ void db_result_free(db_result *r)
     if (r->cells)
         db_values_free(r->cells, r->row_count * r->field_count);
     buf_free(&r->rows);
+    buf_free(&r->notices);
     memset(r, 0, sizeof *r);
     r->total_rows = -1;
     r->affected_rows = -1;

@@ -78,6 +78,8 @@ typedef struct db_field {
     bool nullable;
     bool primary_key;
     char *default_value; /* NULL: none */
+    int64_t origin_table; /* PostgreSQL: the column's table oid and number (0: none) */
+    int origin_column;
 } db_field;
 
 void db_fields_free(db_field *f, size_t n);
@@ -94,6 +96,7 @@ typedef struct db_result {
     int64_t affected_rows;  /* -1 none */
     bool truncated;         /* the byte cap ended the page */
     db_value *cells;        /* row-major, when the run asked for values (schema reads) */
+    buf notices;            /* the engine's notices as JSON strings joined with commas */
 } db_result;
 
 void db_result_free(db_result *r);

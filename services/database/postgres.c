@@ -29,6 +29,7 @@ struct db_handle {
     bool statement_ended; /* the last result seen ended a statement */
     buf pending;
     bool has_pending;
+    buf notices;          /* since the last page: JSON strings joined with commas */
     int64_t query_timeout_ms;
     char version[32];
 };
@@ -116,10 +117,21 @@ static void drain(db_handle *h)
     buf_clear(&h->pending);
 }
 
-static void ignore_notice(void *ctx, const char *message)
+/* Notices (NOTICE: table does not exist, skipping) are not errors: they go
+ * with the next page instead of libpq's default, stderr. A flood is capped. */
+static void keep_notice(void *ctx, const char *message)
 {
-    (void)ctx;
-    (void)message;
+    db_handle *h = ctx;
+    if (h->notices.len > 64 * 1024)
+        return;
+    size_t len = strlen(message);
+    while (len && message[len - 1] == '\n')
+        len--;
+    if (h->notices.len)
+        buf_push(&h->notices, ',');
+    buf_push(&h->notices, '"');
+    json_escape_into(&h->notices, message, len);
+    buf_push(&h->notices, '"');
 }
 
 /* ----- opening -------------------------------------------------------------------------------- */
@@ -160,6 +172,7 @@ static int pg_open(const db_config *config, const char *password, db_handle **ou
     keys[n] = values[n] = NULL;
     db_handle *h = xcalloc(1, sizeof *h);
     buf_init(&h->pending);
+    buf_init(&h->notices);
     h->query_timeout_ms = config->query_timeout_ms;
     h->conn = PQconnectStartParams(keys, values, 0);
     int64_t deadline = db_now_ms() + limit_ms;
@@ -187,11 +200,11 @@ static int pg_open(const db_config *config, const char *password, db_handle **ou
                                                                : "08001");
         PQfinish(h->conn);
         buf_free(&h->pending);
+        buf_free(&h->notices);
         free(h);
         return status;
     }
-    /* Notices (NOTICE: table does not exist, skipping) are not errors: libpq would print them on stderr. */
-    PQsetNoticeProcessor(h->conn, ignore_notice, NULL);
+    PQsetNoticeProcessor(h->conn, keep_notice, h);
     PQsetnonblocking(h->conn, 1);
     h->cancel = PQgetCancel(h->conn);
     int v = PQserverVersion(h->conn);
@@ -210,6 +223,7 @@ static void pg_close(db_handle *h)
         PQfreeCancel(h->cancel);
     PQfinish(h->conn);
     buf_free(&h->pending);
+    buf_free(&h->notices);
     free(h);
 }
 
@@ -252,6 +266,8 @@ static void read_fields(const PGresult *res, db_result *out)
             if (type_names[k].oid == oid)
                 snprintf(name, sizeof name, "%s", type_names[k].name);
         fd->data_type = xstrdup(name);
+        fd->origin_table = PQftable(res, i) == InvalidOid ? 0 : PQftable(res, i);
+        fd->origin_column = PQftablecol(res, i);
     }
 }
 
@@ -387,7 +403,61 @@ static int read_page(db_handle *h, const db_run *run, size_t skip, db_result *ou
         h->in_result = true;
         drain(h);
     }
+    if (h->notices.len) {
+        buf_append(&out->notices, h->notices.data, h->notices.len);
+        buf_clear(&h->notices);
+    }
     return status;
+}
+
+static int pg_execute(db_handle *h, const char *sql, const db_value *params, size_t param_count, size_t skip,
+                      bool keep_cursor, const db_run *run, db_result *out, db_failure *f);
+
+/* Nullability, primary keys and defaults of the result's columns that come
+ * from a table, from the catalogs. Only when the connection is free again
+ * (the rows were read to their end): a cursor holds it otherwise. */
+static void read_origins(db_handle *h, const db_run *run, db_result *out)
+{
+    buf sql = BUF_INIT;
+    buf_append_str(&sql, "SELECT a.attrelid::bigint, a.attnum, NOT a.attnotnull, COALESCE(a.attnum = ANY (i.indkey), false),"
+                         " pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a"
+                         " LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary"
+                         " LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+                         " WHERE (a.attrelid, a.attnum) IN (");
+    size_t n = 0;
+    for (size_t i = 0; i < out->field_count; i++)
+        if (out->fields[i].origin_table && out->fields[i].origin_column > 0)
+            buf_appendf(&sql, "%s(%lld::oid, %d::int2)", n++ ? ", " : "", (long long)out->fields[i].origin_table,
+                        out->fields[i].origin_column);
+    buf_push(&sql, ')');
+    if (n) {
+        db_run meta = *run;
+        meta.keep_values = true;
+        meta.page_size = 10000;
+        meta.max_bytes = 1 << 20;
+        db_result m;
+        memset(&m, 0, sizeof m);
+        db_result_free(&m);
+        db_failure ignored;
+        if (pg_execute(h, sql.data, NULL, 0, 0, false, &meta, &m, &ignored) == 0) {
+            for (size_t r = 0; r < m.row_count; r++) {
+                const db_value *c = &m.cells[r * m.field_count];
+                if (!c[0].s || !c[1].s)
+                    continue;
+                for (size_t i = 0; i < out->field_count; i++) {
+                    db_field *fd = &out->fields[i];
+                    if (fd->origin_table != atoll(c[0].s) || fd->origin_column != atoi(c[1].s))
+                        continue;
+                    fd->nullable = c[2].s && c[2].s[0] == 't';
+                    fd->primary_key = c[3].s && c[3].s[0] == 't';
+                    free(fd->default_value);
+                    fd->default_value = c[4].s ? xstrdup(c[4].s) : NULL;
+                }
+            }
+        }
+        db_result_free(&m);
+    }
+    buf_free(&sql);
 }
 
 static int pg_execute(db_handle *h, const char *sql, const db_value *params, size_t param_count, size_t skip,
@@ -423,6 +493,8 @@ static int pg_execute(db_handle *h, const char *sql, const db_value *params, siz
     int status = read_page(h, run, skip, out, f);
     if (status == 0 && out->done)
         out->total_rows = (int64_t)(skip + out->row_count);
+    if (status == 0 && out->done && !run->keep_values)
+        read_origins(h, run, out);
     if (status == 0 && !out->done && !keep_cursor)
         drain(h);
     return status;

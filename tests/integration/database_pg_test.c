@@ -160,7 +160,20 @@ static void test_queries(void **state)
     assert_string_equal(s, "int4");
     free(s);
     assert_true(test_json_int(r, "fields[1].dataTypeId", &n) && n == 25);
+    assert_true(test_json_bool(r, "fields[0].isPrimaryKey", &b) && b);
+    assert_true(test_json_bool(r, "fields[1].nullable", &b) && !b);
+    assert_true(test_json_bool(r, "fields[2].nullable", &b) && b);
+    s = test_json_string(r, "fields[0].defaultValue");
+    assert_non_null(strstr(s, "nextval"));
+    free(s);
     assert_true(test_json_int(r, "totalRows", &n) && n == 2);
+    free(r);
+
+    r = call_ok("database/query",
+                "{\"connectionId\":\"%s\",\"sql\":\"DO $$BEGIN RAISE NOTICE 'hello %%', 42; END$$\"}", id);
+    s = test_json_string(r, "notices[0]");
+    assert_non_null(strstr(s, "hello 42"));
+    free(s);
     free(r);
 
     /* Injection through params stays data. */
