@@ -51,9 +51,17 @@ struct database_service {
     db_recent recent[DB_RECENT_QUERIES];
     size_t recent_next;
     uint64_t next_id;
+    struct secret_wait *secret_waits; /* connects waiting for their password */
     uv_mutex_t save_lock;
     uint64_t save_generation, saved_generation[2];
 };
+
+typedef struct secret_wait {
+    ecp_job *job;
+    db_op *op;
+    database_service *svc; /* NULL once the service is gone: the answer is dropped */
+    struct secret_wait *next;
+} secret_wait;
 
 static int64_t wall_ms(void)
 {
@@ -237,6 +245,8 @@ void database_service_free(database_service *svc)
     /* Closing the set withdraws queued jobs and waits for running ones; their
      * data (ops) is freed without done, so the handles are closed below. */
     ecp_job_set_close(svc->jobs);
+    for (struct secret_wait *w = svc->secret_waits; w; w = w->next)
+        w->svc = NULL;
     for (size_t i = 0; i < svc->conn_count; i++) {
         db_conn *c = svc->conns[i];
         if (c->handle)
@@ -676,10 +686,15 @@ static void remember_query(database_service *svc, db_op *op, db_statement *s, ec
     db_history_begin(svc->store, s, op->conn->config.id);
 }
 
-typedef struct secret_wait {
-    ecp_job *job;
-    db_op *op;
-} secret_wait;
+
+static void wait_unlink(database_service *svc, secret_wait *w)
+{
+    for (secret_wait **p = &svc->secret_waits; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            return;
+        }
+}
 
 static void got_secret(void *ctx, int status, const ecp_error *err, const char *value, size_t len,
                        const session_secret_info *info)
@@ -687,6 +702,11 @@ static void got_secret(void *ctx, int status, const ecp_error *err, const char *
     (void)err;
     (void)info;
     secret_wait *w = ctx;
+    if (!w->svc) { /* the service was freed while the secret was read; its set freed the job */
+        free(w);
+        return;
+    }
+    wait_unlink(w->svc, w);
     db_op *op = w->op;
     if (status == 0 && value)
         op->password = xstrndup(value, len);
@@ -724,6 +744,9 @@ void db_op_submit(db_op *op, ecp_call *call, db_answer_fn answer, void *answer_c
         secret_wait *w = xcalloc(1, sizeof *w);
         w->job = job;
         w->op = op;
+        w->svc = svc;
+        w->next = svc->secret_waits;
+        svc->secret_waits = w;
         session_secret_get(svc->session, op->config.password_secret, got_secret, w);
         return;
     }
