@@ -20,6 +20,7 @@ struct db_conn {
     char *error;
     int64_t connected_at;
     bool deleted;
+    bool lost;                   /* the server ended the connection (SQLSTATE 08xxx, 57Pxx) */
     db_handle *handle;           /* touched only by the connection's running job */
     const db_engine *engine;
     ecp_job *running;
@@ -506,8 +507,13 @@ static void op_work(ecp_job *job, unsigned item)
         return;
     }
     case DB_OP_CONNECT:
-        if (c->handle)
+        if (c->handle && !c->lost)
             return;
+        if (c->handle) { /* reconnect: the old connection is gone */
+            c->engine->close(c->handle);
+            c->handle = NULL;
+            c->cursor_query[0] = '\0';
+        }
         op->status = c->engine->open(&op->config, op->password, &c->handle, &op->fail);
         if (op->status == 0)
             op->server_version = xstrdup(c->engine->server_version(c->handle));
@@ -612,6 +618,7 @@ static void op_done(ecp_job *job)
             c->error = NULL;
             if (op->status == 0) {
                 c->status = DB_CONNECTED;
+                c->lost = false;
                 c->connected_at = wall_ms();
             } else {
                 c->status = DB_ERROR;
@@ -619,7 +626,15 @@ static void op_done(ecp_job *job)
             }
         } else if (op->kind == DB_OP_DISCONNECT) {
             c->status = DB_DISCONNECTED;
+            c->lost = false;
             c->connected_at = 0;
+        } else if (op->status < 0 &&
+                   (!strncmp(op->fail.engine_code, "08", 2) || !strncmp(op->fail.engine_code, "57P", 3))) {
+            /* The server went away: say so, and let connect open a new one. */
+            c->lost = true;
+            c->status = DB_ERROR;
+            free(c->error);
+            c->error = xstrdup(op->fail.message);
         }
     }
     if (op->kind == DB_OP_QUERY || op->kind == DB_OP_TRANSACTION)

@@ -356,9 +356,13 @@ static void test_server_goes_away(void **state)
     assert_int_equal(test_client_wait_response(client, rid, 5000, &out), -32603);
     assert_true(test_json_has(out, "data.engineCode"));
     free(out);
-    /* Other connections are unaffected; the lost one reconnects. */
+    /* Other connections are unaffected; the lost one says so and reconnects. */
     exec_sql("pg", "SELECT 1");
-    free(call_ok("database/disconnect", "{\"connectionId\":\"victim\"}"));
+    r = call_ok("database/getConnection", "{\"connectionId\":\"victim\"}");
+    char *st = test_json_string(r, "connection.status");
+    assert_string_equal(st, "error");
+    free(st);
+    free(r);
     free(call_ok("database/connect", "{\"connectionId\":\"victim\"}"));
     exec_sql("victim", "SELECT 1");
     r = call_ok("database/history", "{\"connectionId\":\"victim\"}");
