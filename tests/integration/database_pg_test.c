@@ -13,6 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "test_client.h"
 
 static test_server *server;
@@ -371,6 +376,36 @@ static void test_server_goes_away(void **state)
     free(call_ok("database/deleteConnection", "{\"connectionId\":\"victim\"}"));
 }
 
+/* ssl reaches libpq (the test cluster has none), and connectionTimeout bounds
+ * a server that accepts the connection and never answers. */
+static void test_ssl_and_connection_timeout(void **state)
+{
+    (void)state;
+    char *r = call_ok("database/testConnection",
+                      "{\"config\":{\"name\":\"t\",\"type\":\"postgres\",\"host\":\"127.0.0.1\",\"port\":%s,"
+                      "\"database\":\"postgres\",\"username\":\"tester\",\"passwordSecret\":\"pg.pw\",\"ssl\":true}}",
+                      port);
+    bool ok = true;
+    assert_true(test_json_bool(r, "success", &ok) && !ok);
+    assert_non_null(strstr(r, "SSL"));
+    free(r);
+
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    assert_int_equal(listen(fd, 4), 0);
+    socklen_t len = sizeof addr;
+    getsockname(fd, (struct sockaddr *)&addr, &len);
+    r = call_ok("database/testConnection",
+                "{\"config\":{\"name\":\"t\",\"type\":\"postgres\",\"host\":\"127.0.0.1\",\"port\":%d,"
+                "\"database\":\"postgres\",\"username\":\"tester\",\"connectionTimeout\":300}}",
+                ntohs(addr.sin_port));
+    assert_true(test_json_bool(r, "success", &ok) && !ok);
+    assert_non_null(strstr(r, "connectionTimeout"));
+    free(r);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -379,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_schema),
         cmocka_unit_test(test_cancel_timeout_read_only),
         cmocka_unit_test(test_server_goes_away),
+        cmocka_unit_test(test_ssl_and_connection_timeout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
