@@ -526,7 +526,7 @@ static void m_fetch(void *ctx, ecp_call *call)
 
 static void answer_transaction(db_op *op, ecp_call *call)
 {
-    if (op->status == ECP_ECANCELED) {
+    if (op->status == ECP_ECANCELED || op->status == ECP_ESTATE) { /* cancelled, or never connected */
         reply_failure(call, &op->fail);
         return;
     }

@@ -306,6 +306,20 @@ size_t db_conn_list(database_service *svc, int scope, db_conn **out, size_t cap)
     return n;
 }
 
+/* A relative SQLite path names a file of the workspace (of the server's
+ * directory without one): stored absolute, so that it means one file. */
+static void absolute_path(database_service *svc, db_config *config)
+{
+    if (config->type != DB_SQLITE || !config->path || config->path[0] == '/' || !strcmp(config->path, ":memory:"))
+        return;
+    buf p = BUF_INIT;
+    char cwd[4096];
+    const char *base = svc->workspace ? svc->workspace : getcwd(cwd, sizeof cwd);
+    buf_appendf(&p, "%s/%s", base ? base : ".", config->path);
+    free(config->path);
+    config->path = buf_detach(&p);
+}
+
 static int check_config(database_service *svc, const db_config *config, ecp_error *err)
 {
     if (config->project && !svc->workspace)
@@ -323,6 +337,7 @@ int db_conn_create(database_service *svc, const db_config *config, const char **
     db_conn *c = xcalloc(1, sizeof *c);
     c->svc = svc;
     db_config_copy(&c->config, config);
+    absolute_path(svc, &c->config);
     if (!c->config.id) {
         char id[DB_ID_MAX];
         snprintf(id, sizeof id, "conn-%llx-%llu", (unsigned long long)wall_ms(),
@@ -348,6 +363,7 @@ int db_conn_update(database_service *svc, db_conn *c, const db_config *config, e
     bool was_project = c->config.project;
     db_config copy;
     db_config_copy(&copy, config);
+    absolute_path(svc, &copy);
     free(copy.id);
     copy.id = c->config.id;
     c->config.id = NULL;

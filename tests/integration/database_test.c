@@ -530,6 +530,25 @@ static void test_configs_persist_without_passwords(void **state)
     assert_string_equal(s, "p1");
     free(s);
     free(r);
+    /* A relative path is the workspace's file. */
+    free(call_ok("database/createConnection",
+                 "{\"config\":{\"id\":\"rel\",\"name\":\"rel\",\"type\":\"sqlite\",\"path\":\"rel.db\"}}"));
+    free(call_ok("database/connect", "{\"connectionId\":\"rel\"}"));
+    char rel[400];
+    snprintf(rel, sizeof rel, "%s/rel.db", workspace);
+    assert_int_equal(access(rel, F_OK), 0);
+    r = call_ok("database/getConnection", "{\"connectionId\":\"rel\"}");
+    s = test_json_string(r, "connection.path");
+    assert_string_equal(s, rel);
+    free(s);
+    free(r);
+    free(call_ok("database/deleteConnection", "{\"connectionId\":\"rel\"}"));
+    char *e = NULL;
+    assert_int_equal(call_err(&e, "database/transaction", "{\"connectionId\":\"g1\",\"queries\":[{\"sql\":\"SELECT 1\"}]}"),
+                     -32603);
+    assert_non_null(strstr(e, "not connected"));
+    free(e);
+
     r = call_ok("database/getConnection", "{\"connectionId\":\"g1\"}");
     s = test_json_string(r, "connection.scope");
     assert_string_equal(s, "global");
