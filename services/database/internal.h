@@ -229,6 +229,11 @@ struct db_op {
     double latency_ms;
     bool committed;
     size_t failed_index;      /* transaction: the statement that failed */
+    /* What the job needs of the settings and the connection's config, copied on
+     * the loop at submission: the config may change while the job runs. */
+    size_t page_size, max_bytes;
+    int64_t query_timeout_ms;
+    char conn_id[DB_ID_MAX];
     db_answer_fn answer;
     void *answer_ctx;
 };

@@ -360,6 +360,11 @@ int db_conn_update(database_service *svc, db_conn *c, const db_config *config, e
     int status = check_config(svc, config, err);
     if (status < 0)
         return status;
+    if (config->type != c->config.type) {
+        if (c->handle || c->running || c->queue_len)
+            return ecp_error_set(err, ECP_EINVAL, "config.type: disconnect before changing the engine");
+        c->engine = engine_of(config->type);
+    }
     bool was_project = c->config.project;
     db_config copy;
     db_config_copy(&copy, config);
@@ -431,11 +436,10 @@ static size_t setting_size(database_service *svc, const char *key, size_t fallba
 static db_run make_run(ecp_job *job, const db_op *op)
 {
     db_run run = {.job = job};
-    const db_config *cfg = op->conn ? &op->conn->config : &op->config;
-    if (cfg->query_timeout_ms > 0)
-        run.deadline_ms = db_now_ms() + cfg->query_timeout_ms;
-    run.page_size = setting_size(op->svc, "database.pageSize", DB_DEFAULT_PAGE_SIZE);
-    run.max_bytes = setting_size(op->svc, "database.maxResultBytes", DB_DEFAULT_MAX_RESULT_BYTES);
+    if (op->query_timeout_ms > 0)
+        run.deadline_ms = db_now_ms() + op->query_timeout_ms;
+    run.page_size = op->page_size;
+    run.max_bytes = op->max_bytes;
     return run;
 }
 
@@ -543,7 +547,7 @@ static void op_work(ecp_job *job, unsigned item)
     default: break;
     }
     if (!c->handle) {
-        op->status = db_fail(&op->fail, ECP_ESTATE, "connectionId: %s is not connected", c->config.id);
+        op->status = db_fail(&op->fail, ECP_ESTATE, "connectionId: %s is not connected", op->conn_id);
         return;
     }
     switch (op->kind) {
@@ -757,6 +761,12 @@ void db_op_submit(db_op *op, ecp_call *call, db_answer_fn answer, void *answer_c
     database_service *svc = op->svc;
     op->answer = answer;
     op->answer_ctx = answer_ctx;
+    /* Settings live on the loop: the job gets their values, never the service. */
+    op->page_size = setting_size(svc, "database.pageSize", DB_DEFAULT_PAGE_SIZE);
+    op->max_bytes = setting_size(svc, "database.maxResultBytes", DB_DEFAULT_MAX_RESULT_BYTES);
+    const db_config *cfg = op->conn ? &op->conn->config : &op->config;
+    op->query_timeout_ms = cfg->query_timeout_ms;
+    snprintf(op->conn_id, sizeof op->conn_id, "%s", cfg->id ? cfg->id : "");
     ecp_job *job = ecp_job_new(svc->jobs, &op_type, op);
     ecp_job_serve(job, call);
     if (op->kind == DB_OP_QUERY || op->kind == DB_OP_TRANSACTION)
