@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "database/adapter.h"
+#include "database/interface.h"
 #include "document/adapter.h"
 #include "document/interface.h"
 #include "file/adapter.h"
@@ -71,11 +73,24 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if (!self->terminal)
         return ecp_error_set(err, ECP_EIO, "could not create the terminal service: no SIGCHLD handler");
     terminal_adapter_init(&adapter, self->terminal, env->bus);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
+
+    database_service_options dbo = {
+        .pool = env->pool, .log = env->log, .store = self->store, .session = self->session,
+        .data_dir = env->data_dir, .workspace = env->workspace,
+    };
+    self->database = database_service_new(&dbo, err);
+    if (!self->database)
+        return err ? err->status : ECP_ENOMEM;
+    database_adapter_init(&adapter, self->database);
     return env->register_adapter(env->router, &adapter, err);
 }
 
 void server_services_stop(server_services *self)
 {
+    if (self->database)
+        database_service_free(self->database);
     if (self->terminal)
         terminal_service_free(self->terminal);
     if (self->git)
@@ -98,4 +113,6 @@ void server_services_set_workspace(server_services *self, const char *workspace)
 {
     if (self->session)
         session_service_set_workspace(self->session, workspace);
+    if (self->database)
+        database_service_set_workspace(self->database, workspace);
 }

@@ -49,6 +49,7 @@ typedef struct server_services {
     struct session_service *session;
     struct gitsvc *git;
     struct terminal_service *terminal;
+    struct database_service *database;
 } server_services;
 
 /* Creates every service and registers its adapter. A service that cannot be

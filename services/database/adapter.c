@@ -1,0 +1,973 @@
+/* adapter: the database service on the wire (the `database` namespace).
+ *
+ * Engine failures are -32603 with data {engineCode, position?, detail?}; bad
+ * params, an unknown connection or query id are -32602 naming the field; a
+ * cancelled query is -32800.
+ */
+#include "adapter.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc.h"
+
+/* ----- errors ---------------------------------------------------------------------------- */
+
+static const ecp_wire_map wire_codes[] = {
+    {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
+    {ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
+    {ECP_ENOTSUP, ECP_WIRE_INVALID_PARAMS},
+    {ECP_EEXIST, ECP_WIRE_INVALID_PARAMS},
+};
+
+static void reply_failure(ecp_call *call, const db_failure *f)
+{
+    int code = ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], f->status,
+                             ECP_WIRE_INTERNAL_ERROR);
+    if (code != ECP_WIRE_INTERNAL_ERROR) {
+        ecp_call_error(call, code, "%s", f->message);
+        return;
+    }
+    buf data = BUF_INIT;
+    json_writer w;
+    jw_init(&w, &data);
+    jw_object_begin(&w);
+    jw_key_string(&w, "engineCode", f->engine_code[0] ? f->engine_code : ecp_status_text(f->status));
+    if (f->position > 0)
+        jw_key_int(&w, "position", f->position);
+    if (f->detail[0])
+        jw_key_string(&w, "detail", f->detail);
+    jw_object_end(&w);
+    ecp_call_error_data(call, code, data.data, "%s", f->message);
+    buf_free(&data);
+}
+
+static void reply_error(ecp_call *call, int status, const char *message)
+{
+    db_failure f;
+    db_fail(&f, status, "%s", message);
+    reply_failure(call, &f);
+}
+
+/* ----- params ---------------------------------------------------------------------------- */
+
+static bool read_conn(ecp_call *call, database_service *svc, db_conn **out)
+{
+    ecp_str id;
+    if (!ecp_arg_string(call, ecp_call_params(call), "connectionId", &id))
+        return false;
+    *out = db_conn_find(svc, id.ptr);
+    if (!*out) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "connectionId: no connection %s", id.ptr);
+        return false;
+    }
+    return true;
+}
+
+static char *dup_str(ecp_str s) { return s.ptr ? xstrndup(s.ptr, s.len) : NULL; }
+
+/* Reads a config; with base (updateConnection) absent fields keep base's values. */
+static bool read_config(ecp_call *call, json_ref obj, const db_config *base, db_config *out)
+{
+    const json_doc *doc = ecp_call_doc(call);
+    if (base)
+        db_config_copy(out, base);
+    else
+        memset(out, 0, sizeof *out);
+    ecp_str s;
+#define STR_FIELD(key, field)                                       \
+    if (!ecp_arg_string_opt(call, obj, "config." key, &s))          \
+        goto bad;                                                   \
+    if (s.ptr) {                                                    \
+        free(out->field);                                           \
+        out->field = dup_str(s);                                    \
+    }
+    if (json_type_of(doc, json_get(doc, obj, "password")) != JSON_ABSENT) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS,
+                       "config.password: not accepted; store the password as a secret and name it in passwordSecret");
+        goto bad;
+    }
+    if (!base) {
+        STR_FIELD("id", id)
+        if (out->id && (out->id[0] == '\0' || strlen(out->id) >= DB_ID_MAX)) {
+            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.id: must be 1 to %d bytes", DB_ID_MAX - 1);
+            goto bad;
+        }
+    }
+    STR_FIELD("name", name)
+    if (!out->name) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.name: required string");
+        goto bad;
+    }
+    ecp_str type;
+    if (!ecp_arg_string_opt(call, obj, "config.type", &type))
+        goto bad;
+    if (type.ptr) {
+        if (!strcmp(type.ptr, "sqlite"))
+            out->type = DB_SQLITE;
+        else if (!strcmp(type.ptr, "postgres"))
+            out->type = DB_POSTGRES;
+        else {
+            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.type: must be \"sqlite\" or \"postgres\"");
+            goto bad;
+        }
+    } else if (!base) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.type: required string");
+        goto bad;
+    }
+    STR_FIELD("path", path)
+    STR_FIELD("host", host)
+    STR_FIELD("database", database)
+    STR_FIELD("username", username)
+    STR_FIELD("passwordSecret", password_secret)
+    int64_t port, ct, qt;
+    if (!ecp_arg_int_opt(call, obj, "config.port", out->port, &port) ||
+        !ecp_arg_int_opt(call, obj, "config.connectionTimeout", out->connection_timeout_ms, &ct) ||
+        !ecp_arg_int_opt(call, obj, "config.queryTimeout", out->query_timeout_ms, &qt) ||
+        !ecp_arg_bool_opt(call, obj, "config.readOnly", out->read_only, &out->read_only))
+        goto bad;
+    if (port < 0 || port > 65535 || ct < 0 || qt < 0) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.%s: out of range",
+                       port < 0 || port > 65535 ? "port" : ct < 0 ? "connectionTimeout" : "queryTimeout");
+        goto bad;
+    }
+    out->port = (int)port;
+    out->connection_timeout_ms = ct;
+    out->query_timeout_ms = qt;
+    json_ref ssl = json_get(doc, obj, "ssl");
+    json_type st = json_type_of(doc, ssl);
+    if (st == JSON_BOOL) {
+        json_bool(doc, ssl, &out->ssl);
+    } else if (st == JSON_OBJECT) {
+        out->ssl = true;
+        if (!ecp_arg_bool_opt(call, ssl, "config.ssl.rejectUnauthorized", false, &out->ssl_reject_unauthorized))
+            goto bad;
+        STR_FIELD("ssl.ca", ssl_ca)
+        STR_FIELD("ssl.cert", ssl_cert)
+        STR_FIELD("ssl.key", ssl_key)
+    } else if (st != JSON_ABSENT && st != JSON_NULL) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.ssl: must be a boolean or an object");
+        goto bad;
+    }
+    ecp_str scope;
+    if (!ecp_arg_string_opt(call, obj, "config.scope", &scope))
+        goto bad;
+    if (scope.ptr) {
+        if (strcmp(scope.ptr, "global") && strcmp(scope.ptr, "project")) {
+            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.scope: must be \"global\" or \"project\"");
+            goto bad;
+        }
+        out->project = !strcmp(scope.ptr, "project");
+    }
+    if (out->type == DB_SQLITE && !out->path) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.path: required for a sqlite connection");
+        goto bad;
+    }
+    if (out->type == DB_POSTGRES && (!out->database || !out->username)) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.%s: required for a postgres connection",
+                       out->database ? "username" : "database");
+        goto bad;
+    }
+    return true;
+#undef STR_FIELD
+bad:
+    db_config_clear(out);
+    return false;
+}
+
+static bool read_params(ecp_call *call, json_ref obj, const char *name, db_value **out, size_t *count)
+{
+    json_ref list;
+    *out = NULL;
+    *count = 0;
+    if (!ecp_arg_array_opt(call, obj, name, &list))
+        return false;
+    if (list == JSON_NO_REF)
+        return true;
+    const json_doc *doc = ecp_call_doc(call);
+    size_t n = json_length(doc, list), i = 0;
+    db_value *v = xcalloc(n ? n : 1, sizeof *v);
+    for (json_ref r = json_first(doc, list); r != JSON_NO_REF; r = json_next(doc, r), i++) {
+        const char *s;
+        size_t len;
+        switch (json_type_of(doc, r)) {
+        case JSON_NULL: v[i].kind = DB_NULL; break;
+        case JSON_BOOL: {
+            bool b;
+            json_bool(doc, r, &b);
+            v[i].kind = DB_BOOL;
+            v[i].i = b;
+            break;
+        }
+        case JSON_NUMBER:
+            if (json_int64(doc, r, &v[i].i)) {
+                v[i].kind = DB_INT;
+            } else {
+                v[i].kind = DB_REAL;
+                json_double(doc, r, &v[i].d);
+            }
+            break;
+        case JSON_STRING:
+            json_string(doc, r, ecp_call_arena(call), &s, &len);
+            v[i].kind = DB_TEXT;
+            v[i].s = xstrndup(s, len);
+            v[i].len = len;
+            break;
+        default: {
+            /* Arrays and objects travel as their JSON text (PostgreSQL json/jsonb, SQLite's json functions). */
+            size_t rl;
+            const char *raw = json_raw(doc, r, &rl);
+            v[i].kind = DB_TEXT;
+            v[i].s = xstrndup(raw, rl);
+            v[i].len = rl;
+            break;
+        }
+        }
+    }
+    *out = v;
+    *count = n;
+    return true;
+}
+
+/* ----- rendering ------------------------------------------------------------------------------ */
+
+static void write_fields(json_writer *w, const db_result *r)
+{
+    jw_key(w, "fields");
+    jw_array_begin(w);
+    for (size_t i = 0; i < r->field_count; i++) {
+        const db_field *f = &r->fields[i];
+        jw_object_begin(w);
+        jw_key_string(w, "name", f->name);
+        jw_key_string(w, "dataType", f->data_type);
+        jw_key_int(w, "dataTypeId", f->type_id);
+        jw_key_bool(w, "nullable", f->nullable);
+        if (f->default_value)
+            jw_key_string(w, "defaultValue", f->default_value);
+        jw_key_bool(w, "isPrimaryKey", f->primary_key);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+}
+
+static void write_query_result(json_writer *w, const db_statement *s, const char *connection_id)
+{
+    jw_object_begin(w);
+    jw_key_string(w, "queryId", s->query_id);
+    jw_key_string(w, "connectionId", connection_id);
+    jw_key_string(w, "sql", s->sql);
+    jw_key(w, "rows");
+    jw_array_begin(w);
+    if (s->result.rows.len)
+        jw_raw(w, s->result.rows.data, s->result.rows.len);
+    jw_array_end(w);
+    write_fields(w, &s->result);
+    jw_key_int(w, "rowCount", (int64_t)s->result.row_count);
+    if (s->result.total_rows >= 0)
+        jw_key_int(w, "totalRows", s->result.total_rows);
+    jw_key_bool(w, "hasMore", !s->result.done);
+    if (s->result.truncated)
+        jw_key_bool(w, "truncated", true);
+    jw_key_int(w, "startedAt", s->started_at);
+    jw_key_int(w, "completedAt", s->completed_at);
+    jw_key_double(w, "durationMs", s->duration_ms);
+    if (s->result.affected_rows >= 0)
+        jw_key_int(w, "affectedRows", s->result.affected_rows);
+    if (s->result.notices.len) {
+        jw_key(w, "notices");
+        jw_array_begin(w);
+        jw_raw(w, s->result.notices.data, s->result.notices.len);
+        jw_array_end(w);
+    }
+    jw_object_end(w);
+}
+
+static const char *status_name(db_status s)
+{
+    static const char *const names[] = {"disconnected", "connecting", "connected", "error"};
+    return names[s];
+}
+
+static void write_info(json_writer *w, db_conn *c)
+{
+    db_conn_info info;
+    db_conn_info_get(c, &info);
+    const db_config *cfg = info.config;
+    jw_object_begin(w);
+    jw_key_string(w, "id", cfg->id);
+    jw_key_string(w, "name", cfg->name);
+    jw_key_string(w, "type", cfg->type == DB_POSTGRES ? "postgres" : "sqlite");
+    jw_key_string(w, "status", status_name(info.status));
+    if (cfg->type == DB_SQLITE)
+        jw_key_string(w, "path", cfg->path);
+    jw_key_string(w, "host", cfg->host ? cfg->host : "");
+    jw_key_string(w, "database", cfg->database ? cfg->database : (cfg->path ? cfg->path : ""));
+    if (info.error)
+        jw_key_string(w, "error", info.error);
+    jw_key_bool(w, "readOnly", cfg->read_only);
+    jw_key_string(w, "scope", cfg->project ? "project" : "global");
+    if (info.connected_at)
+        jw_key_int(w, "connectedAt", info.connected_at);
+    jw_object_end(w);
+}
+
+/* ----- connections ------------------------------------------------------------------------------ */
+
+static void m_create(void *ctx, ecp_call *call)
+{
+    json_ref obj;
+    db_config cfg;
+    if (!ecp_arg_object(call, ecp_call_params(call), "config", &obj) || !read_config(call, obj, NULL, &cfg))
+        return;
+    const char *id;
+    ecp_error err = {0};
+    int status = db_conn_create(ctx, &cfg, &id, &err);
+    db_config_clear(&cfg);
+    if (status < 0) {
+        reply_error(call, status, err.message);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "connectionId", id);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void answer_success(db_op *op, ecp_call *call)
+{
+    if (op->status < 0)
+        reply_failure(call, &op->fail);
+    else
+        ecp_call_reply_success(call, true);
+}
+
+static void m_connect(void *ctx, ecp_call *call)
+{
+    db_conn *c;
+    if (!read_conn(call, ctx, &c))
+        return;
+    db_op_submit(db_op_new(ctx, DB_OP_CONNECT, c), call, answer_success, NULL);
+}
+
+static void m_disconnect(void *ctx, ecp_call *call)
+{
+    db_conn *c;
+    if (!read_conn(call, ctx, &c))
+        return;
+    db_op_submit(db_op_new(ctx, DB_OP_DISCONNECT, c), call, answer_success, NULL);
+}
+
+static void m_delete(void *ctx, ecp_call *call)
+{
+    db_conn *c;
+    if (!read_conn(call, ctx, &c))
+        return;
+    db_op_submit(db_op_new(ctx, DB_OP_DISCONNECT, c), call, answer_success, NULL);
+    db_conn_delete(ctx, c);
+}
+
+static void m_list(void *ctx, ecp_call *call)
+{
+    ecp_str scope;
+    if (!ecp_arg_string_opt(call, ecp_call_params(call), "scope", &scope))
+        return;
+    int which = -1;
+    if (scope.ptr) {
+        if (strcmp(scope.ptr, "global") && strcmp(scope.ptr, "project")) {
+            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "scope: must be \"global\" or \"project\"");
+            return;
+        }
+        which = !strcmp(scope.ptr, "project");
+    }
+    size_t n = db_conn_list(ctx, which, NULL, 0);
+    db_conn **list = xcalloc(n ? n : 1, sizeof *list);
+    db_conn_list(ctx, which, list, n);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "connections");
+    jw_array_begin(w);
+    for (size_t i = 0; i < n; i++)
+        write_info(w, list[i]);
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+    free(list);
+}
+
+static void m_get(void *ctx, ecp_call *call)
+{
+    ecp_str id;
+    if (!ecp_arg_string(call, ecp_call_params(call), "connectionId", &id))
+        return;
+    db_conn *c = db_conn_find(ctx, id.ptr);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "connection");
+    if (c)
+        write_info(w, c);
+    else
+        jw_null(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void answer_test(db_op *op, ecp_call *call)
+{
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "success", op->status == 0);
+    if (op->status < 0) {
+        jw_key_string(w, "error", op->fail.message);
+        if (op->fail.engine_code[0])
+            jw_key_string(w, "engineCode", op->fail.engine_code);
+    } else {
+        jw_key_double(w, "latencyMs", op->latency_ms);
+        jw_key_string(w, "serverVersion", op->server_version);
+    }
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_test(void *ctx, ecp_call *call)
+{
+    json_ref obj;
+    db_config cfg;
+    if (!ecp_arg_object(call, ecp_call_params(call), "config", &obj) || !read_config(call, obj, NULL, &cfg))
+        return;
+    db_op *op = db_op_new(ctx, DB_OP_TEST, NULL);
+    op->config = cfg;
+    db_op_submit(op, call, answer_test, NULL);
+}
+
+static void m_update(void *ctx, ecp_call *call)
+{
+    db_conn *c;
+    json_ref obj;
+    db_config cfg;
+    if (!read_conn(call, ctx, &c) || !ecp_arg_object(call, ecp_call_params(call), "config", &obj))
+        return;
+    db_conn_info info;
+    db_conn_info_get(c, &info);
+    if (!read_config(call, obj, info.config, &cfg))
+        return;
+    ecp_error err = {0};
+    int status = db_conn_update(ctx, c, &cfg, &err);
+    db_config_clear(&cfg);
+    if (status < 0)
+        reply_error(call, status, err.message);
+    else
+        ecp_call_reply_success(call, true);
+}
+
+/* ----- queries ------------------------------------------------------------------------------------ */
+
+static void answer_query(db_op *op, ecp_call *call)
+{
+    if (op->status < 0) {
+        reply_failure(call, &op->fail);
+        return;
+    }
+    db_conn_info info;
+    db_conn_info_get(op->conn, &info);
+    json_writer *w = ecp_call_result(call);
+    write_query_result(w, &op->statements[0], info.config->id);
+    ecp_call_finish(call);
+}
+
+static void m_query(void *ctx, ecp_call *call)
+{
+    db_conn *c;
+    ecp_str sql;
+    db_value *params;
+    size_t n;
+    json_ref p = ecp_call_params(call);
+    if (!read_conn(call, ctx, &c) || !ecp_arg_string(call, p, "sql", &sql) || !read_params(call, p, "params", &params, &n))
+        return;
+    db_op *op = db_op_new(ctx, DB_OP_QUERY, c);
+    op->statements = xcalloc(1, sizeof *op->statements);
+    op->statement_count = 1;
+    op->statements[0].sql = dup_str(sql);
+    op->statements[0].params = params;
+    op->statements[0].param_count = n;
+    db_result_free(&op->statements[0].result);
+    db_op_submit(op, call, answer_query, NULL);
+}
+
+static void m_fetch(void *ctx, ecp_call *call)
+{
+    ecp_str qid;
+    size_t offset, limit;
+    json_ref p = ecp_call_params(call);
+    if (!ecp_arg_string(call, p, "queryId", &qid) || !ecp_arg_index(call, p, "offset", &offset) ||
+        !ecp_arg_index(call, p, "limit", &limit))
+        return;
+    db_conn *c = db_query_conn(ctx, qid.ptr);
+    if (!c) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "queryId: no query %s", qid.ptr);
+        return;
+    }
+    if (limit == 0 || limit > 100000) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "limit: must be 1 to 100000");
+        return;
+    }
+    db_op *op = db_op_new(ctx, DB_OP_FETCH, c);
+    op->statements = xcalloc(1, sizeof *op->statements);
+    op->statement_count = 1;
+    db_query_copy(ctx, qid.ptr, &op->statements[0]);
+    db_result_free(&op->statements[0].result);
+    snprintf(op->fetch_query, sizeof op->fetch_query, "%s", qid.ptr);
+    op->offset = offset;
+    op->limit = limit;
+    db_op_submit(op, call, answer_query, NULL);
+}
+
+static void answer_transaction(db_op *op, ecp_call *call)
+{
+    if (op->status == ECP_ECANCELED || op->status == ECP_ESTATE) { /* cancelled, or never connected */
+        reply_failure(call, &op->fail);
+        return;
+    }
+    db_conn_info info;
+    db_conn_info_get(op->conn, &info);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "success", op->committed);
+    jw_key(w, "results");
+    jw_array_begin(w);
+    for (size_t i = 0; i < op->statement_count; i++) {
+        const db_statement *s = &op->statements[i];
+        if (op->committed || i < op->failed_index) {
+            write_query_result(w, s, info.config->id);
+        } else if (i == op->failed_index) {
+            jw_object_begin(w);
+            jw_key_string(w, "error", s->fail.message[0] ? s->fail.message : op->fail.message);
+            if (s->fail.engine_code[0])
+                jw_key_string(w, "engineCode", s->fail.engine_code);
+            if (s->label)
+                jw_key_string(w, "label", s->label);
+            jw_object_end(w);
+        }
+    }
+    jw_array_end(w);
+    if (op->committed) {
+        jw_key_int(w, "committedAt", op->statements[op->statement_count - 1].completed_at);
+    } else {
+        jw_key_int(w, "rolledBackAt", op->statements[0].completed_at ? op->statements[0].completed_at : 0);
+        jw_key_string(w, "error", op->fail.message);
+    }
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_transaction(void *ctx, ecp_call *call)
+{
+    db_conn *c;
+    json_ref list;
+    json_ref p = ecp_call_params(call);
+    if (!read_conn(call, ctx, &c) || !ecp_arg_array(call, p, "queries", &list))
+        return;
+    const json_doc *doc = ecp_call_doc(call);
+    size_t n = json_length(doc, list);
+    if (n == 0) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "queries: at least one query");
+        return;
+    }
+    db_op *op = db_op_new(ctx, DB_OP_TRANSACTION, c);
+    op->statements = xcalloc(n, sizeof *op->statements);
+    size_t i = 0;
+    for (json_ref q = json_first(doc, list); q != JSON_NO_REF; q = json_next(doc, q), i++) {
+        char name[64];
+        ecp_str sql, label;
+        db_statement *s = &op->statements[i];
+        db_result_free(&s->result);
+        op->statement_count = i + 1;
+        snprintf(name, sizeof name, "queries[%zu].sql", i);
+        bool ok = json_type_of(doc, q) == JSON_OBJECT && ecp_arg_string(call, q, name, &sql);
+        if (ok) {
+            snprintf(name, sizeof name, "queries[%zu].label", i);
+            ok = ecp_arg_string_opt(call, q, name, &label);
+        }
+        if (ok) {
+            snprintf(name, sizeof name, "queries[%zu].params", i);
+            ok = read_params(call, q, name, &s->params, &s->param_count);
+        }
+        if (!ok) {
+            if (json_type_of(doc, q) != JSON_OBJECT)
+                ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "queries[%zu]: must be an object", i);
+            db_op_discard(op);
+            return;
+        }
+        s->sql = dup_str(sql);
+        s->label = dup_str(label);
+    }
+    db_op_submit(op, call, answer_transaction, NULL);
+}
+
+static void m_cancel(void *ctx, ecp_call *call)
+{
+    ecp_str qid;
+    if (!ecp_arg_string(call, ecp_call_params(call), "queryId", &qid))
+        return;
+    bool running = false;
+    if (!db_query_cancel(ctx, qid.ptr, &running)) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "queryId: no query %s", qid.ptr);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "cancelled", running);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+/* ----- schema browsing ------------------------------------------------------------------------------ */
+
+static const db_value *cell(const db_result *r, size_t row, size_t col)
+{
+    static const db_value null_value = {.kind = DB_NULL};
+    return row < r->row_count && col < r->field_count ? &r->cells[row * r->field_count + col] : &null_value;
+}
+
+static void key_cell_string(json_writer *w, const char *key, const db_value *v, bool omit_null)
+{
+    if (v->kind == DB_NULL) {
+        if (!omit_null)
+            jw_key_null(w, key);
+        return;
+    }
+    jw_key(w, key);
+    if (v->kind == DB_TEXT)
+        jw_string_n(w, v->s, v->len);
+    else {
+        buf b = BUF_INIT;
+        db_json_value(&b, v);
+        jw_string_n(w, b.data, b.len);
+        buf_free(&b);
+    }
+}
+
+static bool cell_true(const db_value *v)
+{
+    return (v->kind == DB_INT || v->kind == DB_BOOL) ? v->i != 0
+           : v->kind == DB_TEXT                     ? (v->len && (v->s[0] == 't' || v->s[0] == '1'))
+                                                    : false;
+}
+
+static void key_cell_int(json_writer *w, const char *key, const db_value *v)
+{
+    if (v->kind == DB_INT)
+        jw_key_int(w, key, v->i);
+    else if (v->kind == DB_TEXT && v->len)
+        jw_key_int(w, key, strtoll(v->s, NULL, 10));
+}
+
+static void answer_schema(db_op *op, ecp_call *call)
+{
+    if (op->status < 0) {
+        reply_failure(call, &op->fail);
+        return;
+    }
+    const db_result *r = &op->parts[0];
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    if (op->kind == DB_OP_SCHEMAS) {
+        jw_key(w, "schemas");
+        jw_array_begin(w);
+        for (size_t i = 0; i < r->row_count; i++) {
+            jw_object_begin(w);
+            key_cell_string(w, "name", cell(r, i, 0), false);
+            jw_key_bool(w, "isSystem", cell_true(cell(r, i, 1)));
+            key_cell_string(w, "owner", cell(r, i, 2), true);
+            jw_object_end(w);
+        }
+        jw_array_end(w);
+    } else if (op->kind == DB_OP_TABLES) {
+        jw_key(w, "tables");
+        jw_array_begin(w);
+        for (size_t i = 0; i < r->row_count; i++) {
+            jw_object_begin(w);
+            key_cell_string(w, "schema", cell(r, i, 0), false);
+            key_cell_string(w, "name", cell(r, i, 1), false);
+            key_cell_string(w, "type", cell(r, i, 2), false);
+            key_cell_int(w, "rowCount", cell(r, i, 3));
+            key_cell_int(w, "sizeBytes", cell(r, i, 4));
+            key_cell_string(w, "comment", cell(r, i, 5), true);
+            jw_object_end(w);
+        }
+        jw_array_end(w);
+    } else if (op->kind == DB_OP_DESCRIBE) {
+        const db_result *cols = &op->parts[1], *fks = &op->parts[2], *idx = &op->parts[3];
+        jw_key_string(w, "schema", op->schema);
+        jw_key_string(w, "name", op->table);
+        key_cell_string(w, "type", cell(r, 0, 0), false);
+        jw_key(w, "columns");
+        jw_array_begin(w);
+        for (size_t i = 0; i < cols->row_count; i++) {
+            jw_object_begin(w);
+            key_cell_string(w, "name", cell(cols, i, 0), false);
+            key_cell_string(w, "dataType", cell(cols, i, 1), false);
+            jw_key_bool(w, "nullable", cell_true(cell(cols, i, 2)));
+            key_cell_string(w, "defaultValue", cell(cols, i, 3), true);
+            jw_key_bool(w, "isPrimaryKey", cell_true(cell(cols, i, 4)));
+            key_cell_int(w, "dataTypeId", cell(cols, i, 5));
+            jw_object_end(w);
+        }
+        jw_array_end(w);
+        bool any_pk = false;
+        for (size_t i = 0; i < cols->row_count; i++)
+            any_pk |= cell_true(cell(cols, i, 4));
+        if (any_pk) {
+            jw_key(w, "primaryKey");
+            jw_array_begin(w);
+            for (size_t i = 0; i < cols->row_count; i++)
+                if (cell_true(cell(cols, i, 4))) {
+                    const db_value *v = cell(cols, i, 0);
+                    jw_string_n(w, v->s, v->len);
+                }
+            jw_array_end(w);
+        }
+        jw_key(w, "foreignKeys");
+        jw_array_begin(w);
+        for (size_t i = 0; i < fks->row_count; i++) {
+            jw_object_begin(w);
+            key_cell_string(w, "name", cell(fks, i, 0), false);
+            key_cell_string(w, "column", cell(fks, i, 1), false);
+            key_cell_string(w, "referencedSchema", cell(fks, i, 2), false);
+            key_cell_string(w, "referencedTable", cell(fks, i, 3), false);
+            key_cell_string(w, "referencedColumn", cell(fks, i, 4), false);
+            jw_object_end(w);
+        }
+        jw_array_end(w);
+        jw_key(w, "indexes");
+        jw_array_begin(w);
+        for (size_t i = 0; i < idx->row_count; i++) {
+            jw_object_begin(w);
+            key_cell_string(w, "name", cell(idx, i, 0), false);
+            jw_key_bool(w, "isUnique", cell_true(cell(idx, i, 1)));
+            jw_key_bool(w, "isPrimary", cell_true(cell(idx, i, 2)));
+            jw_key(w, "columns");
+            jw_array_begin(w);
+            const db_value *v = cell(idx, i, 3);
+            if (v->kind == DB_TEXT) {
+                const char *s = v->s;
+                while (*s) {
+                    const char *comma = strchr(s, ',');
+                    size_t len = comma ? (size_t)(comma - s) : strlen(s);
+                    jw_string_n(w, s, len);
+                    s += len + (comma ? 1 : 0);
+                }
+            }
+            jw_array_end(w);
+            jw_object_end(w);
+        }
+        jw_array_end(w);
+        key_cell_int(w, "rowCount", cell(r, 0, 1));
+        key_cell_int(w, "sizeBytes", cell(r, 0, 2));
+        key_cell_string(w, "comment", cell(r, 0, 3), true);
+    } else {
+        const db_value *v = cell(&op->parts[1], 0, 0);
+        jw_key(w, "ddl");
+        if (v->kind == DB_TEXT)
+            jw_string_n(w, v->s, v->len);
+        else
+            jw_string(w, "");
+    }
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_list_schemas(void *ctx, ecp_call *call)
+{
+    db_conn *c;
+    bool include_system;
+    if (!read_conn(call, ctx, &c) || !ecp_arg_bool_opt(call, ecp_call_params(call), "includeSystem", false,
+                                                       &include_system))
+        return;
+    db_op *op = db_op_new(ctx, DB_OP_SCHEMAS, c);
+    op->include_system = include_system;
+    db_op_submit(op, call, answer_schema, NULL);
+}
+
+static const char *default_schema(db_conn *c)
+{
+    db_conn_info info;
+    db_conn_info_get(c, &info);
+    return info.config->type == DB_SQLITE ? "main" : "public";
+}
+
+static void m_list_tables(void *ctx, ecp_call *call)
+{
+    db_conn *c;
+    ecp_str schema;
+    if (!read_conn(call, ctx, &c) || !ecp_arg_string_opt(call, ecp_call_params(call), "schema", &schema))
+        return;
+    db_op *op = db_op_new(ctx, DB_OP_TABLES, c);
+    op->schema = xstrdup(schema.ptr ? schema.ptr : default_schema(c));
+    db_op_submit(op, call, answer_schema, NULL);
+}
+
+static void table_op(void *ctx, ecp_call *call, db_op_kind kind)
+{
+    db_conn *c;
+    ecp_str schema, table;
+    json_ref p = ecp_call_params(call);
+    if (!read_conn(call, ctx, &c) || !ecp_arg_string(call, p, "schema", &schema) ||
+        !ecp_arg_string(call, p, "table", &table))
+        return;
+    db_op *op = db_op_new(ctx, kind, c);
+    op->schema = dup_str(schema);
+    op->table = dup_str(table);
+    db_op_submit(op, call, answer_schema, NULL);
+}
+
+static void m_describe(void *ctx, ecp_call *call) { table_op(ctx, call, DB_OP_DESCRIBE); }
+static void m_ddl(void *ctx, ecp_call *call) { table_op(ctx, call, DB_OP_DDL); }
+
+/* ----- history ------------------------------------------------------------------------------------------ */
+
+static void history_answer(void *ctx, int status, const ecp_error *err, const char *entries_json)
+{
+    ecp_call *call = ctx;
+    if (status < 0) {
+        reply_error(call, status, err ? err->message : ecp_status_text(status));
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "entries");
+    jw_raw(w, entries_json, strlen(entries_json));
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void history_read(void *ctx, ecp_call *call, bool search, bool favorites)
+{
+    json_ref p = ecp_call_params(call);
+    ecp_str conn = {0}, text = {0};
+    int64_t limit = 100, offset = 0;
+    if (!ecp_arg_string_opt(call, p, "connectionId", &conn))
+        return;
+    if (search && !ecp_arg_string(call, p, "query", &text))
+        return;
+    if (!search && !favorites &&
+        (!ecp_arg_int_opt(call, p, "limit", 100, &limit) || !ecp_arg_int_opt(call, p, "offset", 0, &offset)))
+        return;
+    if (limit < 1 || limit > 10000 || offset < 0) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s", limit < 1 || limit > 10000 ? "limit: must be 1 to 10000"
+                                                                                       : "offset: must be >= 0");
+        return;
+    }
+    db_history_query q = {.connection_id = (char *)conn.ptr, .search = (char *)text.ptr,
+                          .favorites_only = favorites, .limit = search || favorites ? 1000 : limit,
+                          .offset = offset};
+    db_history_list(db_service_store(ctx), &q, history_answer, ecp_call_defer(call));
+}
+
+static void m_history(void *ctx, ecp_call *call) { history_read(ctx, call, false, false); }
+static void m_search_history(void *ctx, ecp_call *call) { history_read(ctx, call, true, false); }
+static void m_favorites(void *ctx, ecp_call *call) { history_read(ctx, call, false, true); }
+
+static void cleared(void *ctx, int status, const ecp_error *err)
+{
+    ecp_call *call = ctx;
+    if (status < 0) {
+        reply_error(call, status, err ? err->message : ecp_status_text(status));
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "cleared", true);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_clear_history(void *ctx, ecp_call *call)
+{
+    ecp_str conn;
+    if (!ecp_arg_string_opt(call, ecp_call_params(call), "connectionId", &conn))
+        return;
+    db_history_clear(db_service_store(ctx), conn.ptr, cleared, ecp_call_defer(call));
+}
+
+static void favorited(void *ctx, int status, const ecp_error *err)
+{
+    ecp_call *call = ctx;
+    if (status == ECP_ENOTFOUND)
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s", err->message);
+    else if (status < 0)
+        reply_error(call, status, err ? err->message : ecp_status_text(status));
+    else
+        ecp_call_reply_success(call, true);
+}
+
+static void m_favorite(void *ctx, ecp_call *call)
+{
+    json_ref p = ecp_call_params(call);
+    int64_t id;
+    bool favorite;
+    if (!ecp_arg_int(call, p, "historyId", &id))
+        return;
+    json_ref f = json_get(ecp_call_doc(call), p, "favorite");
+    if (json_type_of(ecp_call_doc(call), f) != JSON_BOOL) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "favorite: required boolean");
+        return;
+    }
+    json_bool(ecp_call_doc(call), f, &favorite);
+    db_history_favorite(db_service_store(ctx), id, favorite, favorited, ecp_call_defer(call));
+}
+
+/* ----- the table ------------------------------------------------------------------------------------------ */
+
+static const ecp_method methods[] = {
+    {"database/createConnection", m_create, "1.0", "Save a connection config (sqlite: path; postgres: host...)",
+     "{config: {id?: string, name: string, type: string, path?: string, host?: string, port?: integer, "
+     "database?: string, username?: string, passwordSecret?: string, ssl?: boolean, connectionTimeout?: integer, "
+     "queryTimeout?: integer, readOnly?: boolean, scope?: string}}"},
+    {"database/connect", m_connect, "1.0", "Open a saved connection", "{connectionId: string}"},
+    {"database/disconnect", m_disconnect, "1.0", "Close a connection after its queued work",
+     "{connectionId: string}"},
+    {"database/deleteConnection", m_delete, "1.0", "Close and forget a connection config", "{connectionId: string}"},
+    {"database/listConnections", m_list, "1.0", "The saved connections and their status", "{scope?: string}"},
+    {"database/getConnection", m_get, "1.0", "One connection's config and status (null when unknown)",
+     "{connectionId: string}"},
+    {"database/testConnection", m_test, "1.0", "Open a config once and report latency and version",
+     "{config: {name: string, type: string, path?: string, host?: string, port?: integer, database?: string, "
+     "username?: string, passwordSecret?: string, ssl?: boolean, connectionTimeout?: integer}}"},
+    {"database/updateConnection", m_update, "1.0", "Change a saved config (fields given replace the old ones)",
+     "{connectionId: string, config: {name?: string, path?: string, readOnly?: boolean, queryTimeout?: integer}}"},
+    {"database/query", m_query, "1.0", "Run SQL with bound params; answers the first page of rows",
+     "{connectionId: string, sql: string, params?: any[]}"},
+    {"database/transaction", m_transaction, "1.0", "Run queries in one transaction; roll back on the first error",
+     "{connectionId: string, queries: {sql: string, params?: any[], label?: string}[]}"},
+    {"database/cancel", m_cancel, "1.0", "Stop a running query", "{queryId: string}"},
+    {"database/fetchRows", m_fetch, "1.0", "Another page of a query's rows",
+     "{queryId: string, offset: integer, limit: integer}"},
+    {"database/listSchemas", m_list_schemas, "1.0", "The schemas of a connection",
+     "{connectionId: string, includeSystem?: boolean}"},
+    {"database/listTables", m_list_tables, "1.0", "The tables and views of a schema",
+     "{connectionId: string, schema?: string}"},
+    {"database/describeTable", m_describe, "1.0", "A table's columns, keys and indexes",
+     "{connectionId: string, schema: string, table: string}"},
+    {"database/getTableDDL", m_ddl, "1.0", "The SQL that creates a table and its indexes",
+     "{connectionId: string, schema: string, table: string}"},
+    {"database/history", m_history, "1.0", "Queries run, newest first",
+     "{connectionId?: string, limit?: integer, offset?: integer}"},
+    {"database/searchHistory", m_search_history, "1.0", "Queries whose SQL contains a text",
+     "{query: string, connectionId?: string}"},
+    {"database/clearHistory", m_clear_history, "1.0", "Forget the query history", "{connectionId?: string}"},
+    {"database/favoriteQuery", m_favorite, "1.0", "Mark or unmark a history entry as a favourite",
+     "{historyId: integer, favorite: boolean}"},
+    {"database/getFavorites", m_favorites, "1.0", "The favourite queries", "{connectionId?: string}"},
+};
+
+void database_adapter_init(ecp_adapter *out, database_service *svc)
+{
+    memset(out, 0, sizeof *out);
+    out->ns = "database";
+    out->methods = methods;
+    out->method_count = sizeof methods / sizeof methods[0];
+    out->ctx = svc;
+}

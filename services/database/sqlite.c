@@ -1,0 +1,457 @@
+/* sqlite: the embedded engine.
+ *
+ * One sqlite3 connection per database connection, opened and used only by the
+ * connection's jobs (one at a time). A running statement checks, every few
+ * thousand virtual-machine steps, whether its job was cancelled or its
+ * deadline passed, and stops itself: that is how $/cancelRequest,
+ * database/cancel and queryTimeout reach it. database/cancel also calls
+ * sqlite3_interrupt, which stops a statement between those checks.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "json_writer.h"
+
+struct db_handle {
+    sqlite3 *db;
+    const db_run *run;   /* the statement running now, for the progress handler */
+    sqlite3_stmt *cursor;
+    buf pending;         /* a row read but left out of the last page by the byte cap */
+    bool has_pending;
+    size_t columns;
+};
+
+static const struct {
+    int code;
+    const char *name;
+} code_names[] = {
+    {SQLITE_CONSTRAINT_UNIQUE, "SQLITE_CONSTRAINT_UNIQUE"},
+    {SQLITE_CONSTRAINT_PRIMARYKEY, "SQLITE_CONSTRAINT_PRIMARYKEY"},
+    {SQLITE_CONSTRAINT_NOTNULL, "SQLITE_CONSTRAINT_NOTNULL"},
+    {SQLITE_CONSTRAINT_FOREIGNKEY, "SQLITE_CONSTRAINT_FOREIGNKEY"},
+    {SQLITE_CONSTRAINT_CHECK, "SQLITE_CONSTRAINT_CHECK"},
+    {SQLITE_READONLY_DBMOVED, "SQLITE_READONLY_DBMOVED"},
+    {SQLITE_CANTOPEN_ISDIR, "SQLITE_CANTOPEN_ISDIR"},
+    {SQLITE_ERROR, "SQLITE_ERROR"},
+    {SQLITE_INTERNAL, "SQLITE_INTERNAL"},
+    {SQLITE_PERM, "SQLITE_PERM"},
+    {SQLITE_ABORT, "SQLITE_ABORT"},
+    {SQLITE_BUSY, "SQLITE_BUSY"},
+    {SQLITE_LOCKED, "SQLITE_LOCKED"},
+    {SQLITE_NOMEM, "SQLITE_NOMEM"},
+    {SQLITE_READONLY, "SQLITE_READONLY"},
+    {SQLITE_INTERRUPT, "SQLITE_INTERRUPT"},
+    {SQLITE_IOERR, "SQLITE_IOERR"},
+    {SQLITE_CORRUPT, "SQLITE_CORRUPT"},
+    {SQLITE_FULL, "SQLITE_FULL"},
+    {SQLITE_CANTOPEN, "SQLITE_CANTOPEN"},
+    {SQLITE_CONSTRAINT, "SQLITE_CONSTRAINT"},
+    {SQLITE_MISMATCH, "SQLITE_MISMATCH"},
+    {SQLITE_RANGE, "SQLITE_RANGE"},
+    {SQLITE_NOTADB, "SQLITE_NOTADB"},
+    {SQLITE_TOOBIG, "SQLITE_TOOBIG"},
+};
+
+static void code_name(int code, char *out, size_t cap)
+{
+    for (size_t i = 0; i < sizeof code_names / sizeof code_names[0]; i++)
+        if (code_names[i].code == code) {
+            snprintf(out, cap, "%s", code_names[i].name);
+            return;
+        }
+    for (size_t i = 0; i < sizeof code_names / sizeof code_names[0]; i++)
+        if (code_names[i].code == (code & 0xff)) {
+            snprintf(out, cap, "%s_%d", code_names[i].name, code);
+            return;
+        }
+    snprintf(out, cap, "SQLITE_%d", code);
+}
+
+static int fail_sqlite(db_handle *h, int rc, db_failure *f, const char *what)
+{
+    int ext = h && h->db ? sqlite3_extended_errcode(h->db) : rc;
+    if ((ext & 0xff) != (rc & 0xff))
+        ext = rc;
+    int status = ECP_EIO;
+    switch (rc & 0xff) {
+    case SQLITE_INTERRUPT: status = (h && h->run && h->run->job && ecp_job_cancelled(h->run->job)) ? ECP_ECANCELED
+                                    : (h && h->run && h->run->deadline_ms && db_now_ms() >= h->run->deadline_ms)
+                                        ? ECP_ERANGE
+                                        : ECP_ECANCELED;
+        break;
+    case SQLITE_READONLY: status = ECP_EREADONLY; break;
+    case SQLITE_CANTOPEN: status = ECP_ENOTFOUND; break;
+    case SQLITE_NOMEM: status = ECP_ENOMEM; break;
+    case SQLITE_TOOBIG: status = ECP_ETOOBIG; break;
+    default: break;
+    }
+    const char *msg = h && h->db ? sqlite3_errmsg(h->db) : sqlite3_errstr(rc);
+    if (status == ECP_ERANGE)
+        db_fail(f, status, "%s: the query ran past its queryTimeout", what);
+    else if (status == ECP_ECANCELED)
+        db_fail(f, status, "%s: cancelled", what);
+    else
+        db_fail(f, status, "%s: %s", what, msg);
+    code_name(ext, f->engine_code, sizeof f->engine_code);
+    int offset = h && h->db ? sqlite3_error_offset(h->db) : -1;
+    f->position = offset >= 0 ? offset + 1 : 0;
+    return status;
+}
+
+static int progress(void *ctx)
+{
+    db_handle *h = ctx;
+    return h->run && db_run_should_stop(h->run);
+}
+
+static int sq_open(const db_config *config, const char *password, db_handle **out, db_failure *f)
+{
+    (void)password;
+    db_handle *h = xcalloc(1, sizeof *h);
+    buf_init(&h->pending);
+    int flags = (config->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                SQLITE_OPEN_FULLMUTEX;
+    const char *path = config->path && config->path[0] ? config->path : ":memory:";
+    int rc = sqlite3_open_v2(path, &h->db, flags, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_extended_result_codes(h->db, 1);
+        sqlite3_busy_timeout(h->db, config->connection_timeout_ms > 0 ? (int)config->connection_timeout_ms : 2000);
+        sqlite3_progress_handler(h->db, 1000, progress, h);
+        /* Opening is lazy: read the schema now, so a file that is no database fails here. */
+        rc = sqlite3_exec(h->db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
+    }
+    if (rc != SQLITE_OK) {
+        int status = fail_sqlite(h, rc, f, "could not open the database");
+        sqlite3_close(h->db);
+        buf_free(&h->pending);
+        free(h);
+        return status;
+    }
+    *out = h;
+    return 0;
+}
+
+static void sq_close_cursor(db_handle *h)
+{
+    if (h->cursor)
+        sqlite3_finalize(h->cursor);
+    h->cursor = NULL;
+    h->has_pending = false;
+    buf_clear(&h->pending);
+}
+
+static void sq_close(db_handle *h)
+{
+    if (!h)
+        return;
+    sq_close_cursor(h);
+    sqlite3_close_v2(h->db);
+    buf_free(&h->pending);
+    free(h);
+}
+
+static const char *sq_version(db_handle *h)
+{
+    (void)h;
+    return sqlite3_libversion();
+}
+
+static void sq_interrupt(db_handle *h) { sqlite3_interrupt(h->db); }
+
+static int bind_params(db_handle *h, sqlite3_stmt *st, const db_value *params, size_t n, db_failure *f)
+{
+    int expected = sqlite3_bind_parameter_count(st);
+    if ((size_t)expected != n)
+        return db_fail(f, ECP_EINVAL, "params: the statement takes %d parameter%s, %zu given", expected,
+                       expected == 1 ? "" : "s", n);
+    for (size_t i = 0; i < n; i++) {
+        int rc, idx = (int)i + 1;
+        const db_value *v = &params[i];
+        switch (v->kind) {
+        case DB_NULL: rc = sqlite3_bind_null(st, idx); break;
+        case DB_INT: rc = sqlite3_bind_int64(st, idx, v->i); break;
+        case DB_BOOL: rc = sqlite3_bind_int(st, idx, v->i != 0); break;
+        case DB_REAL: rc = sqlite3_bind_double(st, idx, v->d); break;
+        case DB_BLOB: rc = sqlite3_bind_blob64(st, idx, v->s, v->len, SQLITE_TRANSIENT); break;
+        default: rc = sqlite3_bind_text64(st, idx, v->s, v->len, SQLITE_TRANSIENT, SQLITE_UTF8); break;
+        }
+        if (rc != SQLITE_OK)
+            return fail_sqlite(h, rc, f, "could not bind a parameter");
+    }
+    return 0;
+}
+
+static void read_fields(db_handle *h, sqlite3_stmt *st, db_result *out)
+{
+    int n = sqlite3_column_count(st);
+    out->field_count = (size_t)n;
+    out->fields = xcalloc(n ? (size_t)n : 1, sizeof *out->fields);
+    for (int i = 0; i < n; i++) {
+        db_field *fd = &out->fields[i];
+        fd->name = xstrdup(sqlite3_column_name(st, i) ? sqlite3_column_name(st, i) : "");
+        const char *decl = sqlite3_column_decltype(st, i);
+        fd->data_type = xstrdup(decl ? decl : "");
+        fd->nullable = true;
+        /* The declared type's affinity, as SQLite's fundamental type codes. */
+        fd->type_id = SQLITE_NULL;
+        if (decl) {
+            char up[64];
+            size_t k = 0;
+            for (; decl[k] && k < sizeof up - 1; k++)
+                up[k] = (char)(decl[k] >= 'a' && decl[k] <= 'z' ? decl[k] - 32 : decl[k]);
+            up[k] = '\0';
+            fd->type_id = strstr(up, "INT")                                                        ? SQLITE_INTEGER
+                          : (strstr(up, "CHAR") || strstr(up, "CLOB") || strstr(up, "TEXT"))      ? SQLITE_TEXT
+                          : (strstr(up, "BLOB"))                                                    ? SQLITE_BLOB
+                          : (strstr(up, "REAL") || strstr(up, "FLOA") || strstr(up, "DOUB"))      ? SQLITE_FLOAT
+                                                                                                    : SQLITE_NULL;
+        }
+        const char *table = sqlite3_column_table_name(st, i), *column = sqlite3_column_origin_name(st, i);
+        const char *schema = sqlite3_column_database_name(st, i);
+        if (table && column) {
+            int notnull = 0, pk = 0;
+            if (sqlite3_table_column_metadata(h->db, schema, table, column, NULL, NULL, &notnull, &pk, NULL) ==
+                SQLITE_OK) {
+                fd->nullable = !notnull;
+                fd->primary_key = pk != 0;
+            }
+        }
+    }
+}
+
+static void cell_value(sqlite3_stmt *st, int i, db_value *v)
+{
+    memset(v, 0, sizeof *v);
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER: v->kind = DB_INT; v->i = sqlite3_column_int64(st, i); break;
+    case SQLITE_FLOAT: v->kind = DB_REAL; v->d = sqlite3_column_double(st, i); break;
+    case SQLITE_TEXT:
+        v->kind = DB_TEXT;
+        v->s = (char *)sqlite3_column_text(st, i);
+        v->len = (size_t)sqlite3_column_bytes(st, i);
+        break;
+    case SQLITE_BLOB:
+        v->kind = DB_BLOB;
+        v->s = (char *)sqlite3_column_blob(st, i);
+        v->len = (size_t)sqlite3_column_bytes(st, i);
+        break;
+    default: v->kind = DB_NULL; break;
+    }
+}
+
+static void render_row(sqlite3_stmt *st, const db_result *r, buf *out)
+{
+    buf_push(out, '{');
+    for (size_t i = 0; i < r->field_count; i++) {
+        if (i)
+            buf_push(out, ',');
+        buf_push(out, '"');
+        json_escape_into(out, r->fields[i].name, strlen(r->fields[i].name));
+        buf_append(out, "\":", 2);
+        db_value v;
+        cell_value(st, (int)i, &v);
+        db_json_value(out, &v);
+    }
+    buf_push(out, '}');
+}
+
+static void keep_values(sqlite3_stmt *st, db_result *r)
+{
+    size_t n = r->field_count;
+    r->cells = xrealloc(r->cells, (r->row_count + 1) * (n ? n : 1) * sizeof *r->cells);
+    for (size_t i = 0; i < n; i++) {
+        db_value v;
+        cell_value(st, (int)i, &v);
+        db_value *c = &r->cells[r->row_count * n + i];
+        *c = v;
+        if (v.kind == DB_TEXT || v.kind == DB_BLOB) {
+            c->s = xmalloc(v.len + 1);
+            memcpy(c->s, v.s, v.len);
+            c->s[v.len] = '\0';
+        }
+    }
+}
+
+/* Appends one rendered row to the page, or holds it back when the page is full. */
+static bool page_add(db_handle *h, const db_run *run, db_result *out, const char *row, size_t len)
+{
+    if (out->row_count > 0 && out->rows.len + len + 1 > run->max_bytes) {
+        buf_clear(&h->pending);
+        buf_append(&h->pending, row, len);
+        h->has_pending = true;
+        out->truncated = true;
+        return false;
+    }
+    if (out->row_count)
+        buf_push(&out->rows, ',');
+    buf_append(&out->rows, row, len);
+    out->row_count++;
+    return true;
+}
+
+/* Steps the cursor into out until the page is full or the rows end. */
+static int read_page(db_handle *h, const db_run *run, db_result *out, db_failure *f)
+{
+    sqlite3_stmt *st = h->cursor;
+    buf row = BUF_INIT;
+    int status = 0;
+    if (h->has_pending) {
+        h->has_pending = false;
+        page_add(h, run, out, h->pending.data, h->pending.len);
+        buf_clear(&h->pending);
+    }
+    h->run = run;
+    while (out->row_count < run->page_size) {
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+            out->done = true;
+            break;
+        }
+        if (rc != SQLITE_ROW) {
+            status = fail_sqlite(h, rc, f, "the query failed");
+            break;
+        }
+        buf_clear(&row);
+        render_row(st, out, &row);
+        if (out->row_count == 0 && row.len > run->max_bytes) {
+            status = db_fail(f, ECP_ETOOBIG, "a row of %zu bytes exceeds database.maxResultBytes (%zu)", row.len,
+                             run->max_bytes);
+            break;
+        }
+        if (run->keep_values)
+            keep_values(st, out);
+        if (!page_add(h, run, out, row.data, row.len))
+            break;
+    }
+    h->run = NULL;
+    buf_free(&row);
+    return status;
+}
+
+static int sq_execute(db_handle *h, const char *sql, const db_value *params, size_t param_count, size_t skip,
+                      bool keep_cursor, const db_run *run, db_result *out, db_failure *f)
+{
+    sq_close_cursor(h);
+    const char *tail = sql;
+    sqlite3_stmt *st = NULL;
+    int status = 0;
+    h->run = run;
+    /* Every statement but the last runs to its end; the last one is the answer. */
+    for (;;) {
+        const char *next = NULL;
+        int rc = sqlite3_prepare_v2(h->db, tail, -1, &st, &next);
+        if (rc != SQLITE_OK) {
+            status = fail_sqlite(h, rc, f, "the query failed");
+            break;
+        }
+        if (!st) { /* only whitespace or comments left */
+            if (tail == sql)
+                status = db_fail(f, ECP_EINVAL, "sql: no statement");
+            break;
+        }
+        const char *rest = next;
+        while (*rest == ' ' || *rest == '\n' || *rest == '\t' || *rest == '\r' || *rest == ';')
+            rest++;
+        if (*rest == '\0') {
+            if ((status = bind_params(h, st, params, param_count, f)) < 0)
+                break;
+            read_fields(h, st, out);
+            h->cursor = st;
+            st = NULL;
+            int changes_before = sqlite3_total_changes(h->db);
+            for (size_t i = 0; i < skip && status == 0; i++) {
+                int src = sqlite3_step(h->cursor);
+                if (src == SQLITE_DONE)
+                    break;
+                if (src != SQLITE_ROW)
+                    status = fail_sqlite(h, src, f, "the query failed");
+            }
+            if (status == 0)
+                status = read_page(h, run, out, f);
+            if (status == 0 && out->done) {
+                out->total_rows = (int64_t)(skip + out->row_count);
+                if (sqlite3_column_count(h->cursor) == 0 || !sqlite3_stmt_readonly(h->cursor))
+                    out->affected_rows =
+                        sqlite3_total_changes(h->db) != changes_before ? sqlite3_changes64(h->db) : 0;
+            }
+            break;
+        }
+        if (param_count) {
+            status = db_fail(f, ECP_EINVAL, "params: bound parameters need a single statement");
+            break;
+        }
+        do
+            rc = sqlite3_step(st);
+        while (rc == SQLITE_ROW);
+        if (rc != SQLITE_DONE) {
+            status = fail_sqlite(h, rc, f, "the query failed");
+            break;
+        }
+        sqlite3_finalize(st);
+        st = NULL;
+        tail = next;
+    }
+    if (st)
+        sqlite3_finalize(st);
+    h->run = NULL;
+    if (status < 0 || out->done || !keep_cursor)
+        sq_close_cursor(h);
+    return status;
+}
+
+static int sq_next_page(db_handle *h, const db_run *run, db_result *out, db_failure *f)
+{
+    if (!h->cursor)
+        return ECP_ESTATE;
+    read_fields(h, h->cursor, out);
+    int status = read_page(h, run, out, f);
+    if (status < 0 || out->done)
+        sq_close_cursor(h);
+    return status;
+}
+
+static int sq_exec_simple(db_handle *h, const char *sql, const db_run *run, db_failure *f)
+{
+    sq_close_cursor(h);
+    h->run = run;
+    int rc = sqlite3_exec(h->db, sql, NULL, NULL, NULL);
+    h->run = NULL;
+    return rc == SQLITE_OK ? 0 : fail_sqlite(h, rc, f, sql);
+}
+
+static const db_schema_sql sqlite_schema_sql = {
+    .schemas = "SELECT name, name = 'temp' AS is_system, NULL AS owner FROM pragma_database_list"
+               " WHERE ?1 OR name <> 'temp' ORDER BY seq",
+    .tables = "SELECT ?1 AS schema, name, type, NULL AS row_count, NULL AS size_bytes, NULL AS comment"
+              " FROM pragma_table_list WHERE schema = ?1 AND type IN ('table', 'view')"
+              " AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    .columns = "SELECT name, type AS data_type, \"notnull\" = 0 AS nullable, dflt_value AS default_value,"
+               " pk > 0 AS is_pk, NULL AS type_id FROM pragma_table_info(?2, ?1) ORDER BY cid",
+    .foreign_keys = "SELECT 'fk_' || id AS name, \"from\" AS column, ?1 AS ref_schema, \"table\" AS ref_table,"
+                    " \"to\" AS ref_column FROM pragma_foreign_key_list(?2, ?1) ORDER BY id, seq",
+    .indexes = "SELECT l.name, l.\"unique\" AS is_unique, l.origin = 'pk' AS is_primary,"
+               " (SELECT group_concat(name, ',') FROM pragma_index_info(l.name, ?1)) AS columns"
+               " FROM pragma_index_list(?2, ?1) AS l ORDER BY l.name",
+    .table_info = "SELECT type, NULL AS row_count, NULL AS size_bytes, NULL AS comment FROM pragma_table_list"
+                  " WHERE schema = ?1 AND name = ?2",
+    .ddl = "SELECT group_concat(sql || ';', char(10)) FROM (SELECT sql FROM sqlite_schema WHERE tbl_name = ?2"
+           " AND sql IS NOT NULL AND ?1 = 'main' ORDER BY type = 'table' DESC, name)",
+};
+
+const db_engine db_sqlite_engine = {
+    .type_name = "sqlite",
+    .open = sq_open,
+    .close = sq_close,
+    .server_version = sq_version,
+    .execute = sq_execute,
+    .next_page = sq_next_page,
+    .close_cursor = sq_close_cursor,
+    .interrupt = sq_interrupt,
+    .exec_simple = sq_exec_simple,
+    .schema = &sqlite_schema_sql,
+};
