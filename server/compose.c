@@ -1,6 +1,7 @@
 #include "compose.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "database/adapter.h"
 #include "database/interface.h"
@@ -15,6 +16,25 @@
 #include "store/interface.h"
 #include "terminal/adapter.h"
 #include "terminal/interface.h"
+
+/* The terminal.integrated.shell setting is the shell of new terminals. Its
+ * default (the catalogue's: $SHELL, else /bin/zsh) may name a shell this
+ * machine lacks; a shell that cannot be run falls through to $SHELL, then
+ * /bin/sh, as if the setting were absent. */
+static void apply_shell_setting(server_services *self)
+{
+    const char *shell = session_setting_string(self->session, "terminal.integrated.shell", NULL);
+    terminal_service_set_shell(self->terminal, shell && access(shell, X_OK) == 0 ? shell : NULL);
+}
+
+static void setting_changed(void *ctx, const char *key, const char *value_json)
+{
+    (void)value_json;
+    if (strcmp(key, "terminal.integrated.shell") == 0)
+        apply_shell_setting(ctx);
+}
+
+static const session_listener settings_to_services = {.on_setting = setting_changed};
 
 int server_services_start(server_services *self, const server_env *env, ecp_error *err)
 {
@@ -65,13 +85,12 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
         return status;
 
-    /* No settings reach the terminals yet: a settings service would pass
-     * `terminal.integrated.shell` as .shell (or later through
-     * terminal_service_set_shell). */
     terminal_service_options terminal_options = {.shell = NULL, .cwd = env->workspace};
     self->terminal = terminal_service_new(env->loop, env->log, &terminal_options);
     if (!self->terminal)
         return ecp_error_set(err, ECP_EIO, "could not create the terminal service: no SIGCHLD handler");
+    apply_shell_setting(self);
+    session_subscribe(self->session, &settings_to_services, self);
     terminal_adapter_init(&adapter, self->terminal, env->bus);
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
         return status;
@@ -91,6 +110,8 @@ void server_services_stop(server_services *self)
 {
     if (self->database)
         database_service_free(self->database);
+    if (self->session && self->terminal)
+        session_unsubscribe(self->session, &settings_to_services, self);
     if (self->terminal)
         terminal_service_free(self->terminal);
     if (self->git)

@@ -48,6 +48,31 @@ static int request_id(const char *method, const char *id, char **out)
 
 static void close_terminal(const char *id) { assert_int_equal(request_id("terminal/close", id, NULL), 0); }
 
+/* terminal.integrated.shell is the shell of a terminal created without one,
+ * from the moment it is set; one that cannot be run falls through to $SHELL,
+ * then /bin/sh. */
+static void test_shell_setting_reaches_new_terminals(void **state)
+{
+    char *out = NULL;
+    assert_int_equal(test_client_request(cl, "config/set", "{\"key\":\"terminal.integrated.shell\",\"value\":\"/bin/dash\"}",
+                                         NULL), 0);
+    char *id = th_create(cl, "");
+    assert_int_equal(test_client_request(cl, "terminal/list", NULL, &out), 0);
+    assert_non_null(strstr(out, "\"shell\":\"/bin/dash\""));
+    free(out);
+    close_terminal(id);
+    free(id);
+    assert_int_equal(test_client_request(cl, "config/set",
+                                         "{\"key\":\"terminal.integrated.shell\",\"value\":\"/nonexistent/zsh\"}", NULL),
+                     0);
+    id = th_create(cl, "");
+    assert_int_equal(test_client_request(cl, "terminal/list", NULL, &out), 0);
+    assert_null(strstr(out, "/nonexistent/zsh"));
+    free(out);
+    close_terminal(id);
+    free(id);
+}
+
 static void test_echo_reaches_buffer_and_output(void **state)
 {
     char *id = th_create(cl, "\"shell\":\"/bin/sh\"");
@@ -502,6 +527,7 @@ static void test_methods_are_listed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_shell_setting_reaches_new_terminals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_echo_reaches_buffer_and_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_colours_and_attributes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wide_characters, setup, teardown),
