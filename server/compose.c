@@ -8,6 +8,8 @@
 #include "file/interface.h"
 #include "git/adapter.h"
 #include "git/interface.h"
+#include "lsp/adapter.h"
+#include "lsp/interface.h"
 #include "session/adapter.h"
 #include "session/interface.h"
 #include "store/interface.h"
@@ -58,11 +60,25 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if (!self->git)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the git service");
     git_adapter_init(&adapter, self->git, env->bus);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
+
+    /* Language servers follow the open documents and read their settings. */
+    lsp_service_options lo = {
+        .loop = env->loop, .log = env->log, .documents = self->document, .session = self->session,
+        .workspace = env->workspace,
+    };
+    self->lsp = lsp_service_new(&lo);
+    if (!self->lsp)
+        return ecp_error_set(err, ECP_ENOMEM, "could not create the lsp service");
+    lsp_adapter_init(&adapter, self->lsp, env->bus);
     return env->register_adapter(env->router, &adapter, err);
 }
 
 void server_services_stop(server_services *self)
 {
+    if (self->lsp)
+        lsp_service_free(self->lsp);
     if (self->git)
         gitsvc_free(self->git);
     if (self->session)
