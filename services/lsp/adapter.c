@@ -583,11 +583,18 @@ static void m_set_server_config(void *ctx, ecp_call *call)
         envv[i++] = pair;
     }
     envv[i] = NULL;
+    size_t timeout_ms;
+    if (!ecp_arg_index_opt(call, config, "config.requestTimeoutMs", 0, &timeout_ms))
+        return;
+    if (timeout_ms > 3600000) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.requestTimeoutMs: at most 3600000");
+        return;
+    }
     char *init = raw_copy(d, json_get(d, config, "initializationOptions"));
     char *settings = raw_copy(d, json_get(d, config, "settings"));
     lsp_server_config c = {
         .command = command.ptr, .args = argv, .initialization_options = init, .settings = settings,
-        .env = nenv ? envv : NULL,
+        .env = nenv ? envv : NULL, .timeout_ms = (unsigned)timeout_ms,
     };
     ecp_error err = {0};
     int rc = lsp_config_set(a->svc, language.ptr, &c, &err);
@@ -628,6 +635,8 @@ static void m_get_server_config(void *ctx, ecp_call *call)
             jw_key(w, "settings");
             jw_raw(w, c.settings, strlen(c.settings));
         }
+        if (c.timeout_ms)
+            jw_key_int(w, "requestTimeoutMs", c.timeout_ms);
         if (c.env) {
             jw_key(w, "env");
             jw_object_begin(w);
@@ -794,7 +803,7 @@ static const ecp_method methods[] = {
     {"lsp/diagnosticsSummary", m_diagnostics_summary, "1.0", "How many errors and warnings are published", "{}"},
     {"lsp/setServerConfig", m_set_server_config, "1.0", "Set the command and options of a language's server",
      "{languageId: string, config: {command: string, args?: string[], initializationOptions?: object, "
-     "settings?: object, env?: object}}"},
+     "settings?: object, env?: object, requestTimeoutMs?: integer}}"},
     {"lsp/getServerConfig", m_get_server_config, "1.0", "The configuration of a language's server, or null",
      "{languageId: string}"},
     {"lsp/getLanguageId", m_get_language_id, "1.0", "The language of a path by its extension, or null",

@@ -18,8 +18,9 @@
  *   incremental didChange (whole-text when the server asks for full sync),
  *   its saves as didSave, its close as didClose. Documents a client holds
  *   itself come through lsp_document_*.
- * - Timeouts. Every request to a server has a timer (options.timeout_ms,
- *   30 s by default); a request that outlives it fails with ECP_ETIMEDOUT and
+ * - Timeouts. Every request to a server has a timer (the server's
+ *   configuration's timeout_ms, else options.timeout_ms, else the
+ *   lsp.requestTimeoutMs setting, else 30 s); a request that outlives it fails with ECP_ETIMEDOUT and
  *   is cancelled on the server ($/cancelRequest).
  * - Restarts. A server that exits without being asked to, or writes what
  *   cannot be read, is reported (status error), restarted after a backoff
@@ -82,6 +83,7 @@ typedef struct lsp_server_config {
     const char *initialization_options; /* JSON text or NULL */
     const char *settings;               /* JSON text or NULL: what workspace/configuration answers from */
     const char *const *env;             /* "NAME=value", added to the environment; may be NULL */
+    unsigned timeout_ms;                /* 0: the service's request timeout */
 } lsp_server_config;
 
 /* Replaces the configuration of a language (copied). ECP_EINVAL without a command. */

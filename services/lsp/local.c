@@ -41,6 +41,7 @@ struct lsp_request {
     lsp_server *server;
     int64_t id;
     char *method;
+    unsigned timeout_ms;
     lsp_result_cb cb;
     void *ctx;
     struct lsp_request *next;
@@ -97,6 +98,7 @@ typedef struct lsp_custom_config {
     char *init_options;
     char *settings;
     char **env;
+    unsigned timeout_ms;
     struct lsp_custom_config *next;
 } lsp_custom_config;
 
@@ -228,6 +230,7 @@ int lsp_config_set(lsp_service *self, const char *language_id, const lsp_server_
     c->init_options = config->initialization_options ? xstrdup(config->initialization_options) : NULL;
     c->settings = config->settings ? xstrdup(config->settings) : NULL;
     c->env = config->env ? strv_dup(config->env) : NULL;
+    c->timeout_ms = config->timeout_ms;
     return 0;
 }
 
@@ -241,6 +244,7 @@ bool lsp_config_get(lsp_service *self, const char *language_id, lsp_server_confi
         out->initialization_options = c->init_options;
         out->settings = c->settings;
         out->env = (const char *const *)c->env;
+        out->timeout_ms = c->timeout_ms;
         return true;
     }
     for (size_t i = 0; i < sizeof default_configs / sizeof default_configs[0]; i++)
@@ -628,15 +632,19 @@ static void request_timeout(uv_timer_t *t)
     lsp_request *r = (lsp_request *)t;
     ecp_error err;
     ecp_error_set(&err, ECP_ETIMEDOUT, "The %s server did not answer %s within %u ms",
-                  r->server ? r->server->language_id : "language", r->method, r->svc->timeout_ms);
+                  r->server ? r->server->language_id : "language", r->method, r->timeout_ms);
     ecp_log(r->svc->log, ECP_LOG_WARN, "lsp: %s", err.message);
     if (r->server)
         send_cancel(r->server, r->id);
     request_finish(r, ECP_ETIMEDOUT, &err, NULL, 0);
 }
 
-static unsigned timeout_ms(lsp_service *self)
+static unsigned timeout_ms(lsp_server *s)
 {
+    lsp_service *self = s->svc;
+    lsp_server_config config;
+    if (lsp_config_get(self, s->language_id, &config) && config.timeout_ms)
+        return config.timeout_ms;
     if (self->timeout_ms)
         return self->timeout_ms;
     double ms = self->session ? session_setting_number(self->session, "lsp.requestTimeoutMs", 0) : 0;
@@ -656,7 +664,8 @@ static lsp_request *server_request(lsp_server *s, const char *method, const char
     r->next = s->pending;
     s->pending = r;
     uv_timer_init(s->svc->loop, &r->timer);
-    uv_timer_start(&r->timer, request_timeout, timeout_ms(s->svc), 0);
+    r->timeout_ms = timeout_ms(s);
+    uv_timer_start(&r->timer, request_timeout, r->timeout_ms, 0);
     buf out;
     buf_init(&out);
     buf_appendf(&out, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"%s\",\"params\":", (long long)r->id, method);

@@ -1,0 +1,2 @@
+#include "lsp_fixture.h"
+int main(void){return 0;}
