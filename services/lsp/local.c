@@ -679,7 +679,7 @@ static lsp_request *server_request(lsp_server *s, const char *method, const char
 static void fail_pending(lsp_server *s, int status, const char *why)
 {
     ecp_error err;
-    ecp_error_set(&err, status, "The %s server %s", s->language_id, why);
+    ecp_error_set(&err, status, "Language server %s: %s", s->language_id, why);
     while (s->pending)
         request_finish(s->pending, status, &err, NULL, 0);
 }
@@ -1003,9 +1003,9 @@ static void reply_error(lsp_server *s, const json_doc *doc, json_ref id, int cod
     buf_init(&out);
     buf_append_str(&out, "{\"jsonrpc\":\"2.0\",\"id\":");
     buf_append(&out, id_raw, id_len);
-    buf_appendf(&out, ",\"error\":{\"code\":%d,\"message\":", code);
+    buf_appendf(&out, ",\"error\":{\"code\":%d,\"message\":\"", code);
     json_escape_into(&out, message, strlen(message));
-    buf_append_str(&out, "}}");
+    buf_append_str(&out, "\"}}");
     server_send(s, &out, true);
     buf_free(&out);
 }
@@ -1108,8 +1108,9 @@ static void apply_edit(lsp_server *s, const json_doc *doc, json_ref id, json_ref
     buf_init(&result);
     buf_appendf(&result, "{\"applied\":%s", ok ? "true" : "false");
     if (!ok) {
-        buf_append_str(&result, ",\"failureReason\":");
+        buf_append_str(&result, ",\"failureReason\":\"");
         json_escape_into(&result, why.data ? why.data : "", why.len);
+        buf_push(&result, '"');
     }
     buf_push(&result, '}');
     reply(s, doc, id, result.data);
@@ -1149,9 +1150,9 @@ static void server_request_in(lsp_server *s, const json_doc *doc, json_ref id, j
         buf out;
         buf_init(&out);
         if (s->root_uri) {
-            buf_append_str(&out, "[{\"uri\":");
+            buf_append_str(&out, "[{\"uri\":\"");
             json_escape_into(&out, s->root_uri, strlen(s->root_uri));
-            buf_append_str(&out, ",\"name\":\"workspace\"}]");
+            buf_append_str(&out, "\",\"name\":\"workspace\"}]");
         } else {
             buf_append_str(&out, "null");
         }

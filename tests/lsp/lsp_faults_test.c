@@ -1,2 +1,163 @@
+/* The lsp service against servers that misbehave (tests/lsp/fake_server.py):
+ * one that writes garbage, one that exits during initialize, one that never
+ * answers, one that sends a message too large to take, and one that asks the
+ * client things (workspace/applyEdit, workspace/configuration, a request
+ * nobody knows) and talks (showMessage, $/progress). Each fault gets its
+ * code, and every other server keeps working. */
 #include "lsp_fixture.h"
-int main(void){return 0;}
+
+static void configure(const char *language, const char *mode, int timeout_ms)
+{
+    free(ok("lsp/setServerConfig",
+            "{\"languageId\":\"%s\",\"config\":{\"command\":\"python3\",\"args\":[\"%s\",\"%s\"],"
+            "\"settings\":{\"fake\":{\"answer\":42}},\"requestTimeoutMs\":%d}}",
+            language, ECPD_LSP_FAKE_SERVER, mode, timeout_ms));
+}
+
+/* Opens a held document of language and returns its uri. */
+static char *held(const char *language)
+{
+    char *u = malloc(300);
+    snprintf(u, 300, "file://%s/%s.txt", top, language);
+    free(ok("lsp/documentOpen", "{\"uri\":\"%s\",\"languageId\":\"%s\",\"content\":\"text\\n\"}", u, language));
+    return u;
+}
+
+static char *hover(const char *uri) { return ok("lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", uri); }
+
+/* The well-behaved server is asked after every fault: it must still answer. */
+static void normal_still_answers(void)
+{
+    char *u = uri_of("normal.txt");
+    char *r = hover(u);
+    assert_non_null(strstr(r, "applied"));
+    free(r);
+    free(u);
+}
+
+static void test_a_server_that_asks_the_client_things(void **state)
+{
+    (void)state;
+    configure("plaintext", "normal", 10000);
+    write_at("normal.txt", "hello\n");
+    free(ok("lsp/start", "{\"languageId\":\"plaintext\"}"));
+    char *id = open_document("normal.txt");
+    char *u = uri_of("normal.txt");
+    test_client_clear_notifications(cl);
+    char *r = hover(u);
+    /* applyEdit applied, the unknown request refused with -32601, configuration from the settings */
+    char *contents = test_json_string(r, "contents");
+    assert_string_equal(contents, "[{\"applied\": true}, -32601, [42, null]]");
+    free(contents);
+    free(r);
+    r = ok("document/content", "{\"documentId\":\"%s\"}", id);
+    assert_non_null(strstr(r, "// ok\\nhello"));
+    free(r);
+    /* one undoable step */
+    free(ok("document/undo", "{\"documentId\":\"%s\"}", id));
+    r = ok("document/content", "{\"documentId\":\"%s\"}", id);
+    assert_null(strstr(r, "// ok"));
+    free(r);
+
+    assert_true(test_client_wait_notifications(cl, "lsp/didShowMessage", 1, WAIT_MS));
+    const char *m = test_client_notification(cl, "lsp/didShowMessage", 0);
+    want_string(m, "languageId", "plaintext");
+    want_string(m, "message", "hello");
+    assert_true(test_client_wait_notifications(cl, "lsp/progress", 1, WAIT_MS));
+    const char *p = test_client_notification(cl, "lsp/progress", 0);
+    assert_string_equal(p, "{\"languageId\":\"plaintext\",\"token\":\"t1\",\"value\":{\"kind\":\"begin\"}}");
+    free(u);
+    free(id);
+}
+
+static void test_garbage_stops_that_server_only(void **state)
+{
+    (void)state;
+    configure("fakegarbage", "garbage", 10000);
+    free(ok("lsp/start", "{\"languageId\":\"fakegarbage\"}"));
+    char *u = held("fakegarbage");
+    test_client_clear_notifications(cl);
+    char *e = fails(-32404, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+    assert_non_null(strstr(e, "not LSP"));
+    free(e);
+    char *st = wait_status("fakegarbage", "error");
+    assert_non_null(strstr(st, "not LSP"));
+    free(st);
+    free(u);
+    normal_still_answers();
+    free(ok("lsp/stop", "{\"languageId\":\"fakegarbage\"}"));
+}
+
+static void test_exit_during_initialize_fails_the_start(void **state)
+{
+    (void)state;
+    configure("fakeexit", "exit-on-init", 10000);
+    char *e = fails(-32401, "lsp/start", "{\"languageId\":\"fakeexit\"}");
+    assert_non_null(strstr(e, "exited with code 3"));
+    free(e);
+    char *r = ok("lsp/status", "{\"languageId\":\"fakeexit\"}");
+    want_string(r, "servers[0].status", "error");
+    free(r);
+    normal_still_answers();
+}
+
+static void test_a_server_that_never_answers_times_out(void **state)
+{
+    (void)state;
+    configure("fakesilent", "silent", 300);
+    free(ok("lsp/start", "{\"languageId\":\"fakesilent\"}"));
+    char *u = held("fakesilent");
+    double t0 = now_ms();
+    char *e = fails(-32403, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+    assert_true(now_ms() - t0 >= 250);
+    assert_non_null(strstr(e, "did not answer textDocument/hover within 300 ms"));
+    free(e);
+    /* a request the client cancels is withdrawn from the server too */
+    int64_t id = test_client_send(cl, "lsp/hover", "{\"uri\":\"file:///x\",\"position\":{\"line\":0,\"character\":0}}");
+    char *r = NULL;
+    assert_int_equal(test_client_wait_response(cl, id, WAIT_MS, &r), 0);
+    free(r);
+    char params[512];
+    snprintf(params, sizeof params, "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+    id = test_client_send(cl, "lsp/hover", params);
+    char cancel[64];
+    snprintf(cancel, sizeof cancel, "{\"id\":%lld}", (long long)id);
+    test_client_notify(cl, "$/cancelRequest", cancel);
+    assert_int_equal(test_client_wait_response(cl, id, WAIT_MS, &r), -32800);
+    free(r);
+    free(u);
+    normal_still_answers();
+    free(ok("lsp/stop", "{\"languageId\":\"fakesilent\"}"));
+}
+
+static void test_a_huge_message_is_dropped_and_the_server_kept(void **state)
+{
+    (void)state;
+    configure("fakehuge", "huge", 1500);
+    free(ok("lsp/start", "{\"languageId\":\"fakehuge\"}"));
+    char *u = held("fakehuge");
+    free(fails(-32403, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u));
+    char *r = hover(u);
+    char *contents = test_json_string(r, "contents");
+    assert_string_equal(contents, "[]");
+    free(contents);
+    free(r);
+    free(u);
+    normal_still_answers();
+}
+
+int main(void)
+{
+    if (!have_program("python3")) {
+        fprintf(stderr, "SKIP: python3 is not installed\n");
+        return SKIP_CODE;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_server_that_asks_the_client_things),
+        cmocka_unit_test(test_garbage_stops_that_server_only),
+        cmocka_unit_test(test_exit_during_initialize_fails_the_start),
+        cmocka_unit_test(test_a_server_that_never_answers_times_out),
+        cmocka_unit_test(test_a_huge_message_is_dropped_and_the_server_kept),
+    };
+    return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
+}
