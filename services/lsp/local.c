@@ -1457,14 +1457,18 @@ static void server_end(lsp_server *s, bool at_teardown)
             proc_write(p, out.data, out.len);
         }
         buf_free(&out);
-        if (at_teardown)
-            uv_process_kill(&p->process, SIGTERM);
+    }
+    if (at_teardown && p) {
+        /* The loop may not turn again: nothing may outlive the service, so the
+         * process is killed (it had its exit) and every handle closed now. */
+        p->server = NULL;
+        if (!p->exited)
+            uv_process_kill(&p->process, SIGKILL);
+        p->exited = true;
+        proc_close(p);
+        return;
     }
     proc_release(p, false);
-    if (at_teardown && p && !p->exited) {
-        /* the loop may not turn long enough for the grace timer: make sure */
-        uv_process_kill(&p->process, SIGKILL);
-    }
 }
 
 static void server_free(lsp_server *s)
