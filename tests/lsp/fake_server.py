@@ -9,6 +9,7 @@ Usage: fake_server.py MODE
   garbage         answers initialize, then writes bytes that are not LSP on the first request
   exit-on-init    exits with code 3 when asked to initialize
   silent          answers initialize, never answers anything else
+  diagnostics     publishes two diagnostics (lines 0 and 5) for every document opened
   huge            answers hover with a message larger than the client accepts, then
                   answers the next hover normally
 """
@@ -57,6 +58,13 @@ while True:
             sys.exit(3)
         write({"jsonrpc": "2.0", "id": msg["id"],
                "result": {"capabilities": {"textDocumentSync": 2, "hoverProvider": True}}})
+    elif method == "textDocument/didOpen" and mode == "diagnostics":
+        def diag(line, severity, message):
+            return {"range": {"start": {"line": line, "character": 1}, "end": {"line": line, "character": 4}},
+                    "severity": severity, "source": "fake", "message": message}
+        write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+               "params": {"uri": msg["params"]["textDocument"]["uri"],
+                          "diagnostics": [diag(0, 1, "first"), diag(5, 2, "second")]}})
     elif method == "exit":
         sys.exit(0)
     elif method == "shutdown":
