@@ -57,6 +57,8 @@ typedef struct lsp_starter {
  * or restarted: it is freed once its handles have closed. */
 typedef struct lsp_proc {
     lsp_server *server; /* NULL once detached */
+    lsp_service *svc;   /* NULL once the service is gone */
+    struct lsp_proc *prev, *next; /* the service's live processes */
     ecp_logger *log;
     char *language_id;
     uv_process_t process;
@@ -115,6 +117,7 @@ struct lsp_service {
     lsp_doc *docs;
     lsp_diag_entry *diags;
     lsp_custom_config *configs;
+    lsp_proc *procs; /* every process whose handles are open, its server's or detached */
     ecp_listeners listeners;
 };
 
@@ -341,6 +344,14 @@ static void proc_handle_closed(uv_handle_t *h)
     lsp_proc *p = h->data;
     if (--p->open_handles > 0)
         return;
+    if (p->svc) {
+        if (p->prev)
+            p->prev->next = p->next;
+        else
+            p->svc->procs = p->next;
+        if (p->next)
+            p->next->prev = p->prev;
+    }
     framing_decoder_free(&p->decoder);
     buf_free(&p->err_line);
     free(p->language_id);
@@ -500,6 +511,11 @@ static lsp_proc *proc_spawn(lsp_server *s, const char *file, const lsp_server_co
     lsp_service *svc = s->svc;
     lsp_proc *p = xcalloc(1, sizeof *p);
     p->server = s;
+    p->svc = svc;
+    p->next = svc->procs;
+    if (svc->procs)
+        svc->procs->prev = p;
+    svc->procs = p;
     p->log = svc->log;
     p->language_id = xstrdup(s->language_id);
     framing_decoder_init(&p->decoder, svc->max_message);
@@ -1881,6 +1897,16 @@ void lsp_service_free(lsp_service *self)
         server_end(s, true);
         server_free(s);
     }
+    /* stopped servers still in their grace period go now as well */
+    for (lsp_proc *p = self->procs; p; p = p->next) {
+        p->svc = NULL;
+        p->log = NULL;
+        if (!p->exited)
+            uv_process_kill(&p->process, SIGKILL);
+        p->exited = true;
+        proc_close(p);
+    }
+    self->procs = NULL;
     while (self->docs)
         doc_remove(self, self->docs);
     while (self->diags)
