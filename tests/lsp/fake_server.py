@@ -10,6 +10,7 @@ Usage: fake_server.py MODE
   exit-on-init    exits with code 3 when asked to initialize
   silent          answers initialize, never answers anything else
   diagnostics     publishes two diagnostics (lines 0 and 5) for every document opened
+  crash           exits with code 9 on any request after initialize
   huge            answers hover with a message larger than the client accepts, then
                   answers the next hover normally
 """
@@ -76,6 +77,8 @@ while True:
             continue
         if mode == "silent":
             continue
+        if mode == "crash":
+            sys.exit(9)
         if mode == "huge" and not huge_sent:
             huge_sent = True
             write({"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": "x" * (65 << 20)}})
