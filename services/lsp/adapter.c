@@ -39,6 +39,7 @@ static void write_server(json_writer *w, const lsp_server_info *info)
     if (info->capabilities) {
         jw_key(w, "capabilities");
         jw_raw(w, info->capabilities, strlen(info->capabilities));
+        jw_key_string(w, "positionEncoding", ecp_encoding_name(info->encoding));
     }
     if (info->error)
         jw_key_string(w, "error", info->error);
@@ -63,6 +64,7 @@ static void started(void *ctx, int status, const ecp_error *err, const lsp_serve
         jw_raw(w, info->capabilities, strlen(info->capabilities));
     else
         jw_object_begin(w), jw_object_end(w);
+    jw_key_string(w, "positionEncoding", ecp_encoding_name(info->encoding));
     jw_object_end(w);
     ecp_call_finish(call);
 }
@@ -176,6 +178,8 @@ typedef struct pending_call {
     result_shape shape;
     lsp_service *svc;
     lsp_request *req;
+    char *uri;
+    ecp_position_encoding server_enc, client_enc;
 } pending_call;
 
 static void write_empty(json_writer *w, result_shape shape)
@@ -275,6 +279,13 @@ static void answered(void *ctx, int status, const ecp_error *err, const char *re
     pending_call *pc = ctx;
     ecp_call *call = pc->call;
     result_shape shape = pc->shape;
+    char *converted = NULL;
+    if (status == 0 && pc->server_enc != pc->client_enc) {
+        converted = lsp_json_convert(pc->svc, pc->uri, result, len, pc->server_enc, pc->client_enc, &len);
+        if (converted)
+            result = converted;
+    }
+    free(pc->uri);
     free(pc);
     if (status == ECP_ENOTFOUND) {
         /* no server has the document open: the catalogue's empty result */
@@ -291,6 +302,7 @@ static void answered(void *ctx, int status, const ecp_error *err, const char *re
     json_doc d = {0};
     if (json_doc_parse(&d, result, len, NULL) != 0) {
         json_doc_free(&d);
+        free(converted);
         ecp_call_error(call, ECP_WIRE_LSP_REQUEST_FAILED, "The language server answered something that is not JSON");
         return;
     }
@@ -298,6 +310,7 @@ static void answered(void *ctx, int status, const ecp_error *err, const char *re
     write_shaped(w, shape, &d, json_root(&d));
     ecp_call_finish(call);
     json_doc_free(&d);
+    free(converted);
 }
 
 static void abandoned(void *ctx)
@@ -318,6 +331,9 @@ static void forward(lsp_adapter *a, ecp_call *call, const char *uri, const char 
     pc->call = ecp_call_defer(call);
     pc->shape = shape;
     pc->svc = a->svc;
+    pc->uri = xstrdup(uri);
+    pc->server_enc = lsp_encoding_of(a->svc, uri);
+    pc->client_enc = ecp_call_encoding(call);
     /* the callback may run (and free pc) before lsp_request_send returns */
     lsp_request *req = lsp_request_send(a->svc, uri, method, params->data, answered, pc);
     if (req) {
@@ -326,8 +342,9 @@ static void forward(lsp_adapter *a, ecp_call *call, const char *uri, const char 
     }
 }
 
-/* Reads {uri, position?} and starts params with textDocument (and position). */
-static bool read_target(ecp_call *call, bool with_position, ecp_str *uri, json_writer *w)
+/* Reads {uri, position?} and starts params with textDocument (and position,
+ * in the server's units). */
+static bool read_target(lsp_service *svc, ecp_call *call, bool with_position, ecp_str *uri, json_writer *w)
 {
     json_ref p = ecp_call_params(call);
     if (!ecp_arg_string(call, p, "uri", uri))
@@ -353,6 +370,8 @@ static bool read_target(ecp_call *call, bool with_position, ecp_str *uri, json_w
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "position: line and character must be >= 0");
         return false;
     }
+    character = (int64_t)lsp_column_convert(svc, uri->ptr, (size_t)line, (size_t)character, ecp_call_encoding(call),
+                                            lsp_encoding_of(svc, uri->ptr));
     jw_key(w, "position");
     jw_object_begin(w);
     jw_key_int(w, "line", line);
@@ -368,7 +387,7 @@ static void simple_request(void *ctx, ecp_call *call, const char *method, bool w
     json_writer w;
     jw_init(&w, &params);
     ecp_str uri;
-    if (read_target(call, with_position, &uri, &w)) {
+    if (read_target(((lsp_adapter *)ctx)->svc, call, with_position, &uri, &w)) {
         jw_object_end(&w);
         forward(ctx, call, uri.ptr, method, &params, shape);
     }
@@ -401,7 +420,7 @@ static void m_references(void *ctx, ecp_call *call)
     jw_init(&w, &params);
     ecp_str uri;
     bool include;
-    if (read_target(call, true, &uri, &w) &&
+    if (read_target(((lsp_adapter *)ctx)->svc, call, true, &uri, &w) &&
         ecp_arg_bool_opt(call, ecp_call_params(call), "includeDeclaration", true, &include)) {
         jw_key(&w, "context");
         jw_object_begin(&w);
@@ -420,7 +439,7 @@ static void m_rename(void *ctx, ecp_call *call)
     json_writer w;
     jw_init(&w, &params);
     ecp_str uri, name;
-    if (read_target(call, true, &uri, &w) && ecp_arg_string(call, ecp_call_params(call), "newName", &name)) {
+    if (read_target(((lsp_adapter *)ctx)->svc, call, true, &uri, &w) && ecp_arg_string(call, ecp_call_params(call), "newName", &name)) {
         jw_key_string_n(&w, "newName", name.ptr, name.len);
         jw_object_end(&w);
         forward(ctx, call, uri.ptr, "textDocument/rename", &params, SHAPE_EDIT);
@@ -436,7 +455,7 @@ static void m_format(void *ctx, ecp_call *call)
     jw_init(&w, &params);
     ecp_str uri;
     json_ref options = JSON_NO_REF;
-    if (read_target(call, false, &uri, &w) && ecp_arg_object_opt(call, ecp_call_params(call), "options", &options)) {
+    if (read_target(((lsp_adapter *)ctx)->svc, call, false, &uri, &w) && ecp_arg_object_opt(call, ecp_call_params(call), "options", &options)) {
         jw_key(&w, "options");
         if (options != JSON_NO_REF) {
             json_write_value(&w, ecp_call_doc(call), options);
@@ -461,10 +480,18 @@ static void m_code_action(void *ctx, ecp_call *call)
     ecp_str uri;
     json_ref range, context = JSON_NO_REF;
     json_ref p = ecp_call_params(call);
-    if (read_target(call, false, &uri, &w) && ecp_arg_object(call, p, "range", &range) &&
+    if (read_target(((lsp_adapter *)ctx)->svc, call, false, &uri, &w) && ecp_arg_object(call, p, "range", &range) &&
         ecp_arg_object_opt(call, p, "context", &context)) {
+        size_t raw_len, conv_len;
+        const char *raw = json_raw(ecp_call_doc(call), range, &raw_len);
+        char *conv = lsp_json_convert(((lsp_adapter *)ctx)->svc, uri.ptr, raw, raw_len, ecp_call_encoding(call),
+                                      lsp_encoding_of(((lsp_adapter *)ctx)->svc, uri.ptr), &conv_len);
         jw_key(&w, "range");
-        json_write_value(&w, ecp_call_doc(call), range);
+        if (conv)
+            jw_raw(&w, conv, conv_len);
+        else
+            json_write_value(&w, ecp_call_doc(call), range);
+        free(conv);
         jw_key(&w, "context");
         if (context != JSON_NO_REF) {
             json_write_value(&w, ecp_call_doc(call), context);
@@ -489,20 +516,29 @@ static void m_diagnostics(void *ctx, ecp_call *call)
     ecp_str uri;
     if (!ecp_arg_string(call, ecp_call_params(call), "uri", &uri))
         return;
-    const char *json = lsp_diagnostics_json(a->svc, uri.ptr);
+    char *json = lsp_diagnostics_get(a->svc, uri.ptr, ecp_call_encoding(call));
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "diagnostics");
     jw_raw(w, json, strlen(json));
     jw_object_end(w);
     ecp_call_finish(call);
+    free(json);
 }
 
-static void all_item(void *ctx, const char *uri, const char *json)
+typedef struct all_ctx {
+    lsp_service *svc;
+    json_writer *w;
+    ecp_position_encoding enc;
+} all_ctx;
+
+static void all_item(void *ctx, const char *uri)
 {
-    json_writer *w = ctx;
-    jw_key(w, uri);
-    jw_raw(w, json, strlen(json));
+    all_ctx *c = ctx;
+    char *json = lsp_diagnostics_get(c->svc, uri, c->enc);
+    jw_key(c->w, uri);
+    jw_raw(c->w, json, strlen(json));
+    free(json);
 }
 
 static void m_all_diagnostics(void *ctx, ecp_call *call)
@@ -512,7 +548,8 @@ static void m_all_diagnostics(void *ctx, ecp_call *call)
     jw_object_begin(w);
     jw_key(w, "diagnostics");
     jw_object_begin(w);
-    lsp_diagnostics_each(a->svc, all_item, w);
+    all_ctx c = {a->svc, w, ecp_call_encoding(call)};
+    lsp_diagnostics_each(a->svc, all_item, &c);
     jw_object_end(w);
     jw_object_end(w);
     ecp_call_finish(call);
@@ -687,22 +724,28 @@ typedef struct two_strings {
     const char *a, *b, *c;
 } two_strings;
 
+typedef struct diagnostics_event {
+    lsp_service *svc;
+    const char *uri;
+} diagnostics_event;
+
 static void render_diagnostics(void *ctx, ecp_position_encoding enc, json_writer *w)
 {
-    (void)enc;
-    two_strings *s = ctx;
+    diagnostics_event *e = ctx;
+    char *json = lsp_diagnostics_get(e->svc, e->uri, enc);
     jw_object_begin(w);
-    jw_key_string(w, "uri", s->a);
+    jw_key_string(w, "uri", e->uri);
     jw_key(w, "diagnostics");
-    jw_raw(w, s->b, strlen(s->b));
+    jw_raw(w, json, strlen(json));
     jw_object_end(w);
+    free(json);
 }
 
-static void on_diagnostics(void *ctx, const char *uri, const char *json)
+static void on_diagnostics(void *ctx, const char *uri)
 {
     lsp_adapter *a = ctx;
-    two_strings s = {uri, json, NULL};
-    ecp_bus_notify(a->bus, "lsp/didPublishDiagnostics", render_diagnostics, &s);
+    diagnostics_event e = {a->svc, uri};
+    ecp_bus_notify(a->bus, "lsp/didPublishDiagnostics", render_diagnostics, &e);
 }
 
 static void render_status(void *ctx, ecp_position_encoding enc, json_writer *w)

@@ -27,9 +27,11 @@
  *   (0.5 s, 1 s, 2 s), at most 3 times in any minute, and its documents are
  *   opened again. Requests it had not answered fail with ECP_EIO.
  * - One server's faults never reach another server or the service.
- *
- * Positions on the wire of a server are UTF-16 code units unless the server
- * chose another encoding at initialize (lsp_server_encoding).
+ * - Positions. A server is offered UTF-8, UTF-16 and UTF-32 and speaks the
+ *   one it chooses (lsp_server_encoding); what goes to it and comes from it
+ *   is converted with lsp_column_convert and lsp_json_convert, from the text
+ *   of the documents the service follows (positions in files it does not
+ *   follow are passed unchanged).
  *
  * Everything runs on the loop thread. Strings passed in are copied; strings
  * passed to callbacks are valid during the call only.
@@ -107,6 +109,7 @@ typedef struct lsp_server_info {
     lsp_status status;
     const char *capabilities; /* JSON text of the server's capabilities once ready, else NULL */
     const char *error;        /* why it is in LSP_ERROR, else NULL */
+    ecp_position_encoding encoding; /* what the server counts columns in, once ready */
 } lsp_server_info;
 
 /* status 0 when the server is ready; otherwise ECP_ENOTFOUND (no
@@ -159,26 +162,43 @@ lsp_request *lsp_request_send(lsp_service *self, const char *uri, const char *me
 /* The callback runs now with ECP_ECANCELED, and the server gets $/cancelRequest. */
 void lsp_request_cancel(lsp_service *self, lsp_request *req);
 
+/* ----- positions ------------------------------------------------------------------------ */
+
+/* The encoding of the server that has uri open (UTF-16 when none). */
+ecp_position_encoding lsp_encoding_of(lsp_service *self, const char *uri);
+/* A column of line `line` of uri, counted in `from`, counted in `to`. */
+size_t lsp_column_convert(lsp_service *self, const char *uri, size_t line, size_t column, ecp_position_encoding from,
+                          ecp_position_encoding to);
+/* JSON text with every LSP Position in it ({line, character}) converted: a
+ * position belongs to the uri of the nearest enclosing object that names one
+ * (uri, targetUri, textDocument.uri, a key of WorkspaceEdit.changes), else
+ * to default_uri. Returns malloc'd text (the caller frees it), or NULL when
+ * json does not parse. */
+char *lsp_json_convert(lsp_service *self, const char *default_uri, const char *json, size_t len,
+                       ecp_position_encoding from, ecp_position_encoding to, size_t *out_len);
+
 /* ----- diagnostics ------------------------------------------------------------------ */
 
 typedef struct lsp_diagnostic {
-    size_t start_line, start_column, end_line, end_column; /* in the server's encoding */
+    size_t start_line, start_column, end_line, end_column; /* columns in the encoding asked for */
     int severity;                                          /* 1 error .. 4 hint; 0 when absent */
     const char *message;
     const char *source;                                    /* may be NULL */
-    const char *json;                                      /* the whole Diagnostic as JSON text */
+    const char *json;                                      /* the whole Diagnostic as JSON text, in that encoding */
     size_t json_len;
 } lsp_diagnostic;
 
 /* The last diagnostics published for uri, as JSON text of a Diagnostic[]
- * ("[]" when none). Valid until the next publication for uri. */
-const char *lsp_diagnostics_json(lsp_service *self, const char *uri);
+ * ("[]" when none) with columns in enc; the caller frees it. */
+char *lsp_diagnostics_get(lsp_service *self, const char *uri, ecp_position_encoding enc);
 /* Calls fn for every diagnostic of uri that touches lines [first_line,
- * last_line], in the order the server published them. Returns how many. */
+ * last_line], in the order the server published them, with columns in enc.
+ * Returns how many. */
 size_t lsp_diagnostics_in_lines(lsp_service *self, const char *uri, size_t first_line, size_t last_line,
-                                void (*fn)(void *ctx, const lsp_diagnostic *diagnostic), void *ctx);
-/* Every uri with diagnostics, with their JSON text. */
-void lsp_diagnostics_each(lsp_service *self, void (*fn)(void *ctx, const char *uri, const char *json), void *ctx);
+                                ecp_position_encoding enc, void (*fn)(void *ctx, const lsp_diagnostic *diagnostic),
+                                void *ctx);
+/* Every uri with diagnostics. */
+void lsp_diagnostics_each(lsp_service *self, void (*fn)(void *ctx, const char *uri), void *ctx);
 /* Counts of severity 1 and 2 over every uri. */
 void lsp_diagnostics_summary(lsp_service *self, size_t *errors, size_t *warnings);
 
@@ -186,7 +206,8 @@ void lsp_diagnostics_summary(lsp_service *self, size_t *errors, size_t *warnings
 
 /* Every callback is optional and runs on the loop thread. */
 typedef struct lsp_listener {
-    void (*on_diagnostics)(void *ctx, const char *uri, const char *diagnostics_json);
+    /* New diagnostics for uri: read them with lsp_diagnostics_get. */
+    void (*on_diagnostics)(void *ctx, const char *uri);
     void (*on_status)(void *ctx, const lsp_server_info *info);
     /* window/showMessage and window/showMessageRequest; params_json is LSP's params. */
     void (*on_message)(void *ctx, const char *language_id, const char *params_json);

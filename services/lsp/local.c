@@ -31,7 +31,8 @@ typedef struct lsp_doc {
 
 typedef struct lsp_diag_entry {
     char *uri;
-    char *json;
+    char *json;                 /* as the server published it */
+    ecp_position_encoding enc;  /* the server's */
     struct lsp_diag_entry *next;
 } lsp_diag_entry;
 
@@ -325,6 +326,7 @@ static void server_info(const lsp_server *s, lsp_server_info *out)
     out->status = s->status;
     out->capabilities = s->status == LSP_READY ? s->capabilities : NULL;
     out->error = s->status == LSP_ERROR ? s->error : NULL;
+    out->encoding = s->enc;
 }
 
 static void server_set_status(lsp_server *s, lsp_status status, const char *error)
@@ -854,7 +856,7 @@ static lsp_diag_entry **diag_slot(lsp_service *self, const char *uri)
     return pp;
 }
 
-static void diag_set(lsp_service *self, const char *uri, const char *json, size_t len)
+static void diag_set(lsp_service *self, const char *uri, const char *json, size_t len, ecp_position_encoding enc)
 {
     lsp_diag_entry **pp = diag_slot(self, uri);
     if (!*pp) {
@@ -863,7 +865,8 @@ static void diag_set(lsp_service *self, const char *uri, const char *json, size_
     }
     free((*pp)->json);
     (*pp)->json = xstrndup(json, len);
-    ECP_EMIT(&self->listeners, lsp_listener, on_diagnostics, uri, (*pp)->json);
+    (*pp)->enc = enc;
+    ECP_EMIT(&self->listeners, lsp_listener, on_diagnostics, uri);
 }
 
 static void diag_clear(lsp_service *self, const char *uri)
@@ -878,16 +881,20 @@ static void diag_clear(lsp_service *self, const char *uri)
     free(e);
 }
 
-const char *lsp_diagnostics_json(lsp_service *self, const char *uri)
+char *lsp_diagnostics_get(lsp_service *self, const char *uri, ecp_position_encoding enc)
 {
     lsp_diag_entry *e = *diag_slot(self, uri);
-    return e ? e->json : "[]";
+    if (!e)
+        return xstrdup("[]");
+    size_t len;
+    char *out = lsp_json_convert(self, uri, e->json, strlen(e->json), e->enc, enc, &len);
+    return out ? out : xstrdup("[]");
 }
 
-void lsp_diagnostics_each(lsp_service *self, void (*fn)(void *ctx, const char *uri, const char *json), void *ctx)
+void lsp_diagnostics_each(lsp_service *self, void (*fn)(void *ctx, const char *uri), void *ctx)
 {
     for (lsp_diag_entry *e = self->diags; e; e = e->next)
-        fn(ctx, e->uri, e->json);
+        fn(ctx, e->uri);
 }
 
 static size_t size_of(const json_doc *doc, json_ref ref)
@@ -897,9 +904,10 @@ static size_t size_of(const json_doc *doc, json_ref ref)
 }
 
 size_t lsp_diagnostics_in_lines(lsp_service *self, const char *uri, size_t first_line, size_t last_line,
-                                void (*fn)(void *ctx, const lsp_diagnostic *diagnostic), void *ctx)
+                                ecp_position_encoding enc, void (*fn)(void *ctx, const lsp_diagnostic *diagnostic),
+                                void *ctx)
 {
-    const char *json = lsp_diagnostics_json(self, uri);
+    char *json = lsp_diagnostics_get(self, uri, enc);
     json_doc doc = {0};
     size_t found = 0;
     if (json_doc_parse(&doc, json, strlen(json), NULL) == 0) {
@@ -930,6 +938,7 @@ size_t lsp_diagnostics_in_lines(lsp_service *self, const char *uri, size_t first
         arena_free(&a);
     }
     json_doc_free(&doc);
+    free(json);
     return found;
 }
 
@@ -962,6 +971,8 @@ static void server_ready(lsp_server *s, const json_doc *doc, json_ref result)
     s->capabilities = xstrndup(raw, len);
     s->enc = ECP_ENCODING_UTF16;
     json_ref pe = json_get(doc, caps, "positionEncoding");
+    if (pe == JSON_NO_REF)
+        pe = json_get(doc, result, "offsetEncoding");
     if (json_string_eq(doc, pe, "utf-8"))
         s->enc = ECP_ENCODING_UTF8;
     else if (json_string_eq(doc, pe, "utf-32"))
@@ -1201,7 +1212,7 @@ static void server_notification_in(lsp_server *s, const json_doc *doc, json_ref 
             jw_init(&w, &clean);
             json_write_value(&w, doc, diags);
             (void)dlen;
-            diag_set(svc, uri, clean.data, clean.len);
+            diag_set(svc, uri, clean.data, clean.len, s->enc);
             buf_free(&clean);
         }
         arena_free(&a);
@@ -1353,7 +1364,9 @@ static void write_initialize(lsp_server *s, const lsp_server_config *config, buf
     }
     jw_key(&w, "capabilities");
     static const char capabilities[] =
-        "{\"general\":{\"positionEncodings\":[\"utf-16\"]},"
+        "{\"general\":{\"positionEncodings\":[\"utf-8\",\"utf-16\",\"utf-32\"]},"
+        /* what clangd before 15 reads instead */
+        "\"offsetEncoding\":[\"utf-8\",\"utf-16\",\"utf-32\"],"
         "\"workspace\":{\"applyEdit\":true,\"configuration\":true,\"workspaceFolders\":true,"
         "\"workspaceEdit\":{\"documentChanges\":true}},"
         "\"window\":{\"workDoneProgress\":true,\"showMessage\":{}},"
@@ -1613,6 +1626,188 @@ ecp_position_encoding lsp_server_encoding(lsp_service *self, const char *languag
 {
     lsp_server *s = server_find(self, language_id);
     return s ? s->enc : ECP_ENCODING_UTF16;
+}
+
+/* ----- positions ------------------------------------------------------------------------------ */
+
+static void append_chunk(void *ctx, const char *chunk, size_t len) { buf_append(ctx, chunk, len); }
+
+/* The text of one line of uri, when the service follows that document. */
+static bool line_text(lsp_service *self, const char *uri, size_t line, buf *out)
+{
+    lsp_doc *d = doc_find(self, uri);
+    if (!d)
+        return false;
+    buf_clear(out);
+    if (d->document_id)
+        return self->documents &&
+               document_read_line(self->documents, d->document_id, line, append_chunk, out, NULL) == 0;
+    const char *p = d->text ? d->text : "", *end = p + d->len;
+    for (size_t l = 0; l < line; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            return false;
+        p = nl + 1;
+    }
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    buf_append(out, p, nl ? (size_t)(nl - p) : (size_t)(end - p));
+    return true;
+}
+
+static size_t column_in(const buf *text, size_t column, ecp_position_encoding from, ecp_position_encoding to)
+{
+    const char *s = text->data ? text->data : "";
+    size_t byte;
+    if (utf_column_to_byte(s, text->len, column, from, &byte))
+        return utf_byte_to_column(s, text->len, byte, to);
+    /* past the end of the line (a range that ends after it): keep the excess */
+    return utf_column_count(s, text->len, to) + (column - utf_column_count(s, text->len, from));
+}
+
+size_t lsp_column_convert(lsp_service *self, const char *uri, size_t line, size_t column, ecp_position_encoding from,
+                          ecp_position_encoding to)
+{
+    if (from == to || !uri)
+        return column;
+    buf text;
+    buf_init(&text);
+    size_t out = line_text(self, uri, line, &text) ? column_in(&text, column, from, to) : column;
+    buf_free(&text);
+    return out;
+}
+
+ecp_position_encoding lsp_encoding_of(lsp_service *self, const char *uri)
+{
+    lsp_doc *d = doc_find(self, uri);
+    lsp_server *s = d ? server_find(self, d->language_id) : NULL;
+    return s ? s->enc : ECP_ENCODING_UTF16;
+}
+
+typedef struct converter {
+    lsp_service *svc;
+    const json_doc *doc;
+    ecp_position_encoding from, to;
+    arena *strings;
+    buf line;          /* the text of cached_line of cached_uri */
+    const char *cached_uri;
+    size_t cached_line;
+    bool cached_ok;
+} converter;
+
+static bool is_position(const json_doc *d, json_ref obj, int64_t *line, int64_t *character)
+{
+    return json_length(d, obj) == 2 && json_int64(d, json_get(d, obj, "line"), line) &&
+           json_int64(d, json_get(d, obj, "character"), character) && *line >= 0 && *character >= 0;
+}
+
+static void convert_value(converter *c, json_ref ref, const char *uri, json_writer *w);
+
+static const char *string_of(converter *c, json_ref ref)
+{
+    const char *s;
+    size_t len;
+    return json_string(c->doc, ref, c->strings, &s, &len) ? s : NULL;
+}
+
+static void convert_object(converter *c, json_ref obj, const char *uri, json_writer *w)
+{
+    const json_doc *d = c->doc;
+    int64_t line, character;
+    if (is_position(d, obj, &line, &character)) {
+        size_t column = (size_t)character;
+        if (uri) {
+            if (!c->cached_uri || strcmp(c->cached_uri, uri) != 0 || c->cached_line != (size_t)line) {
+                c->cached_uri = uri;
+                c->cached_line = (size_t)line;
+                c->cached_ok = line_text(c->svc, uri, (size_t)line, &c->line);
+            }
+            if (c->cached_ok)
+                column = column_in(&c->line, column, c->from, c->to);
+        }
+        jw_object_begin(w);
+        jw_key_int(w, "line", line);
+        jw_key_int(w, "character", (int64_t)column);
+        jw_object_end(w);
+        return;
+    }
+    const char *own = string_of(c, json_get(d, obj, "uri"));
+    if (!own)
+        own = string_of(c, json_get(d, obj, "targetUri"));
+    if (!own)
+        own = string_of(c, json_get(d, json_get(d, obj, "textDocument"), "uri"));
+    if (own)
+        uri = own;
+    jw_object_begin(w);
+    for (json_ref k = json_first(d, obj); k != JSON_NO_REF; k = json_next(d, k)) {
+        const char *key = string_of(c, k);
+        if (!key)
+            continue;
+        jw_key(w, key);
+        if (strcmp(key, "changes") == 0 && json_type_of(d, k + 1) == JSON_OBJECT) {
+            /* WorkspaceEdit.changes: each key is the uri of its edits */
+            jw_object_begin(w);
+            for (json_ref u = json_first(d, k + 1); u != JSON_NO_REF; u = json_next(d, u)) {
+                const char *edits_uri = string_of(c, u);
+                if (!edits_uri)
+                    continue;
+                jw_key(w, edits_uri);
+                convert_value(c, u + 1, edits_uri, w);
+            }
+            jw_object_end(w);
+        } else {
+            convert_value(c, k + 1, uri, w);
+        }
+    }
+    jw_object_end(w);
+}
+
+static void convert_value(converter *c, json_ref ref, const char *uri, json_writer *w)
+{
+    switch (json_type_of(c->doc, ref)) {
+    case JSON_OBJECT:
+        convert_object(c, ref, uri, w);
+        break;
+    case JSON_ARRAY:
+        jw_array_begin(w);
+        for (json_ref e = json_first(c->doc, ref); e != JSON_NO_REF; e = json_next(c->doc, e))
+            convert_value(c, e, uri, w);
+        jw_array_end(w);
+        break;
+    default:
+        json_write_value(w, c->doc, ref);
+        break;
+    }
+}
+
+char *lsp_json_convert(lsp_service *self, const char *default_uri, const char *json, size_t len,
+                       ecp_position_encoding from, ecp_position_encoding to, size_t *out_len)
+{
+    json_doc doc = {0};
+    if (json_doc_parse(&doc, json, len, NULL) != 0) {
+        json_doc_free(&doc);
+        return NULL;
+    }
+    buf out;
+    buf_init(&out);
+    json_writer w;
+    jw_init(&w, &out);
+    if (from == to) {
+        json_write_value(&w, &doc, json_root(&doc));
+    } else {
+        arena strings;
+        arena_init(&strings);
+        converter c = {.svc = self, .doc = &doc, .from = from, .to = to, .strings = &strings};
+        buf_init(&c.line);
+        convert_value(&c, json_root(&doc), default_uri, &w);
+        buf_free(&c.line);
+        arena_free(&strings);
+    }
+    json_doc_free(&doc);
+    if (out_len)
+        *out_len = out.len;
+    if (!out.data)
+        buf_append(&out, "", 0);
+    return buf_detach(&out);
 }
 
 /* ----- requests ------------------------------------------------------------------------------- */

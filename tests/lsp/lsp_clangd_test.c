@@ -205,6 +205,49 @@ static void test_edits_reach_the_server_incrementally(void **state)
     free(wait_diagnostics(main_uri, false));
 }
 
+/* clangd speaks UTF-8; the client counts UTF-16 units: every column is converted both ways. */
+static void test_columns_are_converted_for_a_server_that_speaks_utf8(void **state)
+{
+    (void)state;
+    char *r = ok("lsp/status", "{\"languageId\":\"c\"}");
+    want_string(r, "servers[0].positionEncoding", "utf-8");
+    free(r);
+    write_at("wide.c", "int add(int a, int b);\nint f(void) {\n/* \xc3\xa9\xf0\x9f\x98\x80 */ int y = add(1, 2) + missing;\n"
+                       "return y; }\n");
+    char *uri = uri_of("wide.c");
+    test_client_clear_notifications(cl);
+    char *id = open_document("wide.c");
+    char *p = wait_diagnostics(uri, true);
+    int64_t character = -1;
+    assert_true(test_json_int(p, "diagnostics[0].range.start.character", &character));
+    assert_int_equal(character, 30); /* 33 in bytes */
+    assert_true(test_json_int(p, "diagnostics[0].range.end.character", &character));
+    assert_int_equal(character, 37);
+    free(p);
+    r = ok("lsp/diagnostics", "{\"uri\":\"%s\"}", uri);
+    assert_true(test_json_int(r, "diagnostics[0].range.start.character", &character));
+    assert_int_equal(character, 30);
+    free(r);
+
+    /* hover at UTF-16 column 19, inside "add" (byte 22) */
+    r = ok("lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":2,\"character\":19}}", uri);
+    assert_non_null(strstr(r, "add"));
+    assert_true(test_json_int(r, "range.start.character", &character));
+    assert_int_equal(character, 18);
+    free(r);
+
+    /* an edit in UTF-16 columns after the emoji reaches clangd in bytes: "missing" -> "0" */
+    test_client_clear_notifications(cl);
+    free(ok("document/edit",
+            "{\"documentId\":\"%s\",\"edits\":[{\"range\":{\"start\":{\"line\":2,\"column\":30},"
+            "\"end\":{\"line\":2,\"column\":37}},\"text\":\"0\"}]}",
+            id));
+    free(wait_diagnostics(uri, false));
+    free(ok("document/close", "{\"documentId\":\"%s\"}", id));
+    free(id);
+    free(uri);
+}
+
 static void test_a_document_the_client_holds(void **state)
 {
     (void)state;
@@ -382,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_an_open_document_gets_its_diagnostics),
         cmocka_unit_test(test_queries_come_back_in_the_catalogue_shapes),
         cmocka_unit_test(test_edits_reach_the_server_incrementally),
+        cmocka_unit_test(test_columns_are_converted_for_a_server_that_speaks_utf8),
         cmocka_unit_test(test_a_document_the_client_holds),
         cmocka_unit_test(test_a_document_no_server_has_gets_empty_results),
         cmocka_unit_test(test_params_and_configuration),

@@ -20,9 +20,9 @@ typedef struct seen {
     char messages[256];
 } seen;
 
-static void on_diagnostics(void *ctx, const char *uri, const char *json)
+static void on_diagnostics(void *ctx, const char *uri)
 {
-    (void)uri, (void)json;
+    (void)uri;
     ((seen *)ctx)->diagnostics++;
 }
 
@@ -60,20 +60,22 @@ static void test_diagnostics_by_line_range(void **state)
     assert_int_equal(s.ready, 1);
     assert_int_equal(s.diagnostics, 1);
 
-    assert_int_equal(lsp_diagnostics_in_lines(svc, "file:///w/a.fake", 3, 10, collect, &s), 1);
+    assert_int_equal(lsp_diagnostics_in_lines(svc, "file:///w/a.fake", 3, 10, ECP_ENCODING_UTF16, collect, &s), 1);
     assert_string_equal(s.messages, "5:1-5:4 2 fake second;");
     s.messages[0] = '\0';
-    assert_int_equal(lsp_diagnostics_in_lines(svc, "file:///w/a.fake", 0, 5, collect, &s), 2);
+    assert_int_equal(lsp_diagnostics_in_lines(svc, "file:///w/a.fake", 0, 5, ECP_ENCODING_UTF16, collect, &s), 2);
     assert_string_equal(s.messages, "0:1-0:4 1 fake first;5:1-5:4 2 fake second;");
-    assert_int_equal(lsp_diagnostics_in_lines(svc, "file:///w/a.fake", 1, 4, NULL, NULL), 0);
-    assert_int_equal(lsp_diagnostics_in_lines(svc, "file:///w/other", 0, 100, NULL, NULL), 0);
+    assert_int_equal(lsp_diagnostics_in_lines(svc, "file:///w/a.fake", 1, 4, ECP_ENCODING_UTF16, NULL, NULL), 0);
+    assert_int_equal(lsp_diagnostics_in_lines(svc, "file:///w/other", 0, 100, ECP_ENCODING_UTF16, NULL, NULL), 0);
     size_t errors, warnings;
     lsp_diagnostics_summary(svc, &errors, &warnings);
     assert_int_equal(errors, 1);
     assert_int_equal(warnings, 1);
 
     lsp_document_close(svc, "file:///w/a.fake");
-    assert_string_equal(lsp_diagnostics_json(svc, "file:///w/a.fake"), "[]");
+    char *json = lsp_diagnostics_get(svc, "file:///w/a.fake", ECP_ENCODING_UTF16);
+    assert_string_equal(json, "[]");
+    free(json);
 
     /* freed with the server running: every handle closes on the next turn */
     lsp_service_free(svc);
