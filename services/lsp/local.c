@@ -1037,37 +1037,39 @@ static void reply_error(lsp_server *s, const json_doc *doc, json_ref id, int cod
     buf_free(&out);
 }
 
-/* The value at a dotted section of the configured settings, or null. */
+/* The value at a dotted section of the server's configured settings, else
+ * the editor setting of that name ("lsp.hover.enabled"), else null. */
 static void configuration_item(lsp_server *s, const json_doc *doc, json_ref item, json_writer *w)
 {
-    lsp_server_config config;
-    if (!lsp_config_get(s->svc, s->language_id, &config) || !config.settings) {
-        jw_null(w);
-        return;
-    }
-    json_doc settings = {0};
-    if (json_doc_parse(&settings, config.settings, strlen(config.settings), NULL) != 0) {
-        json_doc_free(&settings);
-        jw_null(w);
-        return;
-    }
-    json_ref at = json_root(&settings);
     arena a;
     arena_init(&a);
     const char *section = NULL;
     size_t len = 0;
-    if (json_string(doc, json_get(doc, item, "section"), &a, &section, &len) && len) {
-        char *path = xstrdup(section);
-        for (char *part = strtok(path, "."); part && at != JSON_NO_REF; part = strtok(NULL, "."))
-            at = json_get(&settings, at, part);
-        free(path);
+    if (!json_string(doc, json_get(doc, item, "section"), &a, &section, &len))
+        section = NULL;
+    lsp_server_config config;
+    json_doc settings = {0};
+    json_ref at = JSON_NO_REF;
+    if (lsp_config_get(s->svc, s->language_id, &config) && config.settings &&
+        json_doc_parse(&settings, config.settings, strlen(config.settings), NULL) == 0) {
+        at = json_root(&settings);
+        if (section && *section) {
+            char *path = xstrdup(section);
+            char *save = NULL;
+            for (char *part = strtok_r(path, ".", &save); part && at != JSON_NO_REF; part = strtok_r(NULL, ".", &save))
+                at = json_get(&settings, at, part);
+            free(path);
+        }
     }
-    if (at == JSON_NO_REF)
-        jw_null(w);
-    else
+    const char *editor = NULL;
+    if (at != JSON_NO_REF)
         json_write_value(w, &settings, at);
-    arena_free(&a);
+    else if (section && s->svc->session && (editor = session_setting_json(s->svc->session, section)))
+        jw_raw(w, editor, strlen(editor));
+    else
+        jw_null(w);
     json_doc_free(&settings);
+    arena_free(&a);
 }
 
 /* workspace/applyEdit: every document's edits as one undoable step. */

@@ -97,7 +97,8 @@ while True:
             said.append(answer_of(next_id).get("error", {}).get("code"))
             next_id += 1
             write({"jsonrpc": "2.0", "id": next_id, "method": "workspace/configuration",
-                   "params": {"items": [{"section": "fake.answer"}, {"section": "missing"}]}})
+                   "params": {"items": [{"section": "fake.answer"}, {"section": "missing"},
+                                        {"section": "editor.tabSize"}]}})
             said.append(answer_of(next_id).get("result"))
             write({"jsonrpc": "2.0", "method": "window/showMessage", "params": {"type": 3, "message": "hello"}})
             write({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "t1", "value": {"kind": "begin"}}})

@@ -307,6 +307,9 @@ static void test_params_and_configuration(void **state)
     free(fails(-32602, "lsp/start", "{}"));
     free(fails(-32602, "lsp/setServerConfig", "{\"languageId\":\"zig\",\"config\":{}}"));
     free(fails(-32400, "lsp/start", "{\"languageId\":\"cobol\"}"));
+    free(ok("config/set", "{\"key\":\"lsp.enabled\",\"value\":false}"));
+    free(fails(-32409, "lsp/start", "{\"languageId\":\"c\"}"));
+    free(ok("config/set", "{\"key\":\"lsp.enabled\",\"value\":true}"));
 
     char *r = ok("lsp/getLanguageId", "{\"filePath\":\"/a/b.tsx\"}");
     assert_string_equal(r, "{\"languageId\":\"typescriptreact\"}");

@@ -45,9 +45,10 @@ static void test_a_server_that_asks_the_client_things(void **state)
     char *u = uri_of("normal.txt");
     test_client_clear_notifications(cl);
     char *r = hover(u);
-    /* applyEdit applied, the unknown request refused with -32601, configuration from the settings */
+    /* applyEdit applied, the unknown request refused with -32601, configuration from the
+     * server's settings, else the editor's */
     char *contents = test_json_string(r, "contents");
-    assert_string_equal(contents, "[{\"applied\": true}, -32601, [42, null]]");
+    assert_string_equal(contents, "[{\"applied\": true}, -32601, [42, null, 2]]");
     free(contents);
     free(r);
     r = ok("document/content", "{\"documentId\":\"%s\"}", id);
