@@ -9,6 +9,7 @@ Usage: fake_server.py MODE
   garbage         answers initialize, then writes bytes that are not LSP on the first request
   exit-on-init    exits with code 3 when asked to initialize
   silent          answers initialize, never answers anything else
+  mute            answers nothing, not even initialize
   diagnostics     publishes two diagnostics (lines 0 and 5) for every document opened
   crash           exits with code 9 on any request after initialize
   huge            answers hover with a message larger than the client accepts, then
@@ -54,6 +55,8 @@ next_id = 1000
 while True:
     msg = read()
     method = msg.get("method")
+    if mode == "mute":
+        continue
     if method == "initialize":
         if mode == "exit-on-init":
             sys.exit(3)

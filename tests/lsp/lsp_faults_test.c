@@ -204,6 +204,22 @@ static void test_a_crashing_server_is_restarted_three_times_a_minute(void **stat
     free(ok("lsp/stop", "{\"languageId\":\"fakecrash\"}"));
 }
 
+/* Left for the teardown: a request in flight and a start that has not finished. */
+static void test_teardown_with_work_in_flight(void **state)
+{
+    (void)state;
+    configure("fakeinflight", "silent", 60000);
+    free(ok("lsp/start", "{\"languageId\":\"fakeinflight\"}"));
+    char *u = held("fakeinflight");
+    char params[512];
+    snprintf(params, sizeof params, "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+    test_client_send(cl, "lsp/hover", params);
+    configure("fakeslowstart", "mute", 60000);
+    test_client_send(cl, "lsp/start", "{\"languageId\":\"fakeslowstart\"}");
+    test_server_run_for(srv, 100);
+    free(u);
+}
+
 int main(void)
 {
     if (!have_program("python3")) {
@@ -217,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_a_server_that_never_answers_times_out),
         cmocka_unit_test(test_a_huge_message_is_dropped_and_the_server_kept),
         cmocka_unit_test(test_a_crashing_server_is_restarted_three_times_a_minute),
+        cmocka_unit_test(test_teardown_with_work_in_flight),
     };
     return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }
