@@ -2035,11 +2035,24 @@ static void on_doc_change(void *ctx, const document_change_event *event)
 
 static void on_doc_save(void *ctx, const char *document_id, const char *uri, uint64_t version)
 {
-    (void)uri, (void)version;
+    (void)version;
     lsp_service *self = ctx;
     lsp_doc *d = doc_find_id(self, document_id);
-    lsp_server *s = d ? server_find(self, d->language_id) : NULL;
-    if (s && s->status == LSP_READY)
+    if (!d)
+        return;
+    lsp_server *s = server_find(self, d->language_id);
+    bool ready = s && s->status == LSP_READY;
+    if (uri && strcmp(uri, d->uri) != 0) {
+        /* saved under another name: the server sees the old one close and the new one open */
+        if (ready)
+            send_did_close(s, d->uri);
+        diag_clear(self, d->uri);
+        free(d->uri);
+        d->uri = xstrdup(uri);
+        if (ready)
+            send_did_open(s, d);
+    }
+    if (ready)
         send_did_save(s, d);
 }
 

@@ -248,6 +248,28 @@ static void test_columns_are_converted_for_a_server_that_speaks_utf8(void **stat
     free(uri);
 }
 
+static void test_save_as_moves_the_document_on_the_server(void **state)
+{
+    (void)state;
+    write_at("before.c", "int before_rename(void) { return 0; }\n");
+    char *old_uri = uri_of("before.c"), *new_uri = uri_of("after.c");
+    char *id = open_document("before.c");
+    char *r = ok("lsp/documentSymbol", "{\"uri\":\"%s\"}", old_uri);
+    want_string(r, "symbols[0].name", "before_rename");
+    free(r);
+    free(ok("document/save", "{\"documentId\":\"%s\",\"uri\":\"%s\"}", id, new_uri));
+    r = ok("lsp/documentSymbol", "{\"uri\":\"%s\"}", new_uri);
+    want_string(r, "symbols[0].name", "before_rename");
+    free(r);
+    r = ok("lsp/documentSymbol", "{\"uri\":\"%s\"}", old_uri);
+    assert_string_equal(r, "{\"symbols\":[]}");
+    free(r);
+    free(ok("document/close", "{\"documentId\":\"%s\"}", id));
+    free(id);
+    free(old_uri);
+    free(new_uri);
+}
+
 static void test_a_document_the_client_holds(void **state)
 {
     (void)state;
@@ -429,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_queries_come_back_in_the_catalogue_shapes),
         cmocka_unit_test(test_edits_reach_the_server_incrementally),
         cmocka_unit_test(test_columns_are_converted_for_a_server_that_speaks_utf8),
+        cmocka_unit_test(test_save_as_moves_the_document_on_the_server),
         cmocka_unit_test(test_a_document_the_client_holds),
         cmocka_unit_test(test_a_document_no_server_has_gets_empty_results),
         cmocka_unit_test(test_params_and_configuration),
