@@ -33,6 +33,9 @@
  *   of the documents the service follows (positions in files it does not
  *   follow are passed unchanged).
  *
+ * The process must ignore SIGPIPE (ecpd does): a server that died between
+ * two writes is then an error on the write, not the end of the process.
+ *
  * Everything runs on the loop thread. Strings passed in are copied; strings
  * passed to callbacks are valid during the call only.
  */

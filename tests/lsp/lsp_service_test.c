@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
@@ -110,6 +111,7 @@ static void test_language_map_and_defaults(void **state)
 
 int main(void)
 {
+    signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_diagnostics_by_line_range),
         cmocka_unit_test(test_language_map_and_defaults),
