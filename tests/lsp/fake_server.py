@@ -3,7 +3,8 @@
 Usage: fake_server.py MODE
   normal          answers initialize; hover answers after it has asked the client
                   something: workspace/applyEdit on the document (inserting "// ok\n"
-                  at its start), an unknown request, workspace/configuration; it also
+                  at its start), an unknown request, workspace/configuration,
+                  client/registerCapability, window/workDoneProgress/create; it also
                   sends window/showMessage and $/progress. The hover's contents say
                   what the client answered.
   garbage         answers initialize, then writes bytes that are not LSP on the first request
@@ -103,6 +104,11 @@ while True:
                    "params": {"items": [{"section": "fake.answer"}, {"section": "missing"},
                                         {"section": "editor.tabSize"}]}})
             said.append(answer_of(next_id).get("result"))
+            for asked in ("client/registerCapability", "window/workDoneProgress/create"):
+                next_id += 1
+                write({"jsonrpc": "2.0", "id": next_id, "method": asked, "params": {}})
+                answer = answer_of(next_id)
+                said.append("result" in answer and answer["result"] is None)
             write({"jsonrpc": "2.0", "method": "window/showMessage", "params": {"type": 3, "message": "hello"}})
             write({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "t1", "value": {"kind": "begin"}}})
         write({"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": json.dumps(said)}})

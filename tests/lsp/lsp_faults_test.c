@@ -46,9 +46,10 @@ static void test_a_server_that_asks_the_client_things(void **state)
     test_client_clear_notifications(cl);
     char *r = hover(u);
     /* applyEdit applied, the unknown request refused with -32601, configuration from the
-     * server's settings, else the editor's */
+     * server's settings, else the editor's, registerCapability and workDoneProgress/create
+     * answered null */
     char *contents = test_json_string(r, "contents");
-    assert_string_equal(contents, "[{\"applied\": true}, -32601, [42, null, 2]]");
+    assert_string_equal(contents, "[{\"applied\": true}, -32601, [42, null, 2], true, true]");
     free(contents);
     free(r);
     r = ok("document/content", "{\"documentId\":\"%s\"}", id);
