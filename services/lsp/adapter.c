@@ -720,9 +720,10 @@ static void m_has_server_for(void *ctx, ecp_call *call)
 
 /* ----- notifications ------------------------------------------------------------------------- */
 
-typedef struct two_strings {
+/* A notification's texts: the language and one or two JSON values. */
+typedef struct notification_text {
     const char *a, *b, *c;
-} two_strings;
+} notification_text;
 
 typedef struct diagnostics_event {
     lsp_service *svc;
@@ -764,7 +765,7 @@ static void on_status(void *ctx, const lsp_server_info *info)
 static void render_message(void *ctx, ecp_position_encoding enc, json_writer *w)
 {
     (void)enc;
-    two_strings *s = ctx;
+    notification_text *s = ctx;
     json_doc d = {0};
     jw_object_begin(w);
     jw_key_string(w, "languageId", s->a);
@@ -786,14 +787,14 @@ static void render_message(void *ctx, ecp_position_encoding enc, json_writer *w)
 static void on_message(void *ctx, const char *language_id, const char *params)
 {
     lsp_adapter *a = ctx;
-    two_strings s = {language_id, params, NULL};
+    notification_text s = {language_id, params, NULL};
     ecp_bus_notify(a->bus, "lsp/didShowMessage", render_message, &s);
 }
 
 static void render_progress(void *ctx, ecp_position_encoding enc, json_writer *w)
 {
     (void)enc;
-    two_strings *s = ctx;
+    notification_text *s = ctx;
     jw_object_begin(w);
     jw_key_string(w, "languageId", s->a);
     jw_key(w, "token");
@@ -806,7 +807,7 @@ static void render_progress(void *ctx, ecp_position_encoding enc, json_writer *w
 static void on_progress(void *ctx, const char *language_id, const char *token, const char *value)
 {
     lsp_adapter *a = ctx;
-    two_strings s = {language_id, token, value};
+    notification_text s = {language_id, token, value};
     ecp_bus_notify(a->bus, "lsp/progress", render_progress, &s);
 }
 

@@ -1203,7 +1203,7 @@ static void server_notification_in(lsp_server *s, const json_doc *doc, json_ref 
         arena a;
         arena_init(&a);
         const char *uri;
-        size_t len, dlen;
+        size_t len;
         json_ref diags = json_get(doc, params, "diagnostics");
         if (json_string(doc, json_get(doc, params, "uri"), &a, &uri, &len) &&
             json_type_of(doc, diags) == JSON_ARRAY) {
@@ -1213,7 +1213,6 @@ static void server_notification_in(lsp_server *s, const json_doc *doc, json_ref 
             json_writer w;
             jw_init(&w, &clean);
             json_write_value(&w, doc, diags);
-            (void)dlen;
             diag_set(svc, uri, clean.data, clean.len, s->enc);
             buf_free(&clean);
         }
@@ -2073,8 +2072,6 @@ static const document_listener doc_listener = {
     .on_open = on_doc_open, .on_change = on_doc_change, .on_save = on_doc_save, .on_close = on_doc_close,
 };
 
-static void adopt_open_document(void *ctx, const document_info *info) { on_doc_open(ctx, info); }
-
 /* ----- lifetime ------------------------------------------------------------------------------------- */
 
 lsp_service *lsp_service_new(const lsp_service_options *o)
@@ -2090,7 +2087,7 @@ lsp_service *lsp_service_new(const lsp_service_options *o)
     self->max_message = o->max_message ? o->max_message : (size_t)64 << 20;
     if (self->documents) {
         document_subscribe(self->documents, &doc_listener, self);
-        document_list(self->documents, adopt_open_document, self);
+        document_list(self->documents, on_doc_open, self); /* those open before us */
     }
     return self;
 }
