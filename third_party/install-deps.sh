@@ -28,7 +28,16 @@ if [ -n "$missing" ]; then
 fi
 
 # Language servers the lsp service's tests talk to (clangd comes from Debian
-# above): npm packages, pinned, into third_party/node (not committed).
+# above): npm packages, pinned, into third_party/node (not committed). A
+# machine without node gets Debian's (a node from elsewhere brings its own npm,
+# and Debian's npm package would conflict with it).
+if ! command -v npm >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "install-deps: installing npm"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null || true
+fi
 if command -v npm >/dev/null 2>&1; then
   node_prefix="$(dirname "$0")/node"
   if [ ! -x "$node_prefix/node_modules/.bin/pyright-langserver" ] ||
