@@ -36,7 +36,8 @@
     X(ECP_ELOOP, -17, "too many levels of symbolic links")    \
     X(ECP_EPARSE, -18, "malformed input")                     \
     X(ECP_ESTATE, -19, "not allowed in the current state")    \
-    X(ECP_ECONFLICT, -20, "changed elsewhere since it was read")
+    X(ECP_ECONFLICT, -20, "changed elsewhere since it was read") \
+    X(ECP_ETIMEDOUT, -21, "timed out")
 
 enum ecp_status {
 #define ECP_STATUS_ENUM(name, value, text) name = value,

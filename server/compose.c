@@ -11,6 +11,8 @@
 #include "file/interface.h"
 #include "git/adapter.h"
 #include "git/interface.h"
+#include "lsp/adapter.h"
+#include "lsp/interface.h"
 #include "session/adapter.h"
 #include "session/interface.h"
 #include "store/interface.h"
@@ -103,11 +105,25 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if (!self->database)
         return err ? err->status : ECP_ENOMEM;
     database_adapter_init(&adapter, self->database);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
+
+    /* Language servers follow the open documents and read their settings. */
+    lsp_service_options lo = {
+        .loop = env->loop, .log = env->log, .documents = self->document, .session = self->session,
+        .workspace = env->workspace,
+    };
+    self->lsp = lsp_service_new(&lo);
+    if (!self->lsp)
+        return ecp_error_set(err, ECP_ENOMEM, "could not create the lsp service");
+    lsp_adapter_init(&adapter, self->lsp, env->bus);
     return env->register_adapter(env->router, &adapter, err);
 }
 
 void server_services_stop(server_services *self)
 {
+    if (self->lsp)
+        lsp_service_free(self->lsp);
     if (self->database)
         database_service_free(self->database);
     if (self->session && self->terminal)

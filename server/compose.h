@@ -50,6 +50,7 @@ typedef struct server_services {
     struct gitsvc *git;
     struct terminal_service *terminal;
     struct database_service *database;
+    struct lsp_service *lsp;
 } server_services;
 
 /* Creates every service and registers its adapter. A service that cannot be

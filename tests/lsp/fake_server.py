@@ -1,0 +1,114 @@
+"""A language server that misbehaves on purpose, for the lsp service's fault tests.
+
+Usage: fake_server.py MODE
+  normal          answers initialize; hover answers after it has asked the client
+                  something: workspace/applyEdit on the document (inserting "// ok\n"
+                  at its start), an unknown request, workspace/configuration,
+                  client/registerCapability, window/workDoneProgress/create; it also
+                  sends window/showMessage and $/progress. The hover's contents say
+                  what the client answered.
+  garbage         answers initialize, then writes bytes that are not LSP on the first request
+  exit-on-init    exits with code 3 when asked to initialize
+  silent          answers initialize, never answers anything else
+  mute            answers nothing, not even initialize
+  diagnostics     publishes two diagnostics (lines 0 and 5) for every document opened
+  crash           exits with code 9 on any request after initialize
+  huge            answers hover with a message larger than the client accepts, then
+                  answers the next hover normally
+"""
+import json
+import sys
+
+mode = sys.argv[1]
+inp = sys.stdin.buffer
+out = sys.stdout.buffer
+
+
+def read():
+    length = None
+    while True:
+        line = inp.readline()
+        if not line:
+            sys.exit(0)
+        line = line.strip()
+        if not line:
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(inp.read(length))
+
+
+def write(msg):
+    body = json.dumps(msg).encode()
+    out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    out.flush()
+
+
+def answer_of(req_id):
+    while True:
+        msg = read()
+        if msg.get("id") == req_id and "method" not in msg:
+            return msg
+
+
+huge_sent = False
+next_id = 1000
+while True:
+    msg = read()
+    method = msg.get("method")
+    if mode == "mute":
+        continue
+    if method == "initialize":
+        if mode == "exit-on-init":
+            sys.exit(3)
+        write({"jsonrpc": "2.0", "id": msg["id"],
+               "result": {"capabilities": {"textDocumentSync": 2, "hoverProvider": True}}})
+    elif method == "textDocument/didOpen" and mode == "diagnostics":
+        def diag(line, severity, message):
+            return {"range": {"start": {"line": line, "character": 1}, "end": {"line": line, "character": 4}},
+                    "severity": severity, "source": "fake", "message": message}
+        write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+               "params": {"uri": msg["params"]["textDocument"]["uri"],
+                          "diagnostics": [diag(0, 1, "first"), diag(5, 2, "second")]}})
+    elif method == "exit":
+        sys.exit(0)
+    elif method == "shutdown":
+        write({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+    elif "id" in msg and method is not None:
+        if mode == "garbage":
+            out.write(b"this is not a header\r\n\r\n{}")
+            out.flush()
+            continue
+        if mode == "silent":
+            continue
+        if mode == "crash":
+            sys.exit(9)
+        if mode == "huge" and not huge_sent:
+            huge_sent = True
+            write({"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": "x" * (65 << 20)}})
+            continue
+        said = []
+        if mode == "normal":
+            uri = msg["params"]["textDocument"]["uri"]
+            next_id += 1
+            write({"jsonrpc": "2.0", "id": next_id, "method": "workspace/applyEdit",
+                   "params": {"edit": {"changes": {uri: [{"range": {"start": {"line": 0, "character": 0},
+                                                                     "end": {"line": 0, "character": 0}},
+                                                           "newText": "// ok\n"}]}}}})
+            said.append(answer_of(next_id).get("result"))
+            next_id += 1
+            write({"jsonrpc": "2.0", "id": next_id, "method": "x/unknownRequest", "params": {}})
+            said.append(answer_of(next_id).get("error", {}).get("code"))
+            next_id += 1
+            write({"jsonrpc": "2.0", "id": next_id, "method": "workspace/configuration",
+                   "params": {"items": [{"section": "fake.answer"}, {"section": "missing"},
+                                        {"section": "editor.tabSize"}]}})
+            said.append(answer_of(next_id).get("result"))
+            for asked in ("client/registerCapability", "window/workDoneProgress/create"):
+                next_id += 1
+                write({"jsonrpc": "2.0", "id": next_id, "method": asked, "params": {}})
+                answer = answer_of(next_id)
+                said.append("result" in answer and answer["result"] is None)
+            write({"jsonrpc": "2.0", "method": "window/showMessage", "params": {"type": 3, "message": "hello"}})
+            write({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "t1", "value": {"kind": "begin"}}})
+        write({"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": json.dumps(said)}})

@@ -1,0 +1,240 @@
+/* The lsp service against servers that misbehave (tests/lsp/fake_server.py):
+ * one that writes garbage, one that exits during initialize, one that never
+ * answers, one that sends a message too large to take, and one that asks the
+ * client things (workspace/applyEdit, workspace/configuration, a request
+ * nobody knows) and talks (showMessage, $/progress). Each fault gets its
+ * code, and every other server keeps working. */
+#include "lsp_fixture.h"
+
+static void configure(const char *language, const char *mode, int timeout_ms)
+{
+    free(ok("lsp/setServerConfig",
+            "{\"languageId\":\"%s\",\"config\":{\"command\":\"python3\",\"args\":[\"%s\",\"%s\"],"
+            "\"settings\":{\"fake\":{\"answer\":42}},\"requestTimeoutMs\":%d}}",
+            language, ECPD_LSP_FAKE_SERVER, mode, timeout_ms));
+}
+
+/* Opens a held document of language and returns its uri. */
+static char *held(const char *language)
+{
+    char *u = malloc(300);
+    snprintf(u, 300, "file://%s/%s.txt", top, language);
+    free(ok("lsp/documentOpen", "{\"uri\":\"%s\",\"languageId\":\"%s\",\"content\":\"text\\n\"}", u, language));
+    return u;
+}
+
+static char *hover(const char *uri) { return ok("lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", uri); }
+
+/* The well-behaved server is asked after every fault: it must still answer. */
+static void normal_still_answers(void)
+{
+    char *u = uri_of("normal.txt");
+    char *r = hover(u);
+    assert_non_null(strstr(r, "applied"));
+    free(r);
+    free(u);
+}
+
+static void test_a_server_that_asks_the_client_things(void **state)
+{
+    (void)state;
+    configure("plaintext", "normal", 10000);
+    write_at("normal.txt", "hello\n");
+    free(ok("lsp/start", "{\"languageId\":\"plaintext\"}"));
+    char *id = open_document("normal.txt");
+    char *u = uri_of("normal.txt");
+    test_client_clear_notifications(cl);
+    char *r = hover(u);
+    /* applyEdit applied, the unknown request refused with -32601, configuration from the
+     * server's settings, else the editor's, registerCapability and workDoneProgress/create
+     * answered null */
+    char *contents = test_json_string(r, "contents");
+    assert_string_equal(contents, "[{\"applied\": true}, -32601, [42, null, 2], true, true]");
+    free(contents);
+    free(r);
+    r = ok("document/content", "{\"documentId\":\"%s\"}", id);
+    assert_non_null(strstr(r, "// ok\\nhello"));
+    free(r);
+    /* one undoable step */
+    free(ok("document/undo", "{\"documentId\":\"%s\"}", id));
+    r = ok("document/content", "{\"documentId\":\"%s\"}", id);
+    assert_null(strstr(r, "// ok"));
+    free(r);
+
+    assert_true(test_client_wait_notifications(cl, "lsp/didShowMessage", 1, WAIT_MS));
+    const char *m = test_client_notification(cl, "lsp/didShowMessage", 0);
+    want_string(m, "languageId", "plaintext");
+    want_string(m, "message", "hello");
+    assert_true(test_client_wait_notifications(cl, "lsp/progress", 1, WAIT_MS));
+    const char *p = test_client_notification(cl, "lsp/progress", 0);
+    assert_string_equal(p, "{\"languageId\":\"plaintext\",\"token\":\"t1\",\"value\":{\"kind\":\"begin\"}}");
+    free(u);
+    free(id);
+}
+
+static void test_garbage_stops_that_server_only(void **state)
+{
+    (void)state;
+    configure("fakegarbage", "garbage", 10000);
+    free(ok("lsp/start", "{\"languageId\":\"fakegarbage\"}"));
+    char *u = held("fakegarbage");
+    test_client_clear_notifications(cl);
+    char *e = fails(-32404, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+    assert_non_null(strstr(e, "not LSP"));
+    free(e);
+    char *st = wait_status("fakegarbage", "error");
+    assert_non_null(strstr(st, "not LSP"));
+    free(st);
+    free(u);
+    normal_still_answers();
+    free(ok("lsp/stop", "{\"languageId\":\"fakegarbage\"}"));
+}
+
+static void test_exit_during_initialize_fails_the_start(void **state)
+{
+    (void)state;
+    configure("fakeexit", "exit-on-init", 10000);
+    char *e = fails(-32401, "lsp/start", "{\"languageId\":\"fakeexit\"}");
+    assert_non_null(strstr(e, "exited with code 3"));
+    free(e);
+    char *r = ok("lsp/status", "{\"languageId\":\"fakeexit\"}");
+    want_string(r, "servers[0].status", "error");
+    free(r);
+    normal_still_answers();
+}
+
+static void test_a_server_that_never_answers_times_out(void **state)
+{
+    (void)state;
+    configure("fakesilent", "silent", 300);
+    free(ok("lsp/start", "{\"languageId\":\"fakesilent\"}"));
+    char *u = held("fakesilent");
+    double t0 = now_ms();
+    char *e = fails(-32403, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+    assert_true(now_ms() - t0 >= 250);
+    assert_non_null(strstr(e, "did not answer textDocument/hover within 300 ms"));
+    free(e);
+    /* a request the client cancels is withdrawn from the server too */
+    int64_t id = test_client_send(cl, "lsp/hover", "{\"uri\":\"file:///x\",\"position\":{\"line\":0,\"character\":0}}");
+    char *r = NULL;
+    assert_int_equal(test_client_wait_response(cl, id, WAIT_MS, &r), 0);
+    free(r);
+    char params[512];
+    snprintf(params, sizeof params, "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+    id = test_client_send(cl, "lsp/hover", params);
+    char cancel[64];
+    snprintf(cancel, sizeof cancel, "{\"id\":%lld}", (long long)id);
+    test_client_notify(cl, "$/cancelRequest", cancel);
+    assert_int_equal(test_client_wait_response(cl, id, WAIT_MS, &r), -32800);
+    free(r);
+    free(u);
+    normal_still_answers();
+    free(ok("lsp/stop", "{\"languageId\":\"fakesilent\"}"));
+}
+
+static void test_a_huge_message_is_dropped_and_the_server_kept(void **state)
+{
+    (void)state;
+    configure("fakehuge", "huge", 1500);
+    free(ok("lsp/start", "{\"languageId\":\"fakehuge\"}"));
+    char *u = held("fakehuge");
+    free(fails(-32403, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u));
+    /* the server may still be writing its 65 MiB on a loaded machine: ask until it answers */
+    char *r = NULL;
+    for (int attempt = 0; attempt < 20 && !r; attempt++) {
+        char params[512];
+        snprintf(params, sizeof params, "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+        int rc = test_client_request(cl, "lsp/hover", params, &r);
+        if (rc != 0) {
+            assert_int_equal(rc, -32403);
+            free(r);
+            r = NULL;
+        }
+    }
+    assert_non_null(r);
+    char *contents = test_json_string(r, "contents");
+    assert_string_equal(contents, "[]");
+    free(contents);
+    free(r);
+    free(u);
+    normal_still_answers();
+}
+
+static size_t status_count(const char *language, const char *status)
+{
+    size_t n = 0, total = test_client_notification_count(cl, "lsp/serverStatusChanged");
+    for (size_t i = 0; i < total; i++) {
+        const char *p = test_client_notification(cl, "lsp/serverStatusChanged", i);
+        char *l = test_json_string(p, "languageId"), *st = test_json_string(p, "status");
+        n += l && st && !strcmp(l, language) && !strcmp(st, status);
+        free(l);
+        free(st);
+    }
+    return n;
+}
+
+static void test_a_crashing_server_is_restarted_three_times_a_minute(void **state)
+{
+    (void)state;
+    configure("fakecrash", "crash", 10000);
+    free(ok("lsp/start", "{\"languageId\":\"fakecrash\"}"));
+    char *u = held("fakecrash");
+    test_client_clear_notifications(cl);
+    for (size_t round = 1; round <= 4; round++) {
+        char *e = fails(-32404, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+        assert_non_null(strstr(e, "exited with code 9"));
+        free(e);
+        if (round == 4)
+            break;
+        double end = now_ms() + WAIT_MS;
+        while (status_count("fakecrash", "ready") < round && now_ms() < end)
+            test_server_run_for(srv, 20);
+        assert_int_equal(status_count("fakecrash", "ready"), round);
+    }
+    /* the fourth crash within a minute: it stays down */
+    test_server_run_for(srv, 2500);
+    assert_int_equal(status_count("fakecrash", "starting"), 3);
+    char *r = ok("lsp/status", "{\"languageId\":\"fakecrash\"}");
+    want_string(r, "servers[0].status", "error");
+    free(r);
+    free(fails(-32402, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u));
+    free(u);
+    normal_still_answers();
+    /* a start asked for by hand tries again */
+    free(ok("lsp/start", "{\"languageId\":\"fakecrash\"}"));
+    free(ok("lsp/stop", "{\"languageId\":\"fakecrash\"}"));
+}
+
+/* Left for the teardown: a request in flight and a start that has not finished. */
+static void test_teardown_with_work_in_flight(void **state)
+{
+    (void)state;
+    configure("fakeinflight", "silent", 60000);
+    free(ok("lsp/start", "{\"languageId\":\"fakeinflight\"}"));
+    char *u = held("fakeinflight");
+    char params[512];
+    snprintf(params, sizeof params, "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+    test_client_send(cl, "lsp/hover", params);
+    configure("fakeslowstart", "mute", 60000);
+    test_client_send(cl, "lsp/start", "{\"languageId\":\"fakeslowstart\"}");
+    test_server_run_for(srv, 100);
+    free(u);
+}
+
+int main(void)
+{
+    if (!have_program("python3")) {
+        fprintf(stderr, "SKIP: python3 is not installed\n");
+        return SKIP_CODE;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_server_that_asks_the_client_things),
+        cmocka_unit_test(test_garbage_stops_that_server_only),
+        cmocka_unit_test(test_exit_during_initialize_fails_the_start),
+        cmocka_unit_test(test_a_server_that_never_answers_times_out),
+        cmocka_unit_test(test_a_huge_message_is_dropped_and_the_server_kept),
+        cmocka_unit_test(test_a_crashing_server_is_restarted_three_times_a_minute),
+        cmocka_unit_test(test_teardown_with_work_in_flight),
+    };
+    return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
+}
