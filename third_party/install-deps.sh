@@ -26,3 +26,14 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+
+# The syntax service's tree-sitter grammars, from npm at pinned versions
+# (not committed: see fetch-grammars.sh).
+if ! command -v npm >/dev/null 2>&1; then
+  echo "install-deps: installing npm"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+sh "$(dirname "$0")/fetch-grammars.sh"
