@@ -48,6 +48,7 @@ typedef struct server_services {
     struct file_service *file;
     struct session_service *session;
     struct gitsvc *git;
+    struct syntax_service *syntax;
 } server_services;
 
 /* Creates every service and registers its adapter. A service that cannot be
