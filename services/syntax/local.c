@@ -417,6 +417,8 @@ static void collect_open(void *ctx, const document_info *info) { on_open(ctx, in
 const char *syntax_capture_color(syntax_service *self, const syntax_grammar *g, uint32_t capture)
 {
     syntax_grammar *mg = (syntax_grammar *)g; /* the colour cache is the loop's part of a grammar */
+    if (!self->session)
+        return NULL;
     if (!mg->capture_color_known[capture]) {
         uint32_t len;
         const char *name = ts_query_capture_name_for_id(g->query, capture, &len);
