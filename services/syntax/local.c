@@ -350,7 +350,8 @@ static void apply_change(syntax_doc *doc, const document_change *c)
     }
     memmove(doc->text + c->offset + c->text_len, doc->text + c->offset + c->deleted_len,
             doc->len - c->offset - c->deleted_len);
-    memcpy(doc->text + c->offset, c->text, c->text_len);
+    if (c->text_len)
+        memcpy(doc->text + c->offset, c->text, c->text_len);
     doc->len = new_len;
     line_index_replace(&doc->lines, doc->text, doc->len, c->offset, c->deleted_len, c->text_len);
 
