@@ -186,30 +186,51 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
     span *spans = NULL;
     size_t n = 0, cap = 0;
     TSQueryCursor *cursor = ts_query_cursor_new();
-    ts_query_cursor_set_byte_range(cursor, (uint32_t)from, (uint32_t)to);
-    ts_query_cursor_exec(cursor, g->query, ts_tree_root_node(tree));
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-    TSQueryMatch m;
-    while (ts_query_cursor_next_match(cursor, &m)) {
-        if (!predicates_hold(g, &m, text, len, md))
-            continue;
-        for (uint16_t i = 0; i < m.capture_count; i++) {
-            uint32_t c = m.captures[i].index;
-            if (g->capture_hidden[c])
-                continue;
-            uint32_t a = ts_node_start_byte(m.captures[i].node), b = ts_node_end_byte(m.captures[i].node);
-            if (a < from)
-                a = (uint32_t)from;
-            if (b > to)
-                b = (uint32_t)to;
-            if (a >= b)
-                continue;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 256;
-                spans = xrealloc(spans, cap * sizeof *spans);
-            }
-            spans[n++] = (span){a, b, m.pattern_index, c};
+    /* The 0.20 query cursor steps over every child of the root before the
+     * range, which costs milliseconds in a large file: the query runs on the
+     * root's children that meet the range instead (highlight patterns never
+     * capture the root itself). A root with few children is queried whole. */
+    TSNode root = ts_tree_root_node(tree);
+    TSNode node = root;
+    bool by_child = ts_node_child_count(root) > 64;
+    if (by_child) {
+        node = ts_node_first_child_for_byte(root, (uint32_t)from);
+        if (ts_node_is_null(node)) {
+            by_child = false;
+            node = root;
         }
+    }
+    for (;;) {
+        ts_query_cursor_set_byte_range(cursor, (uint32_t)from, (uint32_t)to);
+        ts_query_cursor_exec(cursor, g->query, node);
+        TSQueryMatch m;
+        while (ts_query_cursor_next_match(cursor, &m)) {
+            if (!predicates_hold(g, &m, text, len, md))
+                continue;
+            for (uint16_t i = 0; i < m.capture_count; i++) {
+                uint32_t c = m.captures[i].index;
+                if (g->capture_hidden[c])
+                    continue;
+                uint32_t a = ts_node_start_byte(m.captures[i].node), b = ts_node_end_byte(m.captures[i].node);
+                if (a < from)
+                    a = (uint32_t)from;
+                if (b > to)
+                    b = (uint32_t)to;
+                if (a >= b)
+                    continue;
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 256;
+                    spans = xrealloc(spans, cap * sizeof *spans);
+                }
+                spans[n++] = (span){a, b, m.pattern_index, c};
+            }
+        }
+        if (!by_child)
+            break;
+        node = ts_node_next_sibling(node);
+        if (ts_node_is_null(node) || ts_node_start_byte(node) >= to)
+            break;
     }
     pcre2_match_data_free(md);
     ts_query_cursor_delete(cursor);
