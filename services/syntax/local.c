@@ -508,8 +508,14 @@ ecp_logger *syntax_service_log(syntax_service *self) { return self->log; }
 bool syntax_language_supported(syntax_service *self, const char *language_id)
 {
     syntax_grammar *g = syntax_grammars_find(self->grammars, language_id);
-    /* A grammar whose query has been tried and failed is off. */
-    return g && !(g->loaded && g->failed);
+    if (!g)
+        return false;
+    /* A grammar whose query has been tried and failed is off. A parse may be
+     * loading it on a pool thread right now: read under its lock. */
+    uv_mutex_lock(&g->lock);
+    bool off = g->loaded && g->failed;
+    uv_mutex_unlock(&g->lock);
+    return !off;
 }
 
 void syntax_languages(syntax_service *self, void (*fn)(void *ctx, const char *language_id), void *ctx)
