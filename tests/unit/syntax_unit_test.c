@@ -1,7 +1,8 @@
 /* The syntax service's C API on a loop of its own: a document edited at
  * random, reparsed incrementally through every edit and every undo, ends
- * with the tokens its first full parse gave the same text; tokens asked for between an edit and its reparse come
- * from the old tree, shifted; a document over the size cap stays plain. */
+ * with the tokens its first full parse gave the same text; tokens asked
+ * for between an edit and its reparse come from the old tree, shifted; a
+ * document over the size cap stays plain. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
