@@ -16,6 +16,8 @@
 #include "session/adapter.h"
 #include "session/interface.h"
 #include "store/interface.h"
+#include "syntax/adapter.h"
+#include "syntax/interface.h"
 #include "terminal/adapter.h"
 #include "terminal/interface.h"
 
@@ -117,11 +119,21 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if (!self->lsp)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the lsp service");
     lsp_adapter_init(&adapter, self->lsp, env->bus);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
+
+    /* Syntax follows documents and colours with the session's theme. */
+    self->syntax = syntax_service_new(env->pool, env->log, self->document, self->session, NULL);
+    if (!self->syntax)
+        return ecp_error_set(err, ECP_ENOMEM, "could not create the syntax service");
+    syntax_adapter_init(&adapter, self->syntax, env->bus);
     return env->register_adapter(env->router, &adapter, err);
 }
 
 void server_services_stop(server_services *self)
 {
+    if (self->syntax)
+        syntax_service_free(self->syntax);
     if (self->lsp)
         lsp_service_free(self->lsp);
     if (self->database)

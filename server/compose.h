@@ -51,6 +51,7 @@ typedef struct server_services {
     struct terminal_service *terminal;
     struct database_service *database;
     struct lsp_service *lsp;
+    struct syntax_service *syntax;
 } server_services;
 
 /* Creates every service and registers its adapter. A service that cannot be

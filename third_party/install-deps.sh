@@ -27,25 +27,25 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
-# Language servers the lsp service's tests talk to (clangd comes from Debian
-# above): npm packages, pinned, into third_party/node (not committed). A
-# machine without node gets Debian's (a node from elsewhere brings its own npm,
-# and Debian's npm package would conflict with it).
+# npm brings what Debian does not package: the syntax service's tree-sitter
+# grammars and the language servers the lsp service's tests talk to (clangd
+# comes from Debian above), at pinned versions, into third_party/ (not
+# committed). A machine without node gets Debian's (a node from elsewhere
+# brings its own npm, and Debian's npm package would conflict with it).
 if ! command -v npm >/dev/null 2>&1; then
+  echo "install-deps: installing npm"
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  echo "install-deps: installing npm"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null || true
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
 fi
-if command -v npm >/dev/null 2>&1; then
-  node_prefix="$(dirname "$0")/node"
-  if [ ! -x "$node_prefix/node_modules/.bin/pyright-langserver" ] ||
-     [ ! -x "$node_prefix/node_modules/.bin/typescript-language-server" ]; then
-    echo "install-deps: installing language servers into $node_prefix"
-    mkdir -p "$node_prefix"
-    [ -f "$node_prefix/package.json" ] || printf '{"name":"ecpd-language-servers","private":true}\n' >"$node_prefix/package.json"
-    (cd "$node_prefix" && npm install --no-audit --no-fund --silent \
-      typescript-language-server@5.3.0 typescript@5.9.3 pyright@1.1.414 >/dev/null)
-  fi
+sh "$(dirname "$0")/fetch-grammars.sh"
+node_prefix="$(dirname "$0")/node"
+if [ ! -x "$node_prefix/node_modules/.bin/pyright-langserver" ] ||
+   [ ! -x "$node_prefix/node_modules/.bin/typescript-language-server" ]; then
+  echo "install-deps: installing language servers into $node_prefix"
+  mkdir -p "$node_prefix"
+  [ -f "$node_prefix/package.json" ] || printf '{"name":"ecpd-language-servers","private":true}\n' >"$node_prefix/package.json"
+  (cd "$node_prefix" && npm install --no-audit --no-fund --silent \
+    typescript-language-server@5.3.0 typescript@5.9.3 pyright@1.1.414 >/dev/null)
 fi

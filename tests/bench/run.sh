@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 sh third_party/install-deps.sh --bench
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DECPD_WERROR=ON >/dev/null
 cmake --build build-bench -j"$(nproc)" --target ecpd bench_echo_floor bench_piece_tree bench_document_open bench_grep \
-  bench_git_status bench_terminal >/dev/null
+  bench_git_status bench_terminal bench_syntax >/dev/null
 
 want() { [ $# -eq 0 ] && return 0; for w in $selected; do [ "$w" = "$1" ] && return 0; done; return 1; }
 selected="$*"
@@ -26,6 +26,7 @@ b=build-bench
   fi
   if [ -z "$selected" ] || want B3; then "$b/services/document/bench_document_open"; fi
   if [ -z "$selected" ] || want B4 || want B5; then "$b/services/document/bench_piece_tree"; fi
+  if [ -z "$selected" ] || want B7 || want B8; then "$b/services/syntax/bench_syntax"; fi
   if [ -z "$selected" ] || want B9; then "$b/services/git/bench_git_status"; fi
   if [ -z "$selected" ] || want B10; then "$b/services/terminal/bench_terminal"; fi
   if [ -z "$selected" ] || want B13; then "$b/services/file/bench_grep"; fi

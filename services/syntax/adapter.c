@@ -1,0 +1,634 @@
+/* adapter: the syntax service's JSON-RPC methods (the `syntax` namespace).
+ *
+ * Highlighting a text (highlight, highlightLine, createSession,
+ * updateSession) parses it on the pool as a job that serves the call; the
+ * rest answers on the loop from what the service holds. Tokens are written as
+ * {start, end, scope, color?} in the connection's position encoding.
+ */
+#include "adapter.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "json_writer.h"
+#include "rpc.h"
+#include "session/interface.h"
+
+typedef struct syntax_adapter {
+    syntax_service *svc;
+    ecp_bus *bus;
+} syntax_adapter;
+
+/* ----- writing tokens ------------------------------------------------------------------------ */
+
+static void write_line(json_writer *w, const syntax_line *line)
+{
+    jw_array_begin(w);
+    for (size_t i = 0; i < line->count; i++) {
+        const syntax_token *t = &line->tokens[i];
+        jw_object_begin(w);
+        jw_key_int(w, "start", (int64_t)t->start);
+        jw_key_int(w, "end", (int64_t)t->end);
+        jw_key_string(w, "scope", t->scope);
+        if (t->color)
+            jw_key_string(w, "color", t->color);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+}
+
+static void write_text_line(syntax_service *svc, json_writer *w, const syntax_text *t, size_t line,
+                            ecp_position_encoding enc)
+{
+    syntax_line out;
+    syntax_text_render_line(svc, t, line, enc, &out);
+    write_line(w, &out);
+    free(out.tokens);
+}
+
+static void write_text_lines(syntax_service *svc, json_writer *w, const syntax_text *t, ecp_position_encoding enc)
+{
+    jw_array_begin(w);
+    for (size_t i = 0; t && i < t->lines.count; i++)
+        write_text_line(svc, w, t, i, enc);
+    jw_array_end(w);
+}
+
+/* ----- themes -------------------------------------------------------------------------------------- */
+
+static void theme_not_found(ecp_call *call, const char *theme)
+{
+    buf data = BUF_INIT;
+    json_writer w;
+    jw_init(&w, &data);
+    jw_object_begin(&w);
+    jw_key_string(&w, "themeId", theme);
+    jw_object_end(&w);
+    ecp_call_error_data(call, ECP_WIRE_SYNTAX_THEME_NOT_FOUND, data.data, "Theme not found: %s", theme);
+    buf_free(&data);
+}
+
+/* Makes the optional `theme` param current; false when it answered an error. */
+static bool apply_theme(syntax_adapter *ad, ecp_call *call, const ecp_str *theme)
+{
+    if (!theme->ptr)
+        return true;
+    session_service *session = syntax_service_session(ad->svc);
+    ecp_error err = {0};
+    if (!session || !session_theme_find(theme->ptr) || session_theme_set(session, theme->ptr, &err) < 0) {
+        theme_not_found(call, theme->ptr);
+        return false;
+    }
+    return true;
+}
+
+/* ----- highlighting texts as jobs -------------------------------------------------------------- */
+
+typedef enum text_op { OP_HIGHLIGHT, OP_HIGHLIGHT_LINE, OP_CREATE_SESSION, OP_UPDATE_SESSION } text_op;
+
+typedef struct text_job {
+    syntax_adapter *ad;
+    text_op op;
+    syntax_grammar *grammar;
+    char *content;
+    size_t len;
+    char *language_id;
+    char *document_id;
+    char *session_id;
+    size_t line;
+    syntax_text *result;
+} text_job;
+
+/* The params' bytes, NULs included (a JSON string may hold \u0000). */
+static char *copy_bytes(const char *s, size_t n)
+{
+    char *out = xmalloc(n + 1);
+    memcpy(out, s, n);
+    out[n] = 0;
+    return out;
+}
+
+static void text_work(ecp_job *job, unsigned item)
+{
+    text_job *j = ecp_job_data(job);
+    if (ecp_job_cancelled(job))
+        return;
+    j->result = syntax_text_build(syntax_service_grammars(j->ad->svc), j->grammar, j->content, j->len);
+    j->content = NULL; /* the result owns it */
+}
+
+static void text_done(ecp_job *job)
+{
+    text_job *j = ecp_job_data(job);
+    ecp_call *call = ecp_job_call(job);
+    syntax_service *svc = j->ad->svc;
+    if (ecp_job_cancelled(job) || !j->result) {
+        ecp_call_error(call, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");
+        return;
+    }
+    syntax_metrics *m = syntax_service_metrics(svc);
+    m->parse_count++;
+    m->cache_misses++;
+    m->parse_ms_total += j->result->parse_ms;
+    ecp_position_encoding enc = ecp_call_encoding(call);
+    json_writer *w = ecp_call_result(call);
+    switch (j->op) {
+    case OP_HIGHLIGHT:
+        jw_object_begin(w);
+        jw_key(w, "lines");
+        write_text_lines(svc, w, j->result, enc);
+        jw_key_string(w, "languageId", j->result->grammar ? j->language_id : "plaintext");
+        jw_key_double(w, "timing", j->result->parse_ms);
+        jw_object_end(w);
+        break;
+    case OP_HIGHLIGHT_LINE:
+        jw_object_begin(w);
+        jw_key(w, "tokens");
+        write_text_line(svc, w, j->result, j->line, enc);
+        jw_object_end(w);
+        break;
+    case OP_CREATE_SESSION: {
+        syntax_session *s = syntax_session_add(svc, j->document_id, j->language_id, j->result);
+        j->result = NULL;
+        jw_object_begin(w);
+        jw_key(w, "session");
+        jw_object_begin(w);
+        jw_key_string(w, "sessionId", s->id);
+        jw_key_string(w, "documentId", s->document_id);
+        jw_key_string(w, "languageId", s->language_id);
+        jw_key_int(w, "version", (int64_t)s->version);
+        jw_object_end(w);
+        jw_object_end(w);
+        break;
+    }
+    case OP_UPDATE_SESSION: {
+        syntax_session *s = syntax_session_find(svc, j->session_id);
+        if (!s) {
+            ecp_call_error(call, ECP_WIRE_SYNTAX_SESSION_NOT_FOUND, "Session not found: %s", j->session_id);
+            return;
+        }
+        syntax_text_free(s->text);
+        s->text = j->result;
+        j->result = NULL;
+        s->version++;
+        jw_object_begin(w);
+        jw_key_bool(w, "success", true);
+        jw_object_end(w);
+        break;
+    }
+    }
+    ecp_call_finish(call);
+}
+
+static void text_free(void *data)
+{
+    text_job *j = data;
+    syntax_text_free(j->result);
+    free(j->content);
+    free(j->language_id);
+    free(j->document_id);
+    free(j->session_id);
+    free(j);
+}
+
+static const ecp_job_type text_type = {"syntax.highlight", ECP_LANE_LONG, false, text_work, text_done, text_free};
+
+static void start_text_job(syntax_adapter *ad, ecp_call *call, text_job *j)
+{
+    j->ad = ad;
+    ecp_job *job = ecp_job_new(syntax_service_jobs(ad->svc), &text_type, j);
+    ecp_job_serve(job, call);
+    ecp_job_start(job, 1);
+}
+
+static void plaintext_answer(ecp_call *call)
+{
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "lines");
+    jw_array_begin(w);
+    jw_array_end(w);
+    jw_key_string(w, "languageId", "plaintext");
+    jw_key_int(w, "timing", 0);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_highlight(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str content = {0}, language = {0}, theme = {0};
+    if (!ecp_arg_string(call, p, "languageId", &language) || !ecp_arg_string_opt(call, p, "content", &content) ||
+        !ecp_arg_string_opt(call, p, "theme", &theme))
+        return;
+    if (!apply_theme(ad, call, &theme))
+        return;
+    syntax_grammar *g = syntax_grammars_find(syntax_service_grammars(ad->svc), language.ptr);
+    if (!g || !syntax_language_supported(ad->svc, language.ptr)) {
+        plaintext_answer(call);
+        return;
+    }
+    text_job *j = xcalloc(1, sizeof *j);
+    j->op = OP_HIGHLIGHT;
+    j->grammar = g;
+    j->content = content.ptr ? copy_bytes(content.ptr, content.len) : xstrdup("");
+    j->len = content.ptr ? content.len : 0;
+    j->language_id = xstrndup(language.ptr, language.len);
+    start_text_job(ad, call, j);
+}
+
+static void m_highlight_line(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str content = {0}, language = {0}, theme = {0};
+    size_t line;
+    if (!ecp_arg_string(call, p, "content", &content) || !ecp_arg_string(call, p, "languageId", &language) ||
+        !ecp_arg_index(call, p, "lineNumber", &line) || !ecp_arg_string_opt(call, p, "theme", &theme))
+        return;
+    if (!apply_theme(ad, call, &theme))
+        return;
+    text_job *j = xcalloc(1, sizeof *j);
+    j->op = OP_HIGHLIGHT_LINE;
+    j->grammar = syntax_language_supported(ad->svc, language.ptr)
+                     ? syntax_grammars_find(syntax_service_grammars(ad->svc), language.ptr)
+                     : NULL;
+    j->content = copy_bytes(content.ptr, content.len);
+    j->len = content.len;
+    j->language_id = xstrndup(language.ptr, language.len);
+    j->line = line;
+    start_text_job(ad, call, j);
+}
+
+/* ----- sessions ---------------------------------------------------------------------------------- */
+
+static void write_session(json_writer *w, const syntax_session *s)
+{
+    jw_object_begin(w);
+    jw_key_string(w, "sessionId", s->id);
+    jw_key_string(w, "documentId", s->document_id);
+    jw_key_string(w, "languageId", s->language_id);
+    jw_key_int(w, "version", (int64_t)s->version);
+    jw_object_end(w);
+}
+
+static void m_create_session(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str doc = {0}, language = {0}, content = {0};
+    if (!ecp_arg_string(call, p, "documentId", &doc) || !ecp_arg_string(call, p, "languageId", &language) ||
+        !ecp_arg_string(call, p, "content", &content))
+        return;
+    text_job *j = xcalloc(1, sizeof *j);
+    j->op = OP_CREATE_SESSION;
+    j->grammar = syntax_language_supported(ad->svc, language.ptr)
+                     ? syntax_grammars_find(syntax_service_grammars(ad->svc), language.ptr)
+                     : NULL;
+    j->content = copy_bytes(content.ptr, content.len);
+    j->len = content.len;
+    j->language_id = xstrndup(language.ptr, language.len);
+    j->document_id = xstrndup(doc.ptr, doc.len);
+    start_text_job(ad, call, j);
+}
+
+static void m_update_session(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str id = {0}, content = {0};
+    if (!ecp_arg_string(call, p, "sessionId", &id) || !ecp_arg_string(call, p, "content", &content))
+        return;
+    syntax_session *s = syntax_session_find(ad->svc, id.ptr);
+    if (!s) {
+        ecp_call_error(call, ECP_WIRE_SYNTAX_SESSION_NOT_FOUND, "Session not found: %s", id.ptr);
+        return;
+    }
+    text_job *j = xcalloc(1, sizeof *j);
+    j->op = OP_UPDATE_SESSION;
+    j->grammar = syntax_language_supported(ad->svc, s->language_id)
+                     ? syntax_grammars_find(syntax_service_grammars(ad->svc), s->language_id)
+                     : NULL;
+    j->content = copy_bytes(content.ptr, content.len);
+    j->len = content.len;
+    j->session_id = xstrndup(id.ptr, id.len);
+    start_text_job(ad, call, j);
+}
+
+static void m_get_session_tokens(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str id = {0};
+    size_t line;
+    if (!ecp_arg_string(call, p, "sessionId", &id) || !ecp_arg_index(call, p, "lineNumber", &line))
+        return;
+    syntax_session *s = syntax_session_find(ad->svc, id.ptr);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "tokens");
+    if (s) {
+        syntax_service_metrics(ad->svc)->cache_hits++;
+        write_text_line(ad->svc, w, s->text, line, ecp_call_encoding(call));
+    } else {
+        jw_array_begin(w);
+        jw_array_end(w);
+    }
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_get_session_all_tokens(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    ecp_str id = {0};
+    if (!ecp_arg_string(call, ecp_call_params(call), "sessionId", &id))
+        return;
+    syntax_session *s = syntax_session_find(ad->svc, id.ptr);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "lines");
+    if (s)
+        syntax_service_metrics(ad->svc)->cache_hits++;
+    write_text_lines(ad->svc, w, s ? s->text : NULL, ecp_call_encoding(call));
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_dispose_session(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    ecp_str id = {0};
+    if (!ecp_arg_string(call, ecp_call_params(call), "sessionId", &id))
+        return;
+    syntax_session_remove(ad->svc, id.ptr);
+    ecp_call_reply_success(call, true);
+}
+
+static void m_get_session(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    ecp_str id = {0};
+    if (!ecp_arg_string(call, ecp_call_params(call), "sessionId", &id))
+        return;
+    syntax_session *s = syntax_session_find(ad->svc, id.ptr);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "session");
+    if (s)
+        write_session(w, s);
+    else
+        jw_null(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+/* ----- documents (extension) ------------------------------------------------------------------- */
+
+static void m_document_tokens(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str id = {0};
+    size_t start, end;
+    if (!ecp_arg_string(call, p, "documentId", &id) || !ecp_arg_index(call, p, "startLine", &start) ||
+        !ecp_arg_index(call, p, "endLine", &end))
+        return;
+    if (end < start) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "endLine: before startLine");
+        return;
+    }
+    syntax_line *lines;
+    size_t count;
+    ecp_error err = {0};
+    if (syntax_document_tokens(ad->svc, id.ptr, start, end - start + 1, ecp_call_encoding(call), &lines, &count,
+                               &err) < 0) {
+        ecp_call_error(call, ECP_WIRE_DOCUMENT_NOT_FOUND, "%s", err.message);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "lines");
+    jw_array_begin(w);
+    for (size_t i = 0; i < count; i++)
+        write_line(w, &lines[i]);
+    jw_array_end(w);
+    jw_key_bool(w, "settled", syntax_document_settled(ad->svc, id.ptr));
+    jw_object_end(w);
+    ecp_call_finish(call);
+    syntax_lines_free(lines, count);
+}
+
+/* ----- languages, themes, metrics --------------------------------------------------------------- */
+
+static void add_language(void *ctx, const char *id) { jw_string(ctx, id); }
+
+static void m_languages(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "languages");
+    jw_array_begin(w);
+    syntax_languages(ad->svc, add_language, w);
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_is_supported(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    ecp_str id = {0};
+    if (!ecp_arg_string(call, ecp_call_params(call), "languageId", &id))
+        return;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "supported", syntax_language_supported(ad->svc, id.ptr));
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_detect_language(void *ctx, ecp_call *call)
+{
+    ecp_str path = {0};
+    if (!ecp_arg_string(call, ecp_call_params(call), "filePath", &path))
+        return;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "languageId", syntax_language_detect(path.ptr));
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_themes(void *ctx, ecp_call *call)
+{
+    size_t count;
+    const session_theme *themes = session_themes(&count);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "themes");
+    jw_array_begin(w);
+    for (size_t i = 0; i < count; i++)
+        jw_string(w, themes[i].id);
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_set_theme(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    ecp_str theme = {0};
+    if (!ecp_arg_string(call, ecp_call_params(call), "theme", &theme))
+        return;
+    if (!apply_theme(ad, call, &theme))
+        return;
+    ecp_call_reply_success(call, true);
+}
+
+static void m_get_theme(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    session_service *session = syntax_service_session(ad->svc);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "theme", session ? session_theme_current(session)->id : "one-dark");
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_metrics(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    const syntax_metrics *m = syntax_service_metrics(ad->svc);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "metrics");
+    jw_object_begin(w);
+    jw_key_int(w, "parseCount", (int64_t)m->parse_count);
+    jw_key_int(w, "cacheHits", (int64_t)m->cache_hits);
+    jw_key_int(w, "cacheMisses", (int64_t)m->cache_misses);
+    jw_key_double(w, "averageParseTime", m->parse_count ? m->parse_ms_total / (double)m->parse_count : 0.0);
+    jw_object_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_reset_metrics(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    memset(syntax_service_metrics(ad->svc), 0, sizeof(syntax_metrics));
+    ecp_call_reply_success(call, true);
+}
+
+/* Grammars are linked in: the service is ready from the start. */
+static void m_is_ready(void *ctx, ecp_call *call)
+{
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "ready", true);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+/* ----- notifications --------------------------------------------------------------------------------- */
+
+typedef struct did_change {
+    const char *document_id;
+    uint64_t version;
+    const syntax_line_range *ranges;
+    size_t count;
+} did_change;
+
+static void render_did_change(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    const did_change *d = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "documentId", d->document_id);
+    jw_key_int(w, "version", (int64_t)d->version);
+    jw_key(w, "ranges");
+    jw_array_begin(w);
+    for (size_t i = 0; i < d->count; i++) {
+        jw_object_begin(w);
+        jw_key_int(w, "startLine", (int64_t)d->ranges[i].start_line);
+        jw_key_int(w, "endLine", (int64_t)d->ranges[i].end_line);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+}
+
+static void on_tokens(void *ctx, const char *document_id, uint64_t version, const syntax_line_range *ranges,
+                      size_t count)
+{
+    syntax_adapter *ad = ctx;
+    did_change d = {document_id, version, ranges, count};
+    ecp_bus_notify(ad->bus, "syntax/didChange", render_did_change, &d);
+}
+
+static const syntax_listener listener = {on_tokens};
+
+/* ----- registration -------------------------------------------------------------------------------- */
+
+static const ecp_method methods[] = {
+    {"syntax/highlight", m_highlight, "1.0", "Highlight a text in one language; theme makes a theme current",
+     "{languageId: string, content?: string, theme?: string}"},
+    {"syntax/highlightLine", m_highlight_line, "1.0", "The tokens of one line of a text, parsed whole",
+     "{content: string, languageId: string, lineNumber: integer, theme?: string}"},
+    {"syntax/createSession", m_create_session, "1.0", "Highlight a text and keep its tokens as a session",
+     "{documentId: string, languageId: string, content: string}"},
+    {"syntax/updateSession", m_update_session, "1.0", "Replace a session's text and highlight it again",
+     "{sessionId: string, content: string}"},
+    {"syntax/getSessionTokens", m_get_session_tokens, "1.0", "The tokens of one line of a session",
+     "{sessionId: string, lineNumber: integer}"},
+    {"syntax/getSessionAllTokens", m_get_session_all_tokens, "1.0", "The tokens of every line of a session",
+     "{sessionId: string}"},
+    {"syntax/disposeSession", m_dispose_session, "1.0", "Forget a session", "{sessionId: string}"},
+    {"syntax/getSession", m_get_session, "1.0", "A session's ids, language and version, or null",
+     "{sessionId: string}"},
+    {"syntax/languages", m_languages, "1.0", "The language ids highlighted here", "{}"},
+    {"syntax/isSupported", m_is_supported, "1.0", "Whether a language id is highlighted here",
+     "{languageId: string}"},
+    {"syntax/detectLanguage", m_detect_language, "1.0", "The language id of a path by its extension, or null",
+     "{filePath: string}"},
+    {"syntax/themes", m_themes, "1.0", "The ids of the built-in themes", "{}"},
+    {"syntax/setTheme", m_set_theme, "1.0", "Make a theme current (recolours every document)",
+     "{theme: string}"},
+    {"syntax/getTheme", m_get_theme, "1.0", "The current theme's id", "{}"},
+    {"syntax/metrics", m_metrics, "1.0", "Parse counts, token reads and the average parse time", "{}"},
+    {"syntax/resetMetrics", m_reset_metrics, "1.0", "Set the metrics back to zero", "{}"},
+    {"syntax/isReady", m_is_ready, "1.0", "Whether the highlighter is ready", "{}"},
+    {"syntax/waitForReady", m_is_ready, "1.0", "Answers once the highlighter is ready", "{}"},
+    {"syntax/documentTokens", m_document_tokens, "1.0",
+     "The tokens of lines of an open document from its latest tree, without waiting for a parse",
+     "{documentId: string, startLine: integer, endLine: integer}"},
+};
+
+static const char *const notifications[] = {"syntax/didChange", NULL};
+
+static void adapter_destroy(void *ctx)
+{
+    syntax_adapter *ad = ctx;
+    syntax_unsubscribe(ad->svc, &listener, ad);
+    free(ad);
+}
+
+void syntax_adapter_init(ecp_adapter *out, syntax_service *svc, ecp_bus *bus)
+{
+    syntax_adapter *ad = xcalloc(1, sizeof *ad);
+    ad->svc = svc;
+    ad->bus = bus;
+    syntax_subscribe(svc, &listener, ad);
+    memset(out, 0, sizeof *out);
+    out->ns = "syntax";
+    out->methods = methods;
+    out->method_count = sizeof methods / sizeof methods[0];
+    out->ctx = ad;
+    out->destroy = adapter_destroy;
+    out->notifications = notifications;
+}

@@ -1,0 +1,307 @@
+/* highlight: a tree and its text in, tokens per line out.
+ *
+ * The 0.20 runtime reports predicates without applying them, so a match is
+ * kept only when its #eq?/#match?/#any-of? (and not- forms) hold, with PCRE2
+ * for the regexes. The captures that survive are painted over the range in
+ * order of start, then outer before inner, then pattern index: an inner node
+ * paints over the node around it, and on one node the last pattern wins (the
+ * rule of the ≥ 0.21 queries we pin). Runs of one capture become tokens;
+ * runs of whitespace alone are dropped.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "utf.h"
+
+/* ----- line index ------------------------------------------------------------------------------ */
+
+void line_index_build(line_index *out, const char *text, size_t len)
+{
+    size_t cap = 64, n = 0;
+    size_t *starts = xmalloc(cap * sizeof *starts);
+    starts[n++] = 0;
+    const char *p = text, *end = text + len;
+    while (p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        p++;
+        if (n + 1 >= cap) {
+            cap *= 2;
+            starts = xrealloc(starts, cap * sizeof *starts);
+        }
+        starts[n++] = (size_t)(p - text);
+    }
+    starts[n] = len + 1;
+    out->starts = starts;
+    out->count = n;
+}
+
+void line_index_free(line_index *self)
+{
+    free(self->starts);
+    self->starts = NULL;
+    self->count = 0;
+}
+
+/* The line holding byte offset (offset <= len). */
+static size_t line_of(const line_index *self, size_t offset)
+{
+    size_t lo = 0, hi = self->count; /* starts[lo] <= offset < starts[hi] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (self->starts[mid] <= offset)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void line_index_replace(line_index *self, const char *new_text, size_t new_len, size_t offset, size_t deleted,
+                        size_t inserted)
+{
+    size_t first = line_of(self, offset); /* the line the change starts in keeps its start */
+    size_t old_end = offset + deleted;
+    size_t after = first + 1; /* first line starting after the deleted range */
+    while (after < self->count && self->starts[after] <= old_end)
+        after++;
+    size_t added = 0;
+    for (const char *p = new_text + offset, *e = new_text + offset + inserted;
+         p < e && (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++)
+        added++;
+    size_t removed = after - first - 1;
+    size_t tail = self->count + 1 - after; /* including the sentinel */
+    size_t count = self->count - removed + added;
+    if (added > removed)
+        self->starts = xrealloc(self->starts, (count + 1) * sizeof *self->starts);
+    memmove(&self->starts[first + 1 + added], &self->starts[after], tail * sizeof *self->starts);
+    size_t k = first + 1;
+    for (const char *p = new_text + offset, *e = new_text + offset + inserted;
+         p < e && (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++)
+        self->starts[k++] = (size_t)(p + 1 - new_text);
+    for (size_t i = first + 1 + added; i <= count; i++)
+        self->starts[i] = self->starts[i] - deleted + inserted;
+    self->count = count;
+    self->starts[count] = new_len + 1;
+}
+
+/* ----- predicates ------------------------------------------------------------------------------ */
+
+static bool capture_text(const TSQueryMatch *m, uint32_t capture, const char *text, size_t len, const char **s,
+                         size_t *n)
+{
+    for (uint16_t i = 0; i < m->capture_count; i++)
+        if (m->captures[i].index == capture) {
+            size_t a = ts_node_start_byte(m->captures[i].node), b = ts_node_end_byte(m->captures[i].node);
+            if (b > len)
+                b = len;
+            if (a > b)
+                a = b;
+            *s = text + a;
+            *n = b - a;
+            return true;
+        }
+    return false;
+}
+
+static bool predicates_hold(const syntax_grammar *g, const TSQueryMatch *m, const char *text, size_t len,
+                            pcre2_match_data *md)
+{
+    const pattern_predicates *pp = &g->predicates[m->pattern_index];
+    for (size_t i = 0; i < pp->count; i++) {
+        const predicate *pr = &pp->items[i];
+        const char *s;
+        size_t n;
+        if (!capture_text(m, pr->capture, text, len, &s, &n))
+            continue; /* a quantified capture that matched nothing: nothing to test */
+        bool ok = false;
+        switch (pr->kind) {
+        case PRED_EQ_STRING:
+            ok = n == pr->text_len && memcmp(s, pr->text, n) == 0;
+            break;
+        case PRED_EQ_CAPTURE: {
+            const char *s2;
+            size_t n2;
+            ok = capture_text(m, pr->other_capture, text, len, &s2, &n2) && n == n2 && memcmp(s, s2, n) == 0;
+            break;
+        }
+        case PRED_MATCH:
+            ok = pcre2_match(pr->regex, (PCRE2_SPTR)s, n, 0, 0, md, NULL) >= 0;
+            break;
+        case PRED_ANY_OF:
+            for (size_t k = 0; k < pr->choice_count && !ok; k++)
+                ok = n == pr->choice_lens[k] && memcmp(s, pr->choices[k], n) == 0;
+            break;
+        }
+        if (ok == pr->negated)
+            return false;
+    }
+    return true;
+}
+
+/* ----- painting --------------------------------------------------------------------------------- */
+
+typedef struct span {
+    uint32_t start, end;
+    uint32_t pattern;
+    uint32_t capture;
+} span;
+
+static int span_order(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1; /* outer first: the inner one paints over it */
+    if (x->pattern != y->pattern)
+        return x->pattern < y->pattern ? -1 : 1; /* the last pattern paints last */
+    return 0;
+}
+
+static bool all_space(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\f' && s[i] != '\v')
+            return false;
+    return true;
+}
+
+void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const char *text, size_t len,
+                            const line_index *lines, size_t first, size_t count, raw_line *out)
+{
+    memset(out, 0, count * sizeof *out);
+    if (first >= lines->count || count == 0)
+        return;
+    if (first + count > lines->count)
+        count = lines->count - first;
+    size_t from = lines->starts[first];
+    size_t to = lines->starts[first + count] - 1; /* the end of the last line */
+    if (to > len)
+        to = len;
+    if (from >= to)
+        return;
+
+    span *spans = NULL;
+    size_t n = 0, cap = 0;
+    TSQueryCursor *cursor = ts_query_cursor_new();
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    /* The 0.20 query cursor steps over every child of the root before the
+     * range, which costs milliseconds in a large file: the query runs on the
+     * root's children that meet the range instead (highlight patterns never
+     * capture the root itself). A root with few children is queried whole. */
+    TSNode root = ts_tree_root_node(tree);
+    TSNode node = root;
+    bool by_child = ts_node_child_count(root) > 64;
+    if (by_child) {
+        node = ts_node_first_child_for_byte(root, (uint32_t)from);
+        if (ts_node_is_null(node)) {
+            by_child = false;
+            node = root;
+        }
+    }
+    for (;;) {
+        ts_query_cursor_set_byte_range(cursor, (uint32_t)from, (uint32_t)to);
+        ts_query_cursor_exec(cursor, g->query, node);
+        TSQueryMatch m;
+        while (ts_query_cursor_next_match(cursor, &m)) {
+            if (!predicates_hold(g, &m, text, len, md))
+                continue;
+            for (uint16_t i = 0; i < m.capture_count; i++) {
+                uint32_t c = m.captures[i].index;
+                if (g->capture_hidden[c])
+                    continue;
+                uint32_t a = ts_node_start_byte(m.captures[i].node), b = ts_node_end_byte(m.captures[i].node);
+                if (a < from)
+                    a = (uint32_t)from;
+                if (b > to)
+                    b = (uint32_t)to;
+                if (a >= b)
+                    continue;
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 256;
+                    spans = xrealloc(spans, cap * sizeof *spans);
+                }
+                spans[n++] = (span){a, b, m.pattern_index, c};
+            }
+        }
+        if (!by_child)
+            break;
+        node = ts_node_next_sibling(node);
+        if (ts_node_is_null(node) || ts_node_start_byte(node) >= to)
+            break;
+    }
+    pcre2_match_data_free(md);
+    ts_query_cursor_delete(cursor);
+    if (n == 0) {
+        free(spans);
+        return;
+    }
+    qsort(spans, n, sizeof *spans, span_order);
+
+    /* 0: nothing; else capture + 1. */
+    uint16_t *paint = xcalloc(to - from, sizeof *paint);
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t b = spans[i].start; b < spans[i].end; b++)
+            paint[b - from] = (uint16_t)(spans[i].capture + 1);
+    free(spans);
+
+    for (size_t l = 0; l < count; l++) {
+        size_t ls = lines->starts[first + l], le = lines->starts[first + l + 1] - 1;
+        if (le > to)
+            le = to;
+        raw_line *line = &out[l];
+        size_t cap_t = 0;
+        size_t b = ls;
+        while (b < le) {
+            uint16_t v = paint[b - from];
+            size_t e = b + 1;
+            while (e < le && paint[e - from] == v)
+                e++;
+            if (v && !all_space(text + b, e - b)) {
+                if (line->count == cap_t) {
+                    cap_t = cap_t ? cap_t * 2 : 8;
+                    line->tokens = xrealloc(line->tokens, cap_t * sizeof *line->tokens);
+                }
+                line->tokens[line->count++] = (raw_token){(uint32_t)(b - ls), (uint32_t)(e - ls), v - 1u};
+            }
+            b = e;
+        }
+    }
+    free(paint);
+}
+
+void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in, size_t count,
+                              ecp_position_encoding enc, size_t *starts, size_t *ends)
+{
+    size_t byte = 0, col = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t s = in[i].start < len ? in[i].start : len, e = in[i].end < len ? in[i].end : len;
+        if (enc == ECP_ENCODING_UTF8) {
+            starts[i] = s;
+            ends[i] = e;
+            continue;
+        }
+        if (s >= byte) {
+            col += utf_column_count(line + byte, s - byte, enc);
+            byte = s;
+        }
+        starts[i] = col;
+        if (e >= byte) {
+            col += utf_column_count(line + byte, e - byte, enc);
+            byte = e;
+        }
+        ends[i] = col;
+    }
+}
+
+TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len)
+{
+    TSParser *parser = ts_parser_new();
+    ts_parser_set_language(parser, g->language());
+    ts_parser_set_timeout_micros(parser, SYNTAX_PARSE_TIMEOUT_US);
+    TSTree *tree = ts_parser_parse_string(parser, old, text, (uint32_t)len);
+    ts_parser_delete(parser);
+    return tree;
+}

@@ -1,0 +1,177 @@
+/* internal: what the syntax service's own files share.
+ *
+ * grammar.c knows the languages (ids, extensions, grammars and their query
+ * files) and compiles a grammar's highlight query once, on whichever thread
+ * first needs it. highlight.c turns a tree and its text into tokens: it runs
+ * the query over a byte range, evaluates the predicates the 0.20 runtime
+ * leaves to its caller, lets the last pattern win on a node and an inner
+ * node win over the node around it, and cuts the result into lines.
+ * local.c follows documents and keeps the syntax sessions.
+ */
+#ifndef ECPD_SYNTAX_INTERNAL_H
+#define ECPD_SYNTAX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <tree_sitter/api.h>
+#include <uv.h>
+
+#include "interface.h"
+
+/* ----- grammars ---------------------------------------------------------------------------- */
+
+/* One compiled predicate of one pattern. */
+typedef enum predicate_kind { PRED_EQ_STRING, PRED_EQ_CAPTURE, PRED_MATCH, PRED_ANY_OF } predicate_kind;
+
+typedef struct predicate {
+    predicate_kind kind;
+    bool negated;
+    uint32_t capture;
+    uint32_t other_capture;   /* PRED_EQ_CAPTURE */
+    const char *text;         /* PRED_EQ_STRING; owned by the query */
+    uint32_t text_len;
+    pcre2_code *regex;        /* PRED_MATCH */
+    const char **choices;     /* PRED_ANY_OF; the strings are owned by the query */
+    uint32_t *choice_lens;
+    size_t choice_count;
+} predicate;
+
+typedef struct pattern_predicates {
+    predicate *items;
+    size_t count;
+} pattern_predicates;
+
+/* A grammar and its highlight query, compiled on first use. */
+typedef struct syntax_grammar {
+    const char *name;                   /* "c", "tsx" */
+    const TSLanguage *(*language)(void); /* NULL when the grammar was not built */
+    const char *query_files[4];         /* relative to the grammar directory, concatenated in order */
+
+    uv_mutex_t lock;                    /* guards the loading below */
+    bool loaded;                        /* tried: query (or failed) is final */
+    bool failed;
+    TSQuery *query;
+    pattern_predicates *predicates;     /* per pattern */
+    bool *capture_hidden;               /* per capture: names starting with '_' */
+    const char **capture_colors;        /* per capture, loop only: the current theme's colour (cache) */
+    bool *capture_color_known;
+} syntax_grammar;
+
+typedef struct syntax_grammars syntax_grammars;
+
+syntax_grammars *syntax_grammars_new(const char *query_dir, ecp_logger *log);
+void syntax_grammars_free(syntax_grammars *self);
+
+/* The grammar of a language id ("typescriptreact" is tsx), NULL when the id
+ * has none here. */
+syntax_grammar *syntax_grammars_find(syntax_grammars *self, const char *language_id);
+
+/* Any thread: compiles the query once; false (and a log line, once) when the
+ * grammar or its query cannot be used, which turns that language off only. */
+bool syntax_grammar_ready(syntax_grammars *self, syntax_grammar *g);
+
+/* Loop: empties every grammar's colour cache (the theme changed). */
+void syntax_grammars_forget_colors(syntax_grammars *self);
+
+/* The language ids the catalogue names, and which of them have a grammar. */
+const char *const *syntax_catalogue_languages(size_t *count);
+
+/* ----- highlighting -------------------------------------------------------------------------- */
+
+/* A highlighted piece of one line: bytes [start, end) of the line. */
+typedef struct raw_token {
+    uint32_t start, end;
+    uint32_t capture;
+} raw_token;
+
+typedef struct raw_line {
+    raw_token *tokens;
+    uint32_t count;
+} raw_line;
+
+/* Text with its line starts: line i is bytes [starts[i], starts[i+1] - 1). */
+typedef struct line_index {
+    size_t *starts; /* count + 1 entries; the last is len + 1 */
+    size_t count;
+} line_index;
+
+void line_index_build(line_index *out, const char *text, size_t len);
+void line_index_free(line_index *self);
+/* Applies one replacement (bytes [offset, offset + deleted) of the old text
+ * became `inserted` bytes of new_text), in O(lines after it). */
+void line_index_replace(line_index *self, const char *new_text, size_t new_len, size_t offset, size_t deleted,
+                        size_t inserted);
+
+/* The tokens of lines [first, first + count) of text under tree. out has
+ * count entries; free each with free(out[i].tokens). Reads the tree only:
+ * any thread that owns the tree (or a copy of it). */
+void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const char *text, size_t len,
+                            const line_index *lines, size_t first, size_t count, raw_line *out);
+
+/* Bytes of a line to columns of enc, for tokens sorted by start. */
+void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in, size_t count,
+                              ecp_position_encoding enc, size_t *starts, size_t *ends);
+
+/* The largest text parsed; larger documents stay plain text. */
+#define SYNTAX_MAX_BYTES ((size_t)16 << 20)
+/* How long one parse may take before the text stays plain. */
+#define SYNTAX_PARSE_TIMEOUT_US 10000000ull
+
+/* Parses text (old: the previous tree, edited, or NULL). NULL on timeout. */
+TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len);
+
+/* ----- highlighted texts: one-shot highlights and syntax sessions ---------------------------- */
+
+/* A text with its tokens, made in full on a pool thread. */
+typedef struct syntax_text {
+    const syntax_grammar *grammar; /* NULL: plain text */
+    char *text;
+    size_t len;
+    line_index lines;
+    raw_line *raw; /* lines.count entries (NULL for plain text) */
+    double parse_ms;
+} syntax_text;
+
+/* Any thread: takes text (malloc'd) and highlights all of it. g NULL, a
+ * query that does not load, a text over SYNTAX_MAX_BYTES or a parse that
+ * times out give plain text. */
+syntax_text *syntax_text_build(syntax_grammars *grammars, syntax_grammar *g, char *text, size_t len);
+void syntax_text_free(syntax_text *self);
+
+/* Loop: line `line` of t as tokens with colours (empty past the end). */
+void syntax_text_render_line(syntax_service *self, const syntax_text *t, size_t line, ecp_position_encoding enc,
+                             syntax_line *out);
+
+typedef struct syntax_session {
+    char *id;
+    char *document_id;
+    char *language_id;
+    uint64_t version;
+    syntax_text *text;
+} syntax_session;
+
+syntax_session *syntax_session_find(syntax_service *self, const char *id);
+/* Takes text (built off the loop) and returns the new session. */
+syntax_session *syntax_session_add(syntax_service *self, const char *document_id, const char *language_id,
+                                   syntax_text *text);
+void syntax_session_remove(syntax_service *self, const char *id);
+
+typedef struct syntax_metrics {
+    uint64_t parse_count, cache_hits, cache_misses;
+    double parse_ms_total;
+} syntax_metrics;
+
+syntax_metrics *syntax_service_metrics(syntax_service *self);
+ecp_job_set *syntax_service_jobs(syntax_service *self);
+syntax_grammars *syntax_service_grammars(syntax_service *self);
+struct session_service *syntax_service_session(syntax_service *self);
+ecp_logger *syntax_service_log(syntax_service *self);
+
+/* Loop: the current theme's colour of a capture (cached per grammar). */
+const char *syntax_capture_color(syntax_service *self, const syntax_grammar *g, uint32_t capture);
+
+#endif

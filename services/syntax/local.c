@@ -1,0 +1,734 @@
+/* local: the syntax service: documents followed, sessions kept, colours.
+ *
+ * Each followed document keeps, on the loop, a contiguous copy of its text
+ * (kept current from the change events) and its latest tree, edited with
+ * every change so that its positions match the text. At most one parse per
+ * document runs at a time; changes that arrive meanwhile are applied to the
+ * loop's tree and text and queued as edits, which are applied to the new tree
+ * when it lands before the next reparse starts from it.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "document/interface.h"
+#include "event.h"
+#include "session/interface.h"
+
+#ifndef ECPD_SYNTAX_QUERY_DIR
+#define ECPD_SYNTAX_QUERY_DIR "third_party/grammars"
+#endif
+
+typedef struct syntax_doc {
+    char *id;
+    syntax_grammar *grammar; /* NULL: plain text */
+    bool plain;              /* fell back to plain text (size, timeout) */
+    uint64_t version;        /* of the document, as last heard */
+    char *text;              /* NULL until the first parse lands */
+    size_t len, cap;
+    line_index lines;
+    TSTree *tree;            /* edited to match text */
+    ecp_job *job;            /* the parse in flight, if any */
+    TSInputEdit *pending;    /* edits since the job in flight took its snapshot */
+    size_t pending_count, pending_cap;
+    syntax_line_range *touched; /* lines edited since the last parse started */
+    size_t touched_count, touched_cap;
+} syntax_doc;
+
+struct syntax_service {
+    ecp_pool *pool;
+    ecp_logger *log;
+    document_service *documents;
+    session_service *session;
+    ecp_job_set *jobs;
+    syntax_grammars *grammars;
+    ecp_listeners listeners;
+    syntax_doc **docs;
+    size_t doc_count, doc_cap;
+    syntax_session **sessions;
+    size_t session_count, session_cap;
+    uint64_t session_serial;
+    syntax_metrics metrics;
+};
+
+/* ----- documents ----------------------------------------------------------------------------- */
+
+static syntax_doc *doc_find(syntax_service *self, const char *id, size_t *index)
+{
+    for (size_t i = 0; i < self->doc_count; i++)
+        if (strcmp(self->docs[i]->id, id) == 0) {
+            if (index)
+                *index = i;
+            return self->docs[i];
+        }
+    return NULL;
+}
+
+static void doc_drop_state(syntax_doc *doc)
+{
+    if (doc->tree)
+        ts_tree_delete(doc->tree);
+    doc->tree = NULL;
+    free(doc->text);
+    doc->text = NULL;
+    doc->len = doc->cap = 0;
+    line_index_free(&doc->lines);
+    doc->pending_count = 0;
+    doc->touched_count = 0;
+}
+
+static void doc_free(syntax_doc *doc)
+{
+    if (doc->job)
+        ecp_job_cancel(doc->job);
+    doc_drop_state(doc);
+    free(doc->pending);
+    free(doc->touched);
+    free(doc->id);
+    free(doc);
+}
+
+static void emit_tokens(syntax_service *self, syntax_doc *doc, const syntax_line_range *ranges, size_t count)
+{
+    if (count)
+        ECP_EMIT(&self->listeners, syntax_listener, on_tokens, doc->id, doc->version, ranges, count);
+}
+
+static void emit_all(syntax_service *self, syntax_doc *doc)
+{
+    size_t lines = doc->text ? doc->lines.count : 0;
+    if (!lines) {
+        document_info info;
+        if (document_get_info(self->documents, doc->id, &info, NULL) == 0)
+            lines = info.line_count;
+    }
+    syntax_line_range all = {0, lines ? lines - 1 : 0};
+    emit_tokens(self, doc, &all, 1);
+}
+
+static void add_range(syntax_line_range **items, size_t *count, size_t *cap, size_t start, size_t end)
+{
+    /* Merge with the last range when they touch: edits at the caret do. */
+    if (*count) {
+        syntax_line_range *last = &(*items)[*count - 1];
+        if (start <= last->end_line + 1 && end + 1 >= last->start_line) {
+            last->start_line = start < last->start_line ? start : last->start_line;
+            last->end_line = end > last->end_line ? end : last->end_line;
+            return;
+        }
+    }
+    if (*count == *cap) {
+        *cap = *cap ? *cap * 2 : 8;
+        *items = xrealloc(*items, *cap * sizeof **items);
+    }
+    (*items)[(*count)++] = (syntax_line_range){start, end};
+}
+
+/* ----- parsing jobs --------------------------------------------------------------------------- */
+
+typedef struct parse_job {
+    syntax_service *svc;
+    char *doc_id;
+    syntax_grammar *grammar;
+    document_snapshot *snap;
+    uint64_t version;
+    bool full;            /* a first parse: the text comes back to the loop */
+    TSTree *old;          /* incremental: the edited tree it starts from */
+    char *text;
+    size_t len;
+    TSTree *tree;         /* the result; NULL on failure */
+    const char *failure;  /* why the document stays plain */
+    syntax_line_range *ranges; /* the lines to report */
+    size_t range_count, range_cap;
+    double parse_ms;
+} parse_job;
+
+static void copy_chunk(void *ctx, const char *chunk, size_t len)
+{
+    buf *b = ctx;
+    buf_append(b, chunk, len);
+}
+
+static double now_ms(void) { return (double)uv_hrtime() / 1e6; }
+
+static void parse_work(ecp_job *job, unsigned item)
+{
+    parse_job *j = ecp_job_data(job);
+    if (ecp_job_cancelled(job))
+        return;
+    if (!syntax_grammar_ready(j->svc->grammars, j->grammar)) {
+        j->failure = "its grammar did not load";
+        return;
+    }
+    size_t len = document_snapshot_length(j->snap);
+    if (len > SYNTAX_MAX_BYTES) {
+        j->failure = "it is larger than the 16 MiB the highlighter parses";
+        return;
+    }
+    buf text = BUF_INIT;
+    buf_reserve(&text, len + 1);
+    document_snapshot_read(j->snap, 0, len, copy_chunk, &text, NULL);
+    j->len = text.len;
+    j->text = buf_detach(&text);
+    if (!j->text)
+        j->text = xstrdup("");
+    double t0 = now_ms();
+    j->tree = syntax_parse(j->grammar, j->old, j->text, j->len);
+    j->parse_ms = now_ms() - t0;
+    if (!j->tree) {
+        j->failure = "its parse took longer than the 10 s allowed";
+        return;
+    }
+    if (j->old) {
+        uint32_t n = 0;
+        TSRange *changed = ts_tree_get_changed_ranges(j->old, j->tree, &n);
+        for (uint32_t i = 0; i < n; i++)
+            add_range(&j->ranges, &j->range_count, &j->range_cap, changed[i].start_point.row,
+                      changed[i].end_point.row);
+        free(changed);
+    }
+    if (!j->full) {
+        free(j->text);
+        j->text = NULL;
+    }
+}
+
+static void start_parse(syntax_service *self, syntax_doc *doc, bool full);
+
+static void parse_done(ecp_job *job)
+{
+    parse_job *j = ecp_job_data(job);
+    syntax_service *self = j->svc;
+    syntax_doc *doc = doc_find(self, j->doc_id, NULL);
+    if (!doc || doc->job != job)
+        return;
+    doc->job = NULL;
+    if (ecp_job_cancelled(job))
+        return;
+    self->metrics.parse_count++;
+    self->metrics.cache_misses++;
+    self->metrics.parse_ms_total += j->parse_ms;
+    if (j->failure) {
+        ecp_log(self->log, ECP_LOG_WARN, "syntax: document %s stays plain text: %s", doc->id, j->failure);
+        doc->plain = true;
+        doc_drop_state(doc);
+        emit_all(self, doc);
+        return;
+    }
+    if (j->full) {
+        if (doc->version != j->version) {
+            /* Edited while its first parse ran, before the loop had its text:
+             * start over from the text as it is now. */
+            start_parse(self, doc, true);
+            return;
+        }
+        doc_drop_state(doc);
+        doc->text = j->text;
+        doc->len = doc->cap = j->len;
+        j->text = NULL;
+        line_index_build(&doc->lines, doc->text, doc->len);
+        doc->tree = j->tree;
+        j->tree = NULL;
+        emit_all(self, doc);
+        return;
+    }
+    if (!doc->text) {
+        /* The loop's copy was dropped meanwhile: start over. */
+        start_parse(self, doc, true);
+        return;
+    }
+    /* The new tree matches the snapshot; bring it up to the text as it is now. */
+    for (size_t i = 0; i < doc->pending_count; i++)
+        ts_tree_edit(j->tree, &doc->pending[i]);
+    bool more = doc->pending_count > 0;
+    doc->pending_count = 0;
+    if (doc->tree)
+        ts_tree_delete(doc->tree);
+    doc->tree = j->tree;
+    j->tree = NULL;
+    size_t last = doc->lines.count ? doc->lines.count - 1 : 0;
+    for (size_t i = 0; i < j->range_count; i++) {
+        if (j->ranges[i].start_line > last)
+            j->ranges[i].start_line = last;
+        if (j->ranges[i].end_line > last)
+            j->ranges[i].end_line = last;
+    }
+    emit_tokens(self, doc, j->ranges, j->range_count);
+    if (more)
+        start_parse(self, doc, false);
+}
+
+static void parse_free(void *data)
+{
+    parse_job *j = data;
+    document_snapshot_release(j->snap);
+    if (j->old)
+        ts_tree_delete(j->old);
+    if (j->tree)
+        ts_tree_delete(j->tree);
+    free(j->text);
+    free(j->ranges);
+    free(j->doc_id);
+    free(j);
+}
+
+static const ecp_job_type parse_full_type = {"syntax.parse", ECP_LANE_LONG, false, parse_work, parse_done,
+                                             parse_free};
+/* A reparse after an edit takes milliseconds: it must not queue behind greps. */
+static const ecp_job_type parse_edit_type = {"syntax.reparse", ECP_LANE_SHORT, false, parse_work, parse_done,
+                                             parse_free};
+
+static void start_parse(syntax_service *self, syntax_doc *doc, bool full)
+{
+    ecp_error err = {0};
+    document_snapshot *snap = document_snapshot_take(self->documents, doc->id, &err);
+    if (!snap)
+        return;
+    parse_job *j = xcalloc(1, sizeof *j);
+    j->svc = self;
+    j->doc_id = xstrdup(doc->id);
+    j->grammar = doc->grammar;
+    j->snap = snap;
+    j->version = document_snapshot_version(snap);
+    j->full = full || !doc->tree;
+    if (!j->full) {
+        j->old = ts_tree_copy(doc->tree);
+        j->ranges = doc->touched;
+        j->range_count = doc->touched_count;
+        j->range_cap = doc->touched_cap;
+        doc->touched = NULL;
+        doc->touched_count = doc->touched_cap = 0;
+    }
+    doc->version = j->version;
+    doc->job = ecp_job_new(self->jobs, j->full ? &parse_full_type : &parse_edit_type, j);
+    ecp_job_start(doc->job, 1);
+}
+
+/* ----- following documents --------------------------------------------------------------------- */
+
+static void on_open(void *ctx, const document_info *info)
+{
+    syntax_service *self = ctx;
+    if (doc_find(self, info->document_id, NULL))
+        return;
+    syntax_doc *doc = xcalloc(1, sizeof *doc);
+    doc->id = xstrdup(info->document_id);
+    doc->version = info->version;
+    doc->grammar = syntax_grammars_find(self->grammars, info->language_id);
+    if (self->doc_count == self->doc_cap) {
+        self->doc_cap = self->doc_cap ? self->doc_cap * 2 : 8;
+        self->docs = xrealloc(self->docs, self->doc_cap * sizeof *self->docs);
+    }
+    self->docs[self->doc_count++] = doc;
+    if (doc->grammar)
+        start_parse(self, doc, true);
+}
+
+static TSPoint point_after(TSPoint start, const char *text, size_t len)
+{
+    TSPoint p = start;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\n') {
+            p.row++;
+            p.column = 0;
+        } else {
+            p.column++;
+        }
+    }
+    return p;
+}
+
+static void apply_change(syntax_doc *doc, const document_change *c)
+{
+    size_t new_len = doc->len - c->deleted_len + c->text_len;
+    if (new_len + 1 > doc->cap) {
+        doc->cap = (new_len + 1) * 3 / 2;
+        doc->text = xrealloc(doc->text, doc->cap);
+    }
+    memmove(doc->text + c->offset + c->text_len, doc->text + c->offset + c->deleted_len,
+            doc->len - c->offset - c->deleted_len);
+    if (c->text_len)
+        memcpy(doc->text + c->offset, c->text, c->text_len);
+    doc->len = new_len;
+    line_index_replace(&doc->lines, doc->text, doc->len, c->offset, c->deleted_len, c->text_len);
+
+    TSInputEdit edit = {
+        .start_byte = (uint32_t)c->offset,
+        .old_end_byte = (uint32_t)(c->offset + c->deleted_len),
+        .new_end_byte = (uint32_t)(c->offset + c->text_len),
+        .start_point = {(uint32_t)c->start.line, (uint32_t)c->start.column[ECP_ENCODING_UTF8]},
+        .old_end_point = {(uint32_t)c->end.line, (uint32_t)c->end.column[ECP_ENCODING_UTF8]},
+    };
+    edit.new_end_point = point_after(edit.start_point, c->text, c->text_len);
+    ts_tree_edit(doc->tree, &edit);
+    if (doc->job) {
+        if (doc->pending_count == doc->pending_cap) {
+            doc->pending_cap = doc->pending_cap ? doc->pending_cap * 2 : 8;
+            doc->pending = xrealloc(doc->pending, doc->pending_cap * sizeof *doc->pending);
+        }
+        doc->pending[doc->pending_count++] = edit;
+    }
+    add_range(&doc->touched, &doc->touched_count, &doc->touched_cap, edit.start_point.row, edit.new_end_point.row);
+}
+
+static void on_change(void *ctx, const document_change_event *event)
+{
+    syntax_service *self = ctx;
+    syntax_doc *doc = doc_find(self, event->document_id, NULL);
+    if (!doc)
+        return;
+    doc->version = event->version;
+    if (!doc->grammar || doc->plain || !doc->text || !doc->tree)
+        return; /* plain, or the first parse is still running and will start over */
+    for (size_t i = 0; i < event->count; i++) {
+        const document_change *c = &event->changes[i];
+        if (c->offset + c->deleted_len > doc->len) {
+            /* The loop's copy lost step: parse from scratch rather than guess. */
+            doc_drop_state(doc);
+            if (!doc->job)
+                start_parse(self, doc, true);
+            return;
+        }
+        apply_change(doc, c);
+    }
+    if (!doc->job)
+        start_parse(self, doc, false);
+}
+
+static void on_close(void *ctx, const char *document_id, const char *uri)
+{
+    syntax_service *self = ctx;
+    size_t i;
+    syntax_doc *doc = doc_find(self, document_id, &i);
+    if (!doc)
+        return;
+    self->docs[i] = self->docs[--self->doc_count];
+    doc_free(doc);
+}
+
+static const document_listener doc_listener = {.on_open = on_open, .on_change = on_change, .on_close = on_close};
+
+static void collect_open(void *ctx, const document_info *info) { on_open(ctx, info); }
+
+/* ----- themes ----------------------------------------------------------------------------------- */
+
+const char *syntax_capture_color(syntax_service *self, const syntax_grammar *g, uint32_t capture)
+{
+    syntax_grammar *mg = (syntax_grammar *)g; /* the colour cache is the loop's part of a grammar */
+    if (!self->session)
+        return NULL;
+    if (!mg->capture_color_known[capture]) {
+        uint32_t len;
+        const char *name = ts_query_capture_name_for_id(g->query, capture, &len);
+        const session_token_color *c = session_theme_token_color(self->session, name);
+        mg->capture_colors[capture] = c ? c->foreground : NULL;
+        mg->capture_color_known[capture] = true;
+    }
+    return mg->capture_colors[capture];
+}
+
+static void on_theme(void *ctx, const char *theme_id)
+{
+    syntax_service *self = ctx;
+    syntax_grammars_forget_colors(self->grammars);
+    for (size_t i = 0; i < self->doc_count; i++)
+        if (self->docs[i]->tree)
+            emit_all(self, self->docs[i]);
+}
+
+static const session_listener theme_listener = {.on_theme = on_theme};
+
+/* ----- lifetime ---------------------------------------------------------------------------------- */
+
+syntax_service *syntax_service_new(ecp_pool *pool, ecp_logger *log, document_service *documents,
+                                   session_service *session, const char *query_dir)
+{
+    syntax_service *self = xcalloc(1, sizeof *self);
+    self->pool = pool;
+    self->log = log;
+    self->documents = documents;
+    self->session = session;
+    self->jobs = ecp_job_set_new(pool);
+    self->grammars = syntax_grammars_new(query_dir ? query_dir : ECPD_SYNTAX_QUERY_DIR, log);
+    document_subscribe(documents, &doc_listener, self);
+    if (session)
+        session_subscribe(session, &theme_listener, self);
+    document_list(documents, collect_open, self);
+    return self;
+}
+
+void syntax_service_free(syntax_service *self)
+{
+    if (!self)
+        return;
+    document_unsubscribe(self->documents, &doc_listener, self);
+    if (self->session)
+        session_unsubscribe(self->session, &theme_listener, self);
+    ecp_job_set_close(self->jobs);
+    for (size_t i = 0; i < self->doc_count; i++) {
+        self->docs[i]->job = NULL; /* closed with the set */
+        doc_free(self->docs[i]);
+    }
+    free(self->docs);
+    for (size_t i = 0; i < self->session_count; i++) {
+        syntax_session *s = self->sessions[i];
+        syntax_text_free(s->text);
+        free(s->id);
+        free(s->document_id);
+        free(s->language_id);
+        free(s);
+    }
+    free(self->sessions);
+    ecp_listeners_free(&self->listeners);
+    syntax_grammars_free(self->grammars);
+    free(self);
+}
+
+void syntax_subscribe(syntax_service *self, const syntax_listener *listener, void *ctx)
+{
+    ecp_listeners_add(&self->listeners, listener, ctx);
+}
+
+void syntax_unsubscribe(syntax_service *self, const syntax_listener *listener, void *ctx)
+{
+    ecp_listeners_remove(&self->listeners, listener, ctx);
+}
+
+syntax_metrics *syntax_service_metrics(syntax_service *self) { return &self->metrics; }
+ecp_job_set *syntax_service_jobs(syntax_service *self) { return self->jobs; }
+syntax_grammars *syntax_service_grammars(syntax_service *self) { return self->grammars; }
+session_service *syntax_service_session(syntax_service *self) { return self->session; }
+ecp_logger *syntax_service_log(syntax_service *self) { return self->log; }
+
+/* ----- languages --------------------------------------------------------------------------------- */
+
+bool syntax_language_supported(syntax_service *self, const char *language_id)
+{
+    syntax_grammar *g = syntax_grammars_find(self->grammars, language_id);
+    if (!g)
+        return false;
+    /* A grammar whose query has been tried and failed is off. A parse may be
+     * loading it on a pool thread right now: read under its lock. */
+    uv_mutex_lock(&g->lock);
+    bool off = g->loaded && g->failed;
+    uv_mutex_unlock(&g->lock);
+    return !off;
+}
+
+void syntax_languages(syntax_service *self, void (*fn)(void *ctx, const char *language_id), void *ctx)
+{
+    size_t count;
+    const char *const *ids = syntax_catalogue_languages(&count);
+    for (size_t i = 0; i < count; i++)
+        if (syntax_language_supported(self, ids[i]))
+            fn(ctx, ids[i]);
+}
+
+static const struct {
+    const char *ext;
+    const char *language;
+} extensions[] = {
+    {"ts", "typescript"}, {"mts", "typescript"}, {"cts", "typescript"}, {"tsx", "typescriptreact"},
+    {"js", "javascript"}, {"mjs", "javascript"}, {"cjs", "javascript"}, {"jsx", "javascriptreact"},
+    {"json", "json"}, {"jsonc", "jsonc"}, {"py", "python"}, {"rs", "rust"}, {"go", "go"}, {"c", "c"},
+    {"h", "c"}, {"cpp", "cpp"}, {"cc", "cpp"}, {"cxx", "cpp"}, {"hpp", "cpp"}, {"hh", "cpp"},
+    {"html", "html"}, {"htm", "html"}, {"css", "css"}, {"scss", "scss"}, {"less", "less"},
+    {"md", "markdown"}, {"yaml", "yaml"}, {"yml", "yaml"}, {"toml", "toml"}, {"sh", "bash"},
+    {"bash", "bash"}, {"zsh", "bash"}, {"rb", "ruby"}, {"java", "java"}, {"kt", "kotlin"},
+    {"swift", "swift"}, {"php", "php"}, {"sql", "sql"}, {"graphql", "graphql"}, {"gql", "graphql"},
+    {"lua", "lua"}, {"pl", "perl"}, {"r", "r"}, {"scala", "scala"}, {"ex", "elixir"}, {"exs", "elixir"},
+    {"erl", "erlang"}, {"hs", "haskell"}, {"clj", "clojure"}, {"vim", "vim"}, {"xml", "xml"}, {"svg", "svg"},
+};
+
+const char *syntax_language_detect(const char *path)
+{
+    if (!path)
+        return NULL;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    if (!dot || dot == base)
+        return NULL;
+    char ext[16];
+    size_t n = strlen(dot + 1);
+    if (n == 0 || n >= sizeof ext)
+        return NULL;
+    for (size_t i = 0; i <= n; i++)
+        ext[i] = (char)((dot[1 + i] >= 'A' && dot[1 + i] <= 'Z') ? dot[1 + i] - 'A' + 'a' : dot[1 + i]);
+    for (size_t i = 0; i < sizeof extensions / sizeof extensions[0]; i++)
+        if (strcmp(extensions[i].ext, ext) == 0)
+            return extensions[i].language;
+    return NULL;
+}
+
+/* ----- tokens ------------------------------------------------------------------------------------- */
+
+void syntax_lines_free(syntax_line *lines, size_t count)
+{
+    if (!lines)
+        return;
+    for (size_t i = 0; i < count; i++)
+        free(lines[i].tokens);
+    free(lines);
+}
+
+static void render(syntax_service *self, const syntax_grammar *g, const char *line, size_t len, const raw_line *raw,
+                   ecp_position_encoding enc, syntax_line *out)
+{
+    out->count = raw->count;
+    out->tokens = raw->count ? xcalloc(raw->count, sizeof *out->tokens) : NULL;
+    if (!raw->count)
+        return;
+    size_t *starts = xmalloc(2 * raw->count * sizeof *starts), *ends = starts + raw->count;
+    syntax_tokens_to_columns(line, len, raw->tokens, raw->count, enc, starts, ends);
+    for (size_t i = 0; i < raw->count; i++) {
+        uint32_t nlen;
+        out->tokens[i] = (syntax_token){starts[i], ends[i],
+                                        ts_query_capture_name_for_id(g->query, raw->tokens[i].capture, &nlen),
+                                        syntax_capture_color(self, g, raw->tokens[i].capture)};
+    }
+    free(starts);
+}
+
+int syntax_document_tokens(syntax_service *self, const char *document_id, size_t first, size_t count,
+                           ecp_position_encoding enc, syntax_line **out, size_t *out_count, ecp_error *err)
+{
+    *out = NULL;
+    *out_count = 0;
+    syntax_doc *doc = doc_find(self, document_id, NULL);
+    if (!doc)
+        return ecp_error_set(err, ECP_ENOTFOUND, "Document not found: %s", document_id);
+    size_t lines;
+    if (doc->text && doc->tree && !doc->plain) {
+        lines = doc->lines.count;
+    } else {
+        document_info info;
+        int status = document_get_info(self->documents, document_id, &info, err);
+        if (status)
+            return status;
+        lines = info.line_count;
+    }
+    if (first >= lines)
+        return 0;
+    if (count > lines - first)
+        count = lines - first;
+    syntax_line *result = xcalloc(count ? count : 1, sizeof *result);
+    if (doc->text && doc->tree && !doc->plain) {
+        raw_line *raw = xcalloc(count ? count : 1, sizeof *raw);
+        syntax_highlight_lines(doc->grammar, doc->tree, doc->text, doc->len, &doc->lines, first, count, raw);
+        for (size_t i = 0; i < count; i++) {
+            size_t ls = doc->lines.starts[first + i], le = doc->lines.starts[first + i + 1] - 1;
+            render(self, doc->grammar, doc->text + ls, le - ls, &raw[i], enc, &result[i]);
+            free(raw[i].tokens);
+        }
+        free(raw);
+        self->metrics.cache_hits++;
+    }
+    *out = result;
+    *out_count = count;
+    return 0;
+}
+
+bool syntax_document_settled(syntax_service *self, const char *document_id)
+{
+    syntax_doc *doc = doc_find(self, document_id, NULL);
+    if (!doc)
+        return false;
+    if (!doc->grammar || doc->plain)
+        return !doc->job;
+    return doc->tree && !doc->job;
+}
+
+/* ----- highlighted texts ----------------------------------------------------------------------------- */
+
+syntax_text *syntax_text_build(syntax_grammars *grammars, syntax_grammar *g, char *text, size_t len)
+{
+    syntax_text *t = xcalloc(1, sizeof *t);
+    t->text = text;
+    t->len = len;
+    line_index_build(&t->lines, text, len);
+    if (!g || len > SYNTAX_MAX_BYTES || !syntax_grammar_ready(grammars, g))
+        return t;
+    double t0 = now_ms();
+    TSTree *tree = syntax_parse(g, NULL, text, len);
+    if (!tree)
+        return t;
+    t->raw = xcalloc(t->lines.count, sizeof *t->raw);
+    syntax_highlight_lines(g, tree, text, len, &t->lines, 0, t->lines.count, t->raw);
+    t->parse_ms = now_ms() - t0;
+    ts_tree_delete(tree);
+    t->grammar = g;
+    return t;
+}
+
+void syntax_text_free(syntax_text *self)
+{
+    if (!self)
+        return;
+    if (self->raw)
+        for (size_t i = 0; i < self->lines.count; i++)
+            free(self->raw[i].tokens);
+    free(self->raw);
+    line_index_free(&self->lines);
+    free(self->text);
+    free(self);
+}
+
+void syntax_text_render_line(syntax_service *self, const syntax_text *t, size_t line, ecp_position_encoding enc,
+                             syntax_line *out)
+{
+    out->tokens = NULL;
+    out->count = 0;
+    if (!t->grammar || !t->raw || line >= t->lines.count)
+        return;
+    size_t ls = t->lines.starts[line], le = t->lines.starts[line + 1] - 1;
+    render(self, t->grammar, t->text + ls, le - ls, &t->raw[line], enc, out);
+}
+
+/* ----- sessions ---------------------------------------------------------------------------------------- */
+
+syntax_session *syntax_session_find(syntax_service *self, const char *id)
+{
+    for (size_t i = 0; id && i < self->session_count; i++)
+        if (strcmp(self->sessions[i]->id, id) == 0)
+            return self->sessions[i];
+    return NULL;
+}
+
+syntax_session *syntax_session_add(syntax_service *self, const char *document_id, const char *language_id,
+                                   syntax_text *text)
+{
+    syntax_session *s = xcalloc(1, sizeof *s);
+    char id[64];
+    snprintf(id, sizeof id, "syntax-%llu-%llu", (unsigned long long)++self->session_serial,
+             (unsigned long long)(uv_hrtime() / 1000000u));
+    s->id = xstrdup(id);
+    s->document_id = xstrdup(document_id);
+    s->language_id = xstrdup(language_id);
+    s->version = 1;
+    s->text = text;
+    if (self->session_count == self->session_cap) {
+        self->session_cap = self->session_cap ? self->session_cap * 2 : 8;
+        self->sessions = xrealloc(self->sessions, self->session_cap * sizeof *self->sessions);
+    }
+    self->sessions[self->session_count++] = s;
+    return s;
+}
+
+void syntax_session_remove(syntax_service *self, const char *id)
+{
+    for (size_t i = 0; id && i < self->session_count; i++)
+        if (strcmp(self->sessions[i]->id, id) == 0) {
+            syntax_session *s = self->sessions[i];
+            self->sessions[i] = self->sessions[--self->session_count];
+            syntax_text_free(s->text);
+            free(s->id);
+            free(s->document_id);
+            free(s->language_id);
+            free(s);
+            return;
+        }
+}

@@ -1,0 +1,523 @@
+/* The syntax service through the in-process client: every syntax method's
+ * result shape and error codes, the captures each shipped language gives a
+ * sample, documents followed through edits (syntax/didChange, tokens shifted
+ * and then reparsed), theme changes recolouring, and bad input answered in
+ * bounded time. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "test_client.h"
+
+typedef struct fx {
+    test_server *s;
+    test_client *c;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->s = test_server_new(NULL);
+    f->c = test_client_connect(f->s);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    test_server_free(f->s);
+    free(f);
+    return 0;
+}
+
+/* The request's result (or error) JSON; asserts the status. */
+static char *call(fx *f, int want, const char *method, const char *params)
+{
+    char *out = NULL;
+    int rc = test_client_request(f->c, method, params, &out);
+    if (rc != want)
+        fail_msg("%s %s: %d, wanted %d: %s", method, params, rc, want, out ? out : "(null)");
+    return out;
+}
+
+/* Whether line `line` of a highlight result holds a token of `scope` whose
+ * text (in content's line) is `text`. */
+static bool has_token(const char *result, const char *lines_path, const char *content, int line, const char *text,
+                      const char *scope)
+{
+    const char *p = content;
+    for (int i = 0; i < line && p; i++) {
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    if (!p)
+        return false;
+    char path[128];
+    snprintf(path, sizeof path, "%s[%d]", lines_path, line);
+    long n = test_json_length(result, path);
+    for (long i = 0; i < n; i++) {
+        char key[160];
+        int64_t start, end;
+        snprintf(key, sizeof key, "%s[%d][%ld].start", lines_path, line, i);
+        test_json_int(result, key, &start);
+        snprintf(key, sizeof key, "%s[%d][%ld].end", lines_path, line, i);
+        test_json_int(result, key, &end);
+        snprintf(key, sizeof key, "%s[%d][%ld].scope", lines_path, line, i);
+        char *s = test_json_string(result, key);
+        bool ok = s && strcmp(s, scope) == 0 && (size_t)(end - start) == strlen(text) &&
+                  strncmp(p + start, text, (size_t)(end - start)) == 0;
+        free(s);
+        if (ok)
+            return true;
+    }
+    return false;
+}
+
+static char *highlight(fx *f, const char *language, const char *content)
+{
+    char *esc = malloc(strlen(content) * 2 + 1), *q = esc;
+    for (const char *p = content; *p; p++) {
+        if (*p == '\n') {
+            *q++ = '\\';
+            *q++ = 'n';
+        } else if (*p == '"' || *p == '\\') {
+            *q++ = '\\';
+            *q++ = *p;
+        } else {
+            *q++ = *p;
+        }
+    }
+    *q = 0;
+    size_t n = strlen(esc) + strlen(language) + 64;
+    char *params = malloc(n);
+    snprintf(params, n, "{\"languageId\":\"%s\",\"content\":\"%s\"}", language, esc);
+    char *out = call(f, 0, "syntax/highlight", params);
+    free(params);
+    free(esc);
+    return out;
+}
+
+/* ----- each language's captures ------------------------------------------------------------ */
+
+typedef struct sample {
+    const char *language;
+    const char *content;
+    int line;
+    const char *text;
+    const char *scope;
+} sample;
+
+static const sample samples[] = {
+    {"c", "#define MAX_LEN 10\nint main(void) { return puts(\"hi\"); }\n", 1, "int", "type"},
+    {"c", "#define MAX_LEN 10\nint main(void) { return MAX_LEN; }\n", 1, "MAX_LEN", "constant"}, /* #match? */
+    {"c", "#define MAX_LEN 10\nint main(void) { return puts(\"hi\"); }\n", 1, "puts", "function"}, /* last wins */
+    {"c", "int x = 1; // note\n", 0, "// note", "comment"},
+    {"cpp", "class A { public: virtual void f(); };\n", 0, "class", "keyword"},
+    {"cpp", "int main() { return 0; }\n", 0, "int", "type"}, /* inherited from C */
+    {"javascript", "const x = require('y');\n", 0, "const", "keyword"},
+    {"javascript", "const x = require('y');\n", 0, "require", "function.builtin"}, /* #eq? */
+    {"javascriptreact", "const a = <div>hi</div>;\n", 0, "div", "tag"},
+    {"typescript", "interface A { b: number }\n", 0, "interface", "keyword"},
+    {"typescript", "const x = 1;\n", 0, "const", "keyword"}, /* inherited from javascript */
+    {"typescriptreact", "const a: number = <div/>;\n", 0, "number", "type.builtin"},
+    {"python", "def f(x):\n    return None\n", 0, "def", "keyword"},
+    {"python", "def f(x):\n    return None\n", 1, "None", "constant.builtin"},
+    {"json", "{\"a\": 1}\n", 0, "1", "number"},
+    {"rust", "fn main() { let x = 1; }\n", 0, "fn", "keyword"},
+    {"go", "package main\nfunc main() {}\n", 1, "func", "keyword"},
+    {"bash", "echo hi # c\n", 0, "# c", "comment"},
+    {"shellscript", "if true; then echo; fi\n", 0, "if", "keyword"},
+    {"markdown", "# Title\n\ntext\n", 0, "Title", "text.title"},
+    {"html", "<p class=\"a\">x</p>\n", 0, "p", "tag"},
+    {"css", "a { color: red; }\n", 0, "color", "property"},
+    {"java", "class A { void f() {} }\n", 0, "class", "keyword"},
+    {"lua", "local x = 1\n", 0, "local", "keyword"},
+    {"yaml", "a: 1\n", 0, "1", "number"},
+    {"toml", "[a]\nb = true\n", 1, "true", "boolean"},
+};
+
+static void test_each_language_highlights_its_sample(void **state)
+{
+    fx *f = *state;
+    for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
+        const sample *s = &samples[i];
+        char *out = highlight(f, s->language, s->content);
+        char *lang = test_json_string(out, "languageId");
+        assert_string_equal(lang, s->language);
+        if (!has_token(out, "lines", s->content, s->line, s->text, s->scope))
+            fail_msg("%s: no @%s on '%s' in line %d: %s", s->language, s->scope, s->text, s->line, out);
+        free(lang);
+        free(out);
+    }
+}
+
+static void test_tokens_have_colours_and_no_whitespace(void **state)
+{
+    fx *f = *state;
+    char *out = highlight(f, "c", "int   x;   /* a */\n");
+    long n = test_json_length(out, "lines[0]");
+    assert_true(n >= 3);
+    for (long i = 0; i < n; i++) {
+        char key[64];
+        int64_t start, end;
+        snprintf(key, sizeof key, "lines[0][%ld].start", i);
+        assert_true(test_json_int(out, key, &start));
+        snprintf(key, sizeof key, "lines[0][%ld].end", i);
+        assert_true(test_json_int(out, key, &end));
+        assert_true(end > start);
+        const char *text = "int   x;   /* a */";
+        bool blank = true;
+        for (int64_t k = start; k < end; k++)
+            blank = blank && text[k] == ' ';
+        assert_false(blank);
+    }
+    char *color = test_json_string(out, "lines[0][0].color");
+    assert_non_null(color);
+    assert_int_equal(color[0], '#');
+    free(color);
+    free(out);
+}
+
+static void test_utf16_columns(void **state)
+{
+    fx *f = *state;
+    /* "é" is one UTF-16 unit and two bytes; "😀" two units and four bytes. */
+    char *out = highlight(f, "c", "char *s = \"é😀\"; int y;\n");
+    bool found = false;
+    long n = test_json_length(out, "lines[0]");
+    for (long i = 0; i < n; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "lines[0][%ld].scope", i);
+        char *scope = test_json_string(out, key);
+        if (scope && strcmp(scope, "type") == 0) {
+            int64_t start;
+            snprintf(key, sizeof key, "lines[0][%ld].start", i);
+            test_json_int(out, key, &start);
+            if (start > 0) {
+                /* `int` after the string: 17 UTF-16 units in. */
+                assert_int_equal(start, 17);
+                found = true;
+            }
+        }
+        free(scope);
+    }
+    assert_true(found);
+    free(out);
+}
+
+static void test_unsupported_language_is_plaintext(void **state)
+{
+    fx *f = *state;
+    char *out = call(f, 0, "syntax/highlight", "{\"languageId\":\"ruby\",\"content\":\"puts 1\"}");
+    assert_string_equal(out, "{\"lines\":[],\"languageId\":\"plaintext\",\"timing\":0}");
+    free(out);
+    out = call(f, 0, "syntax/highlight", "{\"languageId\":\"klingon\",\"content\":\"x\"}");
+    char *lang = test_json_string(out, "languageId");
+    assert_string_equal(lang, "plaintext");
+    free(lang);
+    free(out);
+    free(call(f, -32602, "syntax/highlight", "{\"content\":\"x\"}"));
+}
+
+static void test_highlight_line(void **state)
+{
+    fx *f = *state;
+    char *out = call(f, 0, "syntax/highlightLine",
+                     "{\"content\":\"/* a\\nb */ int x;\",\"languageId\":\"c\",\"lineNumber\":1}");
+    /* line 1 starts inside the comment: the whole text was parsed */
+    char *scope = test_json_string(out, "tokens[0].scope");
+    assert_string_equal(scope, "comment");
+    free(scope);
+    free(out);
+    free(call(f, -32602, "syntax/highlightLine", "{\"content\":\"x\",\"languageId\":\"c\"}"));
+    out = call(f, 0, "syntax/highlightLine", "{\"content\":\"x\",\"languageId\":\"c\",\"lineNumber\":9}");
+    assert_string_equal(out, "{\"tokens\":[]}");
+    free(out);
+}
+
+static void test_sessions(void **state)
+{
+    fx *f = *state;
+    char *out = call(f, 0, "syntax/createSession",
+                     "{\"documentId\":\"d1\",\"languageId\":\"python\",\"content\":\"def f():\\n  pass\\n\"}");
+    char *id = test_json_string(out, "session.sessionId");
+    assert_non_null(id);
+    assert_memory_equal(id, "syntax-", 7);
+    int64_t v;
+    assert_true(test_json_int(out, "session.version", &v));
+    assert_int_equal(v, 1);
+    free(out);
+
+    char params[256];
+    snprintf(params, sizeof params, "{\"sessionId\":\"%s\",\"lineNumber\":0}", id);
+    out = call(f, 0, "syntax/getSessionTokens", params);
+    char *scope = test_json_string(out, "tokens[0].scope");
+    assert_string_equal(scope, "keyword");
+    free(scope);
+    free(out);
+
+    snprintf(params, sizeof params, "{\"sessionId\":\"%s\",\"content\":\"x = 1\\n\"}", id);
+    out = call(f, 0, "syntax/updateSession", params);
+    assert_string_equal(out, "{\"success\":true}");
+    free(out);
+    snprintf(params, sizeof params, "{\"sessionId\":\"%s\"}", id);
+    out = call(f, 0, "syntax/getSession", params);
+    assert_true(test_json_int(out, "session.version", &v));
+    assert_int_equal(v, 2);
+    free(out);
+    out = call(f, 0, "syntax/getSessionAllTokens", params);
+    assert_int_equal(test_json_length(out, "lines"), 2);
+    free(out);
+
+    out = call(f, 0, "syntax/disposeSession", params);
+    assert_string_equal(out, "{\"success\":true}");
+    free(out);
+    out = call(f, 0, "syntax/getSession", params);
+    assert_string_equal(out, "{\"session\":null}");
+    free(out);
+    snprintf(params, sizeof params, "{\"sessionId\":\"%s\",\"lineNumber\":0}", id);
+    out = call(f, 0, "syntax/getSessionTokens", params);
+    assert_string_equal(out, "{\"tokens\":[]}");
+    free(out);
+    snprintf(params, sizeof params, "{\"sessionId\":\"%s\",\"content\":\"y\"}", id);
+    out = call(f, -32503, "syntax/updateSession", params);
+    assert_non_null(strstr(out, "Session not found"));
+    free(out);
+    free(call(f, 0, "syntax/disposeSession", "{\"sessionId\":\"nope\"}"));
+    free(id);
+}
+
+static void test_languages_and_detection(void **state)
+{
+    fx *f = *state;
+    char *out = call(f, 0, "syntax/languages", "{}");
+    assert_non_null(strstr(out, "\"typescriptreact\""));
+    assert_non_null(strstr(out, "\"c\""));
+    assert_null(strstr(out, "\"ruby\""));
+    free(out);
+    out = call(f, 0, "syntax/isSupported", "{\"languageId\":\"rust\"}");
+    assert_string_equal(out, "{\"supported\":true}");
+    free(out);
+    out = call(f, 0, "syntax/isSupported", "{\"languageId\":\"cobol\"}");
+    assert_string_equal(out, "{\"supported\":false}");
+    free(out);
+    out = call(f, 0, "syntax/detectLanguage", "{\"filePath\":\"/a/b/main.TSX\"}");
+    assert_string_equal(out, "{\"languageId\":\"typescriptreact\"}");
+    free(out);
+    out = call(f, 0, "syntax/detectLanguage", "{\"filePath\":\"/a/run.zsh\"}");
+    assert_string_equal(out, "{\"languageId\":\"bash\"}");
+    free(out);
+    out = call(f, 0, "syntax/detectLanguage", "{\"filePath\":\"/a/Makefile\"}");
+    assert_string_equal(out, "{\"languageId\":null}");
+    free(out);
+}
+
+static void test_themes(void **state)
+{
+    fx *f = *state;
+    char *out = call(f, 0, "syntax/themes", "{}");
+    assert_non_null(strstr(out, "\"catppuccin-frappe\""));
+    assert_non_null(strstr(out, "\"github-light\""));
+    free(out);
+    out = call(f, -32502, "syntax/setTheme", "{\"theme\":\"nope\"}");
+    assert_non_null(strstr(out, "Theme not found: nope"));
+    free(out);
+    out = call(f, -32502, "syntax/highlight", "{\"languageId\":\"c\",\"content\":\"int x;\",\"theme\":\"nope\"}");
+    free(out);
+
+    char *before = highlight(f, "c", "int x;\n");
+    out = call(f, 0, "syntax/setTheme", "{\"theme\":\"github-light\"}");
+    assert_string_equal(out, "{\"success\":true}");
+    free(out);
+    out = call(f, 0, "syntax/getTheme", "{}");
+    assert_string_equal(out, "{\"theme\":\"github-light\"}");
+    free(out);
+    char *after = highlight(f, "c", "int x;\n");
+    char *c1 = test_json_string(before, "lines[0][0].color"), *c2 = test_json_string(after, "lines[0][0].color");
+    assert_non_null(c1);
+    assert_non_null(c2);
+    assert_string_not_equal(c1, c2);
+    free(c1);
+    free(c2);
+    free(before);
+    free(after);
+
+    out = call(f, 0, "syntax/highlight",
+               "{\"languageId\":\"c\",\"content\":\"int x;\",\"theme\":\"catppuccin-mocha\"}");
+    free(out);
+    out = call(f, 0, "syntax/getTheme", "{}");
+    assert_string_equal(out, "{\"theme\":\"catppuccin-mocha\"}");
+    free(out);
+}
+
+static void test_metrics_and_readiness(void **state)
+{
+    fx *f = *state;
+    free(call(f, 0, "syntax/resetMetrics", "{}"));
+    free(highlight(f, "c", "int x;\n"));
+    char *out = call(f, 0, "syntax/metrics", "{}");
+    int64_t n;
+    assert_true(test_json_int(out, "metrics.parseCount", &n));
+    assert_int_equal(n, 1);
+    assert_true(test_json_has(out, "metrics.averageParseTime"));
+    free(out);
+    free(call(f, 0, "syntax/resetMetrics", "{}"));
+    out = call(f, 0, "syntax/metrics", "{}");
+    assert_true(test_json_int(out, "metrics.parseCount", &n));
+    assert_int_equal(n, 0);
+    free(out);
+    out = call(f, 0, "syntax/isReady", "{}");
+    assert_string_equal(out, "{\"ready\":true}");
+    free(out);
+    out = call(f, 0, "syntax/waitForReady", "{}");
+    assert_string_equal(out, "{\"ready\":true}");
+    free(out);
+}
+
+/* ----- documents ------------------------------------------------------------------------------- */
+
+static char *open_doc(fx *f, const char *uri, const char *content_json)
+{
+    char params[512];
+    snprintf(params, sizeof params, "{\"uri\":\"%s\",\"content\":%s}", uri, content_json);
+    char *out = call(f, 0, "document/open", params);
+    char *id = test_json_string(out, "documentId");
+    free(out);
+    return id;
+}
+
+/* Waits until the document's tree matches its text. */
+static char *settled_tokens(fx *f, const char *id, int start, int end)
+{
+    char params[256];
+    snprintf(params, sizeof params, "{\"documentId\":\"%s\",\"startLine\":%d,\"endLine\":%d}", id, start, end);
+    for (int i = 0; i < 500; i++) {
+        char *out = call(f, 0, "syntax/documentTokens", params);
+        bool settled = false;
+        test_json_bool(out, "settled", &settled);
+        if (settled)
+            return out;
+        free(out);
+        test_server_run_for(f->s, 10);
+    }
+    fail_msg("document %s never settled", id);
+    return NULL;
+}
+
+static void test_documents_are_followed(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f, "file:///tmp/syntax-a.c", "\"int x;\\n/* c */\\n\"");
+    assert_true(test_client_wait_notifications(f->c, "syntax/didChange", 1, 5000));
+    char *out = settled_tokens(f, id, 0, 1);
+    char *scope = test_json_string(out, "lines[1][0].scope");
+    assert_string_equal(scope, "comment");
+    free(scope);
+    free(out);
+
+    /* Opening a comment at the top turns line 1 into comment text. */
+    test_client_clear_notifications(f->c);
+    char params[256];
+    snprintf(params, sizeof params,
+             "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":0},\"text\":\"/* \"}", id);
+    free(call(f, 0, "document/insert", params));
+    assert_true(test_client_wait_notifications(f->c, "syntax/didChange", 1, 5000));
+    const char *note = test_client_notification(f->c, "syntax/didChange", 0);
+    int64_t start = -1, version = 0;
+    assert_true(test_json_int(note, "ranges[0].startLine", &start));
+    assert_int_equal(start, 0);
+    assert_true(test_json_int(note, "version", &version));
+    assert_int_equal(version, 2);
+    out = settled_tokens(f, id, 0, 1);
+    scope = test_json_string(out, "lines[0][0].scope");
+    assert_string_equal(scope, "comment");
+    free(scope);
+    int64_t end;
+    assert_true(test_json_int(out, "lines[0][0].end", &end));
+    assert_int_equal(end, 9); /* the comment opened runs to the end of the line */
+    free(out);
+
+    /* A theme change reports every line of the document. */
+    test_client_clear_notifications(f->c);
+    free(call(f, 0, "syntax/setTheme", "{\"theme\":\"one-light\"}"));
+    assert_true(test_client_wait_notifications(f->c, "syntax/didChange", 1, 5000));
+    note = test_client_notification(f->c, "syntax/didChange", 0);
+    int64_t last;
+    assert_true(test_json_int(note, "ranges[0].endLine", &last));
+    assert_int_equal(last, 2);
+
+    free(call(f, -32001, "syntax/documentTokens", "{\"documentId\":\"nope\",\"startLine\":0,\"endLine\":1}"));
+    free(id);
+}
+
+static void test_plain_documents_have_no_tokens(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f, "file:///tmp/syntax-a.txt", "\"int x;\"");
+    char params[256];
+    snprintf(params, sizeof params, "{\"documentId\":\"%s\",\"startLine\":0,\"endLine\":5}", id);
+    char *out = call(f, 0, "syntax/documentTokens", params);
+    assert_string_equal(out, "{\"lines\":[[]],\"settled\":true}");
+    free(out);
+    free(id);
+}
+
+/* ----- bad input ------------------------------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_invalid_utf8_and_long_lines(void **state)
+{
+    fx *f = *state;
+    /* Raw bytes that are not UTF-8, and a NUL, inside the text. */
+    char *out = call(f, 0, "syntax/highlight", "{\"languageId\":\"c\",\"content\":\"int \xff\xfe x; \\u0000 int y;\"}");
+    free(out);
+
+    size_t n = 256u << 10;
+    char *params = malloc(n + 100);
+    int k = sprintf(params, "{\"languageId\":\"javascript\",\"content\":\"");
+    for (size_t i = 0; i < n / 8; i++)
+        memcpy(params + k + i * 8, "a=[1,2];", 8);
+    strcpy(params + k + n, "\"}");
+    double t0 = now_s();
+    out = call(f, 0, "syntax/highlight", params);
+    double took = now_s() - t0;
+    assert_int_equal(test_json_length(out, "lines"), 1);
+    assert_true(test_json_length(out, "lines[0]") > 100000);
+    assert_true(took < 20.0);
+    free(out);
+    free(params);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_each_language_highlights_its_sample, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tokens_have_colours_and_no_whitespace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_utf16_columns, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsupported_language_is_plaintext, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_highlight_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sessions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_languages_and_detection, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_themes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_and_readiness, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_documents_are_followed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plain_documents_have_no_tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_utf8_and_long_lines, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,239 @@
+/* The syntax service's C API on a loop of its own: a document edited at
+ * random, reparsed incrementally through every edit and every undo, ends
+ * with the tokens its first full parse gave the same text; tokens asked
+ * for between an edit and its reparse come from the old tree, shifted; a
+ * document over the size cap stays plain. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "document/interface.h"
+#include "syntax/interface.h"
+
+typedef struct fx {
+    uv_loop_t loop;
+    ecp_pool *pool;
+    document_service *docs;
+    syntax_service *syntax;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    uv_loop_init(&f->loop);
+    f->pool = ecp_pool_new(&f->loop, NULL);
+    f->docs = document_service_new(f->pool, NULL);
+    f->syntax = syntax_service_new(f->pool, NULL, f->docs, NULL, NULL);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    syntax_service_free(f->syntax);
+    document_service_free(f->docs);
+    ecp_pool_free(f->pool);
+    for (int i = 0; i < 5000 && uv_run(&f->loop, UV_RUN_NOWAIT); i++)
+        usleep(1000);
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    free(f);
+    return 0;
+}
+
+typedef struct opened {
+    bool done;
+    char id[64];
+} opened;
+
+static void on_open(void *ctx, int status, const ecp_error *err, const char *document_id, bool already_open)
+{
+    opened *o = ctx;
+    assert_int_equal(status, 0);
+    snprintf(o->id, sizeof o->id, "%s", document_id);
+    o->done = true;
+}
+
+static void settle(fx *f, const char *id)
+{
+    for (int i = 0; i < 100000 && !syntax_document_settled(f->syntax, id); i++)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_true(syntax_document_settled(f->syntax, id));
+}
+
+static void open_doc(fx *f, const char *uri, const char *content, size_t len, opened *o)
+{
+    document_open_options opts = {uri, content, len, NULL, false};
+    o->done = false;
+    document_open(f->docs, &opts, on_open, o);
+    while (!o->done)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    settle(f, o->id);
+}
+
+/* All tokens of a document as text: "line:start-end:scope" lines. */
+static void dump(fx *f, const char *id, buf *out)
+{
+    document_info info;
+    assert_int_equal(document_get_info(f->docs, id, &info, NULL), 0);
+    syntax_line *lines;
+    size_t count;
+    assert_int_equal(syntax_document_tokens(f->syntax, id, 0, info.line_count, ECP_ENCODING_UTF16, &lines, &count, NULL),
+                     0);
+    assert_int_equal(count, info.line_count);
+    for (size_t l = 0; l < count; l++)
+        for (size_t i = 0; i < lines[l].count; i++)
+            buf_appendf(out, "%zu:%zu-%zu:%s\n", l, lines[l].tokens[i].start, lines[l].tokens[i].end,
+                        lines[l].tokens[i].scope);
+    syntax_lines_free(lines, count);
+}
+
+static uint64_t next(uint64_t *seed)
+{
+    *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+    return *seed >> 33;
+}
+
+static void random_edits(void **state, const char *uri, const char *const *snippets, size_t nsnippets,
+                         const char *start_text)
+{
+    fx *f = *state;
+    buf text = BUF_INIT;
+    for (int i = 0; i < 40; i++)
+        buf_append_str(&text, start_text);
+    opened a;
+    open_doc(f, uri, text.data, text.len, &a);
+    buf_free(&text);
+    buf original = BUF_INIT;
+    dump(f, a.id, &original);
+    assert_true(original.len > 0);
+
+    uint64_t seed = 12345;
+    for (int burst = 0; burst < 60; burst++) {
+        /* A burst of edits lands while a reparse may be running. */
+        int edits = 1 + (int)(next(&seed) % 4);
+        for (int e = 0; e < edits; e++) {
+            document_info info;
+            assert_int_equal(document_get_info(f->docs, a.id, &info, NULL), 0);
+            size_t line = next(&seed) % info.line_count;
+            buf l = BUF_INIT;
+            assert_int_equal(document_get_text(f->docs, a.id,
+                                               &(document_range){{line, 0}, {line + 1 < info.line_count ? line + 1 : line, 0}},
+                                               ECP_ENCODING_UTF8, &l, NULL),
+                             0);
+            size_t col = l.len ? next(&seed) % l.len : 0;
+            size_t del = next(&seed) % 4;
+            if (col + del > l.len)
+                del = l.len - col;
+            buf_free(&l);
+            const char *ins = snippets[next(&seed) % nsnippets];
+            document_edit edit = {{{line, col}, {line, col + del}}, ins, strlen(ins)};
+            /* A deletion reaching past the line's end joins it with the next. */
+            if (document_apply_edits(f->docs, a.id, &edit, 1, ECP_ENCODING_UTF8, 0, NULL, NULL) != 0) {
+                edit.range.end = edit.range.start;
+                assert_int_equal(document_apply_edits(f->docs, a.id, &edit, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+            }
+            /* Sometimes let the reparse start in between. */
+            if (next(&seed) % 2)
+                uv_run(&f->loop, UV_RUN_NOWAIT);
+        }
+        settle(f, a.id);
+        if (burst % 6 != 5)
+            continue;
+        /* Broken code is recovered from differently by an incremental and a
+         * fresh parse (tree-sitter promises no more), so the comparison is
+         * made on valid text: every edit so far is undone, one reparse at a
+         * time, and the result must match the full parse the document had
+         * when it opened. Redone, the edits go on from where they were. */
+        int undone = 0;
+        while (document_undo(f->docs, a.id, NULL, NULL) == 0) {
+            undone++;
+            if (undone % 3 == 0)
+                settle(f, a.id);
+        }
+        settle(f, a.id);
+        buf now = BUF_INIT;
+        dump(f, a.id, &now);
+        if (now.len != original.len || memcmp(now.data, original.data, now.len) != 0)
+            fail_msg("after burst %d and %d undos the tokens differ from those of the first parse", burst, undone);
+        buf_free(&now);
+        while (document_redo(f->docs, a.id, NULL, NULL) == 0)
+            ;
+        settle(f, a.id);
+    }
+    buf_free(&original);
+}
+
+static void test_random_edits_in_c(void **state)
+{
+    static const char *const snippets[] = {"{", "}", "/*", "*/", "\"", "int x;", "\n", "if (a) ", "#define X 1\n",
+                                           "//", "", "é", "MAX_LEN", "(", ")", "'"};
+    random_edits(state, "file:///tmp/syntax-random.c", snippets, sizeof snippets / sizeof snippets[0],
+                 "#include <stdio.h>\n/* note */\nstatic int f(int a) {\n    if (a > 1) return puts(\"x\");\n"
+                 "    return MAX_LEN;\n}\n");
+}
+
+static void test_random_edits_in_python(void **state)
+{
+    static const char *const snippets[] = {"def ", ":", "\n    ", "\"\"\"", "#", "None", "(", ")", "'", "\n", ""};
+    random_edits(state, "file:///tmp/syntax-random.py", snippets, sizeof snippets / sizeof snippets[0],
+                 "def f(a):\n    \"\"\"doc\"\"\"\n    return a + 1  # c\n\nclass A:\n    pass\n");
+}
+
+static void test_stale_tokens_are_shifted(void **state)
+{
+    fx *f = *state;
+    opened a;
+    open_doc(f, "file:///tmp/syntax-shift.c", "int a;\nint b;\n", 14, &a);
+    document_edit edit = {{{0, 0}, {0, 0}}, "\n\n  ", 4};
+    assert_int_equal(document_apply_edits(f->docs, a.id, &edit, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_false(syntax_document_settled(f->syntax, a.id)); /* the reparse has not landed */
+    syntax_line *lines;
+    size_t count;
+    assert_int_equal(syntax_document_tokens(f->syntax, a.id, 2, 2, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    assert_int_equal(count, 2);
+    assert_true(lines[0].count >= 1);
+    assert_string_equal(lines[0].tokens[0].scope, "type");
+    assert_int_equal(lines[0].tokens[0].start, 2);
+    assert_int_equal(lines[0].tokens[0].end, 5);
+    assert_string_equal(lines[1].tokens[0].scope, "type");
+    assert_int_equal(lines[1].tokens[0].start, 0);
+    syntax_lines_free(lines, count);
+    settle(f, a.id);
+}
+
+static void test_too_large_stays_plain(void **state)
+{
+    fx *f = *state;
+    size_t n = (16u << 20) + 100;
+    char *text = malloc(n);
+    memset(text, 'a', n);
+    opened a;
+    open_doc(f, "file:///tmp/syntax-huge.c", text, n, &a);
+    free(text);
+    syntax_line *lines;
+    size_t count;
+    assert_int_equal(syntax_document_tokens(f->syntax, a.id, 0, 1, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(lines[0].count, 0);
+    syntax_lines_free(lines, count);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_random_edits_in_c, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_random_edits_in_python, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_tokens_are_shifted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_too_large_stays_plain, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
