@@ -94,6 +94,15 @@ void server__connection_drop(connection *conn, const char *why)
     conn->io.close(conn->io_ctx);
 }
 
+void server__connection_finish(connection *conn)
+{
+    if (conn->closing)
+        return;
+    ecp_log(&conn->server->log, ECP_LOG_DEBUG, "%s ended its session", conn->label);
+    conn->closing = true;
+    (conn->io.finish ? conn->io.finish : conn->io.close)(conn->io_ctx);
+}
+
 static void send_error(connection *conn, const char *id_raw, size_t id_len, int code, const char *message)
 {
     buf out = BUF_INIT;
@@ -239,7 +248,7 @@ static void dispatch(connection *conn, batch *b, char *text, size_t len, json_do
                         "Invalid Request: $/cancelRequest is a notification");
         goto discard;
     }
-    if (msg.kind == RPC_REQUEST && srv->shutting_down) {
+    if (msg.kind == RPC_REQUEST && (srv->shutting_down || conn->shutting_down)) {
         reply_error(conn, b, msg.id_raw, msg.id_len, ECP_WIRE_SERVER_SHUTTING_DOWN, "Server is shutting down");
         goto discard;
     }
@@ -417,6 +426,9 @@ void connection_receive(connection *conn, const char *data, size_t len)
             break;
         if (st == FRAME_BAD_HEADER) {
             server__connection_drop(conn, "unparseable message header");
+            /* the only client spoke garbage: a failure, not a client that left */
+            if (!conn->server->shared)
+                server_request_exit(conn->server, 1);
             break;
         }
         if (st == FRAME_OVERSIZED) {
@@ -448,6 +460,7 @@ connection *server_connection_open(server *self, const connection_io *io, void *
     if (self->connections)
         self->connections->prev = conn;
     self->connections = conn;
+    self->connection_count++;
     ecp_log(&self->log, ECP_LOG_DEBUG, "%s connected (client %llu)", label, (unsigned long long)conn->id);
     return conn;
 }
@@ -480,10 +493,13 @@ void connection_close(connection *conn)
     for (size_t i = 0; i < srv->router.count; i++)
         if (srv->router.adapters[i].client_closed)
             srv->router.adapters[i].client_closed(srv->router.adapters[i].ctx, conn->id);
+    if (conn->watching_process)
+        server__forget_client_processes(srv, conn->id);
     if (conn->prev)
         conn->prev->next = conn->next;
     else
         srv->connections = conn->next;
+    srv->connection_count--;
     if (conn->next)
         conn->next->prev = conn->prev;
     ecp_log(&srv->log, ECP_LOG_DEBUG, "%s disconnected", conn->label);

@@ -33,7 +33,14 @@ typedef struct server_options {
     size_t max_message_bytes;      /* 0: the default, 256 MiB */
     FILE *log_out;                 /* NULL: stderr; not owned */
     ecp_log_level log_level;
+    /* Many clients share the server (the Unix socket): `shutdown`, `exit` and
+     * `processId` then concern only the client that sent them, and a client's
+     * `workspaceRoot` does not move everyone else's workspace. */
+    bool shared;
+    unsigned max_connections;      /* 0: the default, ECPD_DEFAULT_MAX_CONNECTIONS */
 } server_options;
+
+#define ECPD_DEFAULT_MAX_CONNECTIONS 64u
 
 #define ECPD_DEFAULT_MAX_MESSAGE ((size_t)256 << 20)
 
@@ -84,6 +91,9 @@ typedef struct connection_io {
     size_t (*queued)(void *ctx);
     void (*set_reading)(void *ctx, bool on);
     void (*close)(void *ctx);
+    /* Optional: like close(), but only once what is queued has been written,
+     * so a last answer reaches the peer. NULL: close() is used. */
+    void (*finish)(void *ctx);
 } connection_io;
 
 /* Opens a connection for a transport, which owns it from then on: only the
@@ -105,6 +115,11 @@ void connection_drained(connection *conn);
 void connection_close(connection *conn);
 
 uint64_t connection_id(const connection *conn);
+
+/* How many connections are open, and how many may be (see max_connections):
+ * a transport refuses a peer beyond the limit before opening it. */
+size_t server_connection_count(const server *self);
+size_t server_connection_limit(const server *self);
 
 /* Output bounds: above the first, the server stops reading from the peer
  * until its queue drains; above the second (a peer that stopped reading while

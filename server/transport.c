@@ -110,7 +110,9 @@ static void io_set_reading(void *ctx, bool on)
 
 static void io_close(void *ctx) { stream_link_close(ctx, false); }
 
-static const connection_io stream_io = {io_write, io_queued, io_set_reading, io_close};
+static void io_finish(void *ctx) { stream_link_close(ctx, true); }
+
+static const connection_io stream_io = {io_write, io_queued, io_set_reading, io_close, io_finish};
 
 stream_link *stream_link_open(server *srv, uv_stream_t *in, uv_stream_t *out, int out_fd, const char *label,
                               stream_link_closed_fn on_closed, void *ctx)

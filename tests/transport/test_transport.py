@@ -252,7 +252,9 @@ class StdioTests(unittest.TestCase):
     def test_unparseable_header_closes_the_connection(self):
         s = Stdio(self.tmp)
         s.send(b"Content-Length: lots\r\n\r\n{}")
-        self.assertEqual(s.p.wait(5), 0)  # stdio has one client: it is gone, so the server ends
+        # stdio has one client and it spoke garbage: the server ends, as a failure, and says why
+        self.assertEqual(s.p.wait(5), 1)
+        self.assertIn(b"unparseable message header", s.p.stderr.read())
         s.close()
 
     def test_header_without_body_then_eof(self):
@@ -270,6 +272,113 @@ class StdioTests(unittest.TestCase):
         sleeper.wait()
         self.assertEqual(s.p.wait(5), 0)
         s.close()
+
+    def test_process_id_of_a_process_already_gone(self):
+        sleeper = subprocess.Popen(["true"])
+        sleeper.wait()
+        s = Stdio(self.tmp)
+        self.assertEqual(s.call(req(1, "initialize", {"processId": sleeper.pid}))["result"]["serverInfo"]["name"], "ecpd")
+        self.assertEqual(s.p.wait(5), 0)
+        s.close()
+
+    def test_the_data_dir_fallback_under_tmp_is_private(self):
+        fallback = "/tmp/ecpd-%d" % os.getuid()
+        if os.path.lexists(fallback) and (os.lstat(fallback).st_uid != os.getuid()
+                                          or stat.S_IMODE(os.lstat(fallback).st_mode) & 0o022):
+            self.skipTest("%s is not ours to test with" % fallback)
+        env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_DATA_HOME")}
+        p = subprocess.run([ECPD, "--stdio"], input=nl(req(1, "ecp/ping")), capture_output=True, timeout=10, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        st = os.lstat(fallback)
+        self.assertTrue(stat.S_ISDIR(st.st_mode))
+        self.assertEqual(st.st_uid, os.getuid())
+        self.assertEqual(stat.S_IMODE(st.st_mode) & 0o077, 0)
+
+
+class SocketPlaceTests(unittest.TestCase):
+    """Where the socket goes must be private before anything listens there."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ecpd-transport-")
+
+    def start(self, directory, *args):
+        return subprocess.run([ECPD, "--socket", os.path.join(directory, "ecpd.sock"),
+                               "--data-dir", os.path.join(self.tmp, "data"), *args],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+
+    def test_a_directory_others_can_write_is_refused(self):
+        d = os.path.join(self.tmp, "open")
+        os.mkdir(d)
+        for mode in (0o777, 0o770, 0o702):
+            os.chmod(d, mode)
+            p = self.start(d)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(b"writable by group or others", p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, "ecpd.sock")))
+
+    def test_a_symbolic_link_is_refused(self):
+        real = os.path.join(self.tmp, "real")
+        os.mkdir(real, 0o700)
+        link = os.path.join(self.tmp, "link")
+        os.symlink(real, link)
+        p = self.start(link)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"symbolic link", p.stderr)
+
+    def test_a_directory_of_another_user_is_refused(self):
+        if os.getuid() != 0:
+            self.skipTest("needs root to make a directory of another user")
+        d = os.path.join(self.tmp, "theirs")
+        os.mkdir(d, 0o700)
+        os.chown(d, 65534, 65534)
+        p = self.start(d)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"belongs to another user", p.stderr)
+
+    def test_sighup_stops_the_server_and_removes_the_socket(self):
+        srv = SocketServer(self.tmp)
+        srv.p.send_signal(signal.SIGHUP)
+        self.assertEqual(srv.p.wait(5), 0)
+        srv.p.stderr.close()
+        self.assertFalse(os.path.exists(srv.path))
+
+    def test_connections_beyond_the_limit_are_refused_clearly(self):
+        srv = SocketServer(self.tmp, "--max-connections", "2")
+
+        def admitted():
+            # a client that just left still counts until the server has seen it go
+            deadline = time.time() + 5
+            while True:
+                c = Client(srv.connect())
+                try:
+                    if "result" in c.call(req(0, "ecp/ping")):
+                        return c
+                except OSError:
+                    pass
+                c.s.close()
+                self.assertLess(time.time(), deadline, "a free place was never given")
+                time.sleep(0.05)
+
+        try:
+            a, b = admitted(), admitted()
+            third = Client(srv.connect())
+            refusal = third.r.message()
+            self.assertEqual(refusal["error"]["code"], -32000)
+            self.assertIn("Too many connections", refusal["error"]["message"])
+            self.assertEqual(third.s.recv(100), b"")
+            self.assertEqual(b.call(req(1, "ecp/ping", [2]))["result"], [2])
+            a.s.close()
+            c = admitted()
+            self.assertEqual(c.call(req(2, "ecp/ping", [3]))["result"], [3])
+            b.s.close()
+            c.s.close()
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_max_connections_needs_a_number(self):
+        p = subprocess.run([ECPD, "--max-connections", "0"], capture_output=True, timeout=5)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"--max-connections", p.stderr)
 
 
 class SocketTests(unittest.TestCase):
@@ -353,6 +462,97 @@ class SocketTests(unittest.TestCase):
                            stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
         self.assertEqual(p.returncode, 1)
         self.assertIn(b"another server is already listening", p.stderr)
+
+    def test_shutdown_and_exit_end_only_that_clients_session(self):
+        a, b = Client(self.srv.connect()), Client(self.srv.connect())
+        self.assertEqual(a.call(req(1, "shutdown")), {"jsonrpc": "2.0", "id": 1, "result": None})
+        self.assertEqual(a.call(req(2, "ecp/ping"))["error"]["code"], -32002)
+        self.assertEqual(b.call(req(1, "ecp/ping", [1]))["result"], [1])
+        a.s.sendall(nl({"jsonrpc": "2.0", "method": "exit"}))
+        self.assertEqual(a.s.recv(100), b"")  # that client's session is over
+        self.assertEqual(b.call(req(2, "ecp/ping", [2]))["result"], [2])
+        self.assertIsNone(self.srv.p.poll())
+        c = Client(self.srv.connect())
+        self.assertEqual(c.call(req(1, "ecp/ping", [3]))["result"], [3])
+        # exit as a request is answered before the connection closes
+        self.assertEqual(c.call(req(2, "exit")), {"jsonrpc": "2.0", "id": 2, "result": None})
+        self.assertEqual(c.s.recv(100), b"")
+        self.assertEqual(b.call(req(3, "ecp/ping", [4]))["result"], [4])
+
+    def test_process_id_watches_only_that_client(self):
+        sleeper = subprocess.Popen(["sleep", "60"])
+        a, b = Client(self.srv.connect()), Client(self.srv.connect())
+        self.assertEqual(a.call(req(1, "initialize", {"processId": sleeper.pid}))["result"]["serverInfo"]["name"],
+                         "ecpd")
+        t = time.time()
+        sleeper.kill()
+        sleeper.wait()
+        a.s.settimeout(5)
+        self.assertEqual(a.s.recv(100), b"")
+        self.assertLess(time.time() - t, 0.5, "the watch noticed late: it should not poll")
+        self.assertEqual(b.call(req(1, "ecp/ping", [1]))["result"], [1])
+        self.assertIsNone(self.srv.p.poll())
+
+    def test_workspace_root_does_not_move_a_shared_server(self):
+        self.srv.stop()
+        ws = os.path.join(self.tmp, "ws")
+        os.mkdir(ws)
+        self.srv = SocketServer(self.tmp, "--workspace", ws)
+        a, b = Client(self.srv.connect()), Client(self.srv.connect())
+        other = os.path.join(self.tmp, "elsewhere")
+        os.mkdir(other)
+        self.assertIn("result", a.call(req(1, "initialize", {"workspaceRoot": other})))
+        self.assertIn("result", b.call(req(1, "session/save", {"name": "after"})))
+        sessions = b.call(req(2, "session/list"))["result"]["sessions"]
+        roots = [x["workspaceRoot"] for x in sessions]
+        self.assertTrue(roots)
+        self.assertNotIn(other, roots)
+
+    def test_ecp_stop_ends_the_server(self):
+        a, b = Client(self.srv.connect()), Client(self.srv.connect())
+        self.assertEqual(b.call(req(1, "ecp/ping", [1]))["result"], [1])
+        self.assertEqual(a.call(req(1, "ecp/stop")), {"jsonrpc": "2.0", "id": 1, "result": None})
+        self.assertEqual(self.srv.p.wait(5), 0)
+        self.assertFalse(os.path.exists(self.srv.path))
+
+    def test_ecpctl_stop(self):
+        out = subprocess.run([ECPCTL, "--socket", self.srv.path, "--stop"], capture_output=True, timeout=10)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(self.srv.p.wait(5), 0)
+        self.assertFalse(os.path.exists(self.srv.path))
+        out = subprocess.run([ECPCTL, "--socket", self.srv.path, "--stop"], capture_output=True, timeout=10)
+        self.assertEqual(out.returncode, 2)  # nothing to stop: a connection problem
+        out = subprocess.run([ECPCTL, "--stop", "ecp/ping"], capture_output=True, timeout=10)
+        self.assertEqual(out.returncode, 2)
+
+    def test_ecpctl_refuses_a_server_of_another_user(self):
+        if os.getuid() != 0:
+            self.skipTest("needs root to listen as another user")
+        d = os.path.join(self.tmp, "impostor")
+        os.mkdir(d, 0o755)
+        path = os.path.join(d, "s.sock")
+        code = ("import socket,os\n"
+                "os.setgid(65534); os.setuid(65534)\n"
+                "s=socket.socket(socket.AF_UNIX); s.bind(%r); os.chmod(%r, 0o666); s.listen(1)\n"
+                "s.settimeout(10); print('ready', flush=True)\n"
+                "c,_=s.accept(); c.settimeout(3)\n"
+                "try: d=c.recv(100)\n"
+                "except Exception: d=b''\n"
+                "print(len(d), flush=True)\n") % (path, path)
+        os.chmod(d, 0o777)
+        os.chmod(self.tmp, 0o711)  # the impostor must reach its directory
+        fake = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            self.assertEqual(fake.stdout.readline().strip(), b"ready")
+            out = subprocess.run([ECPCTL, "--socket", path, "ecp/ping", "{\"secret\":1}"], capture_output=True,
+                                 timeout=10)
+            self.assertEqual(out.returncode, 2)
+            self.assertIn(b"another user", out.stderr)
+            self.assertEqual(fake.communicate(timeout=10)[0].strip(), b"0")  # it received nothing
+        finally:
+            if fake.poll() is None:
+                fake.kill()
+                fake.wait()
 
     def test_sigterm_removes_the_socket(self):
         self.assertEqual(self.srv.stop(), 0)
@@ -460,12 +660,30 @@ class SocketTests(unittest.TestCase):
         self.assertEqual(out.stdout.decode().splitlines(),
                          ["ecp/methods  {namespace?: string} -- "
                           "Every method this server routes, with its summary and params, optionally of one namespace",
-                          "ecp/ping     any -- Echo params back (null without them): a latency probe"])
+                          "ecp/ping     any -- Echo params back (null without them): a latency probe",
+                          "ecp/stop     {} -- Stop the server for every client "
+                          "(a shared server's exit ends only the caller's session)"])
         # a server that cannot start answers nothing (or takes no request): a connection problem
         out = subprocess.run([ECPCTL, "--spawn", "ecp/ping"], capture_output=True, timeout=10,
                              env=dict(env, ECPD=os.path.join(self.tmp, "no-such-ecpd")))
         self.assertEqual(out.returncode, 2)
         self.assertIn(b"the server closed the connection", out.stderr)
+        # requests from stdin, and none at all: still a server that could not run
+        out = subprocess.run([ECPCTL, "--spawn"], input=b"", capture_output=True, timeout=10,
+                             env=dict(env, ECPD=os.path.join(self.tmp, "no-such-ecpd")))
+        self.assertEqual(out.returncode, 2)
+        self.assertIn(b"cannot run", out.stderr)
+
+    def test_ecpctl_spawn_finds_the_server_of_its_build_tree(self):
+        env = {k: v for k, v in os.environ.items() if k != "ECPD"}
+        env.update(XDG_DATA_HOME=os.path.join(self.tmp, "xdg"), PATH="/usr/bin:/bin")
+        cli_dir = os.path.dirname(ECPCTL)
+        if os.path.exists(os.path.join(cli_dir, "ecpd")) or \
+                os.path.realpath(os.path.join(cli_dir, "..", "..", "server", "ecpd")) != os.path.realpath(ECPD):
+            self.skipTest("ecpctl is not in a build tree beside ecpd")
+        out = subprocess.run([ECPCTL, "--spawn", "ecp/ping", "[7]"], capture_output=True, timeout=10, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(json.loads(out.stdout)["result"], [7])
 
 
 SANITIZER_REPORTS = (b"AddressSanitizer", b"LeakSanitizer", b"UndefinedBehaviorSanitizer", b"runtime error:")
