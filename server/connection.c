@@ -36,7 +36,7 @@ void server__connection_send(connection *conn, const char *json, size_t len)
     if (conn->decoder.mode == FRAMING_UNKNOWN) {
         /* The peer has not spoken yet, so its framing is unknown: hold what we
          * would send (notifications) until it does. */
-        if (conn->early.len + len > conn->server->max_message + CONNECTION_DROP_EXTRA) {
+        if (conn->early.len > CONNECTION_DROP_EXTRA) {
             server__connection_drop(conn, "too much output queued before the client sent anything");
             return;
         }
@@ -44,8 +44,12 @@ void server__connection_send(connection *conn, const char *json, size_t len)
         buf_push(&conn->early, '\n'); /* the writer never emits a raw newline inside a message */
         return;
     }
+    /* A peer may be slow to read one big answer; beyond that it gets a fixed
+     * allowance, whatever piles up for it (others' notifications). */
     size_t queued = conn->io.queued(conn->io_ctx);
-    if (queued > conn->server->max_message + CONNECTION_DROP_EXTRA) {
+    if (len > conn->big_reply)
+        conn->big_reply = len;
+    if (queued + len > conn->big_reply + CONNECTION_DROP_EXTRA) {
         server__connection_drop(conn, "client is not reading its output");
         return;
     }
@@ -78,6 +82,8 @@ static void flush_early(connection *conn)
 
 void connection_drained(connection *conn)
 {
+    if (conn->io.queued(conn->io_ctx) <= CONNECTION_PAUSE_BYTES / 2)
+        conn->big_reply = 0; /* the big answer, if any, is out */
     if (conn->paused && !conn->closing && conn->io.queued(conn->io_ctx) <= CONNECTION_PAUSE_BYTES / 2) {
         conn->paused = false;
         conn->io.set_reading(conn->io_ctx, true);

@@ -57,6 +57,7 @@ struct connection {
     subscription_list subscribed;
     subscription_list excluded;
     bool paused;               /* stopped reading: output above the pause bound */
+    size_t big_reply;          /* the largest message queued since the queue last ran low */
     void *parsing;             /* a big message being parsed on the thread pool */
     bool closing;              /* io->close() was called; waiting for connection_close */
     bool shutting_down;        /* this client sent `shutdown`: its later requests are refused */

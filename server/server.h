@@ -122,10 +122,11 @@ size_t server_connection_count(const server *self);
 size_t server_connection_limit(const server *self);
 
 /* Output bounds: above the first, the server stops reading from the peer
- * until its queue drains; above the second (a peer that stopped reading while
- * others' notifications pile up), the connection is dropped. */
+ * until its queue drains; when what is queued exceeds the largest message
+ * being written by the second (a peer that stopped reading while others'
+ * notifications pile up), the connection is dropped. */
 #define CONNECTION_PAUSE_BYTES ((size_t)8 << 20)
-#define CONNECTION_DROP_EXTRA ((size_t)64 << 20)
+#define CONNECTION_DROP_EXTRA ((size_t)16 << 20)
 
 /* Messages this large are parsed on the thread pool, off the loop. */
 #define CONNECTION_POOL_PARSE_BYTES ((size_t)1 << 20)

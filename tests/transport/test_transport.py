@@ -457,6 +457,39 @@ class SocketTests(unittest.TestCase):
         self.assertLess(grown_mb, 150, "server memory grew by %.0f MB" % grown_mb)
         stuck.close()
 
+    def test_clients_that_never_read_others_notifications_are_bounded(self):
+        path = os.path.join(self.tmp, "busy.txt")
+        with open(path, "w") as f:
+            f.write("start\n")
+        stuck = []
+        for _ in range(3):  # they speak once, so their framing is known, then never read
+            s = self.srv.connect()
+            s.sendall(nl(req(1, "notifications/subscribe", {"events": ["*"]})))
+            stuck.append(s)
+        writer = Client(self.srv.connect())
+        doc = writer.call(req(1, "document/open", {"uri": "file://" + path}))["result"]["documentId"]
+        start_rss = rss_kb(self.srv.p.pid)
+        chunk = "x" * (1 << 20)
+        for i in range(60):  # 60 MiB of change events for each stuck client
+            r = writer.call(req(2 + i, "document/insert",
+                                {"documentId": doc, "position": {"line": 0, "column": 0}, "text": chunk}))
+            self.assertTrue(r["result"]["success"])
+        # the writer's own document now holds 60 MiB; the stuck clients may add at most ~16 MiB each
+        grown_mb = (rss_kb(self.srv.p.pid) - start_rss) / 1024
+        print("\n  3 unread clients, 60 MiB of events each: server grew %.0f MB" % grown_mb, file=sys.stderr)
+        self.assertLess(grown_mb, 200, "server memory grew by %.0f MB" % grown_mb)  # the 60 MiB document and its history, plus ~16 MiB a client
+        for s in stuck:  # dropped: what is left to read ends with the close
+            s.settimeout(10)
+            total = 0
+            while True:
+                d = s.recv(1 << 20)
+                if not d:
+                    break
+                total += len(d)
+            self.assertLess(total, 40 << 20)
+            s.close()
+        self.assertEqual(writer.call(req(100, "ecp/ping", [1]))["result"], [1])
+
     def test_second_server_on_the_same_path_is_refused(self):
         p = subprocess.run([ECPD, "--socket", self.srv.path, "--data-dir", os.path.join(self.tmp, "d2")],
                            stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
