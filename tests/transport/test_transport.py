@@ -298,6 +298,22 @@ class StdioTests(unittest.TestCase):
         self.assertLess(grown, 80 + quarantine, "a 50 MB message raised the peak by %.0f MB" % grown)
         s.close()
 
+    def test_a_regex_that_backtracks_without_end_is_bounded(self):
+        base = os.path.join(self.tmp, "tree")
+        os.mkdir(base)
+        with open(os.path.join(base, "evil.txt"), "w") as f:
+            f.write(("a" * 40 + "!\n") * 200)
+        with open(os.path.join(base, "good.txt"), "w") as f:
+            f.write("aaa\n")
+        s = Stdio(self.tmp)
+        t = time.time()
+        r = s.call(req(1, "file/grep", {"pattern": "^(a+)+$", "regex": True, "baseUri": "file://" + base}))
+        took = time.time() - t
+        print("\n  catastrophic regex over 200 lines: %.3f s" % took, file=sys.stderr)
+        self.assertEqual([m["uri"].rsplit("/", 1)[1] for m in r["result"]["matches"]], ["good.txt"])
+        self.assertLess(took, 1.5)  # PCRE2's default limits took 4 s here
+        s.close()
+
     def test_process_id_of_a_process_already_gone(self):
         sleeper = subprocess.Popen(["true"])
         sleeper.wait()
