@@ -159,6 +159,33 @@ def rss_kb(pid):
     return 0
 
 
+def worst_ping_during(srv, client, msg):
+    """Sends msg on client and, while it is being answered, pings from a second
+    connection over and over; returns (the answer, the slowest ping in seconds)."""
+    other = Client(srv.connect())
+    other.call(req(0, "ecp/ping"))
+    done = threading.Event()
+    worst = [0.0]
+
+    def ping():
+        k = 1
+        while not done.is_set():
+            t = time.time()
+            other.call(req(k, "ecp/ping", [k]))
+            worst[0] = max(worst[0], time.time() - t)
+            k += 1
+            time.sleep(0.002)
+
+    th = threading.Thread(target=ping)
+    th.start()
+    time.sleep(0.02)
+    answer = client.call(msg)
+    done.set()
+    th.join(30)
+    other.s.close()
+    return answer, worst[0]
+
+
 class StdioTests(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="ecpd-transport-")
@@ -530,6 +557,26 @@ class SocketTests(unittest.TestCase):
             self.assertLess(total, 40 << 20)
             s.close()
         self.assertEqual(writer.call(req(100, "ecp/ping", [1]))["result"], [1])
+
+    def test_a_word_inside_a_huge_token_stalls_nobody(self):
+        a = Client(self.srv.connect())
+        doc = a.call(req(1, "document/open", {"uri": "untitled:token", "content": "a" * (30 << 20)}))
+        doc = doc["result"]["documentId"]
+        t = time.time()
+        r, worst = worst_ping_during(self.srv, a, req(2, "document/wordAtPosition",
+                                                       {"documentId": doc, "position": {"line": 0, "column": 15 << 20}}))
+        took = time.time() - t
+        print("\n  wordAtPosition in a 30 MB token: %.3f s, slowest ping %.1f ms" % (took, worst * 1000),
+              file=sys.stderr)
+        self.assertIsNone(r["result"])  # no word that long
+        self.assertLess(worst, 0.5)  # it took 2.3 s when it read the token a byte at a time
+        r = a.call(req(3, "document/wordAtPosition", {"documentId": doc, "position": {"line": 0, "column": 2}}))
+        self.assertIsNone(r["result"])
+        a.call(req(4, "document/setContent", {"documentId": doc, "content": "x" * 4096 + " " + "y" * 4097}))
+        r = a.call(req(5, "document/wordAtPosition", {"documentId": doc, "position": {"line": 0, "column": 4095}}))
+        self.assertEqual(r["result"]["range"]["start"]["column"], 0)  # a word right at the bound is still one
+        r = a.call(req(6, "document/wordAtPosition", {"documentId": doc, "position": {"line": 0, "column": 4097}}))
+        self.assertIsNone(r["result"])
 
     def test_second_server_on_the_same_path_is_refused(self):
         p = subprocess.run([ECPD, "--socket", self.srv.path, "--data-dir", os.path.join(self.tmp, "d2")],
