@@ -53,12 +53,26 @@ void server__connection_send(connection *conn, const char *json, size_t len)
         server__connection_drop(conn, "client is not reading its output");
         return;
     }
-    /* one framing buffer per connection, reused: the transport copies */
-    buf_clear(&conn->framed);
-    framing_encode(conn->decoder.mode, &conn->framed, json, len);
-    conn->io.write(conn->io_ctx, conn->framed.data, conn->framed.len);
-    if (conn->framed.cap > ((size_t)1 << 20))
-        buf_free(&conn->framed); /* do not keep a huge answer's buffer around */
+    if (len > CONNECTION_UNFRAMED_BYTES) {
+        /* A big message goes out as it is, its framing beside it: copying it
+         * into the framing buffer first would cost the loop a pass over it. */
+        char head[64];
+        int n = 0;
+        if (conn->decoder.mode == FRAMING_CONTENT_LENGTH)
+            n = snprintf(head, sizeof head, "Content-Length: %zu\r\n\r\n", len);
+        if (n > 0)
+            conn->io.write(conn->io_ctx, head, (size_t)n);
+        conn->io.write(conn->io_ctx, json, len);
+        if (conn->decoder.mode != FRAMING_CONTENT_LENGTH)
+            conn->io.write(conn->io_ctx, "\n", 1);
+    } else {
+        /* one framing buffer per connection, reused: the transport copies */
+        buf_clear(&conn->framed);
+        framing_encode(conn->decoder.mode, &conn->framed, json, len);
+        conn->io.write(conn->io_ctx, conn->framed.data, conn->framed.len);
+        if (conn->framed.cap > ((size_t)1 << 20))
+            buf_free(&conn->framed); /* do not keep a huge answer's buffer around */
+    }
     if (!conn->paused && conn->io.queued(conn->io_ctx) > CONNECTION_PAUSE_BYTES) {
         conn->paused = true;
         conn->io.set_reading(conn->io_ctx, false);

@@ -128,6 +128,10 @@ size_t server_connection_limit(const server *self);
 #define CONNECTION_PAUSE_BYTES ((size_t)8 << 20)
 #define CONNECTION_DROP_EXTRA ((size_t)16 << 20)
 
+/* Messages this large are written without being copied into a framing
+ * buffer first. */
+#define CONNECTION_UNFRAMED_BYTES ((size_t)1 << 20)
+
 /* Messages this large are parsed on the thread pool, off the loop. */
 #define CONNECTION_POOL_PARSE_BYTES ((size_t)1 << 20)
 
