@@ -26,6 +26,7 @@ b=build-bench
   if [ -z "$selected" ] || want B3; then "$b/services/document/bench_document_open"; fi
   if [ -z "$selected" ] || want B4 || want B5; then "$b/services/document/bench_piece_tree"; fi
   if [ -z "$selected" ] || want B9; then "$b/services/git/bench_git_status"; fi
+  if [ -z "$selected" ] || want B11; then /usr/bin/python3 tests/bench/bench_clients.py "$b/server/ecpd"; fi
   if [ -z "$selected" ] || want B13; then "$b/services/file/bench_grep"; fi
 } | tee "$out"
 
