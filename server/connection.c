@@ -434,7 +434,9 @@ void connection_receive(connection *conn, const char *data, size_t len)
         return;
     framing_decoder_feed(&conn->decoder, data, len);
     bool was_unknown = true;
-    while (!conn->closing && !conn->parsing) {
+    /* Paused, the messages already buffered wait too: answering them would
+     * queue more for a peer that is not reading. */
+    while (!conn->closing && !conn->parsing && !conn->paused) {
         char *msg;
         size_t n;
         frame_status st = framing_decoder_next(&conn->decoder, &msg, &n);
