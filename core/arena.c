@@ -35,7 +35,7 @@ void arena_free(arena *self)
 
 void *arena_alloc(arena *self, size_t n)
 {
-    size_t rounded = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    size_t rounded = xsize_add(n, ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (rounded == 0)
         rounded = ARENA_ALIGN;
     struct arena_block *b = self->head;
@@ -45,7 +45,7 @@ void *arena_alloc(arena *self, size_t n)
             size = 1u << 20;
         if (size < rounded)
             size = rounded;
-        struct arena_block *nb = xmalloc(sizeof *nb + size);
+        struct arena_block *nb = xmalloc(xsize_add(sizeof *nb, size));
         nb->size = size;
         nb->used = 0;
         /* A block made for one oversized request goes behind the current one,

@@ -1,5 +1,6 @@
 #include "buf.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,15 @@ static void out_of_memory(size_t n)
 {
     fprintf(stderr, "ecpd: out of memory allocating %zu bytes\n", n);
     abort();
+}
+
+size_t xsize_add(size_t a, size_t b)
+{
+    if (a > SIZE_MAX - b) {
+        fprintf(stderr, "ecpd: size overflow adding %zu and %zu bytes\n", a, b);
+        abort();
+    }
+    return a + b;
 }
 
 void *xmalloc(size_t n)
@@ -22,7 +32,7 @@ void *xcalloc(size_t count, size_t n)
 {
     void *p = calloc(count ? count : 1, n ? n : 1);
     if (!p)
-        out_of_memory(count * n);
+        out_of_memory(n && count > SIZE_MAX / n ? SIZE_MAX : count * n);
     return p;
 }
 
@@ -36,7 +46,7 @@ void *xrealloc(void *p, size_t n)
 
 char *xstrndup(const char *s, size_t n)
 {
-    char *p = xmalloc(n + 1);
+    char *p = xmalloc(xsize_add(n, 1));
     memcpy(p, s, n);
     p[n] = '\0';
     return p;
@@ -54,12 +64,14 @@ void buf_free(buf *self)
 
 void buf_reserve(buf *self, size_t extra)
 {
-    size_t need = self->len + extra + 1;
+    size_t need = xsize_add(xsize_add(self->len, extra), 1);
     if (need <= self->cap)
         return;
     size_t cap = self->cap ? self->cap : 64;
-    while (cap < need)
-        cap = cap < ((size_t)1 << 30) ? cap * 2 : cap + cap / 2;
+    while (cap < need) {
+        size_t grown = cap < ((size_t)1 << 30) ? cap * 2 : cap + cap / 2;
+        cap = grown > cap ? grown : need; /* growth that would wrap takes just what is needed */
+    }
     self->data = xrealloc(self->data, cap);
     self->cap = cap;
 }

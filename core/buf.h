@@ -48,6 +48,9 @@ char *buf_detach(buf *self);
 
 /* Allocation helpers with the same fatal-on-exhaustion policy. */
 void *xmalloc(size_t n);
+/* a + b, or the out-of-memory abort when the sum does not fit a size_t: a
+ * size that wrapped would allocate too little and be written past. */
+size_t xsize_add(size_t a, size_t b);
 void *xcalloc(size_t count, size_t n);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);

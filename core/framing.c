@@ -6,6 +6,9 @@
 #include <string.h>
 #include <strings.h>
 
+/* Messages at least this large are handed out in the input buffer itself. */
+#define FRAMING_TAKE_BYTES ((size_t)1 << 20)
+
 void framing_decoder_init(framing_decoder *self, size_t max_message)
 {
     memset(self, 0, sizeof *self);
@@ -64,6 +67,32 @@ static char *copy_message(const char *p, size_t n)
     return m;
 }
 
+/* Hands out the message of body bytes at the start of what is pending, then
+ * drops consumed bytes (the body and its delimiter). A big message takes the
+ * input buffer itself, trimmed to its size, rather than a copy: the peak of
+ * receiving it is then one message, not two. */
+static char *take_message(framing_decoder *self, size_t body, size_t consumed)
+{
+    size_t tail_from = self->start + consumed, tail_len = self->in.len - tail_from;
+    if (body < FRAMING_TAKE_BYTES || tail_len > body / 2) {
+        char *m = copy_message(self->in.data + self->start, body);
+        drop(self, consumed);
+        return m;
+    }
+    buf tail = BUF_INIT;
+    if (tail_len)
+        buf_append(&tail, self->in.data + tail_from, tail_len);
+    char *m = self->in.data;
+    if (self->start)
+        memmove(m, m + self->start, body);
+    m[body] = '\0';
+    char *trimmed = realloc(m, body + 1);
+    self->in = tail;
+    self->start = 0;
+    self->scanned = 0;
+    return trimmed ? trimmed : m;
+}
+
 static frame_status next_line(framing_decoder *self, char **msg, size_t *len)
 {
     for (;;) {
@@ -101,9 +130,8 @@ static frame_status next_line(framing_decoder *self, char **msg, size_t *len)
             drop(self, n + 1);
             return FRAME_OVERSIZED;
         }
-        *msg = copy_message(base, body);
+        *msg = take_message(self, body, n + 1);
         *len = body;
-        drop(self, n + 1);
         return *msg ? FRAME_MESSAGE : FRAME_OVERSIZED;
     }
 }
@@ -203,8 +231,7 @@ static frame_status next_content_length(framing_decoder *self, char **msg, size_
         if (avail < self->body_len)
             return FRAME_NEED_MORE;
         *len = self->body_len;
-        *msg = copy_message(base, self->body_len);
-        drop(self, self->body_len);
+        *msg = take_message(self, self->body_len, self->body_len);
         self->have_header = false;
         return *msg ? FRAME_MESSAGE : FRAME_OVERSIZED;
     }

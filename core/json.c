@@ -1,6 +1,8 @@
 #include "json.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +288,10 @@ int json_doc_parse(json_doc *self, const char *text, size_t len, ecp_error *err)
         int r = jsmn_parse(&parser, text, len, TOKENS(self), (unsigned)self->cap);
         if (r == JSMN_ERROR_NOMEM) {
             /* jsmn resumes where it stopped when handed a bigger array */
+            if (self->cap > INT_MAX / 2 || (size_t)self->cap * 2 > SIZE_MAX / sizeof(jsmntok_t)) {
+                json_doc_free(self);
+                return ecp_error_set(err, ECP_ETOOBIG, "JSON text has too many values");
+            }
             self->cap *= 2;
             self->tokens = xrealloc(self->tokens, sizeof(jsmntok_t) * (size_t)self->cap);
             continue;

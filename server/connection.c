@@ -36,7 +36,7 @@ void server__connection_send(connection *conn, const char *json, size_t len)
     if (conn->decoder.mode == FRAMING_UNKNOWN) {
         /* The peer has not spoken yet, so its framing is unknown: hold what we
          * would send (notifications) until it does. */
-        if (conn->early.len + len > conn->server->max_message + CONNECTION_DROP_EXTRA) {
+        if (conn->early.len > CONNECTION_DROP_EXTRA) {
             server__connection_drop(conn, "too much output queued before the client sent anything");
             return;
         }
@@ -44,17 +44,35 @@ void server__connection_send(connection *conn, const char *json, size_t len)
         buf_push(&conn->early, '\n'); /* the writer never emits a raw newline inside a message */
         return;
     }
+    /* A peer may be slow to read one big answer; beyond that it gets a fixed
+     * allowance, whatever piles up for it (others' notifications). */
     size_t queued = conn->io.queued(conn->io_ctx);
-    if (queued > conn->server->max_message + CONNECTION_DROP_EXTRA) {
+    if (len > conn->big_reply)
+        conn->big_reply = len;
+    if (queued + len > conn->big_reply + CONNECTION_DROP_EXTRA) {
         server__connection_drop(conn, "client is not reading its output");
         return;
     }
-    /* one framing buffer per connection, reused: the transport copies */
-    buf_clear(&conn->framed);
-    framing_encode(conn->decoder.mode, &conn->framed, json, len);
-    conn->io.write(conn->io_ctx, conn->framed.data, conn->framed.len);
-    if (conn->framed.cap > ((size_t)1 << 20))
-        buf_free(&conn->framed); /* do not keep a huge answer's buffer around */
+    if (len > CONNECTION_UNFRAMED_BYTES) {
+        /* A big message goes out as it is, its framing beside it: copying it
+         * into the framing buffer first would cost the loop a pass over it. */
+        char head[64];
+        int n = 0;
+        if (conn->decoder.mode == FRAMING_CONTENT_LENGTH)
+            n = snprintf(head, sizeof head, "Content-Length: %zu\r\n\r\n", len);
+        if (n > 0)
+            conn->io.write(conn->io_ctx, head, (size_t)n);
+        conn->io.write(conn->io_ctx, json, len);
+        if (conn->decoder.mode != FRAMING_CONTENT_LENGTH)
+            conn->io.write(conn->io_ctx, "\n", 1);
+    } else {
+        /* one framing buffer per connection, reused: the transport copies */
+        buf_clear(&conn->framed);
+        framing_encode(conn->decoder.mode, &conn->framed, json, len);
+        conn->io.write(conn->io_ctx, conn->framed.data, conn->framed.len);
+        if (conn->framed.cap > ((size_t)1 << 20))
+            buf_free(&conn->framed); /* do not keep a huge answer's buffer around */
+    }
     if (!conn->paused && conn->io.queued(conn->io_ctx) > CONNECTION_PAUSE_BYTES) {
         conn->paused = true;
         conn->io.set_reading(conn->io_ctx, false);
@@ -78,6 +96,8 @@ static void flush_early(connection *conn)
 
 void connection_drained(connection *conn)
 {
+    if (conn->io.queued(conn->io_ctx) <= CONNECTION_PAUSE_BYTES / 2)
+        conn->big_reply = 0; /* the big answer, if any, is out */
     if (conn->paused && !conn->closing && conn->io.queued(conn->io_ctx) <= CONNECTION_PAUSE_BYTES / 2) {
         conn->paused = false;
         conn->io.set_reading(conn->io_ctx, true);
@@ -92,6 +112,15 @@ void server__connection_drop(connection *conn, const char *why)
     ecp_log(&conn->server->log, ECP_LOG_WARN, "closing %s: %s", conn->label, why);
     conn->closing = true;
     conn->io.close(conn->io_ctx);
+}
+
+void server__connection_finish(connection *conn)
+{
+    if (conn->closing)
+        return;
+    ecp_log(&conn->server->log, ECP_LOG_DEBUG, "%s ended its session", conn->label);
+    conn->closing = true;
+    (conn->io.finish ? conn->io.finish : conn->io.close)(conn->io_ctx);
 }
 
 static void send_error(connection *conn, const char *id_raw, size_t id_len, int code, const char *message)
@@ -239,7 +268,7 @@ static void dispatch(connection *conn, batch *b, char *text, size_t len, json_do
                         "Invalid Request: $/cancelRequest is a notification");
         goto discard;
     }
-    if (msg.kind == RPC_REQUEST && srv->shutting_down) {
+    if (msg.kind == RPC_REQUEST && (srv->shutting_down || conn->shutting_down)) {
         reply_error(conn, b, msg.id_raw, msg.id_len, ECP_WIRE_SERVER_SHUTTING_DOWN, "Server is shutting down");
         goto discard;
     }
@@ -405,7 +434,9 @@ void connection_receive(connection *conn, const char *data, size_t len)
         return;
     framing_decoder_feed(&conn->decoder, data, len);
     bool was_unknown = true;
-    while (!conn->closing && !conn->parsing) {
+    /* Paused, the messages already buffered wait too: answering them would
+     * queue more for a peer that is not reading. */
+    while (!conn->closing && !conn->parsing && !conn->paused) {
         char *msg;
         size_t n;
         frame_status st = framing_decoder_next(&conn->decoder, &msg, &n);
@@ -417,6 +448,9 @@ void connection_receive(connection *conn, const char *data, size_t len)
             break;
         if (st == FRAME_BAD_HEADER) {
             server__connection_drop(conn, "unparseable message header");
+            /* the only client spoke garbage: a failure, not a client that left */
+            if (!conn->server->shared)
+                server_request_exit(conn->server, 1);
             break;
         }
         if (st == FRAME_OVERSIZED) {
@@ -448,6 +482,7 @@ connection *server_connection_open(server *self, const connection_io *io, void *
     if (self->connections)
         self->connections->prev = conn;
     self->connections = conn;
+    self->connection_count++;
     ecp_log(&self->log, ECP_LOG_DEBUG, "%s connected (client %llu)", label, (unsigned long long)conn->id);
     return conn;
 }
@@ -480,10 +515,13 @@ void connection_close(connection *conn)
     for (size_t i = 0; i < srv->router.count; i++)
         if (srv->router.adapters[i].client_closed)
             srv->router.adapters[i].client_closed(srv->router.adapters[i].ctx, conn->id);
+    if (conn->watching_process)
+        server__forget_client_processes(srv, conn->id);
     if (conn->prev)
         conn->prev->next = conn->next;
     else
         srv->connections = conn->next;
+    srv->connection_count--;
     if (conn->next)
         conn->next->prev = conn->prev;
     ecp_log(&srv->log, ECP_LOG_DEBUG, "%s disconnected", conn->label);

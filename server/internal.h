@@ -57,8 +57,11 @@ struct connection {
     subscription_list subscribed;
     subscription_list excluded;
     bool paused;               /* stopped reading: output above the pause bound */
+    size_t big_reply;          /* the largest message queued since the queue last ran low */
     void *parsing;             /* a big message being parsed on the thread pool */
     bool closing;              /* io->close() was called; waiting for connection_close */
+    bool shutting_down;        /* this client sent `shutdown`: its later requests are refused */
+    bool watching_process;     /* its `processId` is watched */
     struct connection *prev, *next;
 };
 
@@ -66,6 +69,8 @@ struct connection {
 void server__connection_send(connection *conn, const char *json, size_t len);
 /* Asks the transport to close conn (bad framing, too slow a reader). */
 void server__connection_drop(connection *conn, const char *why);
+/* Closes conn once its queued output has been written (its own `exit`). */
+void server__connection_finish(connection *conn);
 bool server__connection_wants(const connection *conn, const char *method);
 
 /* ----- the server ----------------------------------------------------------- */
@@ -88,10 +93,20 @@ struct server {
     int exit_code;
     void (*exit_hook)(void *ctx, int code);
     void *exit_ctx;
-    int watched_pid;
-    uv_timer_t pid_timer;
-    bool pid_timer_started;
+    bool shared;               /* many clients: see server_options.shared */
+    size_t max_connections;
+    size_t connection_count;
+    struct pid_watch *pid_watches; /* processes named by `processId` */
+    size_t closing_handles;    /* watches whose handles libuv has not released yet */
+    bool freed;                /* server_free ran: the last closing handle releases the memory */
 };
+
+/* Stops watching the processes a connection named (it is closing). */
+void server__forget_client_processes(server *self, uint64_t client);
+/* Stops every watch: the server is going. */
+void server__forget_all_processes(server *self);
+/* A watch's handle has closed; frees the server if it was waiting for that. */
+void server__handle_released(server *self);
 
 connection *server__connection_by_id(server *self, uint64_t id);
 

@@ -4,32 +4,120 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "uri.h"
 
 static connection *caller(server *self, ecp_call *call) { return server__connection_by_id(self, ecp_call_client(call)); }
 
-static void check_parent(uv_timer_t *timer)
+/* ----- processId ------------------------------------------------------------
+ *
+ * A pidfd becomes readable when its process ends: the loop learns of it at
+ * once and nothing polls. */
+
+typedef struct pid_watch {
+    uv_poll_t poll;
+    server *srv;
+    uint64_t client;           /* the connection that named the process */
+    int pid, fd;
+    struct pid_watch *prev, *next;
+} pid_watch;
+
+static void watch_closed(uv_handle_t *handle)
 {
-    server *self = timer->data;
-    if (kill(self->watched_pid, 0) < 0 && errno == ESRCH) {
-        ecp_log(&self->log, ECP_LOG_INFO, "client process %d is gone", self->watched_pid);
-        uv_timer_stop(timer);
+    pid_watch *w = handle->data;
+    server *srv = w->srv;
+    close(w->fd);
+    free(w);
+    server__handle_released(srv);
+}
+
+static void watch_end(pid_watch *w)
+{
+    server *srv = w->srv;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        srv->pid_watches = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    srv->closing_handles++;
+    uv_close((uv_handle_t *)&w->poll, watch_closed);
+}
+
+/* The process is gone: a shared server loses that client, a private one has
+ * lost its only client and ends. */
+static void process_gone(server *self, uint64_t client, int pid)
+{
+    ecp_log(&self->log, ECP_LOG_INFO, "client process %d is gone", pid);
+    if (!self->shared) {
         server_request_exit(self, 0);
+        return;
+    }
+    connection *conn = server__connection_by_id(self, client);
+    if (conn)
+        server__connection_drop(conn, "its process is gone");
+}
+
+static void on_process_exit(uv_poll_t *handle, int status, int events)
+{
+    (void)status, (void)events;
+    pid_watch *w = handle->data;
+    server *self = w->srv;
+    uint64_t client = w->client;
+    int pid = w->pid;
+    watch_end(w);
+    process_gone(self, client, pid);
+}
+
+void server__forget_client_processes(server *self, uint64_t client)
+{
+    for (pid_watch *w = self->pid_watches, *next; w; w = next) {
+        next = w->next;
+        if (w->client == client)
+            watch_end(w);
     }
 }
 
-static void watch_process(server *self, int pid)
+void server__forget_all_processes(server *self)
 {
-    if (pid <= 0 || self->pid_timer_started)
+    while (self->pid_watches)
+        watch_end(self->pid_watches);
+}
+
+static void watch_process(server *self, connection *conn, int pid)
+{
+    if (pid <= 0 || !conn || conn->watching_process)
         return;
-    self->watched_pid = pid;
-    uv_timer_init(self->loop, &self->pid_timer);
-    self->pid_timer.data = self;
-    uv_unref((uv_handle_t *)&self->pid_timer); /* the watch alone keeps nothing alive */
-    uv_timer_start(&self->pid_timer, check_parent, 500, 500);
-    self->pid_timer_started = true;
+    int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (fd < 0) {
+        if (errno == ESRCH)
+            process_gone(self, conn->id, pid);
+        else
+            ecp_log(&self->log, ECP_LOG_WARN, "cannot watch process %d: %s", pid, strerror(errno));
+        return;
+    }
+    pid_watch *w = xcalloc(1, sizeof *w);
+    w->srv = self;
+    w->client = conn->id;
+    w->pid = pid;
+    w->fd = fd;
+    if (uv_poll_init(self->loop, &w->poll, fd) < 0) {
+        ecp_log(&self->log, ECP_LOG_WARN, "cannot watch process %d", pid);
+        close(fd);
+        free(w);
+        return;
+    }
+    w->poll.data = w;
+    uv_unref((uv_handle_t *)&w->poll); /* the watch alone keeps nothing alive */
+    uv_poll_start(&w->poll, UV_READABLE, on_process_exit);
+    w->next = self->pid_watches;
+    if (self->pid_watches)
+        self->pid_watches->prev = w;
+    self->pid_watches = w;
+    conn->watching_process = true;
 }
 
 static void write_capabilities(server *self, json_writer *w)
@@ -79,7 +167,10 @@ static void handle_initialize(void *ctx, ecp_call *call)
     connection *conn = caller(self, call);
     if (conn)
         conn->encoding = enc;
-    if (root.ptr) {
+    if (root.ptr && self->shared) {
+        ecp_log(&self->log, ECP_LOG_INFO, "%s: workspaceRoot ignored: a shared server keeps its workspace",
+                conn ? conn->label : "a client");
+    } else if (root.ptr) {
         buf path = BUF_INIT;
         if (uri_to_path(root.ptr, root.len, &path, NULL) == 0) {
             free(self->workspace);
@@ -88,8 +179,6 @@ static void handle_initialize(void *ctx, ecp_call *call)
         }
         buf_free(&path);
     }
-    watch_process(self, (int)pid);
-
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key_string(w, "protocolVersion", ECPD_PROTOCOL_VERSION);
@@ -103,6 +192,8 @@ static void handle_initialize(void *ctx, ecp_call *call)
     write_capabilities(self, w);
     jw_object_end(w);
     ecp_call_finish(call);
+    /* after the answer: a process already gone may close the connection */
+    watch_process(self, conn, (int)pid);
 }
 
 static void handle_initialized(void *ctx, ecp_call *call) { ecp_call_reply_null(call); }
@@ -110,15 +201,36 @@ static void handle_initialized(void *ctx, ecp_call *call) { ecp_call_reply_null(
 static void handle_shutdown(void *ctx, ecp_call *call)
 {
     server *self = ctx;
-    self->shutting_down = true;
+    connection *conn = caller(self, call);
+    if (conn)
+        conn->shutting_down = true;
+    if (!self->shared)
+        self->shutting_down = true;
     ecp_call_reply_null(call);
 }
 
+/* On a shared server a client's exit ends its own session only: the server
+ * is everyone's, and ecp/stop (or a signal) ends it. */
 static void handle_exit(void *ctx, ecp_call *call)
 {
     server *self = ctx;
+    connection *conn = caller(self, call);
     ecp_call_reply_null(call);
+    if (self->shared) {
+        if (conn)
+            server__connection_finish(conn);
+        return;
+    }
     server_request_exit(self, self->shutting_down ? 0 : 1);
+}
+
+static void handle_stop(void *ctx, ecp_call *call)
+{
+    server *self = ctx;
+    connection *conn = caller(self, call);
+    ecp_log(&self->log, ECP_LOG_INFO, "ecp/stop from %s", conn ? conn->label : "a client");
+    ecp_call_reply_null(call);
+    server_request_exit(self, 0);
 }
 
 static void handle_methods(void *ctx, ecp_call *call)
@@ -283,6 +395,9 @@ static const ecp_method ecp_methods[] = {
     {"ecp/ping", handle_ping, "1.0",
      "Echo params back (null without them): a latency probe",
      "any"},
+    {"ecp/stop", handle_stop, "1.0",
+     "Stop the server for every client (a shared server's exit ends only the caller's session)",
+     "{}"},
 };
 
 static const ecp_method notification_methods[] = {

@@ -15,6 +15,7 @@
 static const char usage[] =
     "usage: ecpd [--stdio | --socket [PATH]] [--workspace DIR] [--data-dir DIR] [--config FILE]\n"
     "            [--log FILE] [--log-level error|warn|info|debug] [--max-message-bytes N]\n"
+    "            [--max-connections N]\n"
     "            [--version] [--help]\n"
     "\n"
     "Serves the Editor Command Protocol (JSON-RPC 2.0) on stdio (the default) or on a\n"
@@ -25,7 +26,7 @@ typedef struct app {
     server *srv;
     stream_link *stdio;
     socket_listener *listener;
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sighup;
     FILE *log_file;
 } app;
 
@@ -50,6 +51,7 @@ static void on_exit_requested(void *ctx, int code)
         transport_socket_stop(a->listener, true);
     uv_signal_stop(&a->sigint);
     uv_signal_stop(&a->sigterm);
+    uv_signal_stop(&a->sighup);
 }
 
 /* True while a link, and so a connection, is open. */
@@ -143,6 +145,16 @@ int main(int argc, char **argv)
                 return 2;
             }
             options.max_message_bytes = (size_t)v;
+        } else if (strcmp(arg, "--max-connections") == 0) {
+            NEED_VALUE();
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(next, &end, 10);
+            if (errno || *end || v < 1 || v > 100000) {
+                fprintf(stderr, "ecpd: --max-connections needs a number from 1 to 100000\n");
+                return 2;
+            }
+            options.max_connections = (unsigned)v;
         } else if (strcmp(arg, "--acp") == 0 || strcmp(arg, "--eca") == 0) {
             fprintf(stderr, "ecpd: %s: the agent front ends are not part of this build yet\n", arg);
             return 2;
@@ -170,6 +182,7 @@ int main(int argc, char **argv)
         }
         options.log_out = a.log_file;
     }
+    options.shared = use_socket;
     uv_loop_init(&a.loop);
     ecp_error err;
     a.srv = server_new(&a.loop, &options, &err);
@@ -180,9 +193,12 @@ int main(int argc, char **argv)
     server_set_exit_hook(a.srv, on_exit_requested, &a);
     uv_signal_init(&a.loop, &a.sigint);
     uv_signal_init(&a.loop, &a.sigterm);
-    a.sigint.data = a.sigterm.data = &a;
+    uv_signal_init(&a.loop, &a.sighup);
+    a.sigint.data = a.sigterm.data = a.sighup.data = &a;
     uv_signal_start(&a.sigint, on_signal, SIGINT);
     uv_signal_start(&a.sigterm, on_signal, SIGTERM);
+    /* a closed terminal: end like any other stop, socket file removed */
+    uv_signal_start(&a.sighup, on_signal, SIGHUP);
 
     int code = 1;
     if (use_socket) {
@@ -226,6 +242,7 @@ done:
         transport_socket_free(a.listener), a.listener = NULL;
     uv_close((uv_handle_t *)&a.sigint, NULL);
     uv_close((uv_handle_t *)&a.sigterm, NULL);
+    uv_close((uv_handle_t *)&a.sighup, NULL);
     server_free(a.srv);
     drain(&a.loop, deadline, NULL);
     if (uv_loop_close(&a.loop) != 0)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "socket_path.h"
 
 /* ----- notification bus ------------------------------------------------------ */
 
@@ -80,16 +81,24 @@ done:
     return status;
 }
 
-static char *default_data_dir(void)
+/* The fallback under /tmp lives in a directory anyone could have made first:
+ * it must be private and ours before anything is put in it. */
+static char *default_data_dir(ecp_error *err)
 {
     const char *xdg = getenv("XDG_DATA_HOME");
     buf dir = BUF_INIT;
-    if (xdg && xdg[0] == '/')
+    if (xdg && xdg[0] == '/') {
         buf_appendf(&dir, "%s/ecpd", xdg);
-    else if (getenv("HOME") && getenv("HOME")[0] == '/')
+    } else if (getenv("HOME") && getenv("HOME")[0] == '/') {
         buf_appendf(&dir, "%s/.local/share/ecpd", getenv("HOME"));
-    else
-        buf_appendf(&dir, "/tmp/ecpd-%u/data", (unsigned)getuid());
+    } else {
+        buf_appendf(&dir, "/tmp/ecpd-%u", (unsigned)getuid());
+        if (ecp_private_dir(dir.data, err) < 0) {
+            buf_free(&dir);
+            return NULL;
+        }
+        buf_appendf(&dir, "/data");
+    }
     return buf_detach(&dir);
 }
 
@@ -110,10 +119,12 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     self->log.out = options->log_out ? options->log_out : stderr;
     self->log.level = options->log_level;
     self->max_message = options->max_message_bytes ? options->max_message_bytes : ECPD_DEFAULT_MAX_MESSAGE;
+    self->shared = options->shared;
+    self->max_connections = options->max_connections ? options->max_connections : ECPD_DEFAULT_MAX_CONNECTIONS;
     self->workspace = options->workspace ? xstrdup(options->workspace) : NULL;
-    self->data_dir = options->data_dir ? xstrdup(options->data_dir) : default_data_dir();
+    self->data_dir = options->data_dir ? xstrdup(options->data_dir) : default_data_dir(err);
     self->config_path = options->config_path ? xstrdup(options->config_path) : NULL;
-    if (make_dirs(self->data_dir, 0700, err) < 0)
+    if (!self->data_dir || make_dirs(self->data_dir, 0700, err) < 0)
         goto fail;
     self->pool = ecp_pool_new(loop, &self->log);
     self->bus.notify = bus_notify;
@@ -144,7 +155,11 @@ fail:
     return NULL;
 }
 
-static void pid_timer_closed(uv_handle_t *timer) { server_release(timer->data); }
+void server__handle_released(server *self)
+{
+    if (--self->closing_handles == 0 && self->freed)
+        server_release(self);
+}
 
 void server_free(server *self)
 {
@@ -154,15 +169,19 @@ void server_free(server *self)
     server__router_free(&self->router);
     server_services_stop(&self->services);
     ecp_pool_free(self->pool);
-    /* The timer lives inside the server: libuv still touches it after
-     * uv_close(), until its close callback. */
-    if (self->pid_timer_started)
-        uv_close((uv_handle_t *)&self->pid_timer, pid_timer_closed);
-    else
+    /* The watches point at the server: libuv still calls them after
+     * uv_close(), until their close callbacks, and the last one frees it. */
+    server__forget_all_processes(self);
+    self->freed = true;
+    if (self->closing_handles == 0)
         server_release(self);
 }
 
 uv_loop_t *server_loop(server *self) { return self->loop; }
+
+size_t server_connection_count(const server *self) { return self->connection_count; }
+
+size_t server_connection_limit(const server *self) { return self->max_connections; }
 
 ecp_bus *server_bus(server *self) { return &self->bus; }
 

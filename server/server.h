@@ -33,7 +33,14 @@ typedef struct server_options {
     size_t max_message_bytes;      /* 0: the default, 256 MiB */
     FILE *log_out;                 /* NULL: stderr; not owned */
     ecp_log_level log_level;
+    /* Many clients share the server (the Unix socket): `shutdown`, `exit` and
+     * `processId` then concern only the client that sent them, and a client's
+     * `workspaceRoot` does not move everyone else's workspace. */
+    bool shared;
+    unsigned max_connections;      /* 0: the default, ECPD_DEFAULT_MAX_CONNECTIONS */
 } server_options;
+
+#define ECPD_DEFAULT_MAX_CONNECTIONS 64u
 
 #define ECPD_DEFAULT_MAX_MESSAGE ((size_t)256 << 20)
 
@@ -84,6 +91,9 @@ typedef struct connection_io {
     size_t (*queued)(void *ctx);
     void (*set_reading)(void *ctx, bool on);
     void (*close)(void *ctx);
+    /* Optional: like close(), but only once what is queued has been written,
+     * so a last answer reaches the peer. NULL: close() is used. */
+    void (*finish)(void *ctx);
 } connection_io;
 
 /* Opens a connection for a transport, which owns it from then on: only the
@@ -106,11 +116,21 @@ void connection_close(connection *conn);
 
 uint64_t connection_id(const connection *conn);
 
+/* How many connections are open, and how many may be (see max_connections):
+ * a transport refuses a peer beyond the limit before opening it. */
+size_t server_connection_count(const server *self);
+size_t server_connection_limit(const server *self);
+
 /* Output bounds: above the first, the server stops reading from the peer
- * until its queue drains; above the second (a peer that stopped reading while
- * others' notifications pile up), the connection is dropped. */
+ * until its queue drains; when what is queued exceeds the largest message
+ * being written by the second (a peer that stopped reading while others'
+ * notifications pile up), the connection is dropped. */
 #define CONNECTION_PAUSE_BYTES ((size_t)8 << 20)
-#define CONNECTION_DROP_EXTRA ((size_t)64 << 20)
+#define CONNECTION_DROP_EXTRA ((size_t)16 << 20)
+
+/* Messages this large are written without being copied into a framing
+ * buffer first. */
+#define CONNECTION_UNFRAMED_BYTES ((size_t)1 << 20)
 
 /* Messages this large are parsed on the thread pool, off the loop. */
 #define CONNECTION_POOL_PARSE_BYTES ((size_t)1 << 20)

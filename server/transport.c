@@ -11,6 +11,8 @@
  * mmap/munmap pair (it is above glibc's mmap threshold), and reads are
  * consumed synchronously in read_cb anyway. */
 #define READ_BUFFER_SIZE (256 * 1024)
+/* One write's buffers hold at most this each (uv_buf_t counts in unsigned int). */
+#define WRITE_PIECE_BYTES ((size_t)16 << 20)
 
 struct stream_link {
     server *srv;
@@ -81,11 +83,23 @@ static void io_write(void *ctx, const char *data, size_t len)
         }
         return;
     }
-    write_req *w = xmalloc(sizeof *w + len);
+    write_req *w = xmalloc(xsize_add(sizeof *w, len));
     memcpy(w->data, data, len);
     w->link = link;
-    uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
-    if (uv_write(&w->req, link->out, &b, 1, write_cb) < 0) {
+    /* uv_buf_t's length is an unsigned int: a reply over 4 GiB goes out as
+     * several buffers of one write rather than truncated */
+    uv_buf_t one, *bufs = &one;
+    size_t count = len / WRITE_PIECE_BYTES + 1;
+    if (count > 1)
+        bufs = xmalloc(count * sizeof *bufs);
+    for (size_t i = 0; i < count; i++) {
+        size_t off = i * WRITE_PIECE_BYTES, n = len - off < WRITE_PIECE_BYTES ? len - off : WRITE_PIECE_BYTES;
+        bufs[i] = uv_buf_init(w->data + off, (unsigned)n);
+    }
+    int r = uv_write(&w->req, link->out, bufs, (unsigned)count, write_cb);
+    if (bufs != &one)
+        free(bufs); /* libuv copies the array of buffers, not what they point at */
+    if (r < 0) {
         free(w);
         stream_link_close(link, false);
     }
@@ -110,7 +124,9 @@ static void io_set_reading(void *ctx, bool on)
 
 static void io_close(void *ctx) { stream_link_close(ctx, false); }
 
-static const connection_io stream_io = {io_write, io_queued, io_set_reading, io_close};
+static void io_finish(void *ctx) { stream_link_close(ctx, true); }
+
+static const connection_io stream_io = {io_write, io_queued, io_set_reading, io_close, io_finish};
 
 stream_link *stream_link_open(server *srv, uv_stream_t *in, uv_stream_t *out, int out_fd, const char *label,
                               stream_link_closed_fn on_closed, void *ctx)

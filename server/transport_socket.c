@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "socket_path.h"
 #include "transport.h"
 
 
@@ -50,6 +51,23 @@ static bool peer_is_us(int fd)
     return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == getuid();
 }
 
+/* The peer learns why in the only words it is sure to understand, a
+ * JSON-RPC error on one line, then the connection closes. The socket is
+ * fresh and the line short, so one non-blocking write takes it whole. */
+static void refuse_over_limit(socket_listener *l, uv_pipe_t *client)
+{
+    size_t limit = server_connection_limit(l->srv);
+    char line[200];
+    int n = snprintf(line, sizeof line,
+                     "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,\"message\":"
+                     "\"Too many connections: this server takes at most %zu\"}}\n",
+                     ECP_WIRE_SERVER_ERROR, limit);
+    uv_buf_t b = uv_buf_init(line, (unsigned)n);
+    uv_try_write((uv_stream_t *)client, &b, 1);
+    ecp_log(server_logger(l->srv), ECP_LOG_WARN, "refused a socket client: %zu connections is the limit", limit);
+    uv_close((uv_handle_t *)client, (uv_close_cb)free);
+}
+
 static void on_connection(uv_stream_t *server_stream, int status)
 {
     socket_listener *l = server_stream->data;
@@ -67,6 +85,10 @@ static void on_connection(uv_stream_t *server_stream, int status)
         uv_close((uv_handle_t *)client, (uv_close_cb)free);
         return;
     }
+    if (server_connection_count(l->srv) >= server_connection_limit(l->srv)) {
+        refuse_over_limit(l, client);
+        return;
+    }
     client_entry *e = xcalloc(1, sizeof *e);
     e->owner = l;
     e->next = l->clients;
@@ -79,27 +101,17 @@ static void on_connection(uv_stream_t *server_stream, int status)
 }
 
 /* Creates the socket's directory when missing. A directory we create is 0700;
- * an existing one must belong to us and be private. */
+ * an existing one must belong to us and be writable by nobody else: whoever
+ * can write it can put their own socket in our place. */
 static int prepare_directory(const char *path, ecp_error *err)
 {
     char *dir = xstrdup(path);
     char *slash = strrchr(dir, '/');
     int status = 0;
-    if (!slash || slash == dir)
-        goto done;
-    *slash = '\0';
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        status = ecp_error_errno(err, errno, dir);
-        goto done;
+    if (slash && slash != dir) {
+        *slash = '\0';
+        status = ecp_private_dir(dir, err);
     }
-    struct stat st;
-    if (stat(dir, &st) < 0) {
-        status = ecp_error_errno(err, errno, dir);
-        goto done;
-    }
-    if (st.st_uid != getuid())
-        status = ecp_error_set(err, ECP_EACCES, "socket directory %s belongs to another user", dir);
-done:
     free(dir);
     return status;
 }

@@ -5,6 +5,7 @@
  *   ecpctl --spawn file/stat '{"uri":"/etc"}'    a private ecpd on stdio
  *   ecpctl --listen                        print notifications as they arrive
  *   ecpctl --methods [NAMESPACE]           what the server implements, one method a line
+ *   ecpctl --stop                          stop the workspace's server (ecp/stop)
  *   printf 'ecp/ping {}\n' | ecpctl         requests from stdin, one per line
  *
  * Each response is printed as one line of JSON. The exit status is 0 when
@@ -34,8 +35,10 @@
 
 static const char usage[] =
     "usage: ecpctl [--socket PATH | --spawn] [--workspace DIR] [--listen] [--timeout SECONDS]\n"
-    "              [METHOD [PARAMS_JSON] | --methods [NAMESPACE]]\n"
-    "--spawn runs $ECPD, else the ecpd next to ecpctl, else ecpd from PATH.\n"
+    "              [METHOD [PARAMS_JSON] | --methods [NAMESPACE] | --stop]\n"
+    "--spawn runs $ECPD, else the ecpd next to ecpctl (or in the build tree beside it),\n"
+    "else ecpd from PATH.\n"
+    "--stop stops the server on the socket for every client.\n"
     "Without METHOD, reads requests from stdin: one per line, either a JSON-RPC message\n"
     "or 'METHOD [PARAMS_JSON]'. Prints each response (and, with --listen, each\n"
     "notification) as one line of JSON.\n"
@@ -69,11 +72,51 @@ static int connect_socket(const char *path)
             close(fd);
         return -1;
     }
+    /* Whoever listens there reads what we send, file contents and all: it
+     * must be our own server, not one another user put in its place. */
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != getuid()) {
+        fprintf(stderr, "ecpctl: the server on %s runs as another user (uid %u); refusing to talk to it\n", path,
+                (unsigned)cred.uid);
+        close(fd);
+        return -1;
+    }
     return fd;
 }
 
-/* Runs $ECPD, else the ecpd that sits next to this program, else the one on
- * PATH. */
+/* Finds the server to run: $ECPD, else the ecpd next to this program (an
+ * install), else the one of its build tree (build/server/ecpd beside
+ * build/clients/cli/ecpctl), else "ecpd" for PATH. */
+static void find_server(char *server, size_t size)
+{
+    const char *explicit_server = getenv("ECPD");
+    if (explicit_server && explicit_server[0]) {
+        snprintf(server, size, "%s", explicit_server);
+        return;
+    }
+    snprintf(server, size, "ecpd");
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    static const char *const beside[] = {"/ecpd", "/../../server/ecpd"};
+    for (size_t i = 0; i < sizeof beside / sizeof beside[0]; i++) {
+        char candidate[PATH_MAX + 32];
+        snprintf(candidate, sizeof candidate, "%s%s", self, beside[i]);
+        if (access(candidate, X_OK) == 0) {
+            snprintf(server, size, "%s", candidate);
+            return;
+        }
+    }
+}
+
+/* Runs the server find_server() names, on stdio. */
 static int spawn_server(session *s, const char *workspace)
 {
     int to_child[2], from_child[2];
@@ -81,21 +124,8 @@ static int spawn_server(session *s, const char *workspace)
         perror("ecpctl: pipe");
         return -1;
     }
-    char self[PATH_MAX], server[PATH_MAX + 8] = "ecpd";
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    const char *explicit_server = getenv("ECPD");
-    if (explicit_server && explicit_server[0]) {
-        snprintf(server, sizeof server, "%s", explicit_server);
-    } else if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            snprintf(server, sizeof server, "%s/ecpd", self);
-            if (access(server, X_OK) != 0)
-                strcpy(server, "ecpd");
-        }
-    }
+    char server[PATH_MAX + 40];
+    find_server(server, sizeof server);
     s->child = fork();
     if (s->child < 0) {
         perror("ecpctl: fork");
@@ -253,7 +283,7 @@ int main(int argc, char **argv)
 {
     const char *socket_path = NULL, *workspace = NULL, *method = NULL, *params = NULL;
     buf methods_params = BUF_INIT;
-    bool spawn = false;
+    bool spawn = false, stop = false;
     int timeout_s = 30;
     session s = {.rfd = -1, .wfd = -1};
     for (int i = 1; i < argc; i++) {
@@ -269,6 +299,8 @@ int main(int argc, char **argv)
             s.listen = true;
         else if (strcmp(argv[i], "--methods") == 0)
             s.methods = true;
+        else if (strcmp(argv[i], "--stop") == 0)
+            stop = true;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return fputs(usage, stdout), 0;
         else if (argv[i][0] == '-' && argv[i][1] == '-')
@@ -293,6 +325,11 @@ int main(int argc, char **argv)
         jw_object_end(&w);
         method = "ecp/methods";
         params = methods_params.data;
+    }
+    if (stop) {
+        if (method || s.methods || spawn || s.listen)
+            return fprintf(stderr, "ecpctl: --stop takes no method and no --spawn, --methods or --listen\n%s", usage), 2;
+        method = "ecp/stop";
     }
     signal(SIGPIPE, SIG_IGN);
     framing_decoder_init(&s.in, (size_t)1 << 31);
@@ -371,7 +408,11 @@ int main(int argc, char **argv)
     if (s.child > 0) {
         close(s.wfd); /* EOF on its stdin ends the server */
         close(s.rfd);
-        waitpid(s.child, NULL, 0);
+        int status = 0;
+        waitpid(s.child, &status, 0);
+        /* 127: the child could not exec the server (it said why) */
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            lost = true;
     } else {
         close(s.rfd);
     }

@@ -16,6 +16,7 @@
 #include "adapter.h"
 #include "error.h"
 #include "interface.h"
+#include "job.h"
 #include "rpc.h"
 
 struct pending;
@@ -24,7 +25,12 @@ typedef struct doc_adapter {
     document_service *svc;
     ecp_bus *bus;
     struct pending *running; /* requests the service has not answered yet */
+    ecp_job_set *jobs;       /* big answers written off the loop */
 } doc_adapter;
+
+/* A document/content answer for a text larger than this is written on the
+ * thread pool from a snapshot, so the loop goes on serving everyone else. */
+#define CONTENT_OFF_LOOP_BYTES ((size_t)1 << 20)
 
 /* ----- writing ------------------------------------------------------------------- */
 
@@ -502,6 +508,47 @@ static void m_list(void *ctx, ecp_call *call)
     ecp_call_finish(call);
 }
 
+typedef struct content_job {
+    document_snapshot *snap;
+    buf out;
+} content_job;
+
+static void content_work(ecp_job *job, unsigned item)
+{
+    (void)item;
+    content_job *t = ecp_job_data(job);
+    json_writer w;
+    jw_init(&w, &t->out);
+    jw_object_begin(&w);
+    jw_key(&w, "content");
+    jw_string_begin(&w);
+    document_snapshot_read(t->snap, 0, document_snapshot_length(t->snap), write_chunk, &w, NULL);
+    jw_string_end(&w);
+    jw_key_int(&w, "version", (int64_t)document_snapshot_version(t->snap));
+    jw_key_int(&w, "lineCount", (int64_t)document_snapshot_line_count(t->snap));
+    jw_object_end(&w);
+}
+
+static void content_done(ecp_job *job)
+{
+    content_job *t = ecp_job_data(job);
+    if (!ecp_job_cancelled(job))
+        ecp_call_reply_raw(ecp_job_call(job), t->out.data, t->out.len);
+}
+
+static void content_free(void *data)
+{
+    content_job *t = data;
+    document_snapshot_release(t->snap);
+    buf_free(&t->out);
+    free(t);
+}
+
+static const ecp_job_type content_job_type = {
+    .name = "document.content", .lane = ECP_LANE_LONG,
+    .work = content_work, .done = content_done, .free_data = content_free,
+};
+
 static void m_content(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
@@ -509,6 +556,16 @@ static void m_content(void *ctx, ecp_call *call)
     document_info info;
     if (!arg_doc_info(ad, call, &id, &info))
         return;
+    document_snapshot *snap = document_snapshot_take(ad->svc, id.ptr, NULL);
+    if (snap && document_snapshot_length(snap) > CONTENT_OFF_LOOP_BYTES) {
+        content_job *t = xcalloc(1, sizeof *t);
+        t->snap = snap;
+        ecp_job *job = ecp_job_new(ad->jobs, &content_job_type, t);
+        ecp_job_serve(job, call);
+        ecp_job_start(job, 1);
+        return;
+    }
+    document_snapshot_release(snap);
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "content");
@@ -1256,6 +1313,7 @@ static const ecp_method methods[] = {
 static void adapter_destroy(void *ctx)
 {
     doc_adapter *ad = ctx;
+    ecp_job_set_close(ad->jobs); /* answers the calls still waiting for their content */
     /* Each cancel answers its call and takes it off the list. */
     while (ad->running)
         document_request_cancel(ad->svc, ad->running->req);
@@ -1274,6 +1332,7 @@ void document_adapter_init(ecp_adapter *out, document_service *svc, ecp_bus *bus
     doc_adapter *ad = xcalloc(1, sizeof *ad);
     ad->svc = svc;
     ad->bus = bus;
+    ad->jobs = ecp_job_set_new(document_service_pool(svc));
     document_subscribe(svc, &listener, ad);
     document_subscribe_disk(svc, &disk_listener, ad);
     memset(out, 0, sizeof *out);

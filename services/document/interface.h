@@ -86,6 +86,9 @@ typedef struct document_service document_service;
  * service. Returns NULL when out of memory. */
 document_service *document_service_new(ecp_pool *pool, ecp_logger *log);
 
+/* The pool the service was created on, for work its adapter runs itself. */
+ecp_pool *document_service_pool(const document_service *self);
+
 /* Lets documents follow their files through `files`' watches (borrowed; it
  * must outlive this service, which removes its watches when freed): those
  * open now and those opened later. Without it no document follows its file

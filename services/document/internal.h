@@ -192,7 +192,10 @@ bool document__offset_at_units(document *doc, size_t units, ecp_position_encodin
 /* Forgets the checkpoints an edit at `offset` makes wrong. */
 void document__checkpoints_invalidate(document *doc, size_t offset);
 
-/* The word (ASCII [A-Za-z0-9_]+) around a byte offset, on its line. */
+/* The word (ASCII [A-Za-z0-9_]+) around a byte offset, on its line. A run
+ * that reaches past DOCUMENT_WORD_MAX bytes on either side of the offset is
+ * no word: the scan is bounded. */
+#define DOCUMENT_WORD_MAX ((size_t)4096)
 bool document__word_at(const document *doc, size_t offset, size_t *start, size_t *end);
 bool document__is_word_byte(unsigned char c);
 

@@ -295,6 +295,8 @@ static void fill_info(const document *doc, document_info *out)
 
 /* ----- service ------------------------------------------------------------------------- */
 
+ecp_pool *document_service_pool(const document_service *self) { return ecp_job_set_pool(self->jobs); }
+
 document_service *document_service_new(ecp_pool *pool, ecp_logger *log)
 {
     document_service *svc = calloc(1, sizeof *svc);

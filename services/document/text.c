@@ -310,11 +310,18 @@ bool document__word_at(const document *doc, size_t offset, size_t *start, size_t
     size_t length = piece_tree_length(doc->tree);
     if (offset >= length || !document__is_word_byte((unsigned char)piece_tree_byte_at(doc->tree, offset)))
         return false;
+    /* A "word" longer than any identifier (a 30 MB run of letters) is not
+     * one: the scan stops at the bound, whatever the document holds. */
     size_t s = offset, e = offset + 1;
-    while (s > 0 && document__is_word_byte((unsigned char)piece_tree_byte_at(doc->tree, s - 1)))
+    size_t floor = offset > DOCUMENT_WORD_MAX ? offset - DOCUMENT_WORD_MAX : 0;
+    size_t ceiling = length - offset > DOCUMENT_WORD_MAX ? offset + DOCUMENT_WORD_MAX : length;
+    while (s > floor && document__is_word_byte((unsigned char)piece_tree_byte_at(doc->tree, s - 1)))
         s--;
-    while (e < length && document__is_word_byte((unsigned char)piece_tree_byte_at(doc->tree, e)))
+    while (e < ceiling && document__is_word_byte((unsigned char)piece_tree_byte_at(doc->tree, e)))
         e++;
+    if ((s == floor && s > 0 && document__is_word_byte((unsigned char)piece_tree_byte_at(doc->tree, s - 1))) ||
+        (e == ceiling && e < length && document__is_word_byte((unsigned char)piece_tree_byte_at(doc->tree, e))))
+        return false;
     *start = s;
     *end = e;
     return true;

@@ -118,6 +118,12 @@ typedef struct grep_worker {
     buf path;
 } grep_worker;
 
+/* The engine's bounds per match attempt, and how many attempts in one file
+ * may hit them before the rest of that file is given up. */
+#define GREP_MATCH_LIMIT 200000u
+#define GREP_DEPTH_LIMIT 5000u
+#define GREP_GIVE_UPS_PER_FILE 8
+
 static bool grep_should_stop(grep_job *t)
 {
     return ecp_job_cancelled(t->job) ||
@@ -174,21 +180,24 @@ static void add_match(grep_job *t, grep_worker *w, const char *path, size_t line
 }
 
 /* Matches the regex inside the line data[ls..le) only, from byte `from`;
- * sets *ms to the match's start. */
-static bool match_in_line(grep_job *t, grep_worker *w, const char *data, size_t ls, size_t le, size_t from,
-                          size_t *ms)
+ * sets *ms to the match's start. 1 when found, 0 when not, -1 when the
+ * engine gave up. */
+static int match_in_line(grep_job *t, grep_worker *w, const char *data, size_t ls, size_t le, size_t from,
+                         size_t *ms)
 {
     int rc = t->jit ? pcre2_jit_match(t->re, (PCRE2_SPTR)(data + ls), le - ls, from - ls, 0, w->md, w->mctx)
                     : pcre2_match(t->re, (PCRE2_SPTR)(data + ls), le - ls, from - ls, 0, w->md, w->mctx);
+    if (rc == PCRE2_ERROR_NOMATCH)
+        return 0;
     if (rc < 0)
-        return false;
+        return -1;
     *ms = ls + pcre2_get_ovector_pointer(w->md)[0];
-    return true;
+    return 1;
 }
 
 static void search_buffer(grep_job *t, grep_worker *w, const char *path, const char *data, size_t n)
 {
-    size_t pos = 0, line = 0, counted = 0;
+    size_t pos = 0, line = 0, counted = 0, gave_up = 0;
     /* Searching the whole buffer at once is fast; once the engine gives up
      * (a pathological pattern), the rest of the file goes line by line, so
      * each line's effort is bounded by the engine's limits. */
@@ -200,7 +209,12 @@ static void search_buffer(grep_job *t, grep_worker *w, const char *path, const c
             eol = memchr(data + pos, '\n', n - pos);
             ls = pos;
             le = eol ? (size_t)(eol - data) : n;
-            if (!match_in_line(t, w, data, ls, le, ls, &ms)) {
+            int found = match_in_line(t, w, data, ls, le, ls, &ms);
+            if (found <= 0) {
+                /* a file where the engine keeps giving up is abandoned: its
+                 * cost stays bounded whatever its length */
+                if (found < 0 && ++gave_up >= GREP_GIVE_UPS_PER_FILE)
+                    break;
                 pos = le + 1;
                 continue;
             }
@@ -218,7 +232,7 @@ static void search_buffer(grep_job *t, grep_worker *w, const char *path, const c
             le = eol ? (size_t)(eol - data) : n;
             /* A match that runs past the line's end does not count: lines
              * match one at a time, so look again inside this line only. */
-            if (me > le && !match_in_line(t, w, data, ls, le, ms, &ms)) {
+            if (me > le && match_in_line(t, w, data, ls, le, ms, &ms) <= 0) {
                 pos = le + 1;
                 continue;
             }
@@ -358,6 +372,10 @@ static void grep_work(ecp_job *job, unsigned item)
     grep_worker w = {0};
     w.md = pcre2_match_data_create_from_pattern(t->re, NULL);
     w.mctx = pcre2_match_context_create(NULL);
+    /* A pattern that backtracks without end gives up on a file within these
+     * bounds (well under a second) rather than PCRE2's defaults (seconds). */
+    pcre2_set_match_limit(w.mctx, GREP_MATCH_LIMIT);
+    pcre2_set_depth_limit(w.mctx, GREP_DEPTH_LIMIT);
     if (t->jit) {
         w.stack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, NULL);
         if (w.stack)

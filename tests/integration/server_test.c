@@ -246,6 +246,18 @@ static void exit_without_shutdown_is_code_1(void **state)
     assert_int_equal(code, 1);
 }
 
+static void ecp_stop_ends_the_server(void **state)
+{
+    fixture *f = *state;
+    char *out;
+    int code = -1;
+    REQUEST_OK(f->b, "ecp/stop", NULL, &out);
+    assert_string_equal(out, "null");
+    free(out);
+    assert_true(test_server_exit_requested(f->server, &code));
+    assert_int_equal(code, 0);
+}
+
 /* ----- introspection ------------------------------------------------------------ */
 
 static void methods_lists_what_is_routed(void **state)
@@ -253,10 +265,11 @@ static void methods_lists_what_is_routed(void **state)
     fixture *f = *state;
     char *out;
     REQUEST_OK(f->a, "ecp/methods", "{\"namespace\":\"ecp\"}", &out);
-    assert_int_equal(test_json_length(out, "methods"), 2);
+    assert_int_equal(test_json_length(out, "methods"), 3);
     check_string(out, "methods[0].name", "ecp/methods");
     check_string(out, "methods[0].since", "1.0");
     check_string(out, "methods[1].name", "ecp/ping");
+    check_string(out, "methods[2].name", "ecp/stop");
     free(out);
     REQUEST_OK(f->a, "ecp/methods", NULL, &out);
     long all = test_json_length(out, "methods");
@@ -761,6 +774,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(initialize_rejects_mistyped_params, setup, teardown),
         cmocka_unit_test_setup_teardown(shutdown_then_everything_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(exit_without_shutdown_is_code_1, setup, teardown),
+        cmocka_unit_test_setup_teardown(ecp_stop_ends_the_server, setup, teardown),
         cmocka_unit_test_setup_teardown(methods_lists_what_is_routed, setup, teardown),
         cmocka_unit_test_setup_teardown(every_method_has_a_summary_and_params, setup, teardown),
         cmocka_unit_test_setup_teardown(ping_echoes_params, setup, teardown),

@@ -27,9 +27,10 @@
 
 #define TREE_DIRS 20
 #define TREE_FILES 50
-/* `(a+)+$` backtracks on each of these lines until PCRE2's match limit
- * stops it, some 15 ms a line: a grep of them runs for many seconds. */
-#define SLOW_FILES 8
+/* `(a+)+$` backtracks on each of these lines until the match limit stops it,
+ * and after a few such lines the file is given up, some 20 ms a file: it
+ * takes hundreds of files for a grep to run for seconds. */
+#define SLOW_FILES 400
 #define SLOW_LINES 200
 #define SLOW_PATTERN "(a+)+$"
 
@@ -176,7 +177,7 @@ static void make_slow_tree(fixture *f, char *root, size_t n)
         memcpy(body + i * 50, line, 50);
     for (int i = 0; i < SLOW_FILES; i++) {
         char p[256];
-        snprintf(p, sizeof p, "%s/s%02d.txt", root, i);
+        snprintf(p, sizeof p, "%s/s%03d.txt", root, i);
         write_file(p, body, sizeof body);
     }
 }

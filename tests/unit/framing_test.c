@@ -693,6 +693,56 @@ static void test_encode(void **state)
     buf_free(&out);
 }
 
+/* A big message is handed out in the decoder's own buffer: what came before
+ * and after it in the same feed must survive, in both framings. */
+static void test_big_messages_keep_their_neighbours(void **state)
+{
+    (void)state;
+    const size_t big = ((size_t)3 << 20) + 7;
+    for (int cl = 0; cl < 2; cl++) {
+        buf stream = BUF_INIT, body = BUF_INIT;
+        buf_append(&body, "\"", 1);
+        for (size_t i = 0; i < big - 2; i++)
+            buf_push(&body, (char)('a' + i % 26));
+        buf_append(&body, "\"", 1);
+        const char *parts[] = {"[1]", body.data, "[2]"};
+        for (int i = 0; i < 3; i++) {
+            if (cl)
+                buf_appendf(&stream, "Content-Length: %zu\r\n\r\n%s", strlen(parts[i]), parts[i]);
+            else
+                buf_appendf(&stream, "%s\n", parts[i]);
+        }
+        framing_decoder d;
+        framing_decoder_init(&d, (size_t)64 << 20);
+        /* fed in uneven pieces, as a socket delivers them */
+        for (size_t off = 0; off < stream.len;) {
+            size_t n = stream.len - off < 300007 ? stream.len - off : 300007;
+            framing_decoder_feed(&d, stream.data + off, n);
+            off += n;
+        }
+        for (int i = 0; i < 3; i++) {
+            char *msg;
+            size_t len;
+            assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_MESSAGE);
+            assert_int_equal(len, strlen(parts[i]));
+            assert_memory_equal(msg, parts[i], len);
+            assert_int_equal(msg[len], '\0');
+            free(msg);
+        }
+        char *msg;
+        size_t len;
+        assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_NEED_MORE);
+        /* and the decoder goes on after it */
+        framing_decoder_feed(&d, cl ? "Content-Length: 3\r\n\r\n[3]" : "[3]\n", cl ? 24 : 4);
+        assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_MESSAGE);
+        assert_string_equal(msg, "[3]");
+        free(msg);
+        framing_decoder_free(&d);
+        buf_free(&stream);
+        buf_free(&body);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -707,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_every_split_point),
         cmocka_unit_test(test_pipelined_burst),
         cmocka_unit_test(test_encode),
+        cmocka_unit_test(test_big_messages_keep_their_neighbours),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

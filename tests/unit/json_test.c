@@ -11,6 +11,10 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <math.h>
 
 #include "arena.h"
@@ -1231,6 +1235,55 @@ static void test_string_in_chunks(void **state)
     buf_free(&whole);
 }
 
+/* ----- size arithmetic ---------------------------------------------------------- */
+
+/* Runs fn in a child and reports whether it died of SIGABRT: a size that
+ * wraps must stop the process, never allocate too little. */
+static bool aborts(void (*fn)(void))
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDERR_FILENO);
+        signal(SIGABRT, SIG_DFL);
+        fn();
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+}
+
+static void add_past_size_max(void) { (void)xsize_add(SIZE_MAX - 3, 4); }
+
+static void reserve_past_size_max(void)
+{
+    buf b = BUF_INIT;
+    buf_append(&b, "abc", 3);
+    buf_reserve(&b, SIZE_MAX - 2);
+}
+
+static void arena_past_size_max(void)
+{
+    arena a = ARENA_INIT;
+    (void)arena_alloc(&a, SIZE_MAX - 2);
+}
+
+static void strndup_past_size_max(void) { (void)xstrndup("", SIZE_MAX); }
+
+static void test_size_arithmetic_never_wraps(void **state)
+{
+    (void)state;
+    assert_int_equal(xsize_add(SIZE_MAX - 4, 4), SIZE_MAX);
+    assert_int_equal(xsize_add(0, 0), 0);
+    assert_true(aborts(add_past_size_max));
+    assert_true(aborts(reserve_past_size_max));
+    assert_true(aborts(arena_past_size_max));
+    assert_true(aborts(strndup_past_size_max));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1252,6 +1305,7 @@ int main(void)
         cmocka_unit_test(test_writer_escapes),
         cmocka_unit_test(test_write_value),
         cmocka_unit_test(test_round_trip_property),
+        cmocka_unit_test(test_size_arithmetic_never_wraps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
