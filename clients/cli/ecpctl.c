@@ -351,17 +351,19 @@ int main(int argc, char **argv)
         method = "notifications/subscribe";
         params = "{\"events\":[\"*\"]}";
     }
+    bool lost = false; /* the server went away with requests unanswered */
     if (method) {
         buf line = BUF_INIT;
         buf_appendf(&line, "%s %s", method, params ? params : "");
-        if (!send_line(&s, line.data))
-            return fprintf(stderr, "ecpctl: the server closed the connection\n"), 2;
+        if (!send_line(&s, line.data)) {
+            fprintf(stderr, "ecpctl: the server closed the connection\n");
+            lost = true;
+        }
         buf_free(&line);
     }
     buf input = BUF_INIT;
     int idle_ms = 0;
-    bool lost = false; /* the server went away with requests unanswered */
-    for (;;) {
+    while (!lost) {
         if (!stdin_open && s.outstanding <= 0 && !s.listen)
             break;
         struct pollfd fds[2] = {{s.rfd, POLLIN, 0}, {stdin_open ? STDIN_FILENO : -1, POLLIN, 0}};
