@@ -40,6 +40,52 @@ static void setting_changed(void *ctx, const char *key, const char *value_json)
 
 static const session_listener settings_to_services = {.on_setting = setting_changed};
 
+/* document/viewport's `tokens`: one array of Token per visible line, from the
+ * syntax service's latest tree (never waiting for a parse). */
+static void write_viewport_tokens(void *ctx, const char *document_id, const char *uri, size_t first, size_t last,
+                                  ecp_position_encoding enc, json_writer *w)
+{
+    (void)uri;
+    syntax_line *lines = NULL;
+    size_t count = 0;
+    if (syntax_document_tokens(ctx, document_id, first, last - first, enc, &lines, &count, NULL) != 0)
+        count = 0; /* a document syntax does not follow: no tokens */
+    jw_array_begin(w);
+    for (size_t i = 0; i < last - first; i++) {
+        jw_array_begin(w);
+        for (size_t t = 0; i < count && t < lines[i].count; t++) {
+            const syntax_token *token = &lines[i].tokens[t];
+            jw_object_begin(w);
+            jw_key_int(w, "start", (int64_t)token->start);
+            jw_key_int(w, "end", (int64_t)token->end);
+            jw_key_string(w, "scope", token->scope);
+            if (token->color)
+                jw_key_string(w, "color", token->color);
+            jw_object_end(w);
+        }
+        jw_array_end(w);
+    }
+    jw_array_end(w);
+    syntax_lines_free(lines, count);
+}
+
+static void write_diagnostic(void *ctx, const lsp_diagnostic *diagnostic)
+{
+    jw_raw(ctx, diagnostic->json, diagnostic->json_len);
+}
+
+/* document/viewport's `diagnostics`: the language servers' diagnostics that
+ * touch the visible lines, as LSP Diagnostic objects. */
+static void write_viewport_diagnostics(void *ctx, const char *document_id, const char *uri, size_t first,
+                                       size_t last, ecp_position_encoding enc, json_writer *w)
+{
+    (void)document_id;
+    jw_array_begin(w);
+    if (last > first)
+        lsp_diagnostics_in_lines(ctx, uri, first, last - 1, enc, write_diagnostic, w);
+    jw_array_end(w);
+}
+
 int server_services_start(server_services *self, const server_env *env, ecp_error *err)
 {
     memset(self, 0, sizeof *self);
@@ -55,8 +101,9 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     self->document = document_service_new(env->pool, env->log);
     if (!self->document)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the document service");
-    document_adapter_init(&adapter, self->document, env->bus);
-    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+    ecp_adapter document_adapter; /* its ctx stays valid (the router's) for the viewport parts below */
+    document_adapter_init(&document_adapter, self->document, env->bus);
+    if ((status = env->register_adapter(env->router, &document_adapter, err)) < 0)
         return status;
 
     self->file = file_service_new(env->pool, env->log);
@@ -121,13 +168,19 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     lsp_adapter_init(&adapter, self->lsp, env->bus);
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
         return status;
+    document_adapter_add_viewport_part(&document_adapter,
+                                       &(document_viewport_part){"diagnostics", write_viewport_diagnostics, self->lsp});
 
     /* Syntax follows documents and colours with the session's theme. */
     self->syntax = syntax_service_new(env->pool, env->log, self->document, self->session, NULL);
     if (!self->syntax)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the syntax service");
     syntax_adapter_init(&adapter, self->syntax, env->bus);
-    return env->register_adapter(env->router, &adapter, err);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
+    document_adapter_add_viewport_part(&document_adapter,
+                                       &(document_viewport_part){"tokens", write_viewport_tokens, self->syntax});
+    return 0;
 }
 
 void server_services_stop(server_services *self)

@@ -26,6 +26,8 @@ typedef struct doc_adapter {
     ecp_bus *bus;
     struct pending *running; /* requests the service has not answered yet */
     ecp_job_set *jobs;       /* big answers written off the loop */
+    document_viewport_part parts[DOCUMENT_VIEWPORT_PARTS]; /* what viewport's include may name */
+    size_t part_count;
 } doc_adapter;
 
 /* A document/content answer for a text larger than this is written on the
@@ -660,8 +662,6 @@ static void m_viewport(void *ctx, ecp_call *call)
         reply_error(call, rc, &err);
         return;
     }
-    /* include (tokens, diagnostics, gitChanges) needs services this server
-     * does not compose yet: only the lines are sent. */
     size_t first = start < info.line_count ? start : info.line_count;
     size_t last = count < info.line_count - first ? first + count : info.line_count;
     json_writer *w = ecp_call_result(call);
@@ -672,6 +672,19 @@ static void m_viewport(void *ctx, ecp_call *call)
     jw_key_int(w, "lineCount", (int64_t)info.line_count);
     jw_key(w, "lines");
     write_lines(ad, w, id.ptr, first, last);
+    /* Each part named in include, once, in the adapter's order; a name no
+     * part has (gitChanges, until git adds one) adds nothing. */
+    const json_doc *doc = ecp_call_doc(call);
+    for (size_t i = 0; include != JSON_NO_REF && i < ad->part_count; i++) {
+        const document_viewport_part *part = &ad->parts[i];
+        for (json_ref e = json_first(doc, include); e != JSON_NO_REF; e = json_next(doc, e)) {
+            if (json_type_of(doc, e) == JSON_STRING && json_string_eq(doc, e, part->name)) {
+                jw_key(w, part->name);
+                part->write(part->ctx, info.document_id, info.uri, first, last, ecp_call_encoding(call), w);
+                break;
+            }
+        }
+    }
     jw_object_end(w);
     ecp_call_finish(call);
 }
@@ -1306,7 +1319,8 @@ static const ecp_method methods[] = {
      "Type text at every cursor, replacing its selection",
      "{documentId: string, text: string, groupWithPrevious?: boolean}"},
     {"document/viewport", m_viewport, "1.0",
-     "The lines of one screen with the document's version and line count",
+     "The lines of one screen with the document's version and line count, and the tokens or diagnostics "
+     "that include names",
      "{documentId: string, startLine: integer, lineCount: integer, include?: string[]}"},
 };
 
@@ -1326,6 +1340,18 @@ static const char *const notifications[] = {
     "document/didOpen", "document/didClose", "document/didChange", "document/didChangeCursors",
     "document/didChangeOnDisk", NULL,
 };
+
+bool document_adapter_add_viewport_part(const ecp_adapter *adapter, const document_viewport_part *part)
+{
+    doc_adapter *ad = adapter->ctx;
+    if (ad->part_count == DOCUMENT_VIEWPORT_PARTS)
+        return false;
+    for (size_t i = 0; i < ad->part_count; i++)
+        if (strcmp(ad->parts[i].name, part->name) == 0)
+            return false;
+    ad->parts[ad->part_count++] = *part;
+    return true;
+}
 
 void document_adapter_init(ecp_adapter *out, document_service *svc, ecp_bus *bus)
 {

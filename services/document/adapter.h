@@ -17,4 +17,25 @@ struct document_service;
  * here and released by out->destroy. svc and bus must outlive the adapter. */
 void document_adapter_init(ecp_adapter *out, struct document_service *svc, ecp_bus *bus);
 
+/* What another service adds to document/viewport (syntax tokens, language
+ * server diagnostics): when a client's `include` names a part, the result
+ * gains a member of that name, whose value write() writes for the visible
+ * lines [first, last) of the document, with columns in enc. It runs on the
+ * loop while the answer is written, so it answers from what it has and never
+ * waits. The document service cannot know these services; the composition
+ * root adds their parts here. */
+typedef struct document_viewport_part {
+    const char *name; /* the include name and the result's member: "tokens"; static */
+    void (*write)(void *ctx, const char *document_id, const char *uri, size_t first, size_t last,
+                  ecp_position_encoding enc, json_writer *w);
+    void *ctx;        /* borrowed: it must outlive the adapter */
+} document_viewport_part;
+
+#define DOCUMENT_VIEWPORT_PARTS 8
+
+/* Adds part (copied) to the adapter that document_adapter_init filled, before
+ * or after it is registered. Returns false when DOCUMENT_VIEWPORT_PARTS are
+ * there already or one has that name. */
+bool document_adapter_add_viewport_part(const ecp_adapter *adapter, const document_viewport_part *part);
+
 #endif

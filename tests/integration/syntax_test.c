@@ -424,6 +424,19 @@ static void test_documents_are_followed(void **state)
     free(scope);
     free(out);
 
+    /* document/viewport paints its lines with the same tokens, one array a
+     * line; an include no service provides adds nothing. */
+    char viewport[256];
+    snprintf(viewport, sizeof viewport,
+             "{\"documentId\":\"%s\",\"startLine\":1,\"lineCount\":5,\"include\":[\"tokens\",\"nothing\"]}", id);
+    out = call(f, 0, "document/viewport", viewport);
+    assert_int_equal(test_json_length(out, "tokens"), test_json_length(out, "lines"));
+    scope = test_json_string(out, "tokens[0][0].scope");
+    assert_string_equal(scope, "comment");
+    free(scope);
+    assert_false(test_json_has(out, "nothing"));
+    free(out);
+
     /* Opening a comment at the top turns line 1 into comment text. */
     test_client_clear_notifications(f->c);
     char params[256];

@@ -99,6 +99,20 @@ static void test_an_open_document_gets_its_diagnostics(void **state)
     assert_true(test_json_int(r, "errors", &errors));
     assert_true(errors >= 1);
     free(r);
+
+    /* document/viewport paints the visible lines with them: line 3's error is
+     * in a viewport over lines 2..5, not in one over lines 0..2. */
+    r = ok("document/viewport", "{\"documentId\":\"%s\",\"startLine\":2,\"lineCount\":4,\"include\":[\"diagnostics\"]}",
+           main_id);
+    assert_true(test_json_length(r, "diagnostics") >= 1);
+    line = -1;
+    assert_true(test_json_int(r, "diagnostics[0].range.start.line", &line));
+    assert_int_equal(line, 3);
+    free(r);
+    r = ok("document/viewport", "{\"documentId\":\"%s\",\"startLine\":0,\"lineCount\":2,\"include\":[\"diagnostics\"]}",
+           main_id);
+    assert_int_equal(test_json_length(r, "diagnostics"), 0);
+    free(r);
 }
 
 static void test_queries_come_back_in_the_catalogue_shapes(void **state)
