@@ -168,7 +168,14 @@ static void write_cell(json_writer *w, const terminal_cell *c)
     jw_object_end(w);
 }
 
-static void reply_success(ecp_call *call) { ecp_call_reply_success(call, true); }
+/* {success: true}, or the failure of the terminal named id. */
+static void reply_status(ecp_call *call, const char *id, int status, const ecp_error *err)
+{
+    if (status)
+        reply_error(call, id, status, err);
+    else
+        ecp_call_reply_success(call, true);
+}
 
 /* ----- methods ------------------------------------------------------------------------------ */
 
@@ -222,14 +229,14 @@ static void m_close(void *ctx, ecp_call *call)
     if (!arg_id(call, &id))
         return;
     terminal_close(ad->svc, id.ptr); /* an unknown id is closed already */
-    reply_success(call);
+    ecp_call_reply_success(call, true);
 }
 
 static void m_close_all(void *ctx, ecp_call *call)
 {
     terminal_adapter *ad = ctx;
     terminal_close_all(ad->svc);
-    reply_success(call);
+    ecp_call_reply_success(call, true);
 }
 
 static void m_write(void *ctx, ecp_call *call)
@@ -240,10 +247,7 @@ static void m_write(void *ctx, ecp_call *call)
         return;
     ecp_error err;
     int status = terminal_write(ad->svc, id.ptr, data.ptr, data.len, &err);
-    if (status)
-        reply_error(call, id.ptr, status, &err);
-    else
-        reply_success(call);
+    reply_status(call, id.ptr, status, &err);
 }
 
 static void m_resize(void *ctx, ecp_call *call)
@@ -263,10 +267,7 @@ static void m_resize(void *ctx, ecp_call *call)
         return;
     ecp_error err;
     int status = terminal_resize(ad->svc, id.ptr, (unsigned)cols, (unsigned)rows, &err);
-    if (status)
-        reply_error(call, id.ptr, status, &err);
-    else
-        reply_success(call);
+    reply_status(call, id.ptr, status, &err);
 }
 
 static void m_get_buffer(void *ctx, ecp_call *call)
@@ -324,10 +325,7 @@ static void m_scroll(void *ctx, ecp_call *call)
         lines = -LONG_MAX;
     ecp_error err;
     int status = terminal_scroll(ad->svc, id.ptr, (long)lines, &err);
-    if (status)
-        reply_error(call, id.ptr, status, &err);
-    else
-        reply_success(call);
+    reply_status(call, id.ptr, status, &err);
 }
 
 static void m_scroll_to_bottom(void *ctx, ecp_call *call)
@@ -338,10 +336,7 @@ static void m_scroll_to_bottom(void *ctx, ecp_call *call)
         return;
     ecp_error err;
     int status = terminal_scroll_to_bottom(ad->svc, id.ptr, &err);
-    if (status)
-        reply_error(call, id.ptr, status, &err);
-    else
-        reply_success(call);
+    reply_status(call, id.ptr, status, &err);
 }
 
 static void m_get_info(void *ctx, ecp_call *call)
