@@ -278,10 +278,18 @@ static int configure(sqlite3 *db, int busy_ms, bool wal, ecp_error *err)
         return status;
     if (!wal)
         return 0;
+    /* Switching a new file to WAL takes an exclusive lock, and SQLite answers
+     * SQLITE_BUSY at once instead of calling the busy handler while another
+     * process does the same; without a retry, one of two servers started
+     * together on a fresh data directory would fall back to memory. */
     sqlite3_stmt *st;
     if ((status = store_prepare(db, "PRAGMA journal_mode = WAL", &st, err)) < 0)
         return status;
-    int rc = sqlite3_step(st);
+    int rc;
+    for (int waited_ms = 0; (rc = sqlite3_step(st)) == SQLITE_BUSY && waited_ms < busy_ms; waited_ms += 10) {
+        sqlite3_reset(st);
+        sqlite3_sleep(10);
+    }
     if (rc != SQLITE_ROW)
         status = store_error(db, rc, err, "switching to WAL");
     else if (strcmp((const char *)sqlite3_column_text(st, 0), "wal") != 0)
