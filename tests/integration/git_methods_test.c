@@ -1043,6 +1043,83 @@ static void test_unborn_branch(void **state)
     free(git);
 }
 
+/* ----- the method table ------------------------------------------------------------------------------------ */
+
+/* The catalogue's 32 methods, each with the params it names: ecp/methods
+ * lists exactly these, and each signature carries every one of its params. */
+static void test_methods_match_the_catalogue(void **state)
+{
+    static const struct {
+        const char *name;
+        const char *params[5];
+    } catalogue[] = {
+        {"git/isRepo", {"uri"}},
+        {"git/status", {"uri", "forceRefresh?"}},
+        {"git/branch", {"uri"}},
+        {"git/stage", {"uri", "paths"}},
+        {"git/stageAll", {"uri"}},
+        {"git/unstage", {"uri", "paths"}},
+        {"git/discard", {"uri", "paths"}},
+        {"git/diff", {"uri", "path", "staged?"}},
+        {"git/diffLines", {"uri", "path"}},
+        {"git/diffBuffer", {"uri", "path", "content?"}},
+        {"git/commit", {"uri", "message"}},
+        {"git/amend", {"uri", "message?"}},
+        {"git/log", {"uri", "count?", "maxCount?"}},
+        {"git/branches", {"uri"}},
+        {"git/createBranch", {"uri", "name", "checkout?"}},
+        {"git/switchBranch", {"uri", "name"}},
+        {"git/deleteBranch", {"uri", "name", "force?"}},
+        {"git/renameBranch", {"uri", "newName"}},
+        {"git/push", {"uri", "remote?", "force?", "setUpstream?"}},
+        {"git/pull", {"uri", "remote?"}},
+        {"git/fetch", {"uri", "remote?"}},
+        {"git/remotes", {"uri"}},
+        {"git/merge", {"uri", "branch"}},
+        {"git/mergeAbort", {"uri"}},
+        {"git/conflicts", {"uri"}},
+        {"git/stash", {"uri", "message?"}},
+        {"git/stashPop", {"uri", "stashId?"}},
+        {"git/stashList", {"uri"}},
+        {"git/stashDrop", {"uri", "stashId"}},
+        {"git/stashApply", {"uri", "stashId?"}},
+        {"git/blame", {"uri", "path"}},
+        {"git/show", {"uri", "path", "ref"}},
+    };
+    size_t count = sizeof catalogue / sizeof *catalogue;
+    assert_int_equal(count, 32);
+    char *r = ok("ecp/methods", "{\"namespace\":\"git\"}");
+    assert_int_equal(test_json_length(r, "methods"), (long)count);
+    for (size_t i = 0; i < count; i++) {
+        bool found = false;
+        for (long k = 0; k < (long)count && !found; k++) {
+            char p[64];
+            snprintf(p, sizeof p, "methods[%ld].name", k);
+            char *name = test_json_string(r, p);
+            if (name && !strcmp(name, catalogue[i].name)) {
+                found = true;
+                snprintf(p, sizeof p, "methods[%ld].params", k);
+                char *sig = test_json_string(r, p);
+                for (size_t a = 0; a < 5 && catalogue[i].params[a]; a++) {
+                    /* "{uri: ...", then ", name: ..." (required) or ", name?: ..." (optional) */
+                    char want[64];
+                    snprintf(want, sizeof want, "%s%s: ", a ? ", " : "{", catalogue[i].params[a]);
+                    if (!sig || !strstr(sig, want))
+                        fail_msg("%s: params \"%s\" lack \"%s\"", catalogue[i].name, sig ? sig : "", want);
+                }
+                free(sig);
+            }
+            free(name);
+        }
+        if (!found)
+            fail_msg("ecp/methods lacks %s: %s", catalogue[i].name, r);
+    }
+    free(r);
+    r = ok("initialize", "{}");
+    assert_non_null(strstr(r, "\"git/didChange\""));
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1065,6 +1142,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_remote_failures, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_not_a_repository, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_unborn_branch, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_methods_match_the_catalogue, fixture_setup, fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
