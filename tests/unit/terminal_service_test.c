@@ -1,6 +1,7 @@
 /* The terminal service through its C API on a loop of its own, with real
  * programs: events in order (output, then exit, once), a listener that
- * closes the terminal from inside a callback, the backlog's bound and the
+ * closes the terminal from inside a callback, the backlog's bound, the
+ * size of each output piece, one screen change per loop turn and the
  * loop's turns during a flood nobody listens to, the default shell (the
  * hook for a setting), and the statuses of failures. */
 #include <setjmp.h>
@@ -32,6 +33,7 @@ typedef struct fixture {
     bool close_on_output;
     bool count_only;      /* a flood: count the output, keep none of it */
     size_t output_bytes;
+    size_t largest_output; /* the longest single on_output */
     char script[64];
 } fixture;
 
@@ -69,6 +71,8 @@ static void on_output(void *ctx, const char *id, const char *data, size_t len)
     if (strcmp(id, f->watched))
         return;
     f->output_bytes += len;
+    if (len > f->largest_output)
+        f->largest_output = len;
     if (f->count_only)
         return;
     buf_append_str(&f->events, "output:");
@@ -220,9 +224,13 @@ static void test_flood_is_bounded(void **state)
     late.data = &worst;
     uv_timer_start(&late, late_cb, 1, 1);
     size_t most = 0;
+    int most_screens_per_turn = 0;
     long long end = now_ms() + 1500;
     while (now_ms() < end) {
+        int screens_before = f->screens;
         uv_run(&f->loop, UV_RUN_ONCE);
+        if (f->screens - screens_before > most_screens_per_turn)
+            most_screens_per_turn = f->screens - screens_before;
         size_t now = term__buffered(f->svc);
         if (now > most)
             most = now;
@@ -234,6 +242,11 @@ static void test_flood_is_bounded(void **state)
     assert_true(most <= TERMINAL_BACKLOG_MAX); /* nothing is typed: all of it is backlog */
     assert_true(worst < 200);
     assert_true(f->output_bytes > 1000000); /* it did flood */
+    /* the flood reaches listeners in bounded pieces, and the damaged rows
+     * once per loop turn however much a turn interprets */
+    assert_true(f->largest_output > 0 && f->largest_output <= TERMINAL_OUTPUT_CHUNK);
+    assert_true(f->screens > 0);
+    assert_int_equal(most_screens_per_turn, 1);
     assert_int_equal(terminal_close(f->svc, id), 0);
     free(id);
 }
