@@ -377,7 +377,9 @@ int gitsvc_merge_abort(gitsvc_repo *repo, gitsvc_error *err);
 
 typedef struct gitsvc_remote_options {
     const char *remote;   /* NULL: "origin" */
-    bool force;           /* push: replace the remote branch even when it is not an ancestor */
+    bool force;           /* push: replace the remote branch even when it is not an ancestor, as long as it is
+                           * where our remote-tracking branch says (git's --force-with-lease): else
+                           * PUSH_REJECTED, "stale info" */
     bool set_upstream;    /* push: make remote/branch the current branch's upstream */
 } gitsvc_remote_options;
 

@@ -150,6 +150,44 @@ int gitsvc_fetch(gitsvc_repo *repo, const gitsvc_remote_options *options, const 
     return 0;
 }
 
+/* A force push replaces the remote branch only when it is where our
+ * remote-tracking branch says it is (`git push --force-with-lease`): a
+ * branch someone else moved since we last fetched is not overwritten
+ * unseen. Reads the refs the connected remote advertises; the push that
+ * follows on the same connection sends the advertised tip as the old value,
+ * so the remote refuses it if the branch moves in between. false: stale
+ * (out says so). */
+static bool lease_holds(gitsvc_repo *repo, git_remote *remote, const char *branch, arena *mem,
+                        gitsvc_sync_result *out)
+{
+    const git_remote_head **heads = NULL;
+    size_t count = 0;
+    if (git_remote_ls(&heads, &count, remote) < 0) {
+        git_error_clear();
+        count = 0;
+    }
+    char *ref = arena_sprintf(mem, "refs/heads/%s", branch);
+    const git_oid *theirs = NULL;
+    for (size_t i = 0; i < count && !theirs; i++)
+        if (!strcmp(heads[i]->name, ref))
+            theirs = &heads[i]->oid;
+    if (!theirs)
+        return true; /* nothing there to overwrite */
+    git_oid known;
+    char *tracking = arena_sprintf(mem, "refs/remotes/%s/%s", git_remote_name(remote), branch);
+    bool holds = git_reference_name_to_id(&known, repo->repo, tracking) == 0 && git_oid_equal(&known, theirs);
+    git_error_clear();
+    if (!holds) {
+        out->success = false;
+        out->code = GITSVC_PUSH_REJECTED;
+        out->error = arena_sprintf(mem,
+                                   "Push rejected: %s: stale info (the remote branch is not where %s/%s says it "
+                                   "is; fetch first)",
+                                   ref, git_remote_name(remote), branch);
+    }
+    return holds;
+}
+
 int gitsvc_push(gitsvc_repo *repo, const gitsvc_remote_options *options, const ecp_job *job, arena *mem,
                 gitsvc_sync_result *out, gitsvc_error *err)
 {
@@ -173,6 +211,19 @@ int gitsvc_push(gitsvc_repo *repo, const gitsvc_remote_options *options, const e
     transfer_init(&t, job, mem);
     git_push_options po = GIT_PUSH_OPTIONS_INIT;
     callbacks_init(&po.callbacks, &t);
+    if (options && options->force) {
+        rc = git_remote_connect(remote, GIT_DIRECTION_PUSH, &po.callbacks, &po.proxy_opts, NULL);
+        if (rc < 0) {
+            git_remote_free(remote);
+            transfer_failed(&t, rc, out, err, "Push failed");
+            return t.cancelled ? ECP_ECANCELED : 0;
+        }
+        if (!lease_holds(repo, remote, head.branch, mem, out)) {
+            git_remote_disconnect(remote);
+            git_remote_free(remote);
+            return 0;
+        }
+    }
     char *refspec = arena_sprintf(mem, "%srefs/heads/%s:refs/heads/%s", options && options->force ? "+" : "",
                                   head.branch, head.branch);
     char *specs[] = {refspec};

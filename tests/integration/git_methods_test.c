@@ -920,14 +920,31 @@ static void test_remotes_push_pull_fetch(void **state)
     r = ok("git/pull", "{\"uri\":\"%s\"}", repo);
     assert_string_equal(r, "{\"success\":true,\"changed\":false}");
     free(r);
-    /* force push replaces a remote branch that moved on */
+    /* force is --force-with-lease: a remote branch that moved since we last
+     * fetched is not overwritten unseen; once fetched, it is replaced */
     sh_in(top, "cd other && git pull -q --no-rebase origin main && echo p > o.txt && git commit -qam again && "
                "git push -q origin main");
     write_at("a.txt", "conflict me\n");
     sh("git commit -qam local");
+    char *theirs = out_of("git --git-dir='%s/origin.git' rev-parse main", top);
+    r = ok("git/push", "{\"uri\":\"%s\",\"force\":true}", repo);
+    want_bool(r, "success", false);
+    char *error = test_json_string(r, "error");
+    assert_non_null(error && strstr(error, "stale info"));
+    free(error);
+    free(r);
+    git = out_of("git --git-dir='%s/origin.git' rev-parse main", top);
+    assert_string_equal(git, theirs); /* untouched */
+    free(git);
+    free(theirs);
+    free(ok("git/fetch", "{\"uri\":\"%s\"}", repo));
     r = ok("git/push", "{\"uri\":\"%s\",\"force\":true}", repo);
     assert_string_equal(r, "{\"success\":true}");
     free(r);
+    git = out_of("git --git-dir='%s/origin.git' rev-parse main && git rev-parse HEAD", top);
+    nl = strchr(git, '\n');
+    assert_int_equal(strncmp(git, nl + 1, 40), 0); /* replaced by ours */
+    free(git);
     /* a pull that conflicts */
     sh_in(top, "cd other && git fetch -q origin && git reset -q --hard origin/main && echo theirs > a.txt && "
                "git commit -qam theirs && git push -q origin main");
