@@ -612,13 +612,19 @@ static file__watcher *watcher_get(file_service *svc, ecp_error *err)
     return self;
 }
 
+/* Ends a watch in one pass over its directories: the whole table goes at
+ * once, so no node is taken out of it one by one (each removal shifts the
+ * table, and starting over after each one made ending a big tree quadratic). */
 static void watch_free(file__watcher *self, watch *w)
 {
     for (size_t i = 0; i < w->nodes.cap; i++) {
-        if (w->nodes.slots[i].key) {
-            drop_node(self, w->nodes.slots[i].val, true);
-            i = (size_t)-1; /* drop_node changed the table */
-        }
+        wnode *node = w->nodes.slots[i].key ? w->nodes.slots[i].val : NULL;
+        if (!node)
+            continue;
+        wdir_remove_user(self, node->wd, node, true);
+        smap_free(&node->names);
+        free(node->path);
+        free(node);
     }
     for (size_t i = 0; i < w->pending.cap; i++) {
         pend *p = w->pending.slots[i].key ? w->pending.slots[i].val : NULL;
