@@ -366,6 +366,56 @@ static void test_watch_errors(void **state)
     free(out);
 }
 
+/* A recursive watch does not descend into node_modules: it reports the
+ * directory itself, not what happens inside it, and costs no inotify watch
+ * for its tree. Naming it watches it like any other directory. */
+static void test_node_modules_is_not_descended(void **state)
+{
+    char p[512];
+    path_of(p, sizeof p, "src");
+    mkdir(p, 0755);
+    path_of(p, sizeof p, "node_modules");
+    mkdir(p, 0755);
+    path_of(p, sizeof p, "node_modules/pkg");
+    mkdir(p, 0755);
+    path_of(p, sizeof p, "node_modules/pkg/lib");
+    mkdir(p, 0755);
+    char *id = watch(cl, "{\"uri\":\"%s\"}", dir);
+    assert_int_equal(inotify_watches(), 2); /* the directory and src */
+    write_file("node_modules/pkg/index.js", "x");
+    write_file("node_modules/top.js", "x");
+    write_file("src/a.c", "x");
+    settle();
+    want_log(cl, "file/didChange,file/didCreate");
+    want_change(cl, 0, "src/a.c", "created");
+    test_client_clear_notifications(cl);
+
+    /* one made later is reported, and not followed either */
+    path_of(p, sizeof p, "src/node_modules");
+    mkdir(p, 0755);
+    settle();
+    want_log(cl, "file/didChange,file/didCreate");
+    want_change(cl, 0, "src/node_modules", "created");
+    test_client_clear_notifications(cl);
+    write_file("src/node_modules/b.js", "x");
+    settle();
+    want_log(cl, "");
+    assert_int_equal(inotify_watches(), 2);
+    free(id);
+
+    /* named, it is watched with its tree */
+    test_client *other = test_client_connect(srv);
+    path_of(p, sizeof p, "node_modules");
+    free(watch(other, "{\"uri\":\"%s\"}", p));
+    assert_int_equal(inotify_watches(), 5);
+    write_file("node_modules/pkg/lib/deep.js", "x");
+    settle();
+    want_log(other, "file/didChange,file/didCreate");
+    want_change(other, 0, "node_modules/pkg/lib/deep.js", "created");
+    want_log(cl, "");
+    test_client_disconnect(other);
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -434,6 +484,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_disconnect_ends_watches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_file_and_flat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_node_modules_is_not_descended, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_big_tree_is_unwatched_in_proportion, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
