@@ -31,6 +31,12 @@
 
 #define WINDOW_MS 50
 
+/* A recursive watch does not descend into directories of this name: a
+ * package tree holds tens of thousands of directories nobody edits, each an
+ * inotify watch of the user's limited supply. Its own creation and deletion
+ * are still reported, and it can be watched by naming it. */
+#define SKIPPED_DIR "node_modules"
+
 #define WATCH_MASK                                                                                              \
     (IN_CREATE | IN_DELETE | IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | \
      IN_EXCL_UNLINK | IN_ONLYDIR)
@@ -375,7 +381,7 @@ static int add_dir(file__watcher *self, watch *w, const char *path, bool emit, b
         file__join(&child, path, e->d_name);
         if (emit)
             record(self, w, child.data, false, true, is_dir);
-        if (is_dir && w->recursive && !w->only)
+        if (is_dir && w->recursive && !w->only && strcmp(e->d_name, SKIPPED_DIR) != 0)
             smap_put(&subdirs, child.data, NAME_DIR);
     }
     closedir(dir);
@@ -467,7 +473,7 @@ static void handle_event(file__watcher *self, wnode *node, uint32_t mask, const 
     if (mask & (IN_CREATE | IN_MOVED_TO)) {
         smap_put(&node->names, name, is_dir ? NAME_DIR : NAME_FILE);
         record(self, w, full.data, before, true, is_dir);
-        if (is_dir && w->recursive && !w->only) {
+        if (is_dir && w->recursive && !w->only && strcmp(name, SKIPPED_DIR) != 0) {
             ecp_error err;
             if (add_dir(self, w, full.data, true, false, &err) != 0)
                 ecp_log(self->svc->log, ECP_LOG_WARN, "file watch: %s", err.message);
@@ -612,13 +618,19 @@ static file__watcher *watcher_get(file_service *svc, ecp_error *err)
     return self;
 }
 
+/* Ends a watch in one pass over its directories: the whole table goes at
+ * once, so no node is taken out of it one by one (each removal shifts the
+ * table, and starting over after each one made ending a big tree quadratic). */
 static void watch_free(file__watcher *self, watch *w)
 {
     for (size_t i = 0; i < w->nodes.cap; i++) {
-        if (w->nodes.slots[i].key) {
-            drop_node(self, w->nodes.slots[i].val, true);
-            i = (size_t)-1; /* drop_node changed the table */
-        }
+        wnode *node = w->nodes.slots[i].key ? w->nodes.slots[i].val : NULL;
+        if (!node)
+            continue;
+        wdir_remove_user(self, node->wd, node, true);
+        smap_free(&node->names);
+        free(node->path);
+        free(node);
     }
     for (size_t i = 0; i < w->pending.cap; i++) {
         pend *p = w->pending.slots[i].key ? w->pending.slots[i].val : NULL;

@@ -436,12 +436,13 @@ class SocketPlaceTests(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn(b"belongs to another user", p.stderr)
 
-    def test_sighup_stops_the_server_and_removes_the_socket(self):
-        srv = SocketServer(self.tmp)
-        srv.p.send_signal(signal.SIGHUP)
-        self.assertEqual(srv.p.wait(5), 0)
-        srv.p.stderr.close()
-        self.assertFalse(os.path.exists(srv.path))
+    def test_sighup_and_sigint_stop_the_server_and_remove_the_socket(self):
+        for sig in (signal.SIGHUP, signal.SIGINT):
+            srv = SocketServer(self.tmp)
+            srv.p.send_signal(sig)
+            self.assertEqual(srv.p.wait(5), 0, sig)
+            srv.p.stderr.close()
+            self.assertFalse(os.path.exists(srv.path), sig)
 
     def test_connections_beyond_the_limit_are_refused_clearly(self):
         srv = SocketServer(self.tmp, "--max-connections", "2")

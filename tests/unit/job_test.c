@@ -233,6 +233,33 @@ static void test_close_cancels_waits_and_frees(void **state)
     assert_int_equal(atomic_load(&rec.items_run), (int)limit);
 }
 
+static const ecp_job_type short_to_end = {"test.save", ECP_LANE_SHORT, true, count_work, record_done, record_free};
+
+/* Work that must run once asked for (a save) still runs when the set closes
+ * before a thread took it; other work that had not begun is dropped. */
+static void test_close_runs_what_must_run_to_the_end(void **state)
+{
+    fixture *f = *state;
+    unsigned threads = ecp_pool_threads(f->pool);
+    atomic_int running = 0, max = 0, release = 0;
+    record blockers = {.running_long = &running, .max_long = &max, .release = &release};
+    for (unsigned i = 0; i < threads; i++)
+        ecp_job_start(ecp_job_new(f->set, &short_blocker, data_for(&blockers)), 1);
+    for (int i = 0; i < 10000 && (unsigned)atomic_load(&running) < threads; i++)
+        usleep(100);
+    assert_int_equal(atomic_load(&running), (int)threads); /* no thread is free */
+    record save = {0}, read = {0};
+    ecp_job_start(ecp_job_new(f->set, &short_to_end, data_for(&save)), 1);
+    ecp_job_start(ecp_job_new(f->set, &short_counter, data_for(&read)), 1);
+    ecp_job_set_close(f->set); /* the blockers see the cancel and return */
+    f->set = NULL;
+    assert_int_equal(atomic_load(&save.items_run), 1);
+    assert_int_equal(atomic_load(&read.items_run), 0);
+    assert_int_equal(atomic_load(&save.freed) + atomic_load(&read.freed), 2);
+    assert_int_equal(atomic_load(&save.done_calls) + atomic_load(&read.done_calls), 0);
+    assert_int_equal(atomic_load(&blockers.freed), (int)threads);
+}
+
 /* ----- serving a call ---------------------------------------------------------------------- */
 
 typedef struct delivered {
@@ -444,6 +471,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_reaches_work_and_done, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_work_is_never_starved, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_cancels_waits_and_frees, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_runs_what_must_run_to_the_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_done_answers_the_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unanswered_call_gets_internal_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_answer_is_caught, setup, teardown),
