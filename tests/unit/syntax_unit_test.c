@@ -2,7 +2,8 @@
  * random, reparsed incrementally through every edit and every undo, ends
  * with the tokens its first full parse gave the same text; tokens asked
  * for between an edit and its reparse come from the old tree, shifted; a
- * document over the size cap stays plain. */
+ * document over the size cap (a 50 MB minified line) stays plain with a log
+ * line; a grammar whose query does not compile turns off its language only. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -23,6 +25,9 @@ typedef struct fx {
     ecp_pool *pool;
     document_service *docs;
     syntax_service *syntax;
+    char *log_text; /* what the service logged, through log */
+    size_t log_len;
+    ecp_logger log;
 } fx;
 
 static int setup(void **state)
@@ -31,7 +36,9 @@ static int setup(void **state)
     uv_loop_init(&f->loop);
     f->pool = ecp_pool_new(&f->loop, NULL);
     f->docs = document_service_new(f->pool, NULL);
-    f->syntax = syntax_service_new(f->pool, NULL, f->docs, NULL, NULL);
+    f->log.out = open_memstream(&f->log_text, &f->log_len);
+    f->log.level = ECP_LOG_WARN;
+    f->syntax = syntax_service_new(f->pool, &f->log, f->docs, NULL, NULL);
     *state = f;
     return 0;
 }
@@ -45,8 +52,17 @@ static int teardown(void **state)
     for (int i = 0; i < 5000 && uv_run(&f->loop, UV_RUN_NOWAIT); i++)
         usleep(1000);
     assert_int_equal(uv_loop_close(&f->loop), 0);
+    fclose(f->log.out);
+    free(f->log_text);
     free(f);
     return 0;
+}
+
+/* Whether the service has logged a line holding text. */
+static bool logged(fx *f, const char *text)
+{
+    fflush(f->log.out);
+    return f->log_text && strstr(f->log_text, text) != NULL;
 }
 
 typedef struct opened {
@@ -213,18 +229,72 @@ static void test_stale_tokens_are_shifted(void **state)
 static void test_too_large_stays_plain(void **state)
 {
     fx *f = *state;
-    size_t n = (16u << 20) + 100;
+    /* A 50 MB minified line: one identifier, which a parse would paint. */
+    size_t n = (size_t)50 << 20;
     char *text = malloc(n);
     memset(text, 'a', n);
     opened a;
     open_doc(f, "file:///tmp/syntax-huge.c", text, n, &a);
     free(text);
+    assert_true(logged(f, "larger than the 16 MiB"));
     syntax_line *lines;
     size_t count;
     assert_int_equal(syntax_document_tokens(f->syntax, a.id, 0, 1, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
     assert_int_equal(count, 1);
     assert_int_equal(lines[0].count, 0);
     syntax_lines_free(lines, count);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    fputs(text, out);
+    fclose(out);
+}
+
+/* A grammar directory whose C query does not compile and whose python is
+ * the real one: C (and cpp, which starts from the C patterns) stays plain
+ * text with a log line, python is highlighted as ever. */
+static void test_broken_query_turns_off_one_language(void **state)
+{
+    fx *f = *state;
+    char dir[] = "/tmp/ecpd-syntax-grammars-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/tree-sitter-c", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/tree-sitter-c/queries", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/tree-sitter-c/queries/highlights.scm", dir);
+    write_text(path, "((identifier) @variable (#no-such-node))\n(((\n");
+    snprintf(path, sizeof path, "%s/tree-sitter-python", dir);
+    assert_int_equal(symlink(ECPD_GRAMMAR_DIR "/tree-sitter-python", path), 0);
+
+    syntax_service_free(f->syntax);
+    f->syntax = syntax_service_new(f->pool, &f->log, f->docs, NULL, dir);
+    assert_true(syntax_language_supported(f->syntax, "c")); /* not tried yet */
+    opened c, py;
+    open_doc(f, "file:///tmp/syntax-broken.c", "int x;\n", strlen("int x;\n"), &c);
+    open_doc(f, "file:///tmp/syntax-fine.py", "def f():\n    pass\n", strlen("def f():\n    pass\n"), &py);
+    assert_true(logged(f, "the c highlight query does not compile"));
+    assert_false(syntax_language_supported(f->syntax, "c"));
+    assert_true(syntax_language_supported(f->syntax, "python"));
+
+    syntax_line *lines;
+    size_t count;
+    assert_int_equal(syntax_document_tokens(f->syntax, c.id, 0, 1, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(lines[0].count, 0);
+    syntax_lines_free(lines, count);
+    assert_int_equal(syntax_document_tokens(f->syntax, py.id, 0, 1, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    assert_int_equal(count, 1);
+    assert_true(lines[0].count >= 1);
+    assert_string_equal(lines[0].tokens[0].scope, "keyword");
+    syntax_lines_free(lines, count);
+
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
@@ -234,6 +304,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_random_edits_in_python, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_tokens_are_shifted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_large_stays_plain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broken_query_turns_off_one_language, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
