@@ -190,17 +190,16 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
     /* The 0.20 query cursor steps over every child of the root before the
      * range, which costs milliseconds in a large file: the query runs on the
      * root's children that meet the range instead (highlight patterns never
-     * capture the root itself). A root with few children is queried whole. */
+     * capture the root itself). A root with few children is queried whole.
+     * The children are walked with a tree cursor: ts_node_next_sibling finds
+     * its parent again from the root each time, which makes a root with many
+     * children (a long run of broken code) quadratic. */
     TSNode root = ts_tree_root_node(tree);
     TSNode node = root;
-    bool by_child = ts_node_child_count(root) > 64;
-    if (by_child) {
-        node = ts_node_first_child_for_byte(root, (uint32_t)from);
-        if (ts_node_is_null(node)) {
-            by_child = false;
-            node = root;
-        }
-    }
+    TSTreeCursor walk = ts_tree_cursor_new(root);
+    bool by_child = ts_node_child_count(root) > 64 && ts_tree_cursor_goto_first_child_for_byte(&walk, (uint32_t)from) >= 0;
+    if (by_child)
+        node = ts_tree_cursor_current_node(&walk);
     for (;;) {
         ts_query_cursor_set_byte_range(cursor, (uint32_t)from, (uint32_t)to);
         ts_query_cursor_exec(cursor, g->query, node);
@@ -226,12 +225,13 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
                 spans[n++] = (span){a, b, m.pattern_index, c};
             }
         }
-        if (!by_child)
+        if (!by_child || !ts_tree_cursor_goto_next_sibling(&walk))
             break;
-        node = ts_node_next_sibling(node);
-        if (ts_node_is_null(node) || ts_node_start_byte(node) >= to)
+        node = ts_tree_cursor_current_node(&walk);
+        if (ts_node_start_byte(node) >= to)
             break;
     }
+    ts_tree_cursor_delete(&walk);
     pcre2_match_data_free(md);
     ts_query_cursor_delete(cursor);
     if (n == 0) {

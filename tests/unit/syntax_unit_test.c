@@ -3,7 +3,8 @@
  * with the tokens its first full parse gave the same text; tokens asked
  * for between an edit and its reparse come from the old tree, shifted; a
  * document over the size cap (a 50 MB minified line) stays plain with a log
- * line; a grammar whose query does not compile turns off its language only. */
+ * line; a grammar whose query does not compile turns off its language only;
+ * the tokens of a long run of broken code come in bounded time. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <time.h>
 
 #include "buf.h"
 #include "document/interface.h"
@@ -297,6 +299,39 @@ static void test_broken_query_turns_off_one_language(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Broken code nested 5,000 deep leaves thousands of nodes under the root;
+ * the tokens of its first line are computed on the loop, so they must not
+ * cost more than a frame or so. */
+static void test_tokens_of_broken_code_are_quick(void **state)
+{
+    fx *f = *state;
+    static const char unit[] = "int a = (";
+    size_t depth = 5000, n = sizeof unit - 1;
+    char *text = malloc(depth * n);
+    for (size_t i = 0; i < depth; i++)
+        memcpy(text + i * n, unit, n);
+    opened a;
+    open_doc(f, "file:///tmp/syntax-broken-nest.c", text, depth * n, &a);
+    free(text);
+    syntax_line *lines;
+    size_t count;
+    double t0 = now_s();
+    assert_int_equal(syntax_document_tokens(f->syntax, a.id, 0, 1, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    double took = now_s() - t0;
+    assert_int_equal(count, 1);
+    assert_true(lines[0].count >= depth); /* every `int` at least */
+    syntax_lines_free(lines, count);
+    if (took > 0.1)
+        fail_msg("the tokens of one line took %.3f s", took);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +340,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stale_tokens_are_shifted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_large_stays_plain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broken_query_turns_off_one_language, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tokens_of_broken_code_are_quick, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
