@@ -1,5 +1,6 @@
 /* The database namespace through the in-process client, on SQLite files:
- * every method's result shape, paging through 100,000 rows, cancel, readOnly
+ * every method's result shape, paging through 100,000 rows, a query of 10
+ * million rows answered by its first page with bounded memory, cancel, readOnly
  * enforced by the engine, rollback, injection through params, a corrupt file,
  * and the errors a client can provoke. */
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -329,6 +331,59 @@ static void test_cancel_and_timeout(void **state)
     exec_sql(id, "SELECT 1");
 }
 
+/* The server's resident memory, in KiB (the server runs in this process). */
+static long resident_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* 10 million rows: the first page comes without reading the rest, and the
+ * statement left open does not hold up the next query. */
+static void test_ten_million_rows(void **state)
+{
+    (void)state;
+    const char *id = open_db("ten-million.db", false);
+    long before = resident_kib();
+    double t0 = now_s();
+    char *r = call_ok("database/query",
+                      "{\"connectionId\":\"%s\",\"sql\":\"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
+                      " WHERE x < 10000000) SELECT x FROM c\"}",
+                      id);
+    double first = now_s() - t0;
+    assert_int_equal(test_json_length(r, "rows"), 1000);
+    assert_false(test_json_has(r, "totalRows"));
+    bool more = false;
+    assert_true(test_json_bool(r, "hasMore", &more) && more);
+    char *qid = test_json_string(r, "queryId");
+    free(r);
+    int64_t x = 0;
+    r = call_ok("database/fetchRows", "{\"queryId\":\"%s\",\"offset\":1000,\"limit\":5}", qid);
+    assert_true(test_json_int(r, "rows[0].x", &x) && x == 1001);
+    free(r);
+    free(qid);
+    t0 = now_s();
+    exec_sql(id, "SELECT 1");
+    double next = now_s() - t0;
+    long grown = resident_kib() - before;
+    if (first > 2.0 || next > 2.0 || grown > 100 * 1024)
+        fail_msg("10 million rows: first page %.3f s, next query %.3f s, server grew %ld KiB", first, next, grown);
+}
+
 static void test_read_only_and_transaction(void **state)
 {
     (void)state;
@@ -566,6 +621,7 @@ int main(void)
         cmocka_unit_test(test_query_shapes_and_errors),
         cmocka_unit_test(test_paging),
         cmocka_unit_test(test_cancel_and_timeout),
+        cmocka_unit_test(test_ten_million_rows),
         cmocka_unit_test(test_read_only_and_transaction),
         cmocka_unit_test(test_schema),
         cmocka_unit_test(test_history),
