@@ -176,10 +176,24 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
         return;
     if (first + count > lines->count)
         count = lines->count - first;
+    /* A long line among several: each line on its own, so that the long
+     * one is cut at SYNTAX_LINE_BYTES without the query covering it whole. */
+    if (count > 1)
+        for (size_t l = first; l < first + count; l++)
+            if (lines->starts[l + 1] - 1 - lines->starts[l] > SYNTAX_LINE_BYTES) {
+                for (size_t k = 0; k < count; k++)
+                    syntax_highlight_lines(g, tree, text, len, lines, first + k, 1, &out[k]);
+                return;
+            }
     size_t from = lines->starts[first];
     size_t to = lines->starts[first + count] - 1; /* the end of the last line */
     if (to > len)
         to = len;
+    if (count == 1 && to - from > SYNTAX_LINE_BYTES) {
+        to = from + SYNTAX_LINE_BYTES;
+        while (to > from && ((unsigned char)text[to] & 0xC0) == 0x80)
+            to--; /* not inside a character */
+    }
     if (from >= to)
         return;
 

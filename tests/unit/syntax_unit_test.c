@@ -4,7 +4,8 @@
  * for between an edit and its reparse come from the old tree, shifted; a
  * document over the size cap (a 50 MB minified line) stays plain with a log
  * line; a grammar whose query does not compile turns off its language only;
- * the tokens of a long run of broken code come in bounded time. */
+ * the tokens of a long run of broken code, and of a minified line of
+ * megabytes, come in bounded time. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -332,6 +333,34 @@ static void test_tokens_of_broken_code_are_quick(void **state)
         fail_msg("the tokens of one line took %.3f s", took);
 }
 
+/* A minified line of 4 MB is highlighted in its first 16 KiB only: its
+ * tokens come in bounded time, and the short line after it keeps its own. */
+static void test_long_line_is_cut(void **state)
+{
+    fx *f = *state;
+    size_t n = (size_t)4 << 20;
+    char *text = malloc(n + 16);
+    for (size_t i = 0; i < n; i += 8)
+        memcpy(text + i, "a=[1,2];", 8);
+    memcpy(text + n, "\nvar b = 1;\n", 12);
+    opened a;
+    open_doc(f, "file:///tmp/syntax-minified.js", text, n + 12, &a);
+    free(text);
+    syntax_line *lines;
+    size_t count;
+    double t0 = now_s();
+    assert_int_equal(syntax_document_tokens(f->syntax, a.id, 0, 2, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    double took = now_s() - t0;
+    assert_int_equal(count, 2);
+    assert_true(lines[0].count > 1000);
+    assert_true(lines[0].tokens[lines[0].count - 1].end <= 16384);
+    assert_true(lines[1].count >= 1);
+    assert_string_equal(lines[1].tokens[0].scope, "keyword");
+    syntax_lines_free(lines, count);
+    if (took > 0.25)
+        fail_msg("the tokens of a minified line took %.3f s", took);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +370,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_too_large_stays_plain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broken_query_turns_off_one_language, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tokens_of_broken_code_are_quick, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_line_is_cut, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
