@@ -142,6 +142,8 @@ static const sample samples[] = {
     {"css", "a { color: red; }\n", 0, "color", "property"},
     {"java", "class A { void f() {} }\n", 0, "class", "keyword"},
     {"lua", "local x = 1\n", 0, "local", "keyword"},
+    {"lua", "print(1)\nprinter(1)\n", 0, "print", "function.builtin"}, /* #any-of? */
+    {"lua", "print(1)\nprinter(1)\n", 1, "printer", "function.call"},  /* ... and not for others */
     {"yaml", "a: 1\n", 0, "1", "number"},
     {"toml", "[a]\nb = true\n", 1, "true", "boolean"},
 };

@@ -4,6 +4,7 @@
  * for between an edit and its reparse come from the old tree, shifted; a
  * document over the size cap (a 50 MB minified line) stays plain with a log
  * line; a grammar whose query does not compile turns off its language only;
+ * the not- forms of the predicates hold where they should;
  * the tokens of a long run of broken code, and of a minified line of
  * megabytes, come in bounded time. */
 #include <setjmp.h>
@@ -256,23 +257,36 @@ static void write_text(const char *path, const char *text)
     fclose(out);
 }
 
-/* A grammar directory whose C query does not compile and whose python is
- * the real one: C (and cpp, which starts from the C patterns) stays plain
- * text with a log line, python is highlighted as ever. */
-static void test_broken_query_turns_off_one_language(void **state)
+/* A grammar directory of its own in dir (a mkdtemp template): the C
+ * grammar's query is c_query, python's is the real one. */
+static void make_grammar_dir(char *dir, const char *c_query)
 {
-    fx *f = *state;
-    char dir[] = "/tmp/ecpd-syntax-grammars-XXXXXX", path[256];
+    char path[256];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/tree-sitter-c", dir);
     assert_int_equal(mkdir(path, 0700), 0);
     snprintf(path, sizeof path, "%s/tree-sitter-c/queries", dir);
     assert_int_equal(mkdir(path, 0700), 0);
     snprintf(path, sizeof path, "%s/tree-sitter-c/queries/highlights.scm", dir);
-    write_text(path, "((identifier) @variable (#no-such-node))\n(((\n");
+    write_text(path, c_query);
     snprintf(path, sizeof path, "%s/tree-sitter-python", dir);
     assert_int_equal(symlink(ECPD_GRAMMAR_DIR "/tree-sitter-python", path), 0);
+}
 
+static void remove_dir(const char *dir)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A C query that does not compile: C (and cpp, which starts from the C
+ * patterns) stays plain text with a log line, python is highlighted as ever. */
+static void test_broken_query_turns_off_one_language(void **state)
+{
+    fx *f = *state;
+    char dir[] = "/tmp/ecpd-syntax-grammars-XXXXXX";
+    make_grammar_dir(dir, "((identifier) @variable (#no-such-node))\n(((\n");
     syntax_service_free(f->syntax);
     f->syntax = syntax_service_new(f->pool, &f->log, f->docs, NULL, dir);
     assert_true(syntax_language_supported(f->syntax, "c")); /* not tried yet */
@@ -294,10 +308,35 @@ static void test_broken_query_turns_off_one_language(void **state)
     assert_true(lines[0].count >= 1);
     assert_string_equal(lines[0].tokens[0].scope, "keyword");
     syntax_lines_free(lines, count);
+    remove_dir(dir);
+}
 
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+/* The not- forms of the predicates, which no shipped query uses, on a query
+ * of the test's own: each later pattern that holds paints over the earlier. */
+static void test_negated_predicates(void **state)
+{
+    fx *f = *state;
+    char dir[] = "/tmp/ecpd-syntax-grammars-XXXXXX";
+    make_grammar_dir(dir, "(identifier) @variable\n"
+                          "((identifier) @keyword (#not-eq? @keyword \"x\"))\n"
+                          "((identifier) @string (#not-match? @string \"^[a-y]\"))\n"
+                          "((identifier) @number (#not-any-of? @number \"x\" \"y\" \"zz\"))\n");
+    syntax_service_free(f->syntax);
+    f->syntax = syntax_service_new(f->pool, &f->log, f->docs, NULL, dir);
+    static const char text[] = "x;\nzz;\nq;\n";
+    opened c;
+    open_doc(f, "file:///tmp/syntax-negated.c", text, strlen(text), &c);
+    syntax_line *lines;
+    size_t count;
+    assert_int_equal(syntax_document_tokens(f->syntax, c.id, 0, 3, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    assert_int_equal(count, 3);
+    static const char *const want[] = {"variable", "string", "number"};
+    for (size_t l = 0; l < 3; l++) {
+        assert_true(lines[l].count >= 1);
+        assert_string_equal(lines[l].tokens[0].scope, want[l]);
+    }
+    syntax_lines_free(lines, count);
+    remove_dir(dir);
 }
 
 static double now_s(void)
@@ -369,6 +408,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stale_tokens_are_shifted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_large_stays_plain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broken_query_turns_off_one_language, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_negated_predicates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tokens_of_broken_code_are_quick, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_line_is_cut, setup, teardown),
     };
