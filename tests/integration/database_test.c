@@ -160,6 +160,21 @@ static void test_connections(void **state)
     assert_string_equal(r, "{\"connection\":null}");
     free(r);
 
+    /* :memory: is a database of the connection's own. */
+    free(call_ok("database/createConnection",
+                 "{\"config\":{\"id\":\"mem\",\"name\":\"mem\",\"type\":\"sqlite\",\"path\":\":memory:\"}}"));
+    free(call_ok("database/connect", "{\"connectionId\":\"mem\"}"));
+    free(call_ok("database/query", "{\"connectionId\":\"mem\",\"sql\":\"CREATE TABLE m (v)\"}"));
+    r = call_ok("database/listTables", "{\"connectionId\":\"mem\"}");
+    s = test_json_string(r, "tables[0].name");
+    assert_string_equal(s, "m");
+    free(s);
+    free(r);
+    free(call_ok("database/deleteConnection", "{\"connectionId\":\"mem\"}"));
+    char memory_file[400];
+    snprintf(memory_file, sizeof memory_file, "%s/:memory:", workspace);
+    assert_int_not_equal(access(memory_file, F_OK), 0);
+
     char *e = NULL;
     assert_int_equal(call_err(&e, "database/connect", "{\"connectionId\":\"nope\"}"), -32602);
     assert_non_null(strstr(e, "connectionId"));
@@ -496,6 +511,18 @@ static void test_history(void **state)
     free(call_ok("database/favoriteQuery", "{\"historyId\":%lld,\"favorite\":true}", (long long)hid));
     r = call_ok("database/getFavorites", "{\"connectionId\":\"%s\"}", id);
     assert_int_equal(test_json_length(r, "entries"), 1);
+    free(r);
+    /* History and favourites live in the server's store: a restart keeps them. */
+    test_server_free(server);
+    start_server();
+    r = call_ok("database/getFavorites", "{\"connectionId\":\"%s\"}", id);
+    assert_int_equal(test_json_length(r, "entries"), 1);
+    s = test_json_string(r, "entries[0].sql");
+    assert_string_equal(s, "SELECT 'needle' AS n");
+    free(s);
+    free(r);
+    r = call_ok("database/history", "{\"connectionId\":\"%s\"}", id);
+    assert_true(test_json_length(r, "entries") >= 2);
     free(r);
     char *e = NULL;
     assert_int_equal(call_err(&e, "database/favoriteQuery", "{\"historyId\":999999,\"favorite\":true}"), -32602);
