@@ -176,15 +176,28 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
         return;
     if (first + count > lines->count)
         count = lines->count - first;
-    /* A long line among several: each line on its own, so that the long
-     * one is cut at SYNTAX_LINE_BYTES without the query covering it whole. */
-    if (count > 1)
-        for (size_t l = first; l < first + count; l++)
-            if (lines->starts[l + 1] - 1 - lines->starts[l] > SYNTAX_LINE_BYTES) {
-                for (size_t k = 0; k < count; k++)
-                    syntax_highlight_lines(g, tree, text, len, lines, first + k, 1, &out[k]);
-                return;
+    /* Long lines among several: each long line on its own, cut at
+     * SYNTAX_LINE_BYTES, and the runs of short lines between them together,
+     * so that no query covers a long line whole. */
+    if (count > 1) {
+        bool any_long = false;
+        for (size_t l = first; l < first + count && !any_long; l++)
+            any_long = lines->starts[l + 1] - 1 - lines->starts[l] > SYNTAX_LINE_BYTES;
+        if (any_long) {
+            size_t run = first; /* the first short line not highlighted yet */
+            for (size_t l = first; l <= first + count; l++) {
+                bool is_long = l < first + count && lines->starts[l + 1] - 1 - lines->starts[l] > SYNTAX_LINE_BYTES;
+                if (!is_long && l < first + count)
+                    continue;
+                if (l > run)
+                    syntax_highlight_lines(g, tree, text, len, lines, run, l - run, &out[run - first]);
+                if (is_long)
+                    syntax_highlight_lines(g, tree, text, len, lines, l, 1, &out[l - first]);
+                run = l + 1;
             }
+            return;
+        }
+    }
     size_t from = lines->starts[first];
     size_t to = lines->starts[first + count] - 1; /* the end of the last line */
     if (to > len)
