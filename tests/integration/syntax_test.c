@@ -336,7 +336,10 @@ static void test_languages_and_detection(void **state)
 static void test_themes(void **state)
 {
     fx *f = *state;
-    char *out = call(f, 0, "syntax/themes", "{}");
+    char *out = call(f, 0, "syntax/getTheme", "{}");
+    assert_string_equal(out, "{\"theme\":\"catppuccin-frappe\"}"); /* the catalogue's default */
+    free(out);
+    out = call(f, 0, "syntax/themes", "{}");
     assert_non_null(strstr(out, "\"catppuccin-frappe\""));
     assert_non_null(strstr(out, "\"github-light\""));
     free(out);
