@@ -217,6 +217,44 @@ static void test_utf16_columns(void **state)
     free(out);
 }
 
+/* The same text on a connection that negotiated UTF-8 and one that
+ * negotiated UTF-32: columns in the connection's units. */
+static void test_negotiated_encodings(void **state)
+{
+    fx *f = *state;
+    static const struct {
+        const char *encoding;
+        int64_t start;
+    } cases[] = {{"utf-8", 20}, {"utf-32", 16}}; /* "é" 2/1 units, "😀" 4/1 */
+    for (size_t c = 0; c < 2; c++) {
+        test_client *client = test_client_connect(f->s);
+        char params[128], *out = NULL;
+        snprintf(params, sizeof params, "{\"capabilities\":{\"positionEncodings\":[\"%s\"]}}", cases[c].encoding);
+        assert_int_equal(test_client_request(client, "initialize", params, &out), 0);
+        free(out);
+        assert_int_equal(test_client_request(client, "syntax/highlight",
+                                             "{\"languageId\":\"c\",\"content\":\"char *s = \\\"é😀\\\"; int y;\"}", &out),
+                         0);
+        bool found = false;
+        long n = test_json_length(out, "lines[0]");
+        for (long i = 0; i < n && !found; i++) {
+            char key[64];
+            snprintf(key, sizeof key, "lines[0][%ld].scope", i);
+            char *scope = test_json_string(out, key);
+            int64_t start = 0;
+            snprintf(key, sizeof key, "lines[0][%ld].start", i);
+            test_json_int(out, key, &start);
+            found = scope && strcmp(scope, "type") == 0 && start > 0;
+            if (found)
+                assert_int_equal(start, cases[c].start);
+            free(scope);
+        }
+        assert_true(found);
+        free(out);
+        test_client_disconnect(client);
+    }
+}
+
 static void test_unsupported_language_is_plaintext(void **state)
 {
     fx *f = *state;
@@ -582,6 +620,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_each_language_highlights_its_sample, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tokens_have_colours_and_no_whitespace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_utf16_columns, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_negotiated_encodings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_language_is_plaintext, setup, teardown),
         cmocka_unit_test_setup_teardown(test_highlight_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sessions, setup, teardown),
