@@ -347,8 +347,8 @@ static double now_s(void)
 }
 
 /* Broken code nested 5,000 deep leaves thousands of nodes under the root;
- * the tokens of its first line are computed on the loop, so they must not
- * cost more than a frame or so. */
+ * the tokens of its first line are computed on the loop, so they must come
+ * in bounded time (milliseconds; the limit leaves room for sanitizers). */
 static void test_tokens_of_broken_code_are_quick(void **state)
 {
     fx *f = *state;
@@ -368,7 +368,7 @@ static void test_tokens_of_broken_code_are_quick(void **state)
     assert_int_equal(count, 1);
     assert_true(lines[0].count >= depth); /* every `int` at least */
     syntax_lines_free(lines, count);
-    if (took > 0.1)
+    if (took > 0.25) /* 13 s when the root's children were walked with ts_node_next_sibling */
         fail_msg("the tokens of one line took %.3f s", took);
 }
 
@@ -400,7 +400,7 @@ static void test_long_line_is_cut(void **state)
     assert_true(lines[2].count >= 1);
     assert_string_equal(lines[2].tokens[0].scope, "keyword");
     syntax_lines_free(lines, count);
-    if (took > 0.25)
+    if (took > 0.5) /* 3 s when the whole line was highlighted */
         fail_msg("the tokens of a minified line took %.3f s", took);
 }
 
