@@ -176,10 +176,37 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
         return;
     if (first + count > lines->count)
         count = lines->count - first;
+    /* Long lines among several: each long line on its own, cut at
+     * SYNTAX_LINE_BYTES, and the runs of short lines between them together,
+     * so that no query covers a long line whole. */
+    if (count > 1) {
+        bool any_long = false;
+        for (size_t l = first; l < first + count && !any_long; l++)
+            any_long = lines->starts[l + 1] - 1 - lines->starts[l] > SYNTAX_LINE_BYTES;
+        if (any_long) {
+            size_t run = first; /* the first short line not highlighted yet */
+            for (size_t l = first; l <= first + count; l++) {
+                bool is_long = l < first + count && lines->starts[l + 1] - 1 - lines->starts[l] > SYNTAX_LINE_BYTES;
+                if (!is_long && l < first + count)
+                    continue;
+                if (l > run)
+                    syntax_highlight_lines(g, tree, text, len, lines, run, l - run, &out[run - first]);
+                if (is_long)
+                    syntax_highlight_lines(g, tree, text, len, lines, l, 1, &out[l - first]);
+                run = l + 1;
+            }
+            return;
+        }
+    }
     size_t from = lines->starts[first];
     size_t to = lines->starts[first + count] - 1; /* the end of the last line */
     if (to > len)
         to = len;
+    if (count == 1 && to - from > SYNTAX_LINE_BYTES) {
+        to = from + SYNTAX_LINE_BYTES;
+        while (to > from && ((unsigned char)text[to] & 0xC0) == 0x80)
+            to--; /* not inside a character */
+    }
     if (from >= to)
         return;
 
@@ -190,17 +217,16 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
     /* The 0.20 query cursor steps over every child of the root before the
      * range, which costs milliseconds in a large file: the query runs on the
      * root's children that meet the range instead (highlight patterns never
-     * capture the root itself). A root with few children is queried whole. */
+     * capture the root itself). A root with few children is queried whole.
+     * The children are walked with a tree cursor: ts_node_next_sibling finds
+     * its parent again from the root each time, which makes a root with many
+     * children (a long run of broken code) quadratic. */
     TSNode root = ts_tree_root_node(tree);
     TSNode node = root;
-    bool by_child = ts_node_child_count(root) > 64;
-    if (by_child) {
-        node = ts_node_first_child_for_byte(root, (uint32_t)from);
-        if (ts_node_is_null(node)) {
-            by_child = false;
-            node = root;
-        }
-    }
+    TSTreeCursor walk = ts_tree_cursor_new(root);
+    bool by_child = ts_node_child_count(root) > 64 && ts_tree_cursor_goto_first_child_for_byte(&walk, (uint32_t)from) >= 0;
+    if (by_child)
+        node = ts_tree_cursor_current_node(&walk);
     for (;;) {
         ts_query_cursor_set_byte_range(cursor, (uint32_t)from, (uint32_t)to);
         ts_query_cursor_exec(cursor, g->query, node);
@@ -226,12 +252,13 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
                 spans[n++] = (span){a, b, m.pattern_index, c};
             }
         }
-        if (!by_child)
+        if (!by_child || !ts_tree_cursor_goto_next_sibling(&walk))
             break;
-        node = ts_node_next_sibling(node);
-        if (ts_node_is_null(node) || ts_node_start_byte(node) >= to)
+        node = ts_tree_cursor_current_node(&walk);
+        if (ts_node_start_byte(node) >= to)
             break;
     }
+    ts_tree_cursor_delete(&walk);
     pcre2_match_data_free(md);
     ts_query_cursor_delete(cursor);
     if (n == 0) {

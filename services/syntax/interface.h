@@ -17,7 +17,9 @@
  * - A token is one highlighted span of one line: {start, end} columns in the
  *   caller's encoding, `scope` the capture name ("keyword", "function.method"),
  *   `color` the current theme's colour for it (NULL when the theme has none).
- *   Whitespace-only spans are not tokens. Predicates of the highlight queries
+ *   Whitespace-only spans are not tokens. A line is highlighted in its first
+ *   16 KiB only (a minified line of megabytes would hold the loop for
+ *   seconds); past that it has no tokens. Predicates of the highlight queries
  *   (#eq?, #match?, #any-of? and their not- forms) are applied, and when
  *   several patterns capture one node the last one wins.
  * - A language without a grammar, a document larger than SYNTAX_MAX_BYTES

@@ -106,9 +106,10 @@ void line_index_free(line_index *self);
 void line_index_replace(line_index *self, const char *new_text, size_t new_len, size_t offset, size_t deleted,
                         size_t inserted);
 
-/* The tokens of lines [first, first + count) of text under tree. out has
- * count entries; free each with free(out[i].tokens). Reads the tree only:
- * any thread that owns the tree (or a copy of it). */
+/* The tokens of lines [first, first + count) of text under tree, each line
+ * up to SYNTAX_LINE_BYTES. out has count entries; free each with
+ * free(out[i].tokens). Reads the tree only: any thread that owns the tree
+ * (or a copy of it). */
 void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const char *text, size_t len,
                             const line_index *lines, size_t first, size_t count, raw_line *out);
 
@@ -116,6 +117,11 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
 void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in, size_t count,
                               ecp_position_encoding enc, size_t *starts, size_t *ends);
 
+/* How much of one line is highlighted: tokens are computed on the loop for
+ * the lines asked, and a minified line of megabytes would hold it for
+ * seconds (and answer with millions of tokens). Past this many bytes a line
+ * has no tokens. */
+#define SYNTAX_LINE_BYTES ((size_t)16 << 10)
 /* The largest text parsed; larger documents stay plain text. */
 #define SYNTAX_MAX_BYTES ((size_t)16 << 20)
 /* How long one parse may take before the text stays plain. */

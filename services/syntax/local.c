@@ -538,7 +538,8 @@ static const struct {
     {"html", "html"}, {"htm", "html"}, {"css", "css"}, {"scss", "scss"}, {"less", "less"},
     {"md", "markdown"}, {"yaml", "yaml"}, {"yml", "yaml"}, {"toml", "toml"}, {"sh", "bash"},
     {"bash", "bash"}, {"zsh", "bash"}, {"rb", "ruby"}, {"java", "java"}, {"kt", "kotlin"},
-    {"swift", "swift"}, {"php", "php"}, {"sql", "sql"}, {"graphql", "graphql"}, {"gql", "graphql"},
+    {"swift", "swift"}, {"php", "php"}, {"sql", "sql"}, {"pgsql", "sql"}, {"psql", "sql"},
+    {"graphql", "graphql"}, {"gql", "graphql"},
     {"lua", "lua"}, {"pl", "perl"}, {"r", "r"}, {"scala", "scala"}, {"ex", "elixir"}, {"exs", "elixir"},
     {"erl", "erlang"}, {"hs", "haskell"}, {"clj", "clojure"}, {"vim", "vim"}, {"xml", "xml"}, {"svg", "svg"},
 };

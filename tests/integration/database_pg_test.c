@@ -1,5 +1,6 @@
 /* The database namespace on a real PostgreSQL (database_pg_fixture.py starts
- * it): every method, paging, cancel of a running pg_sleep, readOnly enforced
+ * it): every method, paging, a query of 10 million rows answered by its first
+ * page with bounded memory, cancel of a running pg_sleep, readOnly enforced
  * by the server, rollback, injection through params, a wrong password, and
  * the server ending the connection mid-query. */
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -406,11 +408,135 @@ static void test_ssl_and_connection_timeout(void **state)
     close(fd);
 }
 
+/* The server's resident memory, in KiB (the server runs in this process). */
+static long resident_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* 10 million rows streamed by the server: the query answers its first page
+ * without reading the rest, and the next query on the connection ends the
+ * open result instead of waiting for it. */
+static void test_ten_million_rows(void **state)
+{
+    (void)state;
+    const char *id = "pg";
+    long before = resident_kib();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char *r = call_ok("database/query",
+                      "{\"connectionId\":\"%s\",\"sql\":\"SELECT generate_series(1, 10000000) AS x\"}", id);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double first = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_int_equal(test_json_length(r, "rows"), 1000);
+    assert_false(test_json_has(r, "totalRows"));
+    bool more = false;
+    assert_true(test_json_bool(r, "hasMore", &more) && more);
+    char *qid = test_json_string(r, "queryId");
+    free(r);
+    int64_t x = 0;
+    r = call_ok("database/fetchRows", "{\"queryId\":\"%s\",\"offset\":1000,\"limit\":5}", qid);
+    assert_true(test_json_int(r, "rows[0].x", &x) && x == 1001);
+    free(r);
+    free(qid);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    exec_sql(id, "SELECT 1");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    long grown = resident_kib() - before;
+    if (first > 5.0 || took > 5.0 || grown > 100 * 1024)
+        fail_msg("10 million rows: first page %.3f s, next query %.3f s, server grew %ld KiB", first, took, grown);
+}
+
+/* The methods that do not touch the engine, on a postgres connection. */
+static void test_connections_and_history(void **state)
+{
+    (void)state;
+    open_pg("hist", "");
+    char *r = call_ok("database/listConnections", "{}");
+    assert_non_null(strstr(r, "\"id\":\"hist\""));
+    assert_null(strstr(r, password));
+    free(r);
+    r = call_ok("database/getConnection", "{\"connectionId\":\"hist\"}");
+    char *s = test_json_string(r, "connection.type");
+    assert_string_equal(s, "postgres");
+    free(s);
+    s = test_json_string(r, "connection.host");
+    assert_string_equal(s, "127.0.0.1");
+    free(s);
+    s = test_json_string(r, "connection.database");
+    assert_string_equal(s, "postgres");
+    free(s);
+    free(r);
+
+    exec_sql("hist", "SELECT 'pg needle' AS n");
+    exec_sql("hist", "SELECT 2");
+    r = call_ok("database/history", "{\"connectionId\":\"hist\",\"limit\":1}");
+    assert_int_equal(test_json_length(r, "entries"), 1);
+    s = test_json_string(r, "entries[0].sql");
+    assert_string_equal(s, "SELECT 2");
+    free(s);
+    free(r);
+    r = call_ok("database/history", "{\"connectionId\":\"hist\",\"limit\":1,\"offset\":1}");
+    s = test_json_string(r, "entries[0].sql");
+    assert_string_equal(s, "SELECT 'pg needle' AS n");
+    free(s);
+    free(r);
+    r = call_ok("database/searchHistory", "{\"query\":\"PG NEEDLE\",\"connectionId\":\"hist\"}");
+    assert_int_equal(test_json_length(r, "entries"), 1);
+    int64_t hid = 0;
+    assert_true(test_json_int(r, "entries[0].id", &hid));
+    free(r);
+    r = call_ok("database/favoriteQuery", "{\"historyId\":%lld,\"favorite\":true}", (long long)hid);
+    assert_string_equal(r, "{\"success\":true}");
+    free(r);
+    r = call_ok("database/getFavorites", "{\"connectionId\":\"hist\"}");
+    assert_int_equal(test_json_length(r, "entries"), 1);
+    bool fav = false;
+    assert_true(test_json_bool(r, "entries[0].isFavorite", &fav) && fav);
+    free(r);
+    r = call_ok("database/clearHistory", "{\"connectionId\":\"hist\"}");
+    assert_string_equal(r, "{\"cleared\":true}");
+    free(r);
+    r = call_ok("database/history", "{\"connectionId\":\"hist\"}");
+    assert_int_equal(test_json_length(r, "entries"), 0);
+    free(r);
+
+    /* Disconnected, the connection refuses queries until it connects again. */
+    r = call_ok("database/disconnect", "{\"connectionId\":\"hist\"}");
+    assert_string_equal(r, "{\"success\":true}");
+    free(r);
+    r = call_ok("database/getConnection", "{\"connectionId\":\"hist\"}");
+    s = test_json_string(r, "connection.status");
+    assert_string_equal(s, "disconnected");
+    free(s);
+    free(r);
+    char *e = NULL;
+    assert_int_equal(call_err(&e, "database/query", "{\"connectionId\":\"hist\",\"sql\":\"SELECT 1\"}"), -32603);
+    assert_non_null(strstr(e, "not connected"));
+    free(e);
+    free(call_ok("database/connect", "{\"connectionId\":\"hist\"}"));
+    exec_sql("hist", "SELECT 1");
+    free(call_ok("database/deleteConnection", "{\"connectionId\":\"hist\"}"));
+    assert_int_equal(call_err(&e, "database/query", "{\"connectionId\":\"hist\",\"sql\":\"SELECT 1\"}"), -32602);
+    free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_connect_and_test),
         cmocka_unit_test(test_queries),
+        cmocka_unit_test(test_ten_million_rows),
+        cmocka_unit_test(test_connections_and_history),
         cmocka_unit_test(test_schema),
         cmocka_unit_test(test_cancel_timeout_read_only),
         cmocka_unit_test(test_server_goes_away),

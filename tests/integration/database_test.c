@@ -1,5 +1,6 @@
 /* The database namespace through the in-process client, on SQLite files:
- * every method's result shape, paging through 100,000 rows, cancel, readOnly
+ * every method's result shape, paging through 100,000 rows, a query of 10
+ * million rows answered by its first page with bounded memory, cancel, readOnly
  * enforced by the engine, rollback, injection through params, a corrupt file,
  * and the errors a client can provoke. */
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -157,6 +159,21 @@ static void test_connections(void **state)
     r = call_ok("database/getConnection", "{\"connectionId\":\"c1\"}");
     assert_string_equal(r, "{\"connection\":null}");
     free(r);
+
+    /* :memory: is a database of the connection's own. */
+    free(call_ok("database/createConnection",
+                 "{\"config\":{\"id\":\"mem\",\"name\":\"mem\",\"type\":\"sqlite\",\"path\":\":memory:\"}}"));
+    free(call_ok("database/connect", "{\"connectionId\":\"mem\"}"));
+    free(call_ok("database/query", "{\"connectionId\":\"mem\",\"sql\":\"CREATE TABLE m (v)\"}"));
+    r = call_ok("database/listTables", "{\"connectionId\":\"mem\"}");
+    s = test_json_string(r, "tables[0].name");
+    assert_string_equal(s, "m");
+    free(s);
+    free(r);
+    free(call_ok("database/deleteConnection", "{\"connectionId\":\"mem\"}"));
+    char memory_file[400];
+    snprintf(memory_file, sizeof memory_file, "%s/:memory:", workspace);
+    assert_int_not_equal(access(memory_file, F_OK), 0);
 
     char *e = NULL;
     assert_int_equal(call_err(&e, "database/connect", "{\"connectionId\":\"nope\"}"), -32602);
@@ -329,6 +346,59 @@ static void test_cancel_and_timeout(void **state)
     exec_sql(id, "SELECT 1");
 }
 
+/* The server's resident memory, in KiB (the server runs in this process). */
+static long resident_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* 10 million rows: the first page comes without reading the rest, and the
+ * statement left open does not hold up the next query. */
+static void test_ten_million_rows(void **state)
+{
+    (void)state;
+    const char *id = open_db("ten-million.db", false);
+    long before = resident_kib();
+    double t0 = now_s();
+    char *r = call_ok("database/query",
+                      "{\"connectionId\":\"%s\",\"sql\":\"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
+                      " WHERE x < 10000000) SELECT x FROM c\"}",
+                      id);
+    double first = now_s() - t0;
+    assert_int_equal(test_json_length(r, "rows"), 1000);
+    assert_false(test_json_has(r, "totalRows"));
+    bool more = false;
+    assert_true(test_json_bool(r, "hasMore", &more) && more);
+    char *qid = test_json_string(r, "queryId");
+    free(r);
+    int64_t x = 0;
+    r = call_ok("database/fetchRows", "{\"queryId\":\"%s\",\"offset\":1000,\"limit\":5}", qid);
+    assert_true(test_json_int(r, "rows[0].x", &x) && x == 1001);
+    free(r);
+    free(qid);
+    t0 = now_s();
+    exec_sql(id, "SELECT 1");
+    double next = now_s() - t0;
+    long grown = resident_kib() - before;
+    if (first > 2.0 || next > 2.0 || grown > 100 * 1024)
+        fail_msg("10 million rows: first page %.3f s, next query %.3f s, server grew %ld KiB", first, next, grown);
+}
+
 static void test_read_only_and_transaction(void **state)
 {
     (void)state;
@@ -441,6 +511,18 @@ static void test_history(void **state)
     free(call_ok("database/favoriteQuery", "{\"historyId\":%lld,\"favorite\":true}", (long long)hid));
     r = call_ok("database/getFavorites", "{\"connectionId\":\"%s\"}", id);
     assert_int_equal(test_json_length(r, "entries"), 1);
+    free(r);
+    /* History and favourites live in the server's store: a restart keeps them. */
+    test_server_free(server);
+    start_server();
+    r = call_ok("database/getFavorites", "{\"connectionId\":\"%s\"}", id);
+    assert_int_equal(test_json_length(r, "entries"), 1);
+    s = test_json_string(r, "entries[0].sql");
+    assert_string_equal(s, "SELECT 'needle' AS n");
+    free(s);
+    free(r);
+    r = call_ok("database/history", "{\"connectionId\":\"%s\"}", id);
+    assert_true(test_json_length(r, "entries") >= 2);
     free(r);
     char *e = NULL;
     assert_int_equal(call_err(&e, "database/favoriteQuery", "{\"historyId\":999999,\"favorite\":true}"), -32602);
@@ -566,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_query_shapes_and_errors),
         cmocka_unit_test(test_paging),
         cmocka_unit_test(test_cancel_and_timeout),
+        cmocka_unit_test(test_ten_million_rows),
         cmocka_unit_test(test_read_only_and_transaction),
         cmocka_unit_test(test_schema),
         cmocka_unit_test(test_history),

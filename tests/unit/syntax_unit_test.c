@@ -2,7 +2,11 @@
  * random, reparsed incrementally through every edit and every undo, ends
  * with the tokens its first full parse gave the same text; tokens asked
  * for between an edit and its reparse come from the old tree, shifted; a
- * document over the size cap stays plain. */
+ * document over the size cap (a 50 MB minified line) stays plain with a log
+ * line; a grammar whose query does not compile turns off its language only;
+ * the not- forms of the predicates hold where they should;
+ * the tokens of a long run of broken code, and of a minified line of
+ * megabytes, come in bounded time. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <time.h>
 
 #include "buf.h"
 #include "document/interface.h"
@@ -23,6 +29,9 @@ typedef struct fx {
     ecp_pool *pool;
     document_service *docs;
     syntax_service *syntax;
+    char *log_text; /* what the service logged, through log */
+    size_t log_len;
+    ecp_logger log;
 } fx;
 
 static int setup(void **state)
@@ -31,7 +40,9 @@ static int setup(void **state)
     uv_loop_init(&f->loop);
     f->pool = ecp_pool_new(&f->loop, NULL);
     f->docs = document_service_new(f->pool, NULL);
-    f->syntax = syntax_service_new(f->pool, NULL, f->docs, NULL, NULL);
+    f->log.out = open_memstream(&f->log_text, &f->log_len);
+    f->log.level = ECP_LOG_WARN;
+    f->syntax = syntax_service_new(f->pool, &f->log, f->docs, NULL, NULL);
     *state = f;
     return 0;
 }
@@ -45,8 +56,17 @@ static int teardown(void **state)
     for (int i = 0; i < 5000 && uv_run(&f->loop, UV_RUN_NOWAIT); i++)
         usleep(1000);
     assert_int_equal(uv_loop_close(&f->loop), 0);
+    fclose(f->log.out);
+    free(f->log_text);
     free(f);
     return 0;
+}
+
+/* Whether the service has logged a line holding text. */
+static bool logged(fx *f, const char *text)
+{
+    fflush(f->log.out);
+    return f->log_text && strstr(f->log_text, text) != NULL;
 }
 
 typedef struct opened {
@@ -213,18 +233,175 @@ static void test_stale_tokens_are_shifted(void **state)
 static void test_too_large_stays_plain(void **state)
 {
     fx *f = *state;
-    size_t n = (16u << 20) + 100;
+    /* A 50 MB minified line: one identifier, which a parse would paint. */
+    size_t n = (size_t)50 << 20;
     char *text = malloc(n);
     memset(text, 'a', n);
     opened a;
     open_doc(f, "file:///tmp/syntax-huge.c", text, n, &a);
     free(text);
+    assert_true(logged(f, "larger than the 16 MiB"));
     syntax_line *lines;
     size_t count;
     assert_int_equal(syntax_document_tokens(f->syntax, a.id, 0, 1, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
     assert_int_equal(count, 1);
     assert_int_equal(lines[0].count, 0);
     syntax_lines_free(lines, count);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    fputs(text, out);
+    fclose(out);
+}
+
+/* A grammar directory of its own in dir (a mkdtemp template): the C
+ * grammar's query is c_query, python's is the real one. */
+static void make_grammar_dir(char *dir, const char *c_query)
+{
+    char path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/tree-sitter-c", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/tree-sitter-c/queries", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/tree-sitter-c/queries/highlights.scm", dir);
+    write_text(path, c_query);
+    snprintf(path, sizeof path, "%s/tree-sitter-python", dir);
+    assert_int_equal(symlink(ECPD_GRAMMAR_DIR "/tree-sitter-python", path), 0);
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A C query that does not compile: C (and cpp, which starts from the C
+ * patterns) stays plain text with a log line, python is highlighted as ever. */
+static void test_broken_query_turns_off_one_language(void **state)
+{
+    fx *f = *state;
+    char dir[] = "/tmp/ecpd-syntax-grammars-XXXXXX";
+    make_grammar_dir(dir, "((identifier) @variable (#no-such-node))\n(((\n");
+    syntax_service_free(f->syntax);
+    f->syntax = syntax_service_new(f->pool, &f->log, f->docs, NULL, dir);
+    assert_true(syntax_language_supported(f->syntax, "c")); /* not tried yet */
+    opened c, py;
+    open_doc(f, "file:///tmp/syntax-broken.c", "int x;\n", strlen("int x;\n"), &c);
+    open_doc(f, "file:///tmp/syntax-fine.py", "def f():\n    pass\n", strlen("def f():\n    pass\n"), &py);
+    assert_true(logged(f, "the c highlight query does not compile"));
+    assert_false(syntax_language_supported(f->syntax, "c"));
+    assert_true(syntax_language_supported(f->syntax, "python"));
+
+    syntax_line *lines;
+    size_t count;
+    assert_int_equal(syntax_document_tokens(f->syntax, c.id, 0, 1, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(lines[0].count, 0);
+    syntax_lines_free(lines, count);
+    assert_int_equal(syntax_document_tokens(f->syntax, py.id, 0, 1, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    assert_int_equal(count, 1);
+    assert_true(lines[0].count >= 1);
+    assert_string_equal(lines[0].tokens[0].scope, "keyword");
+    syntax_lines_free(lines, count);
+    remove_dir(dir);
+}
+
+/* The not- forms of the predicates, which no shipped query uses, on a query
+ * of the test's own: each later pattern that holds paints over the earlier. */
+static void test_negated_predicates(void **state)
+{
+    fx *f = *state;
+    char dir[] = "/tmp/ecpd-syntax-grammars-XXXXXX";
+    make_grammar_dir(dir, "(identifier) @variable\n"
+                          "((identifier) @keyword (#not-eq? @keyword \"x\"))\n"
+                          "((identifier) @string (#not-match? @string \"^[a-y]\"))\n"
+                          "((identifier) @number (#not-any-of? @number \"x\" \"y\" \"zz\"))\n");
+    syntax_service_free(f->syntax);
+    f->syntax = syntax_service_new(f->pool, &f->log, f->docs, NULL, dir);
+    static const char text[] = "x;\nzz;\nq;\n";
+    opened c;
+    open_doc(f, "file:///tmp/syntax-negated.c", text, strlen(text), &c);
+    syntax_line *lines;
+    size_t count;
+    assert_int_equal(syntax_document_tokens(f->syntax, c.id, 0, 3, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    assert_int_equal(count, 3);
+    static const char *const want[] = {"variable", "string", "number"};
+    for (size_t l = 0; l < 3; l++) {
+        assert_true(lines[l].count >= 1);
+        assert_string_equal(lines[l].tokens[0].scope, want[l]);
+    }
+    syntax_lines_free(lines, count);
+    remove_dir(dir);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Broken code nested 5,000 deep leaves thousands of nodes under the root;
+ * the tokens of its first line are computed on the loop, so they must come
+ * in bounded time (milliseconds; the limit leaves room for sanitizers). */
+static void test_tokens_of_broken_code_are_quick(void **state)
+{
+    fx *f = *state;
+    static const char unit[] = "int a = (";
+    size_t depth = 5000, n = sizeof unit - 1;
+    char *text = malloc(depth * n);
+    for (size_t i = 0; i < depth; i++)
+        memcpy(text + i * n, unit, n);
+    opened a;
+    open_doc(f, "file:///tmp/syntax-broken-nest.c", text, depth * n, &a);
+    free(text);
+    syntax_line *lines;
+    size_t count;
+    double t0 = now_s();
+    assert_int_equal(syntax_document_tokens(f->syntax, a.id, 0, 1, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    double took = now_s() - t0;
+    assert_int_equal(count, 1);
+    assert_true(lines[0].count >= depth); /* every `int` at least */
+    syntax_lines_free(lines, count);
+    if (took > 0.25) /* 13 s when the root's children were walked with ts_node_next_sibling */
+        fail_msg("the tokens of one line took %.3f s", took);
+}
+
+/* A minified line of 4 MB is highlighted in its first 16 KiB only: its
+ * tokens come in bounded time, and the short lines around it keep theirs. */
+static void test_long_line_is_cut(void **state)
+{
+    fx *f = *state;
+    static const char before[] = "let c = 2;\n", after[] = "\nvar b = 1;\n";
+    size_t n = (size_t)4 << 20, nb = sizeof before - 1, na = sizeof after - 1;
+    char *text = malloc(nb + n + na);
+    memcpy(text, before, nb);
+    for (size_t i = 0; i < n; i += 8)
+        memcpy(text + nb + i, "a=[1,2];", 8);
+    memcpy(text + nb + n, after, na);
+    opened a;
+    open_doc(f, "file:///tmp/syntax-minified.js", text, nb + n + na, &a);
+    free(text);
+    syntax_line *lines;
+    size_t count;
+    double t0 = now_s();
+    assert_int_equal(syntax_document_tokens(f->syntax, a.id, 0, 3, ECP_ENCODING_UTF16, &lines, &count, NULL), 0);
+    double took = now_s() - t0;
+    assert_int_equal(count, 3);
+    assert_true(lines[0].count >= 1);
+    assert_string_equal(lines[0].tokens[0].scope, "keyword");
+    assert_true(lines[1].count > 1000);
+    assert_true(lines[1].tokens[lines[1].count - 1].end <= 16384);
+    assert_true(lines[2].count >= 1);
+    assert_string_equal(lines[2].tokens[0].scope, "keyword");
+    syntax_lines_free(lines, count);
+    if (took > 0.5) /* 3 s when the whole line was highlighted */
+        fail_msg("the tokens of a minified line took %.3f s", took);
 }
 
 int main(void)
@@ -234,6 +411,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_random_edits_in_python, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_tokens_are_shifted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_large_stays_plain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broken_query_turns_off_one_language, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_negated_predicates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tokens_of_broken_code_are_quick, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_line_is_cut, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
