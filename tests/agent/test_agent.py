@@ -44,8 +44,8 @@ class Client:
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.stderr = b""
-        self.p.stdout.close = self.p.stdout.close  # closed in close()
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self.stderr_reader = threading.Thread(target=self._drain_stderr, daemon=True)
+        self.stderr_reader.start()
 
     def _drain_stderr(self):
         self.stderr = self.p.stderr.read()
@@ -141,9 +141,11 @@ class Client:
             self.p.kill()
             self.p.wait()
         self.reader.join(5)
-        time.sleep(0.05)
-        if b"ERROR: AddressSanitizer" in self.stderr or b"runtime error:" in self.stderr:
-            raise AssertionError("sanitizer report:\n" + self.stderr.decode(errors="replace"))
+        self.stderr_reader.join(5)
+        self.p.stdout.close()
+        self.p.stderr.close()
+        if b"Sanitizer" in self.stderr or b"runtime error:" in self.stderr or self.p.returncode != 0:
+            raise AssertionError("ecpd ended with %s:\n%s" % (self.p.returncode, self.stderr.decode(errors="replace")))
 
 
 def texts(contents, role="assistant"):
