@@ -185,7 +185,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
 
     agent_service_options ao = {
         .loop = env->loop, .log = env->log, .pool = env->pool, .store = self->store, .documents = self->document,
-        .files = self->file, .session = self->session, .workspace = env->workspace,
+        .files = self->file, .session = self->session, .lsp = self->lsp, .workspace = env->workspace,
     };
     self->agent = agent_service_new(&ao, err);
     if (!self->agent)

@@ -44,6 +44,7 @@ struct store;
 struct document_service;
 struct file_service;
 struct session_service;
+struct lsp_service;
 
 typedef struct agent_service agent_service;
 
@@ -55,6 +56,7 @@ typedef struct agent_service_options {
     struct document_service *documents;  /* required; borrowed */
     struct file_service *files;          /* required; borrowed */
     struct session_service *session;     /* may be NULL (no settings: the defaults) */
+    struct lsp_service *lsp;             /* may be NULL (the diagnostics tool then says so) */
     const char *workspace;               /* may be NULL: then every tool with a path refuses */
 } agent_service_options;
 

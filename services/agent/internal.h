@@ -34,6 +34,7 @@ struct agent_service {
     struct document_service *documents;
     struct file_service *files;
     struct session_service *session;
+    struct lsp_service *lsp;
     ecp_job_set *jobs;
     char *workspace;
     llm_client *llm;

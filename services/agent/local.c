@@ -1016,6 +1016,7 @@ agent_service *agent_service_new(const agent_service_options *o, ecp_error *err)
     svc->documents = o->documents;
     svc->files = o->files;
     svc->session = o->session;
+    svc->lsp = o->lsp;
     svc->jobs = ecp_job_set_new(o->pool);
     svc->workspace = o->workspace ? xstrdup(o->workspace) : NULL;
     svc->llm = llm_client_new(o->loop);

@@ -11,6 +11,8 @@
 #include "arena.h"
 #include "document/interface.h"
 #include "file/interface.h"
+#include "git/interface.h"
+#include "lsp/interface.h"
 #include "internal.h"
 #include "json.h"
 
@@ -43,6 +45,14 @@ static const agent_tool_info tools[] = {
      "\"description\":\"directory or file to search; the workspace when absent\"},\"include\":{\"type\":\"string\","
      "\"description\":\"a glob the file names must match\"},\"max_results\":{\"type\":\"integer\",\"minimum\":1}},"
      "\"required\":[\"pattern\"]}"},
+    {"git", "Inspect the workspace's git repository: status, diff (unstaged, or staged) or log.",
+     "{\"type\":\"object\",\"properties\":{\"operation\":{\"type\":\"string\",\"enum\":[\"status\",\"diff\","
+     "\"log\"]},\"path\":{\"type\":\"string\",\"description\":\"diff: one file (all changed files when absent)\"},"
+     "\"staged\":{\"type\":\"boolean\"},\"max_count\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+     "\"log: commits to show (default 20)\"}},\"required\":[\"operation\"]}"},
+    {"diagnostics", "The language servers' diagnostics (errors, warnings) for a file of the workspace, or for every "
+                    "file that has some.",
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}}}"},
     {"shell_command", "Run a command with /bin/sh in the workspace; its output (stdout and stderr) is returned.",
      "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\"},\"timeout\":{\"type\":\"integer\","
      "\"minimum\":1,\"description\":\"milliseconds (default 30000)\"}},\"required\":[\"command\"]}"},
@@ -152,7 +162,8 @@ int tool_check(agent_service *svc, const char *name, const char *arguments, tool
     }
     static const char *const required[][4] = {
         {"read_file", "path"}, {"write_file", "path", "content"}, {"edit_file", "path", "old_string", "new_string"},
-        {"list_directory", "path"}, {"grep", "pattern"}, {"shell_command", "command"},
+        {"list_directory", "path"}, {"grep", "pattern"}, {"shell_command", "command"}, {"git", "operation"},
+        {"diagnostics"},
     };
     int status = 0;
     for (size_t i = 0; i < TOOL_COUNT && !status; i++)
@@ -167,6 +178,13 @@ int tool_check(agent_service *svc, const char *name, const char *arguments, tool
             path = ".";
         if (path)
             status = agent_confine(svc->workspace, path, &plan->path, err);
+    }
+    if (!status && strcmp(name, "git") == 0) {
+        const char *op = arg_string(&d, "operation", &a, NULL);
+        if (strcmp(op, "status") != 0 && strcmp(op, "diff") != 0 && strcmp(op, "log") != 0)
+            status = ecp_error_set(err, ECP_EINVAL, "git: operation must be status, diff or log, not %s", op);
+        else if (!plan->path)
+            status = agent_confine(svc->workspace, ".", &plan->path, err);
     }
     if (!status && strcmp(name, "edit_file") == 0) {
         size_t n = 0;
@@ -191,7 +209,7 @@ void tool_plan_free(tool_plan *plan)
 
 /* ----- runs ------------------------------------------------------------------------------ */
 
-typedef enum run_kind { RUN_READ, RUN_WRITE, RUN_EDIT, RUN_LIST, RUN_NONE, RUN_GREP, RUN_SHELL } run_kind;
+typedef enum run_kind { RUN_READ, RUN_WRITE, RUN_EDIT, RUN_LIST, RUN_GIT, RUN_NONE, RUN_GREP, RUN_SHELL } run_kind;
 
 struct tool_run {
     agent_service *svc;
@@ -206,6 +224,8 @@ struct tool_run {
     size_t content_len, old_len, new_len;
     bool all_occurrences;
     int64_t line_offset, limit, max_depth;
+    char *operation, *workspace; /* git */
+    bool staged;                 /* git diff */
     /* result */
     bool error;
     buf output;
@@ -226,6 +246,8 @@ static void run_free(tool_run *r)
     free(r->content);
     free(r->old_string);
     free(r->new_string);
+    free(r->operation);
+    free(r->workspace);
     buf_free(&r->output);
     free(r);
 }
@@ -336,6 +358,80 @@ static void list_into(tool_run *r, const char *dir, const char *prefix, int dept
     file_dir_entries_free(list, count);
 }
 
+static void diff_into(tool_run *r, gitsvc_repo *repo, const char *rel, arena *mem)
+{
+    gitsvc_hunk *hunks = NULL;
+    size_t count = 0;
+    gitsvc_error gerr = {0};
+    if (gitsvc_diff_read(repo, rel, r->staged, mem, &hunks, &count, &gerr) < 0) {
+        set_error(r, "%s", gerr.message);
+        return;
+    }
+    if (count)
+        buf_appendf(&r->output, "--- a/%s\n+++ b/%s\n", rel, rel);
+    for (size_t h = 0; h < count; h++) {
+        const gitsvc_hunk *k = &hunks[h];
+        buf_appendf(&r->output, "@@ -%zu,%zu +%zu,%zu @@\n", k->old_start, k->old_count, k->new_start, k->new_count);
+        for (size_t i = 0; i < k->line_count; i++) {
+            const gitsvc_diff_line *l = &k->lines[i];
+            char mark = l->type == GITSVC_LINE_ADDED ? '+' : l->type == GITSVC_LINE_DELETED ? '-' : ' ';
+            buf_push(&r->output, mark);
+            append_capped(&r->output, l->content, strlen(l->content));
+            buf_push(&r->output, '\n');
+        }
+    }
+}
+
+static void git_work(tool_run *r, ecp_job *job)
+{
+    gitsvc_repo *repo = NULL;
+    gitsvc_error gerr = {0};
+    if (gitsvc_repo_open(r->workspace, &repo, NULL, &gerr) < 0) {
+        set_error(r, "%s", gerr.message);
+        return;
+    }
+    arena mem = ARENA_INIT;
+    gitsvc_status st;
+    if (strcmp(r->operation, "log") == 0) {
+        gitsvc_commit_info *commits = NULL;
+        size_t count = 0;
+        if (gitsvc_log_read(repo, (size_t)r->limit, job, &mem, &commits, &count, &gerr) < 0)
+            set_error(r, "%s", gerr.message);
+        for (size_t i = 0; !r->error && i < count; i++)
+            buf_appendf(&r->output, "%s %s %s <%s> %s\n", commits[i].short_hash, commits[i].date, commits[i].author,
+                        commits[i].email, commits[i].subject);
+        if (!r->error && count == 0)
+            buf_append_str(&r->output, "No commits\n");
+    } else if (gitsvc_status_read(repo, job, &mem, &st, &gerr) < 0) {
+        set_error(r, "%s", gerr.message);
+    } else if (strcmp(r->operation, "status") == 0) {
+        buf_appendf(&r->output, "On branch %s\n", st.branch);
+        for (size_t i = 0; i < st.staged_count; i++)
+            buf_appendf(&r->output, "staged %c %s\n", st.staged[i].status, st.staged[i].path);
+        for (size_t i = 0; i < st.unstaged_count; i++)
+            buf_appendf(&r->output, "unstaged %c %s\n", st.unstaged[i].status, st.unstaged[i].path);
+        for (size_t i = 0; i < st.untracked_count; i++)
+            buf_appendf(&r->output, "untracked %s\n", st.untracked[i]);
+        if (!st.staged_count && !st.unstaged_count && !st.untracked_count)
+            buf_append_str(&r->output, "nothing to commit, working tree clean\n");
+    } else if (r->path && strcmp(r->path, gitsvc_repo_root(repo)) != 0) {
+        const char *rel = NULL;
+        if (gitsvc_repo_relative(repo, r->path, &mem, &rel, &gerr) < 0)
+            set_error(r, "%s", gerr.message);
+        else
+            diff_into(r, repo, rel, &mem);
+    } else {
+        gitsvc_status_entry *list = r->staged ? st.staged : st.unstaged;
+        size_t n = r->staged ? st.staged_count : st.unstaged_count;
+        for (size_t i = 0; i < n && !r->error; i++)
+            diff_into(r, repo, list[i].path, &mem);
+        if (!r->error && r->output.len == 0)
+            buf_append_str(&r->output, "No changes\n");
+    }
+    arena_free(&mem);
+    gitsvc_repo_close(repo);
+}
+
 static void run_work(ecp_job *job, unsigned item)
 {
     (void)item;
@@ -367,6 +463,9 @@ static void run_work(ecp_job *job, unsigned item)
                 set_error(r, "%s", err.message);
             buf_free(&edited);
         }
+        break;
+    case RUN_GIT:
+        git_work(r, job);
         break;
     case RUN_LIST: {
         size_t entries = 0;
@@ -609,6 +708,63 @@ static int shell_start(tool_run *r, const char *command) /* always 0: a failure 
     return 0;
 }
 
+/* ----- diagnostics (the LSP service's, in memory: on the loop) ------------------------------ */
+
+static const char *const severities[] = {"", "error", "warning", "info", "hint"};
+
+static void write_diagnostic(void *ctx, const lsp_diagnostic *d)
+{
+    tool_run *r = ctx;
+    char head[96];
+    snprintf(head, sizeof head, "%zu:%zu: %s: ", d->start_line + 1, d->start_column + 1,
+             severities[d->severity >= 1 && d->severity <= 4 ? d->severity : 0]);
+    buf_append_str(&r->output, r->operation); /* the path being reported */
+    buf_push(&r->output, ':');
+    buf_append_str(&r->output, head);
+    append_capped(&r->output, d->message, strlen(d->message));
+    if (d->source)
+        buf_appendf(&r->output, " (%s)", d->source);
+    buf_push(&r->output, '\n');
+}
+
+static void diagnostics_of(tool_run *r, const char *uri)
+{
+    buf path = BUF_INIT;
+    if (file_path_from_uri(uri, strlen(uri), &path, NULL) < 0) {
+        buf_free(&path);
+        return;
+    }
+    const char *ws = r->svc->workspace;
+    size_t n = strlen(ws);
+    bool in_workspace = strncmp(path.data, ws, n) == 0 && path.data[n] == '/';
+    if (in_workspace || (r->path && strcmp(path.data, r->path) == 0)) {
+        free(r->operation);
+        r->operation = xstrdup(in_workspace ? path.data + n + 1 : path.data);
+        lsp_diagnostics_in_lines(r->svc->lsp, uri, 0, SIZE_MAX, ECP_ENCODING_UTF16, write_diagnostic, r);
+    }
+    buf_free(&path);
+}
+
+static void each_uri(void *ctx, const char *uri) { diagnostics_of(ctx, uri); }
+
+static void diagnostics_into(tool_run *r)
+{
+    if (!r->svc->lsp || !r->svc->workspace) {
+        set_error(r, "%s", r->svc->lsp ? "there is no workspace" : "no language servers run in this server");
+        return;
+    }
+    if (r->path) {
+        buf uri = BUF_INIT;
+        file_uri_from_path(&uri, r->path);
+        diagnostics_of(r, uri.data);
+        buf_free(&uri);
+    } else {
+        lsp_diagnostics_each(r->svc->lsp, each_uri, r);
+    }
+    if (r->output.len == 0)
+        buf_append_str(&r->output, "No diagnostics\n");
+}
+
 /* ----- starting ---------------------------------------------------------------------------- */
 
 static char *dup_arg(const json_doc *d, const char *key, arena *a, size_t *len)
@@ -663,6 +819,24 @@ tool_run *tool_start(agent_service *svc, const tool_plan *plan, const char *argu
         if (r->max_depth > 10)
             r->max_depth = 10;
         type = &list_type;
+    } else if (strcmp(name, "git") == 0) {
+        r->kind = RUN_GIT;
+        r->operation = dup_arg(&d, "operation", &a, NULL);
+        r->workspace = xstrdup(svc->workspace);
+        json_ref staged = json_get(&d, json_root(&d), "staged");
+        bool b = false;
+        r->staged = staged != JSON_NO_REF && json_bool(&d, staged, &b) && b;
+        r->limit = int_arg(&d, "max_count", 20);
+        if (r->limit < 1 || r->limit > 1000)
+            r->limit = 20;
+        if (strcmp(r->operation, "diff") != 0 || !json_get(&d, json_root(&d), "path")) {
+            free(r->path);
+            r->path = NULL;
+        }
+        type = &list_type;
+    } else if (strcmp(name, "diagnostics") == 0) {
+        r->kind = RUN_NONE;
+        diagnostics_into(r);
     } else if (strcmp(name, "grep") == 0) {
         r->kind = RUN_GREP;
     } else {
@@ -700,7 +874,7 @@ tool_run *tool_start(agent_service *svc, const tool_plan *plan, const char *argu
         shell_start(r, command);
         free(command);
         goto out;
-    } else if (r->kind != RUN_LIST) {
+    } else if (r->kind != RUN_LIST && r->kind != RUN_GIT && r->kind != RUN_NONE) {
         char *document_id = open_document(svc, r->path);
         if (document_id)
             run_on_document(r, document_id);

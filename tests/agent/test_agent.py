@@ -441,6 +441,59 @@ class AgentTest(Base):
         self.assertTrue(of_type(turn, "toolCalled")[0]["outputs"][0]["text"].startswith(
             "Error: the command exited with status 3"))
 
+    def test_git_status_diff_and_log(self):
+        git = ["git", "-C", self.ws, "-c", "user.name=Ann", "-c", "user.email=ann@example.com"]
+        subprocess.run(git + ["init", "-q", "-b", "main"], check=True)
+        subprocess.run(git + ["add", "."], check=True)
+        subprocess.run(git + ["commit", "-q", "-m", "first commit"], check=True)
+        with open(os.path.join(self.ws, "src", "a.txt"), "w") as f:
+            f.write("alpha\nBETA\ngamma\n")
+        with open(os.path.join(self.ws, "new.txt"), "w") as f:
+            f.write("n\n")
+        self.mock.add({"tools": [{"id": "g1", "name": "git", "arguments": ['{"operation":"status"}']},
+                                 {"id": "g2", "name": "git", "arguments": ['{"operation":"diff"}']},
+                                 {"id": "g3", "name": "git", "arguments": ['{"operation":"diff","path":"src/a.txt"}']},
+                                 {"id": "g4", "name": "git", "arguments": ['{"operation":"log"}']},
+                                 {"id": "g5", "name": "git", "arguments": ['{"operation":"push"}']}]},
+                      {"text": ["ok"]})
+        c = self.start()
+        self.prompt(c, "git")
+        turn = c.turn()
+        self.assertEqual(of_type(turn, "toolCallRun")[0]["manualApproval"], False)
+        tools = {m["tool_call_id"]: m["content"] for m in self.mock.requests[1]["body"]["messages"]
+                 if m["role"] == "tool"}
+        self.assertEqual(tools["g1"], "On branch main\nunstaged M src/a.txt\nuntracked new.txt\n")
+        diff = ("--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n")
+        self.assertEqual(tools["g2"], diff)
+        self.assertEqual(tools["g3"], diff)
+        self.assertRegex(tools["g4"], r"^[0-9a-f]{8} \d{4}-\d\d-\d\d Ann <ann@example.com> first commit\n$")
+        self.assertTrue(tools["g5"].startswith("Error: git: operation must be status, diff or log"))
+
+    @unittest.skipUnless(shutil.which("clangd"), "clangd is not installed")
+    def test_diagnostics_come_from_the_language_server(self):
+        path = os.path.join(self.ws, "src", "bad.c")
+        with open(path, "w") as f:
+            f.write("int main(void) { return undefined_name; }\n")
+        self.mock.add(self.tool_reply("diagnostics", {"path": "src/bad.c"}), {"text": ["ok"]},
+                      self.tool_reply("diagnostics", {}, call_id="d2"), {"text": ["ok"]})
+        c = self.start()
+        c.call("lsp/start", {"languageId": "c"}, timeout=60)
+        c.call("document/open", {"uri": "file://" + path})
+        deadline = time.time() + 60
+        while time.time() < deadline:  # until clangd has published
+            _, msg = c.notes.get(timeout=deadline - time.time())
+            if msg.get("method") == "lsp/didPublishDiagnostics" and msg["params"].get("diagnostics"):
+                break
+        chat = self.prompt(c, "what is wrong?")
+        c.turn()
+        out = self.last_tool_message()["content"]
+        self.assertIn("src/bad.c:1:", out)
+        self.assertIn("error: ", out)
+        self.assertIn("undefined_name", out)
+        self.prompt(c, "and everywhere?", chat)
+        c.turn()
+        self.assertEqual(self.last_tool_message()["content"], out)
+
     def test_paths_outside_the_workspace_are_refused_without_asking(self):
         os.symlink(self.tmp, os.path.join(self.ws, "escape"))
         outside = os.path.join(self.tmp, "secret.txt")
