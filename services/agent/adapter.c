@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "error.h"
 #include "interface.h"
+#include "job.h"
 
 typedef struct adapter_ctx {
     agent_service *svc;
@@ -18,6 +19,7 @@ static const ecp_wire_map wire_codes[] = {
     {ECP_ENOTFOUND, ECP_WIRE_INVALID_PARAMS},
     {ECP_ESTATE, ECP_WIRE_SERVER_ERROR},
     {ECP_ENOTSUP, ECP_WIRE_INTERNAL_ERROR},
+    {ECP_EACCES, ECP_WIRE_SERVER_ERROR},
 };
 
 static void reply_error(ecp_call *call, const ecp_error *err)
@@ -320,6 +322,52 @@ static void m_open(void *ctx, ecp_call *call)
     ecp_call_finish(call);
 }
 
+static void context_found(void *ctx, int status, const ecp_error *err, const char *const *paths, size_t count)
+{
+    ecp_call *call = ctx;
+    if (status < 0) {
+        reply_error(call, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    json_ref chat_id = json_get(ecp_call_doc(call), ecp_call_params(call), "chatId");
+    if (chat_id != JSON_NO_REF && json_type_of(ecp_call_doc(call), chat_id) == JSON_STRING) {
+        jw_key(w, "chatId");
+        json_write_value(w, ecp_call_doc(call), chat_id);
+    }
+    jw_key(w, "contexts");
+    jw_array_begin(w);
+    for (size_t i = 0; i < count; i++) {
+        jw_object_begin(w);
+        jw_key_string(w, "type", "file");
+        jw_key_string(w, "path", paths[i]);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_query_context(void *ctx, ecp_call *call)
+{
+    adapter_ctx *a = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str chat_id, query;
+    json_ref contexts;
+    if (!ecp_arg_string_opt(call, p, "chatId", &chat_id) || !ecp_arg_string(call, p, "query", &query) ||
+        !ecp_arg_array_opt(call, p, "contexts", &contexts))
+        return;
+    ecp_error err = {0};
+    ecp_job *walk = NULL;
+    if (agent_query_files(a->svc, query.ptr, 50, context_found, call, &walk, &err) < 0) {
+        reply_error(call, &err);
+        return;
+    }
+    ecp_job_serve(walk, call); /* a cancel or a disconnect stops the walk; teardown answers */
+    agent_query_start(walk);
+}
+
 static const ecp_method methods[] = {
     {"chat/prompt", m_prompt, "1.0",
      "Start a turn: answers {chatId, model, status: \"prompting\"} at once, then streams chat/contentReceived",
@@ -334,6 +382,9 @@ static const ecp_method methods[] = {
     {"chat/delete", m_delete, "1.0", "Delete a chat and its stored messages", "{chatId: string}"},
     {"chat/list", m_list, "1.0", "The chats, most recently updated first", "{limit?: integer, sortBy?: string}"},
     {"chat/open", m_open, "1.0", "A chat's title, model and stored messages", "{chatId: string, limit?: integer}"},
+    {"chat/queryContext", m_query_context, "1.0",
+     "Files of the workspace whose name matches the query (fuzzy), as contexts a prompt may name",
+     "{chatId?: string, query: string, contexts?: {}[]}"},
 };
 
 static const char *const notifications[] = {"chat/contentReceived", "chat/statusChanged", "chat/deleted", NULL};

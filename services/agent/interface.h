@@ -153,6 +153,18 @@ typedef struct agent_message_info {
 int agent_chat_open(agent_service *self, const char *chat_id, agent_chat_info *info,
                     void (*message_fn)(void *ctx, const agent_message_info *message), void *ctx, ecp_error *err);
 
+/* Files of the workspace a prompt may name as context: those whose name
+ * holds the query's characters in order (the file service's fuzzy search),
+ * best first, at most max. Prepares the walk (*walk, a job of the file
+ * service, not started: the caller may make it serve a call, then starts it
+ * with agent_query_start); done runs once on the loop with absolute paths.
+ * ECP_EACCES without a workspace. */
+typedef void (*agent_query_cb)(void *ctx, int status, const ecp_error *err, const char *const *paths,
+                               size_t count);
+int agent_query_files(agent_service *self, const char *query, size_t max, agent_query_cb done, void *ctx,
+                      ecp_job **walk, ecp_error *err);
+void agent_query_start(ecp_job *walk);
+
 /* The tools the model is offered. */
 typedef struct agent_tool_info {
     const char *name;

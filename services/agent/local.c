@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "json.h"
 #include "json_writer.h"
+#include "file/interface.h"
 #include "session/interface.h"
 #include "store/interface.h"
 
@@ -1003,6 +1004,43 @@ int agent_chat_open(agent_service *self, const char *chat_id, agent_chat_info *i
     }
     return 0;
 }
+
+/* ----- context for prompts ------------------------------------------------------------------------ */
+
+typedef struct query_op {
+    agent_query_cb done;
+    void *ctx;
+} query_op;
+
+static void query_found(void *ctx, int status, const ecp_error *err, const file_search_result *result)
+{
+    query_op *op = ctx;
+    size_t n = status < 0 ? 0 : result->count;
+    const char **paths = xcalloc(n + 1, sizeof *paths);
+    for (size_t i = 0; i < n; i++)
+        paths[i] = result->hits[i].path;
+    op->done(op->ctx, status, err, paths, n);
+    free(paths);
+    free(op);
+}
+
+int agent_query_files(agent_service *self, const char *query, size_t max, agent_query_cb done, void *ctx,
+                      ecp_job **walk, ecp_error *err)
+{
+    if (!self->workspace)
+        return ecp_error_set(err, ECP_EACCES, "there is no workspace to find context in");
+    query_op *op = xcalloc(1, sizeof *op);
+    op->done = done;
+    op->ctx = ctx;
+    file_search_options o = {.pattern = query, .base = self->workspace, .max_results = max,
+                             .encoding = ECP_ENCODING_UTF8};
+    int status = file_search_prepare(self->files, &o, query_found, op, walk, err);
+    if (status < 0)
+        free(op);
+    return status;
+}
+
+void agent_query_start(ecp_job *walk) { file_walk_start(walk); }
 
 /* ----- the service ------------------------------------------------------------------------------ */
 

@@ -441,6 +441,17 @@ class AgentTest(Base):
         self.assertTrue(of_type(turn, "toolCalled")[0]["outputs"][0]["text"].startswith(
             "Error: the command exited with status 3"))
 
+    def test_query_context_finds_workspace_files(self):
+        with open(os.path.join(self.ws, "src", "other.py"), "w") as f:
+            f.write("")
+        c = self.start()
+        r = c.call("chat/queryContext", {"chatId": "q1", "query": "a.t", "contexts": []})
+        self.assertEqual(r["chatId"], "q1")
+        self.assertEqual(r["contexts"][0], {"type": "file", "path": os.path.join(self.ws, "src", "a.txt")})
+        self.assertNotIn("other.py", json.dumps(r))
+        bad = c.request("chat/queryContext", {"query": 3})
+        self.assertEqual(bad["error"]["code"], -32602)
+
     def test_git_status_diff_and_log(self):
         git = ["git", "-C", self.ws, "-c", "user.name=Ann", "-c", "user.email=ann@example.com"]
         subprocess.run(git + ["init", "-q", "-b", "main"], check=True)
@@ -614,6 +625,36 @@ class AgentTest(Base):
         c.turn()
         self.assertEqual(self.last_tool_message()["content"], "Error: stopped by the user")
 
+    def test_cancel_kills_a_running_command(self):
+        marker = os.path.join(self.ws, "still-running")
+        self.mock.add(self.tool_reply("shell_command", {"command": "sleep 3; touch still-running"}),
+                      {"text": ["next"]})
+        c = self.start()
+        chat = self.prompt(c, "run")
+        _, run = self.approve_flow(c, True)
+        c.notify("chat/toolCallApprove", {"chatId": chat, "toolCallId": run["id"]})
+        c.until(lambda x: x["content"]["type"] == "toolCallRunning")
+        started = time.monotonic()
+        c.call("chat/promptStop", {"chatId": chat})
+        turn = c.turn()
+        self.assertLess(time.monotonic() - started, 1.0)
+        self.assertEqual(of_type(turn, "toolCallRejected")[0]["reason"], "userPromptStop")
+        time.sleep(3.5)
+        self.assertFalse(os.path.exists(marker), "the command's process group was killed")
+
+    def test_a_refused_connection_is_retried_then_reported(self):
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()  # nothing listens there now
+        c = self.start(OPENAI_BASE_URL="http://127.0.0.1:%d/v1" % port)
+        started = time.monotonic()
+        _, errors = self.failed_turn(c)
+        self.assertGreater(time.monotonic() - started, 0.55, "two retries, after 0.2 s and 0.4 s")
+        self.assertEqual(len(errors), 1)
+        self.assertTrue(errors[0].startswith("LLM request failed: Could"), errors[0])
+
     def test_turn_limit_is_bounded(self):
         # the model asks for a tool every time; the turn stops at the limit
         self.mock.add(*[self.tool_reply("read_file", {"path": "src/a.txt"}, call_id="r%d" % i)
@@ -686,6 +727,8 @@ class EcaTest(Base):
         self.assertEqual(c.call("chat/list", {})["chats"][0]["id"], "eca-chat-1")
         self.assertTrue(c.call("chat/open", {"chatId": "eca-chat-1"})["found"])
         self.assertEqual(c.request("chat/rollback", {"chatId": "eca-chat-1"})["error"]["code"], -32601)
+        found = c.call("chat/queryContext", {"query": "eca"})["contexts"]
+        self.assertEqual([os.path.basename(x["path"]) for x in found], ["eca.txt"])
         c.notify("chat/someFutureNotification", {})
         self.assertEqual(c.call("chat/delete", {"chatId": "eca-chat-1"}), {})
         self.assertIsNone(c.call("shutdown"))
