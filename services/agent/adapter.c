@@ -20,6 +20,7 @@ static const ecp_wire_map wire_codes[] = {
     {ECP_ESTATE, ECP_WIRE_SERVER_ERROR},
     {ECP_ENOTSUP, ECP_WIRE_INTERNAL_ERROR},
     {ECP_EACCES, ECP_WIRE_SERVER_ERROR},
+    {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
 };
 
 static void reply_error(ecp_call *call, const ecp_error *err)
@@ -144,9 +145,13 @@ static const agent_listener listener = {on_content, on_status, on_deleted};
 /* ----- methods ---------------------------------------------------------------------------- */
 
 /* The answer goes out before the turn's first content. */
-static void prompt_accepted(void *ctx, const char *chat_id, const char *model)
+static void prompt_accepted(void *ctx, int status, const ecp_error *err, const char *chat_id, const char *model)
 {
     ecp_call *call = ctx;
+    if (status < 0) {
+        reply_error(call, err);
+        return;
+    }
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key_string(w, "chatId", chat_id);
@@ -167,6 +172,7 @@ static void m_prompt(void *ctx, ecp_call *call)
         !ecp_arg_array_opt(call, p, "contexts", &contexts))
         return;
     ecp_error err = {0};
+    ecp_call_defer(call); /* the secret store may have to be asked first */
     if (agent_prompt(a->svc, chat_id.ptr, message.ptr, model.ptr, prompt_accepted, call, &err) < 0)
         reply_error(call, &err);
 }

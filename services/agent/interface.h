@@ -109,14 +109,19 @@ void agent_unsubscribe(agent_service *self, const agent_listener *listener, void
 
 /* ----- chats ------------------------------------------------------------------------- */
 
-/* Starts a turn in chat_id (NULL: a new chat). accepted runs once, before
- * any content event of the turn, with the chat and the "provider/model"
- * used (the strings live during the call). Fails (without calling accepted)
- * with ECP_ENOTSUP (no provider: the message names the variables),
- * ECP_EINVAL (a model string that names no provider) or ECP_ESTATE (a turn
- * runs in that chat). */
+/* Starts a turn in chat_id (NULL: a new chat). A key missing from the
+ * environment is looked for in the secret store under the variable's name
+ * (OPENAI_API_KEY, ANTHROPIC_API_KEY). done runs exactly once when this
+ * returns 0: with status 0, the chat and the "provider/model" used, before
+ * any content event of the turn; or with a failure (the strings are then
+ * NULL). It may run before this returns. A negative return is a failure told
+ * only by the return (done is not called): ECP_ENOTSUP (no provider: the
+ * message names the variables), ECP_EINVAL (a model string that names no
+ * provider) or ECP_ESTATE (a turn runs in that chat). */
+typedef void (*agent_prompt_cb)(void *ctx, int status, const ecp_error *err, const char *chat_id,
+                                const char *model);
 int agent_prompt(agent_service *self, const char *chat_id, const char *message, const char *model,
-                 void (*accepted)(void *ctx, const char *chat_id, const char *model), void *ctx, ecp_error *err);
+                 agent_prompt_cb done, void *ctx, ecp_error *err);
 
 /* Answers a pending approval. ECP_ENOTFOUND when no such call waits. */
 int agent_tool_answer(agent_service *self, const char *chat_id, const char *tool_call_id, bool approve,

@@ -25,6 +25,7 @@ typedef struct agent_message {
 } agent_message;
 
 typedef struct tool_run tool_run;
+typedef struct key_wait key_wait;
 typedef struct chat chat;
 
 struct agent_service {
@@ -40,6 +41,7 @@ struct agent_service {
     llm_client *llm;
     ecp_listeners listeners;
     chat *chats;
+    key_wait *key_waits; /* prompts waiting for the secret store */
 };
 
 /* ----- tools (tools.c) --------------------------------------------------------------- */

@@ -774,9 +774,23 @@ static const char *const no_provider_message =
     "server), ANTHROPIC_API_KEY or OLLAMA_HOST, and choose the model with --model, ECPD_MODEL or the agent.model "
     "setting (provider/model, e.g. openai/gpt-4.1)";
 
-/* Resolves "provider/model" (or the first provider with a key) into c's endpoint. */
-static int configure(chat *c, const char *requested, ecp_error *err)
+/* A key that came from the secret store instead of the environment. */
+typedef struct key_override {
+    const char *var;   /* "OPENAI_API_KEY" */
+    const char *value;
+} key_override;
+
+static const char *key_of(const key_override *ko, const char *var)
 {
+    return ko && strcmp(ko->var, var) == 0 ? ko->value : env(var);
+}
+
+/* Resolves "provider/model" (or the first provider with a key) into c's
+ * endpoint. A missing key is ECP_ENOTSUP with *missing naming the variable
+ * (NULL when no model was chosen and no provider has a key). */
+static int configure(chat *c, const char *requested, const key_override *ko, const char **missing, ecp_error *err)
+{
+    *missing = NULL;
     const char *chosen = requested;
     if (!chosen)
         chosen = env("ECPD_MODEL");
@@ -799,9 +813,9 @@ static int configure(chat *c, const char *requested, ecp_error *err)
         }
         buf_append(&provider, model, (size_t)(slash - model));
         name = slash + 1;
-    } else if (env("OPENAI_API_KEY")) {
+    } else if (key_of(ko, "OPENAI_API_KEY")) {
         buf_append_str(&provider, "openai"), name = "gpt-4.1";
-    } else if (env("ANTHROPIC_API_KEY")) {
+    } else if (key_of(ko, "ANTHROPIC_API_KEY")) {
         buf_append_str(&provider, "anthropic"), name = "claude-sonnet-4-0";
     } else if (env("OLLAMA_HOST")) {
         buf_append_str(&provider, "ollama"), name = "qwen2.5-coder";
@@ -814,16 +828,20 @@ static int configure(chat *c, const char *requested, ecp_error *err)
     int status = 0;
     llm_api api = LLM_API_OPENAI;
     if (strcmp(provider.data, "openai") == 0) {
-        key = env("OPENAI_API_KEY");
+        key = key_of(ko, "OPENAI_API_KEY");
         const char *base = env("OPENAI_BASE_URL");
-        if (!key && !base)
+        if (!key && !base) {
+            *missing = "OPENAI_API_KEY";
             status = ecp_error_set(err, ECP_ENOTSUP, "%s", no_provider_message);
+        }
         buf_appendf(&url, "%s/chat/completions", base ? base : "https://api.openai.com/v1");
         api = LLM_API_OPENAI;
     } else if (strcmp(provider.data, "anthropic") == 0) {
-        key = env("ANTHROPIC_API_KEY");
-        if (!key)
+        key = key_of(ko, "ANTHROPIC_API_KEY");
+        if (!key) {
+            *missing = "ANTHROPIC_API_KEY";
             status = ecp_error_set(err, ECP_ENOTSUP, "%s", no_provider_message);
+        }
         const char *base = env("ANTHROPIC_BASE_URL");
         buf_appendf(&url, "%s/v1/messages", base ? base : "https://api.anthropic.com");
         api = LLM_API_ANTHROPIC;
@@ -878,9 +896,11 @@ static char *new_chat_id(void)
     return buf_detach(&b);
 }
 
-int agent_prompt(agent_service *self, const char *chat_id, const char *message, const char *model,
-                 void (*accepted)(void *ctx, const char *chat_id, const char *model), void *ctx, ecp_error *err)
+/* The prompt with the keys known now; on success answers done before any content. */
+static int prompt_now(agent_service *self, const char *chat_id, const char *message, const char *model,
+                      const key_override *ko, agent_prompt_cb done, void *ctx, const char **missing, ecp_error *err)
 {
+    *missing = NULL;
     chat *c = chat_id ? find_chat(self, chat_id) : NULL;
     bool created = false;
     if (c && c->running)
@@ -892,7 +912,7 @@ int agent_prompt(agent_service *self, const char *chat_id, const char *message, 
         c->created_at = c->updated_at = now_ms();
         created = true;
     }
-    int status = configure(c, model, err);
+    int status = configure(c, model, ko, missing, err);
     if (status < 0) {
         if (created)
             chat_free(c);
@@ -915,12 +935,105 @@ int agent_prompt(agent_service *self, const char *chat_id, const char *message, 
                                  : DEFAULT_MAX_TURNS;
     if (c->max_turns < 1)
         c->max_turns = DEFAULT_MAX_TURNS;
-    accepted(ctx, c->id, c->model);
+    done(ctx, 0, NULL, c->id, c->model);
     emit_status(c);
     agent_content e = {.type = AGENT_CONTENT_PROGRESS, .role = "system", .text = "Waiting model",
                        .text_len = strlen("Waiting model")};
     emit(c, &e);
     send_request(c);
+    return 0;
+}
+
+/* A prompt waiting for the secret store to say whether it holds a key. */
+struct key_wait {
+    agent_service *svc; /* NULL once the service is gone */
+    key_wait *next;
+    char *chat_id, *message, *model;
+    agent_prompt_cb done;
+    void *ctx;
+    const char *keys[2];
+    size_t key_count, tried;
+    ecp_error first_err; /* the answer when no key is found */
+};
+
+static void key_wait_free(key_wait *w)
+{
+    if (w->svc) {
+        key_wait **p = &w->svc->key_waits;
+        while (*p != w)
+            p = &(*p)->next;
+        *p = w->next;
+    }
+    free(w->chat_id);
+    free(w->message);
+    free(w->model);
+    free(w);
+}
+
+static void secret_found(void *ctx, int status, const ecp_error *err, const char *value, size_t len,
+                         const session_secret_info *info)
+{
+    (void)err;
+    (void)info;
+    key_wait *w = ctx;
+    if (!w->svc) {
+        ecp_error gone = {0};
+        ecp_error_set(&gone, ECP_ECANCELED, "the server is stopping");
+        w->done(w->ctx, ECP_ECANCELED, &gone, NULL, NULL);
+        key_wait_free(w);
+        return;
+    }
+    const char *var = w->keys[w->tried++];
+    if (status == 0 && value) {
+        char *key = xstrndup(value, len);
+        key_override ko = {var, key};
+        const char *missing;
+        ecp_error e = {0};
+        int s = prompt_now(w->svc, w->chat_id, w->message, w->model, &ko, w->done, w->ctx, &missing, &e);
+        free(key);
+        if (s == 0 || !missing || w->tried >= w->key_count) {
+            if (s < 0)
+                w->done(w->ctx, s, &e, NULL, NULL);
+            key_wait_free(w);
+            return;
+        }
+    }
+    if (w->tried < w->key_count) {
+        session_secret_get(w->svc->session, w->keys[w->tried], secret_found, w);
+        return;
+    }
+    w->done(w->ctx, w->first_err.status, &w->first_err, NULL, NULL);
+    key_wait_free(w);
+}
+
+int agent_prompt(agent_service *self, const char *chat_id, const char *message, const char *model,
+                 agent_prompt_cb done, void *ctx, ecp_error *err)
+{
+    const char *missing = NULL;
+    int status = prompt_now(self, chat_id, message, model, NULL, done, ctx, &missing, err);
+    if (status != ECP_ENOTSUP || !self->session)
+        return status;
+    /* API keys may also live in the secret store, under the variables' names. */
+    key_wait *w = xcalloc(1, sizeof *w);
+    w->svc = self;
+    w->chat_id = chat_id ? xstrdup(chat_id) : NULL;
+    w->message = xstrdup(message);
+    w->model = model ? xstrdup(model) : NULL;
+    w->done = done;
+    w->ctx = ctx;
+    if (missing) {
+        w->keys[w->key_count++] = missing;
+    } else {
+        w->keys[w->key_count++] = "OPENAI_API_KEY";
+        w->keys[w->key_count++] = "ANTHROPIC_API_KEY";
+    }
+    if (err)
+        w->first_err = *err;
+    else
+        ecp_error_set(&w->first_err, ECP_ENOTSUP, "%s", no_provider_message);
+    w->next = self->key_waits;
+    self->key_waits = w;
+    session_secret_get(self->session, w->keys[0], secret_found, w);
     return 0;
 }
 
@@ -1069,6 +1182,9 @@ void agent_service_free(agent_service *self)
 {
     if (!self)
         return;
+    for (key_wait *w = self->key_waits; w; w = w->next)
+        w->svc = NULL; /* answered when the secret store calls back */
+    self->key_waits = NULL;
     for (chat *c = self->chats; c; c = c->next) {
         if (c->run)
             tool_cancel(c->run);

@@ -231,6 +231,28 @@ class AgentTest(Base):
         self.assertEqual(self.mock.requests, [])
         c.call("ecp/ping", {})  # the rest of the server is unaffected
 
+    def test_api_keys_may_come_from_the_secret_store(self):
+        self.mock.add({"text": ["a"]}, {"text": ["b"]})
+        c = self.start(api=None, ANTHROPIC_BASE_URL="http://127.0.0.1:%d" % self.mock.port,
+                       ECPD_MODEL="anthropic/claude-test")
+        r = c.request("chat/prompt", {"message": "x"})
+        self.assertEqual(r["error"]["code"], -32603)
+        self.assertIn("ANTHROPIC_API_KEY", r["error"]["message"])
+        self.assertEqual(self.mock.requests, [])
+        c.call("secret/set", {"key": "ANTHROPIC_API_KEY", "value": "from-the-store"})
+        chat = self.prompt(c, "x")
+        self.assertEqual(texts(c.turn()), ["a"])
+        self.assertEqual(self.mock.requests[0]["headers"]["x-api-key"], "from-the-store")
+        self.stop(c)
+        # without a model, the first provider with a stored key
+        c = self.start(api=None, OPENAI_BASE_URL="http://127.0.0.1:%d/v1" % self.mock.port)
+        c.call("secret/set", {"key": "OPENAI_API_KEY", "value": "sk-stored"})
+        r = c.call("chat/prompt", {"message": "y"})
+        self.assertEqual(r["model"], "openai/gpt-4.1")
+        c.turn()
+        self.assertEqual(self.mock.requests[1]["headers"]["Authorization"], "Bearer sk-stored")
+        self.assertNotEqual(r["chatId"], chat)
+
     def test_openai_text_streams_exactly_in_one_request(self):
         self.mock.add({"text": ["Hel", "lo, ", "wörld"]})
         c = self.start()
