@@ -165,11 +165,9 @@ static void m_prompt(void *ctx, ecp_call *call)
 {
     adapter_ctx *a = ctx;
     json_ref p = ecp_call_params(call);
-    ecp_str chat_id, message, model, agent;
-    json_ref contexts;
+    ecp_str chat_id, message, model;
     if (!ecp_arg_string_opt(call, p, "chatId", &chat_id) || !ecp_arg_string(call, p, "message", &message) ||
-        !ecp_arg_string_opt(call, p, "model", &model) || !ecp_arg_string_opt(call, p, "agent", &agent) ||
-        !ecp_arg_array_opt(call, p, "contexts", &contexts))
+        !ecp_arg_string_opt(call, p, "model", &model))
         return;
     ecp_error err = {0};
     ecp_call_defer(call); /* the secret store may have to be asked first */
@@ -181,9 +179,8 @@ static void tool_answer(void *ctx, ecp_call *call, bool approve)
 {
     adapter_ctx *a = ctx;
     json_ref p = ecp_call_params(call);
-    ecp_str chat_id, tool_call_id, save;
-    if (!ecp_arg_string(call, p, "chatId", &chat_id) || !ecp_arg_string(call, p, "toolCallId", &tool_call_id) ||
-        (approve && !ecp_arg_string_opt(call, p, "save", &save)))
+    ecp_str chat_id, tool_call_id;
+    if (!ecp_arg_string(call, p, "chatId", &chat_id) || !ecp_arg_string(call, p, "toolCallId", &tool_call_id))
         return;
     ecp_error err = {0};
     if (agent_tool_answer(a->svc, chat_id.ptr, tool_call_id.ptr, approve, &err) < 0)
@@ -250,8 +247,7 @@ static void m_list(void *ctx, ecp_call *call)
     adapter_ctx *a = ctx;
     json_ref p = ecp_call_params(call);
     int64_t limit;
-    ecp_str sort_by;
-    if (!ecp_arg_int_opt(call, p, "limit", INT64_MAX, &limit) || !ecp_arg_string_opt(call, p, "sortBy", &sort_by))
+    if (!ecp_arg_int_opt(call, p, "limit", INT64_MAX, &limit))
         return;
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
@@ -297,8 +293,7 @@ static void m_open(void *ctx, ecp_call *call)
     adapter_ctx *a = ctx;
     json_ref p = ecp_call_params(call);
     ecp_str chat_id;
-    int64_t limit;
-    if (!ecp_arg_string(call, p, "chatId", &chat_id) || !ecp_arg_int_opt(call, p, "limit", 0, &limit))
+    if (!ecp_arg_string(call, p, "chatId", &chat_id))
         return;
     agent_chat_info info;
     ecp_error err = {0};
@@ -360,9 +355,7 @@ static void m_query_context(void *ctx, ecp_call *call)
     adapter_ctx *a = ctx;
     json_ref p = ecp_call_params(call);
     ecp_str chat_id, query;
-    json_ref contexts;
-    if (!ecp_arg_string_opt(call, p, "chatId", &chat_id) || !ecp_arg_string(call, p, "query", &query) ||
-        !ecp_arg_array_opt(call, p, "contexts", &contexts))
+    if (!ecp_arg_string_opt(call, p, "chatId", &chat_id) || !ecp_arg_string(call, p, "query", &query))
         return;
     ecp_error err = {0};
     ecp_job *walk = NULL;
@@ -377,20 +370,20 @@ static void m_query_context(void *ctx, ecp_call *call)
 static const ecp_method methods[] = {
     {"chat/prompt", m_prompt, "1.0",
      "Start a turn: answers {chatId, model, status: \"prompting\"} at once, then streams chat/contentReceived",
-     "{chatId?: string, message: string, model?: string, agent?: string, contexts?: {}[]}"},
+     "{chatId?: string, message: string, model?: string}"},
     {"chat/toolCallApprove", m_approve, "1.0", "Approve the tool call that waits for approval",
-     "{chatId: string, toolCallId: string, save?: string}"},
+     "{chatId: string, toolCallId: string}"},
     {"chat/toolCallReject", m_reject, "1.0", "Reject the tool call that waits for approval; the model is told",
      "{chatId: string, toolCallId: string}"},
     {"chat/promptStop", m_stop, "1.0",
      "Stop the chat's turn: the model's stream is closed and a pending approval withdrawn",
      "{chatId: string}"},
     {"chat/delete", m_delete, "1.0", "Delete a chat and its stored messages", "{chatId: string}"},
-    {"chat/list", m_list, "1.0", "The chats, most recently updated first", "{limit?: integer, sortBy?: string}"},
-    {"chat/open", m_open, "1.0", "A chat's title, model and stored messages", "{chatId: string, limit?: integer}"},
+    {"chat/list", m_list, "1.0", "The chats, most recently updated first", "{limit?: integer}"},
+    {"chat/open", m_open, "1.0", "A chat's title, model and stored messages", "{chatId: string}"},
     {"chat/queryContext", m_query_context, "1.0",
      "Files of the workspace whose name matches the query (fuzzy), as contexts a prompt may name",
-     "{chatId?: string, query: string, contexts?: {}[]}"},
+     "{chatId?: string, query: string}"},
 };
 
 static const char *const notifications[] = {"chat/contentReceived", "chat/statusChanged", "chat/deleted", NULL};
