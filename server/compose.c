@@ -3,6 +3,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/adapter.h"
+#include "agent/interface.h"
 #include "database/adapter.h"
 #include "database/interface.h"
 #include "document/adapter.h"
@@ -180,11 +182,24 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
         return status;
     document_adapter_add_viewport_part(&document_adapter,
                                        &(document_viewport_part){"tokens", write_viewport_tokens, self->syntax});
+
+    agent_service_options ao = {
+        .loop = env->loop, .log = env->log, .pool = env->pool, .store = self->store, .documents = self->document,
+        .files = self->file, .session = self->session, .lsp = self->lsp, .workspace = env->workspace,
+    };
+    self->agent = agent_service_new(&ao, err);
+    if (!self->agent)
+        return err ? err->status : ECP_ENOMEM;
+    agent_adapter_init(&adapter, self->agent, env->bus);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
     return 0;
 }
 
 void server_services_stop(server_services *self)
 {
+    if (self->agent)
+        agent_service_free(self->agent);
     if (self->syntax)
         syntax_service_free(self->syntax);
     if (self->lsp)
@@ -217,4 +232,6 @@ void server_services_set_workspace(server_services *self, const char *workspace)
         session_service_set_workspace(self->session, workspace);
     if (self->database)
         database_service_set_workspace(self->database, workspace);
+    if (self->agent)
+        agent_service_set_workspace(self->agent, workspace);
 }

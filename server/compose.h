@@ -52,6 +52,7 @@ typedef struct server_services {
     struct database_service *database;
     struct lsp_service *lsp;
     struct syntax_service *syntax;
+    struct agent_service *agent;
 } server_services;
 
 /* Creates every service and registers its adapter. A service that cannot be

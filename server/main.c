@@ -15,11 +15,13 @@
 static const char usage[] =
     "usage: ecpd [--stdio | --socket [PATH]] [--workspace DIR] [--data-dir DIR] [--config FILE]\n"
     "            [--log FILE] [--log-level error|warn|info|debug] [--max-message-bytes N]\n"
-    "            [--max-connections N]\n"
+    "            [--max-connections N] [--eca] [--model PROVIDER/MODEL]\n"
     "            [--version] [--help]\n"
     "\n"
     "Serves the Editor Command Protocol (JSON-RPC 2.0) on stdio (the default) or on a\n"
-    "Unix socket (default path: $XDG_RUNTIME_DIR/ecpd/<workspace-hash>.sock).\n";
+    "Unix socket (default path: $XDG_RUNTIME_DIR/ecpd/<workspace-hash>.sock).\n"
+    "--eca serves the ECA protocol (chat/*) on stdio, for the workspace in the current\n"
+    "directory unless --workspace names one; --model picks the agent's provider/model.\n";
 
 typedef struct app {
     uv_loop_t loop;
@@ -99,7 +101,7 @@ int main(int argc, char **argv)
 {
     server_options options = {.log_level = ECP_LOG_WARN};
     const char *socket_path = NULL, *log_path = NULL;
-    bool use_socket = false;
+    bool use_socket = false, eca = false;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -155,7 +157,15 @@ int main(int argc, char **argv)
                 return 2;
             }
             options.max_connections = (unsigned)v;
-        } else if (strcmp(arg, "--acp") == 0 || strcmp(arg, "--eca") == 0) {
+        } else if (strcmp(arg, "--eca") == 0) {
+            /* ECA is the chat namespace on stdio: the framing follows the client's Content-Length headers */
+            use_socket = false;
+            eca = true;
+        } else if (strcmp(arg, "--model") == 0) {
+            NEED_VALUE();
+            /* the agent reads --model where it reads ECPD_MODEL, which --model overrides */
+            setenv("ECPD_MODEL", next, 1);
+        } else if (strcmp(arg, "--acp") == 0) {
             fprintf(stderr, "ecpd: %s: the agent front ends are not part of this build yet\n", arg);
             return 2;
         } else if (strcmp(arg, "--version") == 0) {
@@ -171,6 +181,9 @@ int main(int argc, char **argv)
 #undef NEED_VALUE
     }
 
+    char cwd[4096];
+    if (eca && !options.workspace && getcwd(cwd, sizeof cwd))
+        options.workspace = cwd; /* an ECA client starts its server in the project */
     signal(SIGPIPE, SIG_IGN); /* a vanished peer is an EPIPE on its write, not our death */
     signal(SIGXFSZ, SIG_IGN); /* a save past RLIMIT_FSIZE is an EFBIG the save reports, not our death */
     app a = {0};

@@ -47,6 +47,18 @@ static const char *const migrations[] = {
     "  content BLOB NOT NULL,"
     "  PRIMARY KEY (owner, uri));"
     "CREATE INDEX journal_by_workspace ON journal (workspace, uri);",
+    /* 2: the agent's chats and their messages */
+    "CREATE TABLE chats ("
+    "  id TEXT PRIMARY KEY,"
+    "  title TEXT,"
+    "  model TEXT," /* provider/model */
+    "  created_at INTEGER NOT NULL," /* ms since the epoch */
+    "  updated_at INTEGER NOT NULL);"
+    "CREATE TABLE chat_messages ("
+    "  chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,"
+    "  seq INTEGER NOT NULL,"
+    "  message TEXT NOT NULL," /* JSON: role, text, toolCalls or the tool result */
+    "  PRIMARY KEY (chat_id, seq));",
 };
 
 size_t store__migration_count(void) { return sizeof migrations / sizeof migrations[0]; }

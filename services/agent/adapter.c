@@ -1,0 +1,408 @@
+/* adapter: the chat methods on the wire, in the ECA protocol's shapes. */
+#include "adapter.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "error.h"
+#include "interface.h"
+#include "job.h"
+
+typedef struct adapter_ctx {
+    agent_service *svc;
+    ecp_bus *bus;
+} adapter_ctx;
+
+static const ecp_wire_map wire_codes[] = {
+    {ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
+    {ECP_ENOTFOUND, ECP_WIRE_INVALID_PARAMS},
+    {ECP_ESTATE, ECP_WIRE_SERVER_ERROR},
+    {ECP_ENOTSUP, ECP_WIRE_INTERNAL_ERROR},
+    {ECP_EACCES, ECP_WIRE_SERVER_ERROR},
+    {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
+};
+
+static void reply_error(ecp_call *call, const ecp_error *err)
+{
+    ecp_call_error(call, ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], err->status,
+                                       ECP_WIRE_INTERNAL_ERROR),
+                   "%s", err->message);
+}
+
+static void reply_empty(ecp_call *call)
+{
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+/* ----- notifications --------------------------------------------------------------------- */
+
+static const char *const content_types[] = {
+    [AGENT_CONTENT_TEXT] = "text",
+    [AGENT_CONTENT_PROGRESS] = "progress",
+    [AGENT_CONTENT_USAGE] = "usage",
+    [AGENT_CONTENT_TOOL_PREPARE] = "toolCallPrepare",
+    [AGENT_CONTENT_TOOL_RUN] = "toolCallRun",
+    [AGENT_CONTENT_TOOL_RUNNING] = "toolCallRunning",
+    [AGENT_CONTENT_TOOL_CALLED] = "toolCalled",
+    [AGENT_CONTENT_TOOL_REJECTED] = "toolCallRejected",
+};
+
+static void render_content(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    (void)enc;
+    const agent_content *c = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "chatId", c->chat_id);
+    jw_key_string(w, "role", c->role);
+    jw_key(w, "content");
+    jw_object_begin(w);
+    jw_key_string(w, "type", content_types[c->type]);
+    switch (c->type) {
+    case AGENT_CONTENT_TEXT:
+        jw_key_string_n(w, "text", c->text, c->text_len);
+        break;
+    case AGENT_CONTENT_PROGRESS:
+        jw_key_string(w, "state", c->finished ? "finished" : "running");
+        if (c->text)
+            jw_key_string_n(w, "text", c->text, c->text_len);
+        break;
+    case AGENT_CONTENT_USAGE:
+        jw_key_int(w, "sessionTokens", c->session_tokens);
+        break;
+    default:
+        jw_key_string(w, "origin", "native");
+        jw_key_string(w, "id", c->tool_id);
+        jw_key_string(w, "name", c->tool_name);
+        jw_key_string(w, "server", "ecpd");
+        if (c->type == AGENT_CONTENT_TOOL_PREPARE) {
+            jw_key_string_n(w, "argumentsText", c->text, c->text_len);
+            break;
+        }
+        jw_key(w, "arguments");
+        jw_raw(w, c->arguments, strlen(c->arguments));
+        if (c->type == AGENT_CONTENT_TOOL_RUN)
+            jw_key_bool(w, "manualApproval", c->manual_approval);
+        if (c->type == AGENT_CONTENT_TOOL_CALLED) {
+            jw_key_bool(w, "error", c->error);
+            jw_key(w, "outputs");
+            jw_array_begin(w);
+            jw_object_begin(w);
+            jw_key_string(w, "type", "text");
+            jw_key_string_n(w, "text", c->text, c->text_len);
+            jw_object_end(w);
+            jw_array_end(w);
+            jw_key_double(w, "totalTimeMs", c->total_ms);
+        }
+        if (c->type == AGENT_CONTENT_TOOL_REJECTED)
+            jw_key_string(w, "reason", c->reason);
+        break;
+    }
+    jw_object_end(w);
+    jw_object_end(w);
+}
+
+static void on_content(void *ctx, const agent_content *content)
+{
+    adapter_ctx *a = ctx;
+    ecp_bus_notify(a->bus, "chat/contentReceived", render_content, (void *)content);
+}
+
+typedef struct status_event {
+    const char *chat_id, *status;
+} status_event;
+
+static void render_status(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    (void)enc;
+    const status_event *e = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "chatId", e->chat_id);
+    if (e->status)
+        jw_key_string(w, "status", e->status);
+    jw_object_end(w);
+}
+
+static void on_status(void *ctx, const char *chat_id, const char *status)
+{
+    adapter_ctx *a = ctx;
+    status_event e = {chat_id, status};
+    ecp_bus_notify(a->bus, "chat/statusChanged", render_status, &e);
+}
+
+static void on_deleted(void *ctx, const char *chat_id)
+{
+    adapter_ctx *a = ctx;
+    status_event e = {chat_id, NULL};
+    ecp_bus_notify(a->bus, "chat/deleted", render_status, &e);
+}
+
+static const agent_listener listener = {on_content, on_status, on_deleted};
+
+/* ----- methods ---------------------------------------------------------------------------- */
+
+/* The answer goes out before the turn's first content. */
+static void prompt_accepted(void *ctx, int status, const ecp_error *err, const char *chat_id, const char *model)
+{
+    ecp_call *call = ctx;
+    if (status < 0) {
+        reply_error(call, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "chatId", chat_id);
+    jw_key_string(w, "model", model);
+    jw_key_string(w, "status", "prompting");
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_prompt(void *ctx, ecp_call *call)
+{
+    adapter_ctx *a = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str chat_id, message, model;
+    if (!ecp_arg_string_opt(call, p, "chatId", &chat_id) || !ecp_arg_string(call, p, "message", &message) ||
+        !ecp_arg_string_opt(call, p, "model", &model))
+        return;
+    ecp_error err = {0};
+    ecp_call_defer(call); /* the secret store may have to be asked first */
+    if (agent_prompt(a->svc, chat_id.ptr, message.ptr, model.ptr, prompt_accepted, call, &err) < 0)
+        reply_error(call, &err);
+}
+
+static void tool_answer(void *ctx, ecp_call *call, bool approve)
+{
+    adapter_ctx *a = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str chat_id, tool_call_id;
+    if (!ecp_arg_string(call, p, "chatId", &chat_id) || !ecp_arg_string(call, p, "toolCallId", &tool_call_id))
+        return;
+    ecp_error err = {0};
+    if (agent_tool_answer(a->svc, chat_id.ptr, tool_call_id.ptr, approve, &err) < 0)
+        reply_error(call, &err);
+    else
+        reply_empty(call);
+}
+
+static void m_approve(void *ctx, ecp_call *call) { tool_answer(ctx, call, true); }
+static void m_reject(void *ctx, ecp_call *call) { tool_answer(ctx, call, false); }
+
+static void m_stop(void *ctx, ecp_call *call)
+{
+    adapter_ctx *a = ctx;
+    ecp_str chat_id;
+    if (!ecp_arg_string(call, ecp_call_params(call), "chatId", &chat_id))
+        return;
+    ecp_error err = {0};
+    if (agent_prompt_stop(a->svc, chat_id.ptr, &err) < 0)
+        reply_error(call, &err);
+    else
+        reply_empty(call);
+}
+
+static void m_delete(void *ctx, ecp_call *call)
+{
+    adapter_ctx *a = ctx;
+    ecp_str chat_id;
+    if (!ecp_arg_string(call, ecp_call_params(call), "chatId", &chat_id))
+        return;
+    ecp_error err = {0};
+    if (agent_chat_delete(a->svc, chat_id.ptr, &err) < 0)
+        reply_error(call, &err);
+    else
+        reply_empty(call);
+}
+
+typedef struct list_ctx {
+    json_writer *w;
+    int64_t left;
+} list_ctx;
+
+static void write_chat(void *ctx, const agent_chat_info *info)
+{
+    list_ctx *l = ctx;
+    if (l->left-- <= 0)
+        return;
+    json_writer *w = l->w;
+    jw_object_begin(w);
+    jw_key_string(w, "id", info->id);
+    if (info->title)
+        jw_key_string(w, "title", info->title);
+    jw_key_string(w, "status", info->status);
+    jw_key_int(w, "createdAt", info->created_at);
+    jw_key_int(w, "updatedAt", info->updated_at);
+    if (info->model)
+        jw_key_string(w, "model", info->model);
+    jw_key_int(w, "messageCount", (int64_t)info->message_count);
+    jw_object_end(w);
+}
+
+static void m_list(void *ctx, ecp_call *call)
+{
+    adapter_ctx *a = ctx;
+    json_ref p = ecp_call_params(call);
+    int64_t limit;
+    if (!ecp_arg_int_opt(call, p, "limit", INT64_MAX, &limit))
+        return;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "chats");
+    jw_array_begin(w);
+    list_ctx l = {w, limit};
+    agent_chat_list(a->svc, write_chat, &l);
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void write_message(void *ctx, const agent_message_info *m)
+{
+    json_writer *w = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "role", m->role);
+    if (m->text)
+        jw_key_string(w, "text", m->text);
+    if (m->call_count) {
+        jw_key(w, "toolCalls");
+        jw_array_begin(w);
+        for (size_t i = 0; i < m->call_count; i++) {
+            jw_object_begin(w);
+            jw_key_string(w, "id", m->call_ids[i]);
+            jw_key_string(w, "name", m->call_names[i]);
+            jw_key(w, "arguments");
+            jw_raw(w, m->call_arguments[i], strlen(m->call_arguments[i]));
+            jw_object_end(w);
+        }
+        jw_array_end(w);
+    }
+    if (m->tool_call_id) {
+        jw_key_string(w, "toolCallId", m->tool_call_id);
+        jw_key_string(w, "name", m->tool_name);
+        jw_key_bool(w, "error", m->error);
+    }
+    jw_object_end(w);
+}
+
+static void m_open(void *ctx, ecp_call *call)
+{
+    adapter_ctx *a = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str chat_id;
+    if (!ecp_arg_string(call, p, "chatId", &chat_id))
+        return;
+    agent_chat_info info;
+    ecp_error err = {0};
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    /* the messages first, into the result, when the chat exists */
+    agent_chat_info probe;
+    bool found = agent_chat_open(a->svc, chat_id.ptr, &probe, NULL, NULL, &err) == 0;
+    jw_key_bool(w, "found", found);
+    if (found) {
+        jw_key_string(w, "chatId", chat_id.ptr);
+        jw_key(w, "messages");
+        jw_array_begin(w);
+        agent_chat_open(a->svc, chat_id.ptr, &info, write_message, w, NULL);
+        jw_array_end(w);
+        if (info.title)
+            jw_key_string(w, "title", info.title);
+        jw_key_string(w, "status", info.status);
+        if (info.model) {
+            jw_key(w, "selection");
+            jw_object_begin(w);
+            jw_key_string(w, "model", info.model);
+            jw_object_end(w);
+        }
+    }
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void context_found(void *ctx, int status, const ecp_error *err, const char *const *paths, size_t count)
+{
+    ecp_call *call = ctx;
+    if (status < 0) {
+        reply_error(call, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    json_ref chat_id = json_get(ecp_call_doc(call), ecp_call_params(call), "chatId");
+    if (chat_id != JSON_NO_REF && json_type_of(ecp_call_doc(call), chat_id) == JSON_STRING) {
+        jw_key(w, "chatId");
+        json_write_value(w, ecp_call_doc(call), chat_id);
+    }
+    jw_key(w, "contexts");
+    jw_array_begin(w);
+    for (size_t i = 0; i < count; i++) {
+        jw_object_begin(w);
+        jw_key_string(w, "type", "file");
+        jw_key_string(w, "path", paths[i]);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void m_query_context(void *ctx, ecp_call *call)
+{
+    adapter_ctx *a = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str chat_id, query;
+    if (!ecp_arg_string_opt(call, p, "chatId", &chat_id) || !ecp_arg_string(call, p, "query", &query))
+        return;
+    ecp_error err = {0};
+    ecp_job *walk = NULL;
+    if (agent_query_files(a->svc, query.ptr, 50, context_found, call, &walk, &err) < 0) {
+        reply_error(call, &err);
+        return;
+    }
+    ecp_job_serve(walk, call); /* a cancel or a disconnect stops the walk; teardown answers */
+    agent_query_start(walk);
+}
+
+static const ecp_method methods[] = {
+    {"chat/prompt", m_prompt, "1.0",
+     "Start a turn: answers {chatId, model, status: \"prompting\"} at once, then streams chat/contentReceived",
+     "{chatId?: string, message: string, model?: string}"},
+    {"chat/toolCallApprove", m_approve, "1.0", "Approve the tool call that waits for approval",
+     "{chatId: string, toolCallId: string}"},
+    {"chat/toolCallReject", m_reject, "1.0", "Reject the tool call that waits for approval; the model is told",
+     "{chatId: string, toolCallId: string}"},
+    {"chat/promptStop", m_stop, "1.0",
+     "Stop the chat's turn: the model's stream is closed and a pending approval withdrawn",
+     "{chatId: string}"},
+    {"chat/delete", m_delete, "1.0", "Delete a chat and its stored messages", "{chatId: string}"},
+    {"chat/list", m_list, "1.0", "The chats, most recently updated first", "{limit?: integer}"},
+    {"chat/open", m_open, "1.0", "A chat's title, model and stored messages", "{chatId: string}"},
+    {"chat/queryContext", m_query_context, "1.0",
+     "Files of the workspace whose name matches the query (fuzzy), as contexts a prompt may name",
+     "{chatId?: string, query: string}"},
+};
+
+static const char *const notifications[] = {"chat/contentReceived", "chat/statusChanged", "chat/deleted", NULL};
+
+static void destroy(void *ctx)
+{
+    adapter_ctx *a = ctx;
+    agent_unsubscribe(a->svc, &listener, a);
+    free(a);
+}
+
+void agent_adapter_init(ecp_adapter *out, agent_service *svc, ecp_bus *bus)
+{
+    adapter_ctx *a = xcalloc(1, sizeof *a);
+    a->svc = svc;
+    a->bus = bus;
+    agent_subscribe(svc, &listener, a);
+    *out = (ecp_adapter){
+        .ns = "chat", .methods = methods, .method_count = sizeof methods / sizeof methods[0], .ctx = a,
+        .destroy = destroy, .notifications = notifications,
+    };
+}

@@ -1,0 +1,182 @@
+/* agent: chats with a language model that acts on the workspace through the
+ * editor's own services.
+ *
+ * A chat is a list of messages (the user's prompts, the model's answers with
+ * the tool calls it asked for, and each call's result), a model and a status.
+ * A prompt starts a turn: the chat's messages and the tools' JSON Schemas go
+ * to the model (OpenAI-compatible chat completions or Anthropic messages,
+ * streamed), its text streams out as content events, and every tool call it
+ * makes runs and answers it, until the model stops asking or the turn limit is
+ * reached.
+ *
+ * What it promises:
+ * - Chats are persisted in the store as they change, and listed and reopened
+ *   after a restart.
+ * - Tools act through the services (an open document's unsaved text is what
+ *   read_file sees; writes and edits to an open document go through the
+ *   document service, undoable; other writes are atomic), and only inside the
+ *   workspace: a path that leaves it (absolute, through `..` or a symlink) is
+ *   refused without asking anyone, and the refusal is the call's result.
+ * - write_file, edit_file and shell_command wait for approval unless the
+ *   `agent.approval` setting is "allow"; nothing changes before approval, and
+ *   a rejection is a result too ("Error: ...").
+ * - No provider configured: agent_prompt fails at once with a message naming
+ *   the variables to set, and no request is made.
+ * - Stopping a turn aborts the transfer, withdraws a pending approval and
+ *   stops a running command at once.
+ *
+ * Everything runs on the loop thread. Strings handed in are copied.
+ */
+#ifndef ECPD_AGENT_INTERFACE_H
+#define ECPD_AGENT_INTERFACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "error.h"
+#include "job.h"
+#include "log.h"
+
+struct store;
+struct document_service;
+struct file_service;
+struct session_service;
+struct lsp_service;
+
+typedef struct agent_service agent_service;
+
+typedef struct agent_service_options {
+    uv_loop_t *loop;                     /* borrowed; outlives the service */
+    ecp_logger *log;                     /* borrowed */
+    ecp_pool *pool;                      /* borrowed */
+    struct store *store;                 /* required; borrowed */
+    struct document_service *documents;  /* required; borrowed */
+    struct file_service *files;          /* required; borrowed */
+    struct session_service *session;     /* may be NULL (no settings: the defaults) */
+    struct lsp_service *lsp;             /* may be NULL (the diagnostics tool then says so) */
+    const char *workspace;               /* may be NULL: then every tool with a path refuses */
+} agent_service_options;
+
+/* Loads the chats from the store. */
+agent_service *agent_service_new(const agent_service_options *options, ecp_error *err);
+/* Stops every turn and releases everything. */
+void agent_service_free(agent_service *self);
+void agent_service_set_workspace(agent_service *self, const char *workspace);
+
+/* ----- events ------------------------------------------------------------------------ */
+
+typedef enum agent_content_type {
+    AGENT_CONTENT_TEXT,             /* text (role says whose) */
+    AGENT_CONTENT_PROGRESS,         /* finished, text */
+    AGENT_CONTENT_USAGE,            /* session_tokens */
+    AGENT_CONTENT_TOOL_PREPARE,     /* tool_id, tool_name, text: a fragment of the arguments */
+    AGENT_CONTENT_TOOL_RUN,         /* tool_id, tool_name, arguments, manual_approval */
+    AGENT_CONTENT_TOOL_RUNNING,     /* tool_id, tool_name, arguments */
+    AGENT_CONTENT_TOOL_CALLED,      /* tool_id, tool_name, arguments, error, text: the output, total_ms */
+    AGENT_CONTENT_TOOL_REJECTED,    /* tool_id, tool_name, arguments, reason */
+} agent_content_type;
+
+/* One piece of a chat's content. Pointers live during the callback only. */
+typedef struct agent_content {
+    agent_content_type type;
+    const char *chat_id;
+    const char *role;      /* "user", "assistant" or "system" */
+    const char *text;
+    size_t text_len;
+    bool finished;
+    long session_tokens;
+    const char *tool_id;
+    const char *tool_name;
+    const char *arguments; /* JSON text of an object ("{}" when the model's did not parse) */
+    bool manual_approval;
+    bool error;
+    const char *reason;    /* "userChoiceDeny", "userPromptStop" */
+    double total_ms;
+} agent_content;
+
+typedef struct agent_listener {
+    void (*on_content)(void *ctx, const agent_content *content);
+    /* "running" or "idle" */
+    void (*on_status)(void *ctx, const char *chat_id, const char *status);
+    void (*on_deleted)(void *ctx, const char *chat_id);
+} agent_listener;
+
+void agent_subscribe(agent_service *self, const agent_listener *listener, void *ctx);
+void agent_unsubscribe(agent_service *self, const agent_listener *listener, void *ctx);
+
+/* ----- chats ------------------------------------------------------------------------- */
+
+/* Starts a turn in chat_id (NULL: a new chat). A key missing from the
+ * environment is looked for in the secret store under the variable's name
+ * (OPENAI_API_KEY, ANTHROPIC_API_KEY). done runs exactly once when this
+ * returns 0: with status 0, the chat and the "provider/model" used, before
+ * any content event of the turn; or with a failure (the strings are then
+ * NULL). It may run before this returns. A negative return is a failure told
+ * only by the return (done is not called): ECP_ENOTSUP (no provider: the
+ * message names the variables), ECP_EINVAL (a model string that names no
+ * provider) or ECP_ESTATE (a turn runs in that chat). */
+typedef void (*agent_prompt_cb)(void *ctx, int status, const ecp_error *err, const char *chat_id,
+                                const char *model);
+int agent_prompt(agent_service *self, const char *chat_id, const char *message, const char *model,
+                 agent_prompt_cb done, void *ctx, ecp_error *err);
+
+/* Answers a pending approval. ECP_ENOTFOUND when no such call waits. */
+int agent_tool_answer(agent_service *self, const char *chat_id, const char *tool_call_id, bool approve,
+                      ecp_error *err);
+
+/* Stops the chat's turn (nothing running: nothing happens). ECP_ENOTFOUND for an unknown chat. */
+int agent_prompt_stop(agent_service *self, const char *chat_id, ecp_error *err);
+
+int agent_chat_delete(agent_service *self, const char *chat_id, ecp_error *err);
+
+typedef struct agent_chat_info {
+    const char *id;
+    const char *title;  /* the first prompt's first line, cut; may be NULL */
+    const char *model;  /* may be NULL */
+    const char *status; /* "running" or "idle" */
+    int64_t created_at, updated_at; /* ms since the epoch */
+    size_t message_count;
+} agent_chat_info;
+
+/* Most recently updated first. */
+void agent_chat_list(agent_service *self, void (*fn)(void *ctx, const agent_chat_info *info), void *ctx);
+
+/* One message of a chat as stored: role "user", "assistant" or "tool". */
+typedef struct agent_message_info {
+    const char *role;
+    const char *text;          /* may be NULL */
+    const char *tool_call_id;  /* tool results */
+    const char *tool_name;     /* tool results */
+    bool error;                /* tool results */
+    size_t call_count;         /* assistant: the tool calls it made */
+    const char *const *call_ids, *const *call_names, *const *call_arguments;
+} agent_message_info;
+
+int agent_chat_open(agent_service *self, const char *chat_id, agent_chat_info *info,
+                    void (*message_fn)(void *ctx, const agent_message_info *message), void *ctx, ecp_error *err);
+
+/* Files of the workspace a prompt may name as context: those whose name
+ * holds the query's characters in order (the file service's fuzzy search),
+ * best first, at most max. Prepares the walk (*walk, a job of the file
+ * service, not started: the caller may make it serve a call, then starts it
+ * with agent_query_start); done runs once on the loop with absolute paths.
+ * ECP_EACCES without a workspace. */
+typedef void (*agent_query_cb)(void *ctx, int status, const ecp_error *err, const char *const *paths,
+                               size_t count);
+int agent_query_files(agent_service *self, const char *query, size_t max, agent_query_cb done, void *ctx,
+                      ecp_job **walk, ecp_error *err);
+void agent_query_start(ecp_job *walk);
+
+/* The tools the model is offered. */
+typedef struct agent_tool_info {
+    const char *name;
+    const char *description;
+    const char *parameters; /* JSON Schema text */
+} agent_tool_info;
+
+const agent_tool_info *agent_tools(size_t *count);
+
+#endif

@@ -1,0 +1,73 @@
+/* What the agent's own files share. */
+#ifndef ECPD_AGENT_INTERNAL_H
+#define ECPD_AGENT_INTERNAL_H
+
+#include "interface.h"
+
+#include "buf.h"
+#include "event.h"
+#include "llm.h"
+
+typedef enum agent_role { ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL } agent_role;
+
+typedef struct agent_call {
+    char *id, *name, *arguments;
+} agent_call;
+
+typedef struct agent_message {
+    agent_role role;
+    char *text;            /* may be NULL */
+    agent_call *calls;     /* assistant */
+    size_t call_count;
+    char *tool_call_id;    /* tool */
+    char *tool_name;       /* tool */
+    bool error;            /* tool */
+} agent_message;
+
+typedef struct tool_run tool_run;
+typedef struct key_wait key_wait;
+typedef struct chat chat;
+
+struct agent_service {
+    uv_loop_t *loop;
+    ecp_logger *log;
+    struct store *store;
+    struct document_service *documents;
+    struct file_service *files;
+    struct session_service *session;
+    struct lsp_service *lsp;
+    ecp_job_set *jobs;
+    char *workspace;
+    llm_client *llm;
+    ecp_listeners listeners;
+    chat *chats;
+    key_wait *key_waits; /* prompts waiting for the secret store */
+};
+
+/* ----- tools (tools.c) --------------------------------------------------------------- */
+
+/* The checked call, before anything runs. */
+typedef struct tool_plan {
+    const char *name;       /* the tool's static name */
+    bool needs_approval;
+    char *path;             /* resolved, inside the workspace; NULL for tools without one */
+} tool_plan;
+
+/* Checks a call: a known tool, arguments that are a JSON object with the
+ * required fields, a path inside the workspace. On failure returns a
+ * negative status with err saying why (the call's result then). */
+int tool_check(agent_service *svc, const char *name, const char *arguments, tool_plan *plan, ecp_error *err);
+void tool_plan_free(tool_plan *plan);
+
+/* Runs a checked call; done runs once, later, on the loop, with the output
+ * (an error output starts with "Error: "). */
+typedef void (*tool_done_fn)(void *ctx, bool error, const char *output);
+tool_run *tool_start(agent_service *svc, const tool_plan *plan, const char *arguments, tool_done_fn done, void *ctx);
+/* Stops a run: done is not called. */
+void tool_cancel(tool_run *run);
+
+/* Resolves path (relative to the workspace, or absolute) to an absolute path
+ * inside it, following symlinks of the parts that exist. */
+int agent_confine(const char *workspace, const char *path, char **out, ecp_error *err);
+
+#endif

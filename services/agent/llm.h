@@ -1,0 +1,68 @@
+/* llm: streaming chat requests to a model, over libcurl's multi interface
+ * driven by the server's libuv loop (no thread per request).
+ *
+ * Two wire APIs: OpenAI-compatible chat completions and Anthropic messages,
+ * both streamed as server-sent events. A request delivers text deltas and
+ * tool-call fragments as they arrive, then finishes exactly once: with the
+ * assembled answer, or with a message naming why it failed. Failures before
+ * anything was delivered (a refused connection, HTTP 429 or 5xx) are retried
+ * a bounded number of times with a growing delay; a stream that ends without
+ * its end marker is a failure, not an answer. Everything runs on the loop.
+ */
+#ifndef ECPD_AGENT_LLM_H
+#define ECPD_AGENT_LLM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "buf.h"
+
+typedef enum llm_api { LLM_API_OPENAI, LLM_API_ANTHROPIC } llm_api;
+
+/* Where a request goes. Strings are copied by llm_request_start. */
+typedef struct llm_endpoint {
+    llm_api api;
+    const char *url;     /* the full URL: .../chat/completions or .../v1/messages */
+    const char *api_key; /* may be NULL (local servers) */
+} llm_endpoint;
+
+typedef struct llm_tool_call {
+    char *id;
+    char *name;
+    buf arguments; /* the JSON text, as the model streamed it */
+} llm_tool_call;
+
+typedef struct llm_answer {
+    buf text;
+    llm_tool_call *calls;
+    size_t call_count;
+    long input_tokens, output_tokens;
+} llm_answer;
+
+typedef struct llm_callbacks {
+    void (*on_text)(void *ctx, const char *text, size_t len);
+    /* A fragment of tool call number `index` (of this answer) arrived. */
+    void (*on_tool_fragment)(void *ctx, size_t index, const llm_tool_call *call, const char *fragment, size_t len);
+    /* Once. error is NULL on success; answer is the request's, valid during the call. */
+    void (*on_finish)(void *ctx, const char *error, const llm_answer *answer);
+} llm_callbacks;
+
+typedef struct llm_client llm_client;
+typedef struct llm_request llm_request;
+
+llm_client *llm_client_new(uv_loop_t *loop);
+/* Aborts every request without calling back; handles close on the loop's next turns. */
+void llm_client_free(llm_client *self);
+
+/* Starts a POST of body (JSON, copied). Callbacks run on the loop, never
+ * before this returns. */
+llm_request *llm_request_start(llm_client *self, const llm_endpoint *endpoint, const char *body,
+                               const llm_callbacks *callbacks, void *ctx);
+/* Aborts the transfer at once; no callback follows. */
+void llm_request_cancel(llm_request *req);
+
+void llm_answer_free(llm_answer *answer);
+
+#endif
