@@ -118,6 +118,7 @@ typedef struct prompt {
     char *label;
     buf input;
     size_t cursor;        /* byte offset in input */
+    bool fresh;           /* the input is the suggested answer: typing replaces it */
     prompt_done done;
     choice_done choose;   /* a question answered by one key */
     char *choices;        /* the keys that answer it */
@@ -139,6 +140,7 @@ typedef struct terminal_pane {
     int cursor_x, cursor_y;
     refresh_slot buffer;
     bool exited;
+    buf early_input; /* typed before the shell existed: sent once it does */
 } terminal_pane;
 
 typedef struct queued_key {

@@ -19,9 +19,10 @@
 static const char usage[] =
     "usage: ecp-tui [--connect [SOCKET]] [--server PATH] [--server-log FILE] [FILE|DIR ...]\n"
     "Opens the files (FILE:LINE opens at a line), or a fuzzy file picker on a directory.\n"
-    "Without --connect it runs its own ecpd on stdio: the one beside ecp-tui (or in the\n"
-    "build tree beside it), else ecpd from PATH. --connect shares a running server (ecpd\n"
-    "--socket); without SOCKET, the workspace's default socket.\n"
+    "The workspace is the first directory named, else the current directory.\n"
+    "Without --connect it runs its own ecpd on stdio: $ECPD, else the one beside ecp-tui\n"
+    "(or in the build tree beside it), else ecpd from PATH. --connect shares a running\n"
+    "server (ecpd --socket); without SOCKET, the workspace's default socket.\n"
     "F1 lists the keys; every one can be rebound through the server's keybindings.\n";
 
 /* The built-in bindings; the server's keybindings (keybindings/get) are read
@@ -231,7 +232,15 @@ static void handle_key(app *a, const char *key, wint_t ch, bool printable)
     }
     if (a->prompt.active) {
         editor_flush_typed(a);
-        prompt_key(a, ch, !printable && key != NULL);
+        /* The prompt reads characters: name the keys it knows as theirs. */
+        wint_t c = ch;
+        if (key && strcmp(key, "backspace") == 0)
+            c = 127;
+        else if (key && strcmp(key, "enter") == 0)
+            c = '\r';
+        else if (key && strcmp(key, "escape") == 0)
+            c = 27;
+        prompt_key(a, c, !printable && key != NULL);
         return;
     }
     const char *command = key ? command_for_key(a, key) : NULL;
@@ -279,8 +288,10 @@ void chain_end(app *a)
         handle_key(a, q.key, q.ch, q.printable);
         free(q.key);
     }
-    memmove(a->queued, a->queued + done, (size_t)(a->queued_count - done) * sizeof *a->queued);
-    a->queued_count -= done;
+    if (done) {
+        memmove(a->queued, a->queued + done, (size_t)(a->queued_count - done) * sizeof *a->queued);
+        a->queued_count -= done;
+    }
     if (a->busy == 0)
         editor_flush_typed(a);
     a->need_paint = true;
@@ -622,7 +633,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "--connect") == 0) {
             connect = true;
-            if (i + 1 < argc && argv[i + 1][0] != '-' && strstr(argv[i + 1], ".sock"))
+            struct stat st;
+            if (i + 1 < argc && stat(argv[i + 1], &st) == 0 && S_ISSOCK(st.st_mode))
                 a->socket_path = xstrdup(argv[++i]);
         } else if (strcmp(argv[i], "--server") == 0 && i + 1 < argc) {
             a->server_path = xstrdup(argv[++i]);
@@ -637,18 +649,12 @@ int main(int argc, char **argv)
             files[file_count++] = argv[i];
         }
     }
-    /* The workspace: the first directory named, else the first file's directory, else here. */
+    /* The workspace: the first directory named, else here, as ecpd's own default (so
+     * --connect finds the socket a plain `ecpd --socket` started here listens on). */
     for (int i = 0; i < file_count && !a->workspace; i++) {
         struct stat st;
         if (stat(files[i], &st) == 0 && S_ISDIR(st.st_mode))
             a->workspace = absolute(files[i]);
-    }
-    if (!a->workspace && file_count > 0) {
-        char *abs = absolute(files[0]);
-        char *slash = strrchr(abs, '/');
-        if (slash && slash != abs)
-            *slash = 0;
-        a->workspace = abs;
     }
     if (!a->workspace)
         a->workspace = absolute(".");

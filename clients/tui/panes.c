@@ -31,6 +31,7 @@ void prompt_ask(app *a, const char *label, const char *initial, prompt_done done
     a->prompt.done = done;
     if (initial && *initial)
         buf_append_str(&a->prompt.input, initial);
+    a->prompt.fresh = initial && *initial;
     a->prompt.cursor = a->prompt.input.len;
 }
 
@@ -51,7 +52,7 @@ bool prompt_key(app *a, wint_t ch, bool is_key)
             prompt_close(a);
             return true;
         }
-        if (!is_key && ch < 128 && strchr(p->choices, (int)ch)) {
+        if (ch > 0 && ch < 128 && strchr(p->choices, (int)ch)) {
             choice_done choose = p->choose;
             prompt_close(a);
             choose(a, (int)ch);
@@ -65,7 +66,7 @@ bool prompt_key(app *a, wint_t ch, bool is_key)
             done(a, NULL);
         return true;
     }
-    if (ch == '\r' || ch == '\n' || (is_key && ch == 0 && false)) {
+    if (ch == '\r' || ch == '\n') {
         char *answer = xstrdup(p->input.data ? p->input.data : "");
         prompt_done done = p->done;
         prompt_close(a);
@@ -74,6 +75,8 @@ bool prompt_key(app *a, wint_t ch, bool is_key)
         free(answer);
         return true;
     }
+    bool fresh = p->fresh;
+    p->fresh = false;
     if (ch == 127 || ch == 8) {
         /* Drop the last character, whole. */
         while (p->input.len > 0) {
@@ -90,6 +93,8 @@ bool prompt_key(app *a, wint_t ch, bool is_key)
         return true;
     }
     if (!is_key && ch >= 32) {
+        if (fresh)
+            buf_clear(&p->input);
         char utf8[8];
         mbstate_t st = {0};
         size_t n = wcrtomb(utf8, (wchar_t)ch, &st);
@@ -635,6 +640,10 @@ static void on_terminal_created(void *ctx, uint64_t tag, const json_doc *doc, js
     free(a->term.id);
     a->term.id = json_dup_string(doc, json_get(doc, result, "terminalId"));
     a->term.exited = false;
+    if (a->term.id && a->term.early_input.len)
+        app_call(a, "terminal/write", NULL, 0, "{\"terminalId\":%J,\"data\":%N}", a->term.id, a->term.early_input.data,
+                 a->term.early_input.len);
+    buf_clear(&a->term.early_input);
     request_buffer(a);
 }
 
@@ -663,7 +672,7 @@ void terminal_toggle(app *a)
 void terminal_key(app *a, const char *key, wint_t ch, bool printable)
 {
     terminal_pane *tp = &a->term;
-    if (!tp->id)
+    if (!tp->id && !tp->creating)
         return;
     if (tp->exited) {
         /* A finished shell: any key starts a new one. */
@@ -699,7 +708,9 @@ void terminal_key(app *a, const char *key, wint_t ch, bool printable)
             n = 2;
         }
     }
-    if (n)
+    if (n && !tp->id)
+        buf_append(&tp->early_input, bytes, n);
+    else if (n)
         app_call(a, "terminal/write", NULL, 0, "{\"terminalId\":%J,\"data\":%N}", tp->id, bytes, n);
 }
 
@@ -721,6 +732,7 @@ void terminal_free(app *a)
 {
     free(a->term.id);
     free(a->term.cells);
+    buf_free(&a->term.early_input);
     a->term.id = NULL;
     a->term.cells = NULL;
 }
@@ -743,7 +755,7 @@ static void on_recovered(void *ctx, uint64_t tag, const json_doc *doc, json_ref 
             bool recovered = false;
             for (json_ref d = json_first(doc, docs); d != JSON_NO_REF; d = json_next(doc, d)) {
                 char *uri = json_dup_string(doc, json_get(doc, d, "uri"));
-                recovered = recovered || (uri && strstr(uri, t->path));
+                recovered = recovered || (uri && t->uri && strcmp(uri, t->uri) == 0);
                 free(uri);
             }
             if (!recovered)
@@ -775,8 +787,8 @@ static void on_recoverable(void *ctx, uint64_t tag, const json_doc *doc, json_re
     if (a->restarting) {
         buf uris = BUF_INIT;
         for (int i = 0; i < a->tab_count; i++)
-            if (a->tabs[i]->dirty && a->tabs[i]->path)
-                rpc_format(&uris, "%s%J", uris.len ? "," : "", a->tabs[i]->path);
+            if (a->tabs[i]->dirty && a->tabs[i]->uri)
+                rpc_format(&uris, "%s%J", uris.len ? "," : "", a->tabs[i]->uri);
         app_call(a, "session/recover", on_recovered, 0, "{\"uris\":[%s]}", uris.data ? uris.data : "");
         buf_free(&uris);
         return;

@@ -301,8 +301,110 @@ def test_resize(work):
         s.close()
 
 
+def server_pid(work):
+    out = subprocess.run(["pgrep", "-f", "ecpd --stdio --workspace " + work + "$"], capture_output=True, text=True).stdout
+    pids = out.split()
+    return int(pids[0]) if pids else None
+
+
+def test_server_dies(work):
+    path = os.path.join(work, "k.txt")
+    with open(path, "w") as f:
+        f.write("alpha\nbeta\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("beta")
+        s.type("unsaved ")
+        s.wait_for("unsaved alpha")
+        # The server keeps unsaved text for recovery within about a second of an edit.
+        time.sleep(1.5)
+        os.kill(server_pid(work), 9)
+        screen = s.wait_for("The server stopped")
+        if "unsaved alpha" not in screen:
+            raise Failure("the text left the screen:\n" + screen)
+        s.keys("C-s")  # restarts the server, recovers the text, asks where to save it
+        s.wait_for("Save as:")
+        s.keys("C-u")
+        s.type(os.path.join(work, "rescued.txt"))
+        s.keys("Enter")
+        s.wait_for("Saved")
+        with open(os.path.join(work, "rescued.txt")) as f:
+            got = f.read()
+        if got != "unsaved alpha\nbeta\n":
+            raise Failure("rescued text: %r" % got)
+    finally:
+        s.close()
+
+
+def test_shared_socket_server(work):
+    ecpd = os.path.join(os.path.dirname(TUI), "..", "..", "server", "ecpd")
+    sock = os.path.join(work, "ecpd.sock")
+    env = dict(os.environ, XDG_DATA_HOME=os.path.join(work, "data"))
+    server = subprocess.Popen([ecpd, "--socket", sock, "--workspace", work], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    path = os.path.join(work, "shared.txt")
+    with open(path, "w") as f:
+        f.write("shared\n")
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not os.path.exists(sock):
+            if time.monotonic() > deadline:
+                raise Failure("the socket server did not start")
+            time.sleep(0.01)
+        s = Screen(["--connect", sock, path], work)
+        try:
+            s.wait_for("shared")
+            s.type("on the socket, ")
+            s.keys("C-s")
+            s.wait_for("Saved")
+            with open(path) as f:
+                if f.read() != "on the socket, shared\n":
+                    raise Failure("file on disk")
+        finally:
+            s.close()
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def test_picker_search_find(work):
+    with open(os.path.join(work, "alpha_one.txt"), "w") as f:
+        f.write("nothing here\n")
+    with open(os.path.join(work, "beta_two.txt"), "w") as f:
+        f.write("first\nsecond\nthe needle line\nlast needle\n")
+    s = Screen([work], work)
+    try:
+        s.wait_for("alpha_one.txt")
+        s.type("beta")
+        s.wait(lambda t: "alpha_one.txt" not in t and "beta_two.txt" in t, "the picker narrowed")
+        s.keys("Enter")
+        s.wait_for("second")
+        s.keys("F4")
+        s.wait_for("Search in files:")
+        s.type("needle")
+        s.keys("Enter")
+        s.wait_for("beta_two.txt:4: last needle")
+        s.keys("Down", "Enter")
+        s.wait(lambda t: "Ln 4, Col 6" in status_line(t), "the jump to the second match")
+        s.keys("C-Home")
+        s.keys("C-f")
+        s.type("needle")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 3, Col 11" in status_line(t), "the first match selected")
+        s.keys("C-r")
+        s.type("needle")
+        s.keys("Enter")
+        s.type("pin")
+        s.keys("Enter")
+        s.wait_for("Replaced 2 occurrences")
+        s.wait(lambda t: "the pin line" in t and "last pin" in t, "both replaced")
+    finally:
+        s.close()
+
+
 TESTS = [test_type_undo_save, test_multi_cursor, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
-         test_terminal_pane, test_quit_asks_when_unsaved, test_resize]
+         test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
+         test_picker_search_find]
 
 
 def main():
