@@ -658,11 +658,53 @@ static tab *chain_tab(app *a, uint64_t serial, const json_doc *doc, json_ref res
     return t;
 }
 
+/* Shows typed text at once, before the server's answer replaces the lines:
+ * only the plain case (one line of text, carets without selections, on lines
+ * on screen), which is what typing is. */
+static void echo_locally(tab *t, const char *text, size_t len)
+{
+    if (memchr(text, '\n', len) || memchr(text, '\t', len))
+        return;
+    int added = 0;
+    for (const char *p = text; p < text + len; added++) {
+        int n;
+        utf8_next(p, &n);
+        p += n;
+    }
+    for (int i = 0; i < t->cursor_count; i++) {
+        cursor *k = &t->cursors[i];
+        int row = k->line - t->lines_start;
+        if (k->has_selection || row < 0 || row >= t->line_total)
+            continue;
+        view_line *v = &t->lines[row];
+        size_t old = strlen(v->text), at = col_to_byte(v->text, old, k->col);
+        char *grown = xmalloc(old + len + 1);
+        memcpy(grown, v->text, at);
+        memcpy(grown + at, text, len);
+        memcpy(grown + at + len, v->text + at, old - at + 1);
+        free(v->text);
+        v->text = grown;
+        for (int j = 0; j < v->token_count; j++) {
+            if (v->tokens[j].start >= k->col)
+                v->tokens[j].start += added;
+            if (v->tokens[j].end > k->col)
+                v->tokens[j].end += added;
+        }
+        /* Carets after this one on the same line move with it. */
+        for (int j = 0; j < t->cursor_count; j++)
+            if (j != i && t->cursors[j].line == k->line && t->cursors[j].col > k->col)
+                t->cursors[j].col += added;
+        k->col += added;
+    }
+}
+
 void editor_flush_typed(app *a)
 {
     if (!a->typed.len)
         return;
     tab *t = app_tab(a);
+    if (t)
+        echo_locally(t, a->typed.data, a->typed.len);
     if (t)
         app_call(a, "document/type", NULL, 0, "{\"documentId\":%J,\"text\":%N}", t->doc_id, a->typed.data, a->typed.len);
     if (t)
