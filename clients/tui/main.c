@@ -370,7 +370,8 @@ static void read_input(app *a)
             /* Alt+key arrives as Escape and the key: take the key now if it came with it. */
             wint_t next;
             int rc2 = wget_wch(stdscr, &next);
-            if (rc2 == OK && char_key_name(next, true, key, sizeof key)) {
+            /* Only Escape and a printable key read as Alt+key: Escape then Ctrl+E is two keys. */
+            if (rc2 == OK && next > 32 && next < 127 && char_key_name(next, true, key, sizeof key)) {
                 handle_key(a, key, next, false);
                 continue;
             }
@@ -378,6 +379,8 @@ static void read_input(app *a)
             handle_key(a, "escape", 27, false);
             if (rc2 == KEY_CODE_YES && function_key_name((int)next, key, sizeof key))
                 handle_key(a, key, 0, false);
+            else if (rc2 == OK && char_key_name(next, false, key, sizeof key))
+                handle_key(a, key, next, false);
             else if (rc2 == OK)
                 handle_key(a, NULL, next, true);
             continue;

@@ -495,10 +495,15 @@ bool overlay_key(app *a, const char *key, wint_t ch, bool printable)
         a->need_paint = true;
         return true;
     }
-    if (o->kind == OVERLAY_GIT)
-        return git_key(a, key, ch, printable) || true;
-    if (o->kind == OVERLAY_DIFF)
+    if (o->kind == OVERLAY_GIT && git_key(a, key, ch, printable))
         return true;
+    if (o->kind == OVERLAY_GIT || o->kind == OVERLAY_DIFF) {
+        /* Letters mean nothing here; another command (Ctrl+Q, F1) closes the panel and runs. */
+        if (printable || !key || strcmp(key, "enter") == 0)
+            return true;
+        overlay_close(a);
+        return false;
+    }
     bool has_query = o->kind == OVERLAY_PICKER || o->kind == OVERLAY_PALETTE || o->kind == OVERLAY_HELP;
     if (has_query && (printable || (key && strcmp(key, "backspace") == 0))) {
         if (printable) {
