@@ -102,7 +102,12 @@ class Screen:
             pass
         reports = [os.path.join(self.sanitizer_dir, f) for f in os.listdir(self.sanitizer_dir)]
         text = "".join(open(r, errors="replace").read() for r in reports)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        # The server may still be writing its data directory as it goes: remove until gone.
+        deadline = time.monotonic() + 5
+        while os.path.exists(self.dir) and time.monotonic() < deadline:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            if os.path.exists(self.dir):
+                time.sleep(0.05)
         if text:
             raise Failure("sanitizer reports:\n" + text)
 
