@@ -1,0 +1,278 @@
+/* ecp-tui: a terminal editor that is a client of ecpd and nothing more.
+ *
+ * The server owns every document's text, cursors, undo history, tokens,
+ * diagnostics and git state; this program keeps only what is on screen (the
+ * lines of each tab's viewport, its cursors, the terminal pane's cells) and
+ * asks for more when a notification says something changed. No request is
+ * ever waited for: each answer arrives on the libuv loop, and the screen is
+ * painted once per loop turn (ncurses sends the terminal only the cells that
+ * changed). Columns are code points (the connection asks for utf-32).
+ */
+#ifndef ECP_TUI_APP_H
+#define ECP_TUI_APP_H
+
+#define NCURSES_WIDECHAR 1
+#include <curses.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "buf.h"
+#include "json.h"
+#include "rpc.h"
+
+typedef struct token {
+    int start, end; /* code point columns */
+    int rgb;        /* -1: no colour */
+} token;
+
+typedef struct view_line {
+    char *text;
+    token *tokens;
+    int token_count;
+} view_line;
+
+typedef struct diagnostic {
+    int start_line, start_col, end_line, end_col;
+    int severity; /* 1 error .. 4 hint */
+    char *message;
+} diagnostic;
+
+typedef struct cursor {
+    int line, col;        /* the caret (selection's active end) */
+    bool has_selection;
+    int anchor_line, anchor_col;
+} cursor;
+
+typedef enum git_mark { GIT_NONE = 0, GIT_ADDED, GIT_MODIFIED, GIT_DELETED } git_mark;
+
+typedef struct line_mark {
+    int line; /* 0-based */
+    git_mark mark;
+} line_mark;
+
+/* A request kind whose answers replace each other: at most one is in flight,
+ * and a wish for a newer one while it is sends one more when it lands. */
+typedef struct refresh {
+    bool in_flight, again;
+} refresh_slot;
+
+typedef struct tab {
+    uint64_t serial;
+    char *doc_id;
+    char *uri;       /* as the server gave it */
+    char *path;      /* absolute path, NULL for a document without a file */
+    char *language;
+    int64_t version;
+    int line_count;
+    bool dirty;
+    bool changed_on_disk;
+    int top, left;   /* first line shown, first display column shown */
+    view_line *lines; /* the viewport: lines [lines_start, lines_start + line_total) */
+    int lines_start, line_total;
+    diagnostic *diags;
+    int diag_count;
+    line_mark *marks;
+    int mark_count;
+    cursor *cursors; /* primary first */
+    int cursor_count;
+    refresh_slot viewport, cursors_refresh, git, info;
+    bool follow_cursor; /* scroll to the primary cursor when it next arrives */
+} tab;
+
+typedef enum overlay_kind {
+    OVERLAY_NONE = 0,
+    OVERLAY_PICKER,  /* fuzzy file names, file/search */
+    OVERLAY_GREP,    /* project search results, file/grep */
+    OVERLAY_PALETTE, /* every command */
+    OVERLAY_HELP,    /* key bindings */
+    OVERLAY_GIT,     /* git status: stage, unstage, commit, diff */
+    OVERLAY_DIFF,    /* one file's diff */
+} overlay_kind;
+
+typedef struct list_item {
+    char *label;
+    char *data;     /* a path, a command name */
+    int line, col;  /* where to jump (grep) */
+    int attr;       /* 0, or a colour role for diff lines */
+} list_item;
+
+typedef struct overlay {
+    overlay_kind kind;
+    char *title;
+    buf query;
+    list_item *items;
+    int item_count;
+    int *visible; /* indexes of the items shown (palette and help filter locally) */
+    int visible_count;
+    int selected, scroll;
+    uint64_t generation; /* answers for an older query are dropped */
+} overlay_state;
+
+typedef struct app app;
+typedef void (*prompt_done)(app *a, const char *answer); /* NULL: cancelled */
+typedef void (*choice_done)(app *a, int key);            /* the key pressed */
+
+typedef struct prompt {
+    bool active;
+    char *label;
+    buf input;
+    size_t cursor;        /* byte offset in input */
+    bool fresh;           /* the input is the suggested answer: typing replaces it */
+    prompt_done done;
+    choice_done choose;   /* a question answered by one key */
+    char *choices;        /* the keys that answer it */
+} prompt;
+
+typedef struct term_cell {
+    char ch[16];
+    int fg, bg; /* rgb, -1 default */
+    bool bold, underline, inverse, italic;
+} term_cell;
+
+typedef struct terminal_pane {
+    bool visible, focused;
+    char *id;
+    bool creating;
+    int rows, cols;
+    term_cell *cells;
+    int cell_rows, cell_cols;
+    int cursor_x, cursor_y;
+    refresh_slot buffer;
+    bool exited;
+    buf early_input; /* typed before the shell existed: sent once it does */
+} terminal_pane;
+
+typedef struct queued_key {
+    char *key;
+    wint_t ch;
+    bool printable;
+} queued_key;
+
+typedef struct binding {
+    char *key;
+    char *command;
+} binding;
+
+typedef struct colors {
+    int fg, bg;             /* editor */
+    int line_number, line_number_active;
+    int selection, cursor_line;
+    int status_fg, status_bg;
+    int tab_active, tab_inactive;
+    int added, modified, deleted;
+    int error, warning;
+} colors;
+
+struct app {
+    uv_loop_t *loop;
+    uv_poll_t input;
+    uv_prepare_t painter;
+    uv_signal_t sigwinch;
+    uv_timer_t git_timer;
+    uv_timer_t message_timer;
+    rpc_client *rpc;
+    bool server_dead;
+    bool connected_to_socket;
+    char *socket_path;
+    char *server_path;
+    char *server_log;
+    char *workspace;
+    char *repo_root;   /* NULL outside a git work tree */
+    char *branch;
+    tab **tabs;
+    int tab_count, current;
+    uint64_t next_serial;
+    prompt prompt;
+    overlay_state overlay;
+    terminal_pane term;
+    binding *bindings;
+    int binding_count;
+    colors colors;
+    bool direct_color;
+    bool need_paint;
+    bool quitting;
+    char *message;      /* shown on the status line until the next key */
+    bool message_is_error;
+    buf clipboard;
+    buf typed;          /* printable keys read in this turn, sent as one document/type */
+    char *last_search;
+    char *replace_find;
+    char **started_languages;
+    int started_language_count;
+    int rows, cols;
+    int pending_saves;  /* saves a quit waits for */
+    bool quit_after_saves;
+    int busy;           /* steps of a command waiting for the server: keys wait behind them */
+    queued_key *queued;
+    int queued_count;
+    bool restarting;    /* a restarted server: recover our unsaved text, then offer to save it */
+};
+
+/* main.c */
+void app_message(app *a, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void app_quit_now(app *a);
+bool app_call(app *a, const char *method, rpc_reply_fn reply, uint64_t tag, const char *fmt, ...);
+char *json_dup_string(const json_doc *doc, json_ref ref);
+int json_int_or(const json_doc *doc, json_ref ref, int fallback);
+void app_restart_server(app *a);
+/* A command whose next step needs the server's answer (the selection, the
+ * cursors) holds the keys typed meanwhile, so they apply after it, in order. */
+void chain_begin(app *a);
+void chain_end(app *a);
+
+/* editor.c */
+tab *app_tab(app *a);
+tab *tab_by_serial(app *a, uint64_t serial);
+tab *tab_by_doc(app *a, const char *doc_id);
+void editor_open_path(app *a, const char *path, int line, int col);
+void editor_adopt_document(app *a, const json_doc *doc, json_ref info, int line, int col);
+void tab_request_viewport(app *a, tab *t);
+void tab_request_cursors(app *a, tab *t);
+void tab_request_git(app *a, tab *t);
+void tab_parse_cursors(tab *t, const json_doc *doc, json_ref cursors);
+void editor_flush_typed(app *a);
+void editor_run_command(app *a, const char *command);
+void editor_layout(app *a, int *top, int *height);
+void editor_click(app *a, int row, int col);
+void editor_scroll(app *a, int lines);
+void editor_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params);
+void tab_free(tab *t);
+/* file:// and the path percent-encoded, as the language servers want a document named. */
+char *file_uri(const char *path);
+int text_display_col(const char *text, int col);
+int text_col_at_display(const char *text, int display);
+const char *const *command_names(int *count);
+const char *command_title(const char *command);
+
+/* paint.c */
+void paint(app *a);
+void colors_from_theme(app *a, const json_doc *doc, json_ref theme);
+void colors_default(app *a);
+int color_index(app *a, int rgb);
+int gutter_width(const tab *t);
+
+/* panes.c */
+void prompt_ask(app *a, const char *label, const char *initial, prompt_done done);
+void prompt_choose(app *a, const char *question, const char *choices, choice_done choose);
+bool prompt_key(app *a, wint_t ch, bool is_key);
+void prompt_close(app *a);
+void overlay_open(app *a, overlay_kind kind, const char *title);
+void overlay_close(app *a);
+bool overlay_key(app *a, const char *key, wint_t ch, bool printable);
+void overlay_add(app *a, const char *label, const char *data, int line, int col, int attr);
+void overlay_refilter(app *a);
+void picker_query(app *a);
+void palette_open(app *a);
+void help_open(app *a);
+void grep_start(app *a);
+void git_panel_open(app *a);
+void terminal_toggle(app *a);
+void terminal_key(app *a, const char *key, wint_t ch, bool printable);
+void terminal_layout(app *a);
+void terminal_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params);
+void terminal_free(app *a);
+void git_refresh_branch(app *a);
+void recovery_offer(app *a);
+
+#endif

@@ -1,0 +1,1557 @@
+/* Tabs and editing: every edit, move and search is a request to the
+ * document service; what comes back (notifications and answers) updates the
+ * few lines and cursors kept for the screen. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "app.h"
+#include "arena.h"
+
+#define TAB_WIDTH 4
+
+/* ---- text helpers (UTF-8 in, code point columns out) ---- */
+
+static int utf8_next(const char *s, int *len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (u[0] < 0x80) {
+        *len = 1;
+        return u[0];
+    }
+    int n = u[0] >= 0xF0 ? 4 : u[0] >= 0xE0 ? 3 : u[0] >= 0xC0 ? 2 : 0;
+    if (n == 0) {
+        *len = 1;
+        return 0xFFFD;
+    }
+    int cp = u[0] & (0x3F >> (n - 1));
+    for (int i = 1; i < n; i++) {
+        if ((u[i] & 0xC0) != 0x80) {
+            *len = 1;
+            return 0xFFFD;
+        }
+        cp = (cp << 6) | (u[i] & 0x3F);
+    }
+    *len = n;
+    return cp;
+}
+
+static int cp_width(int cp, int display)
+{
+    if (cp == '\t')
+        return TAB_WIDTH - display % TAB_WIDTH;
+    int w = wcwidth((wchar_t)cp);
+    return w < 0 ? 1 : w;
+}
+
+int text_display_col(const char *text, int col)
+{
+    int display = 0;
+    for (int i = 0; i < col && text && *text; i++) {
+        int len;
+        int cp = utf8_next(text, &len);
+        display += cp_width(cp, display);
+        text += len;
+    }
+    return display;
+}
+
+int text_col_at_display(const char *text, int target)
+{
+    int display = 0, col = 0;
+    while (text && *text) {
+        int len;
+        int cp = utf8_next(text, &len);
+        int w = cp_width(cp, display);
+        if (display + w > target && w > 0)
+            return col;
+        display += w;
+        text += len;
+        col++;
+    }
+    return col;
+}
+
+static int text_cols(const char *text)
+{
+    int col = 0;
+    while (text && *text) {
+        int len;
+        utf8_next(text, &len);
+        text += len;
+        col++;
+    }
+    return col;
+}
+
+/* Byte offset of a code point column in one line. */
+static size_t col_to_byte(const char *text, size_t len, int col)
+{
+    size_t i = 0;
+    for (int c = 0; c < col && i < len && text[i] != '\n'; c++) {
+        int n;
+        utf8_next(text + i, &n);
+        i += (size_t)n;
+    }
+    return i;
+}
+
+/* ---- tabs ---- */
+
+tab *app_tab(app *a) { return a->tab_count ? a->tabs[a->current] : NULL; }
+
+tab *tab_by_serial(app *a, uint64_t serial)
+{
+    for (int i = 0; i < a->tab_count; i++)
+        if (a->tabs[i]->serial == serial)
+            return a->tabs[i];
+    return NULL;
+}
+
+tab *tab_by_doc(app *a, const char *doc_id)
+{
+    for (int i = 0; doc_id && i < a->tab_count; i++)
+        if (a->tabs[i]->doc_id && strcmp(a->tabs[i]->doc_id, doc_id) == 0)
+            return a->tabs[i];
+    return NULL;
+}
+
+static void free_lines(tab *t)
+{
+    for (int i = 0; i < t->line_total; i++) {
+        free(t->lines[i].text);
+        free(t->lines[i].tokens);
+    }
+    free(t->lines);
+    t->lines = NULL;
+    t->line_total = 0;
+    for (int i = 0; i < t->diag_count; i++)
+        free(t->diags[i].message);
+    free(t->diags);
+    t->diags = NULL;
+    t->diag_count = 0;
+}
+
+void tab_free(tab *t)
+{
+    free_lines(t);
+    free(t->doc_id);
+    free(t->uri);
+    free(t->path);
+    free(t->language);
+    free(t->marks);
+    free(t->cursors);
+    free(t);
+}
+
+static void close_tab_at(app *a, int index)
+{
+    tab_free(a->tabs[index]);
+    memmove(a->tabs + index, a->tabs + index + 1, (size_t)(a->tab_count - index - 1) * sizeof *a->tabs);
+    a->tab_count--;
+    if (a->current >= a->tab_count)
+        a->current = a->tab_count ? a->tab_count - 1 : 0;
+    a->need_paint = true;
+}
+
+static const char *view_text(tab *t, int line)
+{
+    int i = line - t->lines_start;
+    return i >= 0 && i < t->line_total ? t->lines[i].text : NULL;
+}
+
+void editor_layout(app *a, int *top, int *height)
+{
+    *top = 1;
+    int h = a->rows - 2;
+    if (a->term.visible)
+        h -= a->term.rows + 1;
+    *height = h < 1 ? 1 : h;
+}
+
+static char *path_of_uri(const char *uri)
+{
+    if (!uri)
+        return NULL;
+    if (uri[0] == '/')
+        return xstrdup(uri);
+    if (strncmp(uri, "file://", 7) != 0)
+        return NULL;
+    /* Undo the percent-encoding the server writes. */
+    buf b = BUF_INIT;
+    for (const char *p = uri + 7; *p; p++) {
+        if (p[0] == '%' && p[1] && p[2]) {
+            char hex[3] = {p[1], p[2], 0};
+            buf_push(&b, (char)strtol(hex, NULL, 16));
+            p += 2;
+        } else {
+            buf_push(&b, *p);
+        }
+    }
+    return buf_detach(&b);
+}
+
+char *file_uri(const char *path)
+{
+    buf b = BUF_INIT;
+    buf_append_str(&b, "file://");
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/-._~", *p))
+            buf_push(&b, (char)*p);
+        else
+            buf_appendf(&b, "%%%02X", *p);
+    }
+    return buf_detach(&b);
+}
+
+/* ---- answers ---- */
+
+static void parse_position(const json_doc *doc, json_ref pos, int *line, int *col)
+{
+    *line = json_int_or(doc, json_get(doc, pos, "line"), 0);
+    json_ref c = json_get(doc, pos, "column");
+    if (c == JSON_NO_REF)
+        c = json_get(doc, pos, "character");
+    *col = json_int_or(doc, c, 0);
+}
+
+void tab_parse_cursors(tab *t, const json_doc *doc, json_ref cursors)
+{
+    size_t n = json_length(doc, cursors);
+    free(t->cursors);
+    t->cursors = xcalloc(n ? n : 1, sizeof *t->cursors);
+    t->cursor_count = 0;
+    for (json_ref c = json_first(doc, cursors); c != JSON_NO_REF; c = json_next(doc, c)) {
+        cursor *k = &t->cursors[t->cursor_count++];
+        parse_position(doc, json_get(doc, c, "position"), &k->line, &k->col);
+        json_ref sel = json_get(doc, c, "selection");
+        if (sel != JSON_NO_REF) {
+            parse_position(doc, json_get(doc, sel, "anchor"), &k->anchor_line, &k->anchor_col);
+            int al, ac;
+            parse_position(doc, json_get(doc, sel, "active"), &al, &ac);
+            k->line = al, k->col = ac;
+            k->has_selection = k->anchor_line != k->line || k->anchor_col != k->col;
+        }
+    }
+}
+
+static void scroll_to_primary(app *a, tab *t)
+{
+    if (!t->cursor_count)
+        return;
+    int top_row, height;
+    editor_layout(a, &top_row, &height);
+    int line = t->cursors[0].line, old_top = t->top;
+    if (line < t->top)
+        t->top = line;
+    else if (line >= t->top + height)
+        t->top = line - height + 1;
+    const char *text = view_text(t, line);
+    int gutter = gutter_width(t), width = a->cols - gutter - 1;
+    if (text && width > 4) {
+        int d = text_display_col(text, t->cursors[0].col);
+        if (d < t->left)
+            t->left = d;
+        else if (d >= t->left + width)
+            t->left = d - width + 1;
+    }
+    if (t->top != old_top)
+        tab_request_viewport(a, t);
+}
+
+static bool begin_refresh(refresh_slot *r)
+{
+    if (r->in_flight) {
+        r->again = true;
+        return false;
+    }
+    r->in_flight = true;
+    return true;
+}
+
+/* Ends a refresh; true when another was wished for meanwhile. */
+static bool end_refresh(refresh_slot *r)
+{
+    r->in_flight = false;
+    bool again = r->again;
+    r->again = false;
+    return again;
+}
+
+static void on_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    if (!t)
+        return;
+    if (result != JSON_NO_REF)
+        tab_parse_cursors(t, doc, json_get(doc, result, "cursors"));
+    if (t->follow_cursor && t->cursor_count) {
+        t->follow_cursor = false;
+        scroll_to_primary(a, t);
+    }
+    a->need_paint = true;
+    if (end_refresh(&t->cursors_refresh))
+        tab_request_cursors(a, t);
+}
+
+void tab_request_cursors(app *a, tab *t)
+{
+    if (begin_refresh(&t->cursors_refresh) &&
+        !app_call(a, "document/cursors", on_cursors, t->serial, "{\"documentId\":%J}", t->doc_id))
+        t->cursors_refresh.in_flight = false;
+}
+
+static void parse_tokens(view_line *l, const json_doc *doc, json_ref tokens)
+{
+    size_t n = json_length(doc, tokens);
+    l->tokens = n ? xcalloc(n, sizeof *l->tokens) : NULL;
+    l->token_count = 0;
+    arena ar = ARENA_INIT;
+    for (json_ref k = json_first(doc, tokens); k != JSON_NO_REF; k = json_next(doc, k)) {
+        token *tk = &l->tokens[l->token_count++];
+        tk->start = json_int_or(doc, json_get(doc, k, "start"), 0);
+        tk->end = json_int_or(doc, json_get(doc, k, "end"), 0);
+        tk->rgb = -1;
+        const char *color;
+        size_t len;
+        if (json_string(doc, json_get(doc, k, "color"), &ar, &color, &len) && len >= 7 && color[0] == '#')
+            tk->rgb = (int)strtol(color + 1, NULL, 16) & 0xFFFFFF;
+    }
+    arena_free(&ar);
+}
+
+static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    if (!t)
+        return;
+    if (result != JSON_NO_REF) {
+        free_lines(t);
+        json_ref lines = json_get(doc, result, "lines"), tokens = json_get(doc, result, "tokens");
+        t->lines_start = json_int_or(doc, json_get(doc, result, "startLine"), 0);
+        t->line_count = json_int_or(doc, json_get(doc, result, "lineCount"), t->line_count);
+        json_int64(doc, json_get(doc, result, "version"), &t->version);
+        size_t n = json_length(doc, lines);
+        t->lines = n ? xcalloc(n, sizeof *t->lines) : NULL;
+        json_ref tk = json_first(doc, tokens);
+        for (json_ref l = json_first(doc, lines); l != JSON_NO_REF; l = json_next(doc, l)) {
+            view_line *v = &t->lines[t->line_total++];
+            v->text = json_dup_string(doc, json_get(doc, l, "text"));
+            if (!v->text)
+                v->text = xstrdup("");
+            if (tk != JSON_NO_REF) {
+                parse_tokens(v, doc, tk);
+                tk = json_next(doc, tk);
+            }
+        }
+        json_ref diags = json_get(doc, result, "diagnostics");
+        size_t dn = json_length(doc, diags);
+        t->diags = dn ? xcalloc(dn, sizeof *t->diags) : NULL;
+        for (json_ref d = json_first(doc, diags); d != JSON_NO_REF; d = json_next(doc, d)) {
+            diagnostic *g = &t->diags[t->diag_count++];
+            json_ref range = json_get(doc, d, "range");
+            parse_position(doc, json_get(doc, range, "start"), &g->start_line, &g->start_col);
+            parse_position(doc, json_get(doc, range, "end"), &g->end_line, &g->end_col);
+            g->severity = json_int_or(doc, json_get(doc, d, "severity"), 1);
+            g->message = json_dup_string(doc, json_get(doc, d, "message"));
+            if (!g->message)
+                g->message = xstrdup("");
+        }
+        if (t->top >= t->line_count && t->line_count > 0) {
+            t->top = t->line_count - 1;
+            t->viewport.again = true;
+        }
+    }
+    a->need_paint = true;
+    if (end_refresh(&t->viewport))
+        tab_request_viewport(a, t);
+}
+
+void tab_request_viewport(app *a, tab *t)
+{
+    int top_row, height;
+    editor_layout(a, &top_row, &height);
+    if (begin_refresh(&t->viewport) &&
+        !app_call(a, "document/viewport", on_viewport, t->serial,
+                  "{\"documentId\":%J,\"startLine\":%d,\"lineCount\":%d,\"include\":[\"tokens\",\"diagnostics\"]}",
+                  t->doc_id, t->top, height))
+        t->viewport.in_flight = false;
+}
+
+static void on_info(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    if (!t)
+        return;
+    if (result != JSON_NO_REF) {
+        json_bool(doc, json_get(doc, result, "isDirty"), &t->dirty);
+        bool disk = false;
+        json_bool(doc, json_get(doc, result, "changedOnDisk"), &disk);
+        t->changed_on_disk = disk;
+        t->line_count = json_int_or(doc, json_get(doc, result, "lineCount"), t->line_count);
+    }
+    a->need_paint = true;
+    if (end_refresh(&t->info))
+        app_call(a, "document/info", on_info, t->serial, "{\"documentId\":%J}", t->doc_id);
+}
+
+static void tab_request_info(app *a, tab *t)
+{
+    if (begin_refresh(&t->info) && !app_call(a, "document/info", on_info, t->serial, "{\"documentId\":%J}", t->doc_id))
+        t->info.in_flight = false;
+}
+
+static void on_git_lines(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    if (!t)
+        return;
+    if (result != JSON_NO_REF) {
+        json_ref changes = json_get(doc, result, "changes");
+        size_t n = json_length(doc, changes);
+        free(t->marks);
+        t->marks = n ? xcalloc(n, sizeof *t->marks) : NULL;
+        t->mark_count = 0;
+        for (json_ref c = json_first(doc, changes); c != JSON_NO_REF; c = json_next(doc, c)) {
+            line_mark *m = &t->marks[t->mark_count++];
+            m->line = json_int_or(doc, json_get(doc, c, "line"), 1) - 1; /* the service counts from 1 */
+            json_ref type = json_get(doc, c, "type");
+            m->mark = json_string_eq(doc, type, "added")      ? GIT_ADDED
+                      : json_string_eq(doc, type, "deleted")  ? GIT_DELETED
+                                                              : GIT_MODIFIED;
+        }
+    }
+    a->need_paint = true;
+    if (end_refresh(&t->git))
+        tab_request_git(a, t);
+}
+
+void tab_request_git(app *a, tab *t)
+{
+    if (!a->repo_root || !t->path)
+        return;
+    size_t n = strlen(a->repo_root);
+    if (strncmp(t->path, a->repo_root, n) != 0 || t->path[n] != '/')
+        return;
+    if (begin_refresh(&t->git) &&
+        !app_call(a, "git/diffBuffer", on_git_lines, t->serial, "{\"uri\":%J,\"path\":%J,\"documentId\":%J}",
+                  a->repo_root, t->path + n + 1, t->doc_id))
+        t->git.in_flight = false;
+}
+
+static void on_git_timer(uv_timer_t *h)
+{
+    app *a = h->data;
+    for (int i = 0; i < a->tab_count; i++)
+        tab_request_git(a, a->tabs[i]);
+}
+
+static void schedule_git(app *a)
+{
+    uv_timer_start(&a->git_timer, on_git_timer, 150, 0);
+}
+
+/* ---- opening ---- */
+
+static void start_language(app *a, const char *language)
+{
+    if (!language || strcmp(language, "plaintext") == 0)
+        return;
+    for (int i = 0; i < a->started_language_count; i++)
+        if (strcmp(a->started_languages[i], language) == 0)
+            return;
+    a->started_languages = xrealloc(a->started_languages, (size_t)(a->started_language_count + 1) * sizeof(char *));
+    a->started_languages[a->started_language_count++] = xstrdup(language);
+    /* Diagnostics come from the language's server; one that is not installed answers an error, ignored. */
+    char *root = file_uri(a->workspace);
+    app_call(a, "lsp/start", NULL, 0, "{\"languageId\":%J,\"workspaceUri\":%J}", language, root);
+    free(root);
+}
+
+void editor_adopt_document(app *a, const json_doc *doc, json_ref info, int line, int col)
+{
+    char *doc_id = json_dup_string(doc, json_get(doc, info, "documentId"));
+    char *uri = json_dup_string(doc, json_get(doc, info, "uri"));
+    if (!doc_id) {
+        free(uri);
+        return;
+    }
+    char *path = path_of_uri(uri);
+    tab *t = tab_by_doc(a, doc_id);
+    for (int i = 0; !t && path && i < a->tab_count; i++)
+        if (a->tabs[i]->path && strcmp(a->tabs[i]->path, path) == 0)
+            t = a->tabs[i]; /* the same file under a restarted server */
+    if (!t) {
+        t = xcalloc(1, sizeof *t);
+        t->serial = a->next_serial++;
+        a->tabs = xrealloc(a->tabs, (size_t)(a->tab_count + 1) * sizeof *a->tabs);
+        a->tabs[a->tab_count++] = t;
+    }
+    for (int i = 0; i < a->tab_count; i++)
+        if (a->tabs[i] == t)
+            a->current = i;
+    free(t->doc_id);
+    free(t->uri);
+    free(t->path);
+    free(t->language);
+    t->doc_id = doc_id;
+    t->uri = uri;
+    t->path = path;
+    t->language = json_dup_string(doc, json_get(doc, info, "languageId"));
+    json_int64(doc, json_get(doc, info, "version"), &t->version);
+    json_bool(doc, json_get(doc, info, "isDirty"), &t->dirty);
+    t->line_count = json_int_or(doc, json_get(doc, info, "lineCount"), 1);
+    t->viewport = t->cursors_refresh = t->git = t->info = (refresh_slot){0};
+    start_language(a, t->language);
+    if (line > 0 || col > 0) {
+        if (line >= t->line_count)
+            line = t->line_count > 0 ? t->line_count - 1 : 0;
+        app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
+                 t->doc_id, line, col);
+        int top_row, height;
+        editor_layout(a, &top_row, &height);
+        t->top = line > height / 2 ? line - height / 2 : 0;
+    }
+    t->follow_cursor = true;
+    tab_request_viewport(a, t);
+    tab_request_cursors(a, t);
+    tab_request_git(a, t);
+    a->need_paint = true;
+}
+
+static void on_opened(void *ctx, uint64_t where, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    if (error != JSON_NO_REF) {
+        char *msg = json_dup_string(doc, json_get(doc, error, "message"));
+        app_message(a, true, "%s", msg ? msg : "cannot open the file");
+        free(msg);
+        return;
+    }
+    editor_adopt_document(a, doc, json_get(doc, result, "info"), (int)(where >> 32), (int)(where & 0xFFFFFFFF));
+}
+
+void editor_open_path(app *a, const char *path, int line, int col)
+{
+    for (int i = 0; i < a->tab_count; i++) {
+        if (a->tabs[i]->path && strcmp(a->tabs[i]->path, path) == 0 && !a->restarting) {
+            a->current = i;
+            tab *t = a->tabs[i];
+            if (line > 0 || col > 0) {
+                app_call(a, "document/setCursor", NULL, 0,
+                         "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}", t->doc_id, line, col);
+                t->follow_cursor = true;
+                tab_request_cursors(a, t);
+            }
+            a->need_paint = true;
+            return;
+        }
+    }
+    char *uri = file_uri(path);
+    app_call(a, "document/open", on_opened, ((uint64_t)(unsigned)line << 32) | (unsigned)col, "{\"uri\":%J}", uri);
+    free(uri);
+}
+
+/* ---- notifications ---- */
+
+static void refresh_tab(app *a, tab *t)
+{
+    tab_request_viewport(a, t);
+    tab_request_cursors(a, t);
+    tab_request_info(a, t);
+}
+
+void editor_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params)
+{
+    char *doc_id = json_dup_string(doc, json_get(doc, params, "documentId"));
+    tab *t = tab_by_doc(a, doc_id);
+    free(doc_id);
+    if (strcmp(method, "document/didChange") == 0 && t) {
+        refresh_tab(a, t);
+        schedule_git(a);
+    } else if (strcmp(method, "document/didChangeCursors") == 0 && t) {
+        tab_parse_cursors(t, doc, json_get(doc, params, "cursors"));
+        if (t->follow_cursor) {
+            t->follow_cursor = false;
+            scroll_to_primary(a, t);
+        }
+        a->need_paint = true;
+    } else if (strcmp(method, "document/didClose") == 0 && t) {
+        for (int i = 0; i < a->tab_count; i++)
+            if (a->tabs[i] == t) {
+                close_tab_at(a, i);
+                break;
+            }
+    } else if (strcmp(method, "document/didChangeOnDisk") == 0 && t) {
+        tab_request_info(a, t);
+        app_message(a, true, "%s changed on disk; saving will ask before overwriting it", t->path ? t->path : t->uri);
+    } else if (strcmp(method, "syntax/didChange") == 0 && t) {
+        json_ref ranges = json_get(doc, params, "ranges");
+        for (json_ref r = json_first(doc, ranges); r != JSON_NO_REF; r = json_next(doc, r)) {
+            int s = json_int_or(doc, json_get(doc, r, "startLine"), 0);
+            int e = json_int_or(doc, json_get(doc, r, "endLine"), 0);
+            if (e >= t->top && s < t->top + a->rows) {
+                tab_request_viewport(a, t);
+                break;
+            }
+        }
+    } else if (strcmp(method, "lsp/didPublishDiagnostics") == 0) {
+        for (int i = 0; i < a->tab_count; i++)
+            tab_request_viewport(a, a->tabs[i]);
+    } else if (strcmp(method, "git/didChange") == 0) {
+        git_refresh_branch(a);
+        schedule_git(a);
+    } else if (strcmp(method, "theme/didChange") == 0) {
+        editor_run_command(a, "theme.reload");
+    } else if (strcmp(method, "$/showMessage") == 0 || strcmp(method, "lsp/didShowMessage") == 0) {
+        char *msg = json_dup_string(doc, json_get(doc, params, "message"));
+        if (msg)
+            app_message(a, json_int_or(doc, json_get(doc, params, "type"), 3) <= 1, "%s", msg);
+        free(msg);
+    }
+}
+
+/* ---- editing ---- */
+
+static void follow(app *a, tab *t)
+{
+    t->follow_cursor = true;
+    tab_request_cursors(a, t);
+}
+
+static void on_chain_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    if (t && result != JSON_NO_REF) {
+        tab_parse_cursors(t, doc, json_get(doc, result, "cursors"));
+        scroll_to_primary(a, t);
+    }
+    chain_end(a);
+}
+
+/* The last step of a chain: the cursors as the chain left them. */
+static void finish_chain(app *a, tab *t)
+{
+    if (!t || !app_call(a, "document/cursors", on_chain_cursors, t->serial, "{\"documentId\":%J}", t->doc_id))
+        chain_end(a);
+}
+
+/* The first step: the cursors as every earlier key left them, then `next`. */
+static void chain_with_cursors(app *a, tab *t, rpc_reply_fn next, uint64_t tag)
+{
+    chain_begin(a);
+    if (!app_call(a, "document/cursors", next, tag, "{\"documentId\":%J}", t->doc_id))
+        chain_end(a);
+}
+
+static tab *chain_tab(app *a, uint64_t serial, const json_doc *doc, json_ref result)
+{
+    tab *t = tab_by_serial(a, serial);
+    if (t && result != JSON_NO_REF)
+        tab_parse_cursors(t, doc, json_get(doc, result, "cursors"));
+    return t;
+}
+
+/* Shows typed text at once, before the server's answer replaces the lines:
+ * only the plain case (one line of text, carets without selections, on lines
+ * on screen), which is what typing is. */
+static void echo_locally(tab *t, const char *text, size_t len)
+{
+    if (memchr(text, '\n', len) || memchr(text, '\t', len))
+        return;
+    int added = 0;
+    for (const char *p = text; p < text + len; added++) {
+        int n;
+        utf8_next(p, &n);
+        p += n;
+    }
+    for (int i = 0; i < t->cursor_count; i++) {
+        cursor *k = &t->cursors[i];
+        int row = k->line - t->lines_start;
+        if (k->has_selection || row < 0 || row >= t->line_total)
+            continue;
+        view_line *v = &t->lines[row];
+        size_t old = strlen(v->text), at = col_to_byte(v->text, old, k->col);
+        char *grown = xmalloc(old + len + 1);
+        memcpy(grown, v->text, at);
+        memcpy(grown + at, text, len);
+        memcpy(grown + at + len, v->text + at, old - at + 1);
+        free(v->text);
+        v->text = grown;
+        for (int j = 0; j < v->token_count; j++) {
+            if (v->tokens[j].start >= k->col)
+                v->tokens[j].start += added;
+            if (v->tokens[j].end > k->col)
+                v->tokens[j].end += added;
+        }
+        /* Carets after this one on the same line move with it. */
+        for (int j = 0; j < t->cursor_count; j++)
+            if (j != i && t->cursors[j].line == k->line && t->cursors[j].col > k->col)
+                t->cursors[j].col += added;
+        k->col += added;
+    }
+}
+
+void editor_flush_typed(app *a)
+{
+    if (!a->typed.len)
+        return;
+    tab *t = app_tab(a);
+    if (t)
+        echo_locally(t, a->typed.data, a->typed.len);
+    if (t)
+        app_call(a, "document/type", NULL, 0, "{\"documentId\":%J,\"text\":%N}", t->doc_id, a->typed.data, a->typed.len);
+    if (t)
+        follow(a, t);
+    buf_clear(&a->typed);
+}
+
+static void type_text(app *a, tab *t, const char *text, size_t len)
+{
+    app_call(a, "document/type", NULL, 0, "{\"documentId\":%J,\"text\":%N}", t->doc_id, text, len);
+    follow(a, t);
+}
+
+static bool any_selection(tab *t)
+{
+    for (int i = 0; i < t->cursor_count; i++)
+        if (t->cursors[i].has_selection)
+            return true;
+    return false;
+}
+
+static void move_cursors(app *a, tab *t, const char *direction, const char *unit, bool select)
+{
+    app_call(a, "document/moveCursors", NULL, 0, "{\"documentId\":%J,\"direction\":%J,\"unit\":%J,\"select\":%b}",
+             t->doc_id, direction, unit, select);
+    follow(a, t);
+}
+
+static void delete_towards(app *a, tab *t, const char *direction)
+{
+    if (!any_selection(t))
+        app_call(a, "document/moveCursors", NULL, 0,
+                 "{\"documentId\":%J,\"direction\":%J,\"unit\":\"character\",\"select\":true}", t->doc_id, direction);
+    type_text(a, t, "", 0);
+}
+
+static void newline(app *a, tab *t)
+{
+    buf text = BUF_INIT;
+    buf_push(&text, '\n');
+    if (t->cursor_count) {
+        const char *line = view_text(t, t->cursors[0].line);
+        if (line) {
+            size_t indent = strspn(line, " \t");
+            buf_append(&text, line, indent);
+            size_t at = col_to_byte(line, strlen(line), t->cursors[0].col);
+            size_t k = at;
+            while (k > 0 && (line[k - 1] == ' ' || line[k - 1] == '\t'))
+                k--;
+            if (k > 0 && (line[k - 1] == '{' || line[k - 1] == '(' || line[k - 1] == '[' || line[k - 1] == ':'))
+                buf_append_str(&text, line[0] == '\t' ? "\t" : "    ");
+        }
+    }
+    type_text(a, t, text.data, text.len);
+    buf_free(&text);
+}
+
+static void osc52_copy(const char *text, size_t len)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    buf out = BUF_INIT;
+    buf_append_str(&out, "\033]52;c;");
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned char)text[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned char)text[i + 1] << 8;
+        if (i + 2 < len)
+            v |= (unsigned char)text[i + 2];
+        buf_push(&out, b64[(v >> 18) & 63]);
+        buf_push(&out, b64[(v >> 12) & 63]);
+        buf_push(&out, i + 1 < len ? b64[(v >> 6) & 63] : '=');
+        buf_push(&out, i + 2 < len ? b64[v & 63] : '=');
+    }
+    buf_append_str(&out, "\a");
+    fwrite(out.data, 1, out.len, stdout);
+    fflush(stdout);
+    buf_free(&out);
+}
+
+static void on_selections(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    bool cut = tag & 1;
+    tab *t = tab_by_serial(a, tag >> 1);
+    json_ref list = json_get(doc, result, "selections");
+    if (list == JSON_NO_REF)
+        list = result;
+    buf text = BUF_INIT;
+    bool first = true;
+    arena ar = ARENA_INIT;
+    for (json_ref s = json_first(doc, list); s != JSON_NO_REF; s = json_next(doc, s)) {
+        const char *str;
+        size_t n;
+        if (!json_string(doc, s, &ar, &str, &n) || n == 0)
+            continue;
+        if (!first)
+            buf_push(&text, '\n');
+        buf_append(&text, str, n);
+        first = false;
+    }
+    arena_free(&ar);
+    if (text.len) {
+        buf_clear(&a->clipboard);
+        buf_append(&a->clipboard, text.data, text.len);
+        osc52_copy(text.data, text.len);
+        app_message(a, false, "%s %zu bytes", cut ? "Cut" : "Copied", text.len);
+        if (cut && t)
+            type_text(a, t, "", 0);
+    }
+    buf_free(&text);
+    finish_chain(a, t);
+}
+
+static void on_copy_cursors(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    bool cut = tag & 1;
+    tab *t = chain_tab(a, tag >> 1, doc, result);
+    if (!t) {
+        chain_end(a);
+        return;
+    }
+    if (!any_selection(t) && t->cursor_count) {
+        /* Nothing selected: the whole line, as most editors do. */
+        const char *line = view_text(t, t->cursors[0].line);
+        if (!line) {
+            chain_end(a);
+            return;
+        }
+        buf_clear(&a->clipboard);
+        buf_append_str(&a->clipboard, line);
+        buf_push(&a->clipboard, '\n');
+        osc52_copy(a->clipboard.data, a->clipboard.len);
+        if (cut) {
+            int l = t->cursors[0].line;
+            app_call(a, "document/delete", NULL, 0,
+                     "{\"documentId\":%J,\"range\":{\"start\":{\"line\":%d,\"column\":0},\"end\":{\"line\":%d,\"column\":0}}}",
+                     t->doc_id, l, l + 1 < t->line_count ? l + 1 : l);
+            follow(a, t);
+        }
+        app_message(a, false, "%s the line", cut ? "Cut" : "Copied");
+        finish_chain(a, t);
+        return;
+    }
+    if (!app_call(a, "document/selections", on_selections, (t->serial << 1) | (cut ? 1 : 0), "{\"documentId\":%J}", t->doc_id))
+        chain_end(a);
+}
+
+static void copy_or_cut(app *a, tab *t, bool cut)
+{
+    chain_with_cursors(a, t, on_copy_cursors, (t->serial << 1) | (cut ? 1 : 0));
+}
+
+static void on_vertical_cursors(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    int delta = (tag & 1) ? 1 : -1;
+    tab *t = chain_tab(a, tag >> 1, doc, result);
+    if (!t || !t->cursor_count) {
+        chain_end(a);
+        return;
+    }
+    cursor *edge = &t->cursors[0];
+    for (int i = 1; i < t->cursor_count; i++)
+        if ((delta < 0 && t->cursors[i].line < edge->line) || (delta > 0 && t->cursors[i].line > edge->line))
+            edge = &t->cursors[i];
+    int line = edge->line + delta;
+    if (line < 0 || line >= t->line_count) {
+        chain_end(a);
+        return;
+    }
+    const char *text = view_text(t, line);
+    int col = edge->col, cols = text ? text_cols(text) : 0;
+    if (col > cols)
+        col = cols;
+    app_call(a, "document/addCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}", t->doc_id,
+             line, col);
+    finish_chain(a, t);
+}
+
+static void add_cursor_vertical(app *a, tab *t, int delta)
+{
+    chain_with_cursors(a, t, on_vertical_cursors, (t->serial << 1) | (delta > 0 ? 1 : 0));
+}
+
+/* Finds needle in text from (line, col) on, wrapping once; the match's start and end. */
+static bool find_in(const char *text, size_t len, const char *needle, int line, int col, int *sl, int *sc, int *el,
+                    int *ec)
+{
+    size_t nlen = strlen(needle);
+    if (!nlen)
+        return false;
+    /* Byte offset of (line, col). */
+    size_t start = 0;
+    for (int l = 0; l < line && start < len; start++)
+        if (text[start] == '\n')
+            l++;
+    start += col_to_byte(text + start, len - start, col);
+    const char *hit = NULL;
+    for (int pass = 0; pass < 2 && !hit; pass++) {
+        size_t from = pass == 0 ? start : 0, to = pass == 0 ? len : start + nlen;
+        if (to > len)
+            to = len;
+        hit = from <= to ? memmem(text + from, to - from, needle, nlen) : NULL;
+    }
+    if (!hit)
+        return false;
+    int l = 0, c = 0;
+    for (const char *p = text; p < hit;) {
+        if (*p == '\n') {
+            l++, c = 0, p++;
+            continue;
+        }
+        int n;
+        utf8_next(p, &n);
+        p += n, c++;
+    }
+    *sl = l, *sc = c;
+    for (const char *p = hit; p < hit + nlen;) {
+        if (*p == '\n') {
+            l++, c = 0, p++;
+            continue;
+        }
+        int n;
+        utf8_next(p, &n);
+        p += n, c++;
+    }
+    *el = l, *ec = c;
+    return true;
+}
+
+enum content_use { FIND_NEXT, NEXT_OCCURRENCE, REPLACE_ALL };
+
+typedef struct content_request {
+    enum content_use use;
+    uint64_t serial;
+} content_request;
+
+static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    enum content_use use = (enum content_use)(tag & 3);
+    tab *t = tab_by_serial(a, tag >> 2);
+    arena ar = ARENA_INIT;
+    const char *text;
+    size_t len;
+    if (!t || !json_string(doc, json_get(doc, result, "content"), &ar, &text, &len)) {
+        arena_free(&ar);
+        chain_end(a);
+        return;
+    }
+    if (use == REPLACE_ALL) {
+        const char *needle = a->replace_find, *with = a->last_search;
+        buf edits = BUF_INIT;
+        int count = 0, line = 0, col = 0;
+        size_t nlen = strlen(needle);
+        for (size_t i = 0; i < len;) {
+            if (nlen && i + nlen <= len && memcmp(text + i, needle, nlen) == 0) {
+                int sl, sc, el, ec;
+                find_in(text + i, nlen, needle, 0, 0, &sl, &sc, &el, &ec);
+                int end_line = line + el, end_col = el ? ec : col + ec;
+                rpc_format(&edits, "%s{\"range\":{\"start\":{\"line\":%d,\"column\":%d},\"end\":{\"line\":%d,\"column\":%d}},\"text\":%J}",
+                           count ? "," : "", line, col, end_line, end_col, with);
+                count++;
+                line = end_line, col = end_col;
+                i += nlen;
+                continue;
+            }
+            if (text[i] == '\n') {
+                line++, col = 0, i++;
+                continue;
+            }
+            int n;
+            utf8_next(text + i, &n);
+            i += (size_t)n, col++;
+        }
+        if (count)
+            app_call(a, "document/edit", NULL, 0, "{\"documentId\":%J,\"edits\":[%s]}", t->doc_id, edits.data);
+        app_message(a, false, "Replaced %d occurrence%s", count, count == 1 ? "" : "s");
+        buf_free(&edits);
+        arena_free(&ar);
+        finish_chain(a, t);
+        return;
+    }
+    if (!t->cursor_count) {
+        arena_free(&ar);
+        chain_end(a);
+        return;
+    }
+    /* Search after the last cursor (next occurrence) or the primary one (find). */
+    cursor *from = &t->cursors[0];
+    if (use == NEXT_OCCURRENCE)
+        for (int i = 1; i < t->cursor_count; i++)
+            if (t->cursors[i].line > from->line || (t->cursors[i].line == from->line && t->cursors[i].col > from->col))
+                from = &t->cursors[i];
+    int sl, sc, el, ec;
+    const char *needle = a->last_search;
+    if (!needle || !find_in(text, len, needle, from->line, from->col, &sl, &sc, &el, &ec)) {
+        app_message(a, true, "Not found: %s", needle ? needle : "");
+        arena_free(&ar);
+        chain_end(a);
+        return;
+    }
+    if (use == FIND_NEXT) {
+        app_call(a, "document/setCursor", NULL, 0,
+                 "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+                 t->doc_id, el, ec, sl, sc, el, ec);
+    } else {
+        buf cursors = BUF_INIT;
+        for (int i = 0; i < t->cursor_count; i++) {
+            cursor *k = &t->cursors[i];
+            if (k->line == sl && k->col == ec) {
+                app_message(a, false, "Every occurrence has a cursor");
+                buf_free(&cursors);
+                arena_free(&ar);
+                chain_end(a);
+                return;
+            }
+            rpc_format(&cursors, "{\"position\":{\"line\":%d,\"column\":%d}", k->line, k->col);
+            if (k->has_selection)
+                rpc_format(&cursors, ",\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}",
+                           k->anchor_line, k->anchor_col, k->line, k->col);
+            buf_append_str(&cursors, "},");
+        }
+        rpc_format(&cursors, "{\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+                   el, ec, sl, sc, el, ec);
+        app_call(a, "document/setCursors", NULL, 0, "{\"documentId\":%J,\"cursors\":[%s]}", t->doc_id, cursors.data);
+        buf_free(&cursors);
+    }
+    arena_free(&ar);
+    finish_chain(a, t);
+}
+
+/* Inside a chain: its answer ends it. */
+static void request_content(app *a, tab *t, enum content_use use)
+{
+    if (!app_call(a, "document/content", on_content, (t->serial << 2) | use, "{\"documentId\":%J}", t->doc_id))
+        chain_end(a);
+}
+
+static void begin_content(app *a, tab *t, enum content_use use)
+{
+    chain_begin(a);
+    request_content(a, t, use);
+}
+
+static void on_word(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    if (!t || json_type_of(doc, result) != JSON_OBJECT) {
+        chain_end(a);
+        return;
+    }
+    char *word = json_dup_string(doc, json_get(doc, result, "text"));
+    json_ref range = json_get(doc, result, "range");
+    int sl, sc, el, ec;
+    parse_position(doc, json_get(doc, range, "start"), &sl, &sc);
+    parse_position(doc, json_get(doc, range, "end"), &el, &ec);
+    if (word) {
+        free(a->last_search);
+        a->last_search = word;
+        app_call(a, "document/setCursor", NULL, 0,
+                 "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+                 t->doc_id, el, ec, sl, sc, el, ec);
+    }
+    finish_chain(a, t);
+}
+
+static void on_primary_selection(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    json_ref list = json_get(doc, result, "selections");
+    if (list == JSON_NO_REF)
+        list = result;
+    char *first = json_dup_string(doc, json_array_at(doc, list, 0));
+    if (!t || !first || !*first) {
+        free(first);
+        chain_end(a);
+        return;
+    }
+    free(a->last_search);
+    a->last_search = first;
+    request_content(a, t, NEXT_OCCURRENCE);
+}
+
+static void on_occurrence_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = chain_tab(a, serial, doc, result);
+    bool sent;
+    if (!t || !t->cursor_count)
+        sent = false;
+    else if (!t->cursors[0].has_selection)
+        sent = app_call(a, "document/wordAtPosition", on_word, t->serial,
+                        "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}", t->doc_id, t->cursors[0].line,
+                        t->cursors[0].col);
+    else
+        sent = app_call(a, "document/selections", on_primary_selection, t->serial, "{\"documentId\":%J}", t->doc_id);
+    if (!sent)
+        chain_end(a);
+}
+
+static void next_occurrence(app *a, tab *t)
+{
+    chain_with_cursors(a, t, on_occurrence_cursors, t->serial);
+}
+
+/* ---- prompts' answers ---- */
+
+static void find_answered(app *a, const char *answer)
+{
+    tab *t = app_tab(a);
+    if (!answer || !*answer || !t)
+        return;
+    free(a->last_search);
+    a->last_search = xstrdup(answer);
+    begin_content(a, t, FIND_NEXT);
+}
+
+static void replace_with_answered(app *a, const char *answer)
+{
+    tab *t = app_tab(a);
+    if (!answer || !t || !a->replace_find)
+        return;
+    free(a->last_search);
+    a->last_search = xstrdup(answer);
+    begin_content(a, t, REPLACE_ALL);
+}
+
+static void replace_answered(app *a, const char *answer)
+{
+    if (!answer || !*answer)
+        return;
+    free(a->replace_find);
+    a->replace_find = xstrdup(answer);
+    prompt_ask(a, "Replace with:", "", replace_with_answered);
+}
+
+static void goto_answered(app *a, const char *answer)
+{
+    tab *t = app_tab(a);
+    if (!answer || !t)
+        return;
+    int line = atoi(answer), col = 0;
+    const char *colon = strchr(answer, ':');
+    if (colon)
+        col = atoi(colon + 1) - 1;
+    if (line < 1)
+        line = 1;
+    if (line > t->line_count)
+        line = t->line_count;
+    const char *text = view_text(t, line - 1);
+    if (col < 0 || (text && col > text_cols(text)) || !text)
+        col = 0;
+    app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}", t->doc_id,
+             line - 1, col);
+    int top_row, height;
+    editor_layout(a, &top_row, &height);
+    if (line - 1 < t->top || line - 1 >= t->top + height) {
+        t->top = line - 1 > height / 2 ? line - 1 - height / 2 : 0;
+        tab_request_viewport(a, t);
+    }
+    follow(a, t);
+}
+
+/* ---- saving, closing, quitting ---- */
+
+enum save_then { THEN_NOTHING, THEN_CLOSE, THEN_QUIT };
+
+static void save_tab(app *a, tab *t, const char *as_path, bool force, enum save_then then);
+
+static void conflict_answered(app *a, int key)
+{
+    tab *t = app_tab(a);
+    if (t && (key == 'y' || key == 'Y'))
+        save_tab(a, t, NULL, true, THEN_NOTHING);
+}
+
+static void on_saved(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    enum save_then then = (enum save_then)(tag & 3);
+    tab *t = tab_by_serial(a, tag >> 2);
+    bool ok = false, conflict = false;
+    json_bool(doc, json_get(doc, result, "success"), &ok);
+    json_bool(doc, json_get(doc, result, "conflict"), &conflict);
+    if (then == THEN_QUIT)
+        a->pending_saves--;
+    if (!ok) {
+        char *msg = json_dup_string(doc, json_get(doc, result != JSON_NO_REF ? result : error, error != JSON_NO_REF ? "message" : "error"));
+        a->quit_after_saves = false;
+        if (conflict && t) {
+            prompt_choose(a, "The file changed on disk since it was read. Overwrite it? (y/n)", "yYnN", conflict_answered);
+        } else {
+            app_message(a, true, "Not saved: %s", msg ? msg : "the server refused");
+        }
+        free(msg);
+        return;
+    }
+    if (t) {
+        t->dirty = false;
+        char *uri = json_dup_string(doc, json_get(doc, result, "uri"));
+        if (uri) {
+            free(t->uri);
+            free(t->path);
+            t->uri = uri;
+            t->path = path_of_uri(uri);
+        }
+        app_message(a, false, "Saved %s", t->path ? t->path : t->uri);
+        tab_request_info(a, t);
+        schedule_git(a);
+        if (then == THEN_CLOSE) {
+            app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", t->doc_id);
+            for (int i = 0; i < a->tab_count; i++)
+                if (a->tabs[i] == t) {
+                    close_tab_at(a, i);
+                    break;
+                }
+        }
+    }
+    if (then == THEN_QUIT && a->quit_after_saves && a->pending_saves == 0)
+        app_quit_now(a);
+}
+
+static void save_as_answered(app *a, const char *answer)
+{
+    tab *t = app_tab(a);
+    if (!answer || !*answer || !t) {
+        a->quit_after_saves = false;
+        return;
+    }
+    save_tab(a, t, answer, false, THEN_NOTHING);
+}
+
+static void save_tab(app *a, tab *t, const char *as_path, bool force, enum save_then then)
+{
+    if (!as_path && !t->path) {
+        a->current = 0;
+        for (int i = 0; i < a->tab_count; i++)
+            if (a->tabs[i] == t)
+                a->current = i;
+        prompt_ask(a, "Save as:", a->workspace, save_as_answered);
+        return;
+    }
+    if (then == THEN_QUIT)
+        a->pending_saves++;
+    if (as_path) {
+        buf abs = BUF_INIT;
+        if (as_path[0] != '/')
+            buf_appendf(&abs, "%s/", a->workspace);
+        buf_append_str(&abs, as_path);
+        char *uri = file_uri(abs.data);
+        app_call(a, "document/save", on_saved, (t->serial << 2) | then, "{\"documentId\":%J,\"uri\":%J,\"force\":%b}",
+                 t->doc_id, uri, force);
+        free(uri);
+        buf_free(&abs);
+    } else {
+        app_call(a, "document/save", on_saved, (t->serial << 2) | then, "{\"documentId\":%J,\"force\":%b}", t->doc_id,
+                 force);
+    }
+}
+
+static void close_answered(app *a, int key)
+{
+    tab *t = app_tab(a);
+    if (!t)
+        return;
+    if (key == 'y' || key == 'Y') {
+        save_tab(a, t, NULL, false, THEN_CLOSE);
+    } else if (key == 'n' || key == 'N') {
+        app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", t->doc_id);
+        close_tab_at(a, a->current);
+    }
+}
+
+static void on_quit_barrier(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app_quit_now(ctx);
+}
+
+static void quit_answered(app *a, int key)
+{
+    if (key == 's' || key == 'S') {
+        a->quit_after_saves = true;
+        for (int i = 0; i < a->tab_count; i++)
+            if (a->tabs[i]->dirty) {
+                if (!a->tabs[i]->path) {
+                    a->current = i;
+                    a->quit_after_saves = false;
+                    prompt_ask(a, "Save as:", a->workspace, save_as_answered);
+                    return;
+                }
+                save_tab(a, a->tabs[i], NULL, false, THEN_QUIT);
+            }
+        if (a->pending_saves == 0)
+            app_quit_now(a);
+    } else if (key == 'd' || key == 'D') {
+        /* Discarded text is closed, so that it is not offered for recovery next time. */
+        for (int i = 0; i < a->tab_count; i++)
+            if (a->tabs[i]->dirty)
+                app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", a->tabs[i]->doc_id);
+        if (!app_call(a, "ecp/ping", on_quit_barrier, 0, NULL))
+            app_quit_now(a);
+    }
+}
+
+static void quit(app *a)
+{
+    int dirty = 0;
+    for (int i = 0; i < a->tab_count; i++)
+        dirty += a->tabs[i]->dirty;
+    if (dirty == 0 || a->server_dead) {
+        if (a->server_dead && dirty && !a->quit_after_saves) {
+            a->quit_after_saves = true; /* asked once; the second Ctrl+Q goes */
+            app_message(a, true, "The server is gone with %d unsaved file%s: Ctrl+S restarts it and recovers them; Ctrl+Q again quits",
+                        dirty, dirty == 1 ? "" : "s");
+            return;
+        }
+        app_quit_now(a);
+        return;
+    }
+    char question[160];
+    snprintf(question, sizeof question, "%d file%s unsaved. (s)ave all and quit, (d)iscard and quit, (c)ancel?", dirty,
+             dirty == 1 ? " is" : "s are");
+    prompt_choose(a, question, "sSdDcC", quit_answered);
+}
+
+static void on_new(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    if (result != JSON_NO_REF)
+        editor_adopt_document(a, doc, json_get(doc, result, "info"), 0, 0);
+}
+
+void editor_scroll(app *a, int lines)
+{
+    tab *t = app_tab(a);
+    if (!t)
+        return;
+    int top = t->top + lines;
+    if (top > t->line_count - 1)
+        top = t->line_count - 1;
+    if (top < 0)
+        top = 0;
+    if (top != t->top) {
+        t->top = top;
+        tab_request_viewport(a, t);
+    }
+}
+
+void editor_click(app *a, int row, int col)
+{
+    tab *t = app_tab(a);
+    int top_row, height;
+    editor_layout(a, &top_row, &height);
+    if (a->term.visible && row > top_row + height) {
+        a->term.focused = true;
+        return;
+    }
+    a->term.focused = false;
+    if (row == 0) {
+        /* The tab bar: tabs are 20 columns wide at most, as painted. */
+        int x = 0;
+        for (int i = 0; i < a->tab_count; i++) {
+            const char *p = a->tabs[i]->path ? strrchr(a->tabs[i]->path, '/') + 1 : "untitled";
+            int w = (int)strlen(p) + 4;
+            if (col >= x && col < x + w) {
+                a->current = i;
+                tab_request_viewport(a, a->tabs[i]);
+                return;
+            }
+            x += w;
+        }
+        return;
+    }
+    if (!t || row < top_row || row >= top_row + height)
+        return;
+    int line = t->top + row - top_row;
+    if (line >= t->line_count)
+        line = t->line_count - 1;
+    const char *text = view_text(t, line);
+    int gutter = gutter_width(t);
+    int c = text ? text_col_at_display(text, col - gutter + t->left) : 0;
+    if (col < gutter)
+        c = 0;
+    app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}", t->doc_id,
+             line, c);
+    tab_request_cursors(a, t);
+}
+
+/* ---- commands ---- */
+
+static const struct {
+    const char *name, *title;
+} commands[] = {
+    {"file.save", "Save"}, {"file.saveAs", "Save as..."}, {"file.new", "New file"}, {"file.picker", "Open a file (fuzzy)"},
+    {"app.quit", "Quit"}, {"edit.undo", "Undo"}, {"edit.redo", "Redo"}, {"edit.cut", "Cut"}, {"edit.copy", "Copy"},
+    {"edit.paste", "Paste"}, {"edit.selectAll", "Select all"}, {"find.find", "Find in the document"},
+    {"find.next", "Find the next match"}, {"find.replace", "Replace all in the document"},
+    {"search.project", "Search in the project's files"}, {"nav.gotoLine", "Go to line"}, {"app.help", "Help: key bindings"},
+    {"app.palette", "Command palette"}, {"cursor.nextOccurrence", "Add a cursor at the next occurrence"},
+    {"cursor.addAbove", "Add a cursor above"}, {"cursor.addBelow", "Add a cursor below"},
+    {"cursor.single", "Back to one cursor"}, {"tab.close", "Close the tab"}, {"tab.next", "Next tab"},
+    {"tab.previous", "Previous tab"}, {"terminal.toggle", "Terminal: show, focus, hide"},
+    {"terminal.hide", "Terminal: hide"}, {"git.panel", "Git: status, stage, commit, diff"},
+    {"server.restart", "Restart the server"}, {"cursor.up", "Cursor up"}, {"cursor.down", "Cursor down"},
+    {"cursor.left", "Cursor left"}, {"cursor.right", "Cursor right"}, {"select.up", "Select up"},
+    {"select.down", "Select down"}, {"select.left", "Select left"}, {"select.right", "Select right"},
+    {"cursor.wordLeft", "Word left"}, {"cursor.wordRight", "Word right"}, {"select.wordLeft", "Select word left"},
+    {"select.wordRight", "Select word right"}, {"cursor.home", "Line start"}, {"cursor.end", "Line end"},
+    {"select.home", "Select to line start"}, {"select.end", "Select to line end"}, {"cursor.top", "Document start"},
+    {"cursor.bottom", "Document end"}, {"cursor.pageUp", "Page up"}, {"cursor.pageDown", "Page down"},
+    {"select.pageUp", "Select page up"}, {"select.pageDown", "Select page down"}, {"edit.newline", "New line (indented)"},
+    {"edit.tab", "Indent"}, {"edit.backspace", "Delete left"}, {"edit.delete", "Delete right"},
+};
+
+const char *const *command_names(int *count)
+{
+    static const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        names[i] = commands[i].name;
+    *count = (int)(sizeof commands / sizeof commands[0]);
+    return names;
+}
+
+const char *command_title(const char *command)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, command) == 0)
+            return commands[i].title;
+    return command;
+}
+
+static void on_theme_reload(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    if (result != JSON_NO_REF)
+        colors_from_theme(a, doc, json_get(doc, result, "theme"));
+    for (int i = 0; i < a->tab_count; i++)
+        tab_request_viewport(a, a->tabs[i]);
+}
+
+void editor_run_command(app *a, const char *c)
+{
+    tab *t = app_tab(a);
+    a->need_paint = true;
+    if (strcmp(c, "app.quit") == 0)
+        quit(a);
+    else if (strcmp(c, "app.help") == 0)
+        help_open(a);
+    else if (strcmp(c, "app.palette") == 0)
+        palette_open(a);
+    else if (strcmp(c, "file.picker") == 0)
+        overlay_open(a, OVERLAY_PICKER, "Open file"), picker_query(a);
+    else if (strcmp(c, "search.project") == 0)
+        grep_start(a);
+    else if (strcmp(c, "terminal.toggle") == 0)
+        terminal_toggle(a);
+    else if (strcmp(c, "terminal.hide") == 0)
+        a->term.visible = a->term.focused = false, terminal_layout(a);
+    else if (strcmp(c, "git.panel") == 0)
+        git_panel_open(a);
+    else if (strcmp(c, "server.restart") == 0)
+        app_restart_server(a);
+    else if (strcmp(c, "theme.reload") == 0)
+        app_call(a, "theme/current", on_theme_reload, 0, NULL);
+    else if (strcmp(c, "file.new") == 0) {
+        static unsigned untitled;
+        char uri[48];
+        snprintf(uri, sizeof uri, "untitled:%d-%u", (int)getpid(), ++untitled);
+        app_call(a, "document/open", on_new, 0, "{\"uri\":%J,\"content\":\"\"}", uri);
+    } else if (a->server_dead && strcmp(c, "file.save") == 0)
+        app_restart_server(a);
+    else if (!t)
+        return;
+    else if (strcmp(c, "file.save") == 0)
+        save_tab(a, t, NULL, false, THEN_NOTHING);
+    else if (strcmp(c, "file.saveAs") == 0)
+        prompt_ask(a, "Save as:", t->path ? t->path : a->workspace, save_as_answered);
+    else if (strcmp(c, "tab.close") == 0) {
+        if (t->dirty)
+            prompt_choose(a, "Save changes before closing? (y)es, (n)o, (c)ancel", "yYnNcC", close_answered);
+        else {
+            app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", t->doc_id);
+            close_tab_at(a, a->current);
+        }
+    } else if (strcmp(c, "tab.next") == 0 || strcmp(c, "tab.previous") == 0) {
+        a->current = (a->current + (c[4] == 'n' ? 1 : a->tab_count - 1)) % a->tab_count;
+        tab_request_viewport(a, app_tab(a));
+        tab_request_cursors(a, app_tab(a));
+    } else if (strcmp(c, "edit.undo") == 0 || strcmp(c, "edit.redo") == 0) {
+        app_call(a, c[5] == 'u' ? "document/undo" : "document/redo", NULL, 0, "{\"documentId\":%J}", t->doc_id);
+        follow(a, t);
+    } else if (strcmp(c, "edit.cut") == 0 || strcmp(c, "edit.copy") == 0)
+        copy_or_cut(a, t, c[6] == 'u');
+    else if (strcmp(c, "edit.paste") == 0) {
+        if (a->clipboard.len)
+            type_text(a, t, a->clipboard.data, a->clipboard.len);
+    } else if (strcmp(c, "edit.selectAll") == 0) {
+        app_call(a, "document/selectAll", NULL, 0, "{\"documentId\":%J}", t->doc_id);
+        tab_request_cursors(a, t);
+    } else if (strcmp(c, "edit.newline") == 0)
+        newline(a, t);
+    else if (strcmp(c, "edit.tab") == 0)
+        type_text(a, t, "    ", 4);
+    else if (strcmp(c, "edit.backspace") == 0)
+        delete_towards(a, t, "left");
+    else if (strcmp(c, "edit.delete") == 0)
+        delete_towards(a, t, "right");
+    else if (strcmp(c, "find.find") == 0)
+        prompt_ask(a, "Find:", a->last_search ? a->last_search : "", find_answered);
+    else if (strcmp(c, "find.next") == 0) {
+        if (a->last_search)
+            begin_content(a, t, FIND_NEXT);
+        else
+            prompt_ask(a, "Find:", "", find_answered);
+    } else if (strcmp(c, "find.replace") == 0)
+        prompt_ask(a, "Replace:", a->last_search ? a->last_search : "", replace_answered);
+    else if (strcmp(c, "nav.gotoLine") == 0)
+        prompt_ask(a, "Go to line:", "", goto_answered);
+    else if (strcmp(c, "cursor.nextOccurrence") == 0)
+        next_occurrence(a, t);
+    else if (strcmp(c, "cursor.addAbove") == 0)
+        add_cursor_vertical(a, t, -1);
+    else if (strcmp(c, "cursor.addBelow") == 0)
+        add_cursor_vertical(a, t, 1);
+    else if (strcmp(c, "cursor.single") == 0) {
+        if (t->cursor_count)
+            app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
+                     t->doc_id, t->cursors[0].line, t->cursors[0].col);
+        tab_request_cursors(a, t);
+    } else if (strncmp(c, "cursor.", 7) == 0 || strncmp(c, "select.", 7) == 0) {
+        bool select = c[0] == 's';
+        const char *what = c + 7;
+        static const struct {
+            const char *what, *direction, *unit;
+        } moves[] = {{"up", "up", "character"},         {"down", "down", "character"},
+                     {"left", "left", "character"},     {"right", "right", "character"},
+                     {"wordLeft", "left", "word"},      {"wordRight", "right", "word"},
+                     {"home", "left", "line"},          {"end", "right", "line"},
+                     {"top", "up", "document"},         {"bottom", "down", "document"},
+                     {"pageUp", "up", "page"},          {"pageDown", "down", "page"}};
+        for (size_t i = 0; i < sizeof moves / sizeof moves[0]; i++)
+            if (strcmp(what, moves[i].what) == 0)
+                move_cursors(a, t, moves[i].direction, moves[i].unit, select);
+    } else
+        app_message(a, true, "Unknown command: %s", c);
+}

@@ -1,0 +1,510 @@
+/* Painting: the whole screen is drawn into ncurses' buffer every turn that
+ * something changed, and ncurses sends the terminal only the cells that
+ * differ, so an edit repaints the damaged lines and nothing else. Colours are
+ * the theme's RGB: as they are on a direct-colour terminal, else the nearest
+ * of the 256 (or 8) the terminal has. */
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "app.h"
+#include "arena.h"
+
+#define TAB_WIDTH 4
+
+static int nearest_256(int rgb)
+{
+    int r = (rgb >> 16) & 255, g = (rgb >> 8) & 255, b = rgb & 255;
+    static const int steps[6] = {0, 95, 135, 175, 215, 255};
+    int idx[3], comp[3] = {r, g, b};
+    for (int i = 0; i < 3; i++) {
+        int best = 0;
+        for (int s = 1; s < 6; s++)
+            if (abs(steps[s] - comp[i]) < abs(steps[best] - comp[i]))
+                best = s;
+        idx[i] = best;
+    }
+    int cube = 16 + 36 * idx[0] + 6 * idx[1] + idx[2];
+    int cr = steps[idx[0]], cg = steps[idx[1]], cb = steps[idx[2]];
+    int cube_dist = (cr - r) * (cr - r) + (cg - g) * (cg - g) + (cb - b) * (cb - b);
+    int grey = (r + g + b) / 3, gi = grey < 8 ? 0 : grey > 238 ? 23 : (grey - 8) / 10;
+    int gv = 8 + 10 * gi;
+    int grey_dist = (gv - r) * (gv - r) + (gv - g) * (gv - g) + (gv - b) * (gv - b);
+    return grey_dist < cube_dist ? 232 + gi : cube;
+}
+
+int color_index(app *a, int rgb)
+{
+    if (rgb < 0 || !has_colors())
+        return -1;
+    if (a->direct_color)
+        return rgb;
+    if (COLORS >= 256)
+        return nearest_256(rgb);
+    int r = (rgb >> 16) & 255, g = (rgb >> 8) & 255, b = rgb & 255;
+    return (r > 127 ? 1 : 0) | (g > 127 ? 2 : 0) | (b > 127 ? 4 : 0);
+}
+
+static int pair_of(app *a, int fg_rgb, int bg_rgb)
+{
+    if (!has_colors())
+        return 0;
+    int p = alloc_pair(color_index(a, fg_rgb), color_index(a, bg_rgb));
+    return p < 0 ? 0 : p;
+}
+
+void colors_default(app *a)
+{
+    a->colors = (colors){
+        .fg = 0xabb2bf, .bg = 0x282c34, .line_number = 0x636d83, .line_number_active = 0xabb2bf,
+        .selection = 0x3e4451, .cursor_line = 0x2c313c, .status_fg = 0x9da5b4, .status_bg = 0x21252b,
+        .tab_active = 0x282c34, .tab_inactive = 0x21252b, .added = 0x98c379, .modified = 0x61afef,
+        .deleted = 0xe06c75, .error = 0xe06c75, .warning = 0xe5c07b,
+    };
+}
+
+void colors_from_theme(app *a, const json_doc *doc, json_ref theme)
+{
+    json_ref c = json_get(doc, theme, "colors");
+    struct {
+        const char *key;
+        int *slot;
+    } keys[] = {
+        {"editor.background", &a->colors.bg},
+        {"editor.foreground", &a->colors.fg},
+        {"editorLineNumber.foreground", &a->colors.line_number},
+        {"editorLineNumber.activeForeground", &a->colors.line_number_active},
+        {"editor.selectionBackground", &a->colors.selection},
+        {"editor.lineHighlightBackground", &a->colors.cursor_line},
+        {"statusBar.background", &a->colors.status_bg},
+        {"statusBar.foreground", &a->colors.status_fg},
+        {"tab.activeBackground", &a->colors.tab_active},
+        {"tab.inactiveBackground", &a->colors.tab_inactive},
+    };
+    arena ar = ARENA_INIT;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *s;
+        size_t n;
+        if (json_string(doc, json_get(doc, c, keys[i].key), &ar, &s, &n) && n >= 7 && s[0] == '#')
+            *keys[i].slot = (int)strtol(s + 1, NULL, 16) & 0xFFFFFF;
+    }
+    arena_free(&ar);
+    a->need_paint = true;
+}
+
+int gutter_width(const tab *t)
+{
+    int digits = 1;
+    for (int n = t->line_count; n >= 10; n /= 10)
+        digits++;
+    return digits + 2; /* git mark, number, space */
+}
+
+/* One screen cell being built: a base character and the combining marks after it. */
+typedef struct cell {
+    wchar_t wc[CCHARW_MAX + 1];
+    int n;
+    attr_t attr;
+    int pair;
+    int width;
+    int x;
+} cell;
+
+static void emit(int y, cell *c)
+{
+    if (c->n == 0)
+        return;
+    c->wc[c->n] = 0;
+    cchar_t cc;
+    int pair = c->pair;
+    setcchar(&cc, c->wc, c->attr, 0, &pair);
+    mvadd_wch(y, c->x, &cc);
+    c->n = 0;
+}
+
+static void put_text(app *a, int y, int x, int max_x, const char *text, attr_t attr, int pair)
+{
+    cell c = {.n = 0};
+    while (text && *text && x < max_x) {
+        wchar_t wc;
+        mbstate_t st = {0};
+        size_t len = mbrtowc(&wc, text, strlen(text), &st);
+        if (len == (size_t)-1 || len == (size_t)-2 || len == 0) {
+            wc = L'?';
+            len = 1;
+        }
+        text += len;
+        int w = wcwidth(wc);
+        if (w == 0 && c.n > 0 && c.n < CCHARW_MAX) {
+            c.wc[c.n++] = wc;
+            continue;
+        }
+        if (w < 0)
+            wc = L'?', w = 1;
+        if (x + w > max_x)
+            break;
+        emit(y, &c);
+        c = (cell){.wc = {wc}, .n = 1, .attr = attr, .pair = pair, .width = w, .x = x};
+        x += w;
+    }
+    emit(y, &c);
+}
+
+static void fill(int y, int x, int max_x, int pair)
+{
+    cchar_t cc;
+    setcchar(&cc, L" ", 0, 0, &pair);
+    for (; x < max_x; x++)
+        mvadd_wch(y, x, &cc);
+}
+
+static bool in_selection(const cursor *k, int line, int col)
+{
+    if (!k->has_selection)
+        return false;
+    int sl = k->anchor_line, sc = k->anchor_col, el = k->line, ec = k->col;
+    if (sl > el || (sl == el && sc > ec)) {
+        int tl = sl, tc = sc;
+        sl = el, sc = ec, el = tl, ec = tc;
+    }
+    if (line < sl || line > el)
+        return false;
+    if (line == sl && col < sc)
+        return false;
+    if (line == el && col >= ec)
+        return false;
+    return true;
+}
+
+static const diagnostic *diagnostic_at(const tab *t, int line, int col, int line_cols)
+{
+    for (int i = 0; i < t->diag_count; i++) {
+        const diagnostic *d = &t->diags[i];
+        int sc = d->start_col, ec = d->end_col;
+        if (d->start_line == d->end_line && sc == ec) {
+            /* An empty range marks the character at it (or the last one of the line). */
+            if (sc >= line_cols && line_cols > 0)
+                sc = line_cols - 1;
+            ec = sc + 1;
+        }
+        if (line < d->start_line || line > d->end_line)
+            continue;
+        if (line == d->start_line && col < sc)
+            continue;
+        if (line == d->end_line && col >= ec)
+            continue;
+        return d;
+    }
+    return NULL;
+}
+
+static void paint_line(app *a, tab *t, int y, int line, int gutter, int width)
+{
+    colors *c = &a->colors;
+    bool current = t->cursor_count && t->cursors[0].line == line;
+    int bg = current ? c->cursor_line : c->bg;
+    int base = pair_of(a, c->fg, bg);
+    const view_line *v = NULL;
+    if (line - t->lines_start >= 0 && line - t->lines_start < t->line_total)
+        v = &t->lines[line - t->lines_start];
+    if (line >= t->line_count || !v) {
+        fill(y, 0, gutter + width, pair_of(a, c->fg, c->bg));
+        if (line < t->line_count) /* not arrived yet: a dim marker, never stale text */
+            put_text(a, y, gutter - 1, gutter, "~", A_DIM, pair_of(a, c->line_number, c->bg));
+        return;
+    }
+    /* The gutter: git mark, line number. */
+    git_mark mark = GIT_NONE;
+    for (int i = 0; i < t->mark_count; i++)
+        if (t->marks[i].line == line)
+            mark = t->marks[i].mark;
+    static const char *mark_text[] = {" ", "+", "~", "_"};
+    int mark_rgb = mark == GIT_ADDED ? c->added : mark == GIT_MODIFIED ? c->modified : c->deleted;
+    put_text(a, y, 0, 1, mark_text[mark], A_BOLD, pair_of(a, mark == GIT_NONE ? c->fg : mark_rgb, c->bg));
+    char number[64];
+    snprintf(number, sizeof number, "%*d ", (gutter - 2) & 31, line + 1);
+    put_text(a, y, 1, gutter, number, current ? A_BOLD : 0,
+             pair_of(a, current ? c->line_number_active : c->line_number, c->bg));
+    /* The text. */
+    int cols = 0;
+    for (const char *p = v->text; *p; cols++) {
+        mbstate_t st = {0};
+        wchar_t wc;
+        size_t n = mbrtowc(&wc, p, strlen(p), &st);
+        p += (n == (size_t)-1 || n == (size_t)-2 || n == 0) ? 1 : n;
+    }
+    const char *p = v->text;
+    int display = 0, tk = 0, x_end = gutter + width;
+    cell pending = {.n = 0};
+    for (int col = 0; *p; col++) {
+        mbstate_t st = {0};
+        wchar_t wc;
+        size_t n = mbrtowc(&wc, p, strlen(p), &st);
+        if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
+            wc = 0xFFFD;
+            n = 1;
+        }
+        p += n;
+        int w = wc == L'\t' ? TAB_WIDTH - display % TAB_WIDTH : wcwidth(wc);
+        if (w == 0 && pending.n > 0 && pending.n < CCHARW_MAX) {
+            pending.wc[pending.n++] = wc;
+            continue;
+        }
+        if (w < 0)
+            wc = 0xFFFD, w = 1;
+        int fg = c->fg, cbg = bg;
+        attr_t attr = 0;
+        while (tk < v->token_count && v->tokens[tk].end <= col)
+            tk++;
+        if (tk < v->token_count && v->tokens[tk].start <= col && v->tokens[tk].rgb >= 0)
+            fg = v->tokens[tk].rgb;
+        for (int i = 0; i < t->cursor_count; i++) {
+            if (in_selection(&t->cursors[i], line, col))
+                cbg = c->selection;
+            if (i > 0 && t->cursors[i].line == line && t->cursors[i].col == col)
+                attr |= A_REVERSE;
+        }
+        const diagnostic *d = diagnostic_at(t, line, col, cols);
+        if (d) {
+            attr |= A_UNDERLINE;
+            if (d->severity == 1)
+                fg = c->error;
+            else if (d->severity == 2)
+                fg = c->warning;
+        }
+        int x = gutter + display - t->left;
+        display += w;
+        if (x < gutter || x + w > x_end)
+            continue;
+        emit(y, &pending);
+        int pair = pair_of(a, fg, cbg);
+        if (wc == L'\t') {
+            for (int i = 0; i < w; i++) {
+                cell sp = {.wc = {L' '}, .n = 1, .attr = attr & (attr_t)~A_UNDERLINE, .pair = pair, .x = x + i};
+                if (i == 0)
+                    sp.attr = attr;
+                emit(y, &sp);
+            }
+            continue;
+        }
+        pending = (cell){.wc = {wc}, .n = 1, .attr = attr, .pair = pair, .width = w, .x = x};
+    }
+    emit(y, &pending);
+    int x = gutter + display - t->left;
+    if (x < gutter)
+        x = gutter;
+    fill(y, x, x_end, base);
+    /* A secondary cursor at the end of its line. */
+    for (int i = 1; i < t->cursor_count; i++) {
+        int ex = gutter + display - t->left;
+        if (t->cursors[i].line == line && t->cursors[i].col >= cols && ex >= gutter && ex < x_end)
+            put_text(a, y, ex, ex + 1, " ", A_REVERSE, base);
+    }
+}
+
+static void paint_tabs(app *a)
+{
+    colors *c = &a->colors;
+    fill(0, 0, a->cols, pair_of(a, c->status_fg, c->tab_inactive));
+    int x = 0;
+    for (int i = 0; i < a->tab_count && x < a->cols; i++) {
+        tab *t = a->tabs[i];
+        const char *name = t->path ? strrchr(t->path, '/') + 1 : "untitled";
+        char label[300];
+        snprintf(label, sizeof label, " %s%s ", name, t->dirty ? " ●" : "  ");
+        bool active = i == a->current;
+        put_text(a, 0, x, a->cols, label, active ? A_BOLD : 0,
+                 pair_of(a, active ? c->fg : c->status_fg, active ? c->tab_active : c->tab_inactive));
+        x += (int)strlen(name) + 4;
+    }
+}
+
+static void paint_overlay(app *a, int top, int height)
+{
+    colors *c = &a->colors;
+    overlay_state *o = &a->overlay;
+    int base = pair_of(a, c->fg, c->status_bg);
+    for (int y = top; y < top + height; y++)
+        fill(y, 0, a->cols, base);
+    char head[512];
+    snprintf(head, sizeof head, " %s", o->title ? o->title : "");
+    put_text(a, top, 0, a->cols, head, A_BOLD, base);
+    bool has_query = o->kind == OVERLAY_PICKER || o->kind == OVERLAY_PALETTE || o->kind == OVERLAY_HELP;
+    int first = top + 1;
+    if (has_query) {
+        put_text(a, top + 1, 0, a->cols, "> ", A_BOLD, base);
+        put_text(a, top + 1, 2, a->cols, o->query.data ? o->query.data : "", 0, base);
+        first = top + 2;
+    }
+    int rows = top + height - first;
+    if (rows < 1)
+        return;
+    if (o->selected < o->scroll)
+        o->scroll = o->selected;
+    if (o->selected >= o->scroll + rows)
+        o->scroll = o->selected - rows + 1;
+    for (int i = 0; i < rows && o->scroll + i < o->visible_count; i++) {
+        list_item *it = &o->items[o->visible[o->scroll + i]];
+        bool sel = o->scroll + i == o->selected && o->kind != OVERLAY_HELP && o->kind != OVERLAY_DIFF;
+        int fg = it->attr == 1 ? c->added : it->attr == 2 ? c->deleted : it->attr == 3 ? c->modified : c->fg;
+        put_text(a, first + i, 1, a->cols, it->label, sel ? A_REVERSE : 0, pair_of(a, fg, c->status_bg));
+    }
+}
+
+static void paint_terminal(app *a, int top)
+{
+    colors *c = &a->colors;
+    terminal_pane *tp = &a->term;
+    int head = pair_of(a, c->status_fg, c->status_bg);
+    fill(top, 0, a->cols, head);
+    put_text(a, top, 1, a->cols, tp->focused ? "TERMINAL (keys go to the shell; Ctrl+T: back to the editor)"
+                                             : "TERMINAL (Ctrl+T: focus)",
+             tp->focused ? A_BOLD : 0, head);
+    for (int r = 0; r < tp->rows; r++) {
+        int y = top + 1 + r;
+        fill(y, 0, a->cols, pair_of(a, -1, -1));
+        if (!tp->cells || r >= tp->cell_rows)
+            continue;
+        int x = 0;
+        for (int col = 0; col < tp->cell_cols && x < a->cols; col++) {
+            term_cell *tc = &tp->cells[r * tp->cell_cols + col];
+            if (!tc->ch[0])
+                continue; /* the second half of a wide character */
+            attr_t attr = (tc->bold ? A_BOLD : 0) | (tc->underline ? A_UNDERLINE : 0) | (tc->inverse ? A_REVERSE : 0) |
+                          (tc->italic ? A_ITALIC : 0);
+            int pair = has_colors() ? alloc_pair(color_index(a, tc->fg), color_index(a, tc->bg)) : 0;
+            put_text(a, y, col, a->cols, tc->ch, attr, pair < 0 ? 0 : pair);
+            x = col + 1;
+        }
+    }
+}
+
+static void paint_status(app *a, tab *t)
+{
+    colors *c = &a->colors;
+    int y = a->rows - 1;
+    int base = pair_of(a, c->status_fg, c->status_bg);
+    fill(y, 0, a->cols, base);
+    if (a->prompt.active) {
+        put_text(a, y, 0, a->cols, a->prompt.label, A_BOLD, base);
+        int x = (int)strlen(a->prompt.label) + 1;
+        if (!a->prompt.choose)
+            put_text(a, y, x, a->cols, a->prompt.input.data ? a->prompt.input.data : "", 0, base);
+        return;
+    }
+    /* Position first; cursors, branch and language while they fit. */
+    buf rb = BUF_INIT;
+    if (t && t->cursor_count) {
+        buf_appendf(&rb, "Ln %d, Col %d", t->cursors[0].line + 1, t->cursors[0].col + 1);
+        char extra[3][128];
+        snprintf(extra[0], sizeof extra[0], t->cursor_count > 1 ? " (%d cursors)" : "", t->cursor_count);
+        snprintf(extra[1], sizeof extra[1], "   %s", a->branch ? a->branch : "");
+        snprintf(extra[2], sizeof extra[2], "   %s ", t->language ? t->language : "");
+        for (int i = 0; i < 3; i++)
+            if ((i != 1 || a->branch) && (int)(rb.len + strlen(extra[i])) < a->cols - 12)
+                buf_append_str(&rb, extra[i]);
+    }
+    char right[512];
+    snprintf(right, sizeof right, "%s", rb.data ? rb.data : "");
+    buf_free(&rb);
+    int rw = (int)strlen(right);
+    if (rw >= a->cols)
+        rw = 0, right[0] = 0;
+    int left_end = a->cols - rw - 1;
+    if (a->message) {
+        put_text(a, y, 1, left_end, a->message, a->message_is_error ? A_BOLD : 0,
+                 a->message_is_error ? pair_of(a, c->error, c->status_bg) : base);
+    } else if (t) {
+        const diagnostic *d = NULL;
+        for (int i = 0; t->cursor_count && i < t->diag_count && !d; i++)
+            if (t->diags[i].start_line <= t->cursors[0].line && t->diags[i].end_line >= t->cursors[0].line)
+                d = &t->diags[i];
+        if (d) {
+            buf m = BUF_INIT;
+            buf_appendf(&m, "%s %s", d->severity == 1 ? "error:" : d->severity == 2 ? "warning:" : "note:", d->message);
+            for (char *q = m.data; *q; q++)
+                if (*q == '\n')
+                    *q = ' ';
+            put_text(a, y, 1, left_end, m.data, 0, pair_of(a, d->severity == 1 ? c->error : c->warning, c->status_bg));
+            buf_free(&m);
+        } else {
+            buf m = BUF_INIT;
+            buf_appendf(&m, "%s%s%s", t->path ? t->path : "untitled", t->dirty ? " [modified]" : "",
+                        t->changed_on_disk ? " [changed on disk]" : "");
+            put_text(a, y, 1, left_end, m.data, 0, base);
+            buf_free(&m);
+        }
+    }
+    if (rw < a->cols)
+        put_text(a, y, a->cols - rw, a->cols, right, 0, base);
+}
+
+void paint(app *a)
+{
+    if (a->rows < 3 || a->cols < 8) {
+        erase();
+        put_text(a, 0, 0, a->cols, "ecp-tui: too small", 0, 0);
+        refresh();
+        return;
+    }
+    tab *t = app_tab(a);
+    colors *c = &a->colors;
+    int top, height;
+    editor_layout(a, &top, &height);
+    paint_tabs(a);
+    int cursor_y = -1, cursor_x = -1;
+    if (a->overlay.kind != OVERLAY_NONE) {
+        paint_overlay(a, top, height);
+        if (a->overlay.kind == OVERLAY_PICKER || a->overlay.kind == OVERLAY_PALETTE || a->overlay.kind == OVERLAY_HELP)
+            cursor_y = top + 1, cursor_x = 2 + text_display_col(a->overlay.query.data, 1 << 30);
+    } else if (t) {
+        int gutter = gutter_width(t), width = a->cols - gutter - 1;
+        for (int r = 0; r < height; r++)
+            paint_line(a, t, top + r, t->top + r, gutter, width);
+        /* The scrollbar. */
+        int track = pair_of(a, c->line_number, c->bg);
+        for (int r = 0; r < height; r++)
+            put_text(a, top + r, a->cols - 1, a->cols, " ", 0, track);
+        if (t->line_count > height) {
+            int thumb = height * height / t->line_count;
+            if (thumb < 1)
+                thumb = 1;
+            int start = (int)((long long)t->top * height / t->line_count);
+            if (start + thumb > height)
+                start = height - thumb;
+            for (int r = start; r < start + thumb; r++)
+                put_text(a, top + r, a->cols - 1, a->cols, "█", 0, track);
+        }
+        if (t->cursor_count && !a->term.focused) {
+            int line = t->cursors[0].line;
+            const char *text = NULL;
+            if (line - t->lines_start >= 0 && line - t->lines_start < t->line_total)
+                text = t->lines[line - t->lines_start].text;
+            int x = gutter + (text ? text_display_col(text, t->cursors[0].col) : 0) - t->left;
+            if (line >= t->top && line < t->top + height && x >= gutter && x < gutter + width)
+                cursor_y = top + line - t->top, cursor_x = x;
+        }
+    } else {
+        for (int r = 0; r < height; r++)
+            fill(top + r, 0, a->cols, pair_of(a, c->fg, c->bg));
+        put_text(a, top + height / 2, 2, a->cols, "No file open: Ctrl+P opens one, Ctrl+N makes one, F1 helps.", 0,
+                 pair_of(a, c->line_number, c->bg));
+    }
+    if (a->term.visible)
+        paint_terminal(a, top + height);
+    if (a->term.visible && a->term.focused && a->overlay.kind == OVERLAY_NONE)
+        cursor_y = top + height + 1 + a->term.cursor_y, cursor_x = a->term.cursor_x;
+    paint_status(a, t);
+    if (a->prompt.active) {
+        cursor_y = a->rows - 1;
+        cursor_x = (int)strlen(a->prompt.label) + 1 +
+                   (a->prompt.choose ? 0 : text_display_col(a->prompt.input.data, 1 << 30));
+    }
+    if (cursor_y >= 0 && cursor_x >= 0 && cursor_x < a->cols) {
+        curs_set(1);
+        move(cursor_y, cursor_x);
+    } else {
+        curs_set(0);
+    }
+    refresh();
+}

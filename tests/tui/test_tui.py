@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""ecp-tui in a real terminal: each test runs the editor in its own tmux
+server, sends keys with send-keys and reads the screen (with its colours)
+with capture-pane, waiting for what it expects rather than sleeping.
+
+usage: test_tui.py ECP_TUI [TEST ...]
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+TUI = None
+TIMEOUT = float(os.environ.get("TUI_TEST_TIMEOUT", "15"))
+
+
+class Failure(Exception):
+    pass
+
+
+class Screen:
+    """One tmux server, one window running ecp-tui."""
+
+    def __init__(self, args, cwd, cols=100, rows=24, env=None):
+        self.dir = tempfile.mkdtemp(prefix="ecp-tui-test-")
+        self.socket = os.path.join(self.dir, "tmux.sock")
+        self.exit_file = os.path.join(self.dir, "exit")
+        self.sanitizer_dir = os.path.join(self.dir, "sanitizer")
+        os.mkdir(self.sanitizer_dir)
+        environment = {
+            "XDG_DATA_HOME": os.path.join(self.dir, "data"),
+            "XDG_CONFIG_HOME": os.path.join(self.dir, "config"),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "HOME": self.dir,
+            "PS1": "$ ",
+            "SHELL": "/bin/sh",
+            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":log_path=" + self.sanitizer_dir + "/asan",
+            "UBSAN_OPTIONS": os.environ.get("UBSAN_OPTIONS", "") + ":log_path=" + self.sanitizer_dir + "/ubsan",
+        }
+        environment.update(env or {})
+        command = " ".join(shlex_quote(a) for a in [TUI, "--server-log", os.path.join(self.dir, "server.log")] + args)
+        script = "%s; echo $? > %s; sleep 600" % (command, shlex_quote(self.exit_file))
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-x", str(cols), "-y", str(rows), "-c", cwd,
+                  *sum((["-e", "%s=%s" % kv] for kv in environment.items()), []), "sh", "-c", script)
+        self.tmux("set-option", "-g", "default-terminal", "tmux-256color")
+        self.tmux("set-option", "-g", "escape-time", "0")
+
+    def tmux(self, *args):
+        return subprocess.run(["tmux", "-S", self.socket] + list(args), check=True, capture_output=True,
+                              text=True).stdout
+
+    def keys(self, *keys, literal=False):
+        self.tmux("send-keys", *(["-l"] if literal else []), *keys)
+
+    def type(self, text):
+        self.keys(text, literal=True)
+
+    def text(self):
+        return self.tmux("capture-pane", "-p")
+
+    def colored(self):
+        return self.tmux("capture-pane", "-p", "-e")
+
+    def wait(self, predicate, what, colored=False):
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            screen = self.colored() if colored else self.text()
+            if predicate(screen):
+                return screen
+            if self.exited() is not None and not predicate(screen):
+                raise Failure("ecp-tui exited (%s) while waiting for %s; screen:\n%s" % (self.exited(), what, screen))
+            if time.monotonic() > deadline:
+                raise Failure("timed out waiting for %s; screen:\n%s" % (what, screen))
+            time.sleep(0.01)
+
+    def wait_for(self, text, colored=False):
+        return self.wait(lambda s: text in s, repr(text), colored)
+
+    def exited(self):
+        try:
+            with open(self.exit_file) as f:
+                return f.read().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def wait_exit(self):
+        deadline = time.monotonic() + TIMEOUT
+        while self.exited() is None:
+            if time.monotonic() > deadline:
+                raise Failure("ecp-tui did not exit; screen:\n" + self.text())
+            time.sleep(0.01)
+        return self.exited()
+
+    def close(self):
+        try:
+            self.tmux("kill-server")
+        except subprocess.CalledProcessError:
+            pass
+        reports = [os.path.join(self.sanitizer_dir, f) for f in os.listdir(self.sanitizer_dir)]
+        text = "".join(open(r, errors="replace").read() for r in reports)
+        # The server may still be writing its data directory as it goes: remove until gone.
+        deadline = time.monotonic() + 5
+        while os.path.exists(self.dir) and time.monotonic() < deadline:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            if os.path.exists(self.dir):
+                time.sleep(0.05)
+        if text:
+            raise Failure("sanitizer reports:\n" + text)
+
+
+def shlex_quote(s):
+    import shlex
+    return shlex.quote(s)
+
+
+def line_of(screen, needle):
+    for line in screen.splitlines():
+        if needle in line:
+            return line
+    return None
+
+
+def status_line(screen):
+    lines = screen.rstrip("\n").splitlines()
+    return lines[-1] if lines else ""
+
+
+# ---- the tests ----
+
+def test_type_undo_save(work):
+    path = os.path.join(work, "notes.txt")
+    with open(path, "w") as f:
+        f.write("first line\nsecond line\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("second line")
+        s.type("Hello, ")
+        s.wait_for("Hello, first line")
+        s.keys("C-z")
+        s.wait(lambda t: "Hello" not in t and "first line" in t, "the undo")
+        s.keys("Down", "End")
+        s.type(" wide:日本 é")
+        s.wait_for("second line wide:日本 é")
+        s.keys("C-s")
+        s.wait_for("Saved")
+        with open(path, encoding="utf-8") as f:
+            got = f.read()
+        if got != "first line\nsecond line wide:日本 é\n":
+            raise Failure("file on disk: %r" % got)
+        s.keys("C-q")
+        if s.wait_exit() != "0":
+            raise Failure("exit status " + s.exited())
+    finally:
+        s.close()
+
+
+def test_multi_cursor(work):
+    path = os.path.join(work, "m.txt")
+    with open(path, "w") as f:
+        f.write("foo bar foo baz foo\nalpha\nbeta\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("foo bar foo baz foo")
+        s.keys("C-d")  # selects the word under the cursor
+        s.keys("C-d", "C-d")  # and its next two occurrences
+        s.wait_for("(3 cursors)")
+        s.type("qux")
+        s.wait_for("qux bar qux baz qux")
+        s.keys("Escape", "Down", "Home")
+        s.wait(lambda t: "(3 cursors)" not in t and "Ln 2, Col 1" in t, "one cursor on line 2")
+        s.keys("M-Down")  # add a cursor below
+        s.wait_for("(2 cursors)")
+        s.type("> ")
+        s.wait(lambda t: "> alpha" in t and "> beta" in t, "both lines edited")
+    finally:
+        s.close()
+
+
+def test_syntax_colours(work):
+    path = os.path.join(work, "c.c")
+    with open(path, "w") as f:
+        f.write("int main(void) {\n    return 42;\n}\n")
+    s = Screen([path], work)
+    try:
+        def colours_of(screen, needle):
+            line = line_of(screen, needle) or ""
+            return set(re.findall(r"38;5;(\d+)m", line[line.find(needle) - 20:]))
+        # The keyword, the number and the punctuation each in their colour.
+        s.wait(lambda t: len(colours_of(t, "return")) >= 3, "a coloured keyword", colored=True)
+        s.wait(lambda t: len(colours_of(t, "main")) >= 3, "a coloured type and function", colored=True)
+    finally:
+        s.close()
+
+
+def test_clangd_diagnostic(work):
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    path = os.path.join(work, "d.c")
+    with open(path, "w") as f:
+        f.write("int main(void) { return undeclared_thing; }\n")
+    s = Screen([path], work)
+    try:
+        screen = s.wait(lambda t: "undeclared" in status_line(t), "the diagnostic on the status line")
+        if "error" not in status_line(screen):
+            raise Failure("status line: " + status_line(screen))
+        s.wait(lambda t: re.search(r"\x1b\[(?:[0-9;]*;)?4(?:;[0-9;]*)?m(?:\x1b\[[0-9;]*m)*undeclared_thing", t) is not None,
+               "the underlined identifier", colored=True)
+    finally:
+        s.close()
+
+
+def git(work, *args):
+    subprocess.run(["git", "-C", work, "-c", "user.name=t", "-c", "user.email=t@example.com"] + list(args), check=True,
+                   capture_output=True)
+
+
+def test_git_gutter(work):
+    git(work, "init", "-q", "-b", "trunk")
+    path = os.path.join(work, "g.txt")
+    with open(path, "w") as f:
+        f.write("one\ntwo\nthree\n")
+    git(work, "add", "g.txt")
+    git(work, "commit", "-qm", "first")
+    s = Screen([path], work)
+    try:
+        s.wait(lambda t: "trunk" in status_line(t), "the branch in the status bar")
+        s.keys("Down")
+        s.type("2")
+        s.wait(lambda t: re.search(r"^~ *2 2two", t, re.M) is not None, "a modified mark on line 2")
+        s.keys("Down", "End", "Enter")
+        s.type("four")
+        s.wait(lambda t: re.search(r"^\+ *4 four", t, re.M) is not None, "an added mark on line 4")
+    finally:
+        s.close()
+
+
+def test_terminal_pane(work):
+    path = os.path.join(work, "t.txt")
+    with open(path, "w") as f:
+        f.write("text\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("text")
+        s.keys("C-t")
+        s.wait_for("TERMINAL")
+        s.type("echo sum-$((6*7))")
+        s.keys("Enter")
+        s.wait_for("sum-42")
+        s.keys("C-t")  # back to the editor: typing goes to the text
+        s.type("X")
+        s.wait_for("Xtext")
+    finally:
+        s.close()
+
+
+def test_quit_asks_when_unsaved(work):
+    path = os.path.join(work, "q.txt")
+    with open(path, "w") as f:
+        f.write("keep\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("keep")
+        s.type("changed ")
+        s.wait_for("changed keep")
+        s.keys("C-q")
+        s.wait_for("unsaved")
+        s.type("c")  # cancel: still running
+        s.wait(lambda t: "unsaved" not in status_line(t), "the question gone")
+        if s.exited() is not None:
+            raise Failure("quit without the answer")
+        s.keys("C-q")
+        s.wait_for("unsaved")
+        s.type("d")
+        if s.wait_exit() != "0":
+            raise Failure("exit status " + s.exited())
+        with open(path) as f:
+            if f.read() != "keep\n":
+                raise Failure("discarding wrote the file")
+    finally:
+        s.close()
+
+
+def test_resize(work):
+    path = os.path.join(work, "r.txt")
+    with open(path, "w") as f:
+        f.write("".join("line %d of the file\n" % i for i in range(1, 60)))
+    s = Screen([path], work, cols=100, rows=30)
+    try:
+        s.wait_for("line 28 of")
+        s.tmux("resize-window", "-x", "40", "-y", "10")
+        s.wait(lambda t: len(t.splitlines()) <= 10 and "Ln 1, Col 1" in status_line(t), "the small layout")
+        s.tmux("resize-window", "-x", "20", "-y", "5")
+        s.wait(lambda t: len(t.splitlines()) <= 5, "a 20x5 screen")
+        s.tmux("resize-window", "-x", "120", "-y", "40")
+        s.wait_for("line 38 of")
+        s.keys("C-g")
+        s.type("50")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 50, Col 1" in status_line(t) and "line 50 of" in t, "line 50")
+    finally:
+        s.close()
+
+
+def server_pid(work):
+    out = subprocess.run(["pgrep", "-f", "ecpd --stdio --workspace " + work + "$"], capture_output=True, text=True).stdout
+    pids = out.split()
+    return int(pids[0]) if pids else None
+
+
+def test_server_dies(work):
+    path = os.path.join(work, "k.txt")
+    with open(path, "w") as f:
+        f.write("alpha\nbeta\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("beta")
+        s.type("unsaved ")
+        s.wait_for("unsaved alpha")
+        # The server keeps unsaved text for recovery within about a second of an edit.
+        time.sleep(1.5)
+        os.kill(server_pid(work), 9)
+        screen = s.wait_for("The server stopped")
+        if "unsaved alpha" not in screen:
+            raise Failure("the text left the screen:\n" + screen)
+        s.keys("C-s")  # restarts the server, recovers the text, asks where to save it
+        s.wait_for("Save as:")
+        s.keys("C-u")
+        s.type(os.path.join(work, "rescued.txt"))
+        s.keys("Enter")
+        s.wait_for("Saved")
+        with open(os.path.join(work, "rescued.txt")) as f:
+            got = f.read()
+        if got != "unsaved alpha\nbeta\n":
+            raise Failure("rescued text: %r" % got)
+    finally:
+        s.close()
+
+
+def test_shared_socket_server(work):
+    ecpd = os.path.join(os.path.dirname(TUI), "..", "..", "server", "ecpd")
+    sock = os.path.join(work, "ecpd.sock")
+    env = dict(os.environ, XDG_DATA_HOME=os.path.join(work, "data"))
+    server = subprocess.Popen([ecpd, "--socket", sock, "--workspace", work], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    path = os.path.join(work, "shared.txt")
+    with open(path, "w") as f:
+        f.write("shared\n")
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not os.path.exists(sock):
+            if time.monotonic() > deadline:
+                raise Failure("the socket server did not start")
+            time.sleep(0.01)
+        s = Screen(["--connect", sock, path], work)
+        try:
+            s.wait_for("shared")
+            s.type("on the socket, ")
+            s.keys("C-s")
+            s.wait_for("Saved")
+            with open(path) as f:
+                if f.read() != "on the socket, shared\n":
+                    raise Failure("file on disk")
+        finally:
+            s.close()
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def test_picker_search_find(work):
+    with open(os.path.join(work, "alpha_one.txt"), "w") as f:
+        f.write("nothing here\n")
+    with open(os.path.join(work, "beta_two.txt"), "w") as f:
+        f.write("first\nsecond\nthe needle line\nlast needle\n")
+    s = Screen([work], work)
+    try:
+        s.wait_for("alpha_one.txt")
+        s.type("beta")
+        s.wait(lambda t: "alpha_one.txt" not in t and "beta_two.txt" in t, "the picker narrowed")
+        s.keys("Enter")
+        s.wait_for("second")
+        s.keys("F4")
+        s.wait_for("Search in files:")
+        s.type("needle")
+        s.keys("Enter")
+        s.wait_for("beta_two.txt:4: last needle")
+        s.keys("Down", "Enter")
+        s.wait(lambda t: "Ln 4, Col 6" in status_line(t), "the jump to the second match")
+        s.keys("C-Home")
+        s.keys("C-f")
+        s.type("needle")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 3, Col 11" in status_line(t), "the first match selected")
+        s.keys("C-r")
+        s.type("needle")
+        s.keys("Enter")
+        s.type("pin")
+        s.keys("Enter")
+        s.wait_for("Replaced 2 occurrences")
+        s.wait(lambda t: "the pin line" in t and "last pin" in t, "both replaced")
+    finally:
+        s.close()
+
+
+TESTS = [test_type_undo_save, test_multi_cursor, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
+         test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
+         test_picker_search_find]
+
+
+def main():
+    global TUI
+    TUI = os.path.abspath(sys.argv[1])
+    wanted = sys.argv[2:]
+    failed = 0
+    for test in TESTS:
+        if wanted and test.__name__ not in wanted and test.__name__[5:] not in wanted:
+            continue
+        work = tempfile.mkdtemp(prefix="ecp-tui-work-")
+        start = time.monotonic()
+        try:
+            test(work)
+            print("ok   %-32s %.2fs" % (test.__name__, time.monotonic() - start), flush=True)
+        except Failure as e:
+            failed += 1
+            print("FAIL %-32s %s" % (test.__name__, e), flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
