@@ -1,9 +1,10 @@
 /* The lsp service against servers that misbehave (tests/lsp/fake_server.py):
  * one that writes garbage, one that exits during initialize, one that never
- * answers, one that sends a message too large to take, and one that asks the
- * client things (workspace/applyEdit, workspace/configuration, a request
- * nobody knows) and talks (showMessage, $/progress). Each fault gets its
- * code, and every other server keeps working. */
+ * answers initialize, one that never answers anything else, one that sends a
+ * message too large to take, and one that asks the client things
+ * (workspace/applyEdit, workspace/configuration, a request nobody knows) and
+ * talks (showMessage, $/progress). Each fault gets its code, and every other
+ * server keeps working. */
 #include "lsp_fixture.h"
 
 static void configure(const char *language, const char *mode, int timeout_ms)
@@ -100,6 +101,35 @@ static void test_exit_during_initialize_fails_the_start(void **state)
     char *r = ok("lsp/status", "{\"languageId\":\"fakeexit\"}");
     want_string(r, "servers[0].status", "error");
     free(r);
+    normal_still_answers();
+}
+
+/* Whether a fake server in mode is still our child. The brackets keep the
+ * pattern from matching the shell that runs pgrep, a child of ours too. */
+static bool fake_running(const char *mode)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "pgrep -P %d -f '[f]ake_server[.]py %s$' >/dev/null", (int)getpid(), mode);
+    return system(cmd) == 0;
+}
+
+static void test_a_server_that_never_answers_initialize_fails_the_start(void **state)
+{
+    (void)state;
+    configure("fakemute", "mute", 300);
+    double t0 = now_ms();
+    char *e = fails(-32401, "lsp/start", "{\"languageId\":\"fakemute\"}");
+    assert_true(now_ms() - t0 >= 250);
+    assert_non_null(strstr(e, "did not answer initialize within 300 ms"));
+    free(e);
+    char *r = ok("lsp/status", "{\"languageId\":\"fakemute\"}");
+    want_string(r, "servers[0].status", "error");
+    free(r);
+    /* and it is not left running */
+    double end = now_ms() + WAIT_MS;
+    while (fake_running("mute") && now_ms() < end)
+        test_server_run_for(srv, 20);
+    assert_false(fake_running("mute"));
     normal_still_answers();
 }
 
@@ -231,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_a_server_that_asks_the_client_things),
         cmocka_unit_test(test_garbage_stops_that_server_only),
         cmocka_unit_test(test_exit_during_initialize_fails_the_start),
+        cmocka_unit_test(test_a_server_that_never_answers_initialize_fails_the_start),
         cmocka_unit_test(test_a_server_that_never_answers_times_out),
         cmocka_unit_test(test_a_huge_message_is_dropped_and_the_server_kept),
         cmocka_unit_test(test_a_crashing_server_is_restarted_three_times_a_minute),
