@@ -153,8 +153,8 @@ int lsp_document_close(lsp_service *self, const char *uri);
 /* The answer of a server: status 0 with result (JSON text of LSP's result, or
  * "null"); ECP_ENOTFOUND when no server has the document open (the caller
  * answers the empty result); ECP_ESTATE when its server is not running (err
- * says why); ECP_ETIMEDOUT; ECP_EIO when the server answered an error or went
- * away; ECP_ECANCELED when cancelled through lsp_request_cancel or at
+ * says why); ECP_ETIMEDOUT; ECP_ENOTSUP when the server answered MethodNotFound;
+ * ECP_EIO when it answered another error or went away; ECP_ECANCELED when cancelled through lsp_request_cancel or at
  * teardown. */
 typedef void (*lsp_result_cb)(void *ctx, int status, const ecp_error *err, const char *result, size_t len);
 typedef struct lsp_request lsp_request;

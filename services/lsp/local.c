@@ -1286,10 +1286,15 @@ static void server_response_in(lsp_server *s, const json_doc *doc, int64_t id, j
         ecp_error err;
         if (!json_string(doc, json_get(doc, error, "message"), &a, &msg, &len))
             msg = "no message";
-        ecp_error_set(&err, ECP_EIO, "The %s server failed %s: %s (%lld)", s->language_id, r->method, msg,
-                      (long long)code);
+        /* MethodNotFound: the server does not do this at all, which is not a failure of this request */
+        int status = code == -32601 ? ECP_ENOTSUP : ECP_EIO;
+        if (status == ECP_ENOTSUP)
+            ecp_error_set(&err, status, "The %s server does not support %s: %s", s->language_id, r->method, msg);
+        else
+            ecp_error_set(&err, status, "The %s server failed %s: %s (%lld)", s->language_id, r->method, msg,
+                          (long long)code);
         arena_free(&a);
-        request_finish(r, ECP_EIO, &err, NULL, 0);
+        request_finish(r, status, &err, NULL, 0);
         return;
     }
     buf clean;

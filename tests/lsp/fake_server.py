@@ -4,12 +4,14 @@ Usage: fake_server.py MODE
   normal          answers initialize; hover answers after it has asked the client
                   something: workspace/applyEdit on the document (inserting "// ok\n"
                   at its start), an unknown request, workspace/configuration,
-                  client/registerCapability, window/workDoneProgress/create; it also
-                  sends window/showMessage and $/progress. The hover's contents say
-                  what the client answered.
+                  client/registerCapability, window/workDoneProgress/create,
+                  window/showMessageRequest; it also sends window/showMessage and
+                  $/progress. The hover's contents say what the client answered.
+                  Formatting is answered MethodNotFound.
   garbage         answers initialize, then writes bytes that are not LSP on the first request
   exit-on-init    exits with code 3 when asked to initialize
-  silent          answers initialize, never answers anything else
+  silent          answers initialize, never answers anything else; each $/cancelRequest
+                  it gets is told back as window/showMessage "cancelled <id>"
   mute            answers nothing, not even initialize
   diagnostics     publishes two diagnostics (lines 0 and 5) for every document opened
   crash           exits with code 9 on any request after initialize
@@ -70,6 +72,9 @@ while True:
         write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
                "params": {"uri": msg["params"]["textDocument"]["uri"],
                           "diagnostics": [diag(0, 1, "first"), diag(5, 2, "second")]}})
+    elif method == "$/cancelRequest" and mode == "silent":
+        write({"jsonrpc": "2.0", "method": "window/showMessage",
+               "params": {"type": 3, "message": "cancelled %d" % msg["params"]["id"]}})
     elif method == "exit":
         sys.exit(0)
     elif method == "shutdown":
@@ -86,6 +91,9 @@ while True:
         if mode == "huge" and not huge_sent:
             huge_sent = True
             write({"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": "x" * (65 << 20)}})
+            continue
+        if mode == "normal" and method == "textDocument/formatting":
+            write({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no formatter"}})
             continue
         said = []
         if mode == "normal":
@@ -104,9 +112,11 @@ while True:
                    "params": {"items": [{"section": "fake.answer"}, {"section": "missing"},
                                         {"section": "editor.tabSize"}]}})
             said.append(answer_of(next_id).get("result"))
-            for asked in ("client/registerCapability", "window/workDoneProgress/create"):
+            asks = (("client/registerCapability", {}), ("window/workDoneProgress/create", {"token": "t1"}),
+                    ("window/showMessageRequest", {"type": 2, "message": "choose", "actions": [{"title": "A"}]}))
+            for asked, params in asks:
                 next_id += 1
-                write({"jsonrpc": "2.0", "id": next_id, "method": asked, "params": {}})
+                write({"jsonrpc": "2.0", "id": next_id, "method": asked, "params": params})
                 answer = answer_of(next_id)
                 said.append("result" in answer and answer["result"] is None)
             write({"jsonrpc": "2.0", "method": "window/showMessage", "params": {"type": 3, "message": "hello"}})

@@ -1,10 +1,11 @@
 /* The lsp service against servers that misbehave (tests/lsp/fake_server.py):
  * one that writes garbage, one that exits during initialize, one that never
- * answers initialize, one that never answers anything else, one that sends a
- * message too large to take, and one that asks the client things
- * (workspace/applyEdit, workspace/configuration, a request nobody knows) and
- * talks (showMessage, $/progress). Each fault gets its code, and every other
- * server keeps working. */
+ * answers initialize, one that never answers anything else (and says which
+ * cancellations reach it), one that sends a message too large to take, and
+ * one that asks the client things (workspace/applyEdit,
+ * workspace/configuration, window/showMessageRequest, a request nobody
+ * knows), talks (showMessage, $/progress) and does not format. Each fault
+ * gets its code, and every other server keeps working. */
 #include "lsp_fixture.h"
 
 static void configure(const char *language, const char *mode, int timeout_ms)
@@ -47,10 +48,10 @@ static void test_a_server_that_asks_the_client_things(void **state)
     test_client_clear_notifications(cl);
     char *r = hover(u);
     /* applyEdit applied, the unknown request refused with -32601, configuration from the
-     * server's settings, else the editor's, registerCapability and workDoneProgress/create
-     * answered null */
+     * server's settings, else the editor's, registerCapability, workDoneProgress/create and
+     * showMessageRequest answered null */
     char *contents = test_json_string(r, "contents");
-    assert_string_equal(contents, "[{\"applied\": true}, -32601, [42, null, 2], true, true]");
+    assert_string_equal(contents, "[{\"applied\": true}, -32601, [42, null, 2], true, true, true]");
     free(contents);
     free(r);
     r = ok("document/content", "{\"documentId\":\"%s\"}", id);
@@ -62,13 +63,23 @@ static void test_a_server_that_asks_the_client_things(void **state)
     assert_null(strstr(r, "// ok"));
     free(r);
 
-    assert_true(test_client_wait_notifications(cl, "lsp/didShowMessage", 1, WAIT_MS));
+    /* the showMessageRequest, then the showMessage */
+    assert_true(test_client_wait_notifications(cl, "lsp/didShowMessage", 2, WAIT_MS));
     const char *m = test_client_notification(cl, "lsp/didShowMessage", 0);
+    want_string(m, "languageId", "plaintext");
+    want_string(m, "message", "choose");
+    want_string(m, "actions[0].title", "A");
+    m = test_client_notification(cl, "lsp/didShowMessage", 1);
     want_string(m, "languageId", "plaintext");
     want_string(m, "message", "hello");
     assert_true(test_client_wait_notifications(cl, "lsp/progress", 1, WAIT_MS));
     const char *p = test_client_notification(cl, "lsp/progress", 0);
     assert_string_equal(p, "{\"languageId\":\"plaintext\",\"token\":\"t1\",\"value\":{\"kind\":\"begin\"}}");
+
+    /* a server without the method: NotSupported, not a failure */
+    char *e = fails(-32408, "lsp/format", "{\"uri\":\"%s\"}", u);
+    assert_non_null(strstr(e, "does not support textDocument/formatting"));
+    free(e);
     free(u);
     free(id);
 }
@@ -139,11 +150,16 @@ static void test_a_server_that_never_answers_times_out(void **state)
     configure("fakesilent", "silent", 300);
     free(ok("lsp/start", "{\"languageId\":\"fakesilent\"}"));
     char *u = held("fakesilent");
+    test_client_clear_notifications(cl);
     double t0 = now_ms();
     char *e = fails(-32403, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
     assert_true(now_ms() - t0 >= 250);
     assert_non_null(strstr(e, "did not answer textDocument/hover within 300 ms"));
     free(e);
+    /* the server was told to give up on it */
+    assert_true(test_client_wait_notifications(cl, "lsp/didShowMessage", 1, WAIT_MS));
+    want_string(test_client_notification(cl, "lsp/didShowMessage", 0), "languageId", "fakesilent");
+    assert_non_null(strstr(test_client_notification(cl, "lsp/didShowMessage", 0), "cancelled "));
     /* a request the client cancels is withdrawn from the server too */
     int64_t id = test_client_send(cl, "lsp/hover", "{\"uri\":\"file:///x\",\"position\":{\"line\":0,\"character\":0}}");
     char *r = NULL;
@@ -157,6 +173,8 @@ static void test_a_server_that_never_answers_times_out(void **state)
     test_client_notify(cl, "$/cancelRequest", cancel);
     assert_int_equal(test_client_wait_response(cl, id, WAIT_MS, &r), -32800);
     free(r);
+    assert_true(test_client_wait_notifications(cl, "lsp/didShowMessage", 2, WAIT_MS));
+    assert_non_null(strstr(test_client_notification(cl, "lsp/didShowMessage", 1), "cancelled "));
     free(u);
     normal_still_answers();
     free(ok("lsp/stop", "{\"languageId\":\"fakesilent\"}"));
