@@ -22,8 +22,8 @@
  *   configuration's timeout_ms, else options.timeout_ms, else the
  *   lsp.requestTimeoutMs setting, else 30 s); a request that outlives it fails with ECP_ETIMEDOUT and
  *   is cancelled on the server ($/cancelRequest). initialize has the same
- *   deadline: a server that does not answer it in time is ended, and its
- *   start fails with ECP_EIO.
+ *   deadline, but at least 5 s: a server that does not answer it in time is
+ *   ended, and its start fails with ECP_EIO.
  * - Restarts. A server that exits without being asked to, or writes what
  *   cannot be read, is reported (status error), restarted after a backoff
  *   (0.5 s, 1 s, 2 s), at most 3 times in any minute, and its documents are

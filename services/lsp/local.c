@@ -1393,11 +1393,17 @@ static void write_initialize(lsp_server *s, const lsp_server_config *config, buf
     jw_object_end(&w);
 }
 
+static unsigned initialize_timeout_ms(lsp_server *s)
+{
+    unsigned ms = timeout_ms(s);
+    return ms > LSP_MIN_INITIALIZE_TIMEOUT_MS ? ms : LSP_MIN_INITIALIZE_TIMEOUT_MS;
+}
+
 static void initialize_timeout(uv_timer_t *t)
 {
     lsp_server *s = t->data;
     char why[128];
-    snprintf(why, sizeof why, "the server did not answer initialize within %u ms", timeout_ms(s));
+    snprintf(why, sizeof why, "the server did not answer initialize within %u ms", initialize_timeout_ms(s));
     ecp_log(s->svc->log, ECP_LOG_WARN, "lsp %s: %s", s->language_id, why);
     server_proc_gone(s, why);
 }
@@ -1435,7 +1441,7 @@ static int server_launch(lsp_server *s, ecp_error *err)
     buf_free(&out);
     buf_free(&params);
     /* a server that never answers initialize would hold lsp/start forever */
-    uv_timer_start(s->timer, initialize_timeout, timeout_ms(s), 0);
+    uv_timer_start(s->timer, initialize_timeout, initialize_timeout_ms(s), 0);
     server_set_status(s, LSP_STARTING, NULL);
     return 0;
 }
