@@ -1,6 +1,7 @@
 """A language server that misbehaves on purpose, for the lsp service's fault tests.
 
-Usage: fake_server.py MODE
+Usage: fake_server.py MODE [LOG]
+  LOG             a file every message read is appended to, one JSON text per line
   normal          answers initialize; hover answers after it has asked the client
                   something: workspace/applyEdit on the document (inserting "// ok\n"
                   at its start), an unknown request, workspace/configuration,
@@ -22,6 +23,7 @@ import json
 import sys
 
 mode = sys.argv[1]
+log = open(sys.argv[2], "a") if len(sys.argv) > 2 else None
 inp = sys.stdin.buffer
 out = sys.stdout.buffer
 
@@ -37,7 +39,11 @@ def read():
             break
         if line.lower().startswith(b"content-length:"):
             length = int(line.split(b":")[1])
-    return json.loads(inp.read(length))
+    body = inp.read(length)
+    if log:
+        log.write(body.decode() + "\n")
+        log.flush()
+    return json.loads(body)
 
 
 def write(msg):

@@ -5,15 +5,52 @@
  * one that asks the client things (workspace/applyEdit,
  * workspace/configuration, window/showMessageRequest, a request nobody
  * knows), talks (showMessage, $/progress) and does not format. Each fault
- * gets its code, and every other server keeps working. */
+ * gets its code, and every other server keeps working. Every server logs
+ * what it reads, which shows what reached it: the document's sync and the
+ * shutdown of lsp/stop. */
 #include "lsp_fixture.h"
 
+/* Every server logs what it reads to <top>/<language>.log. */
 static void configure(const char *language, const char *mode, int timeout_ms)
 {
     free(ok("lsp/setServerConfig",
-            "{\"languageId\":\"%s\",\"config\":{\"command\":\"python3\",\"args\":[\"%s\",\"%s\"],"
+            "{\"languageId\":\"%s\",\"config\":{\"command\":\"python3\",\"args\":[\"%s\",\"%s\",\"%s/%s.log\"],"
             "\"settings\":{\"fake\":{\"answer\":42}},\"requestTimeoutMs\":%d}}",
-            language, ECPD_LSP_FAKE_SERVER, mode, timeout_ms));
+            language, ECPD_LSP_FAKE_SERVER, mode, top, language, timeout_ms));
+}
+
+/* The first line from `after` on of what the server of language read that
+ * contains both needles, as an offset in its log, or -1. */
+static long logged(const char *language, long after, const char *needle, const char *also)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s.log", top, language);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t size = 1 << 16;
+    char *line = malloc(size);
+    long found = -1;
+    for (long at = ftell(f); fgets(line, (int)size, f); at = ftell(f))
+        if (at >= after && strstr(line, needle) && (!also || strstr(line, also))) {
+            found = at;
+            break;
+        }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+/* Runs the loop until logged() finds the line. */
+static long wait_logged(const char *language, long after, const char *needle, const char *also)
+{
+    double end = now_ms() + WAIT_MS;
+    long at;
+    while ((at = logged(language, after, needle, also)) < 0 && now_ms() < end)
+        test_server_run_for(srv, 20);
+    if (at < 0)
+        fail_msg("the %s server never read %s %s", language, needle, also ? also : "");
+    return at;
 }
 
 /* Opens a held document of language and returns its uri. */
@@ -254,6 +291,32 @@ static void test_a_crashing_server_is_restarted_three_times_a_minute(void **stat
     free(ok("lsp/stop", "{\"languageId\":\"fakecrash\"}"));
 }
 
+/* What the editor does to a document reaches its server: the open with its
+ * text, each edit as an incremental change, the save, the close; and
+ * lsp/stop is shutdown then exit. */
+static void test_the_server_hears_the_document_and_the_stop(void **state)
+{
+    (void)state;
+    write_at("sync.txt", "one\ntwo\n");
+    char *id = open_document("sync.txt");
+    long at = wait_logged("plaintext", 0, "\"textDocument/didOpen\"", "one\\ntwo\\n");
+    free(ok("document/edit",
+            "{\"documentId\":\"%s\",\"edits\":[{\"range\":{\"start\":{\"line\":1,\"column\":1},"
+            "\"end\":{\"line\":1,\"column\":2}},\"text\":\"W\"}]}",
+            id));
+    at = wait_logged("plaintext", at, "\"textDocument/didChange\"",
+                     "\"range\":{\"start\":{\"line\":1,\"character\":1},\"end\":{\"line\":1,\"character\":2}}");
+    assert_true(logged("plaintext", at, "\"text\":\"W\"", NULL) == at);
+    free(ok("document/save", "{\"documentId\":\"%s\"}", id));
+    at = wait_logged("plaintext", at, "\"textDocument/didSave\"", "sync.txt");
+    free(ok("document/close", "{\"documentId\":\"%s\"}", id));
+    at = wait_logged("plaintext", at, "\"textDocument/didClose\"", "sync.txt");
+    free(id);
+    free(ok("lsp/stop", "{\"languageId\":\"plaintext\"}"));
+    at = wait_logged("plaintext", at, "\"method\":\"shutdown\"", NULL);
+    wait_logged("plaintext", at, "\"method\":\"exit\"", NULL);
+}
+
 /* Left for the teardown: a request in flight and a start that has not finished. */
 static void test_teardown_with_work_in_flight(void **state)
 {
@@ -284,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_a_server_that_never_answers_times_out),
         cmocka_unit_test(test_a_huge_message_is_dropped_and_the_server_kept),
         cmocka_unit_test(test_a_crashing_server_is_restarted_three_times_a_minute),
+        cmocka_unit_test(test_the_server_hears_the_document_and_the_stop),
         cmocka_unit_test(test_teardown_with_work_in_flight),
     };
     return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
