@@ -18,6 +18,8 @@ Usage: fake_server.py MODE [LOG]
   crash           exits with code 9 on any request after initialize
   huge            answers hover with a message larger than the client accepts, then
                   answers the next hover normally
+  utf8            counts columns in UTF-8 bytes; answers every request with its own
+                  params
 """
 import json
 import sys
@@ -69,8 +71,10 @@ while True:
     if method == "initialize":
         if mode == "exit-on-init":
             sys.exit(3)
-        write({"jsonrpc": "2.0", "id": msg["id"],
-               "result": {"capabilities": {"textDocumentSync": 2, "hoverProvider": True}}})
+        capabilities = {"textDocumentSync": 2, "hoverProvider": True}
+        if mode == "utf8":
+            capabilities["positionEncoding"] = "utf-8"
+        write({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": capabilities}})
     elif method == "textDocument/didOpen" and mode == "diagnostics":
         def diag(line, severity, message):
             return {"range": {"start": {"line": line, "character": 1}, "end": {"line": line, "character": 4}},
@@ -94,6 +98,9 @@ while True:
             continue
         if mode == "crash":
             sys.exit(9)
+        if mode == "utf8":
+            write({"jsonrpc": "2.0", "id": msg["id"], "result": msg["params"]})
+            continue
         if mode == "huge" and not huge_sent:
             huge_sent = True
             write({"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": "x" * (65 << 20)}})

@@ -317,6 +317,42 @@ static void test_the_server_hears_the_document_and_the_stop(void **state)
     wait_logged("plaintext", at, "\"method\":\"exit\"", NULL);
 }
 
+/* A server that counts bytes gets bytes, for every position the client
+ * sends (a codeAction's context included), and the client gets its own
+ * units back. "\u00e9\u00e9 x": x is at UTF-16 column 3, byte 5. */
+static void test_positions_reach_a_utf8_server_in_bytes(void **state)
+{
+    (void)state;
+    configure("fakeutf8", "utf8", 10000);
+    char *r = ok("lsp/start", "{\"languageId\":\"fakeutf8\"}");
+    want_string(r, "positionEncoding", "utf-8");
+    free(r);
+    char *u = uri_of("wide.txt");
+    free(ok("lsp/documentOpen", "{\"uri\":\"%s\",\"languageId\":\"fakeutf8\",\"content\":\"\\u00e9\\u00e9 x\\n\"}", u));
+    r = ok("lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":3}}", u);
+    int64_t character = -1;
+    assert_true(test_json_int(r, "position.character", &character));
+    assert_int_equal(character, 3);
+    free(r);
+    wait_logged("fakeutf8", 0, "\"textDocument/hover\"", "\"position\":{\"line\":0,\"character\":5}");
+
+    r = ok("lsp/codeAction",
+           "{\"uri\":\"%s\",\"range\":{\"start\":{\"line\":0,\"character\":3},\"end\":{\"line\":0,\"character\":4}},"
+           "\"context\":{\"diagnostics\":[{\"range\":{\"start\":{\"line\":0,\"character\":3},"
+           "\"end\":{\"line\":0,\"character\":4}},\"message\":\"m\"}]}}",
+           u);
+    assert_true(test_json_int(r, "context.diagnostics[0].range.start.character", &character));
+    assert_int_equal(character, 3);
+    free(r);
+    long at = wait_logged("fakeutf8", 0, "\"textDocument/codeAction\"",
+                          "\"range\":{\"start\":{\"line\":0,\"character\":5},\"end\":{\"line\":0,\"character\":6}}");
+    assert_true(logged("fakeutf8", at, "\"context\":{\"diagnostics\":[{\"range\":{\"start\":{\"line\":0,"
+                                       "\"character\":5},\"end\":{\"line\":0,\"character\":6}}",
+                       NULL) == at);
+    free(u);
+    free(ok("lsp/stop", "{\"languageId\":\"fakeutf8\"}"));
+}
+
 /* Left for the teardown: a request in flight and a start that has not finished. */
 static void test_teardown_with_work_in_flight(void **state)
 {
@@ -348,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_a_huge_message_is_dropped_and_the_server_kept),
         cmocka_unit_test(test_a_crashing_server_is_restarted_three_times_a_minute),
         cmocka_unit_test(test_the_server_hears_the_document_and_the_stop),
+        cmocka_unit_test(test_positions_reach_a_utf8_server_in_bytes),
         cmocka_unit_test(test_teardown_with_work_in_flight),
     };
     return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
