@@ -20,6 +20,7 @@ Usage: fake_server.py MODE [LOG]
                   answers the next hover normally
   utf8            counts columns in UTF-8 bytes; answers every request with its own
                   params
+  fullsync        asks for whole-text didChange; answers every request with null
 """
 import json
 import sys
@@ -71,7 +72,7 @@ while True:
     if method == "initialize":
         if mode == "exit-on-init":
             sys.exit(3)
-        capabilities = {"textDocumentSync": 2, "hoverProvider": True}
+        capabilities = {"textDocumentSync": 1 if mode == "fullsync" else 2, "hoverProvider": True}
         if mode == "utf8":
             capabilities["positionEncoding"] = "utf-8"
         write({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": capabilities}})
@@ -98,8 +99,8 @@ while True:
             continue
         if mode == "crash":
             sys.exit(9)
-        if mode == "utf8":
-            write({"jsonrpc": "2.0", "id": msg["id"], "result": msg["params"]})
+        if mode in ("utf8", "fullsync"):
+            write({"jsonrpc": "2.0", "id": msg["id"], "result": msg["params"] if mode == "utf8" else None})
             continue
         if mode == "huge" and not huge_sent:
             huge_sent = True

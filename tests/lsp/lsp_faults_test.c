@@ -292,8 +292,8 @@ static void test_a_crashing_server_is_restarted_three_times_a_minute(void **stat
 }
 
 /* What the editor does to a document reaches its server: the open with its
- * text, each edit as an incremental change, the save, the close; and
- * lsp/stop is shutdown then exit. */
+ * text, each edit as an incremental change (the whole text for a server that
+ * asks for it), the save, the close; and lsp/stop is shutdown then exit. */
 static void test_the_server_hears_the_document_and_the_stop(void **state)
 {
     (void)state;
@@ -315,6 +315,19 @@ static void test_the_server_hears_the_document_and_the_stop(void **state)
     free(ok("lsp/stop", "{\"languageId\":\"plaintext\"}"));
     at = wait_logged("plaintext", at, "\"method\":\"shutdown\"", NULL);
     wait_logged("plaintext", at, "\"method\":\"exit\"", NULL);
+
+    /* a server that asks for whole-text sync gets the whole text on every edit */
+    configure("plaintext", "fullsync", 10000);
+    free(ok("lsp/start", "{\"languageId\":\"plaintext\"}"));
+    id = open_document("sync.txt");
+    free(ok("document/edit",
+            "{\"documentId\":\"%s\",\"edits\":[{\"range\":{\"start\":{\"line\":0,\"column\":0},"
+            "\"end\":{\"line\":0,\"column\":0}},\"text\":\"zero\\n\"}]}",
+            id));
+    at = wait_logged("plaintext", at, "\"textDocument/didChange\"", "\"contentChanges\":[{\"text\":\"zero\\none\\ntWo\\n\"}]");
+    free(ok("document/close", "{\"documentId\":\"%s\"}", id));
+    free(id);
+    free(ok("lsp/stop", "{\"languageId\":\"plaintext\"}"));
 }
 
 /* A server that counts bytes gets bytes, for every position the client
