@@ -23,6 +23,7 @@ static const ecp_wire_map request_codes[] = {
     {ECP_ESTATE, ECP_WIRE_LSP_SERVER_NOT_INITIALIZED},
     {ECP_ETIMEDOUT, ECP_WIRE_LSP_REQUEST_TIMEOUT},
     {ECP_EIO, ECP_WIRE_LSP_REQUEST_FAILED},
+    {ECP_ENOTSUP, ECP_WIRE_LSP_NOT_SUPPORTED},
     {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
     {ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
 };
@@ -471,8 +472,23 @@ static void m_format(void *ctx, ecp_call *call)
     buf_free(&params);
 }
 
+/* A value of the params with its positions in the server's units. */
+static void write_for_server(lsp_service *svc, ecp_call *call, const char *uri, json_ref value, json_writer *w)
+{
+    size_t raw_len, conv_len;
+    const char *raw = json_raw(ecp_call_doc(call), value, &raw_len);
+    char *conv = lsp_json_convert(svc, uri, raw, raw_len, ecp_call_encoding(call), lsp_encoding_of(svc, uri),
+                                  &conv_len);
+    if (conv)
+        jw_raw(w, conv, conv_len);
+    else
+        json_write_value(w, ecp_call_doc(call), value);
+    free(conv);
+}
+
 static void m_code_action(void *ctx, ecp_call *call)
 {
+    lsp_service *svc = ((lsp_adapter *)ctx)->svc;
     buf params;
     buf_init(&params);
     json_writer w;
@@ -480,21 +496,14 @@ static void m_code_action(void *ctx, ecp_call *call)
     ecp_str uri;
     json_ref range, context = JSON_NO_REF;
     json_ref p = ecp_call_params(call);
-    if (read_target(((lsp_adapter *)ctx)->svc, call, false, &uri, &w) && ecp_arg_object(call, p, "range", &range) &&
+    if (read_target(svc, call, false, &uri, &w) && ecp_arg_object(call, p, "range", &range) &&
         ecp_arg_object_opt(call, p, "context", &context)) {
-        size_t raw_len, conv_len;
-        const char *raw = json_raw(ecp_call_doc(call), range, &raw_len);
-        char *conv = lsp_json_convert(((lsp_adapter *)ctx)->svc, uri.ptr, raw, raw_len, ecp_call_encoding(call),
-                                      lsp_encoding_of(((lsp_adapter *)ctx)->svc, uri.ptr), &conv_len);
         jw_key(&w, "range");
-        if (conv)
-            jw_raw(&w, conv, conv_len);
-        else
-            json_write_value(&w, ecp_call_doc(call), range);
-        free(conv);
+        write_for_server(svc, call, uri.ptr, range, &w);
         jw_key(&w, "context");
         if (context != JSON_NO_REF) {
-            json_write_value(&w, ecp_call_doc(call), context);
+            /* its diagnostics are the client's, counted in the client's units */
+            write_for_server(svc, call, uri.ptr, context, &w);
         } else {
             jw_object_begin(&w);
             jw_key(&w, "diagnostics");

@@ -21,7 +21,9 @@
  * - Timeouts. Every request to a server has a timer (the server's
  *   configuration's timeout_ms, else options.timeout_ms, else the
  *   lsp.requestTimeoutMs setting, else 30 s); a request that outlives it fails with ECP_ETIMEDOUT and
- *   is cancelled on the server ($/cancelRequest).
+ *   is cancelled on the server ($/cancelRequest). initialize has the same
+ *   deadline, but at least 5 s: a server that does not answer it in time is
+ *   ended, and its start fails with ECP_EIO.
  * - Restarts. A server that exits without being asked to, or writes what
  *   cannot be read, is reported (status error), restarted after a backoff
  *   (0.5 s, 1 s, 2 s), at most 3 times in any minute, and its documents are
@@ -151,8 +153,8 @@ int lsp_document_close(lsp_service *self, const char *uri);
 /* The answer of a server: status 0 with result (JSON text of LSP's result, or
  * "null"); ECP_ENOTFOUND when no server has the document open (the caller
  * answers the empty result); ECP_ESTATE when its server is not running (err
- * says why); ECP_ETIMEDOUT; ECP_EIO when the server answered an error or went
- * away; ECP_ECANCELED when cancelled through lsp_request_cancel or at
+ * says why); ECP_ETIMEDOUT; ECP_ENOTSUP when the server answered MethodNotFound;
+ * ECP_EIO when it answered another error or went away; ECP_ECANCELED when cancelled through lsp_request_cancel or at
  * teardown. */
 typedef void (*lsp_result_cb)(void *ctx, int status, const ecp_error *err, const char *result, size_t len);
 typedef struct lsp_request lsp_request;

@@ -89,7 +89,7 @@ struct lsp_server {
     lsp_starter *starters;
     uint64_t restarts[LSP_MAX_RESTARTS];
     size_t restart_count;
-    uv_timer_t *restart_timer;
+    uv_timer_t *timer; /* initialize's deadline while starting, the restart's backoff after a crash */
     bool was_ready;
     struct lsp_server *next;
 };
@@ -995,6 +995,7 @@ static void server_ready(lsp_server *s, const json_doc *doc, json_ref result)
     buf_append_str(&initialized, "{\"jsonrpc\":\"2.0\",\"method\":\"initialized\",\"params\":{}}");
     server_send(s, &initialized, true);
     buf_free(&initialized);
+    uv_timer_stop(s->timer);
     s->status = LSP_READY;
     s->was_ready = true;
     for (lsp_doc *d = s->svc->docs; d; d = d->next)
@@ -1285,10 +1286,15 @@ static void server_response_in(lsp_server *s, const json_doc *doc, int64_t id, j
         ecp_error err;
         if (!json_string(doc, json_get(doc, error, "message"), &a, &msg, &len))
             msg = "no message";
-        ecp_error_set(&err, ECP_EIO, "The %s server failed %s: %s (%lld)", s->language_id, r->method, msg,
-                      (long long)code);
+        /* MethodNotFound: the server does not do this at all, which is not a failure of this request */
+        int status = code == -32601 ? ECP_ENOTSUP : ECP_EIO;
+        if (status == ECP_ENOTSUP)
+            ecp_error_set(&err, status, "The %s server does not support %s: %s", s->language_id, r->method, msg);
+        else
+            ecp_error_set(&err, status, "The %s server failed %s: %s (%lld)", s->language_id, r->method, msg,
+                          (long long)code);
         arena_free(&a);
-        request_finish(r, ECP_EIO, &err, NULL, 0);
+        request_finish(r, status, &err, NULL, 0);
         return;
     }
     buf clean;
@@ -1387,6 +1393,21 @@ static void write_initialize(lsp_server *s, const lsp_server_config *config, buf
     jw_object_end(&w);
 }
 
+static unsigned initialize_timeout_ms(lsp_server *s)
+{
+    unsigned ms = timeout_ms(s);
+    return ms > LSP_MIN_INITIALIZE_TIMEOUT_MS ? ms : LSP_MIN_INITIALIZE_TIMEOUT_MS;
+}
+
+static void initialize_timeout(uv_timer_t *t)
+{
+    lsp_server *s = t->data;
+    char why[128];
+    snprintf(why, sizeof why, "the server did not answer initialize within %u ms", initialize_timeout_ms(s));
+    ecp_log(s->svc->log, ECP_LOG_WARN, "lsp %s: %s", s->language_id, why);
+    server_proc_gone(s, why);
+}
+
 /* Spawns the server's process and sends initialize. */
 static int server_launch(lsp_server *s, ecp_error *err)
 {
@@ -1419,6 +1440,8 @@ static int server_launch(lsp_server *s, ecp_error *err)
     server_send(s, &out, true);
     buf_free(&out);
     buf_free(&params);
+    /* a server that never answers initialize would hold lsp/start forever */
+    uv_timer_start(s->timer, initialize_timeout, initialize_timeout_ms(s), 0);
     server_set_status(s, LSP_STARTING, NULL);
     return 0;
 }
@@ -1434,6 +1457,7 @@ static void restart_fire(uv_timer_t *t)
 
 static void server_proc_gone(lsp_server *s, const char *why)
 {
+    uv_timer_stop(s->timer);
     lsp_proc *p = s->proc;
     s->proc = NULL;
     proc_release(p, true);
@@ -1458,17 +1482,17 @@ static void server_proc_gone(lsp_server *s, const char *why)
     s->restarts[s->restart_count % LSP_MAX_RESTARTS] = now;
     s->restart_count++;
     uint64_t delay = 500u << (recent < 3 ? recent : 3);
-    uv_timer_start(s->restart_timer, restart_fire, delay, 0);
+    uv_timer_start(s->timer, restart_fire, delay, 0);
 }
 
-static void restart_timer_closed(uv_handle_t *h) { free(h); }
+static void timer_closed(uv_handle_t *h) { free(h); }
 
 /* Ends the server: shutdown and exit when it can hear them, then its process. */
 static void server_end(lsp_server *s, bool at_teardown)
 {
-    uv_timer_stop(s->restart_timer);
-    uv_close((uv_handle_t *)s->restart_timer, restart_timer_closed);
-    s->restart_timer = NULL;
+    uv_timer_stop(s->timer);
+    uv_close((uv_handle_t *)s->timer, timer_closed);
+    s->timer = NULL;
     fail_pending(s, ECP_ECANCELED, "was stopped");
     finish_starters(s, ECP_ECANCELED, "The server was stopped");
     lsp_proc *p = s->proc;
@@ -1521,9 +1545,9 @@ static lsp_server *server_new(lsp_service *self, const char *language_id, const 
     s->init_id = -1;
     s->enc = ECP_ENCODING_UTF16;
     buf_init(&s->outbox);
-    s->restart_timer = xmalloc(sizeof *s->restart_timer);
-    uv_timer_init(self->loop, s->restart_timer);
-    s->restart_timer->data = s;
+    s->timer = xmalloc(sizeof *s->timer);
+    uv_timer_init(self->loop, s->timer);
+    s->timer->data = s;
     s->next = self->servers;
     self->servers = s;
     return s;
@@ -1569,7 +1593,7 @@ void lsp_server_start(lsp_service *self, const char *language_id, const char *ro
         free(ws);
     }
     if (s->status != LSP_STARTING) {
-        uv_timer_stop(s->restart_timer);
+        uv_timer_stop(s->timer);
         if (server_launch(s, &err) != 0) {
             ecp_log(self->log, ECP_LOG_WARN, "lsp %s: %s", language_id, err.message);
             server_set_status(s, LSP_ERROR, err.message);

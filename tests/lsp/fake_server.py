@@ -1,25 +1,32 @@
 """A language server that misbehaves on purpose, for the lsp service's fault tests.
 
-Usage: fake_server.py MODE
+Usage: fake_server.py MODE [LOG]
+  LOG             a file every message read is appended to, one JSON text per line
   normal          answers initialize; hover answers after it has asked the client
                   something: workspace/applyEdit on the document (inserting "// ok\n"
                   at its start), an unknown request, workspace/configuration,
-                  client/registerCapability, window/workDoneProgress/create; it also
-                  sends window/showMessage and $/progress. The hover's contents say
-                  what the client answered.
+                  client/registerCapability, window/workDoneProgress/create,
+                  window/showMessageRequest; it also sends window/showMessage and
+                  $/progress. The hover's contents say what the client answered.
+                  Formatting is answered MethodNotFound.
   garbage         answers initialize, then writes bytes that are not LSP on the first request
   exit-on-init    exits with code 3 when asked to initialize
-  silent          answers initialize, never answers anything else
+  silent          answers initialize, never answers anything else; each $/cancelRequest
+                  it gets is told back as window/showMessage "cancelled <id>"
   mute            answers nothing, not even initialize
   diagnostics     publishes two diagnostics (lines 0 and 5) for every document opened
   crash           exits with code 9 on any request after initialize
   huge            answers hover with a message larger than the client accepts, then
                   answers the next hover normally
+  utf8            counts columns in UTF-8 bytes; answers every request with its own
+                  params
+  fullsync        asks for whole-text didChange; answers every request with null
 """
 import json
 import sys
 
 mode = sys.argv[1]
+log = open(sys.argv[2], "a") if len(sys.argv) > 2 else None
 inp = sys.stdin.buffer
 out = sys.stdout.buffer
 
@@ -35,7 +42,11 @@ def read():
             break
         if line.lower().startswith(b"content-length:"):
             length = int(line.split(b":")[1])
-    return json.loads(inp.read(length))
+    body = inp.read(length)
+    if log:
+        log.write(body.decode() + "\n")
+        log.flush()
+    return json.loads(body)
 
 
 def write(msg):
@@ -61,8 +72,10 @@ while True:
     if method == "initialize":
         if mode == "exit-on-init":
             sys.exit(3)
-        write({"jsonrpc": "2.0", "id": msg["id"],
-               "result": {"capabilities": {"textDocumentSync": 2, "hoverProvider": True}}})
+        capabilities = {"textDocumentSync": 1 if mode == "fullsync" else 2, "hoverProvider": True}
+        if mode == "utf8":
+            capabilities["positionEncoding"] = "utf-8"
+        write({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": capabilities}})
     elif method == "textDocument/didOpen" and mode == "diagnostics":
         def diag(line, severity, message):
             return {"range": {"start": {"line": line, "character": 1}, "end": {"line": line, "character": 4}},
@@ -70,6 +83,9 @@ while True:
         write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
                "params": {"uri": msg["params"]["textDocument"]["uri"],
                           "diagnostics": [diag(0, 1, "first"), diag(5, 2, "second")]}})
+    elif method == "$/cancelRequest" and mode == "silent":
+        write({"jsonrpc": "2.0", "method": "window/showMessage",
+               "params": {"type": 3, "message": "cancelled %d" % msg["params"]["id"]}})
     elif method == "exit":
         sys.exit(0)
     elif method == "shutdown":
@@ -83,9 +99,15 @@ while True:
             continue
         if mode == "crash":
             sys.exit(9)
+        if mode in ("utf8", "fullsync"):
+            write({"jsonrpc": "2.0", "id": msg["id"], "result": msg["params"] if mode == "utf8" else None})
+            continue
         if mode == "huge" and not huge_sent:
             huge_sent = True
             write({"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": "x" * (65 << 20)}})
+            continue
+        if mode == "normal" and method == "textDocument/formatting":
+            write({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no formatter"}})
             continue
         said = []
         if mode == "normal":
@@ -104,9 +126,11 @@ while True:
                    "params": {"items": [{"section": "fake.answer"}, {"section": "missing"},
                                         {"section": "editor.tabSize"}]}})
             said.append(answer_of(next_id).get("result"))
-            for asked in ("client/registerCapability", "window/workDoneProgress/create"):
+            asks = (("client/registerCapability", {}), ("window/workDoneProgress/create", {"token": "t1"}),
+                    ("window/showMessageRequest", {"type": 2, "message": "choose", "actions": [{"title": "A"}]}))
+            for asked, params in asks:
                 next_id += 1
-                write({"jsonrpc": "2.0", "id": next_id, "method": asked, "params": {}})
+                write({"jsonrpc": "2.0", "id": next_id, "method": asked, "params": params})
                 answer = answer_of(next_id)
                 said.append("result" in answer and answer["result"] is None)
             write({"jsonrpc": "2.0", "method": "window/showMessage", "params": {"type": 3, "message": "hello"}})

@@ -1,17 +1,56 @@
 /* The lsp service against servers that misbehave (tests/lsp/fake_server.py):
  * one that writes garbage, one that exits during initialize, one that never
- * answers, one that sends a message too large to take, and one that asks the
- * client things (workspace/applyEdit, workspace/configuration, a request
- * nobody knows) and talks (showMessage, $/progress). Each fault gets its
- * code, and every other server keeps working. */
+ * answers initialize, one that never answers anything else (and says which
+ * cancellations reach it), one that sends a message too large to take, and
+ * one that asks the client things (workspace/applyEdit,
+ * workspace/configuration, window/showMessageRequest, a request nobody
+ * knows), talks (showMessage, $/progress) and does not format. Each fault
+ * gets its code, and every other server keeps working. Every server logs
+ * what it reads, which shows what reached it: the document's sync and the
+ * shutdown of lsp/stop. */
 #include "lsp_fixture.h"
 
+/* Every server logs what it reads to <top>/<language>.log. */
 static void configure(const char *language, const char *mode, int timeout_ms)
 {
     free(ok("lsp/setServerConfig",
-            "{\"languageId\":\"%s\",\"config\":{\"command\":\"python3\",\"args\":[\"%s\",\"%s\"],"
+            "{\"languageId\":\"%s\",\"config\":{\"command\":\"python3\",\"args\":[\"%s\",\"%s\",\"%s/%s.log\"],"
             "\"settings\":{\"fake\":{\"answer\":42}},\"requestTimeoutMs\":%d}}",
-            language, ECPD_LSP_FAKE_SERVER, mode, timeout_ms));
+            language, ECPD_LSP_FAKE_SERVER, mode, top, language, timeout_ms));
+}
+
+/* The first line from `after` on of what the server of language read that
+ * contains both needles, as an offset in its log, or -1. */
+static long logged(const char *language, long after, const char *needle, const char *also)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s.log", top, language);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t size = 1 << 16;
+    char *line = malloc(size);
+    long found = -1;
+    for (long at = ftell(f); fgets(line, (int)size, f); at = ftell(f))
+        if (at >= after && strstr(line, needle) && (!also || strstr(line, also))) {
+            found = at;
+            break;
+        }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+/* Runs the loop until logged() finds the line. */
+static long wait_logged(const char *language, long after, const char *needle, const char *also)
+{
+    double end = now_ms() + WAIT_MS;
+    long at;
+    while ((at = logged(language, after, needle, also)) < 0 && now_ms() < end)
+        test_server_run_for(srv, 20);
+    if (at < 0)
+        fail_msg("the %s server never read %s %s", language, needle, also ? also : "");
+    return at;
 }
 
 /* Opens a held document of language and returns its uri. */
@@ -46,10 +85,10 @@ static void test_a_server_that_asks_the_client_things(void **state)
     test_client_clear_notifications(cl);
     char *r = hover(u);
     /* applyEdit applied, the unknown request refused with -32601, configuration from the
-     * server's settings, else the editor's, registerCapability and workDoneProgress/create
-     * answered null */
+     * server's settings, else the editor's, registerCapability, workDoneProgress/create and
+     * showMessageRequest answered null */
     char *contents = test_json_string(r, "contents");
-    assert_string_equal(contents, "[{\"applied\": true}, -32601, [42, null, 2], true, true]");
+    assert_string_equal(contents, "[{\"applied\": true}, -32601, [42, null, 2], true, true, true]");
     free(contents);
     free(r);
     r = ok("document/content", "{\"documentId\":\"%s\"}", id);
@@ -61,13 +100,23 @@ static void test_a_server_that_asks_the_client_things(void **state)
     assert_null(strstr(r, "// ok"));
     free(r);
 
-    assert_true(test_client_wait_notifications(cl, "lsp/didShowMessage", 1, WAIT_MS));
+    /* the showMessageRequest, then the showMessage */
+    assert_true(test_client_wait_notifications(cl, "lsp/didShowMessage", 2, WAIT_MS));
     const char *m = test_client_notification(cl, "lsp/didShowMessage", 0);
+    want_string(m, "languageId", "plaintext");
+    want_string(m, "message", "choose");
+    want_string(m, "actions[0].title", "A");
+    m = test_client_notification(cl, "lsp/didShowMessage", 1);
     want_string(m, "languageId", "plaintext");
     want_string(m, "message", "hello");
     assert_true(test_client_wait_notifications(cl, "lsp/progress", 1, WAIT_MS));
     const char *p = test_client_notification(cl, "lsp/progress", 0);
     assert_string_equal(p, "{\"languageId\":\"plaintext\",\"token\":\"t1\",\"value\":{\"kind\":\"begin\"}}");
+
+    /* a server without the method: NotSupported, not a failure */
+    char *e = fails(-32408, "lsp/format", "{\"uri\":\"%s\"}", u);
+    assert_non_null(strstr(e, "does not support textDocument/formatting"));
+    free(e);
     free(u);
     free(id);
 }
@@ -103,17 +152,52 @@ static void test_exit_during_initialize_fails_the_start(void **state)
     normal_still_answers();
 }
 
+/* Whether a fake server in mode is still our child. The brackets keep the
+ * pattern from matching the shell that runs pgrep, a child of ours too. */
+static bool fake_running(const char *mode)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "pgrep -P %d -f '[f]ake_server[.]py %s$' >/dev/null", (int)getpid(), mode);
+    return system(cmd) == 0;
+}
+
+static void test_a_server_that_never_answers_initialize_fails_the_start(void **state)
+{
+    (void)state;
+    /* the request timeout is shorter than starting takes: initialize gets 5 s */
+    configure("fakemute", "mute", 300);
+    double t0 = now_ms();
+    char *e = fails(-32401, "lsp/start", "{\"languageId\":\"fakemute\"}");
+    assert_true(now_ms() - t0 >= 4900);
+    assert_non_null(strstr(e, "did not answer initialize within 5000 ms"));
+    free(e);
+    char *r = ok("lsp/status", "{\"languageId\":\"fakemute\"}");
+    want_string(r, "servers[0].status", "error");
+    free(r);
+    /* and it is not left running */
+    double end = now_ms() + WAIT_MS;
+    while (fake_running("mute") && now_ms() < end)
+        test_server_run_for(srv, 20);
+    assert_false(fake_running("mute"));
+    normal_still_answers();
+}
+
 static void test_a_server_that_never_answers_times_out(void **state)
 {
     (void)state;
     configure("fakesilent", "silent", 300);
     free(ok("lsp/start", "{\"languageId\":\"fakesilent\"}"));
     char *u = held("fakesilent");
+    test_client_clear_notifications(cl);
     double t0 = now_ms();
     char *e = fails(-32403, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
     assert_true(now_ms() - t0 >= 250);
     assert_non_null(strstr(e, "did not answer textDocument/hover within 300 ms"));
     free(e);
+    /* the server was told to give up on it */
+    assert_true(test_client_wait_notifications(cl, "lsp/didShowMessage", 1, WAIT_MS));
+    want_string(test_client_notification(cl, "lsp/didShowMessage", 0), "languageId", "fakesilent");
+    assert_non_null(strstr(test_client_notification(cl, "lsp/didShowMessage", 0), "cancelled "));
     /* a request the client cancels is withdrawn from the server too */
     int64_t id = test_client_send(cl, "lsp/hover", "{\"uri\":\"file:///x\",\"position\":{\"line\":0,\"character\":0}}");
     char *r = NULL;
@@ -127,6 +211,8 @@ static void test_a_server_that_never_answers_times_out(void **state)
     test_client_notify(cl, "$/cancelRequest", cancel);
     assert_int_equal(test_client_wait_response(cl, id, WAIT_MS, &r), -32800);
     free(r);
+    assert_true(test_client_wait_notifications(cl, "lsp/didShowMessage", 2, WAIT_MS));
+    assert_non_null(strstr(test_client_notification(cl, "lsp/didShowMessage", 1), "cancelled "));
     free(u);
     normal_still_answers();
     free(ok("lsp/stop", "{\"languageId\":\"fakesilent\"}"));
@@ -205,6 +291,81 @@ static void test_a_crashing_server_is_restarted_three_times_a_minute(void **stat
     free(ok("lsp/stop", "{\"languageId\":\"fakecrash\"}"));
 }
 
+/* What the editor does to a document reaches its server: the open with its
+ * text, each edit as an incremental change (the whole text for a server that
+ * asks for it), the save, the close; and lsp/stop is shutdown then exit. */
+static void test_the_server_hears_the_document_and_the_stop(void **state)
+{
+    (void)state;
+    write_at("sync.txt", "one\ntwo\n");
+    char *id = open_document("sync.txt");
+    long at = wait_logged("plaintext", 0, "\"textDocument/didOpen\"", "one\\ntwo\\n");
+    free(ok("document/edit",
+            "{\"documentId\":\"%s\",\"edits\":[{\"range\":{\"start\":{\"line\":1,\"column\":1},"
+            "\"end\":{\"line\":1,\"column\":2}},\"text\":\"W\"}]}",
+            id));
+    at = wait_logged("plaintext", at, "\"textDocument/didChange\"",
+                     "\"range\":{\"start\":{\"line\":1,\"character\":1},\"end\":{\"line\":1,\"character\":2}}");
+    assert_true(logged("plaintext", at, "\"text\":\"W\"", NULL) == at);
+    free(ok("document/save", "{\"documentId\":\"%s\"}", id));
+    at = wait_logged("plaintext", at, "\"textDocument/didSave\"", "sync.txt");
+    free(ok("document/close", "{\"documentId\":\"%s\"}", id));
+    at = wait_logged("plaintext", at, "\"textDocument/didClose\"", "sync.txt");
+    free(id);
+    free(ok("lsp/stop", "{\"languageId\":\"plaintext\"}"));
+    at = wait_logged("plaintext", at, "\"method\":\"shutdown\"", NULL);
+    wait_logged("plaintext", at, "\"method\":\"exit\"", NULL);
+
+    /* a server that asks for whole-text sync gets the whole text on every edit */
+    configure("plaintext", "fullsync", 10000);
+    free(ok("lsp/start", "{\"languageId\":\"plaintext\"}"));
+    id = open_document("sync.txt");
+    free(ok("document/edit",
+            "{\"documentId\":\"%s\",\"edits\":[{\"range\":{\"start\":{\"line\":0,\"column\":0},"
+            "\"end\":{\"line\":0,\"column\":0}},\"text\":\"zero\\n\"}]}",
+            id));
+    at = wait_logged("plaintext", at, "\"textDocument/didChange\"", "\"contentChanges\":[{\"text\":\"zero\\none\\ntWo\\n\"}]");
+    free(ok("document/close", "{\"documentId\":\"%s\"}", id));
+    free(id);
+    free(ok("lsp/stop", "{\"languageId\":\"plaintext\"}"));
+}
+
+/* A server that counts bytes gets bytes, for every position the client
+ * sends (a codeAction's context included), and the client gets its own
+ * units back. "\u00e9\u00e9 x": x is at UTF-16 column 3, byte 5. */
+static void test_positions_reach_a_utf8_server_in_bytes(void **state)
+{
+    (void)state;
+    configure("fakeutf8", "utf8", 10000);
+    char *r = ok("lsp/start", "{\"languageId\":\"fakeutf8\"}");
+    want_string(r, "positionEncoding", "utf-8");
+    free(r);
+    char *u = uri_of("wide.txt");
+    free(ok("lsp/documentOpen", "{\"uri\":\"%s\",\"languageId\":\"fakeutf8\",\"content\":\"\\u00e9\\u00e9 x\\n\"}", u));
+    r = ok("lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":3}}", u);
+    int64_t character = -1;
+    assert_true(test_json_int(r, "position.character", &character));
+    assert_int_equal(character, 3);
+    free(r);
+    wait_logged("fakeutf8", 0, "\"textDocument/hover\"", "\"position\":{\"line\":0,\"character\":5}");
+
+    r = ok("lsp/codeAction",
+           "{\"uri\":\"%s\",\"range\":{\"start\":{\"line\":0,\"character\":3},\"end\":{\"line\":0,\"character\":4}},"
+           "\"context\":{\"diagnostics\":[{\"range\":{\"start\":{\"line\":0,\"character\":3},"
+           "\"end\":{\"line\":0,\"character\":4}},\"message\":\"m\"}]}}",
+           u);
+    assert_true(test_json_int(r, "context.diagnostics[0].range.start.character", &character));
+    assert_int_equal(character, 3);
+    free(r);
+    long at = wait_logged("fakeutf8", 0, "\"textDocument/codeAction\"",
+                          "\"range\":{\"start\":{\"line\":0,\"character\":5},\"end\":{\"line\":0,\"character\":6}}");
+    assert_true(logged("fakeutf8", at, "\"context\":{\"diagnostics\":[{\"range\":{\"start\":{\"line\":0,"
+                                       "\"character\":5},\"end\":{\"line\":0,\"character\":6}}",
+                       NULL) == at);
+    free(u);
+    free(ok("lsp/stop", "{\"languageId\":\"fakeutf8\"}"));
+}
+
 /* Left for the teardown: a request in flight and a start that has not finished. */
 static void test_teardown_with_work_in_flight(void **state)
 {
@@ -231,9 +392,12 @@ int main(void)
         cmocka_unit_test(test_a_server_that_asks_the_client_things),
         cmocka_unit_test(test_garbage_stops_that_server_only),
         cmocka_unit_test(test_exit_during_initialize_fails_the_start),
+        cmocka_unit_test(test_a_server_that_never_answers_initialize_fails_the_start),
         cmocka_unit_test(test_a_server_that_never_answers_times_out),
         cmocka_unit_test(test_a_huge_message_is_dropped_and_the_server_kept),
         cmocka_unit_test(test_a_crashing_server_is_restarted_three_times_a_minute),
+        cmocka_unit_test(test_the_server_hears_the_document_and_the_stop),
+        cmocka_unit_test(test_positions_reach_a_utf8_server_in_bytes),
         cmocka_unit_test(test_teardown_with_work_in_flight),
     };
     return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);

@@ -1,8 +1,9 @@
 /* The lsp service with the language servers npm installs into
  * third_party/node (third_party/install-deps.sh): pyright for Python and
  * typescript-language-server for TypeScript. Each: a file with a type error
- * gets its diagnostics, a hover answers, an edit that fixes the error clears
- * them. */
+ * gets its diagnostics; hover, completion, definition, references,
+ * documentSymbol and rename answer about a variable used once after its
+ * declaration; an edit that fixes the error clears the diagnostics. */
 #include "lsp_fixture.h"
 
 static void check_language(const char *language, const char *file, const char *text, int hover_line,
@@ -22,6 +23,37 @@ static void check_language(const char *language, const char *file, const char *t
            hover_character);
     if (!strstr(r, hover_word))
         fail_msg("hover of %s: %s", language, r);
+    free(r);
+
+    /* the word is declared on line 0 and used at the hover's position */
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"%s\"", hover_word);
+    r = ok("lsp/completion", "{\"uri\":\"%s\",\"position\":{\"line\":%d,\"character\":%d}}", uri, hover_line,
+           hover_character);
+    if (test_json_length(r, "items") < 1 || !strstr(r, quoted))
+        fail_msg("completion of %s: %.300s", language, r);
+    free(r);
+    r = ok("lsp/definition", "{\"uri\":\"%s\",\"position\":{\"line\":%d,\"character\":%d}}", uri, hover_line,
+           hover_character);
+    int64_t line = -1;
+    if (test_json_length(r, "locations") != 1 || !test_json_int(r, "locations[0].range.start.line", &line) || line != 0)
+        fail_msg("definition of %s: %s", language, r);
+    want_string(r, "locations[0].uri", uri);
+    free(r);
+    r = ok("lsp/references", "{\"uri\":\"%s\",\"position\":{\"line\":%d,\"character\":%d}}", uri, hover_line,
+           hover_character);
+    if (test_json_length(r, "locations") != 2)
+        fail_msg("references of %s: %s", language, r);
+    free(r);
+    r = ok("lsp/documentSymbol", "{\"uri\":\"%s\"}", uri);
+    if (test_json_length(r, "symbols") < 1 || !strstr(r, quoted))
+        fail_msg("documentSymbol of %s: %s", language, r);
+    free(r);
+    r = ok("lsp/rename", "{\"uri\":\"%s\",\"position\":{\"line\":%d,\"character\":%d},\"newName\":\"renamed\"}",
+           uri, hover_line, hover_character);
+    const char *first = strstr(r, "\"newText\":\"renamed\"");
+    if (!first || !strstr(first + 1, "\"newText\":\"renamed\""))
+        fail_msg("rename of %s: two edits wanted: %s", language, r);
     free(r);
 
     test_client_clear_notifications(cl);
