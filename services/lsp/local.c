@@ -721,12 +721,32 @@ static void finish_starters(lsp_server *s, int status, const char *why)
 
 /* ----- documents on servers -------------------------------------------------------------- */
 
+/* Language servers know files only by file:// URIs, while a document may
+ * have been opened by its plain path: both spellings name the document by its
+ * URI here, so a server hears a URI and the client's either form finds it. */
+static char *doc_uri(const char *uri)
+{
+    const char *scheme;
+    size_t scheme_len;
+    size_t len = strlen(uri);
+    if (uri[0] != '/' || uri_scheme(uri, len, &scheme, &scheme_len))
+        return xstrdup(uri);
+    buf path = BUF_INIT, out = BUF_INIT;
+    uri_path_normalize(&path, uri, len);
+    uri_from_path(&out, path.data, path.len);
+    buf_free(&path);
+    return buf_detach(&out);
+}
+
 static lsp_doc *doc_find(lsp_service *self, const char *uri)
 {
-    for (lsp_doc *d = self->docs; d; d = d->next)
-        if (strcmp(d->uri, uri) == 0)
-            return d;
-    return NULL;
+    char *want = doc_uri(uri);
+    lsp_doc *found = NULL;
+    for (lsp_doc *d = self->docs; d && !found; d = d->next)
+        if (strcmp(d->uri, want) == 0)
+            found = d;
+    free(want);
+    return found;
 }
 
 static lsp_doc *doc_find_id(lsp_service *self, const char *document_id)
@@ -850,9 +870,11 @@ static lsp_server *doc_server(lsp_service *self, const lsp_doc *d)
 
 static lsp_diag_entry **diag_slot(lsp_service *self, const char *uri)
 {
+    char *want = doc_uri(uri);
     lsp_diag_entry **pp = &self->diags;
-    while (*pp && strcmp((*pp)->uri, uri) != 0)
+    while (*pp && strcmp((*pp)->uri, want) != 0)
         pp = &(*pp)->next;
+    free(want);
     return pp;
 }
 
@@ -861,7 +883,7 @@ static void diag_set(lsp_service *self, const char *uri, const char *json, size_
     lsp_diag_entry **pp = diag_slot(self, uri);
     if (!*pp) {
         *pp = xcalloc(1, sizeof **pp);
-        (*pp)->uri = xstrdup(uri);
+        (*pp)->uri = doc_uri(uri);
     }
     free((*pp)->json);
     (*pp)->json = xstrndup(json, len);
@@ -1872,7 +1894,7 @@ void lsp_request_cancel(lsp_service *self, lsp_request *req)
 static lsp_doc *doc_add(lsp_service *self, const char *uri, const char *language_id, const char *document_id)
 {
     lsp_doc *d = xcalloc(1, sizeof *d);
-    d->uri = xstrdup(uri);
+    d->uri = doc_uri(uri);
     d->language_id = xstrdup(language_id);
     d->document_id = document_id ? xstrdup(document_id) : NULL;
     d->next = self->docs;

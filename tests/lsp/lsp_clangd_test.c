@@ -115,6 +115,30 @@ static void test_an_open_document_gets_its_diagnostics(void **state)
     free(r);
 }
 
+/* A document opened by its plain path reaches the server under its file://
+ * URI (servers know no other kind), and either spelling finds its
+ * diagnostics. */
+static void test_a_document_opened_by_its_path(void **state)
+{
+    (void)state;
+    write_at("plain.c", "int f(void) { return missing_too; }\n");
+    char path[160];
+    snprintf(path, sizeof path, "%s/plain.c", top);
+    char *r = ok("document/open", "{\"uri\":\"%s\"}", path);
+    free(r);
+    char *uri = uri_of("plain.c");
+    char *p = wait_diagnostics(uri, true);
+    char *msg = test_json_string(p, "diagnostics[0].message");
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "missing_too"));
+    free(msg);
+    free(p);
+    r = ok("lsp/diagnostics", "{\"uri\":\"%s\"}", path);
+    assert_true(test_json_length(r, "diagnostics") >= 1);
+    free(r);
+    free(uri);
+}
+
 static void test_queries_come_back_in_the_catalogue_shapes(void **state)
 {
     (void)state;
@@ -462,6 +486,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_start_reports_ready_with_capabilities),
         cmocka_unit_test(test_an_open_document_gets_its_diagnostics),
+        cmocka_unit_test(test_a_document_opened_by_its_path),
         cmocka_unit_test(test_queries_come_back_in_the_catalogue_shapes),
         cmocka_unit_test(test_edits_reach_the_server_incrementally),
         cmocka_unit_test(test_columns_are_converted_for_a_server_that_speaks_utf8),
