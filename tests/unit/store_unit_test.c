@@ -1,7 +1,8 @@
 /* The store alone: the schema and its migrations, operations in submission
  * order with their completions on the loop, flushing, persistence across a
- * reopen, two stores writing one file at once, and the fallback to memory
- * when the file cannot be used (corrupt, locked, not a file). */
+ * reopen, two stores writing one file at once, processes that open one fresh
+ * file together, and the fallback to memory when the file cannot be used
+ * (corrupt, locked, not a file). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -233,6 +235,58 @@ static void test_two_stores_share_one_file(void **state)
     sqlite3_close(db);
 }
 
+/* Servers started together on a fresh data directory: every one of them
+ * switches the new file to WAL and migrates it, and none may give up and fall
+ * back to memory, or its saves would never reach the shared file. Each opener
+ * is a process of its own, as servers are, and they are let go at once. */
+static void test_processes_opening_a_fresh_file_together_all_persist(void **state)
+{
+    fixture *f = *state;
+    enum { ROUNDS = 12, OPENERS = 4 };
+    for (int round = 0; round < ROUNDS; round++) {
+        char dir[160];
+        snprintf(dir, sizeof dir, "%s/round-%d", f->dir, round);
+        assert_int_equal(mkdir(dir, 0700), 0);
+        int go[2];
+        assert_int_equal(pipe(go), 0);
+        pid_t pids[OPENERS];
+        for (int i = 0; i < OPENERS; i++) {
+            pids[i] = fork();
+            assert_true(pids[i] >= 0);
+            if (pids[i] == 0) {
+                close(go[1]);
+                char byte;
+                if (read(go[0], &byte, 1) != 0) /* end of file: the start signal */
+                    _exit(3);
+                uv_loop_t loop;
+                uv_loop_init(&loop);
+                store_options o = {.data_dir = dir};
+                store *s = store_open(&loop, NULL, &o, NULL);
+                int code = !s ? 2 : store_persistent(s) ? 0 : 1;
+                if (s)
+                    store_close(s);
+                uv_run(&loop, UV_RUN_NOWAIT);
+                uv_loop_close(&loop);
+                _exit(code);
+            }
+        }
+        close(go[0]);
+        close(go[1]); /* every opener starts now */
+        int in_memory = 0;
+        for (int i = 0; i < OPENERS; i++) {
+            int wstatus;
+            assert_int_equal(waitpid(pids[i], &wstatus, 0), pids[i]);
+            assert_true(WIFEXITED(wstatus));
+            assert_int_not_equal(WEXITSTATUS(wstatus), 2);
+            assert_int_not_equal(WEXITSTATUS(wstatus), 3);
+            in_memory += WEXITSTATUS(wstatus) == 1;
+        }
+        if (in_memory)
+            print_error("round %d: %d of %d stores fell back to memory\n", round, in_memory, OPENERS);
+        assert_int_equal(in_memory, 0);
+    }
+}
+
 static void test_a_corrupt_file_falls_back_to_memory_and_is_left_alone(void **state)
 {
     fixture *f = *state;
@@ -354,6 +408,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_operations_run_in_order_and_complete_on_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_runs_what_is_queued_and_it_persists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_stores_share_one_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_processes_opening_a_fresh_file_together_all_persist, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_corrupt_file_falls_back_to_memory_and_is_left_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_locked_file_falls_back_to_a_copy_in_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_path_that_is_no_file_falls_back_to_memory, setup, teardown),
