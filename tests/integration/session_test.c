@@ -763,6 +763,17 @@ static void test_secrets(void **state)
     ok_equal(f->c, "secret/get", "{\"key\":\"api_from_env\"}", "{\"value\":\"from-env\"}");
     unsetenv("ECPD_SECRET_API_FROM_ENV");
     ok_equal(f->c, "secret/list", NULL, "{\"keys\":[\"api.token\",\"other\"]}");
+    /* then the bare KEY; the prefixed variable wins when both are set */
+    setenv("ECPD_TEST_PLAIN_ONLY", "bare", 1);
+    ok_equal(f->c, "secret/get", "{\"key\":\"ecpd-test.plain-only\"}", "{\"value\":\"bare\"}");
+    out = ok(f->c, "secret/info", "{\"key\":\"ecpd-test.plain-only\"}");
+    want_string(out, "info.provider", "env");
+    free(out);
+    setenv("ECPD_SECRET_ECPD_TEST_PLAIN_ONLY", "prefixed", 1);
+    ok_equal(f->c, "secret/get", "{\"key\":\"ecpd-test.plain-only\"}", "{\"value\":\"prefixed\"}");
+    unsetenv("ECPD_SECRET_ECPD_TEST_PLAIN_ONLY");
+    unsetenv("ECPD_TEST_PLAIN_ONLY");
+    ok_equal(f->c, "secret/get", "{\"key\":\"ecpd-test.plain-only\"}", "{\"value\":null}");
     char *e = fails(f->c, -32603, "secret/set", "{\"key\":\"k\",\"value\":\"v\",\"options\":{\"provider\":\"env\"}}");
     want_string(e, "message", "Secret provider 'env' is read-only");
     free(e);
