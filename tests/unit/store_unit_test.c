@@ -144,6 +144,57 @@ static int count_rows(store *s)
     return n;
 }
 
+typedef struct pragma_op {
+    const char *pragma;
+    int value;
+    int *out;
+} pragma_op;
+
+static int pragma_work(sqlite3 *db, void *data, ecp_error *err)
+{
+    pragma_op *op = data;
+    sqlite3_stmt *st;
+    int status = store_prepare(db, op->pragma, &st, err);
+    if (status < 0)
+        return status;
+    op->value = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static void pragma_done(void *data, int status, const ecp_error *err)
+{
+    pragma_op *op = data;
+    *op->out = status == 0 ? op->value : -2;
+}
+
+static const store_op_type pragma_type = {.name = "test.pragma", .work = pragma_work, .done = pragma_done};
+
+/* An integer pragma as the store's own connection sees it. */
+static int store_pragma(store *s, const char *pragma)
+{
+    int n = -3;
+    pragma_op *op = calloc(1, sizeof *op);
+    op->pragma = pragma;
+    op->out = &n;
+    store_submit(s, &pragma_type, op);
+    store_flush(s);
+    return n;
+}
+
+/* A text pragma of the file as another process sees it. */
+static void expect_file_pragma(const char *path, const char *pragma, const char *want)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, pragma, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 0), want);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 /* ----- tests ----------------------------------------------------------------------------------- */
 
 static void test_open_creates_a_private_migrated_database(void **state)
@@ -156,7 +207,14 @@ static void test_open_creates_a_private_migrated_database(void **state)
     struct stat st;
     assert_int_equal(stat(f->path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
+    /* Crash-safe and checked: WAL on the file, foreign keys on the connection. */
+    assert_int_equal(store_pragma(s, "PRAGMA foreign_keys"), 1);
+    assert_int_equal(store_pragma(s, "PRAGMA user_version"), (int)store__migration_count());
     close_store(f, s);
+    expect_file_pragma(f->path, "PRAGMA journal_mode", "wal");
+    char version[16];
+    snprintf(version, sizeof version, "%d", (int)store__migration_count());
+    expect_file_pragma(f->path, "PRAGMA user_version", version);
 
     /* Reopening migrates nothing and keeps the version. */
     s = open_store(f, 0);
