@@ -250,7 +250,10 @@ class SessionTests(unittest.TestCase):
     def test_two_servers_share_one_data_directory(self):
         other = os.path.join(self.tmp, "other")
         os.mkdir(other)
+        # started together on a fresh data directory: both keep the file
         a, b = self.server(), self.server(workspace=other)
+        self.assertTrue(a.call("initialize", {})["capabilities"]["persistence"])
+        self.assertTrue(b.call("initialize", {})["capabilities"]["persistence"])
         for i in range(40):
             (a if i % 2 else b).call("config/set", {"key": "editor.tabSize", "value": 1 + i % 16})
             (b if i % 2 else a).call("secret/set", {"key": "k%d" % i, "value": "v%d" % i})
