@@ -208,6 +208,28 @@ class SessionTests(unittest.TestCase):
         self.assertEqual(s.call("session/recoverable"), {"documents": []})
         s.close()
 
+    def test_a_server_killed_right_after_a_recovery_leaves_the_text(self):
+        path = os.path.join(self.ws, "draft.txt")
+        with open(path, "w") as f:
+            f.write("draft\n")
+        s = self.server()
+        doc = s.call("document/open", {"uri": "file://" + path})["documentId"]
+        s.call("document/insert", {"documentId": doc, "position": {"line": 1, "column": 0}, "text": "typed once\n"})
+        deadline = time.time() + 30
+        while time.time() < deadline and journaled_bytes(self.tmp) != len("draft\ntyped once\n"):
+            time.sleep(0.05)
+        s.kill()
+        # recovered, then killed before the reopened document could be journaled
+        s = self.server()
+        self.assertEqual(len(s.call("session/recover")["documents"]), 1)
+        s.kill()
+        s = self.server()
+        listed = s.call("session/recoverable")["documents"]
+        self.assertEqual([d["uri"] for d in listed], ["file://" + path])
+        doc = s.call("session/recover")["documents"][0]["documentId"]
+        self.assertEqual(s.call("document/content", {"documentId": doc})["content"], "draft\ntyped once\n")
+        self.assertEqual(s.close(), 0)
+
     def test_a_large_dirty_document_is_journaled_without_stalling(self):
         path = os.path.join(self.ws, "big.log")
         line = ("0123456789abcdef" * 4)[:63] + "\n"
