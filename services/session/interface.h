@@ -316,7 +316,11 @@ typedef void (*session_recoverable_cb)(void *ctx, int status, const ecp_error *e
  * newest first, one entry per uri. */
 void session_recoverable_list(session_service *self, session_recoverable_cb cb, void *ctx);
 
-/* Reopens the given uris (NULL: all) dirty with the recovered text. */
+/* Reopens the given uris (NULL: all) dirty with the recovered text. The text
+ * stays in the store, this server's now, until its document is journaled
+ * again, saved or closed: a crash right after a recovery loses nothing, and
+ * text whose document cannot be reopened is offered again once this server
+ * is gone. */
 void session_recover(session_service *self, const char *const *uris, size_t count, session_reopen_cb cb, void *ctx);
 
 /* Forgets the given uris' recovered text (NULL: all). */

@@ -135,7 +135,12 @@ typedef struct reopen_item {
     char *cursors_json;  /* [{position:{line,column}, selection?}] in UTF-16, or NULL */
 } reopen_item;
 
-void session__reopen(session_service *self, reopen_item *items, size_t count, session_reopen_cb cb, void *ctx);
+/* Told of each item as it is settled: document_id is the document it is now,
+ * or NULL when it could not be opened. */
+typedef void (*reopen_item_cb)(session_service *self, const reopen_item *item, const char *document_id);
+
+void session__reopen(session_service *self, reopen_item *items, size_t count, reopen_item_cb each, session_reopen_cb cb,
+                     void *ctx);
 
 /* ----- secrets (secrets.c) ------------------------------------------------------------------------ */
 

@@ -219,6 +219,38 @@ static int delete_found(sqlite3 *db, journal_op *op, ecp_error *err)
     return status;
 }
 
+/* The found rows become this server's: older copies go, the newest of each
+ * uri is kept under our name until its reopened document is journaled over
+ * it, saved or closed. A server killed right after a recovery thus leaves the
+ * text for the next one, and text whose document cannot be reopened is
+ * offered again once we are gone. */
+static int adopt_found(sqlite3 *db, journal_op *op, ecp_error *err)
+{
+    sqlite3_stmt *drop, *adopt;
+    int status = store_prepare(db, "DELETE FROM journal WHERE owner = ?1 AND uri = ?2", &drop, err);
+    if (status < 0)
+        return status;
+    if ((status = store_prepare(db, "UPDATE OR REPLACE journal SET owner = ?3 WHERE owner = ?1 AND uri = ?2", &adopt,
+                                err)) < 0) {
+        sqlite3_finalize(drop);
+        return status;
+    }
+    for (size_t i = 0; i < op->found_count && status == 0; i++) {
+        sqlite3_stmt *st = op->found[i].bytes < 0 ? drop : adopt;
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, op->found[i].owner, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, op->found[i].uri, -1, SQLITE_STATIC);
+        if (st == adopt)
+            sqlite3_bind_text(st, 3, op->owner, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE)
+            status = store_error(db, rc, err, "taking over the journal");
+    }
+    sqlite3_finalize(drop);
+    sqlite3_finalize(adopt);
+    return status;
+}
+
 /* Instances that are gone and left nothing: their rows and lock files. */
 static void forget_dead_instances(sqlite3 *db, journal_op *op)
 {
@@ -333,10 +365,10 @@ static int journal_work(sqlite3 *db, void *data, ecp_error *err)
         return rc == SQLITE_DONE ? 0 : store_error(db, rc, err, "clearing the journal");
     case JOURNAL_LIST: return find_recoverable(db, op, false, err);
     case JOURNAL_TAKE:
-        /* The rows go once their text is in hand: the reopened documents are
-         * journaled again under this server. */
         if ((status = find_recoverable(db, op, true, err)) == 0)
-            status = delete_found(db, op, err);
+            status = adopt_found(db, op, err);
+        if (status == 0)
+            forget_dead_instances(db, op);
         return status;
     case JOURNAL_DISCARD:
         if ((status = find_recoverable(db, op, false, err)) == 0)
@@ -370,6 +402,24 @@ static int journal_work(sqlite3 *db, void *data, ecp_error *err)
 
 static void write_entry(journal_entry *e);
 static journal_entry *entry_of(session_service *self, const char *document_id);
+static void clear_row(session_service *self, const char *uri);
+
+/* A recovered item is settled; its row is ours now (adopt_found). A document
+ * journaled under that uri takes the row over: it is rewritten by the next
+ * write and cleared by a save or a close. A document with nothing to keep
+ * (its text is the file's) or journaled under another spelling of the file
+ * leaves nothing for the row to hold. One that could not be opened keeps
+ * its row, offered again once this server is gone. */
+static void recovered_item(session_service *self, const reopen_item *item, const char *document_id)
+{
+    if (!document_id)
+        return;
+    journal_entry *e = entry_of(self, document_id);
+    if (e && strcmp(e->uri, item->uri) == 0)
+        e->written = true;
+    else
+        clear_row(self, item->uri);
+}
 
 static void journal_done(void *data, int status, const ecp_error *err)
 {
@@ -414,7 +464,7 @@ static void journal_done(void *data, int status, const ecp_error *err)
             it->content_len = (size_t)f->bytes;
             it->has_content = true;
         }
-        session__reopen(op->svc, items, n, op->reopen_cb, op->ctx);
+        session__reopen(op->svc, items, n, recovered_item, op->reopen_cb, op->ctx);
         break;
     }
     case JOURNAL_DISCARD: op->status_cb(op->ctx, status, err); break;

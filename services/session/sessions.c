@@ -483,6 +483,7 @@ typedef struct reopen_run {
     size_t missing_count;
     bool waiting;  /* a document_open is out */
     bool stepping; /* inside step(): a synchronous callback must not recurse */
+    reopen_item_cb each; /* may be NULL */
     session_reopen_cb cb;
     void *ctx;
 } reopen_run;
@@ -550,6 +551,8 @@ static void opened(void *ctx, int status, const ecp_error *err, const char *docu
         ecp_log(self->log, ECP_LOG_WARN, "session: cannot reopen %s: %s", item->uri, err ? err->message : "?");
         push(&run->missing, &run->missing_count, item->uri);
     }
+    if (run->each)
+        run->each(self, item, status == 0 ? document_id : NULL);
     if (!run->stepping)
         step(run);
 }
@@ -603,12 +606,14 @@ static void step(reopen_run *run)
         finish(run);
 }
 
-void session__reopen(session_service *self, reopen_item *items, size_t count, session_reopen_cb cb, void *ctx)
+void session__reopen(session_service *self, reopen_item *items, size_t count, reopen_item_cb each, session_reopen_cb cb,
+                     void *ctx)
 {
     reopen_run *run = xcalloc(1, sizeof *run);
     run->svc = self;
     run->items = items;
     run->count = count;
+    run->each = each;
     run->cb = cb;
     run->ctx = ctx;
     step(run);
@@ -661,7 +666,7 @@ static void restore_loaded(void *ctx, int status, const ecp_error *err, const ch
         arena_free(&a);
     }
     json_doc_free(&doc);
-    session__reopen(r->svc, items, n, r->cb, r->ctx);
+    session__reopen(r->svc, items, n, NULL, r->cb, r->ctx);
     free(r);
 }
 

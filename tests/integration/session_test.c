@@ -763,6 +763,17 @@ static void test_secrets(void **state)
     ok_equal(f->c, "secret/get", "{\"key\":\"api_from_env\"}", "{\"value\":\"from-env\"}");
     unsetenv("ECPD_SECRET_API_FROM_ENV");
     ok_equal(f->c, "secret/list", NULL, "{\"keys\":[\"api.token\",\"other\"]}");
+    /* then the bare KEY; the prefixed variable wins when both are set */
+    setenv("ECPD_TEST_PLAIN_ONLY", "bare", 1);
+    ok_equal(f->c, "secret/get", "{\"key\":\"ecpd-test.plain-only\"}", "{\"value\":\"bare\"}");
+    out = ok(f->c, "secret/info", "{\"key\":\"ecpd-test.plain-only\"}");
+    want_string(out, "info.provider", "env");
+    free(out);
+    setenv("ECPD_SECRET_ECPD_TEST_PLAIN_ONLY", "prefixed", 1);
+    ok_equal(f->c, "secret/get", "{\"key\":\"ecpd-test.plain-only\"}", "{\"value\":\"prefixed\"}");
+    unsetenv("ECPD_SECRET_ECPD_TEST_PLAIN_ONLY");
+    unsetenv("ECPD_TEST_PLAIN_ONLY");
+    ok_equal(f->c, "secret/get", "{\"key\":\"ecpd-test.plain-only\"}", "{\"value\":null}");
     char *e = fails(f->c, -32603, "secret/set", "{\"key\":\"k\",\"value\":\"v\",\"options\":{\"provider\":\"env\"}}");
     want_string(e, "message", "Secret provider 'env' is read-only");
     free(e);
@@ -872,6 +883,60 @@ static void test_recovery_between_servers(void **state)
     free(idb);
 }
 
+/* Recovered text stays in the journal until a document holds it: one that
+ * cannot be reopened is offered again by the next server, one whose text is
+ * already the file's leaves nothing behind. */
+static void test_recovered_text_is_kept_until_a_document_holds_it(void **state)
+{
+    fx *f = *state;
+    char a[200], b[200], uri_a[220];
+    snprintf(a, sizeof a, "%s/a.txt", f->workspace);
+    snprintf(b, sizeof b, "%s/b.txt", f->workspace);
+    snprintf(uri_a, sizeof uri_a, "file://%s", a);
+    char *ida = open_doc(f, a, "alpha\n");
+    char *idb = open_doc(f, b, "beta\n");
+    free(ok(f->c, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":5},\"text\":\" typed\"}", ida));
+    free(ok(f->c, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":4},\"text\":\"!\"}", idb));
+    test_server_run_for(f->s, 1200);
+    stop(f);
+
+    /* a.txt is a directory now: its text cannot go back into a document */
+    assert_int_equal(unlink(a), 0);
+    assert_int_equal(mkdir(a, 0700), 0);
+    /* b.txt was saved elsewhere with the very text that was typed */
+    write_file(b, "beta!\n");
+    start(f);
+    char *out = ok(f->c, "session/recover", NULL);
+    assert_int_equal(test_json_length(out, "documents"), 1);
+    want_raw(out, "documents[0].isDirty", "false");
+    want_string(out, "missing[0]", uri_a);
+    free(out);
+    ok_equal(f->c, "session/recoverable", NULL, "{\"documents\":[]}");
+
+    /* the next server offers a.txt's text again, and only that */
+    restart(f);
+    out = ok(f->c, "session/recoverable", NULL);
+    assert_int_equal(test_json_length(out, "documents"), 1);
+    want_string(out, "documents[0].uri", uri_a);
+    want_raw(out, "documents[0].bytes", "12");
+    free(out);
+    assert_int_equal(rmdir(a), 0);
+    out = ok(f->c, "session/recover", NULL);
+    assert_int_equal(test_json_length(out, "documents"), 1);
+    char *id = test_json_string(out, "documents[0].documentId");
+    free(out);
+    out = ok(f->c, "document/content", "{\"documentId\":\"%s\"}", id);
+    want_string(out, "content", "alpha typed\n");
+    free(out);
+    /* saved: nothing is left to offer */
+    free(ok(f->c, "document/save", "{\"documentId\":\"%s\"}", id));
+    restart(f);
+    ok_equal(f->c, "session/recoverable", NULL, "{\"documents\":[]}");
+    free(id);
+    free(ida);
+    free(idb);
+}
+
 static void test_closing_a_dirty_document_clears_its_entry(void **state)
 {
     fx *f = *state;
@@ -939,6 +1004,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_session_restore_reports_missing_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_secrets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recovery_between_servers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recovered_text_is_kept_until_a_document_holds_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_closing_a_dirty_document_clears_its_entry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_initialize_says_whether_state_persists, setup, teardown),
     };

@@ -208,6 +208,28 @@ class SessionTests(unittest.TestCase):
         self.assertEqual(s.call("session/recoverable"), {"documents": []})
         s.close()
 
+    def test_a_server_killed_right_after_a_recovery_leaves_the_text(self):
+        path = os.path.join(self.ws, "draft.txt")
+        with open(path, "w") as f:
+            f.write("draft\n")
+        s = self.server()
+        doc = s.call("document/open", {"uri": "file://" + path})["documentId"]
+        s.call("document/insert", {"documentId": doc, "position": {"line": 1, "column": 0}, "text": "typed once\n"})
+        deadline = time.time() + 30
+        while time.time() < deadline and journaled_bytes(self.tmp) != len("draft\ntyped once\n"):
+            time.sleep(0.05)
+        s.kill()
+        # recovered, then killed before the reopened document could be journaled
+        s = self.server()
+        self.assertEqual(len(s.call("session/recover")["documents"]), 1)
+        s.kill()
+        s = self.server()
+        listed = s.call("session/recoverable")["documents"]
+        self.assertEqual([d["uri"] for d in listed], ["file://" + path])
+        doc = s.call("session/recover")["documents"][0]["documentId"]
+        self.assertEqual(s.call("document/content", {"documentId": doc})["content"], "draft\ntyped once\n")
+        self.assertEqual(s.close(), 0)
+
     def test_a_large_dirty_document_is_journaled_without_stalling(self):
         path = os.path.join(self.ws, "big.log")
         line = ("0123456789abcdef" * 4)[:63] + "\n"
@@ -250,7 +272,10 @@ class SessionTests(unittest.TestCase):
     def test_two_servers_share_one_data_directory(self):
         other = os.path.join(self.tmp, "other")
         os.mkdir(other)
+        # started together on a fresh data directory: both keep the file
         a, b = self.server(), self.server(workspace=other)
+        self.assertTrue(a.call("initialize", {})["capabilities"]["persistence"])
+        self.assertTrue(b.call("initialize", {})["capabilities"]["persistence"])
         for i in range(40):
             (a if i % 2 else b).call("config/set", {"key": "editor.tabSize", "value": 1 + i % 16})
             (b if i % 2 else a).call("secret/set", {"key": "k%d" % i, "value": "v%d" % i})

@@ -1,7 +1,8 @@
 /* The store alone: the schema and its migrations, operations in submission
  * order with their completions on the loop, flushing, persistence across a
- * reopen, two stores writing one file at once, and the fallback to memory
- * when the file cannot be used (corrupt, locked, not a file). */
+ * reopen, two stores writing one file at once, processes that open one fresh
+ * file together, and the fallback to memory when the file cannot be used
+ * (corrupt, locked, not a file). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -142,6 +144,57 @@ static int count_rows(store *s)
     return n;
 }
 
+typedef struct pragma_op {
+    const char *pragma;
+    int value;
+    int *out;
+} pragma_op;
+
+static int pragma_work(sqlite3 *db, void *data, ecp_error *err)
+{
+    pragma_op *op = data;
+    sqlite3_stmt *st;
+    int status = store_prepare(db, op->pragma, &st, err);
+    if (status < 0)
+        return status;
+    op->value = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static void pragma_done(void *data, int status, const ecp_error *err)
+{
+    pragma_op *op = data;
+    *op->out = status == 0 ? op->value : -2;
+}
+
+static const store_op_type pragma_type = {.name = "test.pragma", .work = pragma_work, .done = pragma_done};
+
+/* An integer pragma as the store's own connection sees it. */
+static int store_pragma(store *s, const char *pragma)
+{
+    int n = -3;
+    pragma_op *op = calloc(1, sizeof *op);
+    op->pragma = pragma;
+    op->out = &n;
+    store_submit(s, &pragma_type, op);
+    store_flush(s);
+    return n;
+}
+
+/* A text pragma of the file as another process sees it. */
+static void expect_file_pragma(const char *path, const char *pragma, const char *want)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, pragma, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 0), want);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 /* ----- tests ----------------------------------------------------------------------------------- */
 
 static void test_open_creates_a_private_migrated_database(void **state)
@@ -154,7 +207,14 @@ static void test_open_creates_a_private_migrated_database(void **state)
     struct stat st;
     assert_int_equal(stat(f->path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
+    /* Crash-safe and checked: WAL on the file, foreign keys on the connection. */
+    assert_int_equal(store_pragma(s, "PRAGMA foreign_keys"), 1);
+    assert_int_equal(store_pragma(s, "PRAGMA user_version"), (int)store__migration_count());
     close_store(f, s);
+    expect_file_pragma(f->path, "PRAGMA journal_mode", "wal");
+    char version[16];
+    snprintf(version, sizeof version, "%d", (int)store__migration_count());
+    expect_file_pragma(f->path, "PRAGMA user_version", version);
 
     /* Reopening migrates nothing and keeps the version. */
     s = open_store(f, 0);
@@ -231,6 +291,58 @@ static void test_two_stores_share_one_file(void **state)
     assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
     sqlite3_finalize(st);
     sqlite3_close(db);
+}
+
+/* Servers started together on a fresh data directory: every one of them
+ * switches the new file to WAL and migrates it, and none may give up and fall
+ * back to memory, or its saves would never reach the shared file. Each opener
+ * is a process of its own, as servers are, and they are let go at once. */
+static void test_processes_opening_a_fresh_file_together_all_persist(void **state)
+{
+    fixture *f = *state;
+    enum { ROUNDS = 12, OPENERS = 4 };
+    for (int round = 0; round < ROUNDS; round++) {
+        char dir[160];
+        snprintf(dir, sizeof dir, "%s/round-%d", f->dir, round);
+        assert_int_equal(mkdir(dir, 0700), 0);
+        int go[2];
+        assert_int_equal(pipe(go), 0);
+        pid_t pids[OPENERS];
+        for (int i = 0; i < OPENERS; i++) {
+            pids[i] = fork();
+            assert_true(pids[i] >= 0);
+            if (pids[i] == 0) {
+                close(go[1]);
+                char byte;
+                if (read(go[0], &byte, 1) != 0) /* end of file: the start signal */
+                    _exit(3);
+                uv_loop_t loop;
+                uv_loop_init(&loop);
+                store_options o = {.data_dir = dir};
+                store *s = store_open(&loop, NULL, &o, NULL);
+                int code = !s ? 2 : store_persistent(s) ? 0 : 1;
+                if (s)
+                    store_close(s);
+                uv_run(&loop, UV_RUN_NOWAIT);
+                uv_loop_close(&loop);
+                _exit(code);
+            }
+        }
+        close(go[0]);
+        close(go[1]); /* every opener starts now */
+        int in_memory = 0;
+        for (int i = 0; i < OPENERS; i++) {
+            int wstatus;
+            assert_int_equal(waitpid(pids[i], &wstatus, 0), pids[i]);
+            assert_true(WIFEXITED(wstatus));
+            assert_int_not_equal(WEXITSTATUS(wstatus), 2);
+            assert_int_not_equal(WEXITSTATUS(wstatus), 3);
+            in_memory += WEXITSTATUS(wstatus) == 1;
+        }
+        if (in_memory)
+            print_error("round %d: %d of %d stores fell back to memory\n", round, in_memory, OPENERS);
+        assert_int_equal(in_memory, 0);
+    }
 }
 
 static void test_a_corrupt_file_falls_back_to_memory_and_is_left_alone(void **state)
@@ -354,6 +466,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_operations_run_in_order_and_complete_on_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_runs_what_is_queued_and_it_persists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_stores_share_one_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_processes_opening_a_fresh_file_together_all_persist, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_corrupt_file_falls_back_to_memory_and_is_left_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_locked_file_falls_back_to_a_copy_in_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_path_that_is_no_file_falls_back_to_memory, setup, teardown),
