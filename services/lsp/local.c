@@ -32,6 +32,7 @@ typedef struct lsp_doc {
 typedef struct lsp_diag_entry {
     char *uri;
     char *json;                 /* as the server published it */
+    char *language_id;          /* of the server that published it */
     ecp_position_encoding enc;  /* the server's */
     struct lsp_diag_entry *next;
 } lsp_diag_entry;
@@ -878,7 +879,7 @@ static lsp_diag_entry **diag_slot(lsp_service *self, const char *uri)
     return pp;
 }
 
-static void diag_set(lsp_service *self, const char *uri, const char *json, size_t len, ecp_position_encoding enc)
+static void diag_set(lsp_service *self, const lsp_server *from, const char *uri, const char *json, size_t len)
 {
     lsp_diag_entry **pp = diag_slot(self, uri);
     if (!*pp) {
@@ -886,21 +887,46 @@ static void diag_set(lsp_service *self, const char *uri, const char *json, size_
         (*pp)->uri = doc_uri(uri);
     }
     free((*pp)->json);
+    free((*pp)->language_id);
     (*pp)->json = xstrndup(json, len);
-    (*pp)->enc = enc;
+    (*pp)->language_id = xstrdup(from->language_id);
+    (*pp)->enc = from->enc;
     ECP_EMIT(&self->listeners, lsp_listener, on_diagnostics, uri);
+}
+
+static void diag_unlink(lsp_diag_entry **pp)
+{
+    lsp_diag_entry *e = *pp;
+    *pp = e->next;
+    free(e->uri);
+    free(e->json);
+    free(e->language_id);
+    free(e);
 }
 
 static void diag_clear(lsp_service *self, const char *uri)
 {
     lsp_diag_entry **pp = diag_slot(self, uri);
-    if (!*pp)
-        return;
-    lsp_diag_entry *e = *pp;
-    *pp = e->next;
-    free(e->uri);
-    free(e->json);
-    free(e);
+    if (*pp)
+        diag_unlink(pp);
+}
+
+/* A server that stops or dies takes its diagnostics with it: they describe
+ * what it last saw, and a restarted server publishes them anew. Clients hear
+ * an empty list for each file, as LSP clients clear a stopped server's. */
+static void diag_clear_server(lsp_service *self, const char *language_id)
+{
+    for (;;) {
+        lsp_diag_entry **pp = &self->diags;
+        while (*pp && strcmp((*pp)->language_id, language_id) != 0)
+            pp = &(*pp)->next;
+        if (!*pp)
+            return;
+        char *uri = xstrdup((*pp)->uri);
+        diag_unlink(pp);
+        ECP_EMIT(&self->listeners, lsp_listener, on_diagnostics, uri);
+        free(uri);
+    }
 }
 
 char *lsp_diagnostics_get(lsp_service *self, const char *uri, ecp_position_encoding enc)
@@ -1236,7 +1262,7 @@ static void server_notification_in(lsp_server *s, const json_doc *doc, json_ref 
             json_writer w;
             jw_init(&w, &clean);
             json_write_value(&w, doc, diags);
-            diag_set(svc, uri, clean.data, clean.len, s->enc);
+            diag_set(svc, s, uri, clean.data, clean.len);
             buf_free(&clean);
         }
         arena_free(&a);
@@ -1488,6 +1514,7 @@ static void server_proc_gone(lsp_server *s, const char *why)
     s->init_id = -1;
     fail_pending(s, ECP_EIO, why);
     server_set_status(s, LSP_ERROR, why);
+    diag_clear_server(s->svc, s->language_id);
     if (was_starting)
         finish_starters(s, ECP_EIO, why);
     if (!s->was_ready)
@@ -1639,6 +1666,7 @@ int lsp_server_stop(lsp_service *self, const char *language_id)
             continue;
         *pp = s->next;
         server_end(s, false);
+        diag_clear_server(self, s->language_id);
         s->status = LSP_STOPPED;
         lsp_server_info info = {.language_id = s->language_id, .status = LSP_STOPPED};
         ECP_EMIT(&self->listeners, lsp_listener, on_status, &info);
@@ -2163,7 +2191,7 @@ void lsp_service_free(lsp_service *self)
     while (self->docs)
         doc_remove(self, self->docs);
     while (self->diags)
-        diag_clear(self, self->diags->uri);
+        diag_unlink(&self->diags);
     while (self->configs) {
         lsp_custom_config *c = self->configs;
         self->configs = c->next;

@@ -459,10 +459,20 @@ static void test_stop_ends_the_process(void **state)
     (void)state;
     pid_t pid = clangd_pid();
     assert_true(pid > 0);
+    char *plain = uri_of("plain.c");
+    char *r = ok("lsp/diagnostics", "{\"uri\":\"%s\"}", plain);
+    assert_true(test_json_length(r, "diagnostics") >= 1);
+    free(r);
     test_client_clear_notifications(cl);
     free(ok("lsp/stop", "{\"languageId\":\"c\"}"));
     free(wait_status("c", "stopped"));
-    char *r = ok("lsp/status", "{}");
+    /* a stopped server's diagnostics go with it, and clients hear so */
+    free(wait_diagnostics(plain, false));
+    r = ok("lsp/diagnostics", "{\"uri\":\"%s\"}", plain);
+    assert_int_equal(test_json_length(r, "diagnostics"), 0);
+    free(r);
+    free(plain);
+    r = ok("lsp/status", "{}");
     assert_string_equal(r, "{\"servers\":[{\"languageId\":\"rust\",\"status\":\"error\","
                            "\"error\":\"Language server not found: ecpd-no-such-server\"}]}");
     free(r);
