@@ -143,6 +143,32 @@ typedef struct terminal_pane {
     buf early_input; /* typed before the shell existed: sent once it does */
 } terminal_pane;
 
+typedef enum chat_role { CHAT_USER, CHAT_ASSISTANT, CHAT_TOOL, CHAT_SYSTEM } chat_role;
+
+/* One paragraph of the chat: what was asked, the answer as it streams, a tool
+ * call and what became of it, or a failure the server reported. */
+typedef struct chat_entry {
+    chat_role role;
+    buf text;
+    char *tool_id; /* CHAT_TOOL: the call this entry follows */
+    char *status;  /* CHAT_TOOL: waiting, running, done, failed, rejected */
+} chat_entry;
+
+typedef struct chat_pane {
+    bool visible, focused;
+    int rows;            /* the pane's height, its heading and its input line included */
+    char *chat_id;       /* NULL until the first prompt is answered */
+    char *model;
+    bool running;        /* a turn runs: Escape stops it */
+    bool prompting;      /* chat/prompt sent, not answered yet */
+    chat_entry *entries;
+    int entry_count;
+    buf input;
+    char *waiting_id;    /* a tool call waiting for approval */
+    char *waiting_label; /* what it would do */
+    int scroll;          /* display lines scrolled back from the end */
+} chat_pane;
+
 typedef struct queued_key {
     char *key;
     wint_t ch;
@@ -186,6 +212,7 @@ struct app {
     prompt prompt;
     overlay_state overlay;
     terminal_pane term;
+    chat_pane chat;
     binding *bindings;
     int binding_count;
     colors colors;
@@ -251,6 +278,9 @@ void colors_from_theme(app *a, const json_doc *doc, json_ref theme);
 void colors_default(app *a);
 int color_index(app *a, int rgb);
 int gutter_width(const tab *t);
+int pair_of(app *a, int fg_rgb, int bg_rgb);
+void put_text(app *a, int y, int x, int max_x, const char *text, attr_t attr, int pair);
+void fill(int y, int x, int max_x, int pair);
 
 /* panes.c */
 void prompt_ask(app *a, const char *label, const char *initial, prompt_done done);
@@ -273,6 +303,17 @@ void terminal_layout(app *a);
 void terminal_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params);
 void terminal_free(app *a);
 void git_refresh_branch(app *a);
+
+/* chat.c */
+void chat_layout(app *a);
+void chat_toggle(app *a);
+void chat_hide(app *a);
+void chat_key(app *a, const char *key, wint_t ch, bool printable);
+void chat_stop(app *a);
+void chat_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params);
+void chat_paint(app *a, int top);
+int chat_cursor(app *a, int top, int *x);
+void chat_free(app *a);
 void recovery_offer(app *a);
 
 #endif

@@ -167,6 +167,8 @@ void editor_layout(app *a, int *top, int *height)
     int h = a->rows - 2;
     if (a->term.visible)
         h -= a->term.rows + 1;
+    if (a->chat.visible)
+        h -= a->chat.rows;
     *height = h < 1 ? 1 : h;
 }
 
@@ -1362,11 +1364,19 @@ void editor_click(app *a, int row, int col)
     tab *t = app_tab(a);
     int top_row, height;
     editor_layout(a, &top_row, &height);
-    if (a->term.visible && row > top_row + height) {
+    int term_end = top_row + height + (a->term.visible ? a->term.rows + 1 : 0);
+    if (a->chat.visible && row >= term_end && row < term_end + a->chat.rows) {
+        a->chat.focused = true;
+        a->term.focused = false;
+        return;
+    }
+    if (a->term.visible && row >= top_row + height && row < term_end) {
         a->term.focused = true;
+        a->chat.focused = false;
         return;
     }
     a->term.focused = false;
+    a->chat.focused = false;
     if (row == 0) {
         /* The tab bar: tabs are 20 columns wide at most, as painted. */
         int x = 0;
@@ -1411,7 +1421,8 @@ static const struct {
     {"cursor.addAbove", "Add a cursor above"}, {"cursor.addBelow", "Add a cursor below"},
     {"cursor.single", "Back to one cursor"}, {"tab.close", "Close the tab"}, {"tab.next", "Next tab"},
     {"tab.previous", "Previous tab"}, {"terminal.toggle", "Terminal: show, focus, hide"},
-    {"terminal.hide", "Terminal: hide"}, {"git.panel", "Git: status, stage, commit, diff"},
+    {"terminal.hide", "Terminal: hide"}, {"chat.toggle", "Agent chat: show, focus, back to the editor"},
+    {"chat.hide", "Agent chat: hide"}, {"chat.stop", "Agent chat: stop the running answer"}, {"git.panel", "Git: status, stage, commit, diff"},
     {"server.restart", "Restart the server"}, {"cursor.up", "Cursor up"}, {"cursor.down", "Cursor down"},
     {"cursor.left", "Cursor left"}, {"cursor.right", "Cursor right"}, {"select.up", "Select up"},
     {"select.down", "Select down"}, {"select.left", "Select left"}, {"select.right", "Select right"},
@@ -1467,6 +1478,12 @@ void editor_run_command(app *a, const char *c)
         terminal_toggle(a);
     else if (strcmp(c, "terminal.hide") == 0)
         a->term.visible = a->term.focused = false, terminal_layout(a);
+    else if (strcmp(c, "chat.toggle") == 0)
+        chat_toggle(a);
+    else if (strcmp(c, "chat.hide") == 0)
+        chat_hide(a);
+    else if (strcmp(c, "chat.stop") == 0)
+        chat_stop(a);
     else if (strcmp(c, "git.panel") == 0)
         git_panel_open(a);
     else if (strcmp(c, "server.restart") == 0)

@@ -42,7 +42,7 @@ static const struct {
     {"ctrl+alt+down", "cursor.addBelow"}, {"escape", "cursor.single"},
     {"ctrl+w", "tab.close"},          {"ctrl+n", "file.new"},           {"ctrl+pagedown", "tab.next"},
     {"ctrl+pageup", "tab.previous"},  {"alt+right", "tab.next"},        {"alt+left", "tab.previous"},
-    {"ctrl+t", "terminal.toggle"},    {"alt+g", "git.panel"},           {"f5", "git.panel"},
+    {"ctrl+t", "terminal.toggle"},    {"alt+a", "chat.toggle"},         {"f6", "chat.toggle"},    {"alt+g", "git.panel"},           {"f5", "git.panel"},
     {"up", "cursor.up"},              {"down", "cursor.down"},          {"left", "cursor.left"},
     {"right", "cursor.right"},        {"shift+up", "select.up"},        {"shift+down", "select.down"},
     {"shift+left", "select.left"},    {"shift+right", "select.right"},  {"ctrl+left", "cursor.wordLeft"},
@@ -252,6 +252,15 @@ static void handle_key(app *a, const char *key, wint_t ch, bool printable)
         terminal_key(a, key, ch, printable);
         return;
     }
+    if (a->chat.visible && a->chat.focused && a->overlay.kind == OVERLAY_NONE) {
+        if (command && (strcmp(command, "chat.toggle") == 0 || strcmp(command, "app.quit") == 0 ||
+                        strcmp(command, "terminal.toggle") == 0 || strcmp(command, "chat.hide") == 0)) {
+            editor_run_command(a, command);
+            return;
+        }
+        chat_key(a, key, ch, printable);
+        return;
+    }
     if (a->overlay.kind != OVERLAY_NONE) {
         if (overlay_key(a, key, ch, printable))
             return;
@@ -312,6 +321,8 @@ static void apply_size(app *a)
     editor_flush_typed(a);
     getmaxyx(stdscr, a->rows, a->cols);
     terminal_layout(a);
+    if (a->chat.visible)
+        chat_layout(a);
     for (int i = 0; i < a->tab_count; i++) {
         a->tabs[i]->follow_cursor = true;
         tab_request_viewport(a, a->tabs[i]);
@@ -419,6 +430,8 @@ static void on_notify(void *ctx, const char *method, const json_doc *doc, json_r
     app *a = ctx;
     if (strncmp(method, "terminal/", 9) == 0)
         terminal_handle_notification(a, method, doc, params);
+    else if (strncmp(method, "chat/", 5) == 0)
+        chat_handle_notification(a, method, doc, params);
     else
         editor_handle_notification(a, method, doc, params);
 }
@@ -434,6 +447,7 @@ static void on_closed(void *ctx, const char *why)
     a->term.id = NULL;
     a->term.focused = false;
     a->term.visible = false;
+    a->chat.running = a->chat.prompting = false;
     bool dirty = false;
     for (int i = 0; i < a->tab_count; i++)
         dirty = dirty || a->tabs[i]->dirty;
@@ -595,6 +609,7 @@ static void free_app(app *a)
     prompt_close(a);
     overlay_close(a);
     terminal_free(a);
+    chat_free(a);
     for (int i = 0; i < a->started_language_count; i++)
         free(a->started_languages[i]);
     free(a->started_languages);

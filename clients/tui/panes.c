@@ -299,6 +299,8 @@ void help_open(app *a)
         buf_free(&keys);
     }
     overlay_add(a, "In the git panel: s stage, u unstage, a stage all, c commit, Enter diff, r refresh", NULL, 0, 0, 3);
+    overlay_add(a, "In the agent chat: Enter sends, y / n approve or reject a tool call that waits, Esc stops the answer",
+                NULL, 0, 0, 3);
     overlay_add(a, "Mouse: click places the cursor, the wheel scrolls", NULL, 0, 0, 3);
     overlay_refilter(a);
 }
@@ -668,6 +670,8 @@ void terminal_toggle(app *a)
     } else {
         tp->focused = true;
     }
+    if (tp->focused)
+        a->chat.focused = false;
     /* The editor's height changed: its viewport too. */
     for (int i = 0; i < a->tab_count; i++)
         tab_request_viewport(a, a->tabs[i]);

@@ -13,6 +13,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
+from mock_llm import MockLLM  # noqa: E402
+
 TUI = None
 TIMEOUT = float(os.environ.get("TUI_TEST_TIMEOUT", "15"))
 
@@ -407,9 +410,81 @@ def test_picker_search_find(work):
         s.close()
 
 
+def agent_env(mock):
+    return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:%d/v1" % mock.port,
+            "ECPD_MODEL": "openai/mock-model"}
+
+
+def tool_reply(name, args, call_id):
+    import json
+    text = json.dumps(args)
+    return {"tools": [{"id": call_id, "name": name, "arguments": [text[:7], text[7:]]}]}
+
+
+def test_agent_chat(work):
+    mock = MockLLM([
+        {"text": ["Hel", "lo from ", "the mock model"], "delay": 0.05},
+        tool_reply("write_file", {"path": "approved.txt", "content": "written by the agent\n"}, "call_w1"),
+        {"text": ["the file is written"]},
+        tool_reply("write_file", {"path": "rejected.txt", "content": "never\n"}, "call_w2"),
+        {"text": ["understood, nothing written"]},
+        {"text": ["a long answer that "], "hang": True},
+    ])
+    path = os.path.join(work, "notes.txt")
+    with open(path, "w") as f:
+        f.write("text\n")
+    s = Screen([path], work, rows=30, env=agent_env(mock))
+    try:
+        s.wait_for("text")
+        s.keys("M-a")
+        s.wait_for("AGENT")
+        s.type("say hello")
+        s.keys("Enter")
+        screen = s.wait_for("Hello from the mock model")
+        if "you> say hello" not in screen or "mock-model" not in screen:
+            raise Failure("the prompt or the model is not shown:\n" + screen)
+        s.wait(lambda t: "idle" in t, "the turn's end")
+        # A write waits for approval; y approves it and the file appears.
+        s.type("write a file")
+        s.keys("Enter")
+        s.wait_for("y approves, n rejects")
+        if os.path.exists(os.path.join(work, "approved.txt")):
+            raise Failure("written before the approval")
+        s.type("y")
+        s.wait_for("the file is written")
+        with open(os.path.join(work, "approved.txt")) as f:
+            if f.read() != "written by the agent\n":
+                raise Failure("the approved file's content")
+        s.wait(lambda t: "idle" in t, "the turn's end")
+        # n rejects the next one: nothing on disk.
+        s.type("write another")
+        s.keys("Enter")
+        s.wait_for("y approves, n rejects")
+        s.type("n")
+        s.wait_for("understood, nothing written")
+        s.wait(lambda t: "rejected" in t, "the rejected call shown")
+        if os.path.exists(os.path.join(work, "rejected.txt")):
+            raise Failure("a rejected write reached the disk")
+        s.wait(lambda t: "idle" in t, "the turn's end")
+        # Escape stops an answer that would not end.
+        s.type("go on forever")
+        s.keys("Enter")
+        s.wait_for("a long answer that")
+        s.wait(lambda t: "answering..." in t, "the running turn")
+        s.keys("Escape")
+        s.wait(lambda t: "idle" in t, "the stopped turn")
+        # Back to the editor: keys edit the text again.
+        s.keys("M-a")
+        s.type("X")
+        s.wait_for("Xtext")
+    finally:
+        s.close()
+        mock.close()
+
+
 TESTS = [test_type_undo_save, test_multi_cursor, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
-         test_picker_search_find]
+         test_picker_search_find, test_agent_chat]
 
 
 def main():
