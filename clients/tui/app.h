@@ -217,6 +217,7 @@ struct app {
     int binding_count;
     colors colors;
     bool direct_color;
+    SCREEN *screen;     /* a terminfo entry other than $TERM's (direct colour), else NULL */
     bool need_paint;
     bool quitting;
     char *message;      /* shown on the status line until the next key */
@@ -271,6 +272,9 @@ int text_display_col(const char *text, int col);
 int text_col_at_display(const char *text, int display);
 const char *const *command_names(int *count);
 const char *command_title(const char *command);
+
+/* terminfo.c */
+char *direct_colour_terminal(void);
 
 /* paint.c */
 void paint(app *a);

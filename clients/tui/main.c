@@ -578,7 +578,12 @@ static char *absolute(const char *path)
 static void setup_curses(app *a)
 {
     set_escdelay(25);
-    initscr();
+    char *direct = direct_colour_terminal();
+    if (direct)
+        a->screen = newterm(direct, stdout, stdin);
+    if (!a->screen)
+        initscr();
+    free(direct);
     raw();
     noecho();
     nonl();
@@ -754,6 +759,8 @@ int main(int argc, char **argv)
     uv_run(&loop, UV_RUN_DEFAULT);
 
     endwin();
+    if (a->screen)
+        delscreen(a->screen);
     rpc_close(a->rpc);
     a->rpc = NULL;
     uv_walk(&loop, close_walk, NULL);

@@ -38,7 +38,7 @@ int color_index(app *a, int rgb)
     if (rgb < 0 || !has_colors())
         return -1;
     if (a->direct_color)
-        return rgb;
+        return rgb < 8 ? 8 : rgb; /* 0-7 name the terminal's own palette there: near-black stays near-black */
     if (COLORS >= 256)
         return nearest_256(rgb);
     int r = (rgb >> 16) & 255, g = (rgb >> 8) & 255, b = rgb & 255;

@@ -46,7 +46,9 @@ class Screen:
         }
         environment.update(env or {})
         command = " ".join(shlex_quote(a) for a in [TUI, "--server-log", os.path.join(self.dir, "server.log")] + args)
-        script = "%s; echo $? > %s; sleep 600" % (command, shlex_quote(self.exit_file))
+        # tmux sets the pane's TERM itself: a test's own goes in the command.
+        exports = "".join("export %s=%s; " % (k, shlex_quote(env[k])) for k in ("TERM", "COLORTERM") if env and k in env)
+        script = "%s%s; echo $? > %s; sleep 600" % (exports, command, shlex_quote(self.exit_file))
         self.tmux("-f", "/dev/null", "new-session", "-d", "-x", str(cols), "-y", str(rows), "-c", cwd,
                   *sum((["-e", "%s=%s" % kv] for kv in environment.items()), []), "sh", "-c", script)
         self.tmux("set-option", "-g", "default-terminal", "tmux-256color")
@@ -410,6 +412,64 @@ def test_picker_search_find(work):
         s.close()
 
 
+def theme_rgb(work, scope):
+    """The current theme's foreground for a token scope, as the server gives it."""
+    import json
+    ecpctl = os.path.join(os.path.dirname(TUI), "..", "cli", "ecpctl")
+    env = dict(os.environ, XDG_DATA_HOME=os.path.join(work, "theme-data"))
+    out = subprocess.run([ecpctl, "--spawn", "--workspace", work, "theme/current"], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    theme = json.loads(out)["result"]["theme"]
+    for rule in theme["tokenColors"]:
+        scopes = rule["scope"] if isinstance(rule["scope"], list) else [rule["scope"]]
+        if scope in scopes:
+            h = rule["settings"]["foreground"].lstrip("#")
+            return tuple(int(h[i:i + 2], 16) for i in (0, 2, 4))
+    raise Failure("no %s colour in the theme" % scope)
+
+
+def nearest_256(rgb):
+    steps = [0, 95, 135, 175, 215, 255]
+    idx = [min(range(6), key=lambda i: abs(steps[i] - c)) for c in rgb]
+    cube = 16 + 36 * idx[0] + 6 * idx[1] + idx[2]
+    cube_dist = sum((steps[i] - c) ** 2 for i, c in zip(idx, rgb))
+    grey = sum(rgb) // 3
+    gi = 0 if grey < 8 else 23 if grey > 238 else (grey - 8) // 10
+    gv = 8 + 10 * gi
+    grey_dist = sum((gv - c) ** 2 for c in rgb)
+    return 232 + gi if grey_dist < cube_dist else cube
+
+
+def keyword_colour(screen):
+    """The SGR colour the keyword `return` is painted with."""
+    m = re.search(r"\x1b\[([0-9;:]*)m\s*return", screen)
+    return m.group(1) if m else None
+
+
+def test_truecolor(work):
+    path = os.path.join(work, "c.c")
+    with open(path, "w") as f:
+        f.write("int main(void) {\n    return 42;\n}\n")
+    r, g, b = theme_rgb(work, "keyword")
+    exact = "38;2;%d;%d;%d" % (r, g, b)
+    # A direct-colour terminfo, and a 256-colour one whose terminal says it has 24-bit colour
+    # (COLORTERM, as tmux with Tc does): both paint the theme's exact RGB.
+    for term in ("xterm-direct", "tmux-256color"):
+        s = Screen([path], work, env={"TERM": term, "COLORTERM": "truecolor"})
+        try:
+            s.wait(lambda t: exact in (keyword_colour(t) or ""), "the keyword in %s under %s" % (exact, term),
+                   colored=True)
+        finally:
+            s.close()
+    # Without COLORTERM a 256-colour terminal gets the nearest of its 256.
+    s = Screen([path], work, env={"TERM": "tmux-256color"})
+    try:
+        nearest = "38;5;%d" % nearest_256((r, g, b))
+        s.wait(lambda t: nearest in (keyword_colour(t) or ""), "the keyword in %s" % nearest, colored=True)
+    finally:
+        s.close()
+
+
 def agent_env(mock):
     return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:%d/v1" % mock.port,
             "ECPD_MODEL": "openai/mock-model"}
@@ -484,7 +544,8 @@ def test_agent_chat(work):
 
 TESTS = [test_type_undo_save, test_multi_cursor, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
-         test_picker_search_find, test_agent_chat]
+         test_picker_search_find, test_agent_chat,
+         test_truecolor]
 
 
 def main():
