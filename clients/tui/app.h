@@ -213,8 +213,10 @@ struct app {
     overlay_state overlay;
     terminal_pane term;
     chat_pane chat;
-    binding *bindings;
+    binding *bindings;  /* the built-in keys, then the server's */
     int binding_count;
+    char *binding_key;  /* a key being bound, while its command is asked for */
+    char *binding_note; /* what the binding being sent will say when it lands */
     colors colors;
     bool direct_color;
     SCREEN *screen;     /* a terminfo entry other than $TERM's (direct colour), else NULL */
@@ -244,6 +246,10 @@ bool app_call(app *a, const char *method, rpc_reply_fn reply, uint64_t tag, cons
 char *json_dup_string(const json_doc *doc, json_ref ref);
 int json_int_or(const json_doc *doc, json_ref ref, int fallback);
 void app_restart_server(app *a);
+void keybindings_reload(app *a);
+char *key_canonical(const char *written);
+void keys_bind(app *a);
+void keys_unbind(app *a);
 /* A command whose next step needs the server's answer (the selection, the
  * cursors) holds the keys typed meanwhile, so they apply after it, in order. */
 void chain_begin(app *a);

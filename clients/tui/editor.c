@@ -1422,7 +1422,7 @@ static const struct {
     {"cursor.single", "Back to one cursor"}, {"tab.close", "Close the tab"}, {"tab.next", "Next tab"},
     {"tab.previous", "Previous tab"}, {"terminal.toggle", "Terminal: show, focus, hide"},
     {"terminal.hide", "Terminal: hide"}, {"chat.toggle", "Agent chat: show, focus, back to the editor"},
-    {"chat.hide", "Agent chat: hide"}, {"chat.stop", "Agent chat: stop the running answer"}, {"git.panel", "Git: status, stage, commit, diff"},
+    {"chat.hide", "Agent chat: hide"}, {"keys.bind", "Bind a key to a command"}, {"keys.unbind", "Unbind a key"}, {"chat.stop", "Agent chat: stop the running answer"}, {"git.panel", "Git: status, stage, commit, diff"},
     {"server.restart", "Restart the server"}, {"cursor.up", "Cursor up"}, {"cursor.down", "Cursor down"},
     {"cursor.left", "Cursor left"}, {"cursor.right", "Cursor right"}, {"select.up", "Select up"},
     {"select.down", "Select down"}, {"select.left", "Select left"}, {"select.right", "Select right"},
@@ -1478,6 +1478,10 @@ void editor_run_command(app *a, const char *c)
         terminal_toggle(a);
     else if (strcmp(c, "terminal.hide") == 0)
         a->term.visible = a->term.focused = false, terminal_layout(a);
+    else if (strcmp(c, "keys.bind") == 0)
+        keys_bind(a);
+    else if (strcmp(c, "keys.unbind") == 0)
+        keys_unbind(a);
     else if (strcmp(c, "chat.toggle") == 0)
         chat_toggle(a);
     else if (strcmp(c, "chat.hide") == 0)

@@ -470,6 +470,61 @@ def test_truecolor(work):
         s.close()
 
 
+def test_rebinding_applies_at_once(work):
+    path = os.path.join(work, "k.txt")
+    with open(path, "w") as f:
+        f.write("".join("line %d\n" % i for i in range(1, 40)))
+    s = Screen([path], work)
+    try:
+        s.wait_for("line 20")
+        s.keys("C-k")
+        s.wait_for("ctrl+k is not bound")
+        # Through the palette: the binding goes to the server, and is read back from it.
+        s.keys("C-e")
+        s.wait_for("Command palette")
+        s.type("Bind a key")
+        s.keys("Enter")
+        s.wait_for("Bind the key")
+        s.type("Ctrl+K")
+        s.keys("Enter")
+        s.wait_for("ctrl+k runs the command:")
+        s.type("nav.gotoLine")
+        s.keys("Enter")
+        s.wait_for("ctrl+k now runs nav.gotoLine")
+        s.keys("C-k")
+        s.wait_for("Go to line:")
+        s.type("30")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 30, Col 1" in status_line(t), "the jump through the new key")
+        # A built-in key rebound: Ctrl+G now opens the help.
+        s.keys("F2")
+        s.wait_for("Command palette")
+        s.type("Bind a key")
+        s.keys("Enter")
+        s.wait_for("Bind the key")
+        s.type("ctrl+g")
+        s.keys("Enter")
+        s.wait_for("ctrl+g runs the command: nav.gotoLine")
+        s.type("app.help")
+        s.keys("Enter")
+        s.wait_for("ctrl+g now runs app.help")
+        s.keys("C-g")
+        s.wait_for("Keys (type to filter")
+        s.keys("Escape")
+        # Unbound on the server, the key runs its built-in command again.
+        s.keys("F2")
+        s.type("Unbind a key")
+        s.keys("Enter")
+        s.wait_for("Unbind the key:")
+        s.type("ctrl+g")
+        s.keys("Enter")
+        s.wait_for("ctrl+g runs what it ran before")
+        s.keys("C-g")
+        s.wait_for("Go to line:")
+    finally:
+        s.close()
+
+
 def agent_env(mock):
     return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:%d/v1" % mock.port,
             "ECPD_MODEL": "openai/mock-model"}
@@ -545,7 +600,7 @@ def test_agent_chat(work):
 TESTS = [test_type_undo_save, test_multi_cursor, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
          test_picker_search_find, test_agent_chat,
-         test_truecolor]
+         test_truecolor, test_rebinding_applies_at_once]
 
 
 def main():
