@@ -67,6 +67,8 @@ typedef struct tab {
     int line_count;
     bool dirty;
     bool changed_on_disk;
+    bool read_only;  /* the server's, or a binary file's: keys that edit are refused here */
+    bool binary;     /* a NUL byte was seen in its text */
     int top, left;   /* first line shown, first display column shown */
     view_line *lines; /* the viewport: lines [lines_start, lines_start + line_total) */
     int lines_start, line_total;

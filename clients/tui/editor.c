@@ -324,6 +324,29 @@ static void parse_tokens(view_line *l, const json_doc *doc, json_ref tokens)
     arena_free(&ar);
 }
 
+/* A line as it is painted: a NUL byte (a binary file's) would end the C string
+ * early, so it becomes U+FFFD (one column, as the NUL was) and marks the file
+ * binary: read-only here, the way git tells binary from text. */
+static char *line_text(const json_doc *doc, json_ref ref, tab *t)
+{
+    arena ar = ARENA_INIT;
+    const char *s;
+    size_t n;
+    buf out = BUF_INIT;
+    if (json_string(doc, ref, &ar, &s, &n)) {
+        for (size_t i = 0; i < n; i++) {
+            if (s[i] == 0) {
+                buf_append_str(&out, "\xEF\xBF\xBD");
+                t->binary = t->read_only = true;
+            } else {
+                buf_push(&out, s[i]);
+            }
+        }
+    }
+    arena_free(&ar);
+    return out.data ? buf_detach(&out) : xstrdup("");
+}
+
 static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
@@ -331,6 +354,7 @@ static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_re
     if (!t)
         return;
     if (result != JSON_NO_REF) {
+        bool was_binary = t->binary;
         free_lines(t);
         json_ref lines = json_get(doc, result, "lines"), tokens = json_get(doc, result, "tokens");
         t->lines_start = json_int_or(doc, json_get(doc, result, "startLine"), 0);
@@ -341,9 +365,7 @@ static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_re
         json_ref tk = json_first(doc, tokens);
         for (json_ref l = json_first(doc, lines); l != JSON_NO_REF; l = json_next(doc, l)) {
             view_line *v = &t->lines[t->line_total++];
-            v->text = json_dup_string(doc, json_get(doc, l, "text"));
-            if (!v->text)
-                v->text = xstrdup("");
+            v->text = line_text(doc, json_get(doc, l, "text"), t);
             if (tk != JSON_NO_REF) {
                 parse_tokens(v, doc, tk);
                 tk = json_next(doc, tk);
@@ -362,6 +384,8 @@ static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_re
             if (!g->message)
                 g->message = xstrdup("");
         }
+        if (t->binary && !was_binary)
+            app_message(a, false, "%s is a binary file: shown read-only", t->path ? t->path : t->uri);
         if (t->top >= t->line_count && t->line_count > 0) {
             t->top = t->line_count - 1;
             t->viewport.again = true;
@@ -507,6 +531,9 @@ void editor_adopt_document(app *a, const json_doc *doc, json_ref info, int line,
     t->language = json_dup_string(doc, json_get(doc, info, "languageId"));
     json_int64(doc, json_get(doc, info, "version"), &t->version);
     json_bool(doc, json_get(doc, info, "isDirty"), &t->dirty);
+    bool read_only = false;
+    json_bool(doc, json_get(doc, info, "isReadOnly"), &read_only);
+    t->read_only = read_only || t->binary;
     t->line_count = json_int_or(doc, json_get(doc, info, "lineCount"), 1);
     t->viewport = t->cursors_refresh = t->git = t->info = (refresh_slot){0};
     start_language(a, t->language);
@@ -700,11 +727,21 @@ static void echo_locally(tab *t, const char *text, size_t len)
     }
 }
 
+static void refuse_edit(app *a, tab *t)
+{
+    app_message(a, true, "%s is read-only%s", t->path ? t->path : t->uri, t->binary ? " (a binary file)" : "");
+}
+
 void editor_flush_typed(app *a)
 {
     if (!a->typed.len)
         return;
     tab *t = app_tab(a);
+    if (t && t->read_only) {
+        refuse_edit(a, t);
+        buf_clear(&a->typed);
+        return;
+    }
     if (t)
         echo_locally(t, a->typed.data, a->typed.len);
     if (t)
@@ -732,6 +769,39 @@ static void move_cursors(app *a, tab *t, const char *direction, const char *unit
 {
     app_call(a, "document/moveCursors", NULL, 0, "{\"documentId\":%J,\"direction\":%J,\"unit\":%J,\"select\":%b}",
              t->doc_id, direction, unit, select);
+    follow(a, t);
+}
+
+/* A page is what the screen shows: the view scrolls by one and the caret moves
+ * as far, so it stays on the same row (the server's own page does not know the
+ * screen's height). */
+static void page_move(app *a, tab *t, int direction, bool select)
+{
+    if (!t->cursor_count)
+        return;
+    int top_row, height;
+    editor_layout(a, &top_row, &height);
+    cursor k = t->cursors[0];
+    int last = t->line_count > 0 ? t->line_count - 1 : 0;
+    int line = k.line + direction * height;
+    line = line < 0 ? 0 : line > last ? last : line;
+    int top = t->top + direction * height;
+    int max_top = t->line_count > height ? t->line_count - height : 0;
+    top = top < 0 ? 0 : top > max_top ? max_top : top;
+    int col = line == 0 && direction < 0 && line == k.line ? 0 : k.col;
+    if (select) {
+        int al = k.has_selection ? k.anchor_line : k.line, ac = k.has_selection ? k.anchor_col : k.col;
+        app_call(a, "document/setCursor", NULL, 0,
+                 "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+                 t->doc_id, line, col, al, ac, line, col);
+    } else {
+        app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
+                 t->doc_id, line, col);
+    }
+    if (top != t->top) {
+        t->top = top;
+        tab_request_viewport(a, t);
+    }
     follow(a, t);
 }
 
@@ -1503,6 +1573,10 @@ void editor_run_command(app *a, const char *c)
         app_restart_server(a);
     else if (!t)
         return;
+    else if (t->read_only && (strncmp(c, "edit.", 5) == 0 && strcmp(c, "edit.copy") != 0 && strcmp(c, "edit.selectAll") != 0))
+        refuse_edit(a, t);
+    else if (t->read_only && (strcmp(c, "find.replace") == 0 || strcmp(c, "file.save") == 0))
+        refuse_edit(a, t);
     else if (strcmp(c, "file.save") == 0)
         save_tab(a, t, NULL, false, THEN_NOTHING);
     else if (strcmp(c, "file.saveAs") == 0)
@@ -1559,6 +1633,9 @@ void editor_run_command(app *a, const char *c)
             app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
                      t->doc_id, t->cursors[0].line, t->cursors[0].col);
         tab_request_cursors(a, t);
+    } else if (strcmp(c, "cursor.pageUp") == 0 || strcmp(c, "cursor.pageDown") == 0 || strcmp(c, "select.pageUp") == 0 ||
+               strcmp(c, "select.pageDown") == 0) {
+        page_move(a, t, strstr(c, "Down") ? 1 : -1, c[0] == 's');
     } else if (strncmp(c, "cursor.", 7) == 0 || strncmp(c, "select.", 7) == 0) {
         bool select = c[0] == 's';
         const char *what = c + 7;

@@ -429,8 +429,9 @@ static void paint_status(app *a, tab *t)
             buf_free(&m);
         } else {
             buf m = BUF_INIT;
-            buf_appendf(&m, "%s%s%s", t->path ? t->path : "untitled", t->dirty ? " [modified]" : "",
-                        t->changed_on_disk ? " [changed on disk]" : "");
+            buf_appendf(&m, "%s%s%s%s", t->path ? t->path : "untitled", t->dirty ? " [modified]" : "",
+                        t->changed_on_disk ? " [changed on disk]" : "",
+                        t->binary ? " [binary, read-only]" : t->read_only ? " [read-only]" : "");
             put_text(a, y, 1, left_end, m.data, 0, base);
             buf_free(&m);
         }

@@ -525,6 +525,125 @@ def test_rebinding_applies_at_once(work):
         s.close()
 
 
+def test_huge_file(work):
+    # 100 MB in a million lines: open it, page down, jump to its end.
+    path = os.path.join(work, "huge.txt")
+    row = "%07d " + "x" * 92 + "\n"
+    with open(path, "w") as f:
+        for block in range(0, 1000000, 10000):
+            f.write("".join(row % i for i in range(block, block + 10000)))
+    limit = float(os.environ.get("TUI_HUGE_FILE_SECONDS", "5"))
+    start = time.monotonic()
+    s = Screen([path], work, rows=24)
+    try:
+        s.wait(lambda t: "0000000 xxx" in t and "Ln 1, Col 1" in status_line(t), "the first page")
+        took = time.monotonic() - start
+        if took > limit:
+            raise Failure("100 MB took %.2fs to show (limit %.1fs)" % (took, limit))
+        s.keys("PageDown")
+        s.wait(lambda t: "0000030 xxx" in t and "0000000 xxx" not in t and "Ln 23, Col 1" in status_line(t),
+               "the next page")
+        s.keys("C-End")
+        s.wait(lambda t: "0999999 xxx" in t, "the last line")
+        s.keys("C-Home")
+        s.wait(lambda t: "0000000 xxx" in t and "Ln 1, Col 1" in status_line(t), "the first line again")
+        print("     100 MB shown in %.2fs" % took)
+    finally:
+        s.close()
+
+
+def test_binary_file(work):
+    path = os.path.join(work, "blob.bin")
+    with open(path, "wb") as f:
+        f.write(b"ELF\x00\x01\x02\x1b[2J\x1b[31mred\x07\xff\xfe\x00tail\n" + bytes(range(256)) + b"\nend\n")
+    before = open(path, "rb").read()
+    s = Screen([path], work)
+    try:
+        screen = s.wait_for("binary file: shown read-only")
+        lines = screen.splitlines()
+        if len(lines) != 24 or "blob.bin" not in lines[0]:
+            raise Failure("the screen is broken:\n" + screen)
+        # The escape bytes are shown, never obeyed: the tab bar and the text stay in place.
+        if not re.search(r"^ *1 ELF.*red.*tail", lines[1]):
+            raise Failure("line 1 is not where it was:\n" + screen)
+        s.type("typed")
+        s.wait_for("is read-only (a binary file)")
+        s.keys("C-s")
+        s.wait_for("is read-only")
+        if "typed" in s.text():
+            raise Failure("an edit reached the screen")
+        if open(path, "rb").read() != before:
+            raise Failure("the binary file changed on disk")
+    finally:
+        s.close()
+
+
+def mouse(s, button, x, y):
+    """An X10 mouse report (what tmux-256color's kmous names), 0-based cell."""
+    s.tmux("send-keys", "-H", "1b", "5b", "4d", "%02x" % (32 + button), "%02x" % (33 + x), "%02x" % (33 + y))
+
+
+def test_mouse(work):
+    path = os.path.join(work, "m.txt")
+    with open(path, "w") as f:
+        f.write("".join("row %02d of the text\n" % i for i in range(1, 80)))
+    s = Screen([path], work)
+    try:
+        s.wait_for("row 22 of")
+        # Row 5 of the screen is line 5; the gutter is 4 columns wide, so column 10 is column 7 of the text.
+        mouse(s, 0, 10, 5)
+        mouse(s, 3, 10, 5)
+        s.wait(lambda t: "Ln 5, Col 7" in status_line(t), "the click's position")
+        s.type("^")
+        s.wait_for("row 05^ of the text")
+        mouse(s, 65, 10, 5)  # the wheel, down: three lines
+        s.wait(lambda t: re.search(r"^ *4 row 04", t, re.M) is not None and "row 03 of" not in t, "scrolled down")
+        mouse(s, 64, 10, 5)  # and up
+        s.wait(lambda t: re.search(r"^ *1 row 01", t, re.M) is not None, "scrolled back")
+    finally:
+        s.close()
+
+
+def test_git_panel_and_palette(work):
+    git(work, "init", "-q", "-b", "trunk")
+    path = os.path.join(work, "p.txt")
+    with open(path, "w") as f:
+        f.write("one\n")
+    git(work, "add", "p.txt")
+    git(work, "commit", "-qm", "first")
+    git(work, "config", "user.name", "Panel Tester")
+    git(work, "config", "user.email", "panel@example.com")
+    with open(os.path.join(work, "new.txt"), "w") as f:
+        f.write("new file\n")
+    s = Screen([path], work)
+    try:
+        s.wait(lambda t: "trunk" in status_line(t), "the branch")
+        s.type("changed ")
+        s.keys("C-s")
+        s.wait_for("Saved")
+        # The palette finds the git panel by its title.
+        s.keys("C-e")
+        s.wait_for("Command palette")
+        s.type("git status")
+        s.wait(lambda t: "git.panel" in t and "file.save " not in t, "the palette filtered")
+        s.keys("Enter")
+        s.wait(lambda t: "p.txt" in t and "new.txt" in t and "Untracked" in t, "the git status")
+        s.keys("a")  # stage all
+        s.wait(lambda t: "Staged" in t and "Untracked" not in t and "Changed" not in t, "everything staged")
+        s.keys("c")
+        s.wait_for("Commit message:")
+        s.type("from the panel")
+        s.keys("Enter")
+        s.wait_for("Committed")
+        s.wait_for("Nothing to commit")
+        log = subprocess.run(["git", "-C", work, "log", "--format=%s", "--name-only", "-1"], capture_output=True,
+                             text=True).stdout
+        if "from the panel" not in log or "new.txt" not in log or "p.txt" not in log:
+            raise Failure("the commit: %r" % log)
+    finally:
+        s.close()
+
+
 def agent_env(mock):
     return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:%d/v1" % mock.port,
             "ECPD_MODEL": "openai/mock-model"}
@@ -600,7 +719,8 @@ def test_agent_chat(work):
 TESTS = [test_type_undo_save, test_multi_cursor, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
          test_picker_search_find, test_agent_chat,
-         test_truecolor, test_rebinding_applies_at_once]
+         test_truecolor, test_rebinding_applies_at_once, test_huge_file, test_binary_file, test_mouse,
+         test_git_panel_and_palette]
 
 
 def main():
