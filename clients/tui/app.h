@@ -182,6 +182,15 @@ typedef struct binding {
     char *command;
 } binding;
 
+/* A search in a document's lines, a chunk at a time (editor.c). */
+typedef struct search_scan {
+    int use;                  /* what a match is for */
+    int from_line, from_col;  /* where it started */
+    int next_line;            /* the first line of the next chunk */
+    int chunk;                /* lines asked for at once; doubles */
+    bool wrapped;             /* past the end, back from the first line */
+} search_scan;
+
 typedef struct colors {
     int fg, bg;             /* editor */
     int line_number, line_number_active;
@@ -230,6 +239,7 @@ struct app {
     buf typed;          /* printable keys read in this turn, sent as one document/type */
     char *last_search;
     char *replace_find;
+    search_scan scan;
     char **started_languages;
     int started_language_count;
     int rows, cols;

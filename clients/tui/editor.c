@@ -1015,6 +1015,189 @@ typedef struct content_request {
     uint64_t serial;
 } content_request;
 
+/* Where a search starts: after the last cursor (next occurrence) or the primary one (find). */
+static cursor search_origin(tab *t, enum content_use use)
+{
+    cursor from = t->cursors[0];
+    if (use == NEXT_OCCURRENCE)
+        for (int i = 1; i < t->cursor_count; i++)
+            if (t->cursors[i].line > from.line || (t->cursors[i].line == from.line && t->cursors[i].col > from.col))
+                from = t->cursors[i];
+    return from;
+}
+
+/* A match found: select it (find) or add a cursor that selects it (next occurrence). Ends the chain. */
+static void act_on_match(app *a, tab *t, enum content_use use, int sl, int sc, int el, int ec)
+{
+    if (use == FIND_NEXT) {
+        app_call(a, "document/setCursor", NULL, 0,
+                 "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+                 t->doc_id, el, ec, sl, sc, el, ec);
+        if (sl < t->top || sl >= t->top + a->rows) {
+            /* Far away: the match in the middle of the screen, not at its edge. */
+            int top_row, height;
+            editor_layout(a, &top_row, &height);
+            t->top = sl > height / 2 ? sl - height / 2 : 0;
+            tab_request_viewport(a, t);
+        }
+        finish_chain(a, t);
+        return;
+    }
+    buf cursors = BUF_INIT;
+    for (int i = 0; i < t->cursor_count; i++) {
+        cursor *k = &t->cursors[i];
+        if (k->line == sl && k->col == ec) {
+            app_message(a, false, "Every occurrence has a cursor");
+            buf_free(&cursors);
+            chain_end(a);
+            return;
+        }
+        rpc_format(&cursors, "{\"position\":{\"line\":%d,\"column\":%d}", k->line, k->col);
+        if (k->has_selection)
+            rpc_format(&cursors, ",\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}",
+                       k->anchor_line, k->anchor_col, k->line, k->col);
+        buf_append_str(&cursors, "},");
+    }
+    rpc_format(&cursors, "{\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+               el, ec, sl, sc, el, ec);
+    app_call(a, "document/setCursors", NULL, 0, "{\"documentId\":%J,\"cursors\":[%s]}", t->doc_id, cursors.data);
+    buf_free(&cursors);
+    finish_chain(a, t);
+}
+
+/* ---- searching a few lines at a time ----
+ * The server has no search of a document's text, so a one-line needle is
+ * looked for in the lines after the cursor, fetched in chunks that double in
+ * size (document/lines): a match nearby costs a few kilobytes, not the whole
+ * text, and a 100 MB file is never one answer. */
+
+#define SCAN_FIRST_CHUNK 512
+#define SCAN_MAX_CHUNK 65536
+
+static void scan_request(app *a, tab *t);
+static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error);
+
+static int cols_before(const char *text, size_t bytes)
+{
+    int cols = 0;
+    for (size_t i = 0; i < bytes;) {
+        int n;
+        utf8_next(text + i, &n);
+        i += (size_t)n;
+        cols++;
+    }
+    return cols;
+}
+
+static void on_scan_lines(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    search_scan *s = &a->scan;
+    tab *t = tab_by_serial(a, serial);
+    json_ref lines = json_get(doc, result, "lines");
+    if (!t || !a->last_search || error != JSON_NO_REF || json_length(doc, lines) == 0) {
+        if (t && error == JSON_NO_REF)
+            app_message(a, true, "Not found: %s", a->last_search ? a->last_search : "");
+        chain_end(a);
+        return;
+    }
+    const char *needle = a->last_search;
+    size_t nlen = strlen(needle);
+    arena ar = ARENA_INIT;
+    int line = s->next_line;
+    for (json_ref l = json_first(doc, lines); l != JSON_NO_REF; l = json_next(doc, l), line++) {
+        const char *text;
+        size_t len;
+        if (!json_string(doc, json_get(doc, l, "text"), &ar, &text, &len))
+            continue;
+        bool origin_line = line == s->from_line;
+        size_t from = origin_line && !s->wrapped ? col_to_byte(text, len, s->from_col) : 0;
+        const char *hit = from <= len ? memmem(text + from, len - from, needle, nlen) : NULL;
+        if (hit && s->wrapped && origin_line && (size_t)(hit - text) >= col_to_byte(text, len, s->from_col))
+            hit = NULL; /* searched already, before wrapping */
+        if (hit) {
+            int sc = cols_before(text, (size_t)(hit - text));
+            int ec = sc + cols_before(hit, nlen);
+            arena_free(&ar);
+            if (!t->cursor_count) {
+                chain_end(a);
+                return;
+            }
+            act_on_match(a, t, (enum content_use)s->use, line, sc, line, ec);
+            return;
+        }
+        if (s->wrapped && line >= s->from_line)
+            break;
+    }
+    arena_free(&ar);
+    int next = s->next_line + (int)json_length(doc, lines);
+    if (s->wrapped && next > s->from_line) {
+        app_message(a, true, "Not found: %s", needle);
+        chain_end(a);
+        return;
+    }
+    if (next >= t->line_count) {
+        if (s->wrapped) {
+            app_message(a, true, "Not found: %s", needle);
+            chain_end(a);
+            return;
+        }
+        s->wrapped = true;
+        next = 0;
+    }
+    s->next_line = next;
+    if (s->chunk < SCAN_MAX_CHUNK)
+        s->chunk *= 2;
+    scan_request(a, t);
+}
+
+static void scan_request(app *a, tab *t)
+{
+    search_scan *s = &a->scan;
+    int end = s->next_line + s->chunk;
+    if (s->wrapped && end > s->from_line + 1)
+        end = s->from_line + 1;
+    if (!app_call(a, "document/lines", on_scan_lines, t->serial, "{\"documentId\":%J,\"startLine\":%d,\"endLine\":%d}",
+                  t->doc_id, s->next_line, end))
+        chain_end(a);
+}
+
+/* Inside a chain: looks for last_search from the cursors as they are now, and ends the chain. */
+static void search_from_cursors(app *a, tab *t, enum content_use use)
+{
+    if (!t->cursor_count || !a->last_search || !*a->last_search) {
+        chain_end(a);
+        return;
+    }
+    if (strchr(a->last_search, '\n')) {
+        /* A needle of several lines: the whole text (rare: a selection that spans lines). */
+        if (!app_call(a, "document/content", on_content, (t->serial << 2) | use, "{\"documentId\":%J}", t->doc_id))
+            chain_end(a);
+        return;
+    }
+    cursor from = search_origin(t, use);
+    a->scan = (search_scan){.use = use, .from_line = from.line, .from_col = from.col, .next_line = from.line,
+                            .chunk = SCAN_FIRST_CHUNK};
+    scan_request(a, t);
+}
+
+static void on_search_cursors(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = chain_tab(a, tag >> 2, doc, result);
+    if (!t) {
+        chain_end(a);
+        return;
+    }
+    search_from_cursors(a, t, (enum content_use)(tag & 3));
+}
+
+/* Find: the cursors as every earlier key left them, then the scan. */
+static void begin_search(app *a, tab *t, enum content_use use)
+{
+    chain_with_cursors(a, t, on_search_cursors, (t->serial << 2) | use);
+}
+
 static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
@@ -1066,48 +1249,17 @@ static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref re
         chain_end(a);
         return;
     }
-    /* Search after the last cursor (next occurrence) or the primary one (find). */
-    cursor *from = &t->cursors[0];
-    if (use == NEXT_OCCURRENCE)
-        for (int i = 1; i < t->cursor_count; i++)
-            if (t->cursors[i].line > from->line || (t->cursors[i].line == from->line && t->cursors[i].col > from->col))
-                from = &t->cursors[i];
+    cursor from = search_origin(t, use);
     int sl, sc, el, ec;
     const char *needle = a->last_search;
-    if (!needle || !find_in(text, len, needle, from->line, from->col, &sl, &sc, &el, &ec)) {
+    bool found = needle && find_in(text, len, needle, from.line, from.col, &sl, &sc, &el, &ec);
+    arena_free(&ar);
+    if (!found) {
         app_message(a, true, "Not found: %s", needle ? needle : "");
-        arena_free(&ar);
         chain_end(a);
         return;
     }
-    if (use == FIND_NEXT) {
-        app_call(a, "document/setCursor", NULL, 0,
-                 "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
-                 t->doc_id, el, ec, sl, sc, el, ec);
-    } else {
-        buf cursors = BUF_INIT;
-        for (int i = 0; i < t->cursor_count; i++) {
-            cursor *k = &t->cursors[i];
-            if (k->line == sl && k->col == ec) {
-                app_message(a, false, "Every occurrence has a cursor");
-                buf_free(&cursors);
-                arena_free(&ar);
-                chain_end(a);
-                return;
-            }
-            rpc_format(&cursors, "{\"position\":{\"line\":%d,\"column\":%d}", k->line, k->col);
-            if (k->has_selection)
-                rpc_format(&cursors, ",\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}",
-                           k->anchor_line, k->anchor_col, k->line, k->col);
-            buf_append_str(&cursors, "},");
-        }
-        rpc_format(&cursors, "{\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
-                   el, ec, sl, sc, el, ec);
-        app_call(a, "document/setCursors", NULL, 0, "{\"documentId\":%J,\"cursors\":[%s]}", t->doc_id, cursors.data);
-        buf_free(&cursors);
-    }
-    arena_free(&ar);
-    finish_chain(a, t);
+    act_on_match(a, t, use, sl, sc, el, ec);
 }
 
 /* Inside a chain: its answer ends it. */
@@ -1161,7 +1313,7 @@ static void on_primary_selection(void *ctx, uint64_t serial, const json_doc *doc
     }
     free(a->last_search);
     a->last_search = first;
-    request_content(a, t, NEXT_OCCURRENCE);
+    search_from_cursors(a, t, NEXT_OCCURRENCE);
 }
 
 static void on_occurrence_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
@@ -1195,7 +1347,7 @@ static void find_answered(app *a, const char *answer)
         return;
     free(a->last_search);
     a->last_search = xstrdup(answer);
-    begin_content(a, t, FIND_NEXT);
+    begin_search(a, t, FIND_NEXT);
 }
 
 static void replace_with_answered(app *a, const char *answer)
@@ -1615,7 +1767,7 @@ void editor_run_command(app *a, const char *c)
         prompt_ask(a, "Find:", a->last_search ? a->last_search : "", find_answered);
     else if (strcmp(c, "find.next") == 0) {
         if (a->last_search)
-            begin_content(a, t, FIND_NEXT);
+            begin_search(a, t, FIND_NEXT);
         else
             prompt_ask(a, "Find:", "", find_answered);
     } else if (strcmp(c, "find.replace") == 0)

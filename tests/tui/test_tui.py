@@ -185,6 +185,33 @@ def test_multi_cursor(work):
         s.close()
 
 
+def test_occurrence_and_find_wrap(work):
+    path = os.path.join(work, "w.txt")
+    with open(path, "w") as f:
+        f.write("foo one\nbar\nfoo two\nno match here\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("no match here")
+        s.keys("Down", "Down")
+        s.wait(lambda t: "Ln 3, Col 1" in status_line(t), "line 3")
+        s.keys("C-d", "C-d")  # the word, then its next occurrence: past the end, from the top
+        s.wait_for("(2 cursors)")
+        s.type("baz")
+        s.wait(lambda t: "baz one" in t and "baz two" in t, "both occurrences edited")
+        s.keys("Escape", "C-End")
+        s.keys("C-f")
+        s.type("bar")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 2, Col 4" in status_line(t), "the match found after wrapping")
+        s.keys("C-f")
+        s.keys("C-u")
+        s.type("absent")
+        s.keys("Enter")
+        s.wait_for("Not found: absent")
+    finally:
+        s.close()
+
+
 def test_syntax_colours(work):
     path = os.path.join(work, "c.c")
     with open(path, "w") as f:
@@ -547,7 +574,23 @@ def test_huge_file(work):
         s.wait(lambda t: "0999999 xxx" in t, "the last line")
         s.keys("C-Home")
         s.wait(lambda t: "0000000 xxx" in t and "Ln 1, Col 1" in status_line(t), "the first line again")
-        print("     100 MB shown in %.2fs" % took)
+        # Find reads the lines after the cursor, not the whole 100 MB: a match nearby is at once.
+        s.keys("C-f")
+        s.wait_for("Find:")
+        s.type("0000500 x")
+        start = time.monotonic()
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 501, Col 10" in status_line(t) and "0000500 xxx" in t, "the match nearby")
+        near = time.monotonic() - start
+        if near > limit / 5:
+            raise Failure("a match 500 lines away took %.2fs" % near)
+        # And one near the end, found forwards.
+        s.keys("C-f")
+        s.wait_for("Find:")
+        s.type("0999990 ")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 999991, Col 9" in status_line(t) and "0999990 xxx" in t, "the match far away")
+        print("     100 MB shown in %.2fs, a match nearby found in %.2fs" % (took, near))
     finally:
         s.close()
 
@@ -716,7 +759,7 @@ def test_agent_chat(work):
         mock.close()
 
 
-TESTS = [test_type_undo_save, test_multi_cursor, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
+TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
          test_picker_search_find, test_agent_chat,
          test_truecolor, test_rebinding_applies_at_once, test_huge_file, test_binary_file, test_mouse,
