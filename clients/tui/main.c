@@ -382,7 +382,8 @@ static void handle_key(app *a, const char *key, wint_t ch, bool printable)
     }
     const char *command = key ? command_for_key(a, key) : NULL;
     if (a->term.visible && a->term.focused && a->overlay.kind == OVERLAY_NONE) {
-        if (command && (strcmp(command, "terminal.toggle") == 0 || strcmp(command, "app.quit") == 0)) {
+        if (command && (strcmp(command, "terminal.toggle") == 0 || strcmp(command, "app.quit") == 0 ||
+                        strcmp(command, "chat.toggle") == 0)) {
             editor_run_command(a, command);
             return;
         }

@@ -660,6 +660,8 @@ void terminal_toggle(app *a)
     if (!tp->visible) {
         tp->visible = tp->focused = true;
         terminal_layout(a);
+        if (a->chat.visible)
+            chat_layout(a); /* the two panes share what the editor leaves */
         if (!tp->id && !tp->creating) {
             tp->creating = true;
             app_call(a, "terminal/create", on_terminal_created, 0, "{\"cwd\":%J,\"cols\":%d,\"rows\":%d}", a->workspace,
