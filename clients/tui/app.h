@@ -67,6 +67,8 @@ typedef struct tab {
     int line_count;
     bool dirty;
     bool changed_on_disk;
+    bool read_only;  /* the server's, or a binary file's: keys that edit are refused here */
+    bool binary;     /* a NUL byte was seen in its text */
     int top, left;   /* first line shown, first display column shown */
     view_line *lines; /* the viewport: lines [lines_start, lines_start + line_total) */
     int lines_start, line_total;
@@ -143,6 +145,32 @@ typedef struct terminal_pane {
     buf early_input; /* typed before the shell existed: sent once it does */
 } terminal_pane;
 
+typedef enum chat_role { CHAT_USER, CHAT_ASSISTANT, CHAT_TOOL, CHAT_SYSTEM } chat_role;
+
+/* One paragraph of the chat: what was asked, the answer as it streams, a tool
+ * call and what became of it, or a failure the server reported. */
+typedef struct chat_entry {
+    chat_role role;
+    buf text;
+    char *tool_id; /* CHAT_TOOL: the call this entry follows */
+    char *status;  /* CHAT_TOOL: waiting, running, done, failed, rejected */
+} chat_entry;
+
+typedef struct chat_pane {
+    bool visible, focused;
+    int rows;            /* the pane's height, its heading and its input line included */
+    char *chat_id;       /* NULL until the first prompt is answered */
+    char *model;
+    bool running;        /* a turn runs: Escape stops it */
+    bool prompting;      /* chat/prompt sent, not answered yet */
+    chat_entry *entries;
+    int entry_count;
+    buf input;
+    char *waiting_id;    /* a tool call waiting for approval */
+    char *waiting_label; /* what it would do */
+    int scroll;          /* display lines scrolled back from the end */
+} chat_pane;
+
 typedef struct queued_key {
     char *key;
     wint_t ch;
@@ -153,6 +181,15 @@ typedef struct binding {
     char *key;
     char *command;
 } binding;
+
+/* A search in a document's lines, a chunk at a time (editor.c). */
+typedef struct search_scan {
+    int use;                  /* what a match is for */
+    int from_line, from_col;  /* where it started */
+    int next_line;            /* the first line of the next chunk */
+    int chunk;                /* lines asked for at once; doubles */
+    bool wrapped;             /* past the end, back from the first line */
+} search_scan;
 
 typedef struct colors {
     int fg, bg;             /* editor */
@@ -186,10 +223,14 @@ struct app {
     prompt prompt;
     overlay_state overlay;
     terminal_pane term;
-    binding *bindings;
+    chat_pane chat;
+    binding *bindings;  /* the built-in keys, then the server's */
     int binding_count;
+    char *binding_key;  /* a key being bound, while its command is asked for */
+    char *binding_note; /* what the binding being sent will say when it lands */
     colors colors;
     bool direct_color;
+    SCREEN *screen;     /* a terminfo entry other than $TERM's (direct colour), else NULL */
     bool need_paint;
     bool quitting;
     char *message;      /* shown on the status line until the next key */
@@ -198,6 +239,7 @@ struct app {
     buf typed;          /* printable keys read in this turn, sent as one document/type */
     char *last_search;
     char *replace_find;
+    search_scan scan;
     char **started_languages;
     int started_language_count;
     int rows, cols;
@@ -216,6 +258,10 @@ bool app_call(app *a, const char *method, rpc_reply_fn reply, uint64_t tag, cons
 char *json_dup_string(const json_doc *doc, json_ref ref);
 int json_int_or(const json_doc *doc, json_ref ref, int fallback);
 void app_restart_server(app *a);
+void keybindings_reload(app *a);
+char *key_canonical(const char *written);
+void keys_bind(app *a);
+void keys_unbind(app *a);
 /* A command whose next step needs the server's answer (the selection, the
  * cursors) holds the keys typed meanwhile, so they apply after it, in order. */
 void chain_begin(app *a);
@@ -245,12 +291,18 @@ int text_col_at_display(const char *text, int display);
 const char *const *command_names(int *count);
 const char *command_title(const char *command);
 
+/* terminfo.c */
+char *direct_colour_terminal(void);
+
 /* paint.c */
 void paint(app *a);
 void colors_from_theme(app *a, const json_doc *doc, json_ref theme);
 void colors_default(app *a);
 int color_index(app *a, int rgb);
 int gutter_width(const tab *t);
+int pair_of(app *a, int fg_rgb, int bg_rgb);
+void put_text(app *a, int y, int x, int max_x, const char *text, attr_t attr, int pair);
+void fill(int y, int x, int max_x, int pair);
 
 /* panes.c */
 void prompt_ask(app *a, const char *label, const char *initial, prompt_done done);
@@ -273,6 +325,17 @@ void terminal_layout(app *a);
 void terminal_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params);
 void terminal_free(app *a);
 void git_refresh_branch(app *a);
+
+/* chat.c */
+void chat_layout(app *a);
+void chat_toggle(app *a);
+void chat_hide(app *a);
+void chat_key(app *a, const char *key, wint_t ch, bool printable);
+void chat_stop(app *a);
+void chat_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params);
+void chat_paint(app *a, int top);
+int chat_cursor(app *a, int top, int *x);
+void chat_free(app *a);
 void recovery_offer(app *a);
 
 #endif

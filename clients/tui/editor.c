@@ -167,6 +167,8 @@ void editor_layout(app *a, int *top, int *height)
     int h = a->rows - 2;
     if (a->term.visible)
         h -= a->term.rows + 1;
+    if (a->chat.visible)
+        h -= a->chat.rows;
     *height = h < 1 ? 1 : h;
 }
 
@@ -322,6 +324,29 @@ static void parse_tokens(view_line *l, const json_doc *doc, json_ref tokens)
     arena_free(&ar);
 }
 
+/* A line as it is painted: a NUL byte (a binary file's) would end the C string
+ * early, so it becomes U+FFFD (one column, as the NUL was) and marks the file
+ * binary: read-only here, the way git tells binary from text. */
+static char *line_text(const json_doc *doc, json_ref ref, tab *t)
+{
+    arena ar = ARENA_INIT;
+    const char *s;
+    size_t n;
+    buf out = BUF_INIT;
+    if (json_string(doc, ref, &ar, &s, &n)) {
+        for (size_t i = 0; i < n; i++) {
+            if (s[i] == 0) {
+                buf_append_str(&out, "\xEF\xBF\xBD");
+                t->binary = t->read_only = true;
+            } else {
+                buf_push(&out, s[i]);
+            }
+        }
+    }
+    arena_free(&ar);
+    return out.data ? buf_detach(&out) : xstrdup("");
+}
+
 static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
@@ -329,6 +354,7 @@ static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_re
     if (!t)
         return;
     if (result != JSON_NO_REF) {
+        bool was_binary = t->binary;
         free_lines(t);
         json_ref lines = json_get(doc, result, "lines"), tokens = json_get(doc, result, "tokens");
         t->lines_start = json_int_or(doc, json_get(doc, result, "startLine"), 0);
@@ -339,9 +365,7 @@ static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_re
         json_ref tk = json_first(doc, tokens);
         for (json_ref l = json_first(doc, lines); l != JSON_NO_REF; l = json_next(doc, l)) {
             view_line *v = &t->lines[t->line_total++];
-            v->text = json_dup_string(doc, json_get(doc, l, "text"));
-            if (!v->text)
-                v->text = xstrdup("");
+            v->text = line_text(doc, json_get(doc, l, "text"), t);
             if (tk != JSON_NO_REF) {
                 parse_tokens(v, doc, tk);
                 tk = json_next(doc, tk);
@@ -360,6 +384,8 @@ static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_re
             if (!g->message)
                 g->message = xstrdup("");
         }
+        if (t->binary && !was_binary)
+            app_message(a, false, "%s is a binary file: shown read-only", t->path ? t->path : t->uri);
         if (t->top >= t->line_count && t->line_count > 0) {
             t->top = t->line_count - 1;
             t->viewport.again = true;
@@ -505,6 +531,9 @@ void editor_adopt_document(app *a, const json_doc *doc, json_ref info, int line,
     t->language = json_dup_string(doc, json_get(doc, info, "languageId"));
     json_int64(doc, json_get(doc, info, "version"), &t->version);
     json_bool(doc, json_get(doc, info, "isDirty"), &t->dirty);
+    bool read_only = false;
+    json_bool(doc, json_get(doc, info, "isReadOnly"), &read_only);
+    t->read_only = read_only || t->binary;
     t->line_count = json_int_or(doc, json_get(doc, info, "lineCount"), 1);
     t->viewport = t->cursors_refresh = t->git = t->info = (refresh_slot){0};
     start_language(a, t->language);
@@ -698,11 +727,21 @@ static void echo_locally(tab *t, const char *text, size_t len)
     }
 }
 
+static void refuse_edit(app *a, tab *t)
+{
+    app_message(a, true, "%s is read-only%s", t->path ? t->path : t->uri, t->binary ? " (a binary file)" : "");
+}
+
 void editor_flush_typed(app *a)
 {
     if (!a->typed.len)
         return;
     tab *t = app_tab(a);
+    if (t && t->read_only) {
+        refuse_edit(a, t);
+        buf_clear(&a->typed);
+        return;
+    }
     if (t)
         echo_locally(t, a->typed.data, a->typed.len);
     if (t)
@@ -730,6 +769,39 @@ static void move_cursors(app *a, tab *t, const char *direction, const char *unit
 {
     app_call(a, "document/moveCursors", NULL, 0, "{\"documentId\":%J,\"direction\":%J,\"unit\":%J,\"select\":%b}",
              t->doc_id, direction, unit, select);
+    follow(a, t);
+}
+
+/* A page is what the screen shows: the view scrolls by one and the caret moves
+ * as far, so it stays on the same row (the server's own page does not know the
+ * screen's height). */
+static void page_move(app *a, tab *t, int direction, bool select)
+{
+    if (!t->cursor_count)
+        return;
+    int top_row, height;
+    editor_layout(a, &top_row, &height);
+    cursor k = t->cursors[0];
+    int last = t->line_count > 0 ? t->line_count - 1 : 0;
+    int line = k.line + direction * height;
+    line = line < 0 ? 0 : line > last ? last : line;
+    int top = t->top + direction * height;
+    int max_top = t->line_count > height ? t->line_count - height : 0;
+    top = top < 0 ? 0 : top > max_top ? max_top : top;
+    int col = line == 0 && direction < 0 && line == k.line ? 0 : k.col;
+    if (select) {
+        int al = k.has_selection ? k.anchor_line : k.line, ac = k.has_selection ? k.anchor_col : k.col;
+        app_call(a, "document/setCursor", NULL, 0,
+                 "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+                 t->doc_id, line, col, al, ac, line, col);
+    } else {
+        app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
+                 t->doc_id, line, col);
+    }
+    if (top != t->top) {
+        t->top = top;
+        tab_request_viewport(a, t);
+    }
     follow(a, t);
 }
 
@@ -943,6 +1015,189 @@ typedef struct content_request {
     uint64_t serial;
 } content_request;
 
+/* Where a search starts: after the last cursor (next occurrence) or the primary one (find). */
+static cursor search_origin(tab *t, enum content_use use)
+{
+    cursor from = t->cursors[0];
+    if (use == NEXT_OCCURRENCE)
+        for (int i = 1; i < t->cursor_count; i++)
+            if (t->cursors[i].line > from.line || (t->cursors[i].line == from.line && t->cursors[i].col > from.col))
+                from = t->cursors[i];
+    return from;
+}
+
+/* A match found: select it (find) or add a cursor that selects it (next occurrence). Ends the chain. */
+static void act_on_match(app *a, tab *t, enum content_use use, int sl, int sc, int el, int ec)
+{
+    if (use == FIND_NEXT) {
+        app_call(a, "document/setCursor", NULL, 0,
+                 "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+                 t->doc_id, el, ec, sl, sc, el, ec);
+        if (sl < t->top || sl >= t->top + a->rows) {
+            /* Far away: the match in the middle of the screen, not at its edge. */
+            int top_row, height;
+            editor_layout(a, &top_row, &height);
+            t->top = sl > height / 2 ? sl - height / 2 : 0;
+            tab_request_viewport(a, t);
+        }
+        finish_chain(a, t);
+        return;
+    }
+    buf cursors = BUF_INIT;
+    for (int i = 0; i < t->cursor_count; i++) {
+        cursor *k = &t->cursors[i];
+        if (k->line == sl && k->col == ec) {
+            app_message(a, false, "Every occurrence has a cursor");
+            buf_free(&cursors);
+            chain_end(a);
+            return;
+        }
+        rpc_format(&cursors, "{\"position\":{\"line\":%d,\"column\":%d}", k->line, k->col);
+        if (k->has_selection)
+            rpc_format(&cursors, ",\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}",
+                       k->anchor_line, k->anchor_col, k->line, k->col);
+        buf_append_str(&cursors, "},");
+    }
+    rpc_format(&cursors, "{\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+               el, ec, sl, sc, el, ec);
+    app_call(a, "document/setCursors", NULL, 0, "{\"documentId\":%J,\"cursors\":[%s]}", t->doc_id, cursors.data);
+    buf_free(&cursors);
+    finish_chain(a, t);
+}
+
+/* ---- searching a few lines at a time ----
+ * The server has no search of a document's text, so a one-line needle is
+ * looked for in the lines after the cursor, fetched in chunks that double in
+ * size (document/lines): a match nearby costs a few kilobytes, not the whole
+ * text, and a 100 MB file is never one answer. */
+
+#define SCAN_FIRST_CHUNK 512
+#define SCAN_MAX_CHUNK 65536
+
+static void scan_request(app *a, tab *t);
+static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error);
+
+static int cols_before(const char *text, size_t bytes)
+{
+    int cols = 0;
+    for (size_t i = 0; i < bytes;) {
+        int n;
+        utf8_next(text + i, &n);
+        i += (size_t)n;
+        cols++;
+    }
+    return cols;
+}
+
+static void on_scan_lines(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    search_scan *s = &a->scan;
+    tab *t = tab_by_serial(a, serial);
+    json_ref lines = json_get(doc, result, "lines");
+    if (!t || !a->last_search || error != JSON_NO_REF || json_length(doc, lines) == 0) {
+        if (t && error == JSON_NO_REF)
+            app_message(a, true, "Not found: %s", a->last_search ? a->last_search : "");
+        chain_end(a);
+        return;
+    }
+    const char *needle = a->last_search;
+    size_t nlen = strlen(needle);
+    arena ar = ARENA_INIT;
+    int line = s->next_line;
+    for (json_ref l = json_first(doc, lines); l != JSON_NO_REF; l = json_next(doc, l), line++) {
+        const char *text;
+        size_t len;
+        if (!json_string(doc, json_get(doc, l, "text"), &ar, &text, &len))
+            continue;
+        bool origin_line = line == s->from_line;
+        size_t from = origin_line && !s->wrapped ? col_to_byte(text, len, s->from_col) : 0;
+        const char *hit = from <= len ? memmem(text + from, len - from, needle, nlen) : NULL;
+        if (hit && s->wrapped && origin_line && (size_t)(hit - text) >= col_to_byte(text, len, s->from_col))
+            hit = NULL; /* searched already, before wrapping */
+        if (hit) {
+            int sc = cols_before(text, (size_t)(hit - text));
+            int ec = sc + cols_before(hit, nlen);
+            arena_free(&ar);
+            if (!t->cursor_count) {
+                chain_end(a);
+                return;
+            }
+            act_on_match(a, t, (enum content_use)s->use, line, sc, line, ec);
+            return;
+        }
+        if (s->wrapped && line >= s->from_line)
+            break;
+    }
+    arena_free(&ar);
+    int next = s->next_line + (int)json_length(doc, lines);
+    if (s->wrapped && next > s->from_line) {
+        app_message(a, true, "Not found: %s", needle);
+        chain_end(a);
+        return;
+    }
+    if (next >= t->line_count) {
+        if (s->wrapped) {
+            app_message(a, true, "Not found: %s", needle);
+            chain_end(a);
+            return;
+        }
+        s->wrapped = true;
+        next = 0;
+    }
+    s->next_line = next;
+    if (s->chunk < SCAN_MAX_CHUNK)
+        s->chunk *= 2;
+    scan_request(a, t);
+}
+
+static void scan_request(app *a, tab *t)
+{
+    search_scan *s = &a->scan;
+    int end = s->next_line + s->chunk;
+    if (s->wrapped && end > s->from_line + 1)
+        end = s->from_line + 1;
+    if (!app_call(a, "document/lines", on_scan_lines, t->serial, "{\"documentId\":%J,\"startLine\":%d,\"endLine\":%d}",
+                  t->doc_id, s->next_line, end))
+        chain_end(a);
+}
+
+/* Inside a chain: looks for last_search from the cursors as they are now, and ends the chain. */
+static void search_from_cursors(app *a, tab *t, enum content_use use)
+{
+    if (!t->cursor_count || !a->last_search || !*a->last_search) {
+        chain_end(a);
+        return;
+    }
+    if (strchr(a->last_search, '\n')) {
+        /* A needle of several lines: the whole text (rare: a selection that spans lines). */
+        if (!app_call(a, "document/content", on_content, (t->serial << 2) | use, "{\"documentId\":%J}", t->doc_id))
+            chain_end(a);
+        return;
+    }
+    cursor from = search_origin(t, use);
+    a->scan = (search_scan){.use = use, .from_line = from.line, .from_col = from.col, .next_line = from.line,
+                            .chunk = SCAN_FIRST_CHUNK};
+    scan_request(a, t);
+}
+
+static void on_search_cursors(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = chain_tab(a, tag >> 2, doc, result);
+    if (!t) {
+        chain_end(a);
+        return;
+    }
+    search_from_cursors(a, t, (enum content_use)(tag & 3));
+}
+
+/* Find: the cursors as every earlier key left them, then the scan. */
+static void begin_search(app *a, tab *t, enum content_use use)
+{
+    chain_with_cursors(a, t, on_search_cursors, (t->serial << 2) | use);
+}
+
 static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
@@ -994,48 +1249,17 @@ static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref re
         chain_end(a);
         return;
     }
-    /* Search after the last cursor (next occurrence) or the primary one (find). */
-    cursor *from = &t->cursors[0];
-    if (use == NEXT_OCCURRENCE)
-        for (int i = 1; i < t->cursor_count; i++)
-            if (t->cursors[i].line > from->line || (t->cursors[i].line == from->line && t->cursors[i].col > from->col))
-                from = &t->cursors[i];
+    cursor from = search_origin(t, use);
     int sl, sc, el, ec;
     const char *needle = a->last_search;
-    if (!needle || !find_in(text, len, needle, from->line, from->col, &sl, &sc, &el, &ec)) {
+    bool found = needle && find_in(text, len, needle, from.line, from.col, &sl, &sc, &el, &ec);
+    arena_free(&ar);
+    if (!found) {
         app_message(a, true, "Not found: %s", needle ? needle : "");
-        arena_free(&ar);
         chain_end(a);
         return;
     }
-    if (use == FIND_NEXT) {
-        app_call(a, "document/setCursor", NULL, 0,
-                 "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
-                 t->doc_id, el, ec, sl, sc, el, ec);
-    } else {
-        buf cursors = BUF_INIT;
-        for (int i = 0; i < t->cursor_count; i++) {
-            cursor *k = &t->cursors[i];
-            if (k->line == sl && k->col == ec) {
-                app_message(a, false, "Every occurrence has a cursor");
-                buf_free(&cursors);
-                arena_free(&ar);
-                chain_end(a);
-                return;
-            }
-            rpc_format(&cursors, "{\"position\":{\"line\":%d,\"column\":%d}", k->line, k->col);
-            if (k->has_selection)
-                rpc_format(&cursors, ",\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}",
-                           k->anchor_line, k->anchor_col, k->line, k->col);
-            buf_append_str(&cursors, "},");
-        }
-        rpc_format(&cursors, "{\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
-                   el, ec, sl, sc, el, ec);
-        app_call(a, "document/setCursors", NULL, 0, "{\"documentId\":%J,\"cursors\":[%s]}", t->doc_id, cursors.data);
-        buf_free(&cursors);
-    }
-    arena_free(&ar);
-    finish_chain(a, t);
+    act_on_match(a, t, use, sl, sc, el, ec);
 }
 
 /* Inside a chain: its answer ends it. */
@@ -1089,7 +1313,7 @@ static void on_primary_selection(void *ctx, uint64_t serial, const json_doc *doc
     }
     free(a->last_search);
     a->last_search = first;
-    request_content(a, t, NEXT_OCCURRENCE);
+    search_from_cursors(a, t, NEXT_OCCURRENCE);
 }
 
 static void on_occurrence_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
@@ -1123,7 +1347,7 @@ static void find_answered(app *a, const char *answer)
         return;
     free(a->last_search);
     a->last_search = xstrdup(answer);
-    begin_content(a, t, FIND_NEXT);
+    begin_search(a, t, FIND_NEXT);
 }
 
 static void replace_with_answered(app *a, const char *answer)
@@ -1362,11 +1586,19 @@ void editor_click(app *a, int row, int col)
     tab *t = app_tab(a);
     int top_row, height;
     editor_layout(a, &top_row, &height);
-    if (a->term.visible && row > top_row + height) {
+    int term_end = top_row + height + (a->term.visible ? a->term.rows + 1 : 0);
+    if (a->chat.visible && row >= term_end && row < term_end + a->chat.rows) {
+        a->chat.focused = true;
+        a->term.focused = false;
+        return;
+    }
+    if (a->term.visible && row >= top_row + height && row < term_end) {
         a->term.focused = true;
+        a->chat.focused = false;
         return;
     }
     a->term.focused = false;
+    a->chat.focused = false;
     if (row == 0) {
         /* The tab bar: tabs are 20 columns wide at most, as painted. */
         int x = 0;
@@ -1411,7 +1643,8 @@ static const struct {
     {"cursor.addAbove", "Add a cursor above"}, {"cursor.addBelow", "Add a cursor below"},
     {"cursor.single", "Back to one cursor"}, {"tab.close", "Close the tab"}, {"tab.next", "Next tab"},
     {"tab.previous", "Previous tab"}, {"terminal.toggle", "Terminal: show, focus, hide"},
-    {"terminal.hide", "Terminal: hide"}, {"git.panel", "Git: status, stage, commit, diff"},
+    {"terminal.hide", "Terminal: hide"}, {"chat.toggle", "Agent chat: show, focus, back to the editor"},
+    {"chat.hide", "Agent chat: hide"}, {"keys.bind", "Bind a key to a command"}, {"keys.unbind", "Unbind a key"}, {"chat.stop", "Agent chat: stop the running answer"}, {"git.panel", "Git: status, stage, commit, diff"},
     {"server.restart", "Restart the server"}, {"cursor.up", "Cursor up"}, {"cursor.down", "Cursor down"},
     {"cursor.left", "Cursor left"}, {"cursor.right", "Cursor right"}, {"select.up", "Select up"},
     {"select.down", "Select down"}, {"select.left", "Select left"}, {"select.right", "Select right"},
@@ -1467,6 +1700,16 @@ void editor_run_command(app *a, const char *c)
         terminal_toggle(a);
     else if (strcmp(c, "terminal.hide") == 0)
         a->term.visible = a->term.focused = false, terminal_layout(a);
+    else if (strcmp(c, "keys.bind") == 0)
+        keys_bind(a);
+    else if (strcmp(c, "keys.unbind") == 0)
+        keys_unbind(a);
+    else if (strcmp(c, "chat.toggle") == 0)
+        chat_toggle(a);
+    else if (strcmp(c, "chat.hide") == 0)
+        chat_hide(a);
+    else if (strcmp(c, "chat.stop") == 0)
+        chat_stop(a);
     else if (strcmp(c, "git.panel") == 0)
         git_panel_open(a);
     else if (strcmp(c, "server.restart") == 0)
@@ -1482,6 +1725,10 @@ void editor_run_command(app *a, const char *c)
         app_restart_server(a);
     else if (!t)
         return;
+    else if (t->read_only && (strncmp(c, "edit.", 5) == 0 && strcmp(c, "edit.copy") != 0 && strcmp(c, "edit.selectAll") != 0))
+        refuse_edit(a, t);
+    else if (t->read_only && (strcmp(c, "find.replace") == 0 || strcmp(c, "file.save") == 0))
+        refuse_edit(a, t);
     else if (strcmp(c, "file.save") == 0)
         save_tab(a, t, NULL, false, THEN_NOTHING);
     else if (strcmp(c, "file.saveAs") == 0)
@@ -1520,7 +1767,7 @@ void editor_run_command(app *a, const char *c)
         prompt_ask(a, "Find:", a->last_search ? a->last_search : "", find_answered);
     else if (strcmp(c, "find.next") == 0) {
         if (a->last_search)
-            begin_content(a, t, FIND_NEXT);
+            begin_search(a, t, FIND_NEXT);
         else
             prompt_ask(a, "Find:", "", find_answered);
     } else if (strcmp(c, "find.replace") == 0)
@@ -1538,6 +1785,9 @@ void editor_run_command(app *a, const char *c)
             app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
                      t->doc_id, t->cursors[0].line, t->cursors[0].col);
         tab_request_cursors(a, t);
+    } else if (strcmp(c, "cursor.pageUp") == 0 || strcmp(c, "cursor.pageDown") == 0 || strcmp(c, "select.pageUp") == 0 ||
+               strcmp(c, "select.pageDown") == 0) {
+        page_move(a, t, strstr(c, "Down") ? 1 : -1, c[0] == 's');
     } else if (strncmp(c, "cursor.", 7) == 0 || strncmp(c, "select.", 7) == 0) {
         bool select = c[0] == 's';
         const char *what = c + 7;

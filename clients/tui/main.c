@@ -42,7 +42,7 @@ static const struct {
     {"ctrl+alt+down", "cursor.addBelow"}, {"escape", "cursor.single"},
     {"ctrl+w", "tab.close"},          {"ctrl+n", "file.new"},           {"ctrl+pagedown", "tab.next"},
     {"ctrl+pageup", "tab.previous"},  {"alt+right", "tab.next"},        {"alt+left", "tab.previous"},
-    {"ctrl+t", "terminal.toggle"},    {"alt+g", "git.panel"},           {"f5", "git.panel"},
+    {"ctrl+t", "terminal.toggle"},    {"alt+a", "chat.toggle"},         {"f6", "chat.toggle"},    {"alt+g", "git.panel"},           {"f5", "git.panel"},
     {"up", "cursor.up"},              {"down", "cursor.down"},          {"left", "cursor.left"},
     {"right", "cursor.right"},        {"shift+up", "select.up"},        {"shift+down", "select.down"},
     {"shift+left", "select.left"},    {"shift+right", "select.right"},  {"ctrl+left", "cursor.wordLeft"},
@@ -206,21 +206,158 @@ static void add_binding(app *a, const char *key, const char *command)
     a->bindings[a->binding_count++] = (binding){xstrdup(key), xstrdup(command)};
 }
 
+static void clear_bindings(app *a)
+{
+    for (int i = 0; i < a->binding_count; i++) {
+        free(a->bindings[i].key);
+        free(a->bindings[i].command);
+    }
+    free(a->bindings);
+    a->bindings = NULL;
+    a->binding_count = 0;
+}
+
+static void default_keys(app *a)
+{
+    for (size_t i = 0; i < sizeof default_bindings / sizeof default_bindings[0]; i++)
+        add_binding(a, default_bindings[i].key, default_bindings[i].command);
+}
+
+/* A key as the keys read here are named: lower case, modifiers as ctrl+alt+shift+
+ * (so Shift+Ctrl+Left and ctrl+shift+left are one key; meta and cmd are alt). */
+char *key_canonical(const char *written)
+{
+    char *lower = xstrdup(written);
+    for (char *p = lower; *p; p++)
+        *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    bool ctrl = false, alt = false, shift = false;
+    char *rest = lower;
+    for (;;) {
+        char *plus = strchr(rest, '+');
+        if (!plus || plus[1] == 0)
+            break; /* the last part is the key, "+" itself included */
+        size_t n = (size_t)(plus - rest);
+        if (n == 4 && strncmp(rest, "ctrl", 4) == 0)
+            ctrl = true;
+        else if ((n == 3 && strncmp(rest, "alt", 3) == 0) || (n == 4 && strncmp(rest, "meta", 4) == 0) ||
+                 (n == 3 && strncmp(rest, "cmd", 3) == 0))
+            alt = true;
+        else if (n == 5 && strncmp(rest, "shift", 5) == 0)
+            shift = true;
+        else
+            break;
+        rest = plus + 1;
+    }
+    buf out = BUF_INIT;
+    buf_appendf(&out, "%s%s%s%s", ctrl ? "ctrl+" : "", alt ? "alt+" : "", shift ? "shift+" : "", rest);
+    free(lower);
+    return buf_detach(&out);
+}
+
+/* The built-in keys, then the server's on top: what keybindings/get answers now. */
 static void on_keybindings(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
+    if (error != JSON_NO_REF)
+        return;
+    clear_bindings(a);
+    default_keys(a);
     json_ref list = json_get(doc, result, "bindings");
     for (json_ref b = json_first(doc, list); b != JSON_NO_REF; b = json_next(doc, b)) {
         char *key = json_dup_string(doc, json_get(doc, b, "key"));
         char *command = json_dup_string(doc, json_get(doc, b, "command"));
         if (key && command) {
-            for (char *p = key; *p; p++)
-                *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
-            add_binding(a, key, command); /* later entries win */
+            char *canonical = key_canonical(key);
+            add_binding(a, canonical, command); /* later entries win */
+            free(canonical);
         }
         free(key);
         free(command);
     }
+    if (a->overlay.kind == OVERLAY_HELP)
+        help_open(a);
+    a->need_paint = true;
+}
+
+void keybindings_reload(app *a)
+{
+    app_call(a, "keybindings/get", on_keybindings, 0, NULL);
+}
+
+/* ---- rebinding from here: the server keeps the binding, then it is read back ---- */
+
+static void on_bound(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    bool ok = error == JSON_NO_REF;
+    json_bool(doc, json_get(doc, result, "success"), &ok);
+    if (!ok) {
+        char *msg = json_dup_string(doc, json_get(doc, error, "message"));
+        app_message(a, true, "Not bound: %s", msg ? msg : "the server refused");
+        free(msg);
+    } else {
+        app_message(a, false, "%s", a->binding_note ? a->binding_note : "Bound");
+    }
+    free(a->binding_note);
+    a->binding_note = NULL;
+    keybindings_reload(a);
+}
+
+static void bind_command_answered(app *a, const char *command)
+{
+    char *key = a->binding_key;
+    a->binding_key = NULL;
+    if (!command || !*command || !key) {
+        free(key);
+        return;
+    }
+    if (strcmp(command_title(command), command) == 0) {
+        app_message(a, true, "No command %s (the palette lists them)", command);
+        free(key);
+        return;
+    }
+    free(a->binding_note);
+    buf note = BUF_INIT;
+    buf_appendf(&note, "%s now runs %s", key, command);
+    a->binding_note = buf_detach(&note);
+    app_call(a, "keybindings/add", on_bound, 0, "{\"binding\":{\"key\":%J,\"command\":%J}}", key, command);
+    free(key);
+}
+
+static void bind_key_answered(app *a, const char *key)
+{
+    if (!key || !*key)
+        return;
+    free(a->binding_key);
+    a->binding_key = key_canonical(key);
+    buf label = BUF_INIT;
+    buf_appendf(&label, "%s runs the command:", a->binding_key);
+    const char *now = command_for_key(a, a->binding_key);
+    prompt_ask(a, label.data, now ? now : "", bind_command_answered);
+    buf_free(&label);
+}
+
+static void unbind_answered(app *a, const char *key)
+{
+    if (!key || !*key)
+        return;
+    char *canonical = key_canonical(key);
+    free(a->binding_note);
+    buf note = BUF_INIT;
+    buf_appendf(&note, "%s runs what it ran before it was bound", canonical);
+    a->binding_note = buf_detach(&note);
+    app_call(a, "keybindings/remove", on_bound, 0, "{\"key\":%J}", canonical);
+    free(canonical);
+}
+
+void keys_bind(app *a)
+{
+    prompt_ask(a, "Bind the key (as ctrl+alt+shift+k, f5, alt+up):", "", bind_key_answered);
+}
+
+void keys_unbind(app *a)
+{
+    prompt_ask(a, "Unbind the key:", "", unbind_answered);
 }
 
 static void handle_key(app *a, const char *key, wint_t ch, bool printable)
@@ -245,11 +382,21 @@ static void handle_key(app *a, const char *key, wint_t ch, bool printable)
     }
     const char *command = key ? command_for_key(a, key) : NULL;
     if (a->term.visible && a->term.focused && a->overlay.kind == OVERLAY_NONE) {
-        if (command && (strcmp(command, "terminal.toggle") == 0 || strcmp(command, "app.quit") == 0)) {
+        if (command && (strcmp(command, "terminal.toggle") == 0 || strcmp(command, "app.quit") == 0 ||
+                        strcmp(command, "chat.toggle") == 0)) {
             editor_run_command(a, command);
             return;
         }
         terminal_key(a, key, ch, printable);
+        return;
+    }
+    if (a->chat.visible && a->chat.focused && a->overlay.kind == OVERLAY_NONE) {
+        if (command && (strcmp(command, "chat.toggle") == 0 || strcmp(command, "app.quit") == 0 ||
+                        strcmp(command, "terminal.toggle") == 0 || strcmp(command, "chat.hide") == 0)) {
+            editor_run_command(a, command);
+            return;
+        }
+        chat_key(a, key, ch, printable);
         return;
     }
     if (a->overlay.kind != OVERLAY_NONE) {
@@ -312,6 +459,8 @@ static void apply_size(app *a)
     editor_flush_typed(a);
     getmaxyx(stdscr, a->rows, a->cols);
     terminal_layout(a);
+    if (a->chat.visible)
+        chat_layout(a);
     for (int i = 0; i < a->tab_count; i++) {
         a->tabs[i]->follow_cursor = true;
         tab_request_viewport(a, a->tabs[i]);
@@ -419,6 +568,8 @@ static void on_notify(void *ctx, const char *method, const json_doc *doc, json_r
     app *a = ctx;
     if (strncmp(method, "terminal/", 9) == 0)
         terminal_handle_notification(a, method, doc, params);
+    else if (strncmp(method, "chat/", 5) == 0)
+        chat_handle_notification(a, method, doc, params);
     else
         editor_handle_notification(a, method, doc, params);
 }
@@ -434,6 +585,7 @@ static void on_closed(void *ctx, const char *why)
     a->term.id = NULL;
     a->term.focused = false;
     a->term.visible = false;
+    a->chat.running = a->chat.prompting = false;
     bool dirty = false;
     for (int i = 0; i < a->tab_count; i++)
         dirty = dirty || a->tabs[i]->dirty;
@@ -482,7 +634,7 @@ static bool connect_server(app *a)
              "{\"processId\":%d,\"workspaceRoot\":%J,\"clientInfo\":{\"name\":\"ecp-tui\"},"
              "\"capabilities\":{\"positionEncodings\":[\"utf-32\"]}}",
              (int)getpid(), a->workspace);
-    app_call(a, "keybindings/get", on_keybindings, 0, NULL);
+    keybindings_reload(a);
     app_call(a, "theme/current", on_theme, 0, NULL);
     app_call(a, "git/isRepo", on_repo, 0, "{\"uri\":%J}", a->workspace);
     return true;
@@ -564,7 +716,12 @@ static char *absolute(const char *path)
 static void setup_curses(app *a)
 {
     set_escdelay(25);
-    initscr();
+    char *direct = direct_colour_terminal();
+    if (direct)
+        a->screen = newterm(direct, stdout, stdin);
+    if (!a->screen)
+        initscr();
+    free(direct);
     raw();
     noecho();
     nonl();
@@ -586,15 +743,14 @@ static void free_app(app *a)
     for (int i = 0; i < a->tab_count; i++)
         tab_free(a->tabs[i]);
     free(a->tabs);
-    for (int i = 0; i < a->binding_count; i++) {
-        free(a->bindings[i].key);
-        free(a->bindings[i].command);
-    }
-    free(a->bindings);
+    clear_bindings(a);
+    free(a->binding_key);
+    free(a->binding_note);
     drop_queued(a);
     prompt_close(a);
     overlay_close(a);
     terminal_free(a);
+    chat_free(a);
     for (int i = 0; i < a->started_language_count; i++)
         free(a->started_languages[i]);
     free(a->started_languages);
@@ -682,8 +838,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     a->next_serial = 1;
     colors_default(a);
-    for (size_t i = 0; i < sizeof default_bindings / sizeof default_bindings[0]; i++)
-        add_binding(a, default_bindings[i].key, default_bindings[i].command);
+    default_keys(a);
 
     if (!connect_server(a)) {
         fprintf(stderr, "ecp-tui: %s\n", a->message);
@@ -739,6 +894,8 @@ int main(int argc, char **argv)
     uv_run(&loop, UV_RUN_DEFAULT);
 
     endwin();
+    if (a->screen)
+        delscreen(a->screen);
     rpc_close(a->rpc);
     a->rpc = NULL;
     uv_walk(&loop, close_walk, NULL);

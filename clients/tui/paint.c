@@ -38,14 +38,14 @@ int color_index(app *a, int rgb)
     if (rgb < 0 || !has_colors())
         return -1;
     if (a->direct_color)
-        return rgb;
+        return rgb < 8 ? 8 : rgb; /* 0-7 name the terminal's own palette there: near-black stays near-black */
     if (COLORS >= 256)
         return nearest_256(rgb);
     int r = (rgb >> 16) & 255, g = (rgb >> 8) & 255, b = rgb & 255;
     return (r > 127 ? 1 : 0) | (g > 127 ? 2 : 0) | (b > 127 ? 4 : 0);
 }
 
-static int pair_of(app *a, int fg_rgb, int bg_rgb)
+int pair_of(app *a, int fg_rgb, int bg_rgb)
 {
     if (!has_colors())
         return 0;
@@ -122,7 +122,7 @@ static void emit(int y, cell *c)
     c->n = 0;
 }
 
-static void put_text(app *a, int y, int x, int max_x, const char *text, attr_t attr, int pair)
+void put_text(app *a, int y, int x, int max_x, const char *text, attr_t attr, int pair)
 {
     cell c = {.n = 0};
     while (text && *text && x < max_x) {
@@ -150,7 +150,7 @@ static void put_text(app *a, int y, int x, int max_x, const char *text, attr_t a
     emit(y, &c);
 }
 
-static void fill(int y, int x, int max_x, int pair)
+void fill(int y, int x, int max_x, int pair)
 {
     cchar_t cc;
     setcchar(&cc, L" ", 0, 0, &pair);
@@ -429,8 +429,9 @@ static void paint_status(app *a, tab *t)
             buf_free(&m);
         } else {
             buf m = BUF_INIT;
-            buf_appendf(&m, "%s%s%s", t->path ? t->path : "untitled", t->dirty ? " [modified]" : "",
-                        t->changed_on_disk ? " [changed on disk]" : "");
+            buf_appendf(&m, "%s%s%s%s", t->path ? t->path : "untitled", t->dirty ? " [modified]" : "",
+                        t->changed_on_disk ? " [changed on disk]" : "",
+                        t->binary ? " [binary, read-only]" : t->read_only ? " [read-only]" : "");
             put_text(a, y, 1, left_end, m.data, 0, base);
             buf_free(&m);
         }
@@ -475,7 +476,7 @@ void paint(app *a)
             for (int r = start; r < start + thumb; r++)
                 put_text(a, top + r, a->cols - 1, a->cols, "█", 0, track);
         }
-        if (t->cursor_count && !a->term.focused) {
+        if (t->cursor_count && !a->term.focused && !a->chat.focused) {
             int line = t->cursors[0].line;
             const char *text = NULL;
             if (line - t->lines_start >= 0 && line - t->lines_start < t->line_total)
@@ -494,6 +495,15 @@ void paint(app *a)
         paint_terminal(a, top + height);
     if (a->term.visible && a->term.focused && a->overlay.kind == OVERLAY_NONE)
         cursor_y = top + height + 1 + a->term.cursor_y, cursor_x = a->term.cursor_x;
+    int chat_top = top + height + (a->term.visible ? a->term.rows + 1 : 0);
+    if (a->chat.visible) {
+        chat_paint(a, chat_top);
+        int x = 0, y = a->overlay.kind == OVERLAY_NONE ? chat_cursor(a, chat_top, &x) : -1;
+        if (y >= 0)
+            cursor_y = y, cursor_x = x;
+        else if (a->chat.focused)
+            cursor_y = -1;
+    }
     paint_status(a, t);
     if (a->prompt.active) {
         cursor_y = a->rows - 1;

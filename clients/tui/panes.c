@@ -299,6 +299,8 @@ void help_open(app *a)
         buf_free(&keys);
     }
     overlay_add(a, "In the git panel: s stage, u unstage, a stage all, c commit, Enter diff, r refresh", NULL, 0, 0, 3);
+    overlay_add(a, "In the agent chat: Enter sends, y / n approve or reject a tool call that waits, Esc stops the answer",
+                NULL, 0, 0, 3);
     overlay_add(a, "Mouse: click places the cursor, the wheel scrolls", NULL, 0, 0, 3);
     overlay_refilter(a);
 }
@@ -658,6 +660,8 @@ void terminal_toggle(app *a)
     if (!tp->visible) {
         tp->visible = tp->focused = true;
         terminal_layout(a);
+        if (a->chat.visible)
+            chat_layout(a); /* the two panes share what the editor leaves */
         if (!tp->id && !tp->creating) {
             tp->creating = true;
             app_call(a, "terminal/create", on_terminal_created, 0, "{\"cwd\":%J,\"cols\":%d,\"rows\":%d}", a->workspace,
@@ -668,6 +672,8 @@ void terminal_toggle(app *a)
     } else {
         tp->focused = true;
     }
+    if (tp->focused)
+        a->chat.focused = false;
     /* The editor's height changed: its viewport too. */
     for (int i = 0; i < a->tab_count; i++)
         tab_request_viewport(a, a->tabs[i]);

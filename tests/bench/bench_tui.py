@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""B-TUI: keystroke to painted screen in ecp-tui on a 2 MB C file.
+"""B14: keystroke to painted screen in ecp-tui on a 2 MB C file.
 
 ecp-tui runs on a pseudo-terminal of its own (with the ecpd it spawns); each
 sample writes one key to the pty and times until the typed character comes
@@ -93,7 +93,7 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     latencies.sort()
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    print("B-TUI ecp-tui keystroke to painted cell, 2 MB C file: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d keys)"
+    print("B14 ecp-tui keystroke to painted cell, 2 MB C file: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d keys)"
           % (statistics.median(latencies), p99, latencies[-1], len(latencies)))
 
 

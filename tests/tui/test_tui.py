@@ -13,6 +13,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
+from mock_llm import MockLLM  # noqa: E402
+
 TUI = None
 TIMEOUT = float(os.environ.get("TUI_TEST_TIMEOUT", "15"))
 
@@ -43,7 +46,9 @@ class Screen:
         }
         environment.update(env or {})
         command = " ".join(shlex_quote(a) for a in [TUI, "--server-log", os.path.join(self.dir, "server.log")] + args)
-        script = "%s; echo $? > %s; sleep 600" % (command, shlex_quote(self.exit_file))
+        # tmux sets the pane's TERM itself: a test's own goes in the command.
+        exports = "".join("export %s=%s; " % (k, shlex_quote(env[k])) for k in ("TERM", "COLORTERM") if env and k in env)
+        script = "%s%s; echo $? > %s; sleep 600" % (exports, command, shlex_quote(self.exit_file))
         self.tmux("-f", "/dev/null", "new-session", "-d", "-x", str(cols), "-y", str(rows), "-c", cwd,
                   *sum((["-e", "%s=%s" % kv] for kv in environment.items()), []), "sh", "-c", script)
         self.tmux("set-option", "-g", "default-terminal", "tmux-256color")
@@ -176,6 +181,33 @@ def test_multi_cursor(work):
         s.wait_for("(2 cursors)")
         s.type("> ")
         s.wait(lambda t: "> alpha" in t and "> beta" in t, "both lines edited")
+    finally:
+        s.close()
+
+
+def test_occurrence_and_find_wrap(work):
+    path = os.path.join(work, "w.txt")
+    with open(path, "w") as f:
+        f.write("foo one\nbar\nfoo two\nno match here\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("no match here")
+        s.keys("Down", "Down")
+        s.wait(lambda t: "Ln 3, Col 1" in status_line(t), "line 3")
+        s.keys("C-d", "C-d")  # the word, then its next occurrence: past the end, from the top
+        s.wait_for("(2 cursors)")
+        s.type("baz")
+        s.wait(lambda t: "baz one" in t and "baz two" in t, "both occurrences edited")
+        s.keys("Escape", "C-End")
+        s.keys("C-f")
+        s.type("bar")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 2, Col 4" in status_line(t), "the match found after wrapping")
+        s.keys("C-f")
+        s.keys("C-u")
+        s.type("absent")
+        s.keys("Enter")
+        s.wait_for("Not found: absent")
     finally:
         s.close()
 
@@ -407,9 +439,331 @@ def test_picker_search_find(work):
         s.close()
 
 
-TESTS = [test_type_undo_save, test_multi_cursor, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
+def theme_rgb(work, scope):
+    """The current theme's foreground for a token scope, as the server gives it."""
+    import json
+    ecpctl = os.path.join(os.path.dirname(TUI), "..", "cli", "ecpctl")
+    env = dict(os.environ, XDG_DATA_HOME=os.path.join(work, "theme-data"))
+    out = subprocess.run([ecpctl, "--spawn", "--workspace", work, "theme/current"], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    theme = json.loads(out)["result"]["theme"]
+    for rule in theme["tokenColors"]:
+        scopes = rule["scope"] if isinstance(rule["scope"], list) else [rule["scope"]]
+        if scope in scopes:
+            h = rule["settings"]["foreground"].lstrip("#")
+            return tuple(int(h[i:i + 2], 16) for i in (0, 2, 4))
+    raise Failure("no %s colour in the theme" % scope)
+
+
+def nearest_256(rgb):
+    steps = [0, 95, 135, 175, 215, 255]
+    idx = [min(range(6), key=lambda i: abs(steps[i] - c)) for c in rgb]
+    cube = 16 + 36 * idx[0] + 6 * idx[1] + idx[2]
+    cube_dist = sum((steps[i] - c) ** 2 for i, c in zip(idx, rgb))
+    grey = sum(rgb) // 3
+    gi = 0 if grey < 8 else 23 if grey > 238 else (grey - 8) // 10
+    gv = 8 + 10 * gi
+    grey_dist = sum((gv - c) ** 2 for c in rgb)
+    return 232 + gi if grey_dist < cube_dist else cube
+
+
+def keyword_colour(screen):
+    """The SGR colour the keyword `return` is painted with."""
+    m = re.search(r"\x1b\[([0-9;:]*)m\s*return", screen)
+    return m.group(1) if m else None
+
+
+def test_truecolor(work):
+    path = os.path.join(work, "c.c")
+    with open(path, "w") as f:
+        f.write("int main(void) {\n    return 42;\n}\n")
+    r, g, b = theme_rgb(work, "keyword")
+    exact = "38;2;%d;%d;%d" % (r, g, b)
+    # A direct-colour terminfo, and a 256-colour one whose terminal says it has 24-bit colour
+    # (COLORTERM, as tmux with Tc does): both paint the theme's exact RGB.
+    for term in ("xterm-direct", "tmux-256color"):
+        s = Screen([path], work, env={"TERM": term, "COLORTERM": "truecolor"})
+        try:
+            s.wait(lambda t: exact in (keyword_colour(t) or ""), "the keyword in %s under %s" % (exact, term),
+                   colored=True)
+        finally:
+            s.close()
+    # Without COLORTERM a 256-colour terminal gets the nearest of its 256.
+    s = Screen([path], work, env={"TERM": "tmux-256color"})
+    try:
+        nearest = "38;5;%d" % nearest_256((r, g, b))
+        s.wait(lambda t: nearest in (keyword_colour(t) or ""), "the keyword in %s" % nearest, colored=True)
+    finally:
+        s.close()
+
+
+def test_rebinding_applies_at_once(work):
+    path = os.path.join(work, "k.txt")
+    with open(path, "w") as f:
+        f.write("".join("line %d\n" % i for i in range(1, 40)))
+    s = Screen([path], work)
+    try:
+        s.wait_for("line 20")
+        s.keys("C-k")
+        s.wait_for("ctrl+k is not bound")
+        # Through the palette: the binding goes to the server, and is read back from it.
+        s.keys("C-e")
+        s.wait_for("Command palette")
+        s.type("Bind a key")
+        s.keys("Enter")
+        s.wait_for("Bind the key")
+        s.type("Ctrl+K")
+        s.keys("Enter")
+        s.wait_for("ctrl+k runs the command:")
+        s.type("nav.gotoLine")
+        s.keys("Enter")
+        s.wait_for("ctrl+k now runs nav.gotoLine")
+        s.keys("C-k")
+        s.wait_for("Go to line:")
+        s.type("30")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 30, Col 1" in status_line(t), "the jump through the new key")
+        # A built-in key rebound: Ctrl+G now opens the help.
+        s.keys("F2")
+        s.wait_for("Command palette")
+        s.type("Bind a key")
+        s.keys("Enter")
+        s.wait_for("Bind the key")
+        s.type("ctrl+g")
+        s.keys("Enter")
+        s.wait_for("ctrl+g runs the command: nav.gotoLine")
+        s.type("app.help")
+        s.keys("Enter")
+        s.wait_for("ctrl+g now runs app.help")
+        s.keys("C-g")
+        s.wait_for("Keys (type to filter")
+        s.keys("Escape")
+        # Unbound on the server, the key runs its built-in command again.
+        s.keys("F2")
+        s.type("Unbind a key")
+        s.keys("Enter")
+        s.wait_for("Unbind the key:")
+        s.type("ctrl+g")
+        s.keys("Enter")
+        s.wait_for("ctrl+g runs what it ran before")
+        s.keys("C-g")
+        s.wait_for("Go to line:")
+    finally:
+        s.close()
+
+
+def test_huge_file(work):
+    # 100 MB in a million lines: open it, page down, jump to its end.
+    path = os.path.join(work, "huge.txt")
+    row = "%07d " + "x" * 92 + "\n"
+    with open(path, "w") as f:
+        for block in range(0, 1000000, 10000):
+            f.write("".join(row % i for i in range(block, block + 10000)))
+    limit = float(os.environ.get("TUI_HUGE_FILE_SECONDS", "5"))
+    start = time.monotonic()
+    s = Screen([path], work, rows=24)
+    try:
+        s.wait(lambda t: "0000000 xxx" in t and "Ln 1, Col 1" in status_line(t), "the first page")
+        took = time.monotonic() - start
+        if took > limit:
+            raise Failure("100 MB took %.2fs to show (limit %.1fs)" % (took, limit))
+        s.keys("PageDown")
+        s.wait(lambda t: "0000030 xxx" in t and "0000000 xxx" not in t and "Ln 23, Col 1" in status_line(t),
+               "the next page")
+        s.keys("C-End")
+        s.wait(lambda t: "0999999 xxx" in t, "the last line")
+        s.keys("C-Home")
+        s.wait(lambda t: "0000000 xxx" in t and "Ln 1, Col 1" in status_line(t), "the first line again")
+        # Find reads the lines after the cursor, not the whole 100 MB: a match nearby is at once.
+        s.keys("C-f")
+        s.wait_for("Find:")
+        s.type("0000500 x")
+        start = time.monotonic()
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 501, Col 10" in status_line(t) and "0000500 xxx" in t, "the match nearby")
+        near = time.monotonic() - start
+        if near > limit / 5:
+            raise Failure("a match 500 lines away took %.2fs" % near)
+        # And one near the end, found forwards.
+        s.keys("C-f")
+        s.wait_for("Find:")
+        s.type("0999990 ")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 999991, Col 9" in status_line(t) and "0999990 xxx" in t, "the match far away")
+        print("     100 MB shown in %.2fs, a match nearby found in %.2fs" % (took, near))
+    finally:
+        s.close()
+
+
+def test_binary_file(work):
+    path = os.path.join(work, "blob.bin")
+    with open(path, "wb") as f:
+        f.write(b"ELF\x00\x01\x02\x1b[2J\x1b[31mred\x07\xff\xfe\x00tail\n" + bytes(range(256)) + b"\nend\n")
+    before = open(path, "rb").read()
+    s = Screen([path], work)
+    try:
+        screen = s.wait_for("binary file: shown read-only")
+        lines = screen.splitlines()
+        if len(lines) != 24 or "blob.bin" not in lines[0]:
+            raise Failure("the screen is broken:\n" + screen)
+        # The escape bytes are shown, never obeyed: the tab bar and the text stay in place.
+        if not re.search(r"^ *1 ELF.*red.*tail", lines[1]):
+            raise Failure("line 1 is not where it was:\n" + screen)
+        s.type("typed")
+        s.wait_for("is read-only (a binary file)")
+        s.keys("C-s")
+        s.wait_for("is read-only")
+        if "typed" in s.text():
+            raise Failure("an edit reached the screen")
+        if open(path, "rb").read() != before:
+            raise Failure("the binary file changed on disk")
+    finally:
+        s.close()
+
+
+def mouse(s, button, x, y):
+    """An X10 mouse report (what tmux-256color's kmous names), 0-based cell."""
+    s.tmux("send-keys", "-H", "1b", "5b", "4d", "%02x" % (32 + button), "%02x" % (33 + x), "%02x" % (33 + y))
+
+
+def test_mouse(work):
+    path = os.path.join(work, "m.txt")
+    with open(path, "w") as f:
+        f.write("".join("row %02d of the text\n" % i for i in range(1, 80)))
+    s = Screen([path], work)
+    try:
+        s.wait_for("row 22 of")
+        # Row 5 of the screen is line 5; the gutter is 4 columns wide, so column 10 is column 7 of the text.
+        mouse(s, 0, 10, 5)
+        mouse(s, 3, 10, 5)
+        s.wait(lambda t: "Ln 5, Col 7" in status_line(t), "the click's position")
+        s.type("^")
+        s.wait_for("row 05^ of the text")
+        mouse(s, 65, 10, 5)  # the wheel, down: three lines
+        s.wait(lambda t: re.search(r"^ *4 row 04", t, re.M) is not None and "row 03 of" not in t, "scrolled down")
+        mouse(s, 64, 10, 5)  # and up
+        s.wait(lambda t: re.search(r"^ *1 row 01", t, re.M) is not None, "scrolled back")
+    finally:
+        s.close()
+
+
+def test_git_panel_and_palette(work):
+    git(work, "init", "-q", "-b", "trunk")
+    path = os.path.join(work, "p.txt")
+    with open(path, "w") as f:
+        f.write("one\n")
+    git(work, "add", "p.txt")
+    git(work, "commit", "-qm", "first")
+    git(work, "config", "user.name", "Panel Tester")
+    git(work, "config", "user.email", "panel@example.com")
+    with open(os.path.join(work, "new.txt"), "w") as f:
+        f.write("new file\n")
+    s = Screen([path], work)
+    try:
+        s.wait(lambda t: "trunk" in status_line(t), "the branch")
+        s.type("changed ")
+        s.keys("C-s")
+        s.wait_for("Saved")
+        # The palette finds the git panel by its title.
+        s.keys("C-e")
+        s.wait_for("Command palette")
+        s.type("git status")
+        s.wait(lambda t: "git.panel" in t and "file.save " not in t, "the palette filtered")
+        s.keys("Enter")
+        s.wait(lambda t: "p.txt" in t and "new.txt" in t and "Untracked" in t, "the git status")
+        s.keys("a")  # stage all
+        s.wait(lambda t: "Staged" in t and "Untracked" not in t and "Changed" not in t, "everything staged")
+        s.keys("c")
+        s.wait_for("Commit message:")
+        s.type("from the panel")
+        s.keys("Enter")
+        s.wait_for("Committed")
+        s.wait_for("Nothing to commit")
+        log = subprocess.run(["git", "-C", work, "log", "--format=%s", "--name-only", "-1"], capture_output=True,
+                             text=True).stdout
+        if "from the panel" not in log or "new.txt" not in log or "p.txt" not in log:
+            raise Failure("the commit: %r" % log)
+    finally:
+        s.close()
+
+
+def agent_env(mock):
+    return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:%d/v1" % mock.port,
+            "ECPD_MODEL": "openai/mock-model"}
+
+
+def tool_reply(name, args, call_id):
+    import json
+    text = json.dumps(args)
+    return {"tools": [{"id": call_id, "name": name, "arguments": [text[:7], text[7:]]}]}
+
+
+def test_agent_chat(work):
+    mock = MockLLM([
+        {"text": ["Hel", "lo from ", "the mock model"], "delay": 0.05},
+        tool_reply("write_file", {"path": "approved.txt", "content": "written by the agent\n"}, "call_w1"),
+        {"text": ["the file is written"]},
+        tool_reply("write_file", {"path": "rejected.txt", "content": "never\n"}, "call_w2"),
+        {"text": ["understood, nothing written"]},
+        {"text": ["a long answer that "], "hang": True},
+    ])
+    path = os.path.join(work, "notes.txt")
+    with open(path, "w") as f:
+        f.write("text\n")
+    s = Screen([path], work, rows=30, env=agent_env(mock))
+    try:
+        s.wait_for("text")
+        s.keys("M-a")
+        s.wait_for("AGENT")
+        s.type("say hello")
+        s.keys("Enter")
+        screen = s.wait_for("Hello from the mock model")
+        if "you> say hello" not in screen or "mock-model" not in screen:
+            raise Failure("the prompt or the model is not shown:\n" + screen)
+        s.wait(lambda t: "idle" in t, "the turn's end")
+        # A write waits for approval; y approves it and the file appears.
+        s.type("write a file")
+        s.keys("Enter")
+        s.wait_for("y approves, n rejects")
+        if os.path.exists(os.path.join(work, "approved.txt")):
+            raise Failure("written before the approval")
+        s.type("y")
+        s.wait_for("the file is written")
+        with open(os.path.join(work, "approved.txt")) as f:
+            if f.read() != "written by the agent\n":
+                raise Failure("the approved file's content")
+        s.wait(lambda t: "idle" in t, "the turn's end")
+        # n rejects the next one: nothing on disk.
+        s.type("write another")
+        s.keys("Enter")
+        s.wait_for("y approves, n rejects")
+        s.type("n")
+        s.wait_for("understood, nothing written")
+        s.wait(lambda t: "rejected" in t, "the rejected call shown")
+        if os.path.exists(os.path.join(work, "rejected.txt")):
+            raise Failure("a rejected write reached the disk")
+        s.wait(lambda t: "idle" in t, "the turn's end")
+        # Escape stops an answer that would not end.
+        s.type("go on forever")
+        s.keys("Enter")
+        s.wait_for("a long answer that")
+        s.wait(lambda t: "answering..." in t, "the running turn")
+        s.keys("Escape")
+        s.wait(lambda t: "idle" in t, "the stopped turn")
+        # Back to the editor: keys edit the text again.
+        s.keys("M-a")
+        s.type("X")
+        s.wait_for("Xtext")
+    finally:
+        s.close()
+        mock.close()
+
+
+TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
-         test_picker_search_find]
+         test_picker_search_find, test_agent_chat,
+         test_truecolor, test_rebinding_applies_at_once, test_huge_file, test_binary_file, test_mouse,
+         test_git_panel_and_palette]
 
 
 def main():
