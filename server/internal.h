@@ -58,7 +58,7 @@ struct connection {
     subscription_list excluded;
     bool paused;               /* stopped reading: output above the pause bound */
     size_t big_reply;          /* the largest message queued since the queue last ran low */
-    void *parsing;             /* a big message being parsed on the thread pool */
+    ecp_job *parsing;          /* a big message being parsed off the loop */
     bool closing;              /* io->close() was called; waiting for connection_close */
     bool shutting_down;        /* this client sent `shutdown`: its later requests are refused */
     bool watching_process;     /* its `processId` is watched */
@@ -85,6 +85,7 @@ struct server {
     router router;
     ecp_bus bus;
     ecp_pool *pool;            /* outlives the services, which close their jobs on it */
+    ecp_job_set *parse_jobs;   /* big messages being parsed off the loop, for every connection */
     server_services services;
     connection *connections;
     uint64_t next_connection_id;

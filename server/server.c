@@ -127,6 +127,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     if (!self->data_dir || make_dirs(self->data_dir, 0700, err) < 0)
         goto fail;
     self->pool = ecp_pool_new(loop, &self->log);
+    self->parse_jobs = ecp_job_set_new(self->pool);
     self->bus.notify = bus_notify;
     self->bus.owner = self;
     server__router_init(&self->router, &self->log);
@@ -150,6 +151,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
 fail:
     server__router_free(&self->router);
     server_services_stop(&self->services); /* after the adapters that refer to them */
+    ecp_job_set_close(self->parse_jobs);
     ecp_pool_free(self->pool);
     server_release(self);
     return NULL;
@@ -168,6 +170,9 @@ void server_free(server *self)
     assert(!self->connections && "a transport must close its connections before the server is freed");
     server__router_free(&self->router);
     server_services_stop(&self->services);
+    /* Big messages still being parsed had connections, all closed by now:
+     * nobody is left to dispatch them to. */
+    ecp_job_set_close(self->parse_jobs);
     ecp_pool_free(self->pool);
     /* The watches point at the server: libuv still calls them after
      * uv_close(), until their close callbacks, and the last one frees it. */
