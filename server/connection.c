@@ -101,6 +101,7 @@ void connection_drained(connection *conn)
     if (conn->paused && !conn->closing && conn->io.queued(conn->io_ctx) <= CONNECTION_PAUSE_BYTES / 2) {
         conn->paused = false;
         conn->io.set_reading(conn->io_ctx, true);
+        server__output_drained(conn->server); /* producers held up by it may go on */
         connection_receive(conn, NULL, 0); /* messages that arrived before the pause */
     }
 }
@@ -111,6 +112,8 @@ void server__connection_drop(connection *conn, const char *why)
         return;
     ecp_log(&conn->server->log, ECP_LOG_WARN, "closing %s: %s", conn->label, why);
     conn->closing = true;
+    if (conn->paused)
+        server__output_drained(conn->server); /* it holds nobody up any more */
     conn->io.close(conn->io_ctx);
 }
 
@@ -537,7 +540,8 @@ void connection_close(connection *conn)
         ((parse_data *)ecp_job_data(job))->conn = NULL;
         ecp_job_cancel(job);
     }
-
+    if (conn->paused)
+        server__output_drained(srv); /* it holds nobody up any more */
     for (size_t i = 0; i < srv->router.count; i++)
         if (srv->router.adapters[i].client_closed)
             srv->router.adapters[i].client_closed(srv->router.adapters[i].ctx, conn->id);
