@@ -274,3 +274,20 @@ void ecp_bus_notify_client(ecp_bus *bus, uint64_t client_id, const char *method,
     if (bus && bus->notify && client_id != 0)
         bus->notify(bus->owner, client_id, method, render, ctx);
 }
+
+bool ecp_bus_backed_up(ecp_bus *bus, const char *method)
+{
+    return bus && bus->backed_up && bus->backed_up(bus->owner, method);
+}
+
+void ecp_bus_when_drained(ecp_bus *bus, const char *method, ecp_drained_fn fn, void *ctx)
+{
+    if (bus && bus->when_drained)
+        bus->when_drained(bus->owner, method, fn, ctx);
+}
+
+void ecp_bus_cancel_when_drained(ecp_bus *bus, ecp_drained_fn fn, void *ctx)
+{
+    if (bus && bus->cancel_when_drained)
+        bus->cancel_when_drained(bus->owner, fn, ctx);
+}

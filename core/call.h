@@ -55,6 +55,10 @@ void ecp_call_set_link(ecp_call *call, void *link);
 struct ecp_bus {
     void (*notify)(void *owner, uint64_t client_id, const char *method, ecp_render_fn render, void *ctx);
     void *owner;
+    /* Flow control (rpc.h); NULL: never backed up. */
+    bool (*backed_up)(void *owner, const char *method);
+    void (*when_drained)(void *owner, const char *method, ecp_drained_fn fn, void *ctx);
+    void (*cancel_when_drained)(void *owner, ecp_drained_fn fn, void *ctx);
 };
 
 /* Writes a complete error response for id_raw (may be NULL: id null) to out. */

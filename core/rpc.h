@@ -160,4 +160,32 @@ void ecp_bus_notify(ecp_bus *bus, const char *method, ecp_render_fn render, void
 void ecp_bus_notify_client(ecp_bus *bus, uint64_t client_id, const char *method, ecp_render_fn render,
                            void *ctx);
 
+/* ----- flow control --------------------------------------------------------- *
+ *
+ * A client that stops reading does not stop a producer by itself: what the
+ * bus sends it piles up in its connection, and a connection whose queue
+ * passes its bound is dropped. A producer that can wait (a terminal's
+ * program can be left blocked in its write, a walk can pause) asks after
+ * each notification whether the method is backed up and, if so, stops
+ * producing and resumes when ecp_bus_when_drained calls it back. A producer
+ * that cannot wait keeps sending and its slow clients are dropped. */
+
+/* True while some connection that receives `method` has more than the
+ * server's pause bound queued (CONNECTION_PAUSE_BYTES) and has not yet
+ * drained to half of it. A bus without flow control is never backed up. */
+bool ecp_bus_backed_up(ecp_bus *bus, const char *method);
+
+typedef void (*ecp_drained_fn)(void *ctx);
+
+/* Calls fn(ctx) once, on the loop and never from inside this function, as
+ * soon as no connection that receives `method` is backed up any more (one
+ * that closes counts as drained); at once, in a later loop turn, when none is
+ * now. Registering the same (method, fn, ctx) again while it waits does
+ * nothing. method is copied. */
+void ecp_bus_when_drained(ecp_bus *bus, const char *method, ecp_drained_fn fn, void *ctx);
+
+/* Withdraws every waiting ecp_bus_when_drained of (fn, ctx), whatever its
+ * method. A producer calls it before ctx goes away (its adapter's destroy). */
+void ecp_bus_cancel_when_drained(ecp_bus *bus, ecp_drained_fn fn, void *ctx);
+
 #endif

@@ -101,6 +101,7 @@ void connection_drained(connection *conn)
     if (conn->paused && !conn->closing && conn->io.queued(conn->io_ctx) <= CONNECTION_PAUSE_BYTES / 2) {
         conn->paused = false;
         conn->io.set_reading(conn->io_ctx, true);
+        server__output_drained(conn->server); /* producers held up by it may go on */
         connection_receive(conn, NULL, 0); /* messages that arrived before the pause */
     }
 }
@@ -111,6 +112,8 @@ void server__connection_drop(connection *conn, const char *why)
         return;
     ecp_log(&conn->server->log, ECP_LOG_WARN, "closing %s: %s", conn->label, why);
     conn->closing = true;
+    if (conn->paused)
+        server__output_drained(conn->server); /* it holds nobody up any more */
     conn->io.close(conn->io_ctx);
 }
 
@@ -372,54 +375,76 @@ static void handle_parsed(connection *conn, char *text, size_t len, json_doc *do
     dispatch(conn, NULL, text, len, doc, root);
 }
 
-/* Parsing a big message on the thread pool. The connection handles nothing
- * else until it is dispatched, so its messages keep their order; other
- * connections are not held up by one peer's megabytes (or by a document
- * nested just under the depth limit, which costs the tokenizer
- * tokens x depth). */
-typedef struct parse_job {
-    uv_work_t work;
+/* Parsing a big message off the loop, as a job in the long lane: the
+ * connection handles nothing else until it is dispatched, so its messages
+ * keep their order; other connections are not held up by one peer's
+ * megabytes (or by a document nested just under the depth limit, which costs
+ * the tokenizer tokens x depth); and peers sending many such messages hold
+ * at most the long lane's threads, never the ones short work needs. The
+ * server's job set owns every such job: a connection that goes cancels its
+ * own (done then drops the message), and the server's teardown closes the
+ * set. */
+typedef struct parse_data {
     connection *conn;   /* NULL once the connection has gone */
     char *text;
     size_t len;
     json_doc doc;
     int status;
+    bool parsed;        /* doc holds tokens to free */
     ecp_error err;
-} parse_job;
+} parse_data;
 
-static void parse_in_pool(uv_work_t *work)
+static void parse_work(ecp_job *job, unsigned item)
 {
-    parse_job *job = work->data;
-    job->status = json_doc_parse(&job->doc, job->text, job->len, &job->err);
+    (void)item;
+    parse_data *d = ecp_job_data(job);
+    if (ecp_job_cancelled(job))
+        return;
+    d->status = json_doc_parse(&d->doc, d->text, d->len, &d->err);
+    d->parsed = d->status == 0;
 }
 
-static void parse_done(uv_work_t *work, int status)
+static void parse_done(ecp_job *job)
 {
-    parse_job *job = work->data;
-    connection *conn = job->conn;
-    if (!conn) { /* the peer left meanwhile */
-        if (job->status == 0)
-            json_doc_free(&job->doc);
-        free(job->text);
-        free(job);
-        return;
-    }
+    parse_data *d = ecp_job_data(job);
+    connection *conn = d->conn;
+    if (!conn)
+        return; /* the peer left meanwhile: free_data drops the message */
     conn->parsing = NULL;
-    handle_parsed(conn, job->text, job->len, &job->doc, job->status, &job->err);
-    free(job);
+    char *text = d->text;
+    d->text = NULL;
+    d->parsed = false;
+    handle_parsed(conn, text, d->len, &d->doc, d->status, &d->err); /* takes text and doc */
     connection_receive(conn, NULL, 0); /* what arrived meanwhile */
 }
+
+static void parse_free(void *data)
+{
+    parse_data *d = data;
+    if (d->parsed)
+        json_doc_free(&d->doc);
+    free(d->text);
+    free(d);
+}
+
+static const ecp_job_type parse_job_type = {
+    .name = "server.parse",
+    .lane = ECP_LANE_LONG,
+    .work = parse_work,
+    .done = parse_done,
+    .free_data = parse_free,
+};
 
 static void handle_message(connection *conn, char *text, size_t len)
 {
     if (len >= CONNECTION_POOL_PARSE_BYTES) {
-        parse_job *job = xcalloc(1, sizeof *job);
-        job->conn = conn;
-        job->text = text;
-        job->len = len;
-        job->work.data = job;
+        parse_data *d = xcalloc(1, sizeof *d);
+        d->conn = conn;
+        d->text = text;
+        d->len = len;
+        ecp_job *job = ecp_job_new(conn->server->parse_jobs, &parse_job_type, d);
         conn->parsing = job;
-        uv_queue_work(conn->server->loop, &job->work, parse_in_pool, parse_done);
+        ecp_job_start(job, 1);
         return;
     }
     json_doc doc;
@@ -510,8 +535,13 @@ void connection_close(connection *conn)
     }
     while (conn->batches)
         batch_free(conn->batches);
-    if (conn->parsing)
-        ((parse_job *)conn->parsing)->conn = NULL;
+    if (conn->parsing) {
+        ecp_job *job = conn->parsing;
+        ((parse_data *)ecp_job_data(job))->conn = NULL;
+        ecp_job_cancel(job);
+    }
+    if (conn->paused)
+        server__output_drained(srv); /* it holds nobody up any more */
     for (size_t i = 0; i < srv->router.count; i++)
         if (srv->router.adapters[i].client_closed)
             srv->router.adapters[i].client_closed(srv->router.adapters[i].ctx, conn->id);

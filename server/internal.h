@@ -58,7 +58,7 @@ struct connection {
     subscription_list excluded;
     bool paused;               /* stopped reading: output above the pause bound */
     size_t big_reply;          /* the largest message queued since the queue last ran low */
-    void *parsing;             /* a big message being parsed on the thread pool */
+    ecp_job *parsing;          /* a big message being parsed off the loop */
     bool closing;              /* io->close() was called; waiting for connection_close */
     bool shutting_down;        /* this client sent `shutdown`: its later requests are refused */
     bool watching_process;     /* its `processId` is watched */
@@ -75,6 +75,14 @@ bool server__connection_wants(const connection *conn, const char *method);
 
 /* ----- the server ----------------------------------------------------------- */
 
+/* A producer waiting for a method's slow clients to drain (rpc.h). */
+typedef struct drain_waiter {
+    char *method;
+    ecp_drained_fn fn;
+    void *ctx;
+    struct drain_waiter *next;
+} drain_waiter;
+
 struct server {
     uv_loop_t *loop;
     ecp_logger log;
@@ -85,6 +93,10 @@ struct server {
     router router;
     ecp_bus bus;
     ecp_pool *pool;            /* outlives the services, which close their jobs on it */
+    ecp_job_set *parse_jobs;   /* big messages being parsed off the loop, for every connection */
+    drain_waiter *drain_waiters;   /* waiting for their method to drain */
+    drain_waiter *drain_firing;    /* drained, being called back now */
+    uv_timer_t *drain_timer;       /* looks at the waiters in a later turn; NULL until needed */
     server_services services;
     connection *connections;
     uint64_t next_connection_id;
@@ -109,6 +121,10 @@ void server__forget_all_processes(server *self);
 void server__handle_released(server *self);
 
 connection *server__connection_by_id(server *self, uint64_t id);
+
+/* A connection stopped being backed up (its queue drained, or it is going):
+ * the producers waiting for that are looked at in a later loop turn. */
+void server__output_drained(server *self);
 
 /* The adapters for the methods the server itself answers: initialize,
  * initialized, shutdown, exit, and the ecp and notifications namespaces.

@@ -44,6 +44,115 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
         buf_free(&rendered[i]);
 }
 
+/* ----- flow control --------------------------------------------------------------- */
+
+/* A connection is backed up from when its queue passes the pause bound until
+ * it drains to half of it: exactly while it is paused. One that is closing
+ * takes nothing more, so it holds nobody up. */
+static bool bus_backed_up(void *owner, const char *method)
+{
+    server *self = owner;
+    for (connection *conn = self->connections; conn; conn = conn->next)
+        if (conn->paused && !conn->closing && server__connection_wants(conn, method))
+            return true;
+    return false;
+}
+
+static void on_drain_timer(uv_timer_t *timer)
+{
+    server *self = timer->data;
+    /* Take the drained waiters out first: a callback may register again or
+     * cancel others, and must find the lists consistent. */
+    drain_waiter **link = &self->drain_waiters;
+    drain_waiter **firing_tail = &self->drain_firing;
+    while (*firing_tail)
+        firing_tail = &(*firing_tail)->next;
+    while (*link) {
+        drain_waiter *w = *link;
+        if (bus_backed_up(self, w->method)) {
+            link = &w->next;
+            continue;
+        }
+        *link = w->next;
+        w->next = NULL;
+        *firing_tail = w;
+        firing_tail = &w->next;
+    }
+    while (self->drain_firing) {
+        drain_waiter *w = self->drain_firing;
+        self->drain_firing = w->next;
+        ecp_drained_fn fn = w->fn;
+        void *ctx = w->ctx;
+        free(w->method);
+        free(w);
+        fn(ctx);
+    }
+}
+
+static void schedule_drain_check(server *self)
+{
+    if (!self->drain_waiters || self->freed)
+        return;
+    if (!self->drain_timer) {
+        self->drain_timer = xmalloc(sizeof *self->drain_timer);
+        uv_timer_init(self->loop, self->drain_timer);
+        self->drain_timer->data = self;
+    }
+    if (!uv_is_active((uv_handle_t *)self->drain_timer))
+        uv_timer_start(self->drain_timer, on_drain_timer, 0, 0);
+}
+
+void server__output_drained(server *self) { schedule_drain_check(self); }
+
+static void cancel_all_waiters(server *self)
+{
+    drain_waiter *lists[2] = {self->drain_waiters, self->drain_firing};
+    self->drain_waiters = self->drain_firing = NULL;
+    for (int i = 0; i < 2; i++)
+        for (drain_waiter *w = lists[i], *next; w; w = next) {
+            next = w->next;
+            free(w->method);
+            free(w);
+        }
+}
+
+static void bus_when_drained(void *owner, const char *method, ecp_drained_fn fn, void *ctx)
+{
+    server *self = owner;
+    for (drain_waiter *w = self->drain_waiters; w; w = w->next)
+        if (w->fn == fn && w->ctx == ctx && strcmp(w->method, method) == 0)
+            return;
+    drain_waiter *w = xcalloc(1, sizeof *w);
+    w->method = xstrdup(method);
+    w->fn = fn;
+    w->ctx = ctx;
+    w->next = self->drain_waiters;
+    self->drain_waiters = w;
+    if (!bus_backed_up(self, method))
+        schedule_drain_check(self);
+}
+
+static void cancel_in(drain_waiter **link, ecp_drained_fn fn, void *ctx)
+{
+    while (*link) {
+        drain_waiter *w = *link;
+        if (w->fn == fn && w->ctx == ctx) {
+            *link = w->next;
+            free(w->method);
+            free(w);
+        } else {
+            link = &w->next;
+        }
+    }
+}
+
+static void bus_cancel_when_drained(void *owner, ecp_drained_fn fn, void *ctx)
+{
+    server *self = owner;
+    cancel_in(&self->drain_waiters, fn, ctx);
+    cancel_in(&self->drain_firing, fn, ctx);
+}
+
 connection *server__connection_by_id(server *self, uint64_t id)
 {
     for (connection *conn = self->connections; conn; conn = conn->next)
@@ -127,8 +236,12 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     if (!self->data_dir || make_dirs(self->data_dir, 0700, err) < 0)
         goto fail;
     self->pool = ecp_pool_new(loop, &self->log);
+    self->parse_jobs = ecp_job_set_new(self->pool);
     self->bus.notify = bus_notify;
     self->bus.owner = self;
+    self->bus.backed_up = bus_backed_up;
+    self->bus.when_drained = bus_when_drained;
+    self->bus.cancel_when_drained = bus_cancel_when_drained;
     server__router_init(&self->router, &self->log);
     if (server__lifecycle_register(self, err) < 0)
         goto fail;
@@ -150,6 +263,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
 fail:
     server__router_free(&self->router);
     server_services_stop(&self->services); /* after the adapters that refer to them */
+    ecp_job_set_close(self->parse_jobs);
     ecp_pool_free(self->pool);
     server_release(self);
     return NULL;
@@ -168,11 +282,19 @@ void server_free(server *self)
     assert(!self->connections && "a transport must close its connections before the server is freed");
     server__router_free(&self->router);
     server_services_stop(&self->services);
+    /* Big messages still being parsed had connections, all closed by now:
+     * nobody is left to dispatch them to. */
+    ecp_job_set_close(self->parse_jobs);
     ecp_pool_free(self->pool);
+    /* Producers release their waits in their teardown; what is left has
+     * nobody to call. */
+    self->freed = true;
+    cancel_all_waiters(self);
+    if (self->drain_timer)
+        uv_close((uv_handle_t *)self->drain_timer, (uv_close_cb)free);
     /* The watches point at the server: libuv still calls them after
      * uv_close(), until their close callbacks, and the last one frees it. */
     server__forget_all_processes(self);
-    self->freed = true;
     if (self->closing_handles == 0)
         server_release(self);
 }

@@ -3,7 +3,8 @@
  * Every method answers at once: starting a program is one posix_spawn, and
  * the rest reads or changes state the loop owns. Terminals belong to no
  * client, so their notifications go to every client and nothing is dropped
- * when one disconnects.
+ * when one disconnects. A client that stops reading holds every terminal's
+ * output until it catches up (see "Flow control" below).
  */
 #include "adapter.h"
 
@@ -18,6 +19,7 @@
 typedef struct terminal_adapter {
     terminal_service *svc;
     ecp_bus *bus;
+    bool holding;       /* a client cannot take more: the service's output is held */
 } terminal_adapter;
 
 /* ----- errors ----------------------------------------------------------------------------- */
@@ -405,6 +407,40 @@ static void m_is_running(void *ctx, ecp_call *call)
 
 /* ----- notifications ------------------------------------------------------------------------ */
 
+/* Flow control. A flood (`yes`) produces output faster than a client may
+ * read it; a client that falls behind would see its connection's queue grow
+ * until the server drops it, and on stdio that ends the server with every
+ * terminal. So once one of the notifications that grow with the output is
+ * backed up on some connection, the service's output is held (its programs
+ * block in their writes), and released once every such connection has
+ * drained. */
+static const char *const flowing[] = {"terminal/output", "terminal/didChangeScreen"};
+
+static void on_drained(void *ctx)
+{
+    terminal_adapter *ad = ctx;
+    if (!ad->holding)
+        return;
+    for (size_t i = 0; i < sizeof flowing / sizeof flowing[0]; i++)
+        if (ecp_bus_backed_up(ad->bus, flowing[i])) {
+            ecp_bus_when_drained(ad->bus, flowing[i], on_drained, ad);
+            return;
+        }
+    ad->holding = false;
+    terminal_service_release_output(ad->svc);
+}
+
+static void hold_if_backed_up(terminal_adapter *ad, const char *method)
+{
+    if (!ecp_bus_backed_up(ad->bus, method))
+        return;
+    if (!ad->holding) {
+        ad->holding = true;
+        terminal_service_hold_output(ad->svc);
+    }
+    ecp_bus_when_drained(ad->bus, method, on_drained, ad);
+}
+
 typedef struct output_note {
     const char *id;
     const char *data;
@@ -425,6 +461,7 @@ static void on_output(void *ctx, const char *id, const char *data, size_t len)
     terminal_adapter *ad = ctx;
     output_note n = {id, data, len};
     ecp_bus_notify(ad->bus, "terminal/output", render_output, &n);
+    hold_if_backed_up(ad, "terminal/output");
 }
 
 typedef struct screen_note {
@@ -451,6 +488,7 @@ static void on_screen(void *ctx, const char *id, const unsigned *rows, size_t co
     terminal_adapter *ad = ctx;
     screen_note n = {id, rows, count};
     ecp_bus_notify(ad->bus, "terminal/didChangeScreen", render_screen, &n);
+    hold_if_backed_up(ad, "terminal/didChangeScreen");
 }
 
 typedef struct title_note {
@@ -548,6 +586,9 @@ static void adapter_destroy(void *ctx)
 {
     terminal_adapter *ad = ctx;
     terminal_unsubscribe(ad->svc, &listener, ad);
+    ecp_bus_cancel_when_drained(ad->bus, on_drained, ad);
+    if (ad->holding)
+        terminal_service_release_output(ad->svc);
     free(ad);
 }
 

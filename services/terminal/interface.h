@@ -49,9 +49,17 @@
  *   interprets for at most about TERMINAL_TURN_BUDGET_MS, so other requests
  *   are answered between the pieces of a flood. Listeners receive output
  *   synchronously: the service keeps nothing for them once on_output
- *   returns. (What a listener then queues for a slow client is bounded by
- *   that client's connection, which the server drops when it stops reading;
- *   the service cannot see those queues.)
+ *   returns.
+ *
+ * - Held output. A listener that cannot pass on more for now (its clients
+ *   stopped reading) holds the service's output (terminal_service_hold_output)
+ *   until they catch up. While it is held, no terminal's pseudo-terminal is
+ *   read, so its program blocks in its write as it would on a real terminal
+ *   nobody reads, and no more output is reported: the backlog read before the
+ *   hold is still interpreted (the screens stay current and on_screen still
+ *   comes) but its bytes are reported only on release, in order, with the
+ *   exit of a program that ended meanwhile after them. Input, resizing and
+ *   everything else go on.
  *
  * - Fast floods. Interpreting text costs libvterm a copy of the whole screen
  *   per line scrolled, so a long run of plain text (printable characters and
@@ -242,6 +250,14 @@ typedef struct terminal_listener {
     /* The program exited, after its last output was reported. */
     void (*on_exit)(void *ctx, const char *id, int exit_code);
 } terminal_listener;
+
+/* Holds every terminal's output (see "Held output" above), from the next
+ * piece on (a listener may call it from inside on_output). Holds count: the
+ * output resumes when each hold has been released. Releasing a service that
+ * is not held does nothing. */
+void terminal_service_hold_output(terminal_service *self);
+void terminal_service_release_output(terminal_service *self);
+bool terminal_service_output_held(const terminal_service *self);
 
 /* listener is borrowed (usually a static const) until unsubscribed. */
 void terminal_subscribe(terminal_service *self, const terminal_listener *listener, void *ctx);

@@ -101,6 +101,7 @@ struct terminal_service {
     svc_handles *h;
     bool idle_on;
     dying *dying;
+    unsigned holds;      /* listeners holding output: no terminal is read or reported */
 };
 
 static void update_poll(terminal *t);
@@ -209,7 +210,7 @@ static void emit_output(terminal *t, bool final)
 {
     terminal_service *self = t->svc;
     size_t limit = final ? t->fed : whole_utf8_end(t->backlog.data, t->emitted, t->fed);
-    while (t->emitted < limit && !t->closed) {
+    while (t->emitted < limit && !t->closed && !self->holds) {
         size_t end = limit;
         if (end - t->emitted > TERMINAL_OUTPUT_CHUNK) {
             end = whole_utf8_end(t->backlog.data, t->emitted, t->emitted + TERMINAL_OUTPUT_CHUNK);
@@ -247,6 +248,8 @@ static void step(terminal *t)
     bool all_fed = t->fed == t->backlog.len;
     bool ending = !t->running && all_fed && (t->eof || t->drain_expired) && !t->exit_reported;
     emit_output(t, ending);
+    if (t->emitted < t->fed)
+        ending = false; /* held: the exit follows the rest of the output, on release */
     if (t->title_changed && !t->closed) {
         t->title_changed = false;
         ECP_EMIT(&t->svc->listeners, terminal_listener, on_title, t->id, t->title);
@@ -439,7 +442,7 @@ static void update_poll(terminal *t)
     if (t->closed)
         return;
     int events = 0;
-    if (!t->eof && !t->paused)
+    if (!t->eof && !t->paused && !t->svc->holds)
         events |= UV_READABLE;
     if (!t->eof && t->input_sent < t->input.len)
         events |= UV_WRITABLE;
@@ -856,6 +859,30 @@ size_t term__buffered(const terminal_service *self)
 }
 
 /* ----- listeners ---------------------------------------------------------------------------- */
+
+void terminal_service_hold_output(terminal_service *self)
+{
+    if (self->holds++)
+        return;
+    for (terminal *t = self->terminals; t; t = t->next)
+        update_poll(t);
+}
+
+void terminal_service_release_output(terminal_service *self)
+{
+    if (!self->holds || --self->holds)
+        return;
+    /* Report what was held back, then read again: each terminal's step does
+     * the first and update_poll the second. */
+    for (terminal *t = self->terminals; t; t = t->next) {
+        if (t->closed)
+            continue;
+        update_poll(t);
+        mark_ready(t);
+    }
+}
+
+bool terminal_service_output_held(const terminal_service *self) { return self->holds > 0; }
 
 void terminal_subscribe(terminal_service *self, const terminal_listener *listener, void *ctx)
 {

@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "job.h"
 #include "json.h"
 #include "rpc.h"
 #include "server.h"
@@ -448,6 +449,119 @@ static void big_messages_keep_their_order(void **state)
     buf_free(&msg);
 }
 
+/* A ping whose params nest `depth` arrays, `units` times over: costly to
+ * tokenize (tokens x depth), so its parse takes long enough to watch. */
+static char *nested_ping(int64_t id, size_t units, int depth)
+{
+    buf msg = BUF_INIT;
+    buf_appendf(&msg, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ecp/ping\",\"params\":[", (long long)id);
+    for (size_t u = 0; u < units; u++) {
+        if (u)
+            buf_push(&msg, ',');
+        for (int i = 0; i < depth; i++)
+            buf_push(&msg, '[');
+        for (int i = 0; i < depth; i++)
+            buf_push(&msg, ']');
+    }
+    buf_append_str(&msg, "]}\n");
+    return buf_detach(&msg);
+}
+
+typedef struct probe_job {
+    uint64_t ran_at; /* uv_hrtime when the work began; 0 until then */
+    bool done;
+} probe_job;
+
+static void probe_work(ecp_job *job, unsigned item)
+{
+    (void)item;
+    ((probe_job *)ecp_job_data(job))->ran_at = uv_hrtime();
+}
+
+static void probe_done(ecp_job *job) { ((probe_job *)ecp_job_data(job))->done = true; }
+
+static void probe_keep(void *data) { (void)data; }
+
+static const ecp_job_type probe_type = {
+    .name = "test.probe", .lane = ECP_LANE_SHORT, .work = probe_work, .done = probe_done, .free_data = probe_keep,
+};
+
+/* Big messages are parsed in the long lane: however many clients send them
+ * at once, a short job (a save, a read) still finds a thread at once. */
+static void big_messages_leave_room_for_short_work(void **state)
+{
+    fixture *f = *state;
+    uv_loop_t *loop = test_server_loop(f->server);
+    ecp_pool *pool = ecp_pool_new(loop, NULL);
+    ecp_job_set *set = ecp_job_set_new(pool);
+    unsigned n = ecp_pool_threads(pool);
+    char *msg = nested_ping(7, 1100, 500);
+    /* how long one such message takes when it has the pool to itself */
+    uint64_t alone_at = uv_hrtime();
+    char *alone = test_client_request_raw(f->a, msg, 60000);
+    assert_non_null(alone);
+    free(alone);
+    double alone_ms = (double)(uv_hrtime() - alone_at) / 1e6;
+    test_client **clients = calloc(n, sizeof *clients);
+    for (unsigned i = 0; i < n; i++) {
+        clients[i] = test_client_connect(f->server);
+        test_client_request_raw(clients[i], msg, 0); /* parsing starts now, off the loop */
+    }
+    test_server_run_for(f->server, 20); /* let every parse take a thread */
+    probe_job short_job = {0};
+    ecp_job *job = ecp_job_new(set, &probe_type, &short_job);
+    uint64_t asked_at = uv_hrtime();
+    ecp_job_start(job, 1);
+    for (int i = 0; i < 60000 && !short_job.done; i++)
+        test_server_run_for(f->server, 1);
+    assert_true(short_job.done);
+    double waited_ms = (double)(short_job.ran_at - asked_at) / 1e6;
+    for (unsigned i = 0; i < n; i++) {
+        char *out;
+        assert_int_equal(test_client_wait_response(clients[i], 7, 120000, &out), 0);
+        free(out);
+    }
+    fprintf(stderr, "  one big message alone: %.0f ms; with %u of them parsing, a short job waited %.1f ms\n",
+            alone_ms, n, waited_ms);
+    assert_true(alone_ms > 200); /* else the test proves nothing */
+    /* every thread held by a parse, it would wait for one to end */
+    assert_true(waited_ms < alone_ms / 4);
+    free(msg);
+    free(clients);
+    ecp_job_set_close(set);
+    ecp_pool_free(pool);
+}
+
+/* A client that leaves while its big message is being parsed: the message is
+ * dropped, nothing leaks, the others go on. */
+static void leaving_while_a_big_message_parses(void **state)
+{
+    fixture *f = *state;
+    char *msg = nested_ping(3, 1100, 500);
+    test_client *c = test_client_connect(f->server);
+    test_client_request_raw(c, msg, 0);
+    test_client_disconnect(c);
+    char *out;
+    REQUEST_OK(f->a, "ecp/ping", "[1]", &out);
+    assert_string_equal(out, "[1]");
+    free(out);
+    test_server_run_for(f->server, 50);
+    free(msg);
+}
+
+/* The server goes while a big message is being parsed: its teardown waits
+ * for the parse and frees the message, without dispatching it. */
+static void freeing_the_server_while_a_big_message_parses(void **state)
+{
+    (void)state;
+    test_server *srv = test_server_new(NULL);
+    test_client *c = test_client_connect(srv);
+    char *msg = nested_ping(3, 1100, 500);
+    test_client_request_raw(c, msg, 0);
+    test_server_free(srv);
+    free(msg);
+}
+
 static void batches_answer_every_request(void **state)
 {
     fixture *f = *state;
@@ -781,6 +895,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(malformed_messages_get_the_right_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(deep_nesting_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(big_messages_keep_their_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(big_messages_leave_room_for_short_work, setup, teardown),
+        cmocka_unit_test_setup_teardown(leaving_while_a_big_message_parses, setup, teardown),
+        cmocka_unit_test(freeing_the_server_while_a_big_message_parses),
         cmocka_unit_test_setup_teardown(batches_answer_every_request, setup, teardown),
         cmocka_unit_test_setup_teardown(a_batch_of_ten_thousand, setup, teardown),
         cmocka_unit_test_setup_teardown(notifications_precede_the_response_everywhere, setup, teardown),

@@ -358,6 +358,69 @@ class StdioTests(unittest.TestCase):
         self.assertLess(grown, 80 + quarantine, "a 50 MB message raised the peak by %.0f MB" % grown)
         s.close()
 
+    def test_a_client_that_stops_reading_during_a_terminal_flood_is_waited_for(self):
+        # On stdio the one client is the server's reason to live: dropping it
+        # for being slow would end the server and every terminal. The
+        # terminals wait for it instead, their programs blocked in their writes.
+        s = Stdio(self.tmp)
+        self.assertEqual(s.call(req(0, "ecp/ping"))["id"], 0)
+        start_rss = rss_kb(s.p.pid)
+
+        def until(id_):
+            """Reads up to the response to id_; returns it and the output notifications seen."""
+            outputs = 0
+            while True:
+                m = s.recv()
+                if m.get("id") == id_:
+                    return m, outputs
+                outputs += m.get("method") == "terminal/output"
+
+        s.send(nl(req(1, "terminal/create", {"shell": "yes"})))
+        flood = until(1)[0]["result"]["terminalId"]
+        deadline = time.time() + 0.5
+        while time.time() < deadline:  # read the flood for a while, then stop
+            s.recv()
+        time.sleep(2)
+        self.assertIsNone(s.p.poll(), "the server ended while its client was not reading")
+        s.send(nl(req(2, "ecp/ping", [2])))
+        answer, outputs = until(2)
+        self.assertEqual(answer["result"], [2])
+        self.assertGreater(outputs, 0)
+        grown_mb = (peak_rss_kb(s.p.pid) - start_rss) / 1024
+        print("\n  a terminal flood with a client that paused 2 s: peak %.0f MB above the start" % grown_mb,
+              file=sys.stderr)
+        # the connection's queue (8 MiB before the terminals are held), a terminal's backlog (4 MiB) and the
+        # messages being rendered; ASan's quarantine holds on to what was freed
+        quarantine = 40 if "quarantine_size_mb" in os.environ.get("ASAN_OPTIONS", "") else 0
+        self.assertLess(grown_mb, 60 + quarantine, "server memory grew by %.0f MB" % grown_mb)
+        # the flood goes on once the client reads again, and the terminals still work
+        s.send(nl(req(3, "terminal/isRunning", {"terminalId": flood})))
+        answer, outputs = until(3)
+        self.assertTrue(answer["result"]["running"])
+        s.send(nl(req(4, "terminal/close", {"terminalId": flood})))
+        until(4)
+        s.send(nl(req(5, "terminal/create", {"shell": "/bin/sh"})))
+        shell = until(5)[0]["result"]["terminalId"]
+        s.send(nl(req(6, "terminal/write", {"terminalId": shell, "data": "echo sum-$((6*7))\n"})))
+        seen = ""
+        deadline = time.time() + 10
+        while "sum-42" not in seen and time.time() < deadline:
+            m = s.recv()
+            if m.get("method") == "terminal/output" and m["params"]["terminalId"] == shell:
+                seen += m["params"]["data"]
+        self.assertIn("sum-42", seen)
+        # and a server whose client goes while the terminals are held for it ends cleanly
+        s.send(nl(req(7, "terminal/create", {"shell": "yes"})))
+        until(7)
+        time.sleep(1)
+        s.p.stdin.close()
+        s.p.stdout.close()
+        code = s.p.wait(10)
+        errors = s.p.stderr.read().decode()
+        s.p.stderr.close()
+        self.assertNotIn("Sanitizer", errors)
+        self.assertIn(code, (0, 1), errors)
+
     def test_a_regex_that_backtracks_without_end_is_bounded(self):
         base = os.path.join(self.tmp, "tree")
         os.mkdir(base)

@@ -664,7 +664,7 @@ static void test_bus(void **state)
 {
     (void)state;
     static char one[] = "one", two[] = "two", three[] = "three", four[] = "four";
-    ecp_bus bus = {bus_notify, &owner_token};
+    ecp_bus bus = {.notify = bus_notify, .owner = &owner_token};
     bus_calls = 0;
     ecp_bus_notify(&bus, "document/didChange", render_params, one);
     assert_int_equal(bus_calls, 1);
@@ -682,7 +682,7 @@ static void test_bus(void **state)
     /* no bus, or a bus without a sink: nothing happens */
     ecp_bus_notify(NULL, "x/y", render_params, four);
     ecp_bus_notify_client(NULL, 3, "x/y", render_params, four);
-    ecp_bus empty = {NULL, NULL};
+    ecp_bus empty = {0};
     ecp_bus_notify(&empty, "x/y", render_params, four);
     assert_int_equal(bus_calls, 2);
     buf_free(&bus_out);

@@ -2,7 +2,8 @@
  * programs: events in order (output, then exit, once), a listener that
  * closes the terminal from inside a callback, the backlog's bound, the
  * size of each output piece, one screen change per loop turn and the
- * loop's turns during a flood nobody listens to, the default shell (the
+ * loop's turns during a flood nobody listens to, output held for a listener
+ * whose clients stopped reading, the default shell (the
  * hook for a setting), and the statuses of failures. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,6 +35,9 @@ typedef struct fixture {
     bool count_only;      /* a flood: count the output, keep none of it */
     size_t output_bytes;
     size_t largest_output; /* the longest single on_output */
+    bool hold_on_output;  /* hold the service's output from inside the first on_output */
+    bool held;
+    size_t output_at_exit;
     char script[64];
 } fixture;
 
@@ -73,6 +77,10 @@ static void on_output(void *ctx, const char *id, const char *data, size_t len)
     f->output_bytes += len;
     if (len > f->largest_output)
         f->largest_output = len;
+    if (f->hold_on_output && !f->held) {
+        terminal_service_hold_output(f->svc);
+        f->held = true;
+    }
     if (f->count_only)
         return;
     buf_append_str(&f->events, "output:");
@@ -102,6 +110,7 @@ static void on_exit_event(void *ctx, const char *id, int code)
     if (strcmp(id, f->watched))
         return;
     buf_appendf(&f->events, "exit:%d|", code);
+    f->output_at_exit = f->output_bytes;
     f->exits++;
 }
 
@@ -251,6 +260,44 @@ static void test_flood_is_bounded(void **state)
     free(id);
 }
 
+/* A listener whose clients stopped reading holds the output: the
+ * pseudo-terminal is not read (the program blocks in its write), nothing
+ * more is reported, and on release every byte comes, then the exit. */
+static void test_held_output(void **state)
+{
+    fixture *f = *state;
+    f->count_only = true;
+    f->hold_on_output = true;
+    size_t total = 20000000;
+    char *id = start(f, script(f, "yes 'held output' | head -c 20000000; exit 4"));
+    long long end = now_ms() + 10000;
+    while (!f->held && now_ms() < end)
+        run_for(f, 5);
+    assert_true(f->held);
+    assert_true(terminal_service_output_held(f->svc));
+    size_t at_hold = f->output_bytes;
+    run_for(f, 500);
+    assert_int_equal(f->output_bytes, at_hold); /* the piece that asked for the hold was the last */
+    assert_int_equal(f->exits, 0);
+    assert_true(term__buffered(f->svc) <= TERMINAL_BACKLOG_MAX);
+    terminal_info info;
+    assert_int_equal(terminal_get_info(f->svc, id, &info), 0);
+    assert_true(info.running); /* blocked in its write */
+    ecp_error err;
+    assert_int_equal(terminal_write(f->svc, id, "x", 1, &err), 0); /* input still goes */
+    /* holds count: one release of two leaves it held */
+    terminal_service_hold_output(f->svc);
+    terminal_service_release_output(f->svc);
+    run_for(f, 100);
+    assert_int_equal(f->output_bytes, at_hold);
+    terminal_service_release_output(f->svc);
+    assert_false(terminal_service_output_held(f->svc));
+    assert_true(run_until(f, &f->exits, 1, 30000));
+    assert_true(f->output_at_exit >= total); /* every byte, then the exit */
+    assert_true(strstr(f->events.data, "exit:4|") != NULL);
+    free(id);
+}
+
 static void test_default_shell_and_failures(void **state)
 {
     fixture *f = *state;
@@ -296,6 +343,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_output_then_exit_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_from_a_listener, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flood_is_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_held_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_shell_and_failures, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
