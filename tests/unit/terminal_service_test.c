@@ -249,7 +249,9 @@ static void test_flood_is_bounded(void **state)
     fprintf(stderr, "flood: at most %zu bytes held, slowest turn %lld ms, output %zu bytes seen\n", most, worst,
             f->output_bytes);
     assert_true(most <= TERMINAL_BACKLOG_MAX); /* nothing is typed: all of it is backlog */
-    assert_true(worst < 200);
+    /* a turn interprets a bounded amount (milliseconds alone); the bound leaves
+     * room for a loaded machine and a sanitizer build, far below an unbounded read */
+    assert_true(worst < 500);
     assert_true(f->output_bytes > 1000000); /* it did flood */
     /* the flood reaches listeners in bounded pieces, and the damaged rows
      * once per loop turn however much a turn interprets */
