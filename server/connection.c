@@ -75,6 +75,7 @@ void server__connection_send(connection *conn, const char *json, size_t len)
     }
     if (!conn->paused && conn->io.queued(conn->io_ctx) > CONNECTION_PAUSE_BYTES) {
         conn->paused = true;
+        conn->paused_since = uv_now(conn->server->loop);
         conn->io.set_reading(conn->io_ctx, false);
     }
 }

@@ -57,6 +57,7 @@ struct connection {
     subscription_list subscribed;
     subscription_list excluded;
     bool paused;               /* stopped reading: output above the pause bound */
+    uint64_t paused_since;     /* the loop's time when it paused */
     size_t big_reply;          /* the largest message queued since the queue last ran low */
     ecp_job *parsing;          /* a big message being parsed off the loop */
     bool closing;              /* io->close() was called; waiting for connection_close */
@@ -107,6 +108,7 @@ struct server {
     void *exit_ctx;
     bool shared;               /* many clients: see server_options.shared */
     size_t max_connections;
+    uint64_t stall_timeout_ms; /* see server_options.stall_timeout_ms */
     size_t connection_count;
     struct pid_watch *pid_watches; /* processes named by `processId` */
     size_t closing_handles;    /* watches whose handles libuv has not released yet */

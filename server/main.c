@@ -15,7 +15,7 @@
 static const char usage[] =
     "usage: ecpd [--stdio | --socket [PATH]] [--workspace DIR] [--data-dir DIR] [--config FILE]\n"
     "            [--log FILE] [--log-level error|warn|info|debug] [--max-message-bytes N]\n"
-    "            [--max-connections N] [--eca] [--model PROVIDER/MODEL]\n"
+    "            [--max-connections N] [--stall-timeout SECONDS] [--eca] [--model PROVIDER/MODEL]\n"
     "            [--version] [--help]\n"
     "\n"
     "Serves the Editor Command Protocol (JSON-RPC 2.0) on stdio (the default) or on a\n"
@@ -157,6 +157,16 @@ int main(int argc, char **argv)
                 return 2;
             }
             options.max_connections = (unsigned)v;
+        } else if (strcmp(arg, "--stall-timeout") == 0) {
+            NEED_VALUE();
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(next, &end, 10);
+            if (errno || *end || v < 1 || v > 86400) {
+                fprintf(stderr, "ecpd: --stall-timeout needs a number of seconds from 1 to 86400\n");
+                return 2;
+            }
+            options.stall_timeout_ms = (unsigned)v * 1000u;
         } else if (strcmp(arg, "--eca") == 0) {
             /* ECA is the chat namespace on stdio: the framing follows the client's Content-Length headers */
             use_socket = false;

@@ -58,9 +58,33 @@ static bool bus_backed_up(void *owner, const char *method)
     return false;
 }
 
+/* Drops the clients that have held a waiting producer up for longer than
+ * the stall timeout, unless only one client is connected (see
+ * server_options.stall_timeout_ms). */
+static void drop_stalled(server *self)
+{
+    if (self->connection_count < 2)
+        return;
+    uint64_t now = uv_now(self->loop);
+    for (connection *conn = self->connections; conn; conn = conn->next) {
+        if (!conn->paused || conn->closing || now - conn->paused_since < self->stall_timeout_ms)
+            continue;
+        for (drain_waiter *w = self->drain_waiters; w; w = w->next)
+            if (server__connection_wants(conn, w->method)) {
+                server__connection_drop(conn, "client has not read its output for too long while others wait");
+                break;
+            }
+    }
+}
+
+/* How often a producer's wait is looked at while nothing drains: often
+ * enough for the stall timeout, cheap enough to go unnoticed. */
+#define DRAIN_RECHECK_MS 1000
+
 static void on_drain_timer(uv_timer_t *timer)
 {
     server *self = timer->data;
+    drop_stalled(self);
     /* Take the drained waiters out first: a callback may register again or
      * cancel others, and must find the lists consistent. */
     drain_waiter **link = &self->drain_waiters;
@@ -87,6 +111,8 @@ static void on_drain_timer(uv_timer_t *timer)
         free(w);
         fn(ctx);
     }
+    if (self->drain_waiters && !self->freed)
+        uv_timer_start(self->drain_timer, on_drain_timer, DRAIN_RECHECK_MS, 0);
 }
 
 static void schedule_drain_check(server *self)
@@ -98,8 +124,7 @@ static void schedule_drain_check(server *self)
         uv_timer_init(self->loop, self->drain_timer);
         self->drain_timer->data = self;
     }
-    if (!uv_is_active((uv_handle_t *)self->drain_timer))
-        uv_timer_start(self->drain_timer, on_drain_timer, 0, 0);
+    uv_timer_start(self->drain_timer, on_drain_timer, 0, 0); /* now, also when a recheck was due later */
 }
 
 void server__output_drained(server *self) { schedule_drain_check(self); }
@@ -128,8 +153,7 @@ static void bus_when_drained(void *owner, const char *method, ecp_drained_fn fn,
     w->ctx = ctx;
     w->next = self->drain_waiters;
     self->drain_waiters = w;
-    if (!bus_backed_up(self, method))
-        schedule_drain_check(self);
+    schedule_drain_check(self); /* fires it at once if nobody is backed up, else starts the rechecks */
 }
 
 static void cancel_in(drain_waiter **link, ecp_drained_fn fn, void *ctx)
@@ -230,6 +254,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     self->max_message = options->max_message_bytes ? options->max_message_bytes : ECPD_DEFAULT_MAX_MESSAGE;
     self->shared = options->shared;
     self->max_connections = options->max_connections ? options->max_connections : ECPD_DEFAULT_MAX_CONNECTIONS;
+    self->stall_timeout_ms = options->stall_timeout_ms ? options->stall_timeout_ms : ECPD_DEFAULT_STALL_TIMEOUT_MS;
     self->workspace = options->workspace ? xstrdup(options->workspace) : NULL;
     self->data_dir = options->data_dir ? xstrdup(options->data_dir) : default_data_dir(err);
     self->config_path = options->config_path ? xstrdup(options->config_path) : NULL;

@@ -38,9 +38,16 @@ typedef struct server_options {
      * `workspaceRoot` does not move everyone else's workspace. */
     bool shared;
     unsigned max_connections;      /* 0: the default, ECPD_DEFAULT_MAX_CONNECTIONS */
+    /* A client that has not read its output for this long while a producer
+     * waits on it (a terminal held for it) is dropped, unless it is the only
+     * client: one stuck or suspended GUI must not freeze every terminal of a
+     * shared server, but the only client is waited for (it may be suspended,
+     * and on stdio dropping it would end the server). 0: the default. */
+    unsigned stall_timeout_ms;
 } server_options;
 
 #define ECPD_DEFAULT_MAX_CONNECTIONS 64u
+#define ECPD_DEFAULT_STALL_TIMEOUT_MS 30000u
 
 #define ECPD_DEFAULT_MAX_MESSAGE ((size_t)256 << 20)
 

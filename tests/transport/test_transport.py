@@ -598,6 +598,33 @@ class SocketTests(unittest.TestCase):
         self.assertEqual(bad.recv(100), b"")  # closed by the server
         self.assertEqual(good.call(req(2, "ecp/ping"))["id"], 2)
 
+    def test_a_stalled_client_is_dropped_so_the_others_terminals_go_on(self):
+        # Terminals wait for a slow reader; on a shared server, a client that
+        # reads nothing at all would hold every terminal for everyone, so
+        # past the stall timeout it is dropped (the only client never is).
+        self.srv.stop()
+        self.srv = SocketServer(self.tmp, "--stall-timeout", "2")
+        stuck = self.srv.connect()
+        stuck.sendall(nl(req(0, "ecp/ping")))  # it has spoken: notifications reach it; it never reads
+        reader = Client(self.srv.connect())
+        tid = reader.call(req(1, "terminal/create", {"shell": "yes"}))["result"]["terminalId"]
+        seen = []
+        deadline = time.time() + 12
+        while time.time() < deadline:
+            m = reader.r.message()
+            if m.get("method") == "terminal/output" and m["params"]["terminalId"] == tid:
+                seen.append(time.time())
+        longest_gap = max(b - a for a, b in zip(seen, seen[1:]))
+        self.assertGreater(longest_gap, 1.0, "the terminal was never held for the stalled client")
+        self.assertGreater(seen[-1], deadline - 1.0, "the terminal stayed held after the stall timeout")
+        reader.call(req(2, "terminal/close", {"terminalId": tid}))
+        self.srv.p.send_signal(signal.SIGTERM)
+        self.srv.p.wait(10)
+        log = self.srv.p.stderr.read().decode()
+        self.assertIn("has not read its output for too long", log)
+        stuck.close()
+        reader.s.close()
+
     def test_a_client_that_never_reads_is_bounded(self):
         stuck = self.srv.connect()
         stuck.settimeout(1.0)
