@@ -52,7 +52,7 @@ static int setup(void **state)
     uv_loop_init(&loop);
     pool = ecp_pool_new(&loop, NULL);
     docs = document_service_new(pool, NULL);
-    git = gitsvc_new(pool, NULL, NULL, docs);
+    git = gitsvc_new(pool, NULL, NULL, docs, NULL);
     assert_non_null(git);
     return 0;
 }
