@@ -27,6 +27,7 @@
 struct gitsvc__doc {
     char *id;
     char *root;   /* the repository it was last found in; NULL: none (yet) */
+    bool diffed;  /* a diff has ended: root says where the document is */
     bool wanted;  /* the text or the repository changed since the last diff began */
     ecp_job *job; /* the diff in flight, or NULL */
     gitsvc_line_change *changes; /* malloc'd, by line */
@@ -108,6 +109,7 @@ static void doc_done(ecp_job *job)
         d->count = j->count;
         free(d->root);
         d->root = j->root ? xstrdup(j->root) : NULL;
+        d->diffed = true;
         /* from now on HEAD and the index of its repository are watched */
         if (j->root)
             gitsvc_track(j->svc, j->root, j->gitdir);
@@ -184,7 +186,8 @@ static void doc_changed(void *ctx, const document_change_event *event)
 {
     gitsvc *self = ctx;
     gitsvc__doc *d = find_doc(self, event->document_id);
-    if (!d)
+    /* a document in no repository has nothing to diff until it is saved elsewhere */
+    if (!d || (d->diffed && !d->root))
         return;
     d->wanted = true;
     arm(self);
