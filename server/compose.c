@@ -131,12 +131,14 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
         if ((status = env->register_adapter(env->router, &session_adapters[i], err)) < 0)
             return status;
 
-    self->git = gitsvc_new(env->pool, env->log, self->file, self->document);
+    self->git = gitsvc_new(env->pool, env->log, self->file, self->document, self->session);
     if (!self->git)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the git service");
     git_adapter_init(&adapter, self->git, env->bus);
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
         return status;
+    document_adapter_add_viewport_part(
+        &document_adapter, &(document_viewport_part){"gitChanges", git_adapter_write_viewport_changes, self->git});
 
     terminal_service_options terminal_options = {.shell = NULL, .cwd = env->workspace};
     self->terminal = terminal_service_new(env->loop, env->log, &terminal_options);

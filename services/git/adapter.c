@@ -111,6 +111,7 @@ typedef struct op_job {
     char *text; /* diffBuffer's content */
     size_t text_len;
     document_snapshot *snap; /* diffBuffer of an open document */
+    gitsvc_tokens *tokens;   /* push, pull, fetch: the credentials of HTTP(S) remotes */
     char **paths;
     size_t path_count;
     bool flag, flag2; /* staged, checkout, force / setUpstream */
@@ -166,7 +167,7 @@ static int op_run(op_job *j, ecp_job *job, gitsvc_repo *repo)
             if ((rc = gitsvc_repo_relative(repo, j->paths[i], mem, &rels[i], err)))
                 return rc;
     }
-    gitsvc_remote_options ro = {j->arg, j->flag, j->flag2};
+    gitsvc_remote_options ro = {j->arg, j->flag, j->flag2, j->tokens};
     switch (j->kind) {
     case OP_IS_REPO:
         return 0;
@@ -285,6 +286,23 @@ static const char *change_type_name(gitsvc_change_type t)
 static void write_changes(json_writer *w, const gitsvc_line_change *changes, size_t count)
 {
     jw_key(w, "changes");
+    jw_array_begin(w);
+    for (size_t i = 0; i < count; i++) {
+        jw_object_begin(w);
+        jw_key_int(w, "line", (int64_t)changes[i].line);
+        jw_key_string(w, "type", change_type_name(changes[i].type));
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+}
+
+void git_adapter_write_viewport_changes(void *svc, const char *document_id, const char *uri, size_t first,
+                                        size_t last, ecp_position_encoding enc, json_writer *w)
+{
+    (void)uri;
+    (void)enc; /* lines only */
+    const gitsvc_line_change *changes = NULL;
+    size_t count = last > first ? gitsvc_document_cached_changes(svc, document_id, first, last, &changes) : 0;
     jw_array_begin(w);
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
@@ -552,6 +570,8 @@ static void op_free(void *data)
     free(j->ref);
     free(j->text);
     document_snapshot_release(j->snap);
+    gitsvc_tokens_free(j->tokens);
+    free(j->tokens);
     for (size_t i = 0; i < j->path_count; i++)
         free(j->paths[i]);
     free(j->paths);
@@ -602,6 +622,24 @@ static void op_start(git_adapter *ad, ecp_call *call, op_job *j)
     ecp_job *job = ecp_job_new(gitsvc_jobs(ad->svc), &op_types[j->kind], j);
     ecp_job_serve(job, call);
     ecp_job_start(job, 1);
+}
+
+static void tokens_loaded(void *ctx, gitsvc_tokens *tokens)
+{
+    ecp_job *job = ctx;
+    op_job *j = ecp_job_data(job);
+    j->tokens = tokens;
+    ecp_job_start(job, 1);
+}
+
+/* A transfer: the remote's credentials are read from the secret store on
+ * the loop first (the call waits, served by the job, which can be
+ * cancelled meanwhile), then the job starts with them. */
+static void op_start_transfer(git_adapter *ad, ecp_call *call, op_job *j)
+{
+    ecp_job *job = ecp_job_new(gitsvc_jobs(ad->svc), &op_types[j->kind], j);
+    ecp_job_serve(job, call);
+    gitsvc_tokens_load(ad->svc, tokens_loaded, job);
 }
 
 static bool arg_text(ecp_call *call, const char *name, bool required, char **out)
@@ -906,21 +944,21 @@ static void m_push(void *ctx, ecp_call *call)
     BEGIN(OP_PUSH);
     FAIL_UNLESS(arg_text(call, "remote", false, &j->arg) && arg_bool(call, "force", false, &j->flag) &&
                 arg_bool(call, "setUpstream", false, &j->flag2));
-    op_start(ad, call, j);
+    op_start_transfer(ad, call, j);
 }
 
 static void m_pull(void *ctx, ecp_call *call)
 {
     BEGIN(OP_PULL);
     FAIL_UNLESS(arg_text(call, "remote", false, &j->arg));
-    op_start(ad, call, j);
+    op_start_transfer(ad, call, j);
 }
 
 static void m_fetch(void *ctx, ecp_call *call)
 {
     BEGIN(OP_FETCH);
     FAIL_UNLESS(arg_text(call, "remote", false, &j->arg));
-    op_start(ad, call, j);
+    op_start_transfer(ad, call, j);
 }
 
 static void m_remotes(void *ctx, ecp_call *call)

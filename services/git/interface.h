@@ -30,8 +30,11 @@
  *   at once, without touching the disk. Listeners hear every change the
  *   watches see and every change made through this interface, sorted into
  *   status, branch, commit and stash changes.
- * - Nothing prompts: credentials come from an ssh-agent or nowhere, and a
- *   remote that asks for anything else fails with GITSVC_AUTH_FAILED. A
+ * - Nothing prompts: credentials come from an ssh-agent (SSH remotes) or
+ *   from the session's secret store (HTTP(S) remotes: "git.token.<host>",
+ *   see gitsvc_credentials_acquire) or nowhere, each offered once, and a
+ *   remote that refuses them or asks for anything else fails with
+ *   GITSVC_AUTH_FAILED. A
  *   transfer stops when its job is cancelled, at libgit2's next callback;
  *   libgit2 1.5 has no network timeout of its own (see remote.c).
  *
@@ -58,6 +61,8 @@
 struct file_service;
 struct document_service;
 struct document_snapshot;
+struct session_service;
+struct git_credential;
 
 typedef struct gitsvc gitsvc;
 
@@ -99,11 +104,13 @@ typedef struct gitsvc_error {
 /* Creates the service: its jobs run on pool, its callbacks on the pool's
  * loop. files (may be NULL: then nothing is watched and the status cache
  * lasts until a change made through this interface) watches the
- * repositories; documents (may be NULL) lends the text of open documents.
- * All are borrowed and must outlive the service. Initialises libgit2.
- * NULL only when out of memory or when libgit2 cannot start. */
-gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files,
-                   struct document_service *documents);
+ * repositories; documents (may be NULL) lends the text of open documents,
+ * which the service follows from now on; session (may be NULL: then HTTP(S)
+ * remotes get no credentials) holds the tokens of remotes. All are borrowed
+ * and must outlive the service. Initialises libgit2. NULL only when out of
+ * memory or when libgit2 cannot start. */
+gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files, struct document_service *documents,
+                   struct session_service *session);
 
 /* Closes the service's jobs (cancelling what can stop, waiting for what is
  * on a thread), removes its watches, drops its listeners without telling
@@ -375,12 +382,61 @@ int gitsvc_merge_abort(gitsvc_repo *repo, gitsvc_error *err);
 
 /* ----- remotes ------------------------------------------------------------------- */
 
+/* ----- credentials ------------------------------------------------------------------ */
+
+/* An HTTP(S) remote's credentials are the secret "git.token.<host>" (the
+ * URL's host in lower case, or "git.token.<host>:<port>", which wins when
+ * the URL names that port): "user:password", or a token alone, sent as the
+ * password with the URL's user name, else "x-access-token". */
+#define GITSVC_TOKEN_PREFIX "git.token."
+
+typedef struct gitsvc_token {
+    char *host;  /* what follows the prefix */
+    char *value;
+} gitsvc_token;
+
+typedef struct gitsvc_tokens {
+    gitsvc_token *items;
+    size_t count;
+} gitsvc_tokens;
+
+/* Loop thread. Reads every "git.token.*" secret of the session service;
+ * cb runs once, on the loop (before this returns when there is no session
+ * service), with the tokens, which it owns (gitsvc_tokens_free, then
+ * free()); none when there are none. Never after gitsvc_free. */
+typedef void (*gitsvc_tokens_cb)(void *ctx, gitsvc_tokens *tokens);
+void gitsvc_tokens_load(gitsvc *self, gitsvc_tokens_cb cb, void *ctx);
+/* Wipes and frees the tokens' contents (not the struct). NULL is ignored. */
+void gitsvc_tokens_free(gitsvc_tokens *tokens);
+
+/* Any thread. The stored value for an http:// or https:// URL's host, or
+ * NULL (another scheme, no such token). */
+const char *gitsvc_token_for_url(const gitsvc_tokens *tokens, const char *url);
+
+/* One transfer's credentials: what has been offered already. */
+typedef struct gitsvc_credentials {
+    const gitsvc_tokens *tokens; /* may be NULL */
+    unsigned asks;
+    bool offered_token;
+    bool failed; /* nothing (more) to offer: the transfer fails with GITSVC_AUTH_FAILED */
+} gitsvc_credentials;
+
+/* libgit2's credentials callback (git_credential_acquire_cb), with a
+ * gitsvc_credentials as payload, on the transfer's thread. The first time
+ * an HTTP(S) remote allows a user name and password, the host's token;
+ * the first time an SSH remote asks, the ssh-agent's keys (when
+ * SSH_AUTH_SOCK is set) or the URL's user name. Anything else, and any ask
+ * after a refusal, sets failed and returns GIT_EAUTH: never a prompt. */
+int gitsvc_credentials_acquire(struct git_credential **out, const char *url, const char *username_from_url,
+                               unsigned int allowed_types, void *payload);
+
 typedef struct gitsvc_remote_options {
     const char *remote;   /* NULL: "origin" */
     bool force;           /* push: replace the remote branch even when it is not an ancestor, as long as it is
                            * where our remote-tracking branch says (git's --force-with-lease): else
                            * PUSH_REJECTED, "stale info" */
     bool set_upstream;    /* push: make remote/branch the current branch's upstream */
+    const gitsvc_tokens *tokens; /* credentials of HTTP(S) remotes (gitsvc_tokens_load); may be NULL */
 } gitsvc_remote_options;
 
 typedef struct gitsvc_sync_result {
@@ -435,5 +491,17 @@ typedef void (*gitsvc_changes_cb)(void *ctx, int status, const gitsvc_error *err
  * service has no document service. */
 int gitsvc_document_changes(gitsvc *self, const char *document_id, gitsvc_changes_cb cb, void *ctx, ecp_job **job,
                             gitsvc_error *err);
+
+/* The changes, as last computed, of the open document's text against HEAD
+ * that fall on lines first+1 .. last (1-based: the 0-based visible lines
+ * [first, last)), by line; *out points into the service's copy, valid until
+ * the loop runs again. The service follows the open documents of its
+ * document service and diffs each off the loop about 150 ms after its last
+ * edit and whenever HEAD, a ref or the index of its repository moves, one
+ * diff per document at a time, so the answer never waits and may lag the
+ * text by that much (a line inserted since is not shifted yet). 0 for a
+ * document it does not know, one in no repository, or one not diffed yet. */
+size_t gitsvc_document_cached_changes(gitsvc *self, const char *document_id, size_t first, size_t last,
+                                      const gitsvc_line_change **out);
 
 #endif

@@ -19,6 +19,8 @@
 #include "job.h"
 
 typedef struct gitsvc__known gitsvc__known;
+typedef struct gitsvc__doc gitsvc__doc;
+typedef struct gitsvc__load gitsvc__load;
 
 struct gitsvc {
     ecp_pool *pool;                     /* borrowed */
@@ -28,6 +30,10 @@ struct gitsvc {
     ecp_job_set *jobs;
     ecp_listeners listeners; /* gitsvc_listener tables */
     gitsvc__known *known;    /* repositories seen, most recent first */
+    gitsvc__doc *docs;       /* open documents and their changes against HEAD (documents.c) */
+    uv_timer_t *quiet;       /* the debounce of their diffs; NULL without documents */
+    struct session_service *session; /* borrowed, may be NULL: the secrets of remotes */
+    gitsvc__load *loads;             /* tokens being read from it (credentials.c) */
 };
 
 /* A repository the service has seen: its watches and its cached status. */
@@ -51,6 +57,20 @@ struct gitsvc_repo {
     char *root;   /* no final '/' */
     char *gitdir; /* no final '/' */
 };
+
+/* ----- open documents (documents.c, loop thread) ------------------------------------ */
+
+/* Subscribes to the document service (when there is one) and starts
+ * following the documents already open. */
+void gitsvc__documents_follow(gitsvc *self);
+/* Unsubscribes and forgets them; after the service's jobs are closed. */
+void gitsvc__documents_stop(gitsvc *self);
+/* HEAD, a ref or the index of the repository at root moved: its documents
+ * are diffed again. */
+void gitsvc__documents_repo_changed(gitsvc *self, const char *root);
+
+/* The tokens being loaded finish without telling anyone: the service goes. */
+void gitsvc__tokens_orphan(gitsvc *self);
 
 /* ----- errors --------------------------------------------------------------------- */
 

@@ -26,7 +26,8 @@
 
 /* ----- the service ------------------------------------------------------------------- */
 
-gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files, struct document_service *documents)
+gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files, struct document_service *documents,
+                   struct session_service *session)
 {
     if (git_libgit2_init() < 0)
         return NULL;
@@ -39,8 +40,10 @@ gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files, 
     self->log = log;
     self->files = files;
     self->documents = documents;
+    self->session = session;
     self->jobs = ecp_job_set_new(pool);
     self->listeners = (ecp_listeners)ECP_LISTENERS_INIT;
+    gitsvc__documents_follow(self);
     return self;
 }
 
@@ -68,6 +71,8 @@ void gitsvc_free(gitsvc *self)
         return;
     /* jobs first: a status job's done would store into what follows */
     ecp_job_set_close(self->jobs);
+    gitsvc__documents_stop(self);
+    gitsvc__tokens_orphan(self);
     while (self->known) {
         gitsvc__known *k = self->known;
         self->known = k->next;
@@ -174,6 +179,8 @@ static void on_watch(void *ctx, const file_change *change)
         return;
     }
     drop_status(k);
+    if (rel)
+        gitsvc__documents_repo_changed(k->svc, k->root); /* HEAD, a ref or the index: what documents diff against */
     announce(k, change->path, kind, false);
 }
 
@@ -221,6 +228,7 @@ void gitsvc_changed(gitsvc *self, const char *root, const char *gitdir, gitsvc_c
 {
     gitsvc__known *k = track(self, root, gitdir);
     drop_status(k);
+    gitsvc__documents_repo_changed(self, k->root);
     announce(k, root, kind, true);
 }
 

@@ -1,8 +1,9 @@
 /* remote: fetch, push and pull, without prompts.
  *
- * Credentials come from an ssh-agent when the remote asks for an SSH key and
- * SSH_AUTH_SOCK is set; anything else (a password, a second attempt) fails
- * at once as an authentication failure, so nothing ever waits for a person.
+ * Credentials come from credentials.c: an ssh-agent's keys or the URL's
+ * user name for SSH, the session's token for HTTP(S), each offered once;
+ * anything else (a password nobody stored, a second attempt) fails at once
+ * as an authentication failure, so nothing ever waits for a person.
  * Every callback libgit2 makes during a transfer polls the job's cancel
  * flag, so a cancelled transfer stops at its next callback. libgit2 1.5 has
  * no connect or read timeout of its own (and a stream of our own with one
@@ -18,8 +19,8 @@
 
 typedef struct transfer {
     const ecp_job *job;
-    unsigned credential_asks;
-    bool auth_failed, cancelled;
+    gitsvc_credentials credentials;
+    bool cancelled;
     char push_error[256];
     arena *mem;
 } transfer;
@@ -38,14 +39,9 @@ static int on_credentials(git_credential **out, const char *url, const char *use
                           unsigned int allowed_types, void *payload)
 {
     transfer *t = payload;
-    /* one try: a second ask means the first was refused */
-    if (t->credential_asks++ == 0 && (allowed_types & GIT_CREDENTIAL_SSH_KEY) && getenv("SSH_AUTH_SOCK"))
-        return git_credential_ssh_key_from_agent(out, username_from_url ? username_from_url : "git");
-    if (t->credential_asks == 1 && (allowed_types & GIT_CREDENTIAL_USERNAME) && username_from_url)
-        return git_credential_username_new(out, username_from_url);
-    t->auth_failed = true;
-    git_error_set_str(GIT_ERROR_NET, "authentication required and no credentials are available");
-    return GIT_EAUTH;
+    if (keep_going(t))
+        return -1;
+    return gitsvc_credentials_acquire(out, url, username_from_url, allowed_types, &t->credentials);
 }
 
 static int on_transfer(const git_indexer_progress *stats, void *payload)
@@ -87,9 +83,10 @@ static void callbacks_init(git_remote_callbacks *cb, transfer *t)
     cb->payload = t;
 }
 
-static void transfer_init(transfer *t, const ecp_job *job, arena *mem)
+static void transfer_init(transfer *t, const gitsvc_remote_options *o, const ecp_job *job, arena *mem)
 {
     memset(t, 0, sizeof *t);
+    t->credentials.tokens = o ? o->tokens : NULL;
     t->job = job;
     t->mem = mem;
 }
@@ -101,7 +98,7 @@ static int transfer_failed(transfer *t, int rc, gitsvc_sync_result *out, gitsvc_
         return gitsvc__fail(err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled");
     const git_error *e = git_error_last();
     out->success = false;
-    if (t->auth_failed || rc == GIT_EAUTH)
+    if (t->credentials.failed || rc == GIT_EAUTH)
         out->code = GITSVC_AUTH_FAILED;
     else if (e && (e->klass == GIT_ERROR_NET || e->klass == GIT_ERROR_SSH || e->klass == GIT_ERROR_HTTP ||
                    e->klass == GIT_ERROR_OS || e->klass == GIT_ERROR_SSL))
@@ -139,7 +136,7 @@ int gitsvc_fetch(gitsvc_repo *repo, const gitsvc_remote_options *options, const 
     if (open_remote(repo, options, &remote, mem, out))
         return 0;
     transfer t;
-    transfer_init(&t, job, mem);
+    transfer_init(&t, options, job, mem);
     git_fetch_options fo = GIT_FETCH_OPTIONS_INIT;
     callbacks_init(&fo.callbacks, &t);
     rc = git_remote_fetch(remote, NULL, &fo, NULL);
@@ -208,7 +205,7 @@ int gitsvc_push(gitsvc_repo *repo, const gitsvc_remote_options *options, const e
     if (open_remote(repo, options, &remote, mem, out))
         return 0;
     transfer t;
-    transfer_init(&t, job, mem);
+    transfer_init(&t, options, job, mem);
     git_push_options po = GIT_PUSH_OPTIONS_INIT;
     callbacks_init(&po.callbacks, &t);
     if (options && options->force) {

@@ -1,7 +1,9 @@
 /* The git service while things happen: a status that follows what the git
  * command does to the repository behind the server's back (git/didChange,
- * sorted by kind, once per kind until the status is asked again), and a long
- * git/log that neither blocks ecp/ping nor survives $/cancelRequest. */
+ * sorted by kind, once per kind until the status is asked again), a long
+ * git/log that neither blocks ecp/ping nor survives $/cancelRequest, and an
+ * open document's gutter (document/viewport's gitChanges) that follows its
+ * edits and the commits made behind the server's back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -220,11 +222,78 @@ static void test_ping_answers_while_log_runs_and_cancel_stops_it(void **state)
     assert_true(after_ms < full_ms / 2);
 }
 
+/* document/viewport's gitChanges of lines [start, start + count), once they
+ * equal want (the diff runs after the edits settle), else fails. */
+static void wait_git_changes(const char *id, int start, int count, const char *want)
+{
+    double end = now_ms() + EVENT_MS * 2;
+    char *got = NULL;
+    for (;;) {
+        char *r = ok("document/viewport",
+                     "{\"documentId\":\"%s\",\"startLine\":%d,\"lineCount\":%d,\"include\":[\"gitChanges\"]}", id,
+                     start, count);
+        free(got);
+        got = test_json_raw(r, "gitChanges");
+        free(r);
+        if (got && !strcmp(got, want))
+            break;
+        if (now_ms() > end)
+            fail_msg("gitChanges of lines %d+%d: wanted %s, got %s", start, count, want, got ? got : "(absent)");
+        test_server_run_for(srv, 30);
+    }
+    free(got);
+}
+
+static void test_viewport_git_changes_follow_edits_and_commits(void **state)
+{
+    write_at("t.txt", "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\n");
+    sh("git add t.txt");
+    commit_on(1, "lines");
+    char *r = ok("document/open", "{\"uri\":\"file://%s/t.txt\"}", repo);
+    char *id = test_json_string(r, "documentId");
+    free(r);
+    assert_non_null(id);
+    wait_git_changes(id, 0, 20, "[]"); /* the committed text: nothing changed */
+
+    /* one line replaced, one inserted, one deleted, as three edits */
+    free(ok("document/edit",
+            "{\"documentId\":\"%s\",\"edits\":[{\"range\":{\"start\":{\"line\":1,\"column\":0},"
+            "\"end\":{\"line\":1,\"column\":2}},\"text\":\"L2\"}]}", id));
+    free(ok("document/edit",
+            "{\"documentId\":\"%s\",\"edits\":[{\"range\":{\"start\":{\"line\":4,\"column\":0},"
+            "\"end\":{\"line\":4,\"column\":0}},\"text\":\"new\\n\"}]}", id));
+    /* l1 L2 l3 l4 new l5 l6 l7 l8: l7 is line 7 (0-based) */
+    free(ok("document/edit",
+            "{\"documentId\":\"%s\",\"edits\":[{\"range\":{\"start\":{\"line\":7,\"column\":0},"
+            "\"end\":{\"line\":8,\"column\":0}},\"text\":\"\"}]}", id));
+    const char *all = "[{\"line\":2,\"type\":\"modified\"},{\"line\":5,\"type\":\"added\"},"
+                      "{\"line\":7,\"type\":\"deleted\"}]";
+    wait_git_changes(id, 0, 20, all);
+    /* the same as git/diffBuffer of the same text, and only the visible lines */
+    r = ok("git/diffBuffer", "{\"uri\":\"%s\",\"path\":\"t.txt\",\"documentId\":\"%s\"}", repo, id);
+    char *changes = test_json_raw(r, "changes");
+    assert_string_equal(changes, all);
+    free(changes);
+    free(r);
+    wait_git_changes(id, 4, 2, "[{\"line\":5,\"type\":\"added\"}]");
+    wait_git_changes(id, 7, 5, "[]");
+
+    /* saved, then committed by the git command: HEAD moves and the gutter empties */
+    free(ok("document/save", "{\"documentId\":\"%s\"}", id));
+    test_server_run_for(srv, 1000); /* the save's own diff has run: what follows is the commit's doing */
+    wait_git_changes(id, 0, 20, all);
+    sh("git commit -qam edited");
+    wait_git_changes(id, 0, 20, "[]");
+    free(id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_status_follows_the_git_command, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_own_changes_notify_before_the_answer, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_viewport_git_changes_follow_edits_and_commits, fixture_setup,
+                                        fixture_teardown),
         cmocka_unit_test_setup_teardown(test_ping_answers_while_log_runs_and_cancel_stops_it, fixture_setup,
                                         fixture_teardown),
     };

@@ -1015,6 +1015,102 @@ static void test_remote_failures(void **state)
     free(git_fails("git/fetch", "NETWORK_ERROR", "{\"uri\":\"%s\",\"remote\":\"ssh-refused\"}", repo));
 }
 
+/* A local smart-HTTP git server (python3 in front of `git http-backend`) over
+ * the bare repositories in top, that wants Basic credentials alice:s3cret;
+ * its port is returned, its pid kept in top/auth.pid. */
+static int start_git_http_server(void)
+{
+    char script[160];
+    snprintf(script, sizeof script, "%s/git_http.py", top);
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fputs("import base64, http.server, os, socketserver, subprocess, sys\n"
+          "WANT = 'Basic ' + base64.b64encode(b'alice:s3cret').decode()\n"
+          "class H(http.server.BaseHTTPRequestHandler):\n"
+          "  def body(self):\n"
+          "    if self.headers.get('Transfer-Encoding', '').lower() == 'chunked':\n"
+          "      data = b''\n"
+          "      while True:\n"
+          "        n = int(self.rfile.readline().split(b';')[0], 16)\n"
+          "        chunk = self.rfile.read(n + 2)[:n]\n"
+          "        if n == 0: return data\n"
+          "        data += chunk\n"
+          "    return self.rfile.read(int(self.headers.get('Content-Length') or 0))\n"
+          "  def do_GET(self):\n"
+          "    data = self.body()\n"
+          "    if self.headers.get('Authorization') != WANT:\n"
+          "      self.send_response(401); self.send_header('WWW-Authenticate', 'Basic realm=git')\n"
+          "      self.send_header('Content-Length', '0'); self.end_headers(); return\n"
+          "    path, _, query = self.path.partition('?')\n"
+          "    env = dict(os.environ, GIT_PROJECT_ROOT=os.getcwd(), GIT_HTTP_EXPORT_ALL='1', PATH_INFO=path,\n"
+          "               QUERY_STRING=query, REQUEST_METHOD=self.command, REMOTE_USER='alice',\n"
+          "               REMOTE_ADDR='127.0.0.1', CONTENT_TYPE=self.headers.get('Content-Type', ''),\n"
+          "               CONTENT_LENGTH=str(len(data)))\n"
+          "    out = subprocess.run(['git', 'http-backend'], input=data, env=env, capture_output=True).stdout\n"
+          "    head, _, rest = out.partition(b'\\r\\n\\r\\n')\n"
+          "    status, headers = 200, []\n"
+          "    for line in head.decode().split('\\r\\n'):\n"
+          "      k, _, v = line.partition(':')\n"
+          "      if k.lower() == 'status': status = int(v.split()[0])\n"
+          "      elif k: headers.append((k, v.strip()))\n"
+          "    self.send_response(status)\n"
+          "    for k, v in headers: self.send_header(k, v)\n"
+          "    self.send_header('Content-Length', str(len(rest))); self.end_headers(); self.wfile.write(rest)\n"
+          "  do_POST = do_GET\n"
+          "  def log_message(self, *a): pass\n"
+          "s = socketserver.TCPServer(('127.0.0.1', 0), H)\n"
+          "open('port.tmp', 'w').write(str(s.server_address[1])); os.rename('port.tmp', 'port')\n"
+          "s.serve_forever()\n",
+          f);
+    fclose(f);
+    sh_in(top, "python3 git_http.py & echo $! > auth.pid");
+    char path[128];
+    snprintf(path, sizeof path, "%s/port", top);
+    for (int i = 0; i < 500 && access(path, R_OK) != 0; i++)
+        usleep(10000);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    int port = 0;
+    assert_int_equal(fscanf(f, "%d", &port), 1);
+    fclose(f);
+    return port;
+}
+
+/* An HTTP remote's credentials come from the secret store: none or a wrong
+ * one is AUTH_FAILED (at once, asked once), the right one fetches and pushes. */
+static void test_http_remote_with_a_stored_token(void **state)
+{
+    small_history();
+    sh_in(top, "git init -q --bare served.git && git -C '%s' push -q '%s/served.git' main", repo, top);
+    int port = start_git_http_server();
+    sh("git remote add web 'http://127.0.0.1:%d/served.git'", port);
+    free(git_fails("git/fetch", "AUTH_FAILED", "{\"uri\":\"%s\",\"remote\":\"web\"}", repo));
+    free(ok("secret/set", "{\"key\":\"git.token.127.0.0.1\",\"value\":\"alice:wrong\"}"));
+    free(git_fails("git/fetch", "AUTH_FAILED", "{\"uri\":\"%s\",\"remote\":\"web\"}", repo));
+    char *r = ok("git/push", "{\"uri\":\"%s\",\"remote\":\"web\"}", repo);
+    want_bool(r, "success", false);
+    free(r);
+    /* host:port wins over the host */
+    free(ok("secret/set", "{\"key\":\"git.token.127.0.0.1:%d\",\"value\":\"alice:s3cret\"}", port));
+    free(ok("git/fetch", "{\"uri\":\"%s\",\"remote\":\"web\"}", repo));
+    char *theirs = out_of("git rev-parse refs/remotes/web/main");
+    char *ours = out_of("git rev-parse main");
+    assert_string_equal(theirs, ours);
+    free(theirs);
+    free(ours);
+    write_at("b.txt", "pushed over http\n");
+    sh("git commit -qam 'over http'");
+    r = ok("git/push", "{\"uri\":\"%s\",\"remote\":\"web\"}", repo);
+    want_bool(r, "success", true);
+    free(r);
+    ours = out_of("git rev-parse main");
+    char *served = out_of("git --git-dir='%s/served.git' rev-parse main", top);
+    assert_string_equal(served, ours);
+    free(served);
+    free(ours);
+    sh_in(top, "kill $(cat auth.pid) && rm auth.pid");
+}
+
 /* ----- bad input -------------------------------------------------------------------------------------------- */
 
 static void test_not_a_repository(void **state)
@@ -1157,6 +1253,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_merge, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_remotes_push_pull_fetch, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_remote_failures, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_http_remote_with_a_stored_token, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_not_a_repository, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_unborn_branch, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_methods_match_the_catalogue, fixture_setup, fixture_teardown),

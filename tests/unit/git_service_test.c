@@ -1,7 +1,8 @@
 /* The git service's C API on a loop of its own: the cached status (kept
- * until a change, answered without a job), and a document's unsaved text
+ * until a change, answered without a job), a document's unsaved text
  * against HEAD through a snapshot (what `document/viewport`'s gitChanges
- * would show). */
+ * shows), and the credentials an HTTP(S) remote gets from a token in the
+ * session's secret store. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,8 +17,14 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <git2.h>
+#include <git2/sys/credential.h>
+
 #include "document/interface.h"
+#include "file/interface.h"
 #include "git/interface.h"
+#include "session/interface.h"
+#include "store/interface.h"
 
 static uv_loop_t loop;
 static ecp_pool *pool;
@@ -52,7 +59,7 @@ static int setup(void **state)
     uv_loop_init(&loop);
     pool = ecp_pool_new(&loop, NULL);
     docs = document_service_new(pool, NULL);
-    git = gitsvc_new(pool, NULL, NULL, docs);
+    git = gitsvc_new(pool, NULL, NULL, docs, NULL);
     assert_non_null(git);
     return 0;
 }
@@ -231,11 +238,148 @@ static void test_document_changes(void **state)
     assert_null(job);
 }
 
+/* ----- credentials from the secret store ----------------------------------------------- */
+
+typedef struct with_session {
+    store *st;
+    file_service *files;
+    session_service *session;
+    gitsvc *git;
+} with_session;
+
+static void status_done(void *ctx, int status, const ecp_error *err)
+{
+    (void)err;
+    *(int *)ctx = status;
+}
+
+static void store_secret(session_service *session, const char *key, const char *value)
+{
+    int status = 1;
+    session_secret_set(session, key, value, strlen(value), NULL, status_done, &status);
+    while (status == 1)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(status, 0);
+}
+
+static void tokens_done(void *ctx, gitsvc_tokens *tokens)
+{
+    *(gitsvc_tokens **)ctx = tokens;
+}
+
+static gitsvc_tokens *load_tokens(gitsvc *g)
+{
+    gitsvc_tokens *tokens = NULL;
+    gitsvc_tokens_load(g, tokens_done, &tokens);
+    while (!tokens)
+        uv_run(&loop, UV_RUN_ONCE);
+    return tokens;
+}
+
+/* What the callback offers a URL that allows types, as "user:password",
+ * "ssh", "username:<name>" or "none" (GIT_EAUTH and failed). */
+static void offer(gitsvc_credentials *c, const char *url, const char *user, unsigned types, char *out, size_t size)
+{
+    git_credential *cred = NULL;
+    int rc = gitsvc_credentials_acquire(&cred, url, user, types, c);
+    if (rc == GIT_EAUTH) {
+        assert_null(cred);
+        assert_true(c->failed);
+        snprintf(out, size, "none");
+        return;
+    }
+    assert_int_equal(rc, 0);
+    assert_non_null(cred);
+    if (cred->credtype == GIT_CREDENTIAL_USERPASS_PLAINTEXT) {
+        git_credential_userpass_plaintext *up = (git_credential_userpass_plaintext *)cred;
+        snprintf(out, size, "%s:%s", up->username, up->password);
+    } else if (cred->credtype == GIT_CREDENTIAL_USERNAME) {
+        snprintf(out, size, "username:%s", git_credential_get_username(cred));
+    } else {
+        snprintf(out, size, "other");
+    }
+    git_credential_free(cred);
+}
+
+static void test_credentials_from_the_secret_store(void **state)
+{
+    char data[128];
+    snprintf(data, sizeof data, "%s/data", top);
+    mkdir(data, 0700);
+    unsetenv("SSH_AUTH_SOCK");
+    with_session w = {0};
+    ecp_error err;
+    store_options so = {.data_dir = data};
+    w.st = store_open(&loop, NULL, &so, &err);
+    assert_non_null(w.st);
+    w.files = file_service_new(pool, NULL);
+    session_service_options o = {.pool = pool, .store = w.st, .documents = docs, .files = w.files, .data_dir = data};
+    w.session = session_service_new(&o, &err);
+    assert_non_null(w.session);
+    w.git = gitsvc_new(pool, NULL, NULL, NULL, w.session);
+    store_secret(w.session, "git.token.example.com", "alice:s3cret");
+    store_secret(w.session, "git.token.tok.example:8443", "ghp_token");
+    store_secret(w.session, "other.key", "not for git");
+
+    gitsvc_tokens *tokens = load_tokens(w.git);
+    assert_int_equal(tokens->count, 2);
+    char got[256];
+    const unsigned http = GIT_CREDENTIAL_USERPASS_PLAINTEXT;
+
+    /* user and password from the stored "user:password" */
+    gitsvc_credentials c = {.tokens = tokens};
+    offer(&c, "https://example.com/team/r.git", NULL, http, got, sizeof got);
+    assert_string_equal(got, "alice:s3cret");
+    /* asked again: the remote refused it, and nothing else is offered */
+    offer(&c, "https://example.com/team/r.git", NULL, http, got, sizeof got);
+    assert_string_equal(got, "none");
+
+    /* a token alone is the password, with the URL's user name, else x-access-token; host:port first */
+    gitsvc_credentials d = {.tokens = tokens};
+    offer(&d, "https://bob@tok.example:8443/r.git", "bob", http, got, sizeof got);
+    assert_string_equal(got, "bob:ghp_token");
+    gitsvc_credentials e = {.tokens = tokens};
+    offer(&e, "http://EXAMPLE.com:8080/r.git", NULL, http, got, sizeof got);
+    assert_string_equal(got, "alice:s3cret"); /* no token for the port: the host's */
+    gitsvc_credentials f = {.tokens = tokens};
+    offer(&f, "https://tok.example:8443/r.git", NULL, http, got, sizeof got);
+    assert_string_equal(got, "x-access-token:ghp_token");
+
+    /* no token for the host, or a remote that does not take a password: none */
+    gitsvc_credentials g = {.tokens = tokens};
+    offer(&g, "https://elsewhere.org/r.git", NULL, http, got, sizeof got);
+    assert_string_equal(got, "none");
+    gitsvc_credentials h = {.tokens = tokens};
+    offer(&h, "ssh://git@example.com/r.git", "git", GIT_CREDENTIAL_SSH_KEY, got, sizeof got);
+    assert_string_equal(got, "none"); /* no ssh-agent here */
+    gitsvc_credentials i = {.tokens = tokens};
+    offer(&i, "ssh://git@example.com/r.git", "git", GIT_CREDENTIAL_USERNAME, got, sizeof got);
+    assert_string_equal(got, "username:git");
+    gitsvc_tokens_free(tokens);
+    free(tokens);
+
+    /* without a session service: no tokens, nothing offered */
+    gitsvc_tokens *none = load_tokens(git);
+    assert_int_equal(none->count, 0);
+    gitsvc_credentials n = {.tokens = none};
+    offer(&n, "https://example.com/team/r.git", NULL, http, got, sizeof got);
+    assert_string_equal(got, "none");
+    gitsvc_tokens_free(none);
+    free(none);
+
+    gitsvc_free(w.git);
+    session_service_free(w.session);
+    file_service_free(w.files);
+    store_close(w.st);
+    uv_run(&loop, UV_RUN_NOWAIT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_status_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_document_changes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_credentials_from_the_secret_store, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
