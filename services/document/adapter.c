@@ -673,7 +673,7 @@ static void m_viewport(void *ctx, ecp_call *call)
     jw_key(w, "lines");
     write_lines(ad, w, id.ptr, first, last);
     /* Each part named in include, once, in the adapter's order; a name no
-     * part has (gitChanges, until git adds one) adds nothing. */
+     * part has adds nothing. */
     const json_doc *doc = ecp_call_doc(call);
     for (size_t i = 0; include != JSON_NO_REF && i < ad->part_count; i++) {
         const document_viewport_part *part = &ad->parts[i];
