@@ -656,6 +656,19 @@ static void test_a_watch_abandoned_during_setup_ends(void **state)
 static void test_an_excluded_directory_gets_no_events(void **state)
 {
     char p[512], *out = NULL;
+    /* by default: .git (and node_modules) */
+    path_of(p, sizeof p, ".git");
+    assert_int_equal(mkdir(p, 0755), 0);
+    path_of(p, sizeof p, ".git/refs");
+    assert_int_equal(mkdir(p, 0755), 0);
+    test_client *first = test_client_connect(srv);
+    free(watch(first, "{\"uri\":\"%s\"}", dir));
+    assert_int_equal(inotify_watches(), 1);
+    write_file(".git/HEAD", "x");
+    settle();
+    want_log(first, "");
+    test_client_disconnect(first);
+
     assert_int_equal(test_client_request(cl, "config/set",
                                          "{\"key\":\"files.exclude\",\"value\":{\"**/build\":true,\"out\":true,"
                                          "\"src/gen\":true,\"**/kept\":false}}",
@@ -669,7 +682,8 @@ static void test_an_excluded_directory_gets_no_events(void **state)
         assert_int_equal(mkdir(p, 0755), 0);
     }
     char *id = watch(cl, "{\"uri\":\"%s\"}", dir);
-    assert_int_equal(inotify_watches(), 5); /* the directory, src, src/kept, lib, lib/gen */
+    /* the directory, src, src/kept, lib, lib/gen; .git and .git/refs, the setting no longer naming them */
+    assert_int_equal(inotify_watches(), 7);
     write_file("build/a.o", "x");
     write_file("build/sub/b.o", "x");
     write_file("src/build/c.o", "x");
@@ -693,7 +707,7 @@ static void test_an_excluded_directory_gets_no_events(void **state)
     write_file("lib/build/h.o", "x");
     settle();
     want_log(cl, "");
-    assert_int_equal(inotify_watches(), 5);
+    assert_int_equal(inotify_watches(), 7);
     free(id);
 
     /* the setting changes: watches started afterwards follow it */
