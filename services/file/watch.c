@@ -1010,7 +1010,11 @@ static watch *watch_begin(file__watcher *self, const char *path, bool recursive,
     w->cb = cb;
     w->ctx = ctx;
     if (S_ISDIR(st.st_mode)) {
-        w->root = xstrdup(path);
+        /* without a trailing '/', so that each child's parent is found by its path */
+        size_t len = strlen(path);
+        while (len > 1 && path[len - 1] == '/')
+            len--;
+        w->root = xstrndup(path, len);
     } else {
         const char *slash = strrchr(path, '/');
         w->root = slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path));
