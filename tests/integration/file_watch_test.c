@@ -784,9 +784,9 @@ static void test_deleting_a_big_watched_tree_is_quick(void **state)
     assert_int_equal(inotify_watches(), 1 + (WIDE - GONE) * (WIDE + 1));
     assert_true(worst < 250);
     /* the loop's own work: some 8,000 events, their notifications and the
-     * pings, about 60 ms here; looking through the whole watch for each
-     * deleted directory took 400 to 700 ms */
-    assert_true(cpu_ms < 200);
+     * pings, about 60 ms here (150 under ASan); looking through the whole
+     * watch for each deleted directory took 400 to 700 ms */
+    assert_true(cpu_ms < 300);
     free(id);
     test_client_disconnect(pinger);
 }
