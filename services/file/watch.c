@@ -16,7 +16,8 @@
  * window, "existed before" and "exists now" decide what is reported: created,
  * changed, deleted, or nothing (created and deleted inside the window).
  *
- * A recursive watch of a big tree is set up in two halves. A job in the long
+ * A recursive watch started by file_watch_start (every client's) is set up in
+ * two halves, so a big tree keeps nobody waiting. A job in the long
  * lane walks the tree and lists its directories, parents before children, so
  * that the reads of a cold disk happen off the loop. The loop then watches
  * them a bounded slice per turn: inotify_add_watch, then a readdir (now from
