@@ -33,11 +33,22 @@ static void apply_shell_setting(server_services *self)
     terminal_service_set_shell(self->terminal, shell && access(shell, X_OK) == 0 ? shell : NULL);
 }
 
+/* The files.exclude setting names the directories clients' recursive
+ * watches stay out of. The file service comes before the session service
+ * (which reads settings files through it), so it is handed the value. */
+static void apply_files_exclude(server_services *self)
+{
+    /* a pattern that does not compile is logged by the file service and left out */
+    file_service_set_watch_exclude(self->file, session_setting_json(self->session, "files.exclude"), NULL);
+}
+
 static void setting_changed(void *ctx, const char *key, const char *value_json)
 {
     (void)value_json;
     if (strcmp(key, "terminal.integrated.shell") == 0)
         apply_shell_setting(ctx);
+    else if (strcmp(key, "files.exclude") == 0)
+        apply_files_exclude(ctx);
 }
 
 static const session_listener settings_to_services = {.on_setting = setting_changed};
@@ -145,6 +156,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if (!self->terminal)
         return ecp_error_set(err, ECP_EIO, "could not create the terminal service: no SIGCHLD handler");
     apply_shell_setting(self);
+    apply_files_exclude(self);
     session_subscribe(self->session, &settings_to_services, self);
     terminal_adapter_init(&adapter, self->terminal, env->bus);
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)

@@ -41,6 +41,7 @@ struct wire_watch {
     uint64_t client;
     uint64_t id; /* the service's */
     char name[48];
+    ecp_call *call; /* the file/watch call, until the watch covers its tree */
     wire_watch *next;
 };
 
@@ -898,6 +899,57 @@ static void on_change(void *ctx, const file_change *change)
     buf_free(&u);
 }
 
+static void answer_watch(wire_watch *ww)
+{
+    ecp_call *call = ww->call;
+    ww->call = NULL;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "watchId", ww->name);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+/* The answer comes once the watch covers its whole tree, as it did when the
+ * tree was covered before the handler returned: a client that changes a file
+ * after the answer hears of it. */
+static void on_watch_ready(void *ctx, uint64_t id)
+{
+    (void)id;
+    answer_watch(ctx);
+}
+
+static void unlink_watch(file_adapter *ad, wire_watch *ww)
+{
+    for (wire_watch **pp = &ad->watches; *pp; pp = &(*pp)->next) {
+        if (*pp == ww) {
+            *pp = ww->next;
+            return;
+        }
+    }
+}
+
+/* Ends a watch of the wire, answering its file/watch call if it still waits. */
+static void end_watch(file_adapter *ad, wire_watch *ww)
+{
+    file_watch_remove(ad->svc, ww->id);
+    if (ww->call) {
+        ecp_call *call = ww->call;
+        ww->call = NULL;
+        ecp_call_error(call, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");
+    }
+    free(ww);
+}
+
+/* The client cancelled file/watch or went away while the tree was being
+ * covered: the watch it never learned the id of goes. */
+static void on_watch_abandoned(void *ctx)
+{
+    wire_watch *ww = ctx;
+    unlink_watch(ww->ad, ww);
+    end_watch(ww->ad, ww);
+}
+
 static void m_watch(void *ctx, ecp_call *call)
 {
     file_adapter *ad = ctx;
@@ -911,7 +963,8 @@ static void m_watch(void *ctx, ecp_call *call)
     ww->ad = ad;
     ww->client = ecp_call_client(call);
     ecp_error err;
-    int rc = file_watch_add(ad->svc, path, recursive, on_change, ww, &ww->id, &err);
+    file_watch_options options = {.recursive = recursive, .exclude = true, .ready = on_watch_ready};
+    int rc = file_watch_start(ad->svc, path, &options, on_change, ww, &ww->id, &err);
     if (rc) {
         free(ww);
         reply_error(call, rc, err.message, uri.ptr);
@@ -931,11 +984,8 @@ static void m_watch(void *ctx, ecp_call *call)
     snprintf(ww->name, sizeof ww->name, "watch_%lld_%s", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, tail);
     ww->next = ad->watches;
     ad->watches = ww;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_string(w, "watchId", ww->name);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ww->call = ecp_call_defer(call);
+    ecp_call_on_abandon(call, on_watch_abandoned, ww);
 }
 
 static void m_unwatch(void *ctx, ecp_call *call)
@@ -949,8 +999,7 @@ static void m_unwatch(void *ctx, ecp_call *call)
         wire_watch *ww = *pp;
         if (ww->client == client && !strcmp(ww->name, id.ptr)) {
             *pp = ww->next;
-            file_watch_remove(ad->svc, ww->id);
-            free(ww);
+            end_watch(ad, ww);
             ecp_call_reply_success(call, true);
             return;
         }
@@ -964,8 +1013,7 @@ static void drop_watches(file_adapter *ad, bool all, uint64_t client)
         wire_watch *ww = *pp;
         if (all || ww->client == client) {
             *pp = ww->next;
-            file_watch_remove(ad->svc, ww->id);
-            free(ww);
+            end_watch(ad, ww);
         } else {
             pp = &ww->next;
         }

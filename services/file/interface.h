@@ -301,7 +301,8 @@ typedef struct file_change {
 typedef void (*file_watch_cb)(void *ctx, const file_change *change);
 
 /* Watches path: a directory (its entries; with recursive, every directory
- * below it, including ones created later) or a single file. Each path's
+ * below it but node_modules, including ones created later) or a single file,
+ * the whole tree covered on return. Each path's
  * events are gathered for 50 ms and reported as one change: created,
  * changed or deleted (a path created and deleted within the window reports
  * nothing; a rename is deleted(old) then created(new)). The callback may
@@ -309,6 +310,38 @@ typedef void (*file_watch_cb)(void *ctx, const file_change *change);
  * missing; ECP_EIO when the system refuses to watch. */
 int file_watch_add(file_service *self, const char *path, bool recursive, file_watch_cb cb, void *ctx, uint64_t *id,
                    ecp_error *err);
+
+/* Runs once a watch started with file_watch_start covers its whole tree. */
+typedef void (*file_watch_ready_cb)(void *ctx, uint64_t id);
+
+typedef struct file_watch_options {
+    bool recursive;
+    /* Do not descend into directories the exclude patterns match
+     * (file_service_set_watch_exclude). */
+    bool exclude;
+    file_watch_ready_cb ready; /* may be NULL */
+} file_watch_options;
+
+/* Watches path as file_watch_add does, but covers a recursive watch's tree a
+ * little at a time, so the loop stays free for everyone else however big the
+ * tree: a job of the service lists the directories off the loop, then the
+ * loop watches them a slice per turn. Meanwhile the directories already
+ * covered report their changes, and a directory created during the setup
+ * ends up covered. ready (with the ctx of cb) runs on the loop once the
+ * whole tree is covered, never before this function has returned, and never
+ * once the watch is removed. Errors as file_watch_add's, for path itself. */
+int file_watch_start(file_service *self, const char *path, const file_watch_options *options, file_watch_cb cb,
+                     void *ctx, uint64_t *id, ecp_error *err);
+
+/* Sets the directories a watch started with options.exclude does not
+ * descend into, from the `files.exclude` setting's JSON value (an object of
+ * glob patterns, relative to the watch's directory, each kept when its value
+ * is true; a pattern without '/' names a directory at any depth). NULL means
+ * none. Applies to watches started afterwards. Patterns that do not compile
+ * are left out, logged and reported by ECP_EINVAL, the others still apply;
+ * ECP_EPARSE or ECP_EINVAL for a value that is not an object. Whatever the
+ * patterns, a recursive watch never descends into node_modules. */
+int file_service_set_watch_exclude(file_service *self, const char *files_exclude_json, ecp_error *err);
 
 /* Stops a watch; no callback runs for it afterwards. ECP_ENOTFOUND for an
  * unknown id. */

@@ -24,6 +24,8 @@ struct file_service {
     ecp_job_set *jobs;       /* every job of the service: single operations and walks */
     ecp_listeners listeners; /* file_listener tables */
     file__watcher *watcher;  /* NULL until the first watch */
+    char **watch_exclude;    /* file_service_set_watch_exclude's patterns, each one valid */
+    size_t watch_exclude_count;
 };
 
 /* ----- walks ---------------------------------------------------------------------

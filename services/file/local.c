@@ -36,6 +36,7 @@ void file_service_free(file_service *self)
     /* Jobs first: a walk's done would call back into whoever started it. */
     ecp_job_set_close(self->jobs);
     file__watcher_free(self->watcher);
+    file_service_set_watch_exclude(self, NULL, NULL);
     ecp_listeners_free(&self->listeners);
     free(self);
 }
