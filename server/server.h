@@ -37,7 +37,7 @@ typedef struct server_options {
      * `processId` then concern only the client that sent them, and a client's
      * `workspaceRoot` does not move everyone else's workspace. */
     bool shared;
-    unsigned max_connections;      /* 0: the default, ECPD_DEFAULT_MAX_CONNECTIONS */
+    unsigned max_connections;      /* 0: the server.maxConnections setting (default ECPD_DEFAULT_MAX_CONNECTIONS) */
 } server_options;
 
 #define ECPD_DEFAULT_MAX_CONNECTIONS 64u
