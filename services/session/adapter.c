@@ -1090,7 +1090,8 @@ static const ecp_method config_methods[] = {
     {.name = "config/schema",
      .handler = m_config_schema,
      .since = "1.0",
-     .summary = "The settings schema: type, default, enum, range and description of all 79 keys",
+     .summary = "The settings schema: type, default, enum, range and description of the catalogue's 79 keys and "
+                "of the 8 extensions (marked `extension`)",
      .params = "{}"},
 };
 
