@@ -479,6 +479,37 @@ static void test_undo_limit(void **state)
     assert_int_equal(info.line_count, 1101);
 }
 
+/* A small step limit: the history is moved back into place while full
+ * (dropped slots at the front, then a push), and every kept step still undoes
+ * to the text it should. */
+static void test_undo_step_limit(void **state)
+{
+    fx *f = *state;
+    char id[64];
+    open_text(f, "memory://steps", "", id);
+    document_service_set_undo_steps(f->svc, 16);
+    assert_int_equal(document_service_undo_steps(f->svc), 16);
+    for (int i = 0; i < 200; i++) {
+        document_edit e = {{{(size_t)i, 0}, {(size_t)i, 0}}, "\n", 1};
+        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    }
+    document_info info;
+    int undone = 0;
+    while (document_undo(f->svc, id, NULL, NULL) == 0) {
+        undone++;
+        document_get_info(f->svc, id, &info, NULL);
+        assert_int_equal(info.line_count, 201 - undone);
+    }
+    assert_int_equal(undone, 16);
+    /* lowering the limit trims an open document at once, redo steps included */
+    document_service_set_undo_steps(f->svc, 4);
+    int redone = 0;
+    while (document_redo(f->svc, id, NULL, NULL) == 0)
+        redone++;
+    assert_int_equal(redone, 4);
+    document_service_set_undo_steps(f->svc, DOCUMENT_UNDO_MAX_STEPS);
+}
+
 /* Random edits, undos and redos against a string model. */
 static void test_random_edits_against_model(void **state)
 {
@@ -760,6 +791,7 @@ int main(void)
         T(test_cancelled_reload_changes_nothing),
         T(test_offsets_over_checkpoints),
         T(test_undo_limit),
+        T(test_undo_step_limit),
         T(test_random_edits_against_model),
         T(test_read_file_cases),
         T(test_write_file_follows_symlink),
