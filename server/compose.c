@@ -42,6 +42,24 @@ static void apply_files_exclude(server_services *self)
     file_service_set_watch_exclude(self->file, session_setting_json(self->session, "files.exclude"), NULL);
 }
 
+/* A whole-number setting, or fallback when it is unset (the schema has
+ * already checked its range). */
+static size_t setting_count(const server_services *self, const char *key, size_t fallback)
+{
+    double v = session_setting_number(self->session, key, (double)fallback);
+    return v >= 1 ? (size_t)v : fallback;
+}
+
+/* editor.undoHistoryLimit (steps) and editor.undoHistoryMaxBytes bound every
+ * document's undo history; a change applies to the open documents at once. */
+static void apply_undo_settings(server_services *self)
+{
+    document_service_set_undo_steps(self->document,
+                                    setting_count(self, "editor.undoHistoryLimit", DOCUMENT_UNDO_MAX_STEPS));
+    document_service_set_undo_limit(self->document,
+                                    setting_count(self, "editor.undoHistoryMaxBytes", DOCUMENT_UNDO_MAX_BYTES));
+}
+
 static void setting_changed(void *ctx, const char *key, const char *value_json)
 {
     (void)value_json;
@@ -49,6 +67,8 @@ static void setting_changed(void *ctx, const char *key, const char *value_json)
         apply_shell_setting(ctx);
     else if (strcmp(key, "files.exclude") == 0)
         apply_files_exclude(ctx);
+    else if (strcmp(key, "editor.undoHistoryLimit") == 0 || strcmp(key, "editor.undoHistoryMaxBytes") == 0)
+        apply_undo_settings(ctx);
 }
 
 static const session_listener settings_to_services = {.on_setting = setting_changed};
@@ -157,6 +177,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
         return ecp_error_set(err, ECP_EIO, "could not create the terminal service: no SIGCHLD handler");
     apply_shell_setting(self);
     apply_files_exclude(self);
+    apply_undo_settings(self);
     session_subscribe(self->session, &settings_to_services, self);
     terminal_adapter_init(&adapter, self->terminal, env->bus);
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
@@ -239,6 +260,11 @@ void server_services_stop(server_services *self)
 }
 
 bool server_services_persistent(const server_services *self) { return self->store && store_persistent(self->store); }
+
+size_t server_services_connection_limit(const server_services *self, size_t fallback)
+{
+    return self->session ? setting_count(self, "server.maxConnections", fallback) : fallback;
+}
 
 void server_services_set_workspace(server_services *self, const char *workspace)
 {

@@ -68,6 +68,10 @@ void server_services_stop(server_services *self);
 /* Whether the store keeps state on disk (initialize's capabilities.persistence). */
 bool server_services_persistent(const server_services *self);
 
+/* The server.maxConnections setting, read at each new connection (a change
+ * applies to the next one); fallback when there is no session service. */
+size_t server_services_connection_limit(const server_services *self, size_t fallback);
+
 /* The workspace changed (initialize named one); workspace may be NULL. */
 void server_services_set_workspace(server_services *self, const char *workspace);
 

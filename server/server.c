@@ -253,7 +253,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     self->log.level = options->log_level;
     self->max_message = options->max_message_bytes ? options->max_message_bytes : ECPD_DEFAULT_MAX_MESSAGE;
     self->shared = options->shared;
-    self->max_connections = options->max_connections ? options->max_connections : ECPD_DEFAULT_MAX_CONNECTIONS;
+    self->max_connections = options->max_connections; /* 0: the server.maxConnections setting decides */
     self->stall_timeout_ms = options->stall_timeout_ms ? options->stall_timeout_ms : ECPD_DEFAULT_STALL_TIMEOUT_MS;
     self->workspace = options->workspace ? xstrdup(options->workspace) : NULL;
     self->data_dir = options->data_dir ? xstrdup(options->data_dir) : default_data_dir(err);
@@ -328,7 +328,11 @@ uv_loop_t *server_loop(server *self) { return self->loop; }
 
 size_t server_connection_count(const server *self) { return self->connection_count; }
 
-size_t server_connection_limit(const server *self) { return self->max_connections; }
+size_t server_connection_limit(const server *self)
+{
+    return self->max_connections ? self->max_connections
+                                 : server_services_connection_limit(&self->services, ECPD_DEFAULT_MAX_CONNECTIONS);
+}
 
 ecp_bus *server_bus(server *self) { return &self->bus; }
 

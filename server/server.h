@@ -37,7 +37,7 @@ typedef struct server_options {
      * `processId` then concern only the client that sent them, and a client's
      * `workspaceRoot` does not move everyone else's workspace. */
     bool shared;
-    unsigned max_connections;      /* 0: the default, ECPD_DEFAULT_MAX_CONNECTIONS */
+    unsigned max_connections;      /* 0: the server.maxConnections setting (default ECPD_DEFAULT_MAX_CONNECTIONS) */
     /* A client that has not read its output for this long while a producer
      * waits on it (a terminal held for it) is dropped, unless it is the only
      * client: one stuck or suspended GUI must not freeze every terminal of a

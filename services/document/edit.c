@@ -17,10 +17,10 @@
 
 #include "internal.h"
 
-/* The history keeps at least UNDO_LIMIT steps; the oldest are dropped in
- * batches of UNDO_SLACK so that an edit does not shift the whole array. (It
- * is also bounded in bytes: document__history_trim.) */
-#define UNDO_LIMIT 1000
+/* The history keeps at most svc->undo_max_steps steps and undo_max_bytes
+ * bytes (document__history_trim). A dropped step leaves its slot before
+ * steps[0]; the array is moved back only once UNDO_SLACK slots are free, so
+ * that an edit on a full history does not shift the whole array. */
 #define UNDO_SLACK 64
 #define TYPING_GROUP_NS (300ull * 1000 * 1000)
 
@@ -55,7 +55,7 @@ void document__history_free(doc_history *h)
 {
     for (size_t i = 0; i < h->count; i++)
         step_free(&h->steps[i]);
-    free(h->steps);
+    free(h->steps ? h->steps - h->dropped : NULL);
     memset(h, 0, sizeof *h);
 }
 
@@ -69,6 +69,18 @@ static size_t changes_bytes(const doc_undo_change *c, size_t n)
 
 static size_t cursors_bytes(const doc_cursor_set *set) { return set->count * sizeof *set->items; }
 
+/* Gives the slots of dropped steps back to the end of the array. */
+static void compact(doc_history *h)
+{
+    if (!h->dropped)
+        return;
+    doc_undo_step *start = h->steps - h->dropped;
+    memmove(start, h->steps, h->count * sizeof *h->steps);
+    h->steps = start;
+    h->cap += h->dropped;
+    h->dropped = 0;
+}
+
 /* Drops steps [0, n) (all applied): the state below what is left is the
  * last dropped step's. */
 static void drop_oldest(doc_history *h, size_t n)
@@ -80,23 +92,27 @@ static void drop_oldest(doc_history *h, size_t n)
         h->bytes -= h->steps[i].bytes;
         step_free(&h->steps[i]);
     }
-    memmove(h->steps, h->steps + n, (h->count - n) * sizeof *h->steps);
+    h->steps += n;
+    h->dropped += n;
+    h->cap -= n;
     h->count -= n;
     h->applied -= n;
+    if (h->dropped >= UNDO_SLACK || h->count == 0)
+        compact(h);
 }
 
 void document__history_trim(document_service *svc, document *doc)
 {
     doc_history *h = &doc->history;
-    size_t limit = svc->undo_max_bytes;
-    if (h->bytes <= limit)
+    size_t limit = svc->undo_max_bytes, max_steps = svc->undo_max_steps;
+    if (h->bytes <= limit && h->count <= max_steps)
         return;
     size_t n = 0, freed = 0;
-    while (n < h->applied && h->bytes - freed > limit)
+    while (n < h->applied && (h->bytes - freed > limit || h->count - n > max_steps))
         freed += h->steps[n++].bytes;
     drop_oldest(h, n);
     /* Only what could be redone is left, and it is still too much. */
-    while (h->bytes > limit && h->count > h->applied) {
+    while ((h->bytes > limit || h->count > max_steps) && h->count > h->applied) {
         doc_undo_step *last = &h->steps[--h->count];
         h->bytes -= last->bytes;
         step_free(last);
@@ -266,6 +282,8 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
         top->bytes = was - replaced + added + cursors_bytes(&top->after) + top->count_ends * sizeof(size_t);
         h->bytes = h->bytes - was + top->bytes;
     } else {
+        if (h->count == h->cap)
+            compact(h); /* the slots dropped steps left at the front come first */
         if (h->count == h->cap) {
             h->cap = h->cap ? h->cap * 2 : 16;
             h->steps = xrealloc(h->steps, h->cap * sizeof *h->steps);
@@ -285,8 +303,6 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
                    s->count_ends * sizeof(size_t);
         h->bytes += s->bytes;
         h->applied = h->count;
-        if (h->count >= UNDO_LIMIT + UNDO_SLACK)
-            drop_oldest(h, h->count - UNDO_LIMIT);
     }
     h->fresh = true;
     document__history_trim(svc, doc);

@@ -32,7 +32,8 @@
  *   flagged (changed_on_disk, on_disk_change). A reload, asked for or not, is
  *   one undoable step, never a loss of the history.
  * - Undo history is bounded per document, in steps and in bytes
- *   (document_service_set_undo_limit): the oldest steps go first.
+ *   (document_service_set_undo_steps, document_service_set_undo_limit): the
+ *   oldest steps go first.
  * - Positions are {line, column}, 0-based; columns count units of the
  *   encoding the caller names (UTF-16 code units, bytes, or code points).
  *   A column inside a character snaps back to its start. A position past the
@@ -103,6 +104,12 @@ void document_service_follow_files(document_service *self, struct file_service *
 #define DOCUMENT_UNDO_MAX_BYTES ((size_t)256 << 20)
 void document_service_set_undo_limit(document_service *self, size_t max_bytes);
 size_t document_service_undo_limit(const document_service *self);
+
+/* The most undo steps one document's history keeps (at least 1); the oldest
+ * go first, as with the byte limit. Applies to every document at once. */
+#define DOCUMENT_UNDO_MAX_STEPS ((size_t)1000)
+void document_service_set_undo_steps(document_service *self, size_t max_steps);
+size_t document_service_undo_steps(const document_service *self);
 
 /* Closes every document (without events) and frees the service. Opens and
  * reloads still running stop; saves already asked for finish writing first

@@ -75,6 +75,7 @@ typedef struct doc_undo_step {
 
 typedef struct doc_history {
     doc_undo_step *steps; /* steps[0, applied) are done, steps[applied, count) can be redone */
+    size_t dropped;       /* slots before steps[0] that dropped steps left, reused when compacted */
     size_t count;
     size_t cap;
     size_t applied;
@@ -139,6 +140,7 @@ struct document_service {
     ecp_logger *log;
     struct file_service *files; /* borrowed; NULL: documents do not follow their files */
     size_t undo_max_bytes;      /* per document */
+    size_t undo_max_steps;      /* per document */
     document **docs; /* in the order they were opened */
     size_t doc_count;
     size_t doc_cap;

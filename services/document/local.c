@@ -305,6 +305,7 @@ document_service *document_service_new(ecp_pool *pool, ecp_logger *log)
     svc->jobs = ecp_job_set_new(pool);
     svc->log = log;
     svc->undo_max_bytes = DOCUMENT_UNDO_MAX_BYTES;
+    svc->undo_max_steps = DOCUMENT_UNDO_MAX_STEPS;
     if (getrandom(&svc->rng, sizeof svc->rng, GRND_NONBLOCK) != sizeof svc->rng)
         svc->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)svc;
     if (svc->rng == 0)
@@ -592,6 +593,15 @@ void document_service_set_undo_limit(document_service *self, size_t max_bytes)
 }
 
 size_t document_service_undo_limit(const document_service *self) { return self->undo_max_bytes; }
+
+void document_service_set_undo_steps(document_service *self, size_t max_steps)
+{
+    self->undo_max_steps = max_steps ? max_steps : 1;
+    for (size_t i = 0; i < self->doc_count; i++)
+        document__history_trim(self, self->docs[i]);
+}
+
+size_t document_service_undo_steps(const document_service *self) { return self->undo_max_steps; }
 
 /* ----- tasks and their jobs ------------------------------------------------------------------------ */
 

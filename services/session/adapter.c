@@ -218,7 +218,7 @@ static void m_config_schema(void *ctx, ecp_call *call)
         const session_setting_schema *r = &rows[i];
         jw_key(w, r->key);
         jw_object_begin(w);
-        jw_key_string(w, "type", session_setting_type_name(r->type));
+        jw_key_string(w, "type", r->integer ? "integer" : session_setting_type_name(r->type));
         jw_key(w, "default");
         jw_raw(w, r->default_json, strlen(r->default_json));
         if (r->choices) {
@@ -234,6 +234,8 @@ static void m_config_schema(void *ctx, ecp_call *call)
             jw_key_double(w, "minimum", r->minimum);
             jw_key_double(w, "maximum", r->maximum);
         }
+        if (r->extension)
+            jw_key_bool(w, "extension", true);
         jw_object_end(w);
     }
     jw_object_end(w);
@@ -1088,7 +1090,8 @@ static const ecp_method config_methods[] = {
     {.name = "config/schema",
      .handler = m_config_schema,
      .since = "1.0",
-     .summary = "The settings schema: type, default, enum, range and description of all 79 keys",
+     .summary = "The settings schema: type, default, enum, range and description of the catalogue's 79 keys and "
+                "of the 8 extensions (marked `extension`)",
      .params = "{}"},
 };
 

@@ -6,8 +6,9 @@
  * crash or a second server on the same data directory sees the same state.
  *
  * What it promises:
- * - Settings: one schema (the catalogue's 79 keys) decides every key's type,
- *   default and range. The effective value of a key is the last of these
+ * - Settings: one schema (the catalogue's 79 keys, then the extension keys
+ *   that this server's own services read) decides every key's type, default
+ *   and range. The effective value of a key is the last of these
  *   layers that sets it: the defaults, the user file (--config FILE, JSONC),
  *   the workspace file (<workspace>/.ecpd/settings.json, JSONC), and values
  *   set through this interface (persisted). Both files are watched: an edit
@@ -125,7 +126,13 @@ typedef struct session_setting_schema {
     const char *const *choices; /* enum values, NULL-terminated, or NULL */
     bool has_range;
     double minimum, maximum;
+    bool integer;               /* a number that must be whole */
+    /* Further check of a string value (e.g. its form); returns false with a
+     * reason written to reason (cap bytes). NULL: any string. */
+    bool (*check)(const char *value, char *reason, size_t cap);
     const char *description;
+    /* Not in the catalogue: a key this server adds for its own services. */
+    bool extension;
     /* Part of the values a fresh server reports (config/getAll); the others
      * have a value only once a layer sets one. */
     bool reported_by_default;

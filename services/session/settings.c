@@ -28,6 +28,25 @@
 /* In the schema but not among the values a fresh server reports (the
  * catalogue's starred keys): they have a value once a layer sets one. */
 #define UNREPORTED .reported_by_default = false
+/* Extension keys (not in the catalogue; config/schema marks them): an enum,
+ * and a whole number in [lo, hi]. */
+#define EXTENSION .extension = true
+#define EXT_ENUM(k, d, ch, desc)                                                                        \
+    {.key = k, .type = SESSION_SETTING_STRING, .default_json = d, .choices = ch, .description = desc, \
+     .reported_by_default = true, EXTENSION}
+#define EXT_INT(k, d, lo, hi, desc)                                                                             \
+    {.key = k, .type = SESSION_SETTING_NUMBER, .default_json = d, .has_range = true, .minimum = lo, .maximum = hi, \
+     .integer = true, .description = desc, .reported_by_default = true, EXTENSION}
+
+/* agent.model's form: provider/model, both parts present. */
+static bool provider_model_form(const char *value, char *reason, size_t cap)
+{
+    const char *slash = strchr(value, '/');
+    if (slash && slash != value && slash[1])
+        return true;
+    snprintf(reason, cap, "expected provider/model (openai/..., anthropic/... or ollama/...)");
+    return false;
+}
 
 static const session_setting_schema schema[] = {
     NUM("editor.fontSize", "14", 8, 72, "Font size in points"),
@@ -125,10 +144,29 @@ static const session_setting_schema schema[] = {
     BOOL("lsp.diagnostics.underlineErrors", "true", "Underline errors"),
     NUM("lsp.diagnostics.delay", "500", 100, 2000, "Diagnostics delay in ms"),
     BOOL("lsp.hover.enabled", "true", "Hover information"),
+
+    /* ----- extensions: keys the catalogue lacks that this server's services read ----- */
+    {.key = "agent.model", .type = SESSION_SETTING_STRING, .default_json = "null", .check = provider_model_form,
+     .description = "The agent's model as provider/model (openai, anthropic or ollama); --model and ECPD_MODEL "
+                    "come first, and unset means the first provider with a key",
+     EXTENSION, UNREPORTED},
+    EXT_ENUM("agent.approval", "\"ask\"", CHOICES("ask", "allow"),
+             "Whether the agent's writes, edits and shell commands ask first (\"ask\") or run (\"allow\")"),
+    EXT_INT("agent.maxTurns", "25", 1, 1000, "Model requests one prompt may make at most"),
+    EXT_INT("lsp.requestTimeoutMs", "30000", 100, 3600000,
+            "How long a language server request may take, in ms (a server's own configuration comes first)"),
+    EXT_INT("database.pageSize", "1000", 1, 1000000, "Rows in a query's first page and in each page after"),
+    EXT_INT("database.maxResultBytes", "16777216", 1024, 4294967296.0, "Bytes one page of query results may hold"),
+    EXT_INT("editor.undoHistoryMaxBytes", "268435456", 65536, 17179869184.0,
+            "Memory one document's undo history may hold, in bytes; the oldest steps go first"),
+    EXT_INT("server.maxConnections", "64", 1, 100000,
+            "Socket clients served at once (--max-connections comes first)"),
 };
 
 #define SCHEMA_COUNT (sizeof schema / sizeof schema[0])
-_Static_assert(SCHEMA_COUNT == 79, "the catalogue's schema has 79 keys");
+#define CATALOGUE_KEYS 79
+#define EXTENSION_KEYS 8
+_Static_assert(SCHEMA_COUNT == CATALOGUE_KEYS + EXTENSION_KEYS, "the catalogue's 79 keys, then 8 extensions");
 
 const session_setting_schema *session_settings_schema(size_t *count)
 {
@@ -182,6 +220,7 @@ static const char *json_kind(json_type t)
  * reason (cap bytes) and returns false. */
 static bool validate(const session_setting_schema *row, const json_doc *doc, json_ref ref, char *reason, size_t cap)
 {
+    reason[0] = '\0';
     json_type t = json_type_of(doc, ref);
     static const json_type wanted[] = {
         [SESSION_SETTING_BOOLEAN] = JSON_BOOL,
@@ -197,13 +236,32 @@ static bool validate(const session_setting_schema *row, const json_doc *doc, jso
         double v;
         json_double(doc, ref, &v);
         if (!isfinite(v) || v < row->minimum) {
-            snprintf(reason, cap, "must be at least %g", row->minimum);
+            snprintf(reason, cap, "must be at least %.15g", row->minimum);
             return false;
         }
         if (v > row->maximum) {
-            snprintf(reason, cap, "must be at most %g", row->maximum);
+            snprintf(reason, cap, "must be at most %.15g", row->maximum);
             return false;
         }
+    }
+    if (row->type == SESSION_SETTING_NUMBER && row->integer) {
+        double v;
+        json_double(doc, ref, &v);
+        if (v != floor(v)) {
+            snprintf(reason, cap, "must be a whole number");
+            return false;
+        }
+    }
+    if (row->type == SESSION_SETTING_STRING && row->check) {
+        arena a = ARENA_INIT;
+        const char *text;
+        size_t len;
+        bool fine = json_string(doc, ref, &a, &text, &len) && strlen(text) == len && row->check(text, reason, cap);
+        if (!fine && !reason[0])
+            snprintf(reason, cap, "expected a string without NUL characters");
+        arena_free(&a);
+        if (!fine)
+            return false;
     }
     if (row->type == SESSION_SETTING_STRING && row->choices) {
         for (const char *const *c = row->choices; *c; c++)

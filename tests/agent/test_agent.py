@@ -687,6 +687,35 @@ class AgentTest(Base):
         self.assertIn("turn limit", texts(turn, role="system")[-1])
         self.assertEqual(len(self.mock.requests), 25)
 
+    def test_settings_choose_the_model_turn_limit_and_approval(self):
+        c = self.start()
+        # agent.model, when neither --model nor ECPD_MODEL is given
+        self.assertEqual(c.call("config/set", {"key": "agent.model", "value": "openai/from-setting"}),
+                         {"success": True})
+        self.mock.add({"text": ["a"]})
+        self.prompt(c, "x")
+        c.turn()
+        self.assertEqual(self.mock.requests[0]["body"]["model"], "from-setting")
+        # agent.maxTurns
+        c.call("config/set", {"key": "agent.maxTurns", "value": 3})
+        self.mock.add(*[self.tool_reply("read_file", {"path": "src/a.txt"}, call_id="r%d" % i) for i in range(3)])
+        self.prompt(c, "loop")
+        turn = c.turn(timeout=30)
+        self.assertIn("turn limit", texts(turn, role="system")[-1])
+        self.assertEqual(len(self.mock.requests), 1 + 3)
+        # agent.approval "allow": a write runs without asking
+        c.call("config/set", {"key": "agent.approval", "value": "allow"})
+        self.mock.add(self.tool_reply("write_file", {"path": "allowed.txt", "content": "yes\n"}), {"text": ["done"]})
+        self.prompt(c, "write")
+        turn = c.turn()
+        self.assertFalse(of_type(turn, "toolCallRun")[0]["manualApproval"])
+        self.assertFalse(of_type(turn, "toolCalled")[0]["error"])
+        with open(os.path.join(self.ws, "allowed.txt")) as f:
+            self.assertEqual(f.read(), "yes\n")
+        bad = c.request("config/set", {"key": "agent.approval", "value": "sometimes"})
+        self.assertEqual(bad["error"]["code"], -32301)
+        self.assertEqual(bad["error"]["data"]["key"], "agent.approval")
+
     # ----- persistence ----------------------------------------------------------------------------
 
     def test_chats_survive_a_restart(self):

@@ -301,6 +301,44 @@ static void test_paging(void **state)
     free(qid);
 }
 
+/* database.pageSize and database.maxResultBytes bound the next query's pages. */
+static void test_page_settings(void **state)
+{
+    (void)state;
+    const char *id = open_db("page-settings.db", false);
+    exec_sql(id, "CREATE TABLE t AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000)"
+                 " SELECT x, 'row ' || x AS label FROM c");
+    const char *select = "SELECT x, label FROM t ORDER BY x";
+    free(call_ok("config/set", "{\"key\":\"database.pageSize\",\"value\":37}"));
+    char *r = call_ok("database/query", "{\"connectionId\":\"%s\",\"sql\":\"%s\"}", id, select);
+    assert_int_equal(test_json_length(r, "rows"), 37);
+    char *qid = test_json_string(r, "queryId");
+    free(r);
+    int64_t x = 0;
+    r = call_ok("database/fetchRows", "{\"queryId\":\"%s\",\"offset\":37,\"limit\":5}", qid);
+    assert_true(test_json_int(r, "rows[0].x", &x) && x == 38);
+    free(r);
+    free(qid);
+
+    /* about 30 bytes a row: 1 KiB holds a few dozen of them, not 1000 */
+    free(call_ok("config/set", "{\"key\":\"database.pageSize\",\"value\":1000}"));
+    free(call_ok("config/set", "{\"key\":\"database.maxResultBytes\",\"value\":1024}"));
+    r = call_ok("database/query", "{\"connectionId\":\"%s\",\"sql\":\"%s\"}", id, select);
+    long rows = test_json_length(r, "rows");
+    assert_true(rows > 10 && rows < 60);
+    char *page = test_json_raw(r, "rows");
+    assert_true(strlen(page) <= 1024 + 2);
+    free(page);
+    assert_true(test_json_has(r, "truncated"));
+    free(r);
+
+    free(call_ok("config/reset", "{\"key\":\"database.pageSize\"}"));
+    free(call_ok("config/reset", "{\"key\":\"database.maxResultBytes\"}"));
+    r = call_ok("database/query", "{\"connectionId\":\"%s\",\"sql\":\"%s\"}", id, select);
+    assert_int_equal(test_json_length(r, "rows"), 1000);
+    free(r);
+}
+
 static void test_cancel_and_timeout(void **state)
 {
     (void)state;
@@ -647,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_connections),
         cmocka_unit_test(test_query_shapes_and_errors),
         cmocka_unit_test(test_paging),
+        cmocka_unit_test(test_page_settings),
         cmocka_unit_test(test_cancel_and_timeout),
         cmocka_unit_test(test_ten_million_rows),
         cmocka_unit_test(test_read_only_and_transaction),

@@ -218,7 +218,7 @@ static void test_config_defaults_get_and_schema(void **state)
 {
     fx *f = *state;
     char *out = ok(f->c, "config/getAll", NULL);
-    assert_int_equal(test_json_length(out, "settings"), 70);
+    assert_int_equal(test_json_length(out, "settings"), 70 + 7); /* the catalogue's, and the extensions' */
     want_raw(out, "settings.editor\\.fontSize", "14");
     free(out);
 
@@ -231,7 +231,7 @@ static void test_config_defaults_get_and_schema(void **state)
     free(fails(f->c, -32602, "config/get", "{}"));
 
     out = ok(f->c, "config/schema", NULL);
-    assert_int_equal(test_json_length(out, "schema.properties"), 79);
+    assert_int_equal(test_json_length(out, "schema.properties"), 79 + 8);
     want_string(out, "schema.properties.editor\\.fontSize.type", "number");
     want_raw(out, "schema.properties.editor\\.fontSize.default", "14");
     want_raw(out, "schema.properties.editor\\.fontSize.minimum", "8");
@@ -266,7 +266,7 @@ static void test_config_set_notifies_before_answering_and_persists(void **state)
     ok_equal(f->c, "config/get", "{\"key\":\"editor.folding\"}", "{\"value\":false}");
     ok_equal(f->c, "config/get", "{\"key\":\"tui.timeline.mode\"}", "{\"value\":\"repo\"}");
     char *out = ok(f->c, "config/getAll", NULL);
-    assert_int_equal(test_json_length(out, "settings"), 71);
+    assert_int_equal(test_json_length(out, "settings"), 70 + 7 + 1);
     free(out);
 }
 
@@ -305,6 +305,153 @@ static void test_config_set_refuses_bad_values_and_keeps_the_old(void **state)
 
     assert_int_equal(test_client_notification_count(f->c, "config/didChange"), 0);
     ok_equal(f->c, "config/get", "{\"key\":\"editor.fontSize\"}", "{\"value\":14}");
+}
+
+/* The keys this server adds after the catalogue's: in the schema as
+ * extensions, reported by config/getAll, checked like any other. */
+static void test_extension_keys_are_in_the_schema_and_checked(void **state)
+{
+    fx *f = *state;
+    char *out = ok(f->c, "config/schema", NULL);
+    static const char *const keys[] = {
+        "agent\\.model", "agent\\.approval", "agent\\.maxTurns", "lsp\\.requestTimeoutMs", "database\\.pageSize",
+        "database\\.maxResultBytes", "editor\\.undoHistoryMaxBytes", "server\\.maxConnections",
+    };
+    char path[128];
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        snprintf(path, sizeof path, "schema.properties.%s.extension", keys[i]);
+        want_raw(out, path, "true");
+    }
+    /* the catalogue's own keys are not marked */
+    char *absent = test_json_raw(out, "schema.properties.editor\\.undoHistoryLimit.extension");
+    assert_null(absent);
+    want_string(out, "schema.properties.agent\\.maxTurns.type", "integer");
+    want_raw(out, "schema.properties.agent\\.maxTurns.default", "25");
+    want_raw(out, "schema.properties.agent\\.approval.enum", "[\"ask\",\"allow\"]");
+    want_raw(out, "schema.properties.lsp\\.requestTimeoutMs.default", "30000");
+    want_raw(out, "schema.properties.database\\.pageSize.default", "1000");
+    want_raw(out, "schema.properties.database\\.maxResultBytes.default", "16777216");
+    want_raw(out, "schema.properties.editor\\.undoHistoryMaxBytes.default", "268435456");
+    want_raw(out, "schema.properties.server\\.maxConnections.default", "64");
+    want_string(out, "schema.properties.agent\\.model.type", "string");
+    free(out);
+
+    out = ok(f->c, "config/getAll", NULL);
+    want_raw(out, "settings.agent\\.maxTurns", "25");
+    want_raw(out, "settings.agent\\.approval", "\"ask\"");
+    absent = test_json_raw(out, "settings.agent\\.model"); /* unset: --model, ECPD_MODEL or a key decide */
+    assert_null(absent);
+    free(out);
+
+    static const struct {
+        const char *key, *value, *reason;
+    } refused[] = {
+        {"agent.model", "\"gpt-4.1\"", "expected provider/model (openai/..., anthropic/... or ollama/...)"},
+        {"agent.model", "\"/gpt\"", "expected provider/model (openai/..., anthropic/... or ollama/...)"},
+        {"agent.model", "7", "expected string, got number"},
+        {"agent.approval", "\"always\"", "must be one of \"ask\", \"allow\""},
+        {"agent.approval", "true", "expected string, got boolean"},
+        {"agent.maxTurns", "0", "must be at least 1"},
+        {"agent.maxTurns", "2.5", "must be a whole number"},
+        {"agent.maxTurns", "\"5\"", "expected number, got string"},
+        {"lsp.requestTimeoutMs", "10", "must be at least 100"},
+        {"lsp.requestTimeoutMs", "3600001", "must be at most 3600000"},
+        {"database.pageSize", "0", "must be at least 1"},
+        {"database.pageSize", "10.5", "must be a whole number"},
+        {"database.maxResultBytes", "1000", "must be at least 1024"},
+        {"database.maxResultBytes", "4294967297", "must be at most 4294967296"},
+        {"editor.undoHistoryMaxBytes", "1024", "must be at least 65536"},
+        {"editor.undoHistoryMaxBytes", "false", "expected number, got boolean"},
+        {"server.maxConnections", "0", "must be at least 1"},
+        {"server.maxConnections", "100001", "must be at most 100000"},
+    };
+    test_client_clear_notifications(f->c);
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char *e = fails(f->c, -32301, "config/set", "{\"key\":\"%s\",\"value\":%s}", refused[i].key, refused[i].value);
+        want_string(e, "data.key", refused[i].key);
+        want_raw(e, "data.value", refused[i].value);
+        want_string(e, "data.reason", refused[i].reason);
+        free(e);
+    }
+    assert_int_equal(test_client_notification_count(f->c, "config/didChange"), 0);
+
+    ok_equal(f->c, "config/set", "{\"key\":\"agent.model\",\"value\":\"openai/gpt-4.1\"}", "{\"success\":true}");
+    ok_equal(f->c, "config/set", "{\"key\":\"agent.maxTurns\",\"value\":3}", "{\"success\":true}");
+    ok_equal(f->c, "config/set", "{\"key\":\"database.maxResultBytes\",\"value\":4294967296}", "{\"success\":true}");
+    restart(f);
+    ok_equal(f->c, "config/get", "{\"key\":\"agent.model\"}", "{\"value\":\"openai/gpt-4.1\"}");
+    ok_equal(f->c, "config/get", "{\"key\":\"agent.maxTurns\"}", "{\"value\":3}");
+    ok_equal(f->c, "config/get", "{\"key\":\"database.maxResultBytes\"}", "{\"value\":4294967296}");
+}
+
+static char *open_doc(fx *f, const char *path, const char *content);
+
+/* Undoes until nothing is left; returns how many steps there were. */
+static int undo_all(fx *f, const char *id)
+{
+    int undone = 0;
+    for (;;) {
+        char *out = ok(f->c, "document/undo", "{\"documentId\":\"%s\"}", id);
+        char *success = test_json_raw(out, "success");
+        bool did = success && strcmp(success, "true") == 0;
+        free(success);
+        free(out);
+        if (!did)
+            return undone;
+        undone++;
+    }
+}
+
+/* Inserts count lines of width bytes each, one undo step per line (a
+ * newline never joins the step before). */
+static void insert_lines(fx *f, const char *id, int count, size_t width)
+{
+    char *line = malloc(width + 1);
+    memset(line, 'x', width - 2);
+    memcpy(line + width - 2, "\\n", 2);
+    line[width] = '\0';
+    for (int i = 0; i < count; i++)
+        free(ok(f->c, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":%d,\"column\":0},\"text\":\"%s\"}",
+                id, i, line));
+    free(line);
+}
+
+static void test_undo_history_follows_its_settings(void **state)
+{
+    fx *f = *state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/undo.txt", f->workspace);
+
+    /* in steps: the catalogue's editor.undoHistoryLimit */
+    ok_equal(f->c, "config/set", "{\"key\":\"editor.undoHistoryLimit\",\"value\":100}", "{\"success\":true}");
+    char *id = open_doc(f, path, "");
+    insert_lines(f, id, 150, 2);
+    assert_int_equal(undo_all(f, id), 100);
+    free(ok(f->c, "document/close", "{\"documentId\":\"%s\"}", id));
+    free(id);
+
+    /* a change applies to the open documents at once */
+    ok_equal(f->c, "config/reset", "{\"key\":\"editor.undoHistoryLimit\"}", "{\"success\":true}");
+    id = open_doc(f, path, "");
+    insert_lines(f, id, 150, 2);
+    ok_equal(f->c, "config/set", "{\"key\":\"editor.undoHistoryLimit\",\"value\":120}", "{\"success\":true}");
+    assert_int_equal(undo_all(f, id), 120);
+    free(ok(f->c, "document/close", "{\"documentId\":\"%s\"}", id));
+    free(id);
+
+    /* in bytes: 40 steps of 4 KiB are more than 64 KiB, so the oldest go */
+    ok_equal(f->c, "config/reset", "{\"key\":\"editor.undoHistoryLimit\"}", "{\"success\":true}");
+    id = open_doc(f, path, "");
+    insert_lines(f, id, 40, 4096);
+    assert_int_equal(undo_all(f, id), 40); /* the defaults keep them all */
+    ok_equal(f->c, "config/set", "{\"key\":\"editor.undoHistoryMaxBytes\",\"value\":65536}", "{\"success\":true}");
+    insert_lines(f, id, 40, 4096);
+    int kept = undo_all(f, id);
+    if (kept < 10 || kept > 15)
+        print_error("64 KiB kept %d steps of 4 KiB\n", kept);
+    assert_true(kept >= 10 && kept <= 15);
+    free(ok(f->c, "document/close", "{\"documentId\":\"%s\"}", id));
+    free(id);
 }
 
 static void test_config_reset(void **state)
@@ -994,6 +1141,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_config_defaults_get_and_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_set_notifies_before_answering_and_persists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_set_refuses_bad_values_and_keeps_the_old, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extension_keys_are_in_the_schema_and_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_undo_history_follows_its_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_reset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_files_layer_and_follow_edits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_themes, setup, teardown),

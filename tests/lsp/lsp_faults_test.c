@@ -218,6 +218,29 @@ static void test_a_server_that_never_answers_times_out(void **state)
     free(ok("lsp/stop", "{\"languageId\":\"fakesilent\"}"));
 }
 
+/* With no requestTimeoutMs of its own, a server's requests have the
+ * lsp.requestTimeoutMs setting's time, read when each one starts. */
+static void test_the_request_timeout_setting_bounds_a_server_without_its_own(void **state)
+{
+    (void)state;
+    configure("fakequiet", "silent", 0);
+    free(ok("config/set", "{\"key\":\"lsp.requestTimeoutMs\",\"value\":400}"));
+    free(ok("lsp/start", "{\"languageId\":\"fakequiet\"}"));
+    char *u = held("fakequiet");
+    double t0 = now_ms();
+    char *e = fails(-32403, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+    assert_true(now_ms() - t0 >= 350);
+    assert_non_null(strstr(e, "did not answer textDocument/hover within 400 ms"));
+    free(e);
+    free(ok("config/set", "{\"key\":\"lsp.requestTimeoutMs\",\"value\":700}"));
+    e = fails(-32403, "lsp/hover", "{\"uri\":\"%s\",\"position\":{\"line\":0,\"character\":0}}", u);
+    assert_non_null(strstr(e, "within 700 ms"));
+    free(e);
+    free(ok("config/reset", "{\"key\":\"lsp.requestTimeoutMs\"}"));
+    free(u);
+    free(ok("lsp/stop", "{\"languageId\":\"fakequiet\"}"));
+}
+
 static void test_a_huge_message_is_dropped_and_the_server_kept(void **state)
 {
     (void)state;
@@ -394,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_exit_during_initialize_fails_the_start),
         cmocka_unit_test(test_a_server_that_never_answers_initialize_fails_the_start),
         cmocka_unit_test(test_a_server_that_never_answers_times_out),
+        cmocka_unit_test(test_the_request_timeout_setting_bounds_a_server_without_its_own),
         cmocka_unit_test(test_a_huge_message_is_dropped_and_the_server_kept),
         cmocka_unit_test(test_a_crashing_server_is_restarted_three_times_a_minute),
         cmocka_unit_test(test_the_server_hears_the_document_and_the_stop),

@@ -540,6 +540,48 @@ class SocketPlaceTests(unittest.TestCase):
         finally:
             self.assertEqual(srv.stop(), 0)
 
+    def test_the_connection_limit_setting_applies_unless_the_flag_is_given(self):
+        def admitted(srv):
+            deadline = time.time() + 5
+            while True:
+                c = Client(srv.connect())
+                try:
+                    if "result" in c.call(req(0, "ecp/ping")):
+                        return c
+                except OSError:
+                    pass
+                c.s.close()
+                self.assertLess(time.time(), deadline, "a free place was never given")
+                time.sleep(0.05)
+
+        def refused(srv):
+            c = Client(srv.connect())
+            m = c.r.message()
+            c.s.close()
+            return "error" in m and "at most 1" in m["error"]["message"]
+
+        srv = SocketServer(self.tmp)
+        try:
+            a = admitted(srv)
+            bad = a.call(req(1, "config/set", {"key": "server.maxConnections", "value": 0}))
+            self.assertEqual(bad["error"]["code"], -32301)
+            ok = a.call(req(2, "config/set", {"key": "server.maxConnections", "value": 1}))
+            self.assertEqual(ok["result"], {"success": True})
+            self.assertTrue(refused(srv), "the setting applies to the next connection")
+            self.assertEqual(a.call(req(3, "ecp/ping", [1]))["result"], [1])
+            a.s.close()
+        finally:
+            self.assertEqual(srv.stop(), 0)
+        # the setting persisted; --max-connections wins over it
+        srv = SocketServer(self.tmp, "--max-connections", "2")
+        try:
+            a, b = admitted(srv), admitted(srv)
+            self.assertEqual(b.call(req(4, "ecp/ping", [2]))["result"], [2])
+            a.s.close()
+            b.s.close()
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
     def test_max_connections_needs_a_number(self):
         p = subprocess.run([ECPD, "--max-connections", "0"], capture_output=True, timeout=5)
         self.assertEqual(p.returncode, 2)

@@ -456,8 +456,8 @@ static void test_undo_limit(void **state)
     fx *f = *state;
     char id[64];
     open_text(f, "memory://limit", "", id);
-    /* Newlines never group: 1100 steps. At 1064 the oldest go, down to 1000;
-     * 36 more make 1036. */
+    /* Newlines never group: 1100 steps, of which the last 1000 (the
+     * default limit, DOCUMENT_UNDO_MAX_STEPS) are kept. */
     for (int i = 0; i < 1100; i++) {
         document_edit e = {{{(size_t)i, 0}, {(size_t)i, 0}}, "\n", 1};
         assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
@@ -465,18 +465,49 @@ static void test_undo_limit(void **state)
     int undone = 0;
     while (document_undo(f->svc, id, NULL, NULL) == 0)
         undone++;
-    assert_int_equal(undone, 1036);
+    assert_int_equal(undone, 1000);
     document_info info;
     document_get_info(f->svc, id, &info, NULL);
-    assert_int_equal(info.line_count, 1101 - 1036);
+    assert_int_equal(info.line_count, 1101 - 1000);
     /* The oldest steps are gone, so the opened state is out of reach: dirty. */
     assert_true(info.is_dirty);
     int redone = 0;
     while (document_redo(f->svc, id, NULL, NULL) == 0)
         redone++;
-    assert_int_equal(redone, 1036);
+    assert_int_equal(redone, 1000);
     document_get_info(f->svc, id, &info, NULL);
     assert_int_equal(info.line_count, 1101);
+}
+
+/* A small step limit: the history is moved back into place while full
+ * (dropped slots at the front, then a push), and every kept step still undoes
+ * to the text it should. */
+static void test_undo_step_limit(void **state)
+{
+    fx *f = *state;
+    char id[64];
+    open_text(f, "memory://steps", "", id);
+    document_service_set_undo_steps(f->svc, 16);
+    assert_int_equal(document_service_undo_steps(f->svc), 16);
+    for (int i = 0; i < 200; i++) {
+        document_edit e = {{{(size_t)i, 0}, {(size_t)i, 0}}, "\n", 1};
+        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    }
+    document_info info;
+    int undone = 0;
+    while (document_undo(f->svc, id, NULL, NULL) == 0) {
+        undone++;
+        document_get_info(f->svc, id, &info, NULL);
+        assert_int_equal(info.line_count, 201 - undone);
+    }
+    assert_int_equal(undone, 16);
+    /* lowering the limit trims an open document at once, redo steps included */
+    document_service_set_undo_steps(f->svc, 4);
+    int redone = 0;
+    while (document_redo(f->svc, id, NULL, NULL) == 0)
+        redone++;
+    assert_int_equal(redone, 4);
+    document_service_set_undo_steps(f->svc, DOCUMENT_UNDO_MAX_STEPS);
 }
 
 /* Random edits, undos and redos against a string model. */
@@ -760,6 +791,7 @@ int main(void)
         T(test_cancelled_reload_changes_nothing),
         T(test_offsets_over_checkpoints),
         T(test_undo_limit),
+        T(test_undo_step_limit),
         T(test_random_edits_against_model),
         T(test_read_file_cases),
         T(test_write_file_follows_symlink),

@@ -113,9 +113,12 @@ static void test_schema_is_whole(void **state)
 {
     size_t count;
     const session_setting_schema *rows = session_settings_schema(&count);
-    assert_int_equal(count, 79);
+    /* the catalogue's 79 keys, then the extensions */
+    assert_int_equal(count, 79 + 8);
     size_t reported = 0;
     for (size_t i = 0; i < count; i++) {
+        if (rows[i].extension != (i >= 79))
+            fail_msg("%s: the catalogue's keys come first, the extensions after", rows[i].key);
         json_doc doc = {0};
         if (json_doc_parse(&doc, rows[i].default_json, strlen(rows[i].default_json), NULL) != 0)
             fail_msg("%s: default is not JSON", rows[i].key);
@@ -125,7 +128,9 @@ static void test_schema_is_whole(void **state)
                 fail_msg("%s twice", rows[i].key);
         reported += rows[i].reported_by_default;
     }
-    assert_int_equal(reported, 70);
+    assert_int_equal(reported, 70 + 7); /* agent.model has no value until set */
+    assert_true(session_setting_find("agent.maxTurns")->integer);
+    assert_false(session_setting_find("editor.fontSize")->extension);
     assert_non_null(session_setting_find("lsp.hover.enabled"));
     assert_null(session_setting_find("lsp.hover"));
 }
