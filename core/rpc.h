@@ -140,6 +140,10 @@ ecp_call *ecp_call_defer(ecp_call *call);
  * discarded, so stop working and answer (anything) to release it. */
 bool ecp_call_abandoned(const ecp_call *call);
 
+/* True once the call has its answer: work that races another answerer (a
+ * deadline) checks it instead of answering twice. */
+bool ecp_call_answered(const ecp_call *call);
+
 /* Registers fn to run (once, on the main loop) when the call is cancelled or
  * its client goes away before it is answered. Replaces an earlier hook. */
 void ecp_call_on_abandon(ecp_call *call, void (*fn)(void *ctx), void *ctx);

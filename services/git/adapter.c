@@ -112,6 +112,7 @@ typedef struct op_job {
     size_t text_len;
     document_snapshot *snap; /* diffBuffer of an open document */
     gitsvc_tokens *tokens;   /* push, pull, fetch: the credentials of HTTP(S) remotes */
+    uv_timer_t *deadline;    /* push, pull, fetch: answers NETWORK_ERROR when the remote is silent too long */
     char **paths;
     size_t path_count;
     bool flag, flag2; /* staged, checkout, force / setUpstream */
@@ -534,6 +535,12 @@ static void op_done(ecp_job *job)
 {
     op_job *j = ecp_job_data(job);
     ecp_call *call = ecp_job_call(job);
+    if (ecp_call_answered(call)) {
+        /* a transfer past its deadline was answered already; its repository is still watched */
+        if (j->root)
+            gitsvc_track(j->ad->svc, j->root, j->gitdir);
+        return;
+    }
     if (j->skipped) {
         reply_error(call, ECP_ECANCELED, NULL, j->uri);
         return;
@@ -572,6 +579,8 @@ static void op_free(void *data)
     document_snapshot_release(j->snap);
     gitsvc_tokens_free(j->tokens);
     free(j->tokens);
+    if (j->deadline)
+        uv_close((uv_handle_t *)j->deadline, (uv_close_cb)free);
     for (size_t i = 0; i < j->path_count; i++)
         free(j->paths[i]);
     free(j->paths);
@@ -632,13 +641,41 @@ static void tokens_loaded(void *ctx, gitsvc_tokens *tokens)
     ecp_job_start(job, 1);
 }
 
+static void transfer_overdue(uv_timer_t *timer)
+{
+    ecp_job *job = timer->data;
+    op_job *j = ecp_job_data(job);
+    ecp_call *call = ecp_job_call(job);
+    if (!ecp_call_answered(call) && !ecp_call_abandoned(call)) {
+        gitsvc_error err = {.code = GITSVC_NETWORK_ERROR};
+        snprintf(err.message, sizeof err.message, "The remote did not finish within %llu ms",
+                 (unsigned long long)gitsvc_transfer_timeout_ms(j->ad->svc));
+        if (j->kind == OP_FETCH) {
+            reply_error(call, ECP_ETIMEDOUT, &err, j->uri);
+        } else { /* push and pull say so in their result, as for any failure to reach the remote */
+            json_writer *w = ecp_call_result(call);
+            jw_object_begin(w);
+            jw_key_bool(w, "success", false);
+            jw_key_string(w, "error", err.message);
+            jw_object_end(w);
+            ecp_call_finish(call);
+        }
+    }
+    ecp_job_cancel(job); /* the work sees it at libgit2's next callback (the job's data stays its own) */
+}
+
 /* A transfer: the remote's credentials are read from the secret store on
  * the loop first (the call waits, served by the job, which can be
- * cancelled meanwhile), then the job starts with them. */
+ * cancelled meanwhile), then the job starts with them. Its deadline runs
+ * from the call's arrival. */
 static void op_start_transfer(git_adapter *ad, ecp_call *call, op_job *j)
 {
     ecp_job *job = ecp_job_new(gitsvc_jobs(ad->svc), &op_types[j->kind], j);
     ecp_job_serve(job, call);
+    j->deadline = xmalloc(sizeof *j->deadline);
+    uv_timer_init(ecp_pool_loop(ad->svc->pool), j->deadline);
+    j->deadline->data = job;
+    uv_timer_start(j->deadline, transfer_overdue, gitsvc_transfer_timeout_ms(ad->svc), 0);
     gitsvc_tokens_load(ad->svc, tokens_loaded, job);
 }
 

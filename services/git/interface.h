@@ -122,6 +122,15 @@ void gitsvc_free(gitsvc *self);
  * that gitsvc_free closes them. */
 ecp_job_set *gitsvc_jobs(gitsvc *self);
 
+/* How long a push, pull or fetch may go without finishing before its call is
+ * answered NETWORK_ERROR: the `git.networkTimeoutMs` setting, else this.
+ * libgit2 1.5 has no timeout of its own, so a remote that accepts the
+ * connection and then says nothing would otherwise hold the call until the
+ * system's TCP timeouts; the transfer itself is cancelled and ends at its
+ * next callback or when the connection fails. */
+#define GITSVC_TRANSFER_TIMEOUT_MS 60000u
+uint64_t gitsvc_transfer_timeout_ms(gitsvc *self);
+
 /* ----- events (loop thread) ---------------------------------------------------- */
 
 typedef enum gitsvc_change_kind {

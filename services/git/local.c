@@ -23,6 +23,7 @@
 
 #include "document/interface.h"
 #include "file/interface.h"
+#include "session/interface.h"
 
 /* ----- the service ------------------------------------------------------------------- */
 
@@ -91,6 +92,13 @@ void gitsvc_free(gitsvc *self)
 ecp_job_set *gitsvc_jobs(gitsvc *self)
 {
     return self->jobs;
+}
+
+uint64_t gitsvc_transfer_timeout_ms(gitsvc *self)
+{
+    double ms = self->session ? session_setting_number(self->session, "git.networkTimeoutMs", GITSVC_TRANSFER_TIMEOUT_MS)
+                              : GITSVC_TRANSFER_TIMEOUT_MS;
+    return ms >= 1 ? (uint64_t)ms : GITSVC_TRANSFER_TIMEOUT_MS;
 }
 
 /* ----- events -------------------------------------------------------------------------------- */

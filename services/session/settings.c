@@ -161,12 +161,14 @@ static const session_setting_schema schema[] = {
             "Memory one document's undo history may hold, in bytes; the oldest steps go first"),
     EXT_INT("server.maxConnections", "64", 1, 100000,
             "Socket clients served at once (--max-connections comes first)"),
+    EXT_INT("git.networkTimeoutMs", "60000", 100, 3600000,
+            "How long a push, pull or fetch may take before it answers NETWORK_ERROR, in ms"),
 };
 
 #define SCHEMA_COUNT (sizeof schema / sizeof schema[0])
 #define CATALOGUE_KEYS 79
-#define EXTENSION_KEYS 8
-_Static_assert(SCHEMA_COUNT == CATALOGUE_KEYS + EXTENSION_KEYS, "the catalogue's 79 keys, then 8 extensions");
+#define EXTENSION_KEYS 9
+_Static_assert(SCHEMA_COUNT == CATALOGUE_KEYS + EXTENSION_KEYS, "the catalogue's 79 keys, then 9 extensions");
 
 const session_setting_schema *session_settings_schema(size_t *count)
 {

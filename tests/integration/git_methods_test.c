@@ -10,8 +10,11 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -1013,6 +1016,32 @@ static void test_remote_failures(void **state)
     free(git_fails("git/fetch", "NETWORK_ERROR", "{\"uri\":\"%s\",\"remote\":\"refused\"}", repo));
     sh("git remote add ssh-refused 'ssh://git@127.0.0.1:1/repo.git'");
     free(git_fails("git/fetch", "NETWORK_ERROR", "{\"uri\":\"%s\",\"remote\":\"ssh-refused\"}", repo));
+
+    /* a remote that takes the connection and then says nothing: the kernel
+     * accepts on the listener's behalf, and nobody ever answers */
+    int silent = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t addr_len = sizeof addr;
+    assert_int_equal(bind(silent, (struct sockaddr *)&addr, sizeof addr), 0);
+    assert_int_equal(listen(silent, 4), 0);
+    assert_int_equal(getsockname(silent, (struct sockaddr *)&addr, &addr_len), 0);
+    sh("git remote add silent 'http://127.0.0.1:%d/repo.git'", ntohs(addr.sin_port));
+    free(ok("config/set", "{\"key\":\"git.networkTimeoutMs\",\"value\":1000}"));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    r = git_fails("git/fetch", "NETWORK_ERROR", "{\"uri\":\"%s\",\"remote\":\"silent\"}", repo);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_non_null(strstr(r, "did not finish within 1000 ms"));
+    free(r);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_true(waited >= 0.9 && waited < 10);
+    r = ok("git/push", "{\"uri\":\"%s\",\"remote\":\"silent\"}", repo);
+    want_bool(r, "success", false);
+    assert_non_null(strstr(r, "did not finish within 1000 ms"));
+    free(r);
+    /* the transfers still waiting on the silent remote end when it goes */
+    close(silent);
+    free(ok("config/reset", "{\"key\":\"git.networkTimeoutMs\"}"));
 }
 
 /* A local smart-HTTP git server (python3 in front of `git http-backend`) over
