@@ -200,6 +200,16 @@ static gitsvc__known *find_known(gitsvc *self, const char *root)
     return NULL;
 }
 
+/* A repository's watch covers its tree a slice per loop turn (a big work
+ * tree would otherwise stall every client while it is set up); what changed
+ * in the part not yet covered was not seen, so the status computed meanwhile
+ * is dropped once the whole tree is. */
+static void on_watch_ready(void *ctx, uint64_t id)
+{
+    (void)id;
+    drop_status(ctx);
+}
+
 static gitsvc__known *track(gitsvc *self, const char *root, const char *gitdir)
 {
     gitsvc__known *k = find_known(self, root);
@@ -213,11 +223,14 @@ static gitsvc__known *track(gitsvc *self, const char *root, const char *gitdir)
     arena_init(&k->status_mem[1]);
     if (self->files) {
         ecp_error err;
-        if (file_watch_add(self->files, root, true, on_watch, k, &k->watch_root, &err) < 0) {
+        /* not files.exclude: .git itself must be followed */
+        const file_watch_options options = {.recursive = true, .ready = on_watch_ready};
+        if (file_watch_start(self->files, root, &options, on_watch, k, &k->watch_root, &err) < 0) {
             k->watch_root = 0;
             ecp_log(self->log, ECP_LOG_WARN, "git: cannot watch %s: %s", root, err.message);
         }
-        if (!under(gitdir, root) && file_watch_add(self->files, gitdir, true, on_watch, k, &k->watch_gitdir, &err) < 0) {
+        if (!under(gitdir, root) &&
+            file_watch_start(self->files, gitdir, &options, on_watch, k, &k->watch_gitdir, &err) < 0) {
             k->watch_gitdir = 0;
             ecp_log(self->log, ECP_LOG_WARN, "git: cannot watch %s: %s", gitdir, err.message);
         }
