@@ -511,12 +511,11 @@ static void m_session_discard_recovery(void *ctx, ecp_call *call)
 
 /* ----- keybindings methods ------------------------------------------------------------------------------------- */
 
-static void m_keybindings_get(void *ctx, ecp_call *call)
+/* {bindings: [...]}: keybindings/get's result and keybindings/didChange's params. */
+static void write_bindings(session_service *svc, json_writer *w)
 {
-    session_adapter *ad = ctx;
     size_t count;
-    const session_keybinding *list = session_keybindings(ad->svc, &count);
-    json_writer *w = ecp_call_result(call);
+    const session_keybinding *list = session_keybindings(svc, &count);
     jw_object_begin(w);
     jw_key(w, "bindings");
     jw_array_begin(w);
@@ -534,7 +533,27 @@ static void m_keybindings_get(void *ctx, ecp_call *call)
     }
     jw_array_end(w);
     jw_object_end(w);
+}
+
+static void m_keybindings_get(void *ctx, ecp_call *call)
+{
+    session_adapter *ad = ctx;
+    write_bindings(ad->svc, ecp_call_result(call));
     ecp_call_finish(call);
+}
+
+static void render_bindings(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    (void)enc;
+    write_bindings(ctx, w);
+}
+
+/* Every client hears the bindings after a change, before the answer, so one
+ * client's rebinding reaches the others' keymaps. */
+static void bindings_changed(session_adapter *ad, ecp_call *call)
+{
+    ecp_bus_notify(ad->bus, "keybindings/didChange", render_bindings, ad->svc);
+    ecp_call_reply_success(call, true);
 }
 
 /* Reads one binding object; `path` names it in messages ("bindings[2]"). */
@@ -598,7 +617,7 @@ static void m_keybindings_set(void *ctx, ecp_call *call)
         if (status < 0)
             reply_binding_error(call, status, &err, &bindings[bad]);
         else
-            ecp_call_reply_success(call, true);
+            bindings_changed(ad, call);
     }
     for (size_t k = 0; k < n; k++)
         free(args[k]);
@@ -624,7 +643,7 @@ static void m_keybindings_add(void *ctx, ecp_call *call)
     if (status < 0)
         reply_binding_error(call, status, &err, &b);
     else
-        ecp_call_reply_success(call, true);
+        bindings_changed(ad, call);
     free(args);
 }
 
@@ -641,7 +660,7 @@ static void m_keybindings_remove(void *ctx, ecp_call *call)
         reply_binding_error(call, status, &err, &b);
         return;
     }
-    ecp_call_reply_success(call, true);
+    bindings_changed(ad, call);
 }
 
 static void m_keybindings_resolve(void *ctx, ecp_call *call)
@@ -1234,6 +1253,7 @@ static const ecp_method secret_methods[] = {
 
 static const char *const config_notifications[] = {"config/didChange", "$/showMessage", NULL};
 static const char *const theme_notifications[] = {"theme/didChange", NULL};
+static const char *const keybinding_notifications[] = {"keybindings/didChange", NULL};
 
 static void adapter_destroy(void *ctx)
 {
@@ -1255,7 +1275,7 @@ void session_adapter_init(ecp_adapter out[SESSION_ADAPTER_COUNT], session_servic
                            .destroy = adapter_destroy, .notifications = config_notifications};
     out[1] = (ecp_adapter){.ns = "session", .methods = session_methods, .method_count = COUNT(session_methods), .ctx = ad};
     out[2] = (ecp_adapter){.ns = "keybindings", .methods = keybinding_methods, .method_count = COUNT(keybinding_methods),
-                           .ctx = ad};
+                           .ctx = ad, .notifications = keybinding_notifications};
     out[3] = (ecp_adapter){.ns = "theme", .methods = theme_methods, .method_count = COUNT(theme_methods), .ctx = ad,
                            .notifications = theme_notifications};
     out[4] = (ecp_adapter){.ns = "secret", .methods = secret_methods, .method_count = COUNT(secret_methods), .ctx = ad};

@@ -607,7 +607,14 @@ static void test_keybindings(void **state)
 {
     fx *f = *state;
     ok_equal(f->c, "keybindings/get", NULL, "{\"bindings\":[]}");
+    test_client_clear_notifications(f->c);
     ok_equal(f->c, "keybindings/add", "{\"binding\":{\"key\":\"ctrl+s\",\"command\":\"file.save\"}}", "{\"success\":true}");
+    /* every change is told, with the bindings, before its answer */
+    char want_log[64];
+    snprintf(want_log, sizeof want_log, "keybindings/didChange,#%lld", (long long)last_id);
+    assert_string_equal(test_client_event_log(f->c), want_log);
+    assert_string_equal(note(f->c, "keybindings/didChange", 0),
+                        "{\"bindings\":[{\"key\":\"ctrl+s\",\"command\":\"file.save\"}]}");
     ok_equal(f->c, "keybindings/add",
              "{\"binding\":{\"key\":\"Shift+Ctrl+P\",\"command\":\"palette\",\"when\":\"!inputFocus\",\"args\":{\"a\":1}}}",
              "{\"success\":true}");
@@ -630,6 +637,8 @@ static void test_keybindings(void **state)
     char *out = ok(f->c, "keybindings/get", NULL);
     assert_int_equal(test_json_length(out, "bindings"), 2);
     free(out);
+    /* refusals change nothing, so nothing is told */
+    assert_int_equal(test_client_notification_count(f->c, "keybindings/didChange"), 2);
 
     /* resolve: exact on the canonical key, modifiers in any order when bound */
     resolve_is(f, "{\"key\":{\"key\":\"s\",\"ctrl\":true}}", "file.save");
