@@ -637,6 +637,8 @@ void editor_handle_notification(app *a, const char *method, const json_doc *doc,
         schedule_git(a);
     } else if (strcmp(method, "theme/didChange") == 0) {
         editor_run_command(a, "theme.reload");
+    } else if (strcmp(method, "keybindings/didChange") == 0) {
+        keybindings_reload(a); /* another client (or this one) rebound a key */
     } else if (strcmp(method, "$/showMessage") == 0 || strcmp(method, "lsp/didShowMessage") == 0) {
         char *msg = json_dup_string(doc, json_get(doc, params, "message"));
         if (msg)

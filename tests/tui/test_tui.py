@@ -397,6 +397,14 @@ def test_shared_socket_server(work):
             with open(path) as f:
                 if f.read() != "on the socket, shared\n":
                     raise Failure("file on disk")
+            # another client rebinds a key: the editor's keymap follows at once
+            ecpctl = os.path.join(os.path.dirname(TUI), "..", "cli", "ecpctl")
+            subprocess.run([ecpctl, "--socket", sock, "keybindings/add",
+                            '{"key":"ctrl+k","command":"nav.gotoLine"}'], check=True, capture_output=True,
+                           timeout=TIMEOUT)
+            s.keys("C-k")
+            s.wait_for("Go to line:")
+            s.keys("Escape")
         finally:
             s.close()
     finally:
