@@ -45,7 +45,9 @@ struct ecp_call {
 ecp_call *ecp_call_create(ecp_call_init *init)
 {
     size_t method_len = strlen(init->method), id_size = init->id_raw ? init->id_len + 1 : 0;
-    ecp_call *c = xcalloc(1, xsize_add(xsize_add(sizeof *c, method_len + 1), id_size));
+    /* malloc, not calloc: glibc serves calloc without its per-thread cache */
+    ecp_call *c = xmalloc(xsize_add(xsize_add(sizeof *c, method_len + 1), id_size));
+    memset(c, 0, sizeof *c);
     c->text = init->text;
     c->doc = init->doc;
     c->params = init->params;
