@@ -76,23 +76,9 @@ void buf_reserve(buf *self, size_t extra)
     self->cap = cap;
 }
 
-void buf_append(buf *self, const void *data, size_t len)
-{
-    buf_reserve(self, len);
-    if (len)
-        memcpy(self->data + self->len, data, len);
-    self->len += len;
-    self->data[self->len] = '\0';
-}
 
 void buf_append_str(buf *self, const char *s) { buf_append(self, s, strlen(s)); }
 
-void buf_push(buf *self, char c)
-{
-    buf_reserve(self, 1);
-    self->data[self->len++] = c;
-    self->data[self->len] = '\0';
-}
 
 void buf_vappendf(buf *self, const char *fmt, va_list ap)
 {

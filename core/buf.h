@@ -15,6 +15,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct buf {
     char *data;   /* NULL until the first append */
@@ -30,9 +31,27 @@ void buf_free(buf *self);
 /* Makes room for `extra` more bytes (plus the NUL). */
 void buf_reserve(buf *self, size_t extra);
 
-void buf_append(buf *self, const void *data, size_t len);
+/* Appending is on every path that writes JSON: when the room is there (the
+ * common case) it is a few instructions inline, and only growth is a call. */
+static inline void buf_append(buf *self, const void *data, size_t len)
+{
+    if (self->cap - self->len <= len)
+        buf_reserve(self, len);
+    if (len)
+        memcpy(self->data + self->len, data, len);
+    self->len += len;
+    self->data[self->len] = '\0';
+}
+
+static inline void buf_push(buf *self, char c)
+{
+    if (self->cap - self->len <= 1)
+        buf_reserve(self, 1);
+    self->data[self->len++] = c;
+    self->data[self->len] = '\0';
+}
+
 void buf_append_str(buf *self, const char *s);
-void buf_push(buf *self, char c);
 void buf_appendf(buf *self, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vappendf(buf *self, const char *fmt, va_list ap);
 

@@ -98,6 +98,16 @@ static long unescape_to(const char *s, size_t len, char *out)
 {
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
+        /* runs of plain bytes, nearly every string entirely, in a tight loop */
+        if (out) {
+            while (i < len && (unsigned char)s[i] >= 0x20 && s[i] != '\\')
+                out[o++] = s[i++];
+        } else {
+            while (i < len && (unsigned char)s[i] >= 0x20 && s[i] != '\\')
+                o++, i++;
+        }
+        if (i == len)
+            break;
         unsigned char c = (unsigned char)s[i];
         if (c < 0x20)
             return -1;
@@ -155,6 +165,20 @@ static long unescape_to(const char *s, size_t len, char *out)
         o += k;
     }
     return (long)o;
+}
+
+/* Whether a string body is valid: a plain one, nearly every one, needs no
+ * more than one look at each byte. */
+static bool string_ok(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20)
+            return false;
+        if (c == '\\')
+            return unescape_to(s + i, len - i, NULL) >= 0; /* the plain prefix is fine */
+    }
+    return true;
 }
 
 bool json_unescape(const char *s, size_t len, buf *out)
@@ -217,7 +241,7 @@ static int validate(json_doc *doc, ecp_error *err)
                 goto done;
             }
         } else if (t[i].type == JSMN_STRING) {
-            if (unescape_to(s, len, NULL) < 0) {
+            if (!string_ok(s, len)) {
                 result = ecp_error_set(err, ECP_EPARSE, "invalid string escape or control character in the string at offset %d",
                                        tok_begin(&t[i]));
                 goto done;
@@ -277,11 +301,16 @@ int json_doc_parse(json_doc *self, const char *text, size_t len, ecp_error *err)
     self->len = len;
     if (len > (size_t)INT32_MAX - 2)
         return ecp_error_set(err, ECP_ETOOBIG, "JSON text of %zu bytes is too large", len);
-    if (too_deep(text, len))
+    /* Nesting deeper than the limit takes more opening brackets than a
+     * message this short has bytes. */
+    if (len > JSON_MAX_DEPTH && too_deep(text, len))
         return ecp_error_set(err, ECP_EPARSE, "nesting deeper than %d levels", JSON_MAX_DEPTH);
     jsmn_parser parser;
     jsmn_init(&parser);
-    int cap = 64;
+    /* Every value takes at least two bytes with its separator (a container
+     * its two brackets), so a small message gets an array that fits it
+     * without being grown, and small enough for the allocator's fast path. */
+    int cap = len / 2 + 2 < 64 ? (int)(len / 2 + 2) : 64;
     self->tokens = xmalloc(sizeof(jsmntok_t) * (size_t)cap);
     self->cap = cap;
     for (;;) {
@@ -446,9 +475,22 @@ json_ref json_get(const json_doc *self, json_ref object, const char *key)
 {
     if (json_type_of(self, object) != JSON_OBJECT)
         return JSON_NO_REF;
-    for (json_ref k = json_first(self, object); k != JSON_NO_REF; k = json_next(self, k))
-        if (json_string_eq(self, k, key))
+    size_t key_len = strlen(key);
+    bool plain_key = !memchr(key, '\\', key_len);
+    for (json_ref k = json_first(self, object); k != JSON_NO_REF; k = json_next(self, k)) {
+        const jsmntok_t *t = &TOKENS(self)[k];
+        const char *body = self->text + t->start;
+        size_t len = (size_t)(t->end - t->start);
+        /* Equal bytes are an equal key unless the key itself holds a
+         * backslash; a body with escapes is longer than what it decodes
+         * to, so only a longer one needs decoding. */
+        if (plain_key && len == key_len) {
+            if (memcmp(body, key, len) == 0)
+                return k + 1;
+        } else if ((!plain_key || (len > key_len && memchr(body, '\\', len))) && json_string_eq(self, k, key)) {
             return k + 1;
+        }
+    }
     return JSON_NO_REF;
 }
 

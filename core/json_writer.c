@@ -47,14 +47,49 @@ void jw_array_end(json_writer *w)
     w->need_comma = true;
 }
 
+/* Bytes that go out as they are: printable ASCII other than '"' and '\\'.
+ * Everything else is escaped, or (from 0x80) checked as UTF-8. */
+static const unsigned char plain_byte[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
 void json_escape_into(buf *out, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
-    buf_reserve(out, len + 2);
+    /* The common case, a string with nothing to escape, is copied in the
+     * same pass that checks it. */
+    if (out->cap - out->len <= len)
+        buf_reserve(out, len + 2);
+    char *dst = out->data + out->len;
+    size_t i = 0;
+    while (i < len && plain_byte[(unsigned char)s[i]]) {
+        dst[i] = s[i];
+        i++;
+    }
+    out->len += i;
+    out->data[out->len] = '\0';
+    if (i == len)
+        return;
+    s += i, len -= i, i = 0;
     size_t run = 0; /* start of the pending run of bytes that need no escaping */
-    for (size_t i = 0; i < len;) {
+    while (i < len) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+        if (plain_byte[c]) {
             i++;
             continue;
         }

@@ -22,10 +22,11 @@ typedef enum rpc_kind {
 
 typedef struct rpc_message {
     rpc_kind kind;
-    const char *method;   /* decoded, in the arena; NULL for a response */
+    const char *method;   /* decoded, in method_buf or the arena; NULL for a response */
     const char *id_raw;   /* the id's JSON text in the document, NULL when absent */
     size_t id_len;
     json_ref params;      /* JSON_NO_REF when absent */
+    char method_buf[96];  /* holds a short method name: method may point here, so do not copy the struct */
 } rpc_message;
 
 typedef struct rpc_problem {

@@ -29,6 +29,26 @@ typedef struct batch {
 
 /* ----- output --------------------------------------------------------------- */
 
+/* While a connection handles what it read, what it sends (answers, and
+ * notifications to it) gathers in conn->framed and goes to the transport in
+ * one write when the reading is done: a pipelined burst costs one write per
+ * read, not one per message. Output produced at any other time (a deferred
+ * answer, another client's edit) is written at once. */
+#define CONNECTION_GATHER_BYTES ((size_t)256 << 10)
+
+void connection_flush(connection *conn)
+{
+    if (!conn->framed.len)
+        return;
+    if (!conn->closing)
+        conn->io.write(conn->io_ctx, conn->framed.data, conn->framed.len);
+    buf_clear(&conn->framed);
+    if (conn->framed.cap > ((size_t)1 << 20))
+        buf_free(&conn->framed); /* do not keep a huge answer's buffer around */
+}
+
+static size_t queued_bytes(const connection *conn) { return conn->io.queued(conn->io_ctx) + conn->framed.len; }
+
 void server__connection_send(connection *conn, const char *json, size_t len)
 {
     if (conn->closing)
@@ -46,7 +66,9 @@ void server__connection_send(connection *conn, const char *json, size_t len)
     }
     /* A peer may be slow to read one big answer; beyond that it gets a fixed
      * allowance, whatever piles up for it (others' notifications). */
-    size_t queued = conn->io.queued(conn->io_ctx);
+    size_t queued = queued_bytes(conn);
+    if (queued == 0)
+        conn->big_reply = 0; /* everything went out, the big answer too */
     if (len > conn->big_reply)
         conn->big_reply = len;
     if (queued + len > conn->big_reply + CONNECTION_DROP_EXTRA) {
@@ -56,6 +78,7 @@ void server__connection_send(connection *conn, const char *json, size_t len)
     if (len > CONNECTION_UNFRAMED_BYTES) {
         /* A big message goes out as it is, its framing beside it: copying it
          * into the framing buffer first would cost the loop a pass over it. */
+        connection_flush(conn); /* what was gathered goes first */
         char head[64];
         int n = 0;
         if (conn->decoder.mode == FRAMING_CONTENT_LENGTH)
@@ -66,17 +89,18 @@ void server__connection_send(connection *conn, const char *json, size_t len)
         if (conn->decoder.mode != FRAMING_CONTENT_LENGTH)
             conn->io.write(conn->io_ctx, "\n", 1);
     } else {
-        /* one framing buffer per connection, reused: the transport copies */
-        buf_clear(&conn->framed);
         framing_encode(conn->decoder.mode, &conn->framed, json, len);
-        conn->io.write(conn->io_ctx, conn->framed.data, conn->framed.len);
-        if (conn->framed.cap > ((size_t)1 << 20))
-            buf_free(&conn->framed); /* do not keep a huge answer's buffer around */
+        if (!conn->receiving || conn->framed.len >= CONNECTION_GATHER_BYTES)
+            connection_flush(conn);
     }
-    if (!conn->paused && conn->io.queued(conn->io_ctx) > CONNECTION_PAUSE_BYTES) {
-        conn->paused = true;
-        conn->paused_since = uv_now(conn->server->loop);
-        conn->io.set_reading(conn->io_ctx, false);
+    if (!conn->paused && queued_bytes(conn) > CONNECTION_PAUSE_BYTES) {
+        /* the transport must hold what it waits on, or its drain never comes */
+        connection_flush(conn);
+        if (conn->io.queued(conn->io_ctx) > CONNECTION_PAUSE_BYTES) {
+            conn->paused = true;
+            conn->paused_since = uv_now(conn->server->loop);
+            conn->io.set_reading(conn->io_ctx, false);
+        }
     }
 }
 
@@ -113,6 +137,7 @@ void server__connection_drop(connection *conn, const char *why)
         return;
     ecp_log(&conn->server->log, ECP_LOG_WARN, "closing %s: %s", conn->label, why);
     conn->closing = true;
+    buf_clear(&conn->framed); /* dropped, as the transport drops what it holds */
     if (conn->paused)
         server__output_drained(conn->server); /* it holds nobody up any more */
     conn->io.close(conn->io_ctx);
@@ -123,6 +148,7 @@ void server__connection_finish(connection *conn)
     if (conn->closing)
         return;
     ecp_log(&conn->server->log, ECP_LOG_DEBUG, "%s ended its session", conn->label);
+    connection_flush(conn); /* its last answer is what it waits for */
     conn->closing = true;
     (conn->io.finish ? conn->io.finish : conn->io.close)(conn->io_ctx);
 }
@@ -169,6 +195,34 @@ static void batch_maybe_complete(batch *b)
 
 /* ----- pending requests ----------------------------------------------------- */
 
+/* Entries of answered requests are kept for the next ones (a few: a burst
+ * of deferred requests is not held on to), so a request makes no malloc
+ * for its entry. */
+#define SPARE_PENDING_MAX 32
+
+static pending *pending_new(connection *conn)
+{
+    pending *p = conn->spare_pending;
+    if (p) {
+        conn->spare_pending = p->next;
+        conn->spare_pending_count--;
+        memset(p, 0, sizeof *p);
+        return p;
+    }
+    return xcalloc(1, sizeof *p);
+}
+
+static void pending_release(connection *conn, pending *p)
+{
+    if (conn->spare_pending_count >= SPARE_PENDING_MAX) {
+        free(p);
+        return;
+    }
+    p->next = conn->spare_pending;
+    conn->spare_pending = p;
+    conn->spare_pending_count++;
+}
+
 static void pending_unlink(pending *p)
 {
     connection *conn = p->conn;
@@ -189,7 +243,7 @@ static void deliver(void *owner, ecp_call *call, const char *response, size_t le
     connection *conn = p->conn;
     batch *b = p->batch;
     pending_unlink(p);
-    free(p);
+    pending_release(conn, p);
     if (b) {
         batch_add_response(b, response, len);
         b->outstanding--;
@@ -239,7 +293,7 @@ static void cancel_request(connection *conn, const json_doc *doc, json_ref param
     ecp_call *call = p->call;
     batch *b = p->batch;
     pending_unlink(p);
-    free(p);
+    pending_release(conn, p);
     reply_error(conn, b, id_raw, id_len, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");
     if (b)
         b->outstanding--;
@@ -295,7 +349,7 @@ static void dispatch(connection *conn, batch *b, char *text, size_t len, json_do
         .client_id = conn->id, .encoding = conn->encoding, .log = &srv->log,
     };
     if (msg.kind == RPC_REQUEST) {
-        p = xcalloc(1, sizeof *p);
+        p = pending_new(conn);
         p->conn = conn;
         p->batch = b;
         init.deliver = deliver;
@@ -454,10 +508,20 @@ static void handle_message(connection *conn, char *text, size_t len)
     handle_parsed(conn, text, len, &doc, status, &err);
 }
 
+static void receive(connection *conn, const char *data, size_t len);
+
 void connection_receive(connection *conn, const char *data, size_t len)
 {
     if (conn->closing)
         return;
+    conn->receiving++;
+    receive(conn, data, len);
+    if (--conn->receiving == 0)
+        connection_flush(conn);
+}
+
+static void receive(connection *conn, const char *data, size_t len)
+{
     framing_decoder_feed(&conn->decoder, data, len);
     bool was_unknown = true;
     /* Paused, the messages already buffered wait too: answering them would
@@ -533,6 +597,11 @@ void connection_close(connection *conn)
         pending_unlink(p);
         free(p);
         ecp_call_abandon(call);
+    }
+    while (conn->spare_pending) {
+        pending *p = conn->spare_pending;
+        conn->spare_pending = p->next;
+        free(p);
     }
     while (conn->batches)
         batch_free(conn->batches);

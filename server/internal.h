@@ -50,8 +50,11 @@ struct connection {
     framing_decoder decoder;
     ecp_position_encoding encoding;
     buf early;                 /* messages queued before the peer's framing is known */
-    buf framed;                /* scratch for framing one outgoing message */
+    buf framed;                /* output framed but not handed to the transport yet */
+    unsigned receiving;        /* inside connection_receive: output gathers in framed */
     struct pending *pending;   /* requests not answered yet (doubly linked) */
+    struct pending *spare_pending; /* entries kept for reuse (singly linked) */
+    size_t spare_pending_count;
     struct batch *batches;     /* batches with unanswered members */
     bool filtered;             /* subscribed explicitly: only `subscribed` is delivered */
     subscription_list subscribed;
@@ -95,6 +98,8 @@ struct server {
     ecp_bus bus;
     ecp_pool *pool;            /* outlives the services, which close their jobs on it */
     ecp_job_set *parse_jobs;   /* big messages being parsed off the loop, for every connection */
+    buf rendered[3];           /* a notification, once per position encoding */
+    unsigned notifying;        /* inside bus_notify: rendered is in use */
     drain_waiter *drain_waiters;   /* waiting for their method to drain */
     drain_waiter *drain_firing;    /* drained, being called back now */
     uv_timer_t *drain_timer;       /* looks at the waiters in a later turn; NULL until needed */

@@ -19,7 +19,13 @@
 static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_render_fn render, void *ctx)
 {
     server *self = owner;
-    buf rendered[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    /* The server's buffers are reused from one notification to the next (a
+     * notification rendered while one is being sent gets its own). */
+    buf local[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    buf *rendered = self->notifying ? local : self->rendered;
+    self->notifying++;
+    for (int i = 0; i < 3; i++)
+        buf_clear(&rendered[i]);
     for (connection *conn = self->connections; conn; conn = conn->next) {
         if (conn->closing || (client_id && conn->id != client_id) || !server__connection_wants(conn, method))
             continue;
@@ -40,8 +46,10 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
         }
         server__connection_send(conn, msg->data, msg->len);
     }
+    self->notifying--;
     for (int i = 0; i < 3; i++)
-        buf_free(&rendered[i]);
+        if (rendered == local || rendered[i].cap > ((size_t)64 << 10))
+            buf_free(&rendered[i]); /* a big one is not kept */
 }
 
 /* ----- flow control --------------------------------------------------------------- */
@@ -242,6 +250,8 @@ static void server_release(server *self)
     free(self->workspace);
     free(self->data_dir);
     free(self->config_path);
+    for (int i = 0; i < 3; i++)
+        buf_free(&self->rendered[i]);
     free(self);
 }
 

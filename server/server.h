@@ -112,6 +112,10 @@ connection *server_connection_open(server *self, const connection_io *io, void *
 /* Bytes from the peer. */
 void connection_receive(connection *conn, const char *data, size_t len);
 
+/* Hands the output gathered while reading to the transport now. A transport
+ * calls it before closing with flush, so that what was answered is written. */
+void connection_flush(connection *conn);
+
 /* The transport's queue shrank (a write completed): reading may resume. */
 void connection_drained(connection *conn);
 

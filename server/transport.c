@@ -83,6 +83,17 @@ static void io_write(void *ctx, const char *data, size_t len)
         }
         return;
     }
+    /* Most writes go out at once: then they need no request and no copy.
+     * libuv refuses (UV_EAGAIN) while earlier writes wait, which keeps the
+     * order; what the kernel does not take now, and any error, goes through
+     * uv_write below, which reports errors from write_cb as before. */
+    uv_buf_t now = uv_buf_init((char *)data, len < WRITE_PIECE_BYTES ? (unsigned)len : (unsigned)WRITE_PIECE_BYTES);
+    int sent = uv_try_write(link->out, &now, 1);
+    if (sent > 0) {
+        data += sent, len -= (size_t)sent;
+        if (!len)
+            return;
+    }
     write_req *w = xmalloc(xsize_add(sizeof *w, len));
     memcpy(w->data, data, len);
     w->link = link;
@@ -188,6 +199,8 @@ void stream_link_close(stream_link *link, bool flush)
         }
         return;
     }
+    if (flush)
+        connection_flush(link->conn); /* answers gathered while reading go first */
     link->closing = true;
     uv_read_stop(link->in);
     if (link->out && link->out != link->in)
