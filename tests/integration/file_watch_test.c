@@ -66,7 +66,7 @@ static void settle(void)
 static void write_file(const char *rel, const char *content)
 {
     char p[512];
-    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    assert_true(snprintf(p, sizeof p, "%s/%s", dir, rel) < (int)sizeof p);
     FILE *f = fopen(p, "w");
     assert_non_null(f);
     fputs(content, f);

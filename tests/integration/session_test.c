@@ -59,7 +59,7 @@ static void write_file(const char *path, const char *text)
 {
     /* written beside and renamed over, as editors save */
     char tmp[300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    assert_true(snprintf(tmp, sizeof tmp, "%s.tmp", path) < (int)sizeof tmp);
     FILE *fp = fopen(tmp, "w");
     assert_non_null(fp);
     fputs(text, fp);
