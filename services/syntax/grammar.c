@@ -227,6 +227,8 @@ void syntax_grammars_free(syntax_grammars *self)
     free(self);
 }
 
+ecp_logger *syntax_grammars_log(syntax_grammars *self) { return self->log; }
+
 syntax_grammar *syntax_grammars_find(syntax_grammars *self, const char *language_id)
 {
     if (!language_id)

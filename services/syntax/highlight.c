@@ -323,12 +323,132 @@ void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in,
     }
 }
 
-TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len)
+/* ----- parsing within the runtime's bounds ---------------------------------------------------- */
+
+/* The 0.20 runtime keeps a node's child count in 16 bits. A node given
+ * 65,536 children or more (the root that takes a whole parse stack at the
+ * end of the text, or a node that takes a long run of comments) wraps that
+ * count, and freeing or walking the tree then frees the wrong pointer: the
+ * process dies. A stack that deep comes from broken code (65,535 unclosed
+ * `[`, a run of `!` with no operand) or from 65,535 comments in a row.
+ *
+ * A text with fewer tokens than that cannot build such a node. A larger one
+ * is parsed with a logger that follows the depth of every stack version
+ * (shifts push, a reduce of n children pops n - 1, a recovery pops its
+ * depth) and cancels the parse long before a node could take 2^16 children.
+ * When versions merge their stacks join: the smallest depth is kept, so the
+ * estimate does not creep up over a long ambiguous file (C's `a * b;`); once
+ * the parse has met an error, the largest is watched as well, since error
+ * recovery is where deep stacks end up in one node. */
+#define WIDTH_LIMIT 50000
+#define WIDTH_VERSIONS 64
+
+typedef struct width_guard {
+    long low[WIDTH_VERSIONS], high[WIDTH_VERSIONS];
+    unsigned count, current;
+    bool error_seen;
+    size_t cancel; /* the parser's cancellation flag */
+} width_guard;
+
+static bool starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+static long number_after(const char *s, const char *key)
+{
+    const char *p = strstr(s, key);
+    return p ? strtol(p + strlen(key), NULL, 10) : 0;
+}
+
+static void width_log(void *payload, TSLogType type, const char *message)
+{
+    width_guard *w = payload;
+    if (type != TSLogTypeParse)
+        return;
+    if (starts(message, "process version:")) {
+        unsigned v = (unsigned)number_after(message, "version:");
+        unsigned n = (unsigned)number_after(message, "version_count:");
+        if (n > WIDTH_VERSIONS)
+            n = WIDTH_VERSIONS;
+        if (v >= WIDTH_VERSIONS)
+            v = WIDTH_VERSIONS - 1;
+        if (n < w->count) {
+            /* Versions merged or were dropped; which ones is not said. */
+            long low = w->low[0], high = w->high[0];
+            for (unsigned i = 1; i < w->count; i++) {
+                low = w->low[i] < low ? w->low[i] : low;
+                high = w->high[i] > high ? w->high[i] : high;
+            }
+            for (unsigned i = 0; i < n; i++) {
+                w->low[i] = low;
+                w->high[i] = high;
+            }
+        } else {
+            for (unsigned i = w->count; i < n; i++) { /* split from the version just processed */
+                w->low[i] = w->low[w->current];
+                w->high[i] = w->high[w->current];
+            }
+        }
+        w->count = n > 0 ? n : 1;
+        w->current = v;
+        return;
+    }
+    long delta = 0;
+    if (starts(message, "shift") || starts(message, "skip_token") || starts(message, "recover_with_missing"))
+        delta = 1;
+    else if (starts(message, "reduce "))
+        delta = 1 - number_after(message, "child_count:");
+    else if (starts(message, "recover_to_previous"))
+        delta = 1 - number_after(message, "depth:");
+    else if (starts(message, "detect_error"))
+        w->error_seen = true;
+    long *low = &w->low[w->current], *high = &w->high[w->current];
+    *low = *low + delta > 0 ? *low + delta : 0;
+    *high = *high + delta > 0 ? *high + delta : 0;
+    if (*low > WIDTH_LIMIT || (w->error_seen && *high > WIDTH_LIMIT))
+        w->cancel = 1;
+}
+
+/* At least the number of tokens in text: every punctuation byte may be a
+ * token of its own, a run of word characters one, and every line end one
+ * (newlines are tokens in some grammars). Room is left for the zero-width
+ * tokens external scanners and error recovery add. */
+static bool may_reach_width(const char *text, size_t len)
+{
+    size_t tokens = 0;
+    bool in_word = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c >= 0x80;
+        if (word) {
+            tokens += !in_word;
+        } else if (c != ' ' && c != '\t' && c != '\r') {
+            tokens++;
+        }
+        in_word = word;
+        if (tokens >= 32768)
+            return true;
+    }
+    return false;
+}
+
+TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len, const char **why)
 {
     TSParser *parser = ts_parser_new();
     ts_parser_set_language(parser, g->language());
     ts_parser_set_timeout_micros(parser, SYNTAX_PARSE_TIMEOUT_US);
+    width_guard *guard = NULL;
+    if (may_reach_width(text, len)) {
+        guard = xcalloc(1, sizeof *guard);
+        guard->count = 1;
+        ts_parser_set_logger(parser, (TSLogger){guard, width_log});
+        ts_parser_set_cancellation_flag(parser, &guard->cancel);
+    }
     TSTree *tree = ts_parser_parse_string(parser, old, text, (uint32_t)len);
+    if (!tree && why)
+        *why = guard && guard->cancel ? "its syntax tree would nest or run deeper than the parser can hold"
+                                      : "its parse took longer than the 10 s allowed";
+    /* The parser's stack is released here: the cancel came before any node
+     * could take too many children. */
     ts_parser_delete(parser);
+    free(guard);
     return tree;
 }

@@ -65,6 +65,7 @@ typedef struct syntax_grammars syntax_grammars;
 
 syntax_grammars *syntax_grammars_new(const char *query_dir, ecp_logger *log);
 void syntax_grammars_free(syntax_grammars *self);
+ecp_logger *syntax_grammars_log(syntax_grammars *self);
 
 /* The grammar of a language id ("typescriptreact" is tsx), NULL when the id
  * has none here. */
@@ -127,8 +128,10 @@ void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in,
 /* How long one parse may take before the text stays plain. */
 #define SYNTAX_PARSE_TIMEOUT_US 10000000ull
 
-/* Parses text (old: the previous tree, edited, or NULL). NULL on timeout. */
-TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len);
+/* Parses text (old: the previous tree, edited, or NULL). NULL, with *why
+ * (may be NULL) saying so, on timeout or when the tree would hold a node of
+ * more children than the 0.20 runtime can count (see highlight.c). */
+TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len, const char **why);
 
 /* ----- highlighted texts: one-shot highlights and syntax sessions ---------------------------- */
 

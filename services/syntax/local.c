@@ -176,12 +176,10 @@ static void parse_work(ecp_job *job, unsigned item)
     if (!j->text)
         j->text = xstrdup("");
     double t0 = now_ms();
-    j->tree = syntax_parse(j->grammar, j->old, j->text, j->len);
+    j->tree = syntax_parse(j->grammar, j->old, j->text, j->len, &j->failure);
     j->parse_ms = now_ms() - t0;
-    if (!j->tree) {
-        j->failure = "its parse took longer than the 10 s allowed";
+    if (!j->tree)
         return;
-    }
     if (j->old) {
         uint32_t n = 0;
         TSRange *changed = ts_tree_get_changed_ranges(j->old, j->tree, &n);
@@ -654,9 +652,13 @@ syntax_text *syntax_text_build(syntax_grammars *grammars, syntax_grammar *g, cha
     if (!g || len > SYNTAX_MAX_BYTES || !syntax_grammar_ready(grammars, g))
         return t;
     double t0 = now_ms();
-    TSTree *tree = syntax_parse(g, NULL, text, len);
-    if (!tree)
+    const char *why = NULL;
+    TSTree *tree = syntax_parse(g, NULL, text, len, &why);
+    if (!tree) {
+        ecp_log(syntax_grammars_log(grammars), ECP_LOG_WARN, "syntax: a %s text of %zu bytes stays plain text: %s",
+                g->name, len, why);
         return t;
+    }
     t->raw = xcalloc(t->lines.count, sizeof *t->raw);
     syntax_highlight_lines(g, tree, text, len, &t->lines, 0, t->lines.count, t->raw);
     t->parse_ms = now_ms() - t0;

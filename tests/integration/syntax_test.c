@@ -614,6 +614,104 @@ static void test_deep_nesting_is_bounded(void **state)
     }
 }
 
+/* The 0.20 runtime counts a node's children in 16 bits: broken code that
+ * leaves 65,535 tokens unclosed (or 65,535 comments in a row) would give the
+ * root more children than that, and freeing the tree would then kill the
+ * server. Such a document stays plain text, with a log line saying why, and
+ * the server goes on answering; a large file of ordinary code is still
+ * highlighted. */
+static void test_too_many_children_stays_plain(void **state)
+{
+    fx *f = *state;
+    test_server_free(f->s);
+    char *log_text = NULL;
+    size_t log_len = 0;
+    FILE *log = open_memstream(&log_text, &log_len);
+    test_server_options options = {.log = log};
+    f->s = test_server_new(&options);
+    f->c = test_client_connect(f->s);
+    static const struct {
+        const char *language, *ext, *unit;
+        size_t count;
+    } cases[] = {{"json", "json", "[", 65535},
+                 {"javascript", "js", "f([", 22000},
+                 {"javascript", "js", "!", 70000},
+                 {"c", "c", "int a = (", 20000},
+                 {"c", "c", "// c\\n", 70000}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t n = strlen(cases[c].unit);
+        char *content = malloc(cases[c].count * n + 3);
+        content[0] = '"';
+        for (size_t i = 0; i < cases[c].count; i++)
+            memcpy(content + 1 + i * n, cases[c].unit, n);
+        strcpy(content + 1 + cases[c].count * n, "\"");
+        char uri[64];
+        snprintf(uri, sizeof uri, "file:///tmp/syntax-wide-%zu.%s", c, cases[c].ext);
+        size_t plen = strlen(content) + 128;
+        char *params = malloc(plen);
+        snprintf(params, plen, "{\"uri\":\"%s\",\"content\":%s}", uri, content);
+        char *out = call(f, 0, "document/open", params);
+        char *id = test_json_string(out, "documentId");
+        free(out);
+        snprintf(params, plen, "{\"documentId\":\"%s\",\"startLine\":0,\"endLine\":0}", id);
+        bool settled = false;
+        for (int i = 0; i < 6000 && !settled; i++) {
+            out = call(f, 0, "syntax/documentTokens", params);
+            test_json_bool(out, "settled", &settled);
+            if (settled)
+                assert_int_equal(test_json_length(out, "lines[0]"), 0);
+            free(out);
+            if (!settled)
+                test_server_run_for(f->s, 10);
+        }
+        if (!settled)
+            fail_msg("%s: %zu x '%s' never settled", cases[c].language, cases[c].count, cases[c].unit);
+        fflush(log);
+        char want[160];
+        snprintf(want, sizeof want, "document %s stays plain text: its syntax tree would", id);
+        if (!log_text || !strstr(log_text, want))
+            fail_msg("%s: no log line \"%s\"", cases[c].language, want);
+
+        /* The one-shot highlight of the same text: plain, and said so. */
+        snprintf(params, plen, "{\"languageId\":\"%s\",\"content\":%s}", cases[c].language, content);
+        out = call(f, 0, "syntax/highlight", params);
+        assert_int_equal(test_json_length(out, "lines[0]"), 0);
+        free(out);
+        fflush(log);
+        snprintf(want, sizeof want, "syntax: a %s text of %zu bytes stays plain text: its syntax tree would",
+                 cases[c].language, cases[c].count * (cases[c].unit[n - 1] == 'n' ? n - 1 : n));
+        if (!strstr(log_text, want))
+            fail_msg("no log line \"%s\"", want);
+        out = call(f, 0, "syntax/isReady", "{}");
+        assert_string_equal(out, "{\"ready\":true}");
+        free(out);
+        free(id);
+        free(params);
+        free(content);
+    }
+
+    /* Ordinary code with as many tokens is still highlighted. */
+    size_t reps = 20000;
+    const char *unit = "int f(int a) { /* c */ return a * 2; }\\n";
+    size_t n = strlen(unit);
+    char *params = malloc(reps * n + 128);
+    int k = sprintf(params, "{\"languageId\":\"c\",\"content\":\"");
+    for (size_t i = 0; i < reps; i++)
+        memcpy(params + k + i * n, unit, n);
+    strcpy(params + k + reps * n, "\"}");
+    char *out = call(f, 0, "syntax/highlight", params);
+    assert_int_equal(test_json_length(out, "lines"), (long)reps + 1);
+    assert_true(test_json_length(out, "lines[19999]") >= 5);
+    free(out);
+    free(params);
+    test_server_free(f->s);
+    f->s = NULL;
+    fclose(log);
+    free(log_text);
+    f->s = test_server_new(NULL);
+    f->c = test_client_connect(f->s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -631,6 +729,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_plain_documents_have_no_tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_utf8_and_long_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deep_nesting_is_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_too_many_children_stays_plain, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
