@@ -439,13 +439,17 @@ TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *tex
     if (may_reach_width(text, len)) {
         guard = xcalloc(1, sizeof *guard);
         guard->count = 1;
+        /* The runtime formats a log line for every character it lexes: a
+         * guarded parse takes about twice as long, and gets twice the time. */
+        ts_parser_set_timeout_micros(parser, 2 * SYNTAX_PARSE_TIMEOUT_US);
         ts_parser_set_logger(parser, (TSLogger){guard, width_log});
         ts_parser_set_cancellation_flag(parser, &guard->cancel);
     }
     TSTree *tree = ts_parser_parse_string(parser, old, text, (uint32_t)len);
     if (!tree && why)
         *why = guard && guard->cancel ? "its syntax tree would nest or run deeper than the parser can hold"
-                                      : "its parse took longer than the 10 s allowed";
+                                      : guard ? "its parse took longer than the 20 s allowed a text of many tokens"
+                                              : "its parse took longer than the 10 s allowed";
     /* The parser's stack is released here: the cancel came before any node
      * could take too many children. */
     ts_parser_delete(parser);
