@@ -44,6 +44,10 @@ void line_index_free(line_index *self)
     self->count = 0;
 }
 
+static size_t line_of(const line_index *self, size_t offset);
+
+size_t line_index_line_of(const line_index *self, size_t offset) { return line_of(self, offset); }
+
 /* The line holding byte offset (offset <= len). */
 static size_t line_of(const line_index *self, size_t offset)
 {
@@ -291,7 +295,7 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
                     cap_t = cap_t ? cap_t * 2 : 8;
                     line->tokens = xrealloc(line->tokens, cap_t * sizeof *line->tokens);
                 }
-                line->tokens[line->count++] = (raw_token){(uint32_t)(b - ls), (uint32_t)(e - ls), v - 1u};
+                line->tokens[line->count++] = (raw_token){(uint32_t)(b - ls), (uint32_t)(e - ls), v - 1u, g};
             }
             b = e;
         }
@@ -430,13 +434,17 @@ static bool may_reach_width(const char *text, size_t len)
     return false;
 }
 
-TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len, const char **why)
+TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len,
+                     const TSRange *range, const char **why)
 {
     TSParser *parser = ts_parser_new();
     ts_parser_set_language(parser, g->language());
     ts_parser_set_timeout_micros(parser, SYNTAX_PARSE_TIMEOUT_US);
+    if (range)
+        ts_parser_set_included_ranges(parser, range, 1);
     width_guard *guard = NULL;
-    if (may_reach_width(text, len)) {
+    if (range ? may_reach_width(text + range->start_byte, range->end_byte - range->start_byte)
+              : may_reach_width(text, len)) {
         guard = xcalloc(1, sizeof *guard);
         guard->count = 1;
         /* The runtime formats a log line for every character it lexes: a
@@ -455,4 +463,208 @@ TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *tex
     ts_parser_delete(parser);
     free(guard);
     return tree;
+}
+
+/* ----- injections ------------------------------------------------------------------------------ */
+
+/* How deep layers nest: markdown, an html block in it, a <script> in that. */
+#define LAYER_DEPTH 3
+/* At most this many layers a document: a markdown file has one inline layer
+ * a paragraph. */
+#define LAYER_MAX 20000
+
+static void add_layers(syntax_grammars *grammars, const syntax_grammar *host, TSNode root, const char *text,
+                       size_t len, int depth, syntax_layers *out, size_t *cap)
+{
+    if (!host->injections || depth > LAYER_DEPTH)
+        return;
+    TSQueryCursor *cursor = ts_query_cursor_new();
+    ts_query_cursor_exec(cursor, host->injections, root);
+    TSQueryMatch m;
+    while (ts_query_cursor_next_match(cursor, &m) && out->count < LAYER_MAX) {
+        const char *name = host->injection_language[m.pattern_index];
+        size_t name_len = name ? strlen(name) : 0;
+        TSNode content;
+        memset(&content, 0, sizeof content);
+        bool have_content = false;
+        for (uint16_t i = 0; i < m.capture_count; i++) {
+            if (m.captures[i].index == host->injection_language_capture) {
+                uint32_t a = ts_node_start_byte(m.captures[i].node), b = ts_node_end_byte(m.captures[i].node);
+                if (b <= len && a < b) {
+                    name = text + a;
+                    name_len = b - a;
+                }
+            } else if (m.captures[i].index == host->injection_content_capture) {
+                content = m.captures[i].node;
+                have_content = true;
+            }
+        }
+        if (!name || !have_content)
+            continue;
+        char lang[32];
+        if (name_len >= sizeof lang)
+            continue;
+        memcpy(lang, name, name_len);
+        lang[name_len] = '\0';
+        syntax_grammar *g = syntax_grammars_find_injected(grammars, lang);
+        if (!g || !syntax_grammar_ready(grammars, g))
+            continue;
+        TSRange range = {ts_node_start_point(content), ts_node_end_point(content), ts_node_start_byte(content),
+                         ts_node_end_byte(content)};
+        if (range.end_byte > len || range.start_byte >= range.end_byte)
+            continue;
+        TSTree *tree = syntax_parse(g, NULL, text, len, &range, NULL);
+        if (!tree)
+            continue;
+        if (out->count == *cap) {
+            *cap = *cap ? *cap * 2 : 8;
+            out->items = xrealloc(out->items, *cap * sizeof *out->items);
+        }
+        out->items[out->count++] = (syntax_layer){g, tree, range.start_byte, range.end_byte};
+        add_layers(grammars, g, ts_tree_root_node(tree), text, len, depth + 1, out, cap);
+    }
+    ts_query_cursor_delete(cursor);
+}
+
+static int layer_order(const void *a, const void *b)
+{
+    const syntax_layer *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->end > y->end ? -1 : x->end < y->end; /* outer first: the inner one paints over it */
+}
+
+void syntax_layers_build(syntax_grammars *grammars, const syntax_grammar *host, const TSTree *tree, const char *text,
+                         size_t len, syntax_layers *out)
+{
+    out->items = NULL;
+    out->count = 0;
+    size_t cap = 0;
+    add_layers(grammars, host, ts_tree_root_node(tree), text, len, 1, out, &cap);
+    qsort(out->items, out->count, sizeof *out->items, layer_order);
+}
+
+void syntax_layers_free(syntax_layers *self)
+{
+    for (size_t i = 0; i < self->count; i++)
+        ts_tree_delete(self->items[i].tree);
+    free(self->items);
+    self->items = NULL;
+    self->count = 0;
+}
+
+static uint32_t shift_byte(uint32_t at, const TSInputEdit *e, bool is_end)
+{
+    if (at < e->start_byte || (at == e->start_byte && !is_end))
+        return at;
+    if (at >= e->old_end_byte)
+        return at - e->old_end_byte + e->new_end_byte;
+    return is_end ? e->new_end_byte : e->start_byte; /* inside the replaced bytes */
+}
+
+void syntax_layers_edit(syntax_layers *self, const TSInputEdit *edit)
+{
+    for (size_t i = 0; i < self->count; i++) {
+        syntax_layer *l = &self->items[i];
+        ts_tree_edit(l->tree, edit);
+        l->start = shift_byte(l->start, edit, false);
+        l->end = shift_byte(l->end, edit, true);
+    }
+}
+
+static int token_order(const void *a, const void *b)
+{
+    const raw_token *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Removes the bytes [a, b) (line-relative) from line's tokens. */
+static void cut_tokens(raw_line *line, uint32_t a, uint32_t b)
+{
+    size_t n = 0;
+    raw_token *extra = NULL;
+    size_t extra_count = 0;
+    for (size_t i = 0; i < line->count; i++) {
+        raw_token t = line->tokens[i];
+        if (t.end <= a || t.start >= b) {
+            line->tokens[n++] = t;
+            continue;
+        }
+        if (t.start < a) {
+            raw_token left = t;
+            left.end = a;
+            line->tokens[n++] = left;
+        }
+        if (t.end > b) {
+            raw_token right = t;
+            right.start = b;
+            extra = xrealloc(extra, (extra_count + 1) * sizeof *extra);
+            extra[extra_count++] = right;
+        }
+    }
+    line->count = (uint32_t)n;
+    if (extra_count) {
+        line->tokens = xrealloc(line->tokens, (n + extra_count) * sizeof *line->tokens);
+        memcpy(line->tokens + n, extra, extra_count * sizeof *extra);
+        line->count += (uint32_t)extra_count;
+    }
+    free(extra);
+}
+
+void syntax_highlight_layered(const syntax_grammar *g, const TSTree *tree, const syntax_layers *layers,
+                              const char *text, size_t len, const line_index *lines, size_t first, size_t count,
+                              raw_line *out)
+{
+    syntax_highlight_lines(g, tree, text, len, lines, first, count, out);
+    if (!layers || !layers->count || first >= lines->count)
+        return;
+    if (first + count > lines->count)
+        count = lines->count - first;
+    size_t from = lines->starts[first], to = lines->starts[first + count] - 1;
+    raw_line *inner = xcalloc(count, sizeof *inner);
+    for (size_t i = 0; i < layers->count; i++) {
+        const syntax_layer *l = &layers->items[i];
+        if (l->end <= from || l->start >= to || l->end > len)
+            continue;
+        size_t lf = first, lc = count; /* only the lines the layer meets */
+        while (lf < first + lc - 1 && lines->starts[lf + 1] <= l->start) {
+            lf++;
+            lc--;
+        }
+        while (lc > 1 && lines->starts[lf + lc - 1] >= l->end)
+            lc--;
+        syntax_highlight_lines(l->grammar, l->tree, text, len, lines, lf, lc, inner + (lf - first));
+        for (size_t k = lf; k < lf + lc; k++) {
+            raw_line *dst = &out[k - first], *src = &inner[k - first];
+            size_t ls = lines->starts[k], le = lines->starts[k + 1] - 1;
+            uint32_t a = (uint32_t)(l->start > ls ? l->start - ls : 0);
+            uint32_t b = (uint32_t)((l->end < le ? l->end : le) - ls);
+            /* The layer paints over what lies under it where it has tokens;
+             * elsewhere the host's tokens stay (a heading's title around
+             * the plain words of its inline layer). */
+            size_t keep = 0;
+            for (size_t t = 0; t < src->count; t++)
+                if (src->tokens[t].start >= a && src->tokens[t].end <= b) {
+                    cut_tokens(dst, src->tokens[t].start, src->tokens[t].end);
+                    src->tokens[keep++] = src->tokens[t];
+                }
+            if (keep) {
+                dst->tokens = xrealloc(dst->tokens, (dst->count + keep) * sizeof *dst->tokens);
+                memcpy(dst->tokens + dst->count, src->tokens, keep * sizeof *src->tokens);
+                dst->count += (uint32_t)keep;
+                qsort(dst->tokens, dst->count, sizeof *dst->tokens, token_order);
+                /* What is left of a host token between the layer's may be
+                 * only the spaces between them: not a token. */
+                uint32_t kept = 0;
+                for (uint32_t t = 0; t < dst->count; t++)
+                    if (!all_space(text + ls + dst->tokens[t].start, dst->tokens[t].end - dst->tokens[t].start))
+                        dst->tokens[kept++] = dst->tokens[t];
+                dst->count = kept;
+            }
+            free(src->tokens);
+            src->tokens = NULL;
+            src->count = 0;
+        }
+    }
+    free(inner);
 }

@@ -712,6 +712,130 @@ static void test_too_many_children_stays_plain(void **state)
     f->c = test_client_connect(f->s);
 }
 
+/* ----- injections ------------------------------------------------------------------------------ */
+
+/* Highlights content (a JSON string's characters, escaped) as language and
+ * returns the result. */
+static char *highlight_as(fx *f, const char *language, const char *content_json)
+{
+    size_t n = strlen(content_json) + 128;
+    char *params = malloc(n);
+    snprintf(params, n, "{\"languageId\":\"%s\",\"content\":%s}", language, content_json);
+    char *out = call(f, 0, "syntax/highlight", params);
+    free(params);
+    return out;
+}
+
+static void expect_token(const char *out, const char *content, int line, const char *text, const char *scope)
+{
+    if (!has_token(out, "lines", content, line, text, scope))
+        fail_msg("no @%s on '%s' in line %d: %s", scope, text, line, out);
+}
+
+/* Code fences get the tokens of the language their info string names, the
+ * markdown around them keeps its own. */
+static void test_markdown_fences_are_injected(void **state)
+{
+    fx *f = *state;
+    const char *content = "# Title\n"
+                          "```c\n"
+                          "int main(void) { return 0; }\n"
+                          "```\n"
+                          "text\n"
+                          "```python\n"
+                          "def f(x):\n"
+                          "    return None\n"
+                          "```\n";
+    char *out = highlight_as(f, "markdown",
+                             "\"# Title\\n```c\\nint main(void) { return 0; }\\n```\\ntext\\n```python\\n"
+                             "def f(x):\\n    return None\\n```\\n\"");
+    expect_token(out, content, 0, "Title", "text.title");
+    expect_token(out, content, 1, "```", "punctuation.delimiter");
+    expect_token(out, content, 2, "int", "type");
+    expect_token(out, content, 2, "main", "function");
+    expect_token(out, content, 2, "return", "keyword");
+    expect_token(out, content, 6, "def", "keyword");
+    expect_token(out, content, 6, "f", "function");
+    expect_token(out, content, 7, "None", "constant.builtin");
+    free(out);
+}
+
+/* <script> is javascript and <style> css inside html. */
+static void test_html_script_and_style_are_injected(void **state)
+{
+    fx *f = *state;
+    const char *content = "<html>\n"
+                          "<script>\n"
+                          "const answer = 42;\n"
+                          "</script>\n"
+                          "<style>\n"
+                          "body { color: red; }\n"
+                          "</style>\n"
+                          "</html>\n";
+    char *out = highlight_as(f, "html",
+                             "\"<html>\\n<script>\\nconst answer = 42;\\n</script>\\n<style>\\nbody { color: red; }\\n"
+                             "</style>\\n</html>\\n\"");
+    expect_token(out, content, 1, "script", "tag");
+    expect_token(out, content, 2, "const", "keyword");
+    expect_token(out, content, 2, "42", "number");
+    expect_token(out, content, 5, "body", "tag");
+    expect_token(out, content, 5, "color", "property");
+    free(out);
+}
+
+/* Emphasis, code spans and links inside markdown's paragraphs, through the
+ * inline grammar. */
+static void test_markdown_inline(void **state)
+{
+    fx *f = *state;
+    const char *content = "Some *stress* and `code` and [a link](https://example.com).\n";
+    char *out = highlight_as(f, "markdown",
+                             "\"Some *stress* and `code` and [a link](https://example.com).\\n\"");
+    expect_token(out, content, 0, "stress", "text.emphasis");
+    expect_token(out, content, 0, "*", "punctuation.delimiter");
+    expect_token(out, content, 0, "code", "text.literal");
+    expect_token(out, content, 0, "`", "punctuation.delimiter");
+    expect_token(out, content, 0, "a link", "text.reference");
+    expect_token(out, content, 0, "https://example.com", "text.uri");
+    free(out);
+}
+
+/* An edit inside a fence of an open document reparses its layer: the tokens
+ * of the new code come with the document's next syntax/didChange. */
+static void test_edit_inside_a_fence(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f, "file:///tmp/syntax-fence.md", "\"# T\\n```c\\nint x;\\n```\\n\"");
+    assert_true(test_client_wait_notifications(f->c, "syntax/didChange", 1, 5000));
+    char *out = settled_tokens(f, id, 0, 3);
+    expect_token(out, "# T\n```c\nint x;\n```\n", 2, "int", "type");
+    free(out);
+    test_client_clear_notifications(f->c);
+    char params[256];
+    snprintf(params, sizeof params,
+             "{\"documentId\":\"%s\",\"position\":{\"line\":2,\"column\":0},\"text\":\"static \"}", id);
+    free(call(f, 0, "document/insert", params));
+    assert_true(test_client_wait_notifications(f->c, "syntax/didChange", 1, 5000));
+    out = settled_tokens(f, id, 0, 3);
+    const char *now = "# T\n```c\nstatic int x;\n```\n";
+    expect_token(out, now, 2, "static", "keyword");
+    expect_token(out, now, 2, "int", "type");
+
+    /* The fence's language changes: the layer goes, another comes. */
+    free(out);
+    test_client_clear_notifications(f->c);
+    snprintf(params, sizeof params,
+             "{\"documentId\":\"%s\",\"range\":{\"start\":{\"line\":1,\"column\":3},\"end\":{\"line\":1,\"column\":4}},"
+             "\"text\":\"python\"}", id);
+    free(call(f, 0, "document/replace", params));
+    assert_true(test_client_wait_notifications(f->c, "syntax/didChange", 1, 5000));
+    out = settled_tokens(f, id, 0, 3);
+    if (has_token(out, "lines", "# T\n```python\nstatic int x;\n```\n", 2, "int", "type"))
+        fail_msg("C tokens in a python fence: %s", out);
+    free(out);
+    free(id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -730,6 +854,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_utf8_and_long_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deep_nesting_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_many_children_stays_plain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_markdown_fences_are_injected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_html_script_and_style_are_injected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_markdown_inline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_edit_inside_a_fence, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
