@@ -448,15 +448,16 @@ TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *tex
         guard = xcalloc(1, sizeof *guard);
         guard->count = 1;
         /* The runtime formats a log line for every character it lexes: a
-         * guarded parse takes about twice as long, and gets twice the time. */
-        ts_parser_set_timeout_micros(parser, 2 * SYNTAX_PARSE_TIMEOUT_US);
+         * guarded parse takes about twice as long, and gets three times the time
+         * (the limit is wall time: the same margin as an unwatched parse). */
+        ts_parser_set_timeout_micros(parser, 3 * SYNTAX_PARSE_TIMEOUT_US);
         ts_parser_set_logger(parser, (TSLogger){guard, width_log});
         ts_parser_set_cancellation_flag(parser, &guard->cancel);
     }
     TSTree *tree = ts_parser_parse_string(parser, old, text, (uint32_t)len);
     if (!tree && why)
         *why = guard && guard->cancel ? "its syntax tree would nest or run deeper than the parser can hold"
-                                      : guard ? "its parse took longer than the 20 s allowed a text of many tokens"
+                                      : guard ? "its parse took longer than the 30 s allowed a text of many tokens"
                                               : "its parse took longer than the 10 s allowed";
     /* The parser's stack is released here: the cancel came before any node
      * could take too many children. */
@@ -541,7 +542,8 @@ void syntax_layers_build(syntax_grammars *grammars, const syntax_grammar *host, 
     out->count = 0;
     size_t cap = 0;
     add_layers(grammars, host, ts_tree_root_node(tree), text, len, 1, out, &cap);
-    qsort(out->items, out->count, sizeof *out->items, layer_order);
+    if (out->count > 1)
+        qsort(out->items, out->count, sizeof *out->items, layer_order);
 }
 
 void syntax_layers_free(syntax_layers *self)
