@@ -337,22 +337,76 @@ void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in,
  * `[`, a run of `!` with no operand) or from 65,535 comments in a row.
  *
  * A text with fewer tokens than that cannot build such a node. A larger one
- * is parsed with a logger that follows the depth of every stack version
- * (shifts push, a reduce of n children pops n - 1, a recovery pops its
- * depth) and cancels the parse long before a node could take 2^16 children.
- * When versions merge their stacks join: the smallest depth is kept, so the
- * estimate does not creep up over a long ambiguous file (C's `a * b;`); once
- * the parse has met an error, the largest is watched as well, since error
- * recovery is where deep stacks end up in one node. */
+ * is parsed with a logger that follows the stack of every parse version and
+ * cancels the parse long before a node could take 2^16 children: its
+ * entries other than extras (shifts push one, a reduce of n children pops n
+ * and pushes one, a recovery to a previous state pops its depth), and the
+ * extras (comments) lying after each of them, since a reduce takes the
+ * extras between its children and leaves those after the last on the stack.
+ * Its size is what the root would take at the end of the text.
+ *
+ * Which versions merge or go is not logged. When there are fewer than
+ * before, the smallest stack is kept as `low`, so that the estimate does not
+ * creep up over a long ambiguous file (C's `a * b;` is parsed both ways and
+ * merged, thousands of times); once the parse has met an error the largest
+ * is followed too, as `high`, since error recovery is where one version
+ * keeps every token while the others are dropped. */
 #define WIDTH_LIMIT 50000
-#define WIDTH_VERSIONS 64
+#define WIDTH_VERSIONS 16
+
+typedef struct stack_estimate {
+    uint32_t *extras_after; /* [k]: extras after the k-th entry (0: before the first) */
+    size_t entries, cap;    /* entries other than extras */
+    size_t extras;          /* the sum of extras_after[0 .. entries] */
+} stack_estimate;
 
 typedef struct width_guard {
-    long low[WIDTH_VERSIONS], high[WIDTH_VERSIONS];
+    stack_estimate low[WIDTH_VERSIONS], high[WIDTH_VERSIONS];
     unsigned count, current;
     bool error_seen;
     size_t cancel; /* the parser's cancellation flag */
 } width_guard;
+
+static void estimate_copy(stack_estimate *to, const stack_estimate *from)
+{
+    if (to == from)
+        return;
+    if (to->cap < from->entries + 1) {
+        to->cap = from->entries + 16;
+        to->extras_after = xrealloc(to->extras_after, to->cap * sizeof *to->extras_after);
+    }
+    memcpy(to->extras_after, from->extras_after, (from->entries + 1) * sizeof *from->extras_after);
+    to->entries = from->entries;
+    to->extras = from->extras;
+}
+
+static void estimate_push(stack_estimate *e)
+{
+    if (e->cap < e->entries + 2) {
+        e->cap = e->cap ? e->cap * 2 : 64;
+        e->extras_after = xrealloc(e->extras_after, e->cap * sizeof *e->extras_after);
+    }
+    e->extras_after[++e->entries] = 0;
+}
+
+/* n entries (and the extras between them) become one; the extras after
+ * the last stay after it. */
+static void estimate_reduce(stack_estimate *e, long n)
+{
+    if (n <= 0 || e->entries == 0) {
+        estimate_push(e);
+        return;
+    }
+    if ((size_t)n > e->entries)
+        n = (long)e->entries;
+    size_t first = e->entries - (size_t)n + 1;
+    for (size_t k = first; k < e->entries; k++)
+        e->extras -= e->extras_after[k];
+    e->extras_after[first] = e->extras_after[e->entries];
+    e->entries = first;
+}
+
+static size_t estimate_size(const stack_estimate *e) { return e->entries + e->extras; }
 
 static bool starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
@@ -362,53 +416,91 @@ static long number_after(const char *s, const char *key)
     return p ? strtol(p + strlen(key), NULL, 10) : 0;
 }
 
+static void width_versions(width_guard *w, unsigned version, unsigned count)
+{
+    if (count > WIDTH_VERSIONS)
+        count = WIDTH_VERSIONS;
+    if (count == 0)
+        count = 1;
+    if (version >= count)
+        version = count - 1;
+    if (count < w->count) {
+        unsigned low = 0, high = 0;
+        for (unsigned i = 1; i < w->count; i++) {
+            low = estimate_size(&w->low[i]) < estimate_size(&w->low[low]) ? i : low;
+            high = estimate_size(&w->high[i]) > estimate_size(&w->high[high]) ? i : high;
+        }
+        stack_estimate keep_low = {0}, keep_high = {0};
+        estimate_copy(&keep_low, &w->low[low]);
+        estimate_copy(&keep_high, &w->high[high]);
+        for (unsigned i = 0; i < count; i++) {
+            estimate_copy(&w->low[i], &keep_low);
+            estimate_copy(&w->high[i], &keep_high);
+        }
+        free(keep_low.extras_after);
+        free(keep_high.extras_after);
+    } else {
+        for (unsigned i = w->count; i < count; i++) { /* split from the version just processed */
+            estimate_copy(&w->low[i], &w->low[w->current]);
+            estimate_copy(&w->high[i], &w->high[w->current]);
+        }
+    }
+    w->count = count;
+    w->current = version;
+}
+
 static void width_log(void *payload, TSLogType type, const char *message)
 {
     width_guard *w = payload;
     if (type != TSLogTypeParse)
         return;
     if (starts(message, "process version:")) {
-        unsigned v = (unsigned)number_after(message, "version:");
-        unsigned n = (unsigned)number_after(message, "version_count:");
-        if (n > WIDTH_VERSIONS)
-            n = WIDTH_VERSIONS;
-        if (v >= WIDTH_VERSIONS)
-            v = WIDTH_VERSIONS - 1;
-        if (n < w->count) {
-            /* Versions merged or were dropped; which ones is not said. */
-            long low = w->low[0], high = w->high[0];
-            for (unsigned i = 1; i < w->count; i++) {
-                low = w->low[i] < low ? w->low[i] : low;
-                high = w->high[i] > high ? w->high[i] : high;
-            }
-            for (unsigned i = 0; i < n; i++) {
-                w->low[i] = low;
-                w->high[i] = high;
-            }
-        } else {
-            for (unsigned i = w->count; i < n; i++) { /* split from the version just processed */
-                w->low[i] = w->low[w->current];
-                w->high[i] = w->high[w->current];
-            }
-        }
-        w->count = n > 0 ? n : 1;
-        w->current = v;
+        width_versions(w, (unsigned)number_after(message, "version:"),
+                       (unsigned)number_after(message, "version_count:"));
         return;
     }
-    long delta = 0;
-    if (starts(message, "shift") || starts(message, "skip_token") || starts(message, "recover_with_missing"))
-        delta = 1;
-    else if (starts(message, "reduce "))
-        delta = 1 - number_after(message, "child_count:");
-    else if (starts(message, "recover_to_previous"))
-        delta = 1 - number_after(message, "depth:");
-    else if (starts(message, "detect_error"))
+    stack_estimate *both[2] = {&w->low[w->current], &w->high[w->current]};
+    for (int i = 0; i < 2; i++) {
+        stack_estimate *e = both[i];
+        if (starts(message, "shift_extra")) {
+            e->extras_after[e->entries]++;
+            e->extras++;
+        } else if (starts(message, "shift") || starts(message, "skip_token") ||
+                   starts(message, "recover_with_missing")) {
+            estimate_push(e);
+        } else if (starts(message, "reduce ")) {
+            estimate_reduce(e, number_after(message, "child_count:"));
+        } else if (starts(message, "recover_to_previous")) {
+            estimate_reduce(e, number_after(message, "depth:"));
+        }
+    }
+    if (starts(message, "detect_error"))
         w->error_seen = true;
-    long *low = &w->low[w->current], *high = &w->high[w->current];
-    *low = *low + delta > 0 ? *low + delta : 0;
-    *high = *high + delta > 0 ? *high + delta : 0;
-    if (*low > WIDTH_LIMIT || (w->error_seen && *high > WIDTH_LIMIT))
+    if (estimate_size(both[0]) > WIDTH_LIMIT || (w->error_seen && estimate_size(both[1]) > WIDTH_LIMIT))
         w->cancel = 1;
+}
+
+static width_guard *width_guard_new(void)
+{
+    width_guard *w = xcalloc(1, sizeof *w);
+    w->count = 1;
+    for (unsigned i = 0; i < WIDTH_VERSIONS; i++) {
+        estimate_push(&w->low[i]); /* entry 0 holds the extras before the first entry */
+        estimate_push(&w->high[i]);
+        w->low[i].entries = w->high[i].entries = 0;
+    }
+    return w;
+}
+
+static void width_guard_free(width_guard *w)
+{
+    if (!w)
+        return;
+    for (unsigned i = 0; i < WIDTH_VERSIONS; i++) {
+        free(w->low[i].extras_after);
+        free(w->high[i].extras_after);
+    }
+    free(w);
 }
 
 /* At least the number of tokens in text: every punctuation byte may be a
@@ -445,8 +537,7 @@ TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *tex
     width_guard *guard = NULL;
     if (range ? may_reach_width(text + range->start_byte, range->end_byte - range->start_byte)
               : may_reach_width(text, len)) {
-        guard = xcalloc(1, sizeof *guard);
-        guard->count = 1;
+        guard = width_guard_new();
         /* The runtime formats a log line for every character it lexes: a
          * guarded parse takes about twice as long, and gets three times the time
          * (the limit is wall time: the same margin as an unwatched parse). */
@@ -462,7 +553,7 @@ TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *tex
     /* The parser's stack is released here: the cancel came before any node
      * could take too many children. */
     ts_parser_delete(parser);
-    free(guard);
+    width_guard_free(guard);
     return tree;
 }
 
