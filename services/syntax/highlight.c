@@ -565,8 +565,27 @@ TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *tex
  * a paragraph. */
 #define LAYER_MAX 20000
 
+/* The layer of the previous parse that starts at start with grammar g, if any. */
+static const syntax_layer *previous_layer(const syntax_layers *previous, const syntax_grammar *g, uint32_t start)
+{
+    if (!previous || !previous->count)
+        return NULL;
+    size_t lo = 0, hi = previous->count; /* the first layer starting at or after start */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (previous->items[mid].start < start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < previous->count && previous->items[i].start == start; i++)
+        if (previous->items[i].grammar == g)
+            return &previous->items[i];
+    return NULL;
+}
+
 static void add_layers(syntax_grammars *grammars, const syntax_grammar *host, TSNode root, const char *text,
-                       size_t len, int depth, syntax_layers *out, size_t *cap)
+                       size_t len, const syntax_layers *previous, int depth, syntax_layers *out, size_t *cap)
 {
     if (!host->injections || depth > LAYER_DEPTH)
         return;
@@ -605,15 +624,25 @@ static void add_layers(syntax_grammars *grammars, const syntax_grammar *host, TS
                          ts_node_end_byte(content)};
         if (range.end_byte > len || range.start_byte >= range.end_byte)
             continue;
-        TSTree *tree = syntax_parse(g, NULL, text, len, &range, NULL);
+        /* A layer no edit touched is the same text at the same place: its
+         * tree is kept. One that was edited is parsed again whole: a layer
+         * is small, and the 0.20 runtime's reparse of a tree whose included
+         * range changed does not always give the tree a full parse gives
+         * (markdown's inline grammar, found by the fuzz target). */
+        const syntax_layer *before = previous_layer(previous, g, range.start_byte);
+        TSTree *tree;
+        if (before && !before->edited && before->end == range.end_byte)
+            tree = ts_tree_copy(before->tree);
+        else
+            tree = syntax_parse(g, NULL, text, len, &range, NULL);
         if (!tree)
             continue;
         if (out->count == *cap) {
             *cap = *cap ? *cap * 2 : 8;
             out->items = xrealloc(out->items, *cap * sizeof *out->items);
         }
-        out->items[out->count++] = (syntax_layer){g, tree, range.start_byte, range.end_byte};
-        add_layers(grammars, g, ts_tree_root_node(tree), text, len, depth + 1, out, cap);
+        out->items[out->count++] = (syntax_layer){g, tree, range.start_byte, range.end_byte, false};
+        add_layers(grammars, g, ts_tree_root_node(tree), text, len, previous, depth + 1, out, cap);
     }
     ts_query_cursor_delete(cursor);
 }
@@ -627,14 +656,24 @@ static int layer_order(const void *a, const void *b)
 }
 
 void syntax_layers_build(syntax_grammars *grammars, const syntax_grammar *host, const TSTree *tree, const char *text,
-                         size_t len, syntax_layers *out)
+                         size_t len, const syntax_layers *previous, syntax_layers *out)
 {
     out->items = NULL;
     out->count = 0;
     size_t cap = 0;
-    add_layers(grammars, host, ts_tree_root_node(tree), text, len, 1, out, &cap);
+    add_layers(grammars, host, ts_tree_root_node(tree), text, len, previous, 1, out, &cap);
     if (out->count > 1)
         qsort(out->items, out->count, sizeof *out->items, layer_order);
+}
+
+void syntax_layers_copy(const syntax_layers *from, syntax_layers *to)
+{
+    to->count = from->count;
+    to->items = from->count ? xmalloc(from->count * sizeof *to->items) : NULL;
+    for (size_t i = 0; i < from->count; i++) {
+        to->items[i] = from->items[i];
+        to->items[i].tree = ts_tree_copy(from->items[i].tree);
+    }
 }
 
 void syntax_layers_free(syntax_layers *self)
@@ -660,6 +699,9 @@ void syntax_layers_edit(syntax_layers *self, const TSInputEdit *edit)
     for (size_t i = 0; i < self->count; i++) {
         syntax_layer *l = &self->items[i];
         ts_tree_edit(l->tree, edit);
+        /* Typing just after a layer's last byte may extend it: edited too. */
+        if (edit->start_byte <= l->end && edit->old_end_byte >= l->start)
+            l->edited = true;
         l->start = shift_byte(l->start, edit, false);
         l->end = shift_byte(l->end, edit, true);
     }

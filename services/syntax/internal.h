@@ -156,6 +156,7 @@ typedef struct syntax_layer {
     syntax_grammar *grammar;
     TSTree *tree;
     uint32_t start, end; /* the bytes it covers */
+    bool edited;         /* an edit touched it since it was parsed */
 } syntax_layer;
 
 typedef struct syntax_layers {
@@ -164,9 +165,14 @@ typedef struct syntax_layers {
 } syntax_layers;
 
 /* Any thread: the layers host's injection query finds in tree, and the
- * layers inside those (a fence of html holding a <script>), parsed. */
+ * layers inside those (a fence of html holding a <script>), parsed.
+ * previous (may be NULL): the layers of the last parse, edited to match
+ * text; a layer in the same place that no edit touched keeps its tree, an
+ * edited one is reparsed from it. */
 void syntax_layers_build(syntax_grammars *grammars, const syntax_grammar *host, const TSTree *tree, const char *text,
-                         size_t len, syntax_layers *out);
+                         size_t len, const syntax_layers *previous, syntax_layers *out);
+/* A copy sharing the trees (ts_tree_copy), for a parse off the loop. */
+void syntax_layers_copy(const syntax_layers *from, syntax_layers *to);
 void syntax_layers_free(syntax_layers *self);
 /* Applies an edit of the text to every layer: trees and ranges shift with it. */
 void syntax_layers_edit(syntax_layers *self, const TSInputEdit *edit);

@@ -143,6 +143,7 @@ typedef struct parse_job {
     size_t len;
     TSTree *tree;         /* the result; NULL on failure */
     syntax_layers layers; /* the languages injected into it */
+    syntax_layers old_layers; /* incremental: the document's layers, edited, when it started */
     const char *failure;  /* why the document stays plain */
     syntax_line_range *ranges; /* the lines to report */
     size_t range_count, range_cap;
@@ -183,9 +184,10 @@ static void parse_work(ecp_job *job, unsigned item)
     j->parse_ms = now_ms() - t0;
     if (!j->tree)
         return;
-    /* Injections are found again over the whole text: a fence opened or
-     * closed moves every layer after it, and each layer is small. */
-    syntax_layers_build(j->svc->grammars, j->grammar, j->tree, j->text, j->len, &j->layers);
+    /* Injections are found again over the whole text (a fence opened or
+     * closed moves every layer after it); the layers no edit touched keep
+     * their trees, the edited ones are reparsed from theirs. */
+    syntax_layers_build(j->svc->grammars, j->grammar, j->tree, j->text, j->len, &j->old_layers, &j->layers);
     if (j->old) {
         uint32_t n = 0;
         TSRange *changed = ts_tree_get_changed_ranges(j->old, j->tree, &n);
@@ -311,6 +313,7 @@ static void parse_free(void *data)
     if (j->tree)
         ts_tree_delete(j->tree);
     syntax_layers_free(&j->layers);
+    syntax_layers_free(&j->old_layers);
     free(j->text);
     free(j->ranges);
     free(j->doc_id);
@@ -338,6 +341,7 @@ static void start_parse(syntax_service *self, syntax_doc *doc, bool full)
     j->full = full || !doc->tree;
     if (!j->full) {
         j->old = ts_tree_copy(doc->tree);
+        syntax_layers_copy(&doc->layers, &j->old_layers);
         j->ranges = doc->touched;
         j->range_count = doc->touched_count;
         j->range_cap = doc->touched_cap;
@@ -708,7 +712,7 @@ syntax_text *syntax_text_build(syntax_grammars *grammars, syntax_grammar *g, cha
     }
     t->raw = xcalloc(t->lines.count, sizeof *t->raw);
     syntax_layers layers;
-    syntax_layers_build(grammars, g, tree, text, len, &layers);
+    syntax_layers_build(grammars, g, tree, text, len, NULL, &layers);
     syntax_highlight_layered(g, tree, &layers, text, len, &t->lines, 0, t->lines.count, t->raw);
     syntax_layers_free(&layers);
     t->parse_ms = now_ms() - t0;

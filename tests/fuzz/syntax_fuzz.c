@@ -3,12 +3,15 @@
  * The input is a program: a language, an initial text, then edits (insert
  * or delete at an offset). The syntax service's own steps run on it: each
  * edit goes to the tree (ts_tree_edit) and to the line index
- * (line_index_replace), the tree is reparsed from the edited one, and the
- * languages injected into it are found again. After every edit the result
+ * (line_index_replace) and to the injected languages' layers, the tree is
+ * reparsed from the edited one, and the layers are found again from the
+ * edited ones (kept where no edit touched them, reparsed from their old
+ * trees where one did). After every edit the result
  * is compared with a fresh start from the same text: the line index must be
- * the one line_index_build gives, and when the text parses without errors
- * (tree-sitter does not promise the same error recovery from an edited
- * tree) every line's tokens, injected languages included, must be the same.
+ * the one line_index_build gives, and when the text and the languages
+ * injected into it parse without errors (tree-sitter does not promise the
+ * same error recovery from an edited tree) every line's tokens, injected
+ * languages included, must be the same.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -106,6 +109,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     line_index_build(&lines, text, len);
     TSTree *tree = syntax_parse(g, NULL, text, len, NULL, NULL);
     REQUIRE(tree);
+    syntax_layers layers;
+    syntax_layers_build(grammars, g, tree, text, len, NULL, &layers);
 
     for (int step = 0; step < MAX_EDITS && in.at < in.size; step++) {
         uint8_t op = next_byte(&in);
@@ -132,10 +137,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         edit.new_end_point = point_at(text, at + inserted);
         line_index_replace(&lines, text, len, at, deleted, inserted);
         ts_tree_edit(tree, &edit);
+        syntax_layers_edit(&layers, &edit);
         TSTree *next = syntax_parse(g, tree, text, len, NULL, NULL);
         REQUIRE(next);
         ts_tree_delete(tree);
         tree = next;
+        syntax_layers next_layers;
+        syntax_layers_build(grammars, g, tree, text, len, &layers, &next_layers);
+        syntax_layers_free(&layers);
+        layers = next_layers;
 
         line_index fresh_lines;
         line_index_build(&fresh_lines, text, len);
@@ -145,10 +155,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         TSTree *fresh = syntax_parse(g, NULL, text, len, NULL, NULL);
         REQUIRE(fresh);
-        if (!ts_node_has_error(ts_tree_root_node(fresh))) {
-            syntax_layers layers, fresh_layers;
-            syntax_layers_build(grammars, g, tree, text, len, &layers);
-            syntax_layers_build(grammars, g, fresh, text, len, &fresh_layers);
+        syntax_layers fresh_layers;
+        syntax_layers_build(grammars, g, fresh, text, len, NULL, &fresh_layers);
+        bool clean = !ts_node_has_error(ts_tree_root_node(fresh));
+        for (size_t i = 0; clean && i < fresh_layers.count; i++)
+            clean = !ts_node_has_error(ts_tree_root_node(fresh_layers.items[i].tree));
+        if (clean) {
             raw_line *a = calloc(lines.count, sizeof *a), *b = calloc(lines.count, sizeof *b);
             highlight_all(g, tree, &layers, text, len, &lines, a);
             highlight_all(g, fresh, &fresh_layers, text, len, &lines, b);
@@ -161,11 +173,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             free_lines(a, lines.count);
             free_lines(b, lines.count);
-            syntax_layers_free(&layers);
-            syntax_layers_free(&fresh_layers);
         }
+        syntax_layers_free(&fresh_layers);
         ts_tree_delete(fresh);
     }
+    syntax_layers_free(&layers);
     ts_tree_delete(tree);
     line_index_free(&lines);
     free(text);
