@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "buf.h"
 #include "utf.h"
@@ -348,9 +349,10 @@ void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in,
  * Which versions merge or go is not logged. When there are fewer than
  * before, the smallest stack is kept as `low`, so that the estimate does not
  * creep up over a long ambiguous file (C's `a * b;` is parsed both ways and
- * merged, thousands of times); once the parse has met an error the largest
- * is followed too, as `high`, since error recovery is where one version
- * keeps every token while the others are dropped. */
+ * merged, thousands of times). From an error until the parse is down to one
+ * version again, the largest is followed too, as `high`, since error
+ * recovery is where one version keeps every token while the others are
+ * dropped; when it is over, `low` takes `high` if it is larger. */
 #define WIDTH_LIMIT 50000
 #define WIDTH_VERSIONS 16
 
@@ -360,11 +362,27 @@ typedef struct stack_estimate {
     size_t extras;          /* the sum of extras_after[0 .. entries] */
 } stack_estimate;
 
+/* The top of a version's stack as it was before its last actions: a
+ * version split from it starts there (tree-sitter's reduces pop from the
+ * stack as it was, and all but the last make new versions). Only the top is
+ * kept, so that a deep stack costs nothing more a step. */
+#define WIDTH_SNAPSHOT 64
+
+typedef struct estimate_top {
+    size_t entries, extras, from;
+    uint32_t extras_after[WIDTH_SNAPSHOT + 1]; /* [k - from] for k in from .. entries */
+} estimate_top;
+
 typedef struct width_guard {
     stack_estimate low[WIDTH_VERSIONS], high[WIDTH_VERSIONS];
+    estimate_top low_before, high_before; /* of the version processed last */
     unsigned count, current;
-    bool error_seen;
-    size_t cancel; /* the parser's cancellation flag */
+    bool recovering; /* from an error until one version is left */
+    bool split;      /* more than one version since the error */
+    size_t cancel;   /* the parser's cancellation flag */
+    bool out_of_time;
+    uint64_t messages;
+    uint64_t cpu_deadline_ns; /* of the parsing thread's processor time */
 } width_guard;
 
 static void estimate_copy(stack_estimate *to, const stack_estimate *from)
@@ -408,6 +426,28 @@ static void estimate_reduce(stack_estimate *e, long n)
 
 static size_t estimate_size(const stack_estimate *e) { return e->entries + e->extras; }
 
+static void top_save(estimate_top *t, const stack_estimate *e)
+{
+    t->entries = e->entries;
+    t->extras = e->extras;
+    t->from = e->entries > WIDTH_SNAPSHOT ? e->entries - WIDTH_SNAPSHOT : 0;
+    memcpy(t->extras_after, e->extras_after + t->from, (e->entries - t->from + 1) * sizeof *t->extras_after);
+}
+
+/* e (a copy of the version t was saved from) as that version was then. */
+static void top_restore(stack_estimate *e, const estimate_top *t)
+{
+    if (e->cap < t->entries + 2) {
+        e->cap = t->entries + 16;
+        e->extras_after = xrealloc(e->extras_after, e->cap * sizeof *e->extras_after);
+    }
+    for (size_t k = e->entries + 1; k < t->from; k++)
+        e->extras_after[k] = 0; /* grown back past entries it had popped: not known, none */
+    memcpy(e->extras_after + t->from, t->extras_after, (t->entries - t->from + 1) * sizeof *t->extras_after);
+    e->entries = t->entries;
+    e->extras = t->extras;
+}
+
 static bool starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
 static long number_after(const char *s, const char *key)
@@ -442,18 +482,42 @@ static void width_versions(width_guard *w, unsigned version, unsigned count)
     } else {
         for (unsigned i = w->count; i < count; i++) { /* split from the version just processed */
             estimate_copy(&w->low[i], &w->low[w->current]);
+            top_restore(&w->low[i], &w->low_before);
             estimate_copy(&w->high[i], &w->high[w->current]);
+            top_restore(&w->high[i], &w->high_before);
         }
     }
     w->count = count;
     w->current = version;
+    top_save(&w->low_before, &w->low[version]);
+    top_save(&w->high_before, &w->high[version]);
+    if (w->recovering && count > 1)
+        w->split = true;
+    if (w->recovering && count == 1 && w->split) {
+        if (estimate_size(&w->high[0]) > estimate_size(&w->low[0]))
+            estimate_copy(&w->low[0], &w->high[0]);
+        w->recovering = w->split = false;
+    }
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void width_log(void *payload, TSLogType type, const char *message)
 {
     width_guard *w = payload;
+    if (++w->messages % 4096 == 0 && thread_cpu_ns() > w->cpu_deadline_ns) {
+        w->out_of_time = true;
+        w->cancel = 1;
+    }
     if (type != TSLogTypeParse)
         return;
+    if (message[0] == 'l')
+        return; /* lex_internal, lexed_lookahead: most of the lines, nothing to follow */
     if (starts(message, "process version:")) {
         width_versions(w, (unsigned)number_after(message, "version:"),
                        (unsigned)number_after(message, "version_count:"));
@@ -474,9 +538,12 @@ static void width_log(void *payload, TSLogType type, const char *message)
             estimate_reduce(e, number_after(message, "depth:"));
         }
     }
-    if (starts(message, "detect_error"))
-        w->error_seen = true;
-    if (estimate_size(both[0]) > WIDTH_LIMIT || (w->error_seen && estimate_size(both[1]) > WIDTH_LIMIT))
+    if (starts(message, "detect_error") && !w->recovering) {
+        w->recovering = true;
+        for (unsigned i = 0; i < w->count; i++)
+            estimate_copy(&w->high[i], &w->low[i]);
+    }
+    if (estimate_size(both[0]) > WIDTH_LIMIT || (w->recovering && estimate_size(both[1]) > WIDTH_LIMIT))
         w->cancel = 1;
 }
 
@@ -484,6 +551,7 @@ static width_guard *width_guard_new(void)
 {
     width_guard *w = xcalloc(1, sizeof *w);
     w->count = 1;
+    w->cpu_deadline_ns = thread_cpu_ns() + 2 * SYNTAX_PARSE_TIMEOUT_US * 1000u;
     for (unsigned i = 0; i < WIDTH_VERSIONS; i++) {
         estimate_push(&w->low[i]); /* entry 0 holds the extras before the first entry */
         estimate_push(&w->high[i]);
@@ -539,17 +607,19 @@ TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *tex
               : may_reach_width(text, len)) {
         guard = width_guard_new();
         /* The runtime formats a log line for every character it lexes: a
-         * guarded parse takes about twice as long, and gets three times the time
-         * (the limit is wall time: the same margin as an unwatched parse). */
-        ts_parser_set_timeout_micros(parser, 3 * SYNTAX_PARSE_TIMEOUT_US);
+         * watched parse takes about twice as long. It is bounded by twice the
+         * time in processor time of its own thread, which the watch measures:
+         * wall time would also count the other work of a busy machine, and
+         * the parse is work of its own, off the loop. */
+        ts_parser_set_timeout_micros(parser, 0);
         ts_parser_set_logger(parser, (TSLogger){guard, width_log});
         ts_parser_set_cancellation_flag(parser, &guard->cancel);
     }
     TSTree *tree = ts_parser_parse_string(parser, old, text, (uint32_t)len);
     if (!tree && why)
-        *why = guard && guard->cancel ? "its syntax tree would nest or run deeper than the parser can hold"
-                                      : guard ? "its parse took longer than the 30 s allowed a text of many tokens"
-                                              : "its parse took longer than the 10 s allowed";
+        *why = !guard              ? "its parse took longer than the 10 s allowed"
+               : guard->out_of_time ? "its parse took more than the 20 s of processor time allowed a text of many tokens"
+                                    : "its syntax tree would nest or run deeper than the parser can hold";
     /* The parser's stack is released here: the cancel came before any node
      * could take too many children. */
     ts_parser_delete(parser);

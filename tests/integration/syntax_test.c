@@ -706,6 +706,22 @@ static void test_too_many_children_stays_plain(void **state)
     assert_true(test_json_length(out, "lines[59999]") >= 5);
     free(out);
     free(params);
+
+    /* So are 70,000 declarations that tree-sitter also tries, and rejects,
+     * as expressions at the top of a file: its two parse versions merge
+     * again after each, which the watch must not count as growth. */
+    reps = 70000;
+    unit = "T * x;\\n";
+    n = strlen(unit);
+    params = malloc(reps * n + 128);
+    k = sprintf(params, "{\"languageId\":\"c\",\"content\":\"");
+    for (size_t i = 0; i < reps; i++)
+        memcpy(params + k + i * n, unit, n);
+    strcpy(params + k + reps * n, "\"}");
+    out = call(f, 0, "syntax/highlight", params);
+    assert_true(test_json_length(out, "lines[69999]") >= 2);
+    free(out);
+    free(params);
     test_server_free(f->s);
     f->s = NULL;
     fclose(log);
