@@ -38,9 +38,10 @@ for spec in $PINS; do
   fi
   rm -rf "$DEST/$name"
   mkdir -p "$DEST/$name"
-  # Multi-grammar packages (typescript/tsx, markdown/inline) keep their
-  # subfolders and a shared common/ directory, so they are unpacked whole
-  # except for prebuilt binaries.
+  # Multi-grammar packages (typescript/tsx, markdown block/inline) keep
+  # their subfolders and a shared common/ directory, so they are unpacked
+  # whole except for prebuilt binaries: both markdown grammars are built,
+  # the inline one injected into the block one's paragraphs.
   tar xzf "$TMP"/*.tgz -C "$DEST/$name" --strip-components=1 \
     --exclude='package/prebuilds' --exclude='*.wasm' --exclude='package/bindings' --exclude='package/node_modules'
   rm -f "$TMP"/*.tgz

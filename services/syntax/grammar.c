@@ -83,6 +83,12 @@ DECLARE(tree_sitter_markdown)
 #else
 #define GRAMMAR_MARKDOWN NULL
 #endif
+#ifdef ECPD_GRAMMAR_MARKDOWN_INLINE
+DECLARE(tree_sitter_markdown_inline)
+#define GRAMMAR_MARKDOWN_INLINE tree_sitter_markdown_inline
+#else
+#define GRAMMAR_MARKDOWN_INLINE NULL
+#endif
 #ifdef ECPD_GRAMMAR_HTML
 DECLARE(tree_sitter_html)
 #define GRAMMAR_HTML tree_sitter_html
@@ -129,26 +135,30 @@ typedef struct grammar_spec {
     const char *name;
     const TSLanguage *(*language)(void);
     const char *query_files[4];
+    const char *injection_file;
 } grammar_spec;
 
 static const grammar_spec specs[] = {
-    {"c", GRAMMAR_C, {C_HL}},
-    {"cpp", GRAMMAR_CPP, {C_HL, "tree-sitter-cpp/queries/highlights.scm"}},
-    {"javascript", GRAMMAR_JAVASCRIPT, {JS_HL, JSX_HL}},
-    {"typescript", GRAMMAR_TYPESCRIPT, {JS_HL, TS_HL}},
-    {"tsx", GRAMMAR_TSX, {JS_HL, JSX_HL, TS_HL}},
-    {"python", GRAMMAR_PYTHON, {"tree-sitter-python/queries/highlights.scm"}},
-    {"json", GRAMMAR_JSON, {"tree-sitter-json/queries/highlights.scm"}},
-    {"rust", GRAMMAR_RUST, {"tree-sitter-rust/queries/highlights.scm"}},
-    {"go", GRAMMAR_GO, {"tree-sitter-go/queries/highlights.scm"}},
-    {"bash", GRAMMAR_BASH, {"tree-sitter-bash/queries/highlights.scm"}},
-    {"markdown", GRAMMAR_MARKDOWN, {"tree-sitter-markdown/tree-sitter-markdown/queries/highlights.scm"}},
-    {"html", GRAMMAR_HTML, {"tree-sitter-html/queries/highlights.scm"}},
-    {"css", GRAMMAR_CSS, {"tree-sitter-css/queries/highlights.scm"}},
-    {"java", GRAMMAR_JAVA, {"tree-sitter-java/queries/highlights.scm"}},
-    {"lua", GRAMMAR_LUA, {"tree-sitter-lua/queries/highlights.scm"}},
-    {"yaml", GRAMMAR_YAML, {"tree-sitter-yaml/queries/highlights.scm"}},
-    {"toml", GRAMMAR_TOML, {"tree-sitter-toml/queries/highlights.scm"}},
+    {"c", GRAMMAR_C, {C_HL}, NULL},
+    {"cpp", GRAMMAR_CPP, {C_HL, "tree-sitter-cpp/queries/highlights.scm"}, NULL},
+    {"javascript", GRAMMAR_JAVASCRIPT, {JS_HL, JSX_HL}, NULL},
+    {"typescript", GRAMMAR_TYPESCRIPT, {JS_HL, TS_HL}, NULL},
+    {"tsx", GRAMMAR_TSX, {JS_HL, JSX_HL, TS_HL}, NULL},
+    {"python", GRAMMAR_PYTHON, {"tree-sitter-python/queries/highlights.scm"}, NULL},
+    {"json", GRAMMAR_JSON, {"tree-sitter-json/queries/highlights.scm"}, NULL},
+    {"rust", GRAMMAR_RUST, {"tree-sitter-rust/queries/highlights.scm"}, NULL},
+    {"go", GRAMMAR_GO, {"tree-sitter-go/queries/highlights.scm"}, NULL},
+    {"bash", GRAMMAR_BASH, {"tree-sitter-bash/queries/highlights.scm"}, NULL},
+    {"markdown", GRAMMAR_MARKDOWN, {"tree-sitter-markdown/tree-sitter-markdown/queries/highlights.scm"},
+     "tree-sitter-markdown/tree-sitter-markdown/queries/injections.scm"},
+    {"markdown_inline", GRAMMAR_MARKDOWN_INLINE,
+     {"tree-sitter-markdown/tree-sitter-markdown-inline/queries/highlights.scm"}, NULL},
+    {"html", GRAMMAR_HTML, {"tree-sitter-html/queries/highlights.scm"}, "tree-sitter-html/queries/injections.scm"},
+    {"css", GRAMMAR_CSS, {"tree-sitter-css/queries/highlights.scm"}, NULL},
+    {"java", GRAMMAR_JAVA, {"tree-sitter-java/queries/highlights.scm"}, NULL},
+    {"lua", GRAMMAR_LUA, {"tree-sitter-lua/queries/highlights.scm"}, NULL},
+    {"yaml", GRAMMAR_YAML, {"tree-sitter-yaml/queries/highlights.scm"}, NULL},
+    {"toml", GRAMMAR_TOML, {"tree-sitter-toml/queries/highlights.scm"}, NULL},
 };
 #define GRAMMAR_COUNT (sizeof specs / sizeof specs[0])
 
@@ -185,6 +195,7 @@ syntax_grammars *syntax_grammars_new(const char *query_dir, ecp_logger *log)
         g->name = specs[i].name;
         g->language = specs[i].language;
         memcpy(g->query_files, specs[i].query_files, sizeof g->query_files);
+        g->injection_file = specs[i].injection_file;
         uv_mutex_init(&g->lock);
     }
     return self;
@@ -218,6 +229,9 @@ void syntax_grammars_free(syntax_grammars *self)
             free_predicates(g);
             ts_query_delete(g->query);
         }
+        if (g->injections)
+            ts_query_delete(g->injections);
+        free(g->injection_language);
         free(g->capture_hidden);
         free(g->capture_colors);
         free(g->capture_color_known);
@@ -226,6 +240,8 @@ void syntax_grammars_free(syntax_grammars *self)
     free(self->dir);
     free(self);
 }
+
+ecp_logger *syntax_grammars_log(syntax_grammars *self) { return self->log; }
 
 syntax_grammar *syntax_grammars_find(syntax_grammars *self, const char *language_id)
 {
@@ -241,6 +257,32 @@ syntax_grammar *syntax_grammars_find(syntax_grammars *self, const char *language
         if (strcmp(self->items[i].name, name) == 0)
             return self->items[i].language ? &self->items[i] : NULL;
     return NULL;
+}
+
+syntax_grammar *syntax_grammars_find_injected(syntax_grammars *self, const char *name)
+{
+    static const struct {
+        const char *alias, *grammar;
+    } aliases[] = {
+        {"js", "javascript"}, {"jsx", "javascript"}, {"mjs", "javascript"}, {"node", "javascript"},
+        {"ts", "typescript"}, {"py", "python"}, {"python3", "python"}, {"rs", "rust"}, {"golang", "go"},
+        {"sh", "bash"}, {"shell", "bash"}, {"zsh", "bash"}, {"console", "bash"}, {"c++", "cpp"}, {"cc", "cpp"},
+        {"cxx", "cpp"}, {"h", "c"}, {"yml", "yaml"}, {"jsonc", "json"}, {"md", "markdown"},
+    };
+    char lower[32];
+    size_t n = strlen(name);
+    if (n == 0 || n >= sizeof lower)
+        return NULL;
+    for (size_t i = 0; i <= n; i++)
+        lower[i] = (char)((name[i] >= 'A' && name[i] <= 'Z') ? name[i] - 'A' + 'a' : name[i]);
+    const char *grammar = lower;
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strcmp(aliases[i].alias, lower) == 0)
+            grammar = aliases[i].grammar;
+    for (size_t i = 0; i < GRAMMAR_COUNT; i++)
+        if (strcmp(self->items[i].name, grammar) == 0)
+            return self->items[i].language ? &self->items[i] : NULL;
+    return syntax_grammars_find(self, lower);
 }
 
 const char *const *syntax_catalogue_languages(size_t *count)
@@ -348,6 +390,57 @@ static bool read_file(const char *path, buf *out)
     return true;
 }
 
+/* The injection query, when the grammar ships one: which captures name the
+ * language and the content, and each pattern's #set! injection.language.
+ * One that does not load only means nothing is injected. */
+static void load_injections(syntax_grammars *self, syntax_grammar *g, const TSLanguage *lang)
+{
+    g->injection_language_capture = g->injection_content_capture = UINT32_MAX;
+    if (!g->injection_file)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", self->dir, g->injection_file);
+    buf source = BUF_INIT;
+    if (!read_file(path, &source)) {
+        ecp_log(self->log, ECP_LOG_WARN, "syntax: cannot read %s; nothing is injected into %s", path, g->name);
+        buf_free(&source);
+        return;
+    }
+    uint32_t error_offset = 0;
+    TSQueryError error = TSQueryErrorNone;
+    g->injections = ts_query_new(lang, source.data, (uint32_t)source.len, &error_offset, &error);
+    buf_free(&source);
+    if (!g->injections) {
+        ecp_log(self->log, ECP_LOG_WARN, "syntax: the %s injection query does not compile (error %d at byte %u)",
+                g->name, (int)error, error_offset);
+        return;
+    }
+    for (uint32_t c = 0; c < ts_query_capture_count(g->injections); c++) {
+        uint32_t len;
+        const char *name = ts_query_capture_name_for_id(g->injections, c, &len);
+        if (strcmp(name, "injection.language") == 0)
+            g->injection_language_capture = c;
+        else if (strcmp(name, "injection.content") == 0)
+            g->injection_content_capture = c;
+    }
+    uint32_t patterns = ts_query_pattern_count(g->injections);
+    g->injection_language = xcalloc(patterns ? patterns : 1, sizeof *g->injection_language);
+    for (uint32_t p = 0; p < patterns; p++) {
+        uint32_t n = 0;
+        const TSQueryPredicateStep *steps = ts_query_predicates_for_pattern(g->injections, p, &n);
+        for (uint32_t i = 0; i + 2 < n; i++) {
+            uint32_t len;
+            if (steps[i].type != TSQueryPredicateStepTypeString || steps[i + 1].type != TSQueryPredicateStepTypeString ||
+                steps[i + 2].type != TSQueryPredicateStepTypeString)
+                continue;
+            const char *op = ts_query_string_value_for_id(g->injections, steps[i].value_id, &len);
+            const char *key = ts_query_string_value_for_id(g->injections, steps[i + 1].value_id, &len);
+            if (strcmp(op, "set!") == 0 && strcmp(key, "injection.language") == 0)
+                g->injection_language[p] = ts_query_string_value_for_id(g->injections, steps[i + 2].value_id, &len);
+        }
+    }
+}
+
 static bool load(syntax_grammars *self, syntax_grammar *g)
 {
     const TSLanguage *lang = g->language();
@@ -386,7 +479,10 @@ static bool load(syntax_grammars *self, syntax_grammar *g)
         const char *name = ts_query_capture_name_for_id(g->query, c, &len);
         g->capture_hidden[c] = len == 0 || name[0] == '_' || strcmp(name, "spell") == 0 || strcmp(name, "none") == 0;
     }
-    return compile_predicates(g, self->log);
+    if (!compile_predicates(g, self->log))
+        return false;
+    load_injections(self, g, lang);
+    return true;
 }
 
 bool syntax_grammar_ready(syntax_grammars *self, syntax_grammar *g)

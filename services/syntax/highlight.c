@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "buf.h"
 #include "utf.h"
@@ -43,6 +44,10 @@ void line_index_free(line_index *self)
     self->starts = NULL;
     self->count = 0;
 }
+
+static size_t line_of(const line_index *self, size_t offset);
+
+size_t line_index_line_of(const line_index *self, size_t offset) { return line_of(self, offset); }
 
 /* The line holding byte offset (offset <= len). */
 static size_t line_of(const line_index *self, size_t offset)
@@ -291,7 +296,7 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
                     cap_t = cap_t ? cap_t * 2 : 8;
                     line->tokens = xrealloc(line->tokens, cap_t * sizeof *line->tokens);
                 }
-                line->tokens[line->count++] = (raw_token){(uint32_t)(b - ls), (uint32_t)(e - ls), v - 1u};
+                line->tokens[line->count++] = (raw_token){(uint32_t)(b - ls), (uint32_t)(e - ls), v - 1u, g};
             }
             b = e;
         }
@@ -323,12 +328,548 @@ void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in,
     }
 }
 
-TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len)
+/* ----- parsing within the runtime's bounds ---------------------------------------------------- */
+
+/* The 0.20 runtime keeps a node's child count in 16 bits. A node given
+ * 65,536 children or more (the root that takes a whole parse stack at the
+ * end of the text, or a node that takes a long run of comments) wraps that
+ * count, and freeing or walking the tree then frees the wrong pointer: the
+ * process dies. A stack that deep comes from broken code (65,535 unclosed
+ * `[`, a run of `!` with no operand) or from 65,535 comments in a row.
+ *
+ * A text with fewer tokens than that cannot build such a node. A larger one
+ * is parsed with a logger that follows the stack of every parse version and
+ * cancels the parse long before a node could take 2^16 children: its
+ * entries other than extras (shifts push one, a reduce of n children pops n
+ * and pushes one, a recovery to a previous state pops its depth), and the
+ * extras (comments) lying after each of them, since a reduce takes the
+ * extras between its children and leaves those after the last on the stack.
+ * Its size is what the root would take at the end of the text.
+ *
+ * Which versions merge or go is not logged. When there are fewer than
+ * before, the smallest stack is kept as `low`, so that the estimate does not
+ * creep up over a long ambiguous file (C's `a * b;` is parsed both ways and
+ * merged, thousands of times). From an error until the parse is down to one
+ * version again, the largest is followed too, as `high`, since error
+ * recovery is where one version keeps every token while the others are
+ * dropped; when it is over, `low` takes `high` if it is larger. */
+#define WIDTH_LIMIT 50000
+#define WIDTH_VERSIONS 16
+
+typedef struct stack_estimate {
+    uint32_t *extras_after; /* [k]: extras after the k-th entry (0: before the first) */
+    size_t entries, cap;    /* entries other than extras */
+    size_t extras;          /* the sum of extras_after[0 .. entries] */
+} stack_estimate;
+
+/* The top of a version's stack as it was before its last actions: a
+ * version split from it starts there (tree-sitter's reduces pop from the
+ * stack as it was, and all but the last make new versions). Only the top is
+ * kept, so that a deep stack costs nothing more a step. */
+#define WIDTH_SNAPSHOT 64
+
+typedef struct estimate_top {
+    size_t entries, extras, from;
+    uint32_t extras_after[WIDTH_SNAPSHOT + 1]; /* [k - from] for k in from .. entries */
+} estimate_top;
+
+typedef struct width_guard {
+    stack_estimate low[WIDTH_VERSIONS], high[WIDTH_VERSIONS];
+    estimate_top low_before, high_before; /* of the version processed last */
+    unsigned count, current;
+    bool recovering; /* from an error until one version is left */
+    bool split;      /* more than one version since the error */
+    size_t cancel;   /* the parser's cancellation flag */
+    bool out_of_time;
+    uint64_t messages;
+    uint64_t cpu_deadline_ns; /* of the parsing thread's processor time */
+} width_guard;
+
+static void estimate_copy(stack_estimate *to, const stack_estimate *from)
+{
+    if (to == from)
+        return;
+    if (to->cap < from->entries + 1) {
+        to->cap = from->entries + 16;
+        to->extras_after = xrealloc(to->extras_after, to->cap * sizeof *to->extras_after);
+    }
+    memcpy(to->extras_after, from->extras_after, (from->entries + 1) * sizeof *from->extras_after);
+    to->entries = from->entries;
+    to->extras = from->extras;
+}
+
+static void estimate_push(stack_estimate *e)
+{
+    if (e->cap < e->entries + 2) {
+        e->cap = e->cap ? e->cap * 2 : 64;
+        e->extras_after = xrealloc(e->extras_after, e->cap * sizeof *e->extras_after);
+    }
+    e->extras_after[++e->entries] = 0;
+}
+
+/* n entries (and the extras between them) become one; the extras after
+ * the last stay after it. */
+static void estimate_reduce(stack_estimate *e, long n)
+{
+    if (n <= 0 || e->entries == 0) {
+        estimate_push(e);
+        return;
+    }
+    if ((size_t)n > e->entries)
+        n = (long)e->entries;
+    size_t first = e->entries - (size_t)n + 1;
+    for (size_t k = first; k < e->entries; k++)
+        e->extras -= e->extras_after[k];
+    e->extras_after[first] = e->extras_after[e->entries];
+    e->entries = first;
+}
+
+static size_t estimate_size(const stack_estimate *e) { return e->entries + e->extras; }
+
+static void top_save(estimate_top *t, const stack_estimate *e)
+{
+    t->entries = e->entries;
+    t->extras = e->extras;
+    t->from = e->entries > WIDTH_SNAPSHOT ? e->entries - WIDTH_SNAPSHOT : 0;
+    memcpy(t->extras_after, e->extras_after + t->from, (e->entries - t->from + 1) * sizeof *t->extras_after);
+}
+
+/* e (a copy of the version t was saved from) as that version was then. */
+static void top_restore(stack_estimate *e, const estimate_top *t)
+{
+    if (e->cap < t->entries + 2) {
+        e->cap = t->entries + 16;
+        e->extras_after = xrealloc(e->extras_after, e->cap * sizeof *e->extras_after);
+    }
+    for (size_t k = e->entries + 1; k < t->from; k++)
+        e->extras_after[k] = 0; /* grown back past entries it had popped: not known, none */
+    memcpy(e->extras_after + t->from, t->extras_after, (t->entries - t->from + 1) * sizeof *t->extras_after);
+    e->entries = t->entries;
+    e->extras = t->extras;
+}
+
+static bool starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+static long number_after(const char *s, const char *key)
+{
+    const char *p = strstr(s, key);
+    return p ? strtol(p + strlen(key), NULL, 10) : 0;
+}
+
+static void width_versions(width_guard *w, unsigned version, unsigned count)
+{
+    if (count > WIDTH_VERSIONS)
+        count = WIDTH_VERSIONS;
+    if (count == 0)
+        count = 1;
+    if (version >= count)
+        version = count - 1;
+    if (count < w->count) {
+        unsigned low = 0, high = 0;
+        for (unsigned i = 1; i < w->count; i++) {
+            low = estimate_size(&w->low[i]) < estimate_size(&w->low[low]) ? i : low;
+            high = estimate_size(&w->high[i]) > estimate_size(&w->high[high]) ? i : high;
+        }
+        stack_estimate keep_low = {0}, keep_high = {0};
+        estimate_copy(&keep_low, &w->low[low]);
+        estimate_copy(&keep_high, &w->high[high]);
+        for (unsigned i = 0; i < count; i++) {
+            estimate_copy(&w->low[i], &keep_low);
+            estimate_copy(&w->high[i], &keep_high);
+        }
+        free(keep_low.extras_after);
+        free(keep_high.extras_after);
+    } else {
+        for (unsigned i = w->count; i < count; i++) { /* split from the version just processed */
+            estimate_copy(&w->low[i], &w->low[w->current]);
+            top_restore(&w->low[i], &w->low_before);
+            estimate_copy(&w->high[i], &w->high[w->current]);
+            top_restore(&w->high[i], &w->high_before);
+        }
+    }
+    w->count = count;
+    w->current = version;
+    top_save(&w->low_before, &w->low[version]);
+    top_save(&w->high_before, &w->high[version]);
+    if (w->recovering && count > 1)
+        w->split = true;
+    if (w->recovering && count == 1 && w->split) {
+        if (estimate_size(&w->high[0]) > estimate_size(&w->low[0]))
+            estimate_copy(&w->low[0], &w->high[0]);
+        w->recovering = w->split = false;
+    }
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void width_log(void *payload, TSLogType type, const char *message)
+{
+    width_guard *w = payload;
+    if (++w->messages % 4096 == 0 && thread_cpu_ns() > w->cpu_deadline_ns) {
+        w->out_of_time = true;
+        w->cancel = 1;
+    }
+    if (type != TSLogTypeParse)
+        return;
+    if (message[0] == 'l')
+        return; /* lex_internal, lexed_lookahead: most of the lines, nothing to follow */
+    if (starts(message, "process version:")) {
+        width_versions(w, (unsigned)number_after(message, "version:"),
+                       (unsigned)number_after(message, "version_count:"));
+        return;
+    }
+    stack_estimate *both[2] = {&w->low[w->current], &w->high[w->current]};
+    for (int i = 0; i < 2; i++) {
+        stack_estimate *e = both[i];
+        if (starts(message, "shift_extra")) {
+            e->extras_after[e->entries]++;
+            e->extras++;
+        } else if (starts(message, "shift") || starts(message, "skip_token") ||
+                   starts(message, "recover_with_missing")) {
+            estimate_push(e);
+        } else if (starts(message, "reduce ")) {
+            estimate_reduce(e, number_after(message, "child_count:"));
+        } else if (starts(message, "recover_to_previous")) {
+            estimate_reduce(e, number_after(message, "depth:"));
+        }
+    }
+    if (starts(message, "detect_error") && !w->recovering) {
+        w->recovering = true;
+        for (unsigned i = 0; i < w->count; i++)
+            estimate_copy(&w->high[i], &w->low[i]);
+    }
+    if (estimate_size(both[0]) > WIDTH_LIMIT || (w->recovering && estimate_size(both[1]) > WIDTH_LIMIT))
+        w->cancel = 1;
+}
+
+static width_guard *width_guard_new(void)
+{
+    width_guard *w = xcalloc(1, sizeof *w);
+    w->count = 1;
+    w->cpu_deadline_ns = thread_cpu_ns() + 2 * SYNTAX_PARSE_TIMEOUT_US * 1000u;
+    for (unsigned i = 0; i < WIDTH_VERSIONS; i++) {
+        estimate_push(&w->low[i]); /* entry 0 holds the extras before the first entry */
+        estimate_push(&w->high[i]);
+        w->low[i].entries = w->high[i].entries = 0;
+    }
+    return w;
+}
+
+static void width_guard_free(width_guard *w)
+{
+    if (!w)
+        return;
+    for (unsigned i = 0; i < WIDTH_VERSIONS; i++) {
+        free(w->low[i].extras_after);
+        free(w->high[i].extras_after);
+    }
+    free(w);
+}
+
+/* At least the number of tokens in text: every punctuation byte may be a
+ * token of its own, a run of word characters one, and every line end one
+ * (newlines are tokens in some grammars). Room is left for the zero-width
+ * tokens external scanners and error recovery add. */
+static bool may_reach_width(const char *text, size_t len)
+{
+    size_t tokens = 0;
+    bool in_word = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c >= 0x80;
+        if (word) {
+            tokens += !in_word;
+        } else if (c != ' ' && c != '\t' && c != '\r') {
+            tokens++;
+        }
+        in_word = word;
+        if (tokens >= 32768)
+            return true;
+    }
+    return false;
+}
+
+TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len,
+                     const TSRange *range, const char **why)
 {
     TSParser *parser = ts_parser_new();
     ts_parser_set_language(parser, g->language());
     ts_parser_set_timeout_micros(parser, SYNTAX_PARSE_TIMEOUT_US);
+    if (range)
+        ts_parser_set_included_ranges(parser, range, 1);
+    width_guard *guard = NULL;
+    if (range ? may_reach_width(text + range->start_byte, range->end_byte - range->start_byte)
+              : may_reach_width(text, len)) {
+        guard = width_guard_new();
+        /* The runtime formats a log line for every character it lexes: a
+         * watched parse takes about twice as long. It is bounded by twice the
+         * time in processor time of its own thread, which the watch measures:
+         * wall time would also count the other work of a busy machine, and
+         * the parse is work of its own, off the loop. */
+        ts_parser_set_timeout_micros(parser, 0);
+        ts_parser_set_logger(parser, (TSLogger){guard, width_log});
+        ts_parser_set_cancellation_flag(parser, &guard->cancel);
+    }
     TSTree *tree = ts_parser_parse_string(parser, old, text, (uint32_t)len);
+    if (!tree && why)
+        *why = !guard              ? "its parse took longer than the 10 s allowed"
+               : guard->out_of_time ? "its parse took more than the 20 s of processor time allowed a text of many tokens"
+                                    : "its syntax tree would nest or run deeper than the parser can hold";
+    /* The parser's stack is released here: the cancel came before any node
+     * could take too many children. */
     ts_parser_delete(parser);
+    width_guard_free(guard);
     return tree;
+}
+
+/* ----- injections ------------------------------------------------------------------------------ */
+
+/* How deep layers nest: markdown, an html block in it, a <script> in that. */
+#define LAYER_DEPTH 3
+/* At most this many layers a document: a markdown file has one inline layer
+ * a paragraph. */
+#define LAYER_MAX 20000
+
+/* The layer of the previous parse that starts at start with grammar g, if any. */
+static const syntax_layer *previous_layer(const syntax_layers *previous, const syntax_grammar *g, uint32_t start)
+{
+    if (!previous || !previous->count)
+        return NULL;
+    size_t lo = 0, hi = previous->count; /* the first layer starting at or after start */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (previous->items[mid].start < start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < previous->count && previous->items[i].start == start; i++)
+        if (previous->items[i].grammar == g)
+            return &previous->items[i];
+    return NULL;
+}
+
+static void add_layers(syntax_grammars *grammars, const syntax_grammar *host, TSNode root, const char *text,
+                       size_t len, const syntax_layers *previous, int depth, syntax_layers *out, size_t *cap)
+{
+    if (!host->injections || depth > LAYER_DEPTH)
+        return;
+    TSQueryCursor *cursor = ts_query_cursor_new();
+    ts_query_cursor_exec(cursor, host->injections, root);
+    TSQueryMatch m;
+    while (ts_query_cursor_next_match(cursor, &m) && out->count < LAYER_MAX) {
+        const char *name = host->injection_language[m.pattern_index];
+        size_t name_len = name ? strlen(name) : 0;
+        TSNode content;
+        memset(&content, 0, sizeof content);
+        bool have_content = false;
+        for (uint16_t i = 0; i < m.capture_count; i++) {
+            if (m.captures[i].index == host->injection_language_capture) {
+                uint32_t a = ts_node_start_byte(m.captures[i].node), b = ts_node_end_byte(m.captures[i].node);
+                if (b <= len && a < b) {
+                    name = text + a;
+                    name_len = b - a;
+                }
+            } else if (m.captures[i].index == host->injection_content_capture) {
+                content = m.captures[i].node;
+                have_content = true;
+            }
+        }
+        if (!name || !have_content)
+            continue;
+        char lang[32];
+        if (name_len >= sizeof lang)
+            continue;
+        memcpy(lang, name, name_len);
+        lang[name_len] = '\0';
+        syntax_grammar *g = syntax_grammars_find_injected(grammars, lang);
+        if (!g || !syntax_grammar_ready(grammars, g))
+            continue;
+        TSRange range = {ts_node_start_point(content), ts_node_end_point(content), ts_node_start_byte(content),
+                         ts_node_end_byte(content)};
+        if (range.end_byte > len || range.start_byte >= range.end_byte)
+            continue;
+        /* A layer no edit touched is the same text at the same place: its
+         * tree is kept. One that was edited is parsed again whole: a layer
+         * is small, and the 0.20 runtime's reparse of a tree whose included
+         * range changed does not always give the tree a full parse gives
+         * (markdown's inline grammar, found by the fuzz target). */
+        const syntax_layer *before = previous_layer(previous, g, range.start_byte);
+        TSTree *tree;
+        if (before && !before->edited && before->end == range.end_byte)
+            tree = ts_tree_copy(before->tree);
+        else
+            tree = syntax_parse(g, NULL, text, len, &range, NULL);
+        if (!tree)
+            continue;
+        if (out->count == *cap) {
+            *cap = *cap ? *cap * 2 : 8;
+            out->items = xrealloc(out->items, *cap * sizeof *out->items);
+        }
+        out->items[out->count++] = (syntax_layer){g, tree, range.start_byte, range.end_byte, false};
+        add_layers(grammars, g, ts_tree_root_node(tree), text, len, previous, depth + 1, out, cap);
+    }
+    ts_query_cursor_delete(cursor);
+}
+
+static int layer_order(const void *a, const void *b)
+{
+    const syntax_layer *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->end > y->end ? -1 : x->end < y->end; /* outer first: the inner one paints over it */
+}
+
+void syntax_layers_build(syntax_grammars *grammars, const syntax_grammar *host, const TSTree *tree, const char *text,
+                         size_t len, const syntax_layers *previous, syntax_layers *out)
+{
+    out->items = NULL;
+    out->count = 0;
+    size_t cap = 0;
+    add_layers(grammars, host, ts_tree_root_node(tree), text, len, previous, 1, out, &cap);
+    if (out->count > 1)
+        qsort(out->items, out->count, sizeof *out->items, layer_order);
+}
+
+void syntax_layers_copy(const syntax_layers *from, syntax_layers *to)
+{
+    to->count = from->count;
+    to->items = from->count ? xmalloc(from->count * sizeof *to->items) : NULL;
+    for (size_t i = 0; i < from->count; i++) {
+        to->items[i] = from->items[i];
+        to->items[i].tree = ts_tree_copy(from->items[i].tree);
+    }
+}
+
+void syntax_layers_free(syntax_layers *self)
+{
+    for (size_t i = 0; i < self->count; i++)
+        ts_tree_delete(self->items[i].tree);
+    free(self->items);
+    self->items = NULL;
+    self->count = 0;
+}
+
+static uint32_t shift_byte(uint32_t at, const TSInputEdit *e, bool is_end)
+{
+    if (at < e->start_byte || (at == e->start_byte && !is_end))
+        return at;
+    if (at >= e->old_end_byte)
+        return at - e->old_end_byte + e->new_end_byte;
+    return is_end ? e->new_end_byte : e->start_byte; /* inside the replaced bytes */
+}
+
+void syntax_layers_edit(syntax_layers *self, const TSInputEdit *edit)
+{
+    for (size_t i = 0; i < self->count; i++) {
+        syntax_layer *l = &self->items[i];
+        ts_tree_edit(l->tree, edit);
+        /* Typing just after a layer's last byte may extend it: edited too. */
+        if (edit->start_byte <= l->end && edit->old_end_byte >= l->start)
+            l->edited = true;
+        l->start = shift_byte(l->start, edit, false);
+        l->end = shift_byte(l->end, edit, true);
+    }
+}
+
+static int token_order(const void *a, const void *b)
+{
+    const raw_token *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Removes the bytes [a, b) (line-relative) from line's tokens. */
+static void cut_tokens(raw_line *line, uint32_t a, uint32_t b)
+{
+    size_t n = 0;
+    raw_token *extra = NULL;
+    size_t extra_count = 0;
+    for (size_t i = 0; i < line->count; i++) {
+        raw_token t = line->tokens[i];
+        if (t.end <= a || t.start >= b) {
+            line->tokens[n++] = t;
+            continue;
+        }
+        if (t.start < a) {
+            raw_token left = t;
+            left.end = a;
+            line->tokens[n++] = left;
+        }
+        if (t.end > b) {
+            raw_token right = t;
+            right.start = b;
+            extra = xrealloc(extra, (extra_count + 1) * sizeof *extra);
+            extra[extra_count++] = right;
+        }
+    }
+    line->count = (uint32_t)n;
+    if (extra_count) {
+        line->tokens = xrealloc(line->tokens, (n + extra_count) * sizeof *line->tokens);
+        memcpy(line->tokens + n, extra, extra_count * sizeof *extra);
+        line->count += (uint32_t)extra_count;
+    }
+    free(extra);
+}
+
+void syntax_highlight_layered(const syntax_grammar *g, const TSTree *tree, const syntax_layers *layers,
+                              const char *text, size_t len, const line_index *lines, size_t first, size_t count,
+                              raw_line *out)
+{
+    syntax_highlight_lines(g, tree, text, len, lines, first, count, out);
+    if (!layers || !layers->count || first >= lines->count)
+        return;
+    if (first + count > lines->count)
+        count = lines->count - first;
+    size_t from = lines->starts[first], to = lines->starts[first + count] - 1;
+    raw_line *inner = xcalloc(count, sizeof *inner);
+    for (size_t i = 0; i < layers->count; i++) {
+        const syntax_layer *l = &layers->items[i];
+        if (l->end <= from || l->start >= to || l->end > len)
+            continue;
+        size_t lf = first, lc = count; /* only the lines the layer meets */
+        while (lf < first + lc - 1 && lines->starts[lf + 1] <= l->start) {
+            lf++;
+            lc--;
+        }
+        while (lc > 1 && lines->starts[lf + lc - 1] >= l->end)
+            lc--;
+        syntax_highlight_lines(l->grammar, l->tree, text, len, lines, lf, lc, inner + (lf - first));
+        for (size_t k = lf; k < lf + lc; k++) {
+            raw_line *dst = &out[k - first], *src = &inner[k - first];
+            size_t ls = lines->starts[k], le = lines->starts[k + 1] - 1;
+            uint32_t a = (uint32_t)(l->start > ls ? l->start - ls : 0);
+            uint32_t b = (uint32_t)((l->end < le ? l->end : le) - ls);
+            /* The layer paints over what lies under it where it has tokens;
+             * elsewhere the host's tokens stay (a heading's title around
+             * the plain words of its inline layer). */
+            size_t keep = 0;
+            for (size_t t = 0; t < src->count; t++)
+                if (src->tokens[t].start >= a && src->tokens[t].end <= b) {
+                    cut_tokens(dst, src->tokens[t].start, src->tokens[t].end);
+                    src->tokens[keep++] = src->tokens[t];
+                }
+            if (keep) {
+                dst->tokens = xrealloc(dst->tokens, (dst->count + keep) * sizeof *dst->tokens);
+                memcpy(dst->tokens + dst->count, src->tokens, keep * sizeof *src->tokens);
+                dst->count += (uint32_t)keep;
+                qsort(dst->tokens, dst->count, sizeof *dst->tokens, token_order);
+                /* What is left of a host token between the layer's may be
+                 * only the spaces between them: not a token. */
+                uint32_t kept = 0;
+                for (uint32_t t = 0; t < dst->count; t++)
+                    if (!all_space(text + ls + dst->tokens[t].start, dst->tokens[t].end - dst->tokens[t].start))
+                        dst->tokens[kept++] = dst->tokens[t];
+                dst->count = kept;
+            }
+            free(src->tokens);
+            src->tokens = NULL;
+            src->count = 0;
+        }
+    }
+    free(inner);
 }

@@ -22,10 +22,21 @@
  *   seconds); past that it has no tokens. Predicates of the highlight queries
  *   (#eq?, #match?, #any-of? and their not- forms) are applied, and when
  *   several patterns capture one node the last one wins.
+ * - Languages inside others are highlighted with their own grammars, found
+ *   by the host grammar's injections.scm: markdown code fences (the info
+ *   string names the language), html <script> and <style>, and markdown's
+ *   inline text (emphasis, code spans, links). Each is parsed off the loop
+ *   with its document, over its own bytes, and its tokens paint over the
+ *   host's where it has tokens.
  * - A language without a grammar, a document larger than SYNTAX_MAX_BYTES
- *   (16 MiB), or a parse that takes longer than 10 s stays plain text (no
- *   tokens), with a log line; a grammar whose query fails to load turns off
- *   that language only.
+ *   (16 MiB), or a parse that takes longer than 10 s (20 s of processor
+ *   time when watched, as below) stays plain text (no tokens), with a log
+ *   line; a grammar whose query fails to load turns off that language only.
+ * - A text whose tree could hold a node of 65,536 children (the 0.20 runtime
+ *   counts them in 16 bits and dies freeing such a tree), from 65,535
+ *   unclosed tokens or comments in a row, stays plain text with a log line:
+ *   a text of more than ~32,000 tokens is parsed under a watch of the parse
+ *   stack that cancels it first.
  * - A theme change (the session service's current theme) recolours every
  *   document: on_tokens reports all of its lines.
  *

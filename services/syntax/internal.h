@@ -50,6 +50,7 @@ typedef struct syntax_grammar {
     const char *name;                   /* "c", "tsx" */
     const TSLanguage *(*language)(void); /* NULL when the grammar was not built */
     const char *query_files[4];         /* relative to the grammar directory, concatenated in order */
+    const char *injection_file;         /* injections.scm, or NULL */
 
     uv_mutex_t lock;                    /* guards the loading below */
     bool loaded;                        /* tried: query (or failed) is final */
@@ -57,6 +58,9 @@ typedef struct syntax_grammar {
     TSQuery *query;
     pattern_predicates *predicates;     /* per pattern */
     bool *capture_hidden;               /* per capture: names starting with '_' */
+    TSQuery *injections;                /* NULL: nothing is injected into this language */
+    const char **injection_language;    /* per injection pattern: its #set! injection.language, or NULL */
+    uint32_t injection_language_capture, injection_content_capture; /* UINT32_MAX when absent */
     const char **capture_colors;        /* per capture, loop only: the current theme's colour (cache) */
     bool *capture_color_known;
 } syntax_grammar;
@@ -65,10 +69,15 @@ typedef struct syntax_grammars syntax_grammars;
 
 syntax_grammars *syntax_grammars_new(const char *query_dir, ecp_logger *log);
 void syntax_grammars_free(syntax_grammars *self);
+ecp_logger *syntax_grammars_log(syntax_grammars *self);
 
 /* The grammar of a language id ("typescriptreact" is tsx), NULL when the id
  * has none here. */
 syntax_grammar *syntax_grammars_find(syntax_grammars *self, const char *language_id);
+
+/* The grammar an injection names: a fence's info string ("py", "c++"), an
+ * html <script>'s "javascript", markdown's "markdown_inline". */
+syntax_grammar *syntax_grammars_find_injected(syntax_grammars *self, const char *name);
 
 /* Any thread: compiles the query once; false (and a log line, once) when the
  * grammar or its query cannot be used, which turns that language off only. */
@@ -82,10 +91,12 @@ const char *const *syntax_catalogue_languages(size_t *count);
 
 /* ----- highlighting -------------------------------------------------------------------------- */
 
-/* A highlighted piece of one line: bytes [start, end) of the line. */
+/* A highlighted piece of one line: bytes [start, end) of the line, a
+ * capture of grammar's query. */
 typedef struct raw_token {
     uint32_t start, end;
     uint32_t capture;
+    const syntax_grammar *grammar;
 } raw_token;
 
 typedef struct raw_line {
@@ -101,6 +112,8 @@ typedef struct line_index {
 
 void line_index_build(line_index *out, const char *text, size_t len);
 void line_index_free(line_index *self);
+/* The line holding byte offset. */
+size_t line_index_line_of(const line_index *self, size_t offset);
 /* Applies one replacement (bytes [offset, offset + deleted) of the old text
  * became `inserted` bytes of new_text), in O(lines after it). */
 void line_index_replace(line_index *self, const char *new_text, size_t new_len, size_t offset, size_t deleted,
@@ -127,8 +140,48 @@ void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in,
 /* How long one parse may take before the text stays plain. */
 #define SYNTAX_PARSE_TIMEOUT_US 10000000ull
 
-/* Parses text (old: the previous tree, edited, or NULL). NULL on timeout. */
-TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len);
+/* Parses text (old: the previous tree, edited, or NULL), or only bytes
+ * [range->start_byte, range->end_byte) of it when range is not NULL. NULL,
+ * with *why (may be NULL) saying so, on timeout or when the tree would hold
+ * a node of more children than the 0.20 runtime can count (see highlight.c). */
+TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len,
+                     const TSRange *range, const char **why);
+
+/* ----- injections ------------------------------------------------------------------------------ */
+
+/* Text of another language inside a document (a markdown code fence, an
+ * html <script>): parsed on its own over its bytes only (included ranges),
+ * so its positions are the document's. */
+typedef struct syntax_layer {
+    syntax_grammar *grammar;
+    TSTree *tree;
+    uint32_t start, end; /* the bytes it covers */
+    bool edited;         /* an edit touched it since it was parsed */
+} syntax_layer;
+
+typedef struct syntax_layers {
+    syntax_layer *items; /* sorted by start */
+    size_t count;
+} syntax_layers;
+
+/* Any thread: the layers host's injection query finds in tree, and the
+ * layers inside those (a fence of html holding a <script>), parsed.
+ * previous (may be NULL): the layers of the last parse, edited to match
+ * text; a layer in the same place that no edit touched keeps its tree, an
+ * edited one is reparsed from it. */
+void syntax_layers_build(syntax_grammars *grammars, const syntax_grammar *host, const TSTree *tree, const char *text,
+                         size_t len, const syntax_layers *previous, syntax_layers *out);
+/* A copy sharing the trees (ts_tree_copy), for a parse off the loop. */
+void syntax_layers_copy(const syntax_layers *from, syntax_layers *to);
+void syntax_layers_free(syntax_layers *self);
+/* Applies an edit of the text to every layer: trees and ranges shift with it. */
+void syntax_layers_edit(syntax_layers *self, const TSInputEdit *edit);
+
+/* syntax_highlight_lines with the layers' tokens merged in: inside a
+ * layer's bytes its tokens win over the host's. */
+void syntax_highlight_layered(const syntax_grammar *g, const TSTree *tree, const syntax_layers *layers,
+                              const char *text, size_t len, const line_index *lines, size_t first, size_t count,
+                              raw_line *out);
 
 /* ----- highlighted texts: one-shot highlights and syntax sessions ---------------------------- */
 

@@ -31,6 +31,7 @@ typedef struct syntax_doc {
     size_t len, cap;
     line_index lines;
     TSTree *tree;            /* edited to match text */
+    syntax_layers layers;    /* injected languages, edited to match text */
     ecp_job *job;            /* the parse in flight, if any */
     TSInputEdit *pending;    /* edits since the job in flight took its snapshot */
     size_t pending_count, pending_cap;
@@ -72,6 +73,7 @@ static void doc_drop_state(syntax_doc *doc)
     if (doc->tree)
         ts_tree_delete(doc->tree);
     doc->tree = NULL;
+    syntax_layers_free(&doc->layers);
     free(doc->text);
     doc->text = NULL;
     doc->len = doc->cap = 0;
@@ -140,6 +142,8 @@ typedef struct parse_job {
     char *text;
     size_t len;
     TSTree *tree;         /* the result; NULL on failure */
+    syntax_layers layers; /* the languages injected into it */
+    syntax_layers old_layers; /* incremental: the document's layers, edited, when it started */
     const char *failure;  /* why the document stays plain */
     syntax_line_range *ranges; /* the lines to report */
     size_t range_count, range_cap;
@@ -176,12 +180,14 @@ static void parse_work(ecp_job *job, unsigned item)
     if (!j->text)
         j->text = xstrdup("");
     double t0 = now_ms();
-    j->tree = syntax_parse(j->grammar, j->old, j->text, j->len);
+    j->tree = syntax_parse(j->grammar, j->old, j->text, j->len, NULL, &j->failure);
     j->parse_ms = now_ms() - t0;
-    if (!j->tree) {
-        j->failure = "its parse took longer than the 10 s allowed";
+    if (!j->tree)
         return;
-    }
+    /* Injections are found again over the whole text (a fence opened or
+     * closed moves every layer after it); the layers no edit touched keep
+     * their trees, the edited ones are reparsed from theirs. */
+    syntax_layers_build(j->svc->grammars, j->grammar, j->tree, j->text, j->len, &j->old_layers, &j->layers);
     if (j->old) {
         uint32_t n = 0;
         TSRange *changed = ts_tree_get_changed_ranges(j->old, j->tree, &n);
@@ -197,6 +203,35 @@ static void parse_work(ecp_job *job, unsigned item)
 }
 
 static void start_parse(syntax_service *self, syntax_doc *doc, bool full);
+
+static bool same_layer(const syntax_layer *a, const syntax_layer *b)
+{
+    return a->grammar == b->grammar && a->start == b->start && a->end == b->end;
+}
+
+/* The lines of layers that came or went (a fence opened, closed, or its
+ * language changed) join the lines to report; edits inside a layer are
+ * among the edited lines already. Both lists are sorted by start. */
+static void report_layer_changes(syntax_doc *doc, const syntax_layers *now, parse_job *j)
+{
+    const syntax_layers *was = &doc->layers;
+    size_t a = 0, b = 0;
+    while (a < was->count || b < now->count) {
+        const syntax_layer *l;
+        if (a < was->count && b < now->count && same_layer(&was->items[a], &now->items[b])) {
+            a++;
+            b++;
+            continue;
+        }
+        if (b >= now->count || (a < was->count && was->items[a].start <= now->items[b].start))
+            l = &was->items[a++];
+        else
+            l = &now->items[b++];
+        size_t end = l->end < doc->len ? l->end : doc->len;
+        add_range(&j->ranges, &j->range_count, &j->range_cap, line_index_line_of(&doc->lines, l->start),
+                  line_index_line_of(&doc->lines, end));
+    }
+}
 
 static void parse_done(ecp_job *job)
 {
@@ -232,6 +267,8 @@ static void parse_done(ecp_job *job)
         line_index_build(&doc->lines, doc->text, doc->len);
         doc->tree = j->tree;
         j->tree = NULL;
+        doc->layers = j->layers;
+        j->layers = (syntax_layers){0};
         emit_all(self, doc);
         return;
     }
@@ -241,14 +278,20 @@ static void parse_done(ecp_job *job)
         return;
     }
     /* The new tree matches the snapshot; bring it up to the text as it is now. */
-    for (size_t i = 0; i < doc->pending_count; i++)
+    for (size_t i = 0; i < doc->pending_count; i++) {
         ts_tree_edit(j->tree, &doc->pending[i]);
+        syntax_layers_edit(&j->layers, &doc->pending[i]);
+    }
     bool more = doc->pending_count > 0;
     doc->pending_count = 0;
     if (doc->tree)
         ts_tree_delete(doc->tree);
     doc->tree = j->tree;
     j->tree = NULL;
+    report_layer_changes(doc, &j->layers, j);
+    syntax_layers_free(&doc->layers);
+    doc->layers = j->layers;
+    j->layers = (syntax_layers){0};
     size_t last = doc->lines.count ? doc->lines.count - 1 : 0;
     for (size_t i = 0; i < j->range_count; i++) {
         if (j->ranges[i].start_line > last)
@@ -269,6 +312,8 @@ static void parse_free(void *data)
         ts_tree_delete(j->old);
     if (j->tree)
         ts_tree_delete(j->tree);
+    syntax_layers_free(&j->layers);
+    syntax_layers_free(&j->old_layers);
     free(j->text);
     free(j->ranges);
     free(j->doc_id);
@@ -296,6 +341,7 @@ static void start_parse(syntax_service *self, syntax_doc *doc, bool full)
     j->full = full || !doc->tree;
     if (!j->full) {
         j->old = ts_tree_copy(doc->tree);
+        syntax_layers_copy(&doc->layers, &j->old_layers);
         j->ranges = doc->touched;
         j->range_count = doc->touched_count;
         j->range_cap = doc->touched_cap;
@@ -364,6 +410,7 @@ static void apply_change(syntax_doc *doc, const document_change *c)
     };
     edit.new_end_point = point_after(edit.start_point, c->text, c->text_len);
     ts_tree_edit(doc->tree, &edit);
+    syntax_layers_edit(&doc->layers, &edit);
     if (doc->job) {
         if (doc->pending_count == doc->pending_cap) {
             doc->pending_cap = doc->pending_cap ? doc->pending_cap * 2 : 8;
@@ -576,7 +623,7 @@ void syntax_lines_free(syntax_line *lines, size_t count)
     free(lines);
 }
 
-static void render(syntax_service *self, const syntax_grammar *g, const char *line, size_t len, const raw_line *raw,
+static void render(syntax_service *self, const char *line, size_t len, const raw_line *raw,
                    ecp_position_encoding enc, syntax_line *out)
 {
     out->count = raw->count;
@@ -587,6 +634,7 @@ static void render(syntax_service *self, const syntax_grammar *g, const char *li
     syntax_tokens_to_columns(line, len, raw->tokens, raw->count, enc, starts, ends);
     for (size_t i = 0; i < raw->count; i++) {
         uint32_t nlen;
+        const syntax_grammar *g = raw->tokens[i].grammar;
         out->tokens[i] = (syntax_token){starts[i], ends[i],
                                         ts_query_capture_name_for_id(g->query, raw->tokens[i].capture, &nlen),
                                         syntax_capture_color(self, g, raw->tokens[i].capture)};
@@ -619,10 +667,11 @@ int syntax_document_tokens(syntax_service *self, const char *document_id, size_t
     syntax_line *result = xcalloc(count ? count : 1, sizeof *result);
     if (doc->text && doc->tree && !doc->plain) {
         raw_line *raw = xcalloc(count ? count : 1, sizeof *raw);
-        syntax_highlight_lines(doc->grammar, doc->tree, doc->text, doc->len, &doc->lines, first, count, raw);
+        syntax_highlight_layered(doc->grammar, doc->tree, &doc->layers, doc->text, doc->len, &doc->lines, first,
+                                 count, raw);
         for (size_t i = 0; i < count; i++) {
             size_t ls = doc->lines.starts[first + i], le = doc->lines.starts[first + i + 1] - 1;
-            render(self, doc->grammar, doc->text + ls, le - ls, &raw[i], enc, &result[i]);
+            render(self, doc->text + ls, le - ls, &raw[i], enc, &result[i]);
             free(raw[i].tokens);
         }
         free(raw);
@@ -654,11 +703,18 @@ syntax_text *syntax_text_build(syntax_grammars *grammars, syntax_grammar *g, cha
     if (!g || len > SYNTAX_MAX_BYTES || !syntax_grammar_ready(grammars, g))
         return t;
     double t0 = now_ms();
-    TSTree *tree = syntax_parse(g, NULL, text, len);
-    if (!tree)
+    const char *why = NULL;
+    TSTree *tree = syntax_parse(g, NULL, text, len, NULL, &why);
+    if (!tree) {
+        ecp_log(syntax_grammars_log(grammars), ECP_LOG_WARN, "syntax: a %s text of %zu bytes stays plain text: %s",
+                g->name, len, why);
         return t;
+    }
     t->raw = xcalloc(t->lines.count, sizeof *t->raw);
-    syntax_highlight_lines(g, tree, text, len, &t->lines, 0, t->lines.count, t->raw);
+    syntax_layers layers;
+    syntax_layers_build(grammars, g, tree, text, len, NULL, &layers);
+    syntax_highlight_layered(g, tree, &layers, text, len, &t->lines, 0, t->lines.count, t->raw);
+    syntax_layers_free(&layers);
     t->parse_ms = now_ms() - t0;
     ts_tree_delete(tree);
     t->grammar = g;
@@ -686,7 +742,7 @@ void syntax_text_render_line(syntax_service *self, const syntax_text *t, size_t 
     if (!t->grammar || !t->raw || line >= t->lines.count)
         return;
     size_t ls = t->lines.starts[line], le = t->lines.starts[line + 1] - 1;
-    render(self, t->grammar, t->text + ls, le - ls, &t->raw[line], enc, out);
+    render(self, t->text + ls, le - ls, &t->raw[line], enc, out);
 }
 
 /* ----- sessions ---------------------------------------------------------------------------------------- */

@@ -614,6 +614,246 @@ static void test_deep_nesting_is_bounded(void **state)
     }
 }
 
+/* The 0.20 runtime counts a node's children in 16 bits: broken code that
+ * leaves 65,535 tokens unclosed (or 65,535 comments in a row) would give the
+ * root more children than that, and freeing the tree would then kill the
+ * server. Such a document stays plain text, with a log line saying why, and
+ * the server goes on answering; a large file of ordinary code is still
+ * highlighted. */
+static void test_too_many_children_stays_plain(void **state)
+{
+    fx *f = *state;
+    test_server_free(f->s);
+    char *log_text = NULL;
+    size_t log_len = 0;
+    FILE *log = open_memstream(&log_text, &log_len);
+    test_server_options options = {.log = log};
+    f->s = test_server_new(&options);
+    f->c = test_client_connect(f->s);
+    static const struct {
+        const char *language, *ext, *unit;
+        size_t count;
+    } cases[] = {{"json", "json", "[", 65535},
+                 {"javascript", "js", "f([", 22000},
+                 {"javascript", "js", "!", 70000},
+                 {"c", "c", "int a = (", 20000},
+                 {"c", "c", "// c\\n", 70000}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t n = strlen(cases[c].unit);
+        char *content = malloc(cases[c].count * n + 3);
+        content[0] = '"';
+        for (size_t i = 0; i < cases[c].count; i++)
+            memcpy(content + 1 + i * n, cases[c].unit, n);
+        strcpy(content + 1 + cases[c].count * n, "\"");
+        char uri[64];
+        snprintf(uri, sizeof uri, "file:///tmp/syntax-wide-%zu.%s", c, cases[c].ext);
+        size_t plen = strlen(content) + 128;
+        char *params = malloc(plen);
+        snprintf(params, plen, "{\"uri\":\"%s\",\"content\":%s}", uri, content);
+        char *out = call(f, 0, "document/open", params);
+        char *id = test_json_string(out, "documentId");
+        free(out);
+        snprintf(params, plen, "{\"documentId\":\"%s\",\"startLine\":0,\"endLine\":0}", id);
+        bool settled = false;
+        for (int i = 0; i < 6000 && !settled; i++) {
+            out = call(f, 0, "syntax/documentTokens", params);
+            test_json_bool(out, "settled", &settled);
+            if (settled)
+                assert_int_equal(test_json_length(out, "lines[0]"), 0);
+            free(out);
+            if (!settled)
+                test_server_run_for(f->s, 10);
+        }
+        if (!settled)
+            fail_msg("%s: %zu x '%s' never settled", cases[c].language, cases[c].count, cases[c].unit);
+        fflush(log);
+        char want[160];
+        snprintf(want, sizeof want, "document %s stays plain text: its syntax tree would", id);
+        if (!log_text || !strstr(log_text, want))
+            fail_msg("%s: no log line \"%s\"", cases[c].language, want);
+
+        /* The one-shot highlight of the same text: plain, and said so. */
+        snprintf(params, plen, "{\"languageId\":\"%s\",\"content\":%s}", cases[c].language, content);
+        out = call(f, 0, "syntax/highlight", params);
+        assert_int_equal(test_json_length(out, "lines[0]"), 0);
+        free(out);
+        fflush(log);
+        snprintf(want, sizeof want, "syntax: a %s text of %zu bytes stays plain text: its syntax tree would",
+                 cases[c].language, cases[c].count * (cases[c].unit[n - 1] == 'n' ? n - 1 : n));
+        if (!strstr(log_text, want))
+            fail_msg("no log line \"%s\"", want);
+        out = call(f, 0, "syntax/isReady", "{}");
+        assert_string_equal(out, "{\"ready\":true}");
+        free(out);
+        free(id);
+        free(params);
+        free(content);
+    }
+
+    /* Ordinary code with as many tokens, and as many comments, is still
+     * highlighted: the comments inside the functions are not on the stack
+     * at the end. */
+    size_t reps = 60000;
+    const char *unit = "int f(void) { /* c */ return 0; }\\n";
+    size_t n = strlen(unit);
+    char *params = malloc(reps * n + 128);
+    int k = sprintf(params, "{\"languageId\":\"c\",\"content\":\"");
+    for (size_t i = 0; i < reps; i++)
+        memcpy(params + k + i * n, unit, n);
+    strcpy(params + k + reps * n, "\"}");
+    char *out = call(f, 0, "syntax/highlight", params);
+    assert_int_equal(test_json_length(out, "lines"), (long)reps + 1);
+    assert_true(test_json_length(out, "lines[59999]") >= 5);
+    free(out);
+    free(params);
+
+    /* So are 70,000 declarations that tree-sitter also tries, and rejects,
+     * as expressions at the top of a file: its two parse versions merge
+     * again after each, which the watch must not count as growth. */
+    reps = 70000;
+    unit = "T * x;\\n";
+    n = strlen(unit);
+    params = malloc(reps * n + 128);
+    k = sprintf(params, "{\"languageId\":\"c\",\"content\":\"");
+    for (size_t i = 0; i < reps; i++)
+        memcpy(params + k + i * n, unit, n);
+    strcpy(params + k + reps * n, "\"}");
+    out = call(f, 0, "syntax/highlight", params);
+    assert_true(test_json_length(out, "lines[69999]") >= 2);
+    free(out);
+    free(params);
+    test_server_free(f->s);
+    f->s = NULL;
+    fclose(log);
+    free(log_text);
+    f->s = test_server_new(NULL);
+    f->c = test_client_connect(f->s);
+}
+
+/* ----- injections ------------------------------------------------------------------------------ */
+
+/* Highlights content (a JSON string's characters, escaped) as language and
+ * returns the result. */
+static char *highlight_as(fx *f, const char *language, const char *content_json)
+{
+    size_t n = strlen(content_json) + 128;
+    char *params = malloc(n);
+    snprintf(params, n, "{\"languageId\":\"%s\",\"content\":%s}", language, content_json);
+    char *out = call(f, 0, "syntax/highlight", params);
+    free(params);
+    return out;
+}
+
+static void expect_token(const char *out, const char *content, int line, const char *text, const char *scope)
+{
+    if (!has_token(out, "lines", content, line, text, scope))
+        fail_msg("no @%s on '%s' in line %d: %s", scope, text, line, out);
+}
+
+/* Code fences get the tokens of the language their info string names, the
+ * markdown around them keeps its own. */
+static void test_markdown_fences_are_injected(void **state)
+{
+    fx *f = *state;
+    const char *content = "# Title\n"
+                          "```c\n"
+                          "int main(void) { return 0; }\n"
+                          "```\n"
+                          "text\n"
+                          "```python\n"
+                          "def f(x):\n"
+                          "    return None\n"
+                          "```\n";
+    char *out = highlight_as(f, "markdown",
+                             "\"# Title\\n```c\\nint main(void) { return 0; }\\n```\\ntext\\n```python\\n"
+                             "def f(x):\\n    return None\\n```\\n\"");
+    expect_token(out, content, 0, "Title", "text.title");
+    expect_token(out, content, 1, "```", "punctuation.delimiter");
+    expect_token(out, content, 2, "int", "type");
+    expect_token(out, content, 2, "main", "function");
+    expect_token(out, content, 2, "return", "keyword");
+    expect_token(out, content, 6, "def", "keyword");
+    expect_token(out, content, 6, "f", "function");
+    expect_token(out, content, 7, "None", "constant.builtin");
+    free(out);
+}
+
+/* <script> is javascript and <style> css inside html. */
+static void test_html_script_and_style_are_injected(void **state)
+{
+    fx *f = *state;
+    const char *content = "<html>\n"
+                          "<script>\n"
+                          "const answer = 42;\n"
+                          "</script>\n"
+                          "<style>\n"
+                          "body { color: red; }\n"
+                          "</style>\n"
+                          "</html>\n";
+    char *out = highlight_as(f, "html",
+                             "\"<html>\\n<script>\\nconst answer = 42;\\n</script>\\n<style>\\nbody { color: red; }\\n"
+                             "</style>\\n</html>\\n\"");
+    expect_token(out, content, 1, "script", "tag");
+    expect_token(out, content, 2, "const", "keyword");
+    expect_token(out, content, 2, "42", "number");
+    expect_token(out, content, 5, "body", "tag");
+    expect_token(out, content, 5, "color", "property");
+    free(out);
+}
+
+/* Emphasis, code spans and links inside markdown's paragraphs, through the
+ * inline grammar. */
+static void test_markdown_inline(void **state)
+{
+    fx *f = *state;
+    const char *content = "Some *stress* and `code` and [a link](https://example.com).\n";
+    char *out = highlight_as(f, "markdown",
+                             "\"Some *stress* and `code` and [a link](https://example.com).\\n\"");
+    expect_token(out, content, 0, "stress", "text.emphasis");
+    expect_token(out, content, 0, "*", "punctuation.delimiter");
+    expect_token(out, content, 0, "code", "text.literal");
+    expect_token(out, content, 0, "`", "punctuation.delimiter");
+    expect_token(out, content, 0, "a link", "text.reference");
+    expect_token(out, content, 0, "https://example.com", "text.uri");
+    free(out);
+}
+
+/* An edit inside a fence of an open document reparses its layer: the tokens
+ * of the new code come with the document's next syntax/didChange. */
+static void test_edit_inside_a_fence(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f, "file:///tmp/syntax-fence.md", "\"# T\\n```c\\nint x;\\n```\\n\"");
+    assert_true(test_client_wait_notifications(f->c, "syntax/didChange", 1, 5000));
+    char *out = settled_tokens(f, id, 0, 3);
+    expect_token(out, "# T\n```c\nint x;\n```\n", 2, "int", "type");
+    free(out);
+    test_client_clear_notifications(f->c);
+    char params[256];
+    snprintf(params, sizeof params,
+             "{\"documentId\":\"%s\",\"position\":{\"line\":2,\"column\":0},\"text\":\"static \"}", id);
+    free(call(f, 0, "document/insert", params));
+    assert_true(test_client_wait_notifications(f->c, "syntax/didChange", 1, 5000));
+    out = settled_tokens(f, id, 0, 3);
+    const char *now = "# T\n```c\nstatic int x;\n```\n";
+    expect_token(out, now, 2, "static", "keyword");
+    expect_token(out, now, 2, "int", "type");
+
+    /* The fence's language changes: the layer goes, another comes. */
+    free(out);
+    test_client_clear_notifications(f->c);
+    snprintf(params, sizeof params,
+             "{\"documentId\":\"%s\",\"range\":{\"start\":{\"line\":1,\"column\":3},\"end\":{\"line\":1,\"column\":4}},"
+             "\"text\":\"python\"}", id);
+    free(call(f, 0, "document/replace", params));
+    assert_true(test_client_wait_notifications(f->c, "syntax/didChange", 1, 5000));
+    out = settled_tokens(f, id, 0, 3);
+    if (has_token(out, "lines", "# T\n```python\nstatic int x;\n```\n", 2, "int", "type"))
+        fail_msg("C tokens in a python fence: %s", out);
+    free(out);
+    free(id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -631,6 +871,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_plain_documents_have_no_tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_utf8_and_long_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deep_nesting_is_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_too_many_children_stays_plain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_markdown_fences_are_injected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_html_script_and_style_are_injected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_markdown_inline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_edit_inside_a_fence, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
