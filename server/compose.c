@@ -1,4 +1,5 @@
 #include "compose.h"
+#include "internal.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -235,3 +236,5 @@ void server_services_set_workspace(server_services *self, const char *workspace)
     if (self->agent)
         agent_service_set_workspace(self->agent, workspace);
 }
+
+struct agent_service *server_agent(struct server *srv) { return srv->services.agent; }

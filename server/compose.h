@@ -68,6 +68,11 @@ void server_services_stop(server_services *self);
 /* Whether the store keeps state on disk (initialize's capabilities.persistence). */
 bool server_services_persistent(const server_services *self);
 
+/* The agent, for a front end that is not a connection of the server (ecpd
+ * --acp speaks its own protocol on stdio). */
+struct server;
+struct agent_service *server_agent(struct server *srv);
+
 /* The workspace changed (initialize named one); workspace may be NULL. */
 void server_services_set_workspace(server_services *self, const char *workspace);
 

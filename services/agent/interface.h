@@ -79,6 +79,14 @@ typedef enum agent_content_type {
     AGENT_CONTENT_TOOL_REJECTED,    /* tool_id, tool_name, arguments, reason */
 } agent_content_type;
 
+/* Why a turn ended (the finished progress event says). */
+typedef enum agent_stop {
+    AGENT_STOP_END,        /* the model stopped asking for tools */
+    AGENT_STOP_CANCELLED,  /* agent_prompt_stop */
+    AGENT_STOP_TURN_LIMIT, /* the agent.maxTurns model requests were made */
+    AGENT_STOP_ERROR,      /* the model's request failed: error says why */
+} agent_stop;
+
 /* One piece of a chat's content. Pointers live during the callback only. */
 typedef struct agent_content {
     agent_content_type type;
@@ -95,6 +103,8 @@ typedef struct agent_content {
     bool error;
     const char *reason;    /* "userChoiceDeny", "userPromptStop" */
     double total_ms;
+    agent_stop stop;       /* finished progress */
+    const char *error_message; /* finished progress with AGENT_STOP_ERROR */
 } agent_content;
 
 typedef struct agent_listener {
@@ -106,6 +116,34 @@ typedef struct agent_listener {
 
 void agent_subscribe(agent_service *self, const agent_listener *listener, void *ctx);
 void agent_unsubscribe(agent_service *self, const agent_listener *listener, void *ctx);
+
+/* ----- tools run elsewhere -------------------------------------------------------------
+ *
+ * A front end whose client edits files or runs commands itself (ACP's fs and
+ * terminal methods) takes those calls over: after the checks (a known tool,
+ * a path confined to the workspace) and after approval, run() is offered the
+ * call; it returns false to leave it to the service, or true and then calls
+ * agent_host_call_done(token, ...) exactly once, later, unless cancel(token)
+ * came first. */
+typedef struct agent_host_call {
+    const char *chat_id, *tool_id, *tool_name;
+    const char *path;      /* resolved, inside the workspace; NULL for tools without one */
+    const char *arguments; /* JSON object text */
+} agent_host_call;
+
+typedef struct agent_tool_host {
+    bool (*run)(void *ctx, const agent_host_call *call, void *token);
+    void (*cancel)(void *ctx, void *token);
+} agent_tool_host;
+
+/* One host at a time; NULL removes it. host is borrowed until removed. */
+void agent_set_tool_host(agent_service *self, const agent_tool_host *host, void *ctx);
+/* The output of a call a host took (an error's starts with "Error: "). */
+void agent_host_call_done(void *token, bool error, const char *output);
+
+/* The "provider/model" a prompt without a model would use; NULL with no
+ * provider configured. The caller frees it. */
+char *agent_default_model(agent_service *self);
 
 /* ----- chats ------------------------------------------------------------------------- */
 

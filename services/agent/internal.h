@@ -42,6 +42,8 @@ struct agent_service {
     ecp_listeners listeners;
     chat *chats;
     key_wait *key_waits; /* prompts waiting for the secret store */
+    const agent_tool_host *host;
+    void *host_ctx;
 };
 
 /* ----- tools (tools.c) --------------------------------------------------------------- */

@@ -38,6 +38,7 @@ struct chat {
     bool awaiting_approval;
     tool_plan plan;         /* of the call awaiting approval or running */
     tool_run *run;
+    bool hosted;            /* the running call is the tool host's */
     uint64_t call_started;  /* uv_hrtime() */
     long session_tokens;
 };
@@ -556,13 +557,14 @@ static void request_body(const chat *c, buf *out)
 static void send_request(chat *c);
 static void next_call(chat *c);
 
-static void end_turn(chat *c, const char *system_text)
+static void end_turn(chat *c, agent_stop stop, const char *system_text)
 {
     c->request = NULL;
     c->running = false;
     if (system_text)
         emit_text(c, "system", system_text);
-    agent_content e = {.type = AGENT_CONTENT_PROGRESS, .role = "system", .finished = true};
+    agent_content e = {.type = AGENT_CONTENT_PROGRESS, .role = "system", .finished = true, .stop = stop,
+                       .error_message = stop == AGENT_STOP_ERROR ? system_text : NULL};
     emit(c, &e);
     emit_status(c);
     touch(c, false);
@@ -589,7 +591,7 @@ static void on_llm_finish(void *ctx, const char *error, const llm_answer *answer
     chat *c = ctx;
     c->request = NULL;
     if (error) {
-        end_turn(c, error);
+        end_turn(c, AGENT_STOP_ERROR, error);
         return;
     }
     if (answer->input_tokens || answer->output_tokens) {
@@ -609,7 +611,7 @@ static void on_llm_finish(void *ctx, const char *error, const llm_answer *answer
     touch(c, true);
     c->turns++;
     if (answer->call_count == 0) {
-        end_turn(c, NULL);
+        end_turn(c, AGENT_STOP_END, NULL);
         return;
     }
     c->calls_from = c->count - 1;
@@ -653,6 +655,7 @@ static void tool_done(void *ctx, bool error, const char *output)
 {
     chat *c = ctx;
     c->run = NULL;
+    c->hosted = false;
     tool_plan_free(&c->plan);
     call_finished(c, current_call(c), error, output);
     c->next_call++;
@@ -664,7 +667,30 @@ static void run_call(chat *c)
     const agent_call *call = current_call(c);
     agent_content e = {.type = AGENT_CONTENT_TOOL_RUNNING};
     call_event(c, &e, call);
-    c->run = tool_start(c->svc, &c->plan, call->arguments, tool_done, c);
+    agent_service *svc = c->svc;
+    if (svc->host) {
+        agent_host_call hc = {c->id, call->id, call->name, c->plan.path, arguments_object(call->arguments)};
+        c->hosted = true;
+        if (svc->host->run(svc->host_ctx, &hc, c))
+            return;
+        c->hosted = false;
+    }
+    c->run = tool_start(svc, &c->plan, call->arguments, tool_done, c);
+}
+
+void agent_host_call_done(void *token, bool error, const char *output) { tool_done(token, error, output); }
+
+void agent_set_tool_host(agent_service *self, const agent_tool_host *host, void *ctx)
+{
+    self->host = host;
+    self->host_ctx = ctx;
+}
+
+static void cancel_hosted(chat *c)
+{
+    if (c->hosted && c->svc->host)
+        c->svc->host->cancel(c->svc->host_ctx, c);
+    c->hosted = false;
 }
 
 static bool approval_allowed(agent_service *svc)
@@ -690,19 +716,19 @@ static void next_call(chat *c)
             continue;
         }
         bool ask = c->plan.needs_approval && !approval_allowed(c->svc);
+        /* set first: a listener may answer from inside the event */
+        c->awaiting_approval = ask;
         agent_content e = {.type = AGENT_CONTENT_TOOL_RUN, .manual_approval = ask};
         call_event(c, &e, call);
-        if (ask) {
-            c->awaiting_approval = true;
+        if (ask)
             return;
-        }
         run_call(c);
         return;
     }
     if (c->turns >= c->max_turns) {
         char text[120];
         snprintf(text, sizeof text, "Stopped: the turn limit (%d model requests) was reached", c->max_turns);
-        end_turn(c, text);
+        end_turn(c, AGENT_STOP_TURN_LIMIT, text);
         return;
     }
     send_request(c);
@@ -750,6 +776,7 @@ int agent_prompt_stop(agent_service *self, const char *chat_id, ecp_error *err)
                 tool_cancel(c->run);
                 c->run = NULL;
             }
+            cancel_hosted(c);
             agent_content e = {.type = AGENT_CONTENT_TOOL_REJECTED, .reason = "userPromptStop"};
             call_event(c, &e, call);
             add_tool_result(c, call, true, "Error: stopped by the user");
@@ -757,7 +784,7 @@ int agent_prompt_stop(agent_service *self, const char *chat_id, ecp_error *err)
         c->awaiting_approval = false;
         tool_plan_free(&c->plan);
     }
-    end_turn(c, NULL);
+    end_turn(c, AGENT_STOP_CANCELLED, NULL);
     return 0;
 }
 
@@ -878,6 +905,21 @@ static int configure(chat *c, const char *requested, const key_override *ko, con
     buf_free(&provider);
     free(model_copy);
     return status;
+}
+
+char *agent_default_model(agent_service *self)
+{
+    chat probe = {.svc = self};
+    const char *missing;
+    char *model = NULL;
+    if (configure(&probe, NULL, NULL, &missing, NULL) == 0) {
+        model = probe.model;
+        probe.model = NULL;
+    }
+    endpoint_free(&probe.endpoint);
+    free(probe.model_name);
+    free(probe.model);
+    return model;
 }
 
 /* ----- chats ---------------------------------------------------------------------------------- */
@@ -1189,6 +1231,7 @@ void agent_service_free(agent_service *self)
         if (c->run)
             tool_cancel(c->run);
         c->run = NULL;
+        cancel_hosted(c);
     }
     llm_client_free(self->llm); /* aborts every request without calling back */
     ecp_job_set_close(self->jobs);

@@ -11,7 +11,8 @@ Each request takes the next reply of the script (a list of dicts):
   {"hang": True}                               after the chunks, wait until the client goes
 Requests are recorded (path, headers, body) in `requests`.
 
-Usage as a program: mock_llm.py SCRIPT.json prints "PORT <n>" and serves until killed.
+Usage as a program: mock_llm.py SCRIPT.json [REQUESTS.jsonl] prints "PORT <n>" and
+serves until killed; each request's body is appended to REQUESTS.jsonl as one line.
 """
 import json
 import socketserver
@@ -69,8 +70,9 @@ def anthropic_events(reply):
 
 
 class MockLLM:
-    def __init__(self, script=None):
+    def __init__(self, script=None, request_log=None):
         self.script = list(script or [])
+        self.request_log = request_log
         self.requests = []
         self.lock = threading.Lock()
         self.sent = []  # (time, chunk) of every chunk written
@@ -91,6 +93,9 @@ class MockLLM:
                     except ValueError:
                         parsed = None
                     mock.requests.append({"path": self.path, "headers": dict(self.headers), "body": parsed})
+                    if mock.request_log:
+                        with open(mock.request_log, "a") as log:
+                            log.write(json.dumps(parsed) + "\n")
                     reply = mock.script.pop(0) if mock.script else {"status": 500, "body": {"error": {
                         "message": "the mock's script is exhausted"}}}
                 mock.serve(self, reply)
@@ -153,6 +158,6 @@ class MockLLM:
 
 if __name__ == "__main__":
     with open(sys.argv[1]) as f:
-        m = MockLLM(json.load(f))
+        m = MockLLM(json.load(f), sys.argv[2] if len(sys.argv) > 2 else None)
     print("PORT %d" % m.port, flush=True)
     threading.Event().wait()
