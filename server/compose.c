@@ -194,6 +194,9 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     agent_adapter_init(&adapter, self->agent, env->bus);
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
         return status;
+    agent_mcp_adapter_init(&adapter, self->agent, env->bus);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
     return 0;
 }
 

@@ -65,6 +65,16 @@ struct outgoing {
     bool all_occurrences;
 };
 
+/* A session/new or session/load answered once its MCP servers are ready. */
+typedef struct waiting_answer {
+    struct waiting_answer *next;
+    char *id_json;
+    acp_session *session;
+    bool with_id;
+    char **servers;
+    size_t server_count;
+} waiting_answer;
+
 struct acp_frontend {
     uv_loop_t *loop;
     agent_service *agent;
@@ -83,6 +93,7 @@ struct acp_frontend {
     acp_session *sessions;
     outgoing *outgoing;
     int64_t next_id;
+    waiting_answer *waiting;
 };
 
 /* ----- output ---------------------------------------------------------------------------- */
@@ -767,7 +778,60 @@ static void on_deleted(void *ctx, const char *chat_id)
     (void)chat_id;
 }
 
-static const agent_listener listener = {on_content, on_status, on_deleted};
+static void reply_session_state(acp_frontend *acp, const char *id_json, const acp_session *s, bool with_id);
+
+typedef struct server_state {
+    const char *name;
+    bool starting;
+} server_state;
+
+static void check_starting(void *ctx, const agent_mcp_info *info)
+{
+    server_state *st = ctx;
+    if (strcmp(info->name, st->name) == 0 && strcmp(info->status, "starting") == 0)
+        st->starting = true;
+}
+
+static void waiting_free(waiting_answer *w)
+{
+    for (size_t i = 0; i < w->server_count; i++)
+        free(w->servers[i]);
+    free(w->servers);
+    free(w->id_json);
+    free(w);
+}
+
+/* Answers every session/new or session/load whose servers are all running or failed. */
+static void answer_ready(acp_frontend *acp)
+{
+    for (waiting_answer **p = &acp->waiting; *p;) {
+        waiting_answer *w = *p;
+        bool starting = false;
+        for (size_t i = 0; i < w->server_count && !starting; i++) {
+            server_state st = {w->servers[i], false};
+            agent_mcp_list(acp->agent, check_starting, &st);
+            starting = st.starting;
+        }
+        if (starting) {
+            p = &w->next;
+            continue;
+        }
+        *p = w->next;
+        reply_session_state(acp, w->id_json, w->session, w->with_id);
+        waiting_free(w);
+    }
+}
+
+static void on_mcp(void *ctx, const agent_mcp_info *info)
+{
+    acp_frontend *acp = ctx;
+    if (strcmp(info->status, "failed") == 0)
+        ecp_log(acp->log, ECP_LOG_ERROR, "MCP server %s failed: %s; its tools are not offered", info->name,
+                info->error ? info->error : "");
+    answer_ready(acp);
+}
+
+static const agent_listener listener = {on_content, on_status, on_deleted, on_mcp};
 
 /* ----- the client's file system ------------------------------------------------------------------ */
 
@@ -951,6 +1015,8 @@ typedef struct request {
     json_ref params;
     const char *id; /* JSON text */
     arena *mem;
+    char **server_names; /* the MCP servers session_place started */
+    size_t server_count;
 } request;
 
 static bool param_string(request *r, const char *key, bool required, const char **out)
@@ -1042,14 +1108,98 @@ static bool session_place(request *r)
         reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "mcpServers must be an array");
         return false;
     }
-    if (servers != JSON_NO_REF && json_length(r->doc, servers) > 0) {
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "this agent does not start MCP servers");
-        return false;
-    }
     char *real = realpath(cwd, NULL);
     agent_service_set_workspace(r->acp->agent, real ? real : cwd);
     free(real);
-    return true;
+    /* every server is checked before any starts (in the workspace) */
+    size_t count = servers != JSON_NO_REF ? json_length(r->doc, servers) : 0;
+    agent_mcp_config *configs = xcalloc(count + 1, sizeof *configs);
+    const char **strings = xcalloc(1, sizeof *strings);
+    size_t string_count = 0, k = 0;
+    bool ok = true;
+    for (json_ref e = count ? json_first(r->doc, servers) : JSON_NO_REF; e != JSON_NO_REF && ok;
+         e = json_next(r->doc, e), k++) {
+        json_ref name = json_type_of(r->doc, e) == JSON_OBJECT ? json_get(r->doc, e, "name") : JSON_NO_REF;
+        json_ref command = name != JSON_NO_REF ? json_get(r->doc, e, "command") : JSON_NO_REF;
+        json_ref args = name != JSON_NO_REF ? json_get(r->doc, e, "args") : JSON_NO_REF;
+        json_ref env = name != JSON_NO_REF ? json_get(r->doc, e, "env") : JSON_NO_REF;
+        agent_mcp_config *c = &configs[k];
+        if (name == JSON_NO_REF || !json_string(r->doc, name, r->mem, &c->name, NULL)) {
+            reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "an MCP server needs a name");
+            ok = false;
+        } else if (command == JSON_NO_REF || !json_string(r->doc, command, r->mem, &c->command, NULL)) {
+            reply_error(r->acp, r->id, RPC_INVALID_PARAMS,
+                        "MCP server %s: only the stdio transport (a command) is supported", c->name);
+            ok = false;
+        }
+        size_t argc = ok && args != JSON_NO_REF ? json_length(r->doc, args) : 0;
+        size_t envc = ok && env != JSON_NO_REF ? json_length(r->doc, env) : 0;
+        strings = xrealloc(strings, (string_count + argc + envc + 1) * sizeof *strings);
+        c->args = strings + string_count; /* fixed up below: strings may still move */
+        c->arg_count = argc;
+        for (json_ref a = argc ? json_first(r->doc, args) : JSON_NO_REF; a != JSON_NO_REF && ok; a = json_next(r->doc, a))
+            ok = json_string(r->doc, a, r->mem, &strings[string_count++], NULL);
+        c->env_count = envc;
+        for (json_ref v = envc ? json_first(r->doc, env) : JSON_NO_REF; v != JSON_NO_REF && ok; v = json_next(r->doc, v)) {
+            json_ref vn = json_type_of(r->doc, v) == JSON_OBJECT ? json_get(r->doc, v, "name") : JSON_NO_REF;
+            json_ref vv = vn != JSON_NO_REF ? json_get(r->doc, v, "value") : JSON_NO_REF;
+            const char *n, *val;
+            ok = vv != JSON_NO_REF && json_string(r->doc, vn, r->mem, &n, NULL) &&
+                 json_string(r->doc, vv, r->mem, &val, NULL);
+            if (ok) {
+                buf pair = BUF_INIT;
+                buf_appendf(&pair, "%s=%s", n, val);
+                char *copy = arena_strndup(r->mem, pair.data, pair.len);
+                buf_free(&pair);
+                strings[string_count++] = copy;
+            }
+        }
+        if (!ok && c->name && c->command)
+            reply_error(r->acp, r->id, RPC_INVALID_PARAMS,
+                        "MCP server %s: args must be strings, env [{name, value}] of strings", c->name);
+    }
+    if (ok) {
+        /* the args and env of each server follow each other in strings */
+        size_t at = 0;
+        for (size_t i = 0; i < k; i++) {
+            configs[i].args = strings + at;
+            at += configs[i].arg_count;
+            configs[i].env = strings + at;
+            at += configs[i].env_count;
+        }
+        for (size_t i = 0; i < k && ok; i++) {
+            ecp_error err = {0};
+            if (agent_mcp_start(r->acp->agent, &configs[i], &err) < 0) {
+                reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "%s", err.message);
+                ok = false;
+            }
+        }
+    }
+    if (ok) {
+        r->server_names = xcalloc(k + 1, sizeof *r->server_names);
+        for (size_t i = 0; i < k; i++)
+            r->server_names[i] = xstrdup(configs[i].name);
+        r->server_count = k;
+    }
+    free(configs);
+    free(strings);
+    return ok;
+}
+
+/* The answer to session/new or session/load, once the session's MCP servers are ready. */
+static void answer_when_ready(request *r, acp_session *s, bool with_id)
+{
+    waiting_answer *w = xcalloc(1, sizeof *w);
+    w->id_json = xstrdup(r->id);
+    w->session = s;
+    w->with_id = with_id;
+    w->servers = r->server_names;
+    w->server_count = r->server_count;
+    r->server_names = NULL;
+    r->server_count = 0;
+    w->next = r->acp->waiting;
+    r->acp->waiting = w;
+    answer_ready(r->acp);
 }
 
 static char *new_session_id(void)
@@ -1073,7 +1223,7 @@ static void m_session_new(request *r)
     char *id = new_session_id();
     acp_session *s = add_session(r->acp, id);
     free(id);
-    reply_session_state(r->acp, r->id, s, true);
+    answer_when_ready(r, s, true);
 }
 
 typedef struct replay {
@@ -1127,7 +1277,7 @@ static void m_session_load(request *r)
         s->model = xstrdup(info.model);
     replay rp = {r->acp, s};
     agent_chat_open(r->acp->agent, id, &info, replay_message, &rp, NULL);
-    reply_session_state(r->acp, r->id, s, false);
+    answer_when_ready(r, s, false);
 }
 
 /* The prompt's content blocks as the message's text. */
@@ -1383,8 +1533,11 @@ static void handle_line(acp_frontend *acp, const char *line, size_t len)
         if (i == n) {
             reply_error(acp, id_json.data, RPC_METHOD_NOT_FOUND, "Method not found: %s", name);
         } else {
-            request r = {acp, &d, params, id_json.data, &mem};
+            request r = {acp, &d, params, id_json.data, &mem, NULL, 0};
             methods[i].fn(&r);
+            for (size_t k = 0; k < r.server_count; k++)
+                free(r.server_names[k]);
+            free(r.server_names);
         }
     }
     arena_free(&mem);
@@ -1542,6 +1695,10 @@ void acp_frontend_free(acp_frontend *self)
     for (outgoing *o = self->outgoing, *next; o; o = next) {
         next = o->next;
         outgoing_free(o);
+    }
+    for (waiting_answer *w = self->waiting, *next; w; w = next) {
+        next = w->next;
+        waiting_free(w);
     }
     for (acp_session *s = self->sessions, *next; s; s = next) {
         next = s->next;

@@ -21,6 +21,10 @@ struct agent_service;
  * out->destroy. bus is borrowed for chat/contentReceived and the others. */
 void agent_adapter_init(ecp_adapter *out, struct agent_service *svc, ecp_bus *bus);
 
+/* Registers the `mcp` methods (start, stop and list MCP servers) in *out,
+ * with tool/serverUpdated and $/showMessage as their notifications. */
+void agent_mcp_adapter_init(ecp_adapter *out, struct agent_service *svc, ecp_bus *bus);
+
 /* acp: the agent as an Agent Client Protocol (v1) agent on stdio.
  *
  * The client spawned us: stdin and stdout carry newline-delimited JSON-RPC

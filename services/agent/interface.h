@@ -107,15 +107,52 @@ typedef struct agent_content {
     const char *error_message; /* finished progress with AGENT_STOP_ERROR */
 } agent_content;
 
+/* An MCP server's state. Pointers live during the call only. */
+typedef struct agent_mcp_info {
+    const char *name, *command;
+    const char *const *args;  /* NULL-terminated, without the command */
+    const char *status;       /* "starting", "running", "failed" or "stopped" */
+    const char *error;        /* why it failed; NULL otherwise */
+    size_t tool_count;        /* offered to the model (running only) */
+    const char *const *tool_names, *const *tool_descriptions, *const *tool_schemas; /* schemas: JSON text */
+} agent_mcp_info;
+
 typedef struct agent_listener {
     void (*on_content)(void *ctx, const agent_content *content);
     /* "running" or "idle" */
     void (*on_status)(void *ctx, const char *chat_id, const char *status);
     void (*on_deleted)(void *ctx, const char *chat_id);
+    /* An MCP server started, became ready, failed or stopped. */
+    void (*on_mcp)(void *ctx, const agent_mcp_info *info);
 } agent_listener;
 
 void agent_subscribe(agent_service *self, const agent_listener *listener, void *ctx);
 void agent_unsubscribe(agent_service *self, const agent_listener *listener, void *ctx);
+
+/* ----- MCP servers ------------------------------------------------------------------------
+ *
+ * Model Context Protocol servers (stdio transport: a command started as a
+ * child process) whose tools are offered to the model as mcp__<server>__<tool>
+ * once the server has answered initialize and tools/list. Calls of tools that
+ * are not marked read-only wait for approval like writes. A server that fails
+ * to start or exits has its tools withdrawn and its waiting calls answered
+ * with errors; it stays listed as "failed" until stopped. Events: on_mcp. */
+typedef struct agent_mcp_config {
+    const char *name;                 /* letters, digits, '-' and single '_' */
+    const char *command;              /* found on PATH */
+    const char *const *args;
+    size_t arg_count;
+    const char *const *env;           /* "NAME=value", added to ours */
+    size_t env_count;
+} agent_mcp_config;
+
+/* Starts the server (replacing one of the same name). A failure to spawn is
+ * told as a "failed" event, not by the return: ECP_EINVAL only for a bad
+ * name or no command. */
+int agent_mcp_start(agent_service *self, const agent_mcp_config *config, ecp_error *err);
+/* Stops it and forgets it. ECP_ENOTFOUND. */
+int agent_mcp_stop(agent_service *self, const char *name, ecp_error *err);
+void agent_mcp_list(agent_service *self, void (*fn)(void *ctx, const agent_mcp_info *info), void *ctx);
 
 /* ----- tools run elsewhere -------------------------------------------------------------
  *

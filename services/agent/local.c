@@ -39,6 +39,7 @@ struct chat {
     tool_plan plan;         /* of the call awaiting approval or running */
     tool_run *run;
     bool hosted;            /* the running call is the tool host's */
+    mcp_call *mcp;          /* the running call is an MCP server's */
     uint64_t call_started;  /* uv_hrtime() */
     long session_tokens;
 };
@@ -404,27 +405,41 @@ static const char *arguments_object(const char *arguments)
 
 /* ----- requests ---------------------------------------------------------------------------- */
 
-static void write_tools(json_writer *w, llm_api api)
+typedef struct tool_writer {
+    json_writer *w;
+    llm_api api;
+} tool_writer;
+
+static void write_tool(void *ctx, const char *name, const char *description, const char *parameters)
+{
+    tool_writer *t = ctx;
+    json_writer *w = t->w;
+    jw_object_begin(w);
+    if (t->api == LLM_API_OPENAI) {
+        jw_key_string(w, "type", "function");
+        jw_key(w, "function");
+        jw_object_begin(w);
+    }
+    jw_key_string(w, "name", name);
+    jw_key_string(w, "description", description);
+    jw_key(w, t->api == LLM_API_OPENAI ? "parameters" : "input_schema");
+    jw_raw(w, parameters, strlen(parameters));
+    if (t->api == LLM_API_OPENAI)
+        jw_object_end(w);
+    jw_object_end(w);
+}
+
+/* Ours, then the running MCP servers'. */
+static void write_tools(json_writer *w, agent_service *svc, llm_api api)
 {
     size_t n;
     const agent_tool_info *tools = agent_tools(&n);
+    tool_writer t = {w, api};
     jw_key(w, "tools");
     jw_array_begin(w);
-    for (size_t i = 0; i < n; i++) {
-        jw_object_begin(w);
-        if (api == LLM_API_OPENAI) {
-            jw_key_string(w, "type", "function");
-            jw_key(w, "function");
-            jw_object_begin(w);
-        }
-        jw_key_string(w, "name", tools[i].name);
-        jw_key_string(w, "description", tools[i].description);
-        jw_key(w, api == LLM_API_OPENAI ? "parameters" : "input_schema");
-        jw_raw(w, tools[i].parameters, strlen(tools[i].parameters));
-        if (api == LLM_API_OPENAI)
-            jw_object_end(w);
-        jw_object_end(w);
-    }
+    for (size_t i = 0; i < n; i++)
+        write_tool(&t, tools[i].name, tools[i].description, tools[i].parameters);
+    mcp_each_tool(svc, write_tool, &t);
     jw_array_end(w);
 }
 
@@ -541,13 +556,13 @@ static void request_body(const chat *c, buf *out)
         jw_key_bool(&w, "include_usage", true);
         jw_object_end(&w);
         write_openai_messages(&w, c);
-        write_tools(&w, LLM_API_OPENAI);
+        write_tools(&w, c->svc, LLM_API_OPENAI);
         jw_key_string(&w, "tool_choice", "auto");
     } else {
         jw_key_int(&w, "max_tokens", 8192);
         jw_key_string(&w, "system", system_prompt);
         write_anthropic_messages(&w, c);
-        write_tools(&w, LLM_API_ANTHROPIC);
+        write_tools(&w, c->svc, LLM_API_ANTHROPIC);
     }
     jw_object_end(&w);
 }
@@ -656,6 +671,7 @@ static void tool_done(void *ctx, bool error, const char *output)
     chat *c = ctx;
     c->run = NULL;
     c->hosted = false;
+    c->mcp = NULL;
     tool_plan_free(&c->plan);
     call_finished(c, current_call(c), error, output);
     c->next_call++;
@@ -668,6 +684,17 @@ static void run_call(chat *c)
     agent_content e = {.type = AGENT_CONTENT_TOOL_RUNNING};
     call_event(c, &e, call);
     agent_service *svc = c->svc;
+    if (c->plan.mcp) {
+        ecp_error err = {0};
+        c->mcp = mcp_call_start(svc, call->name, arguments_object(call->arguments), tool_done, c, &err);
+        if (!c->mcp) {
+            buf out = BUF_INIT;
+            buf_appendf(&out, "Error: %s", err.message);
+            tool_done(c, true, out.data);
+            buf_free(&out);
+        }
+        return;
+    }
     if (svc->host) {
         agent_host_call hc = {c->id, call->id, call->name, c->plan.path, arguments_object(call->arguments)};
         c->hosted = true;
@@ -688,6 +715,9 @@ void agent_set_tool_host(agent_service *self, const agent_tool_host *host, void 
 
 static void cancel_hosted(chat *c)
 {
+    if (c->mcp)
+        mcp_call_cancel(c->mcp);
+    c->mcp = NULL;
     if (c->hosted && c->svc->host)
         c->svc->host->cancel(c->svc->host_ctx, c);
     c->hosted = false;
@@ -1162,14 +1192,24 @@ int agent_chat_open(agent_service *self, const char *chat_id, agent_chat_info *i
 
 /* ----- context for prompts ------------------------------------------------------------------------ */
 
-typedef struct query_op {
+/* Owned by the service until its walk calls back. A walk still running when
+ * the service goes never calls back (the file service, freed after us without
+ * a turn of the loop in between, drops it), so the service frees its ops. */
+struct query_op {
+    agent_service *svc;
+    query_op *next;
     agent_query_cb done;
     void *ctx;
-} query_op;
+};
 
 static void query_found(void *ctx, int status, const ecp_error *err, const file_search_result *result)
 {
     query_op *op = ctx;
+    for (query_op **p = &op->svc->queries; *p; p = &(*p)->next)
+        if (*p == op) {
+            *p = op->next;
+            break;
+        }
     size_t n = status < 0 ? 0 : result->count;
     const char **paths = xcalloc(n + 1, sizeof *paths);
     for (size_t i = 0; i < n; i++)
@@ -1185,13 +1225,18 @@ int agent_query_files(agent_service *self, const char *query, size_t max, agent_
     if (!self->workspace)
         return ecp_error_set(err, ECP_EACCES, "there is no workspace to find context in");
     query_op *op = xcalloc(1, sizeof *op);
+    op->svc = self;
     op->done = done;
     op->ctx = ctx;
     file_search_options o = {.pattern = query, .base = self->workspace, .max_results = max,
                              .encoding = ECP_ENCODING_UTF8};
     int status = file_search_prepare(self->files, &o, query_found, op, walk, err);
-    if (status < 0)
+    if (status < 0) {
         free(op);
+        return status;
+    }
+    op->next = self->queries;
+    self->queries = op;
     return status;
 }
 
@@ -1227,12 +1272,18 @@ void agent_service_free(agent_service *self)
     for (key_wait *w = self->key_waits; w; w = w->next)
         w->svc = NULL; /* answered when the secret store calls back */
     self->key_waits = NULL;
+    for (query_op *op = self->queries, *next; op; op = next) {
+        next = op->next;
+        free(op);
+    }
+    self->queries = NULL;
     for (chat *c = self->chats; c; c = c->next) {
         if (c->run)
             tool_cancel(c->run);
         c->run = NULL;
         cancel_hosted(c);
     }
+    mcp_stop_all(self); /* after the chats' calls were cancelled: nobody is told */
     llm_client_free(self->llm); /* aborts every request without calling back */
     ecp_job_set_close(self->jobs);
     for (chat *c = self->chats, *next; c; c = next) {

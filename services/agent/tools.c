@@ -153,12 +153,22 @@ int tool_check(agent_service *svc, const char *name, const char *arguments, tool
     for (size_t i = 0; i < TOOL_COUNT; i++)
         if (strcmp(tools[i].name, name) == 0)
             plan->name = tools[i].name;
+    bool read_only = false;
+    if (!plan->name && mcp_tool_known(svc, name, &read_only)) {
+        plan->name = "mcp";
+        plan->mcp = true;
+        plan->needs_approval = !read_only;
+    }
     if (!plan->name)
         return ecp_error_set(err, ECP_ENOTFOUND, "unknown tool %s", name);
     json_doc d = {0};
     if (json_doc_parse(&d, arguments, strlen(arguments), NULL) < 0 || json_type_of(&d, json_root(&d)) != JSON_OBJECT) {
         json_doc_free(&d);
         return ecp_error_set(err, ECP_EINVAL, "the arguments of %s are not a JSON object", name);
+    }
+    if (plan->mcp) {
+        json_doc_free(&d);
+        return 0; /* the server checks its own arguments */
     }
     static const char *const required[][4] = {
         {"read_file", "path"}, {"write_file", "path", "content"}, {"edit_file", "path", "old_string", "new_string"},

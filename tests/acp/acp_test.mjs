@@ -396,6 +396,69 @@ test('model failures reject the prompt with -32603 naming the cause; no provider
   await b.close();
 });
 
+// A minimal MCP server that lists one tool and exits (status 3) when it is called.
+const CRASHING_MCP = `
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        r = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "crash", "version": "1"}}
+    elif m.get("method") == "tools/list":
+        r = {"tools": [{"name": "boom", "description": "exits", "inputSchema": {"type": "object"},
+                        "annotations": {"readOnlyHint": True}}]}
+    elif m.get("method") == "tools/call":
+        sys.exit(3)
+    else:
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+`;
+
+test("MCP servers from session/new: a real one's tools are offered and called; a failing one's are withdrawn", async (t) => {
+  const { dir, ws, data } = tmpdir();
+  const fsServer = require.resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
+  const call = (id, name, args) => ({ tools: [{ id, name, arguments: [JSON.stringify(args)] }] });
+  const mock = await startMock(dir, [
+    call('m1', 'mcp__fs__read_text_file', { path: path.join(ws, 'src/a.txt') }), { text: ['read it'] },
+    call('m2', 'mcp__fs__write_file', { path: path.join(ws, 'm.txt'), content: 'by mcp' }), { text: ['wrote it'] },
+    call('m3', 'mcp__crash__boom', {}), { text: ['survived'] },
+  ]);
+  t.after(() => mock.close());
+  const a = startAgent(t, { data, ws, mock });
+  await init(a.conn);
+  const { sessionId } = await a.conn.newSession({ cwd: ws, mcpServers: [
+    { name: 'fs', command: process.execPath, args: [fsServer, ws], env: [{ name: 'MCP_TEST', value: '1' }] },
+    { name: 'missing', command: path.join(dir, 'no-such-server'), args: [], env: [] },
+    { name: 'crash', command: PYTHON3, args: ['-c', CRASHING_MCP], env: [] },
+  ] });
+  await assert.rejects(a.conn.newSession({ cwd: ws, mcpServers: [{ type: 'http', name: 'web', url: 'http://127.0.0.1:1/', headers: [] }] }),
+    (e) => e.code === -32602);
+
+  assert.equal((await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'read via mcp' }] })).stopReason, 'end_turn');
+  const offered = mock.requests()[0].tools.map((x) => x.function.name);
+  assert.ok(offered.includes('mcp__fs__read_text_file'), 'the real server is ready before session/new answers');
+  assert.ok(offered.includes('mcp__crash__boom'));
+  assert.ok(offered.includes('read_file'), 'our own tools still');
+  assert.ok(!offered.some((n) => n.startsWith('mcp__missing__')), 'a server that failed to start offers nothing');
+  const readResult = mock.requests()[1].messages.find((m) => m.role === 'tool' && m.tool_call_id === 'm1');
+  assert.equal(readResult.content, 'alpha\nbeta\ngamma\n');
+  assert.equal(a.calls.permission.length, 0, 'a read-only MCP tool needs no permission');
+  const m1 = a.updates.filter((u) => u.update.toolCallId === 'm1').map((u) => u.update.status);
+  assert.deepEqual(m1, ['pending', 'in_progress', 'completed']);
+
+  await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'write via mcp' }] });
+  assert.equal(a.calls.permission.length, 1, 'a tool that is not read-only asks first');
+  assert.equal(fs.readFileSync(path.join(ws, 'm.txt'), 'utf8'), 'by mcp');
+
+  const started = Date.now();
+  assert.equal((await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'crash it' }] })).stopReason, 'end_turn');
+  assert.ok(Date.now() - started < 5000, 'a crash is not a hung turn');
+  const crashResult = mock.requests()[5].messages.find((m) => m.role === 'tool' && m.tool_call_id === 'm3');
+  assert.match(crashResult.content, /^Error: MCP server crash exited with status 3/);
+  assert.ok(!mock.requests()[5].tools.some((x) => x.function.name.startsWith('mcp__crash__')), 'its tools are withdrawn');
+  assert.equal(textOf(a.updates.slice(-1)), 'survived');
+  await a.close();
+});
+
 test('bad lines: -32700 with id null, -32601 for unknown methods, unknown notifications ignored', async (t) => {
   const { ws, data } = tmpdir();
   const child = spawn(ECPD, ['--acp', '--data-dir', data], { cwd: ws, stdio: ['pipe', 'pipe', 'pipe'] });
