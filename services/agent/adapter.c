@@ -367,6 +367,52 @@ static void m_query_context(void *ctx, ecp_call *call)
     agent_query_start(walk);
 }
 
+static bool matches(const char *name, const char *query)
+{
+    if (query[0] == '/')
+        query++;
+    for (const char *h = name; *h; h++) {
+        size_t i = 0;
+        while (query[i] && h[i] && (h[i] | 0x20) == (query[i] | 0x20))
+            i++;
+        if (!query[i])
+            return true;
+    }
+    return !query[0];
+}
+
+static void m_query_commands(void *ctx, ecp_call *call)
+{
+    (void)ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str chat_id, query;
+    if (!ecp_arg_string_opt(call, p, "chatId", &chat_id) || !ecp_arg_string_opt(call, p, "query", &query))
+        return;
+    size_t n;
+    const agent_command_info *commands = agent_commands(&n);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    if (chat_id.ptr)
+        jw_key_string(w, "chatId", chat_id.ptr);
+    jw_key(w, "commands");
+    jw_array_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        if (!matches(commands[i].name, query.ptr ? query.ptr : ""))
+            continue;
+        jw_object_begin(w);
+        jw_key_string(w, "name", commands[i].name);
+        jw_key_string(w, "description", commands[i].description);
+        jw_key_string(w, "type", "native");
+        jw_key(w, "arguments");
+        jw_array_begin(w);
+        jw_array_end(w);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
 static const ecp_method methods[] = {
     {"chat/prompt", m_prompt, "1.0",
      "Start a turn: answers {chatId, model, status: \"prompting\"} at once, then streams chat/contentReceived",
@@ -381,6 +427,9 @@ static const ecp_method methods[] = {
     {"chat/delete", m_delete, "1.0", "Delete a chat and its stored messages", "{chatId: string}"},
     {"chat/list", m_list, "1.0", "The chats, most recently updated first", "{limit?: integer}"},
     {"chat/open", m_open, "1.0", "A chat's title, model and stored messages", "{chatId: string}"},
+    {"chat/queryCommands", m_query_commands, "1.0",
+     "The commands a prompt may be (\"/name\"), run without the model; those whose name contains the query",
+     "{chatId?: string, query?: string}"},
     {"chat/queryContext", m_query_context, "1.0",
      "Files of the workspace whose name matches the query (fuzzy), as contexts a prompt may name",
      "{chatId?: string, query: string}"},

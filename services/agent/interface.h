@@ -245,6 +245,15 @@ int agent_query_files(agent_service *self, const char *query, size_t max, agent_
                       ecp_job **walk, ecp_error *err);
 void agent_query_start(ecp_job *walk);
 
+/* The commands a prompt may be instead of a message ("/tools"): the prompt
+ * then runs the command without the model, its output a system text of the
+ * turn, and the chat's messages stay as they were. */
+typedef struct agent_command_info {
+    const char *name, *description;
+} agent_command_info;
+
+const agent_command_info *agent_commands(size_t *count);
+
 /* The tools the model is offered. */
 typedef struct agent_tool_info {
     const char *name;

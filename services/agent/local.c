@@ -968,6 +968,60 @@ static char *new_chat_id(void)
     return buf_detach(&b);
 }
 
+/* ----- commands -------------------------------------------------------------------------------- */
+
+static const agent_command_info commands[] = {
+    {"tools", "List the tools the model is offered: ours and those of the running MCP servers"},
+    {"mcp", "List the MCP servers, their state and how many tools each offers"},
+};
+
+const agent_command_info *agent_commands(size_t *count)
+{
+    *count = sizeof commands / sizeof commands[0];
+    return commands;
+}
+
+/* "/name" alone (or followed by blanks) names a command. */
+static const agent_command_info *find_command(const char *message)
+{
+    if (message[0] != '/')
+        return NULL;
+    size_t n = strcspn(message + 1, " \t\r\n");
+    if (message[1 + n + strspn(message + 1 + n, " \t\r\n")] != '\0')
+        return NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strlen(commands[i].name) == n && strncmp(commands[i].name, message + 1, n) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void list_tool(void *ctx, const char *name, const char *description, const char *schema)
+{
+    (void)schema;
+    buf_appendf(ctx, "- %s: %s\n", name, description);
+}
+
+static void list_server(void *ctx, const agent_mcp_info *info)
+{
+    buf_appendf(ctx, "- %s (%s): %s, %zu tool%s%s%s\n", info->name, info->command, info->status, info->tool_count,
+                info->tool_count == 1 ? "" : "s", info->error ? "; " : "", info->error ? info->error : "");
+}
+
+static void run_command(chat *c, const agent_command_info *command, buf *out)
+{
+    if (strcmp(command->name, "tools") == 0) {
+        size_t n;
+        const agent_tool_info *tools = agent_tools(&n);
+        for (size_t i = 0; i < n; i++)
+            list_tool(out, tools[i].name, tools[i].description, tools[i].parameters);
+        mcp_each_tool(c->svc, list_tool, out);
+    } else {
+        agent_mcp_list(c->svc, list_server, out);
+        if (!out->len)
+            buf_append_str(out, "No MCP server is configured.\n");
+    }
+}
+
 /* The prompt with the keys known now; on success answers done before any content. */
 static int prompt_now(agent_service *self, const char *chat_id, const char *message, const char *model,
                       const key_override *ko, agent_prompt_cb done, void *ctx, const char **missing, ecp_error *err)
@@ -997,6 +1051,18 @@ static int prompt_now(agent_service *self, const char *chat_id, const char *mess
     if (!c->title) {
         size_t n = strcspn(message, "\n");
         c->title = xstrndup(message, n < TITLE_MAX ? n : TITLE_MAX);
+    }
+    const agent_command_info *command = find_command(message);
+    if (command) {
+        /* answered here, without the model; the chat's messages stay as they were */
+        c->running = true;
+        done(ctx, 0, NULL, c->id, c->model);
+        emit_status(c);
+        buf out = BUF_INIT;
+        run_command(c, command, &out);
+        end_turn(c, AGENT_STOP_END, out.data);
+        buf_free(&out);
+        return 0;
     }
     append_message(c, ROLE_USER, message);
     touch(c, true);
