@@ -134,9 +134,9 @@ class MockLLM:
         delay = reply.get("delay", 0)
         try:
             for c in chunks:
+                self.sent.append((time.monotonic(), c))  # the moment it starts to leave
                 h.wfile.write(c.encode())
                 h.wfile.flush()
-                self.sent.append((time.monotonic(), c))
                 if delay:
                     time.sleep(delay)
             if reply.get("hang"):
