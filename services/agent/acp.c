@@ -50,7 +50,12 @@ struct acp_session {
     bool diff_new_file;
 };
 
-typedef enum outgoing_kind { OUT_PERMISSION, OUT_READ, OUT_WRITE, OUT_EDIT_READ } outgoing_kind;
+typedef enum outgoing_kind {
+    OUT_PERMISSION, OUT_READ, OUT_WRITE, OUT_EDIT_READ,
+    OUT_TERMINAL_CREATE, OUT_TERMINAL_WAIT, OUT_TERMINAL_OUTPUT, OUT_TERMINAL_OTHER,
+} outgoing_kind;
+
+typedef struct terminal_run terminal_run;
 
 /* A request we sent the client, waiting for its answer. */
 struct outgoing {
@@ -63,6 +68,21 @@ struct outgoing {
     char *path;
     char *old_string, *new_string;
     bool all_occurrences;
+    terminal_run *terminal;  /* the terminal requests of a command */
+};
+
+/* A shell command run in a terminal of the client's: create, wait for its
+ * exit (or the timeout: kill), read the output, release. */
+struct terminal_run {
+    terminal_run *next;
+    acp_frontend *acp;
+    acp_session *session;
+    void *token;             /* NULL once the call is cancelled or answered */
+    char *terminal_id;
+    uv_timer_t timer;
+    bool timed_out;
+    bool exited;
+    int64_t exit_code, signal;
 };
 
 /* A session/new or session/load answered once its MCP servers are ready. */
@@ -89,7 +109,8 @@ struct acp_frontend {
     void (*on_eof)(void *ctx);
     void *ctx;
     const char *version;
-    bool client_reads, client_writes;
+    bool client_reads, client_writes, client_terminals;
+    terminal_run *terminals;
     acp_session *sessions;
     outgoing *outgoing;
     int64_t next_id;
@@ -851,11 +872,199 @@ static void write_file_request(acp_frontend *acp, acp_session *s, void *token, c
     message_send(acp, &w, &out);
 }
 
+static void error_output(const json_doc *d, json_ref error, buf *out);
+
+#define SHELL_TIMEOUT_DEFAULT_MS 30000
+#define SHELL_TIMEOUT_MAX_MS 600000
+#define TERMINAL_OUTPUT_LIMIT (64 << 10)
+
+static outgoing *terminal_request(terminal_run *t, const char *method, outgoing_kind kind, json_writer *w, buf *out)
+{
+    outgoing *o = request_begin(t->acp, w, out, method, kind, t->session);
+    o->terminal = kind == OUT_TERMINAL_OTHER ? NULL : t; /* kill and release: nothing waits on their answer */
+    jw_object_begin(w);
+    jw_key_string(w, "sessionId", t->session->id);
+    if (t->terminal_id)
+        jw_key_string(w, "terminalId", t->terminal_id);
+    return o;
+}
+
+static void terminal_simple(terminal_run *t, const char *method, outgoing_kind kind)
+{
+    buf out = BUF_INIT;
+    json_writer w;
+    terminal_request(t, method, kind, &w, &out);
+    jw_object_end(&w);
+    message_send(t->acp, &w, &out);
+}
+
+static void terminal_timer_closed(uv_handle_t *h)
+{
+    terminal_run *t = h->data;
+    t->acp->open_handles--;
+    free(t->terminal_id);
+    free(t);
+}
+
+/* Ends the run: releases the client's terminal (if it has one) and forgets it. */
+static void terminal_finish(terminal_run *t)
+{
+    acp_frontend *acp = t->acp;
+    for (terminal_run **p = &acp->terminals; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    /* requests of this run still out are answered into nothing */
+    for (outgoing *o = acp->outgoing; o; o = o->next)
+        if (o->terminal == t)
+            o->terminal = NULL;
+    if (t->terminal_id && !acp->closing)
+        terminal_simple(t, "terminal/release", OUT_TERMINAL_OTHER);
+    uv_timer_stop(&t->timer);
+    uv_close((uv_handle_t *)&t->timer, terminal_timer_closed);
+}
+
+static void terminal_result(terminal_run *t, bool error, const char *output)
+{
+    void *token = t->token;
+    t->token = NULL;
+    terminal_finish(t);
+    if (token)
+        agent_host_call_done(token, error, output);
+}
+
+static void terminal_timeout(uv_timer_t *timer)
+{
+    terminal_run *t = timer->data;
+    t->timed_out = true;
+    if (t->terminal_id) {
+        /* killed, its wait_for_exit answers, and the output is read as after any exit */
+        terminal_simple(t, "terminal/kill", OUT_TERMINAL_OTHER);
+    }
+}
+
+static bool terminal_start(acp_frontend *acp, acp_session *s, const agent_host_call *call, void *token)
+{
+    json_doc d = {0};
+    arena a = ARENA_INIT;
+    json_doc_parse(&d, call->arguments, strlen(call->arguments), NULL); /* checked by the service */
+    const char *command = argument(&d, "command", &a);
+    json_ref timeout_ref = json_get(&d, json_root(&d), "timeout");
+    int64_t timeout_ms = SHELL_TIMEOUT_DEFAULT_MS;
+    if (timeout_ref != JSON_NO_REF && (!json_int64(&d, timeout_ref, &timeout_ms) || timeout_ms < 1 ||
+                                       timeout_ms > SHELL_TIMEOUT_MAX_MS))
+        timeout_ms = SHELL_TIMEOUT_DEFAULT_MS;
+    terminal_run *t = xcalloc(1, sizeof *t);
+    t->acp = acp;
+    t->session = s;
+    t->token = token;
+    uv_timer_init(acp->loop, &t->timer);
+    t->timer.data = t;
+    acp->open_handles++;
+    t->next = acp->terminals;
+    acp->terminals = t;
+    buf out = BUF_INIT;
+    json_writer w;
+    outgoing *create = terminal_request(t, "terminal/create", OUT_TERMINAL_CREATE, &w, &out);
+    create->tool_id = xstrdup(call->tool_id);
+    /* the same shell as our own shell tool, in the workspace */
+    jw_key_string(&w, "command", "/bin/sh");
+    jw_key(&w, "args");
+    jw_array_begin(&w);
+    jw_string(&w, "-c");
+    jw_string(&w, command ? command : "");
+    jw_array_end(&w);
+    if (acp->agent->workspace)
+        jw_key_string(&w, "cwd", acp->agent->workspace);
+    jw_key_int(&w, "outputByteLimit", TERMINAL_OUTPUT_LIMIT);
+    jw_object_end(&w);
+    message_send(acp, &w, &out);
+    uv_timer_start(&t->timer, terminal_timeout, (uint64_t)timeout_ms, 0);
+    arena_free(&a);
+    json_doc_free(&d);
+    return true;
+}
+
+static void terminal_answered(acp_frontend *acp, outgoing *o, const json_doc *d, json_ref result, json_ref error)
+{
+    terminal_run *t = o->terminal;
+    if (!t || o->kind == OUT_TERMINAL_OTHER)
+        return;
+    if (error != JSON_NO_REF) {
+        buf output = BUF_INIT;
+        error_output(d, error, &output);
+        terminal_result(t, true, output.data);
+        buf_free(&output);
+        return;
+    }
+    arena a = ARENA_INIT;
+    if (o->kind == OUT_TERMINAL_CREATE) {
+        json_ref id = result != JSON_NO_REF ? json_get(d, result, "terminalId") : JSON_NO_REF;
+        const char *terminal_id;
+        if (id == JSON_NO_REF || !json_string(d, id, &a, &terminal_id, NULL)) {
+            terminal_result(t, true, "Error: the client's terminal/create answered no terminalId");
+        } else {
+            t->terminal_id = xstrdup(terminal_id);
+            /* the client shows the command's output live in the tool call */
+            buf out = BUF_INIT;
+            json_writer w;
+            update_begin(&w, &out, t->session, "tool_call_update");
+            jw_key_string(&w, "toolCallId", o->tool_id);
+            jw_key(&w, "content");
+            jw_array_begin(&w);
+            jw_object_begin(&w);
+            jw_key_string(&w, "type", "terminal");
+            jw_key_string(&w, "terminalId", t->terminal_id);
+            jw_object_end(&w);
+            jw_array_end(&w);
+            update_send(acp, &w, &out);
+            if (t->timed_out)
+                terminal_simple(t, "terminal/kill", OUT_TERMINAL_OTHER);
+            terminal_simple(t, "terminal/wait_for_exit", OUT_TERMINAL_WAIT);
+        }
+    } else if (o->kind == OUT_TERMINAL_WAIT) {
+        json_ref code = json_get(d, result, "exitCode"), sig = json_get(d, result, "signal");
+        t->exited = true;
+        if (code == JSON_NO_REF || !json_int64(d, code, &t->exit_code))
+            t->exit_code = 0;
+        t->signal = sig != JSON_NO_REF && json_type_of(d, sig) != JSON_NULL;
+        uv_timer_stop(&t->timer);
+        terminal_simple(t, "terminal/output", OUT_TERMINAL_OUTPUT);
+    } else {
+        json_ref output_ref = json_get(d, result, "output");
+        const char *text = "";
+        size_t len = 0;
+        if (output_ref != JSON_NO_REF)
+            json_string(d, output_ref, &a, &text, &len);
+        buf out = BUF_INIT;
+        bool failed = true;
+        if (t->timed_out)
+            buf_append_str(&out, "Error: the command timed out\n");
+        else if (t->signal)
+            buf_append_str(&out, "Error: the command was killed by a signal\n");
+        else if (t->exit_code)
+            buf_appendf(&out, "Error: the command exited with status %lld\n", (long long)t->exit_code);
+        else
+            failed = false;
+        buf_append(&out, text, len);
+        if (!failed)
+            buf_append_str(&out, len ? "\nExit code: 0" : "(no output)\n\nExit code: 0");
+        terminal_result(t, failed, out.data);
+        buf_free(&out);
+    }
+    arena_free(&a);
+}
+
 static bool host_run(void *ctx, const agent_host_call *call, void *token)
 {
     acp_frontend *acp = ctx;
     acp_session *s = find_session(acp, call->chat_id);
-    if (!s || !call->path)
+    if (!s)
+        return false;
+    if (strcmp(call->tool_name, "shell_command") == 0)
+        return acp->client_terminals && terminal_start(acp, s, call, token);
+    if (!call->path)
         return false;
     bool read = strcmp(call->tool_name, "read_file") == 0, write = strcmp(call->tool_name, "write_file") == 0,
          edit = strcmp(call->tool_name, "edit_file") == 0;
@@ -903,6 +1112,14 @@ static bool host_run(void *ctx, const agent_host_call *call, void *token)
 static void host_cancel(void *ctx, void *token)
 {
     acp_frontend *acp = ctx;
+    for (terminal_run *t = acp->terminals; t; t = t->next)
+        if (t->token == token) {
+            t->token = NULL;
+            if (t->terminal_id && !t->exited && !acp->closing)
+                terminal_simple(t, "terminal/kill", OUT_TERMINAL_OTHER);
+            terminal_finish(t);
+            return;
+        }
     for (outgoing *o = acp->outgoing; o; o = o->next)
         if (o->token == token) {
             outgoing_remove(acp, o);
@@ -1001,6 +1218,8 @@ static void handle_response(acp_frontend *acp, const json_doc *d, json_ref root,
             agent_tool_answer(acp->agent, o->session->id, o->tool_id, false, NULL);
         else
             answered_permission(acp, o, d, result);
+    } else if (o->kind >= OUT_TERMINAL_CREATE) {
+        terminal_answered(acp, o, d, result, error);
     } else {
         answered_file(acp, o, d, result, error);
     }
@@ -1059,6 +1278,7 @@ static void m_initialize(request *r)
     json_ref fs = caps != JSON_NO_REF ? json_get(r->doc, caps, "fs") : JSON_NO_REF;
     r->acp->client_reads = flag(r->doc, fs, "readTextFile");
     r->acp->client_writes = flag(r->doc, fs, "writeTextFile");
+    r->acp->client_terminals = flag(r->doc, caps, "terminal");
     buf out = BUF_INIT;
     json_writer w;
     result_begin(&w, &out, r->id);
@@ -1670,6 +1890,12 @@ void acp_frontend_close(acp_frontend *self)
     if (self->closing)
         return;
     self->closing = true;
+    /* the client is gone or going: its terminals with it */
+    while (self->terminals) {
+        terminal_run *t = self->terminals;
+        t->token = NULL;
+        terminal_finish(t);
+    }
     if (!uv_is_closing((uv_handle_t *)&self->in)) {
         uv_read_stop((uv_stream_t *)&self->in);
         uv_close((uv_handle_t *)&self->in, handle_closed);

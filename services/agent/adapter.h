@@ -44,7 +44,12 @@ void agent_mcp_adapter_init(ecp_adapter *out, struct agent_service *svc, ecp_bus
  *   answers hold for the session) unless the session's mode is "allow".
  * - The client's fs/read_text_file and fs/write_text_file serve the file
  *   tools when it advertises them (so an unsaved buffer is what the model
- *   reads); confinement to the workspace applies first either way.
+ *   reads), and its terminals run shell commands when it advertises
+ *   `terminal` (the tool call embeds the terminal; the timeout kills it; every
+ *   terminal is released); confinement to the workspace applies first either
+ *   way.
+ * - MCP servers given to session/new or session/load (stdio) are started
+ *   before the answer, which comes once each runs or has failed.
  * - session/cancel resolves the prompt with stopReason "cancelled" at once; a
  *   permission request still waiting is dropped and its answer ignored.
  * - A line that is not JSON is answered -32700 with id null; an unknown

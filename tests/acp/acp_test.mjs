@@ -90,7 +90,7 @@ function startAgent(t, { data, ws, mock, handlers = {}, env = {} }) {
     }
   })();
   const updates = [];
-  const calls = { permission: [], read: [], write: [] };
+  const calls = { permission: [], read: [], write: [], terminal: [] };
   const client = {
     async requestPermission(params) {
       calls.permission.push(params);
@@ -109,6 +109,44 @@ function startAgent(t, { data, ws, mock, handlers = {}, env = {} }) {
       return handlers.writeTextFile(params);
     },
   };
+  if (handlers.terminals) {
+    // terminals of our own: child processes, as an editor would run them
+    const terms = new Map();
+    let next = 0;
+    Object.assign(client, {
+      async createTerminal(p) {
+        calls.terminal.push(['create', p]);
+        const id = `term-${++next}`;
+        const proc = spawn(p.command, p.args, { cwd: p.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+        const term = { proc, output: '', exit: null };
+        proc.stdout.on('data', (d) => (term.output += d));
+        proc.stderr.on('data', (d) => (term.output += d));
+        term.exited = new Promise((r) => proc.on('exit', (code, signal) => r((term.exit = { exitCode: code, signal }))));
+        terms.set(id, term);
+        return { terminalId: id };
+      },
+      async waitForTerminalExit(p) {
+        calls.terminal.push(['wait', p.terminalId]);
+        return terms.get(p.terminalId).exited;
+      },
+      async terminalOutput(p) {
+        calls.terminal.push(['output', p.terminalId]);
+        const term = terms.get(p.terminalId);
+        return { output: term.output, truncated: false, exitStatus: term.exit };
+      },
+      async killTerminal(p) {
+        calls.terminal.push(['kill', p.terminalId]);
+        terms.get(p.terminalId).proc.kill('SIGKILL');
+        return {};
+      },
+      async releaseTerminal(p) {
+        calls.terminal.push(['release', p.terminalId]);
+        terms.get(p.terminalId).proc.kill('SIGKILL');
+        terms.delete(p.terminalId);
+        return {};
+      },
+    });
+  }
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), forSdk);
   const conn = new acp.ClientSideConnection(() => client, stream);
   const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
@@ -297,6 +335,44 @@ test("the client's fs serves reads, writes and edits; paths outside the workspac
   assert.equal(a.calls.read.length, reads, 'a path outside the workspace is refused before the client is asked');
   const refused = a.updates.find((u) => u.update.toolCallId === 'x1' && u.update.status === 'failed');
   assert.ok(refused);
+  await a.close();
+});
+
+test("the client's terminals run shell commands: output, exit status, timeout", async (t) => {
+  const { dir, ws, data } = tmpdir();
+  const shell = (id, command, extra = {}) => ({ tools: [{ id, name: 'shell_command', arguments: [JSON.stringify({ command, ...extra })] }] });
+  const mock = await startMock(dir, [
+    shell('s1', 'echo hello; pwd'), { text: ['ran'] },
+    shell('s2', 'echo bad >&2; exit 3'), { text: ['failed'] },
+    shell('s3', 'sleep 10', { timeout: 300 }), { text: ['timed out'] },
+  ]);
+  t.after(() => mock.close());
+  const a = startAgent(t, { data, ws, mock, handlers: { terminals: true } });
+  await a.conn.initialize({ protocolVersion: 1, clientCapabilities: { terminal: true } });
+  const { sessionId } = await a.conn.newSession({ cwd: ws, mcpServers: [] });
+
+  await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'run' }] });
+  assert.equal(a.calls.permission.length, 1, 'a command asks first');
+  const [kind, create] = a.calls.terminal[0];
+  assert.equal(kind, 'create');
+  assert.deepEqual([create.command, create.args, create.cwd], ['/bin/sh', ['-c', 'echo hello; pwd'], ws]);
+  assert.deepEqual(a.calls.terminal.map((c) => c[0]), ['create', 'wait', 'output', 'release']);
+  const embedded = a.updates.find((u) => u.update.toolCallId === 's1' && u.update.content?.[0]?.type === 'terminal');
+  assert.equal(embedded.update.content[0].terminalId, 'term-1');
+  assert.equal(mock.requests()[1].messages.find((m) => m.tool_call_id === 's1').content, `hello\n${ws}\n\nExit code: 0`);
+
+  await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'fail' }] });
+  assert.equal(mock.requests()[3].messages.find((m) => m.tool_call_id === 's2').content,
+    'Error: the command exited with status 3\nbad\n');
+  assert.equal(a.updates.filter((u) => u.update.toolCallId === 's2').pop().update.status, 'failed');
+
+  const started = Date.now();
+  await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'slow' }] });
+  assert.ok(Date.now() - started < 5000);
+  assert.match(mock.requests()[5].messages.find((m) => m.tool_call_id === 's3').content, /^Error: the command timed out/);
+  const last = a.calls.terminal.filter((c) => c[1] === 'term-3' || c[1]?.terminalId === 'term-3').map((c) => c[0]);
+  assert.deepEqual(last, ['wait', 'kill', 'output', 'release']);
+  assert.ok(!fs.existsSync(path.join(ws, 'ran')));
   await a.close();
 });
 
