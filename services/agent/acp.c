@@ -741,6 +741,9 @@ static void on_content(void *ctx, const agent_content *c)
         if (c->role && strcmp(c->role, "assistant") == 0 && c->text_len)
             send_text_chunk(acp, s, "agent_message_chunk", c->text, c->text_len);
         break;
+    case AGENT_CONTENT_REASON_TEXT:
+        send_text_chunk(acp, s, "agent_thought_chunk", c->text, c->text_len);
+        break;
     case AGENT_CONTENT_PROGRESS:
         if (c->finished)
             finish_prompt(acp, s, c);

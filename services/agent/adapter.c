@@ -49,6 +49,9 @@ static const char *const content_types[] = {
     [AGENT_CONTENT_TOOL_RUNNING] = "toolCallRunning",
     [AGENT_CONTENT_TOOL_CALLED] = "toolCalled",
     [AGENT_CONTENT_TOOL_REJECTED] = "toolCallRejected",
+    [AGENT_CONTENT_REASON_STARTED] = "reasonStarted",
+    [AGENT_CONTENT_REASON_TEXT] = "reasonText",
+    [AGENT_CONTENT_REASON_FINISHED] = "reasonFinished",
 };
 
 static void render_content(void *ctx, ecp_position_encoding enc, json_writer *w)
@@ -72,6 +75,15 @@ static void render_content(void *ctx, ecp_position_encoding enc, json_writer *w)
         break;
     case AGENT_CONTENT_USAGE:
         jw_key_int(w, "sessionTokens", c->session_tokens);
+        break;
+    case AGENT_CONTENT_REASON_STARTED:
+    case AGENT_CONTENT_REASON_TEXT:
+    case AGENT_CONTENT_REASON_FINISHED:
+        jw_key_string(w, "id", c->tool_id);
+        if (c->type == AGENT_CONTENT_REASON_TEXT)
+            jw_key_string_n(w, "text", c->text, c->text_len);
+        if (c->type == AGENT_CONTENT_REASON_FINISHED)
+            jw_key_double(w, "totalTimeMs", c->total_ms);
         break;
     default:
         jw_key_string(w, "origin", "native");

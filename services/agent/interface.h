@@ -77,6 +77,9 @@ typedef enum agent_content_type {
     AGENT_CONTENT_TOOL_RUNNING,     /* tool_id, tool_name, arguments */
     AGENT_CONTENT_TOOL_CALLED,      /* tool_id, tool_name, arguments, error, text: the output, total_ms */
     AGENT_CONTENT_TOOL_REJECTED,    /* tool_id, tool_name, arguments, reason */
+    AGENT_CONTENT_REASON_STARTED,   /* tool_id: the reasoning's id */
+    AGENT_CONTENT_REASON_TEXT,      /* tool_id, text: a piece of the model's reasoning */
+    AGENT_CONTENT_REASON_FINISHED,  /* tool_id, total_ms */
 } agent_content_type;
 
 /* Why a turn ended (the finished progress event says). */

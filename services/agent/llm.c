@@ -198,6 +198,15 @@ static void deliver_text(llm_request *r, const char *s, size_t n)
         r->cb.on_text(r->ctx, s, n);
 }
 
+static void deliver_reasoning(llm_request *r, const char *s, size_t n)
+{
+    if (!n)
+        return;
+    r->delivered = true;
+    if (r->cb.on_reasoning)
+        r->cb.on_reasoning(r->ctx, s, n);
+}
+
 static void deliver_fragment(llm_request *r, size_t index, const char *s, size_t n)
 {
     r->delivered = true;
@@ -249,6 +258,11 @@ static void openai_event(llm_request *r, const json_doc *d, arena *a)
     if (delta == JSON_NO_REF)
         return;
     size_t n;
+    const char *thought = str_at(d, delta, "reasoning_content", a, &n);
+    if (!thought)
+        thought = str_at(d, delta, "reasoning", a, &n);
+    if (thought)
+        deliver_reasoning(r, thought, n);
     const char *text = str_at(d, delta, "content", a, &n);
     if (text)
         deliver_text(r, text, n);
@@ -323,6 +337,10 @@ static void anthropic_event(llm_request *r, const json_doc *d, arena *a)
             const char *text = str_at(d, delta, "text", a, &n);
             if (text)
                 deliver_text(r, text, n);
+        } else if (dtype && strcmp(dtype, "thinking_delta") == 0) {
+            const char *thought = str_at(d, delta, "thinking", a, &n);
+            if (thought)
+                deliver_reasoning(r, thought, n);
         } else if (dtype && strcmp(dtype, "input_json_delta") == 0) {
             const char *part = str_at(d, delta, "partial_json", a, &n);
             if (index < 0 || index >= 64 || !r->anthropic_block_call[index]) {

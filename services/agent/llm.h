@@ -45,6 +45,9 @@ typedef struct llm_callbacks {
     void (*on_text)(void *ctx, const char *text, size_t len);
     /* A fragment of tool call number `index` (of this answer) arrived. */
     void (*on_tool_fragment)(void *ctx, size_t index, const llm_tool_call *call, const char *fragment, size_t len);
+    /* A piece of the model's reasoning (OpenAI-compatible servers' reasoning_content or
+     * reasoning, Anthropic's thinking_delta): shown, never part of the answer. May be NULL. */
+    void (*on_reasoning)(void *ctx, const char *text, size_t len);
     /* Once. error is NULL on success; answer is the request's, valid during the call. */
     void (*on_finish)(void *ctx, const char *error, const llm_answer *answer);
 } llm_callbacks;

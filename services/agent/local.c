@@ -33,6 +33,9 @@ struct chat {
     int max_turns;
     llm_request *request;
     size_t prepared;        /* tool calls of the streaming answer announced so far */
+    char reasoning_id[32];  /* of the reasoning streaming now; empty when none */
+    uint64_t reasoning_started;
+    unsigned reasoning_count;
     size_t calls_from;      /* index of the assistant message whose calls run */
     size_t next_call;       /* its next call to handle */
     bool awaiting_approval;
@@ -585,9 +588,34 @@ static void end_turn(chat *c, agent_stop stop, const char *system_text)
     touch(c, false);
 }
 
+/* The model's reasoning ends with the first thing that is not reasoning. */
+static void end_reasoning(chat *c)
+{
+    if (!c->reasoning_id[0])
+        return;
+    agent_content e = {.type = AGENT_CONTENT_REASON_FINISHED, .tool_id = c->reasoning_id,
+                       .total_ms = (double)(uv_hrtime() - c->reasoning_started) / 1e6};
+    emit(c, &e);
+    c->reasoning_id[0] = '\0';
+}
+
+static void on_llm_reasoning(void *ctx, const char *text, size_t len)
+{
+    chat *c = ctx;
+    if (!c->reasoning_id[0]) {
+        snprintf(c->reasoning_id, sizeof c->reasoning_id, "reasoning-%u", ++c->reasoning_count);
+        c->reasoning_started = uv_hrtime();
+        agent_content s = {.type = AGENT_CONTENT_REASON_STARTED, .tool_id = c->reasoning_id};
+        emit(c, &s);
+    }
+    agent_content e = {.type = AGENT_CONTENT_REASON_TEXT, .tool_id = c->reasoning_id, .text = text, .text_len = len};
+    emit(c, &e);
+}
+
 static void on_llm_text(void *ctx, const char *text, size_t len)
 {
     chat *c = ctx;
+    end_reasoning(c);
     agent_content e = {.type = AGENT_CONTENT_TEXT, .text = text, .text_len = len};
     emit(c, &e);
 }
@@ -595,6 +623,7 @@ static void on_llm_text(void *ctx, const char *text, size_t len)
 static void on_llm_fragment(void *ctx, size_t index, const llm_tool_call *call, const char *fragment, size_t len)
 {
     chat *c = ctx;
+    end_reasoning(c);
     (void)index;
     agent_content e = {.type = AGENT_CONTENT_TOOL_PREPARE, .tool_id = call->id, .tool_name = call->name,
                        .text = fragment, .text_len = len};
@@ -605,6 +634,7 @@ static void on_llm_finish(void *ctx, const char *error, const llm_answer *answer
 {
     chat *c = ctx;
     c->request = NULL;
+    end_reasoning(c);
     if (error) {
         end_turn(c, AGENT_STOP_ERROR, error);
         return;
@@ -634,7 +664,8 @@ static void on_llm_finish(void *ctx, const char *error, const llm_answer *answer
     next_call(c);
 }
 
-static const llm_callbacks llm_cb = {on_llm_text, on_llm_fragment, on_llm_finish};
+static const llm_callbacks llm_cb = {.on_text = on_llm_text, .on_tool_fragment = on_llm_fragment,
+                                     .on_reasoning = on_llm_reasoning, .on_finish = on_llm_finish};
 
 static void send_request(chat *c)
 {
@@ -796,6 +827,7 @@ int agent_prompt_stop(agent_service *self, const char *chat_id, ecp_error *err)
     if (c->request) {
         llm_request_cancel(c->request);
         c->request = NULL;
+        end_reasoning(c);
     } else if (c->calls_from < c->count && c->messages[c->calls_from].role == ROLE_ASSISTANT) {
         /* Every call of the answer that has no result gets one, so the chat stays consistent. */
         const agent_message *m = &c->messages[c->calls_from];

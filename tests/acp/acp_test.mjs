@@ -218,9 +218,9 @@ test('initialize answers version 1 and advertises what is implemented; sessions,
   await a.close();
 });
 
-test('a text prompt streams the model text exactly and ends the turn before answering', async (t) => {
+test('a text prompt streams the reasoning and the text exactly and ends the turn before answering', async (t) => {
   const { dir, ws, data } = tmpdir();
-  const mock = await startMock(dir, [{ text: ['Hel', 'lo, ', 'wörld'] }]);
+  const mock = await startMock(dir, [{ reasoning: ['Pondering', '...'], text: ['Hel', 'lo, ', 'wörld'] }]);
   t.after(() => mock.close());
   const a = startAgent(t, { data, ws, mock });
   await init(a.conn);
@@ -228,7 +228,9 @@ test('a text prompt streams the model text exactly and ends the turn before answ
   const r = await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'say hello' },
     { type: 'resource', resource: { uri: `file://${ws}/src/a.txt`, text: 'alpha\n' } }] });
   assert.equal(r.stopReason, 'end_turn');
-  assert.deepEqual(kinds(a.updates), ['agent_message_chunk', 'agent_message_chunk', 'agent_message_chunk']);
+  assert.deepEqual(kinds(a.updates), ['agent_thought_chunk', 'agent_thought_chunk',
+    'agent_message_chunk', 'agent_message_chunk', 'agent_message_chunk']);
+  assert.equal(textOf(a.updates, 'agent_thought_chunk'), 'Pondering...');
   assert.equal(textOf(a.updates), 'Hello, wörld');
   assertNoUpdateAfter(a.raw, 'end_turn');
   const reqs = mock.requests();

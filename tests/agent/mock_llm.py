@@ -3,6 +3,7 @@ Anthropic messages, streamed as server-sent events, on 127.0.0.1.
 
 Each request takes the next reply of the script (a list of dicts):
   {"text": ["Hel", "lo"]}                      text chunks, then the end marker
+  {"reasoning": ["Hm", "m"], "text": [...]}     the model's reasoning first
   {"tools": [{"id", "name", "arguments": [fragments]}], "text": [...]}
   {"status": 429, "body": {...}}               an HTTP error
   {"cut": True}                                the stream stops before its end marker
@@ -25,6 +26,8 @@ from http.server import BaseHTTPRequestHandler
 def openai_events(reply):
     base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "mock"}
     out = []
+    for chunk in reply.get("reasoning", []):
+        out.append(dict(base, choices=[{"index": 0, "delta": {"reasoning_content": chunk}, "finish_reason": None}]))
     for chunk in reply.get("text", []):
         out.append(dict(base, choices=[{"index": 0, "delta": {"content": chunk}, "finish_reason": None}]))
     for i, tool in enumerate(reply.get("tools", [])):
@@ -44,15 +47,23 @@ def anthropic_events(reply):
                                                                      "role": "assistant", "content": [],
                                                                      "usage": {"input_tokens": 10, "output_tokens": 1}}})]
     index = 0
-    if reply.get("text"):
+    if reply.get("reasoning"):
         ev.append(("content_block_start", {"type": "content_block_start", "index": 0,
+                                           "content_block": {"type": "thinking", "thinking": ""}}))
+        for chunk in reply["reasoning"]:
+            ev.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": "thinking_delta", "thinking": chunk}}))
+        ev.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        index = 1
+    if reply.get("text"):
+        ev.append(("content_block_start", {"type": "content_block_start", "index": index,
                                            "content_block": {"type": "text", "text": ""}}))
         ev.append(("ping", {"type": "ping"}))
         for chunk in reply["text"]:
-            ev.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
+            ev.append(("content_block_delta", {"type": "content_block_delta", "index": index,
                                                "delta": {"type": "text_delta", "text": chunk}}))
-        ev.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
-        index = 1
+        ev.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
     for tool in reply.get("tools", []):
         ev.append(("content_block_start", {"type": "content_block_start", "index": index,
                                            "content_block": {"type": "tool_use", "id": tool["id"],

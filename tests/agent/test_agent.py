@@ -729,6 +729,24 @@ class AgentTest(Base):
         self.assertEqual(c.call("chat/list", {})["chats"], [])
 
 
+    def test_reasoning_streams_as_reason_contents_and_stays_out_of_the_answer(self):
+        for api in ("openai", "anthropic"):
+            self.mock.add({"reasoning": ["Let me ", "think"], "text": ["Answer"]}, {"text": ["next"]})
+            c = self.start(api=api)
+            chat = self.prompt(c, "why?")
+            turn = [x["content"] for x in c.turn() if x["content"]["type"] not in ("usage", "progress")]
+            self.assertEqual([x["type"] for x in turn],
+                             ["reasonStarted", "reasonText", "reasonText", "reasonFinished", "text"], api)
+            self.assertEqual(len({x["id"] for x in turn[:4]}), 1)
+            self.assertEqual("".join(x["text"] for x in turn[1:3]), "Let me think")
+            self.assertGreaterEqual(turn[3]["totalTimeMs"], 0)
+            self.prompt(c, "and?", chat)
+            c.turn()
+            body = json.dumps(self.mock.requests[-1]["body"]["messages"])
+            self.assertNotIn("think", body, api)
+            self.assertIn("Answer", body)
+            self.stop(c)
+
     # ----- commands ---------------------------------------------------------------------------
 
     def test_query_commands_and_a_command_runs_without_the_model(self):
