@@ -444,6 +444,8 @@ static const char *tool_kind(const char *name)
     if (strcmp(name, "read_file") == 0 || strcmp(name, "list_directory") == 0 || strcmp(name, "git") == 0 ||
         strcmp(name, "diagnostics") == 0)
         return "read";
+    if (strcmp(name, "update_plan") == 0)
+        return "think";
     if (strcmp(name, "write_file") == 0 || strcmp(name, "edit_file") == 0)
         return "edit";
     if (strcmp(name, "grep") == 0)
@@ -741,6 +743,15 @@ static void on_content(void *ctx, const agent_content *c)
         if (c->role && strcmp(c->role, "assistant") == 0 && c->text_len)
             send_text_chunk(acp, s, "agent_message_chunk", c->text, c->text_len);
         break;
+    case AGENT_CONTENT_PLAN: {
+        buf out = BUF_INIT;
+        json_writer w;
+        update_begin(&w, &out, s, "plan");
+        jw_key(&w, "entries");
+        jw_raw(&w, c->arguments, strlen(c->arguments));
+        update_send(acp, &w, &out);
+        break;
+    }
     case AGENT_CONTENT_REASON_TEXT:
         send_text_chunk(acp, s, "agent_thought_chunk", c->text, c->text_len);
         break;

@@ -120,6 +120,8 @@ static void render_content(void *ctx, ecp_position_encoding enc, json_writer *w)
 static void on_content(void *ctx, const agent_content *content)
 {
     adapter_ctx *a = ctx;
+    if (content->type == AGENT_CONTENT_PLAN)
+        return; /* ECA has no plan content: its client sees the update_plan call and its arguments */
     ecp_bus_notify(a->bus, "chat/contentReceived", render_content, (void *)content);
 }
 

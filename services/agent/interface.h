@@ -80,6 +80,7 @@ typedef enum agent_content_type {
     AGENT_CONTENT_REASON_STARTED,   /* tool_id: the reasoning's id */
     AGENT_CONTENT_REASON_TEXT,      /* tool_id, text: a piece of the model's reasoning */
     AGENT_CONTENT_REASON_FINISHED,  /* tool_id, total_ms */
+    AGENT_CONTENT_PLAN,             /* tool_id, arguments: the plan, [{content, priority, status}] */
 } agent_content_type;
 
 /* Why a turn ended (the finished progress event says). */

@@ -67,6 +67,11 @@ typedef struct tool_plan {
 int tool_check(agent_service *svc, const char *name, const char *arguments, tool_plan *plan, ecp_error *err);
 void tool_plan_free(tool_plan *plan);
 
+/* update_plan's entries, checked; with out, written there as a JSON array
+ * (priority "medium" when the model gave none). */
+struct json_doc;
+int plan_entries(const struct json_doc *d, buf *out, ecp_error *err);
+
 /* Runs a checked call; done runs once, later, on the loop, with the output
  * (an error output starts with "Error: "). */
 typedef void (*tool_done_fn)(void *ctx, bool error, const char *output);

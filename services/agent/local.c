@@ -715,6 +715,18 @@ static void run_call(chat *c)
     agent_content e = {.type = AGENT_CONTENT_TOOL_RUNNING};
     call_event(c, &e, call);
     agent_service *svc = c->svc;
+    if (strcmp(c->plan.name, "update_plan") == 0) {
+        json_doc d = {0};
+        buf entries = BUF_INIT;
+        if (json_doc_parse(&d, call->arguments, strlen(call->arguments), NULL) == 0 &&
+            plan_entries(&d, &entries, NULL) == 0) {
+            agent_content p = {.type = AGENT_CONTENT_PLAN, .tool_id = call->id, .tool_name = call->name,
+                               .arguments = entries.data};
+            emit(c, &p);
+        }
+        buf_free(&entries);
+        json_doc_free(&d);
+    }
     if (c->plan.mcp) {
         ecp_error err = {0};
         c->mcp = mcp_call_start(svc, call->name, arguments_object(call->arguments), tool_done, c, &err);

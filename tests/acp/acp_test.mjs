@@ -417,6 +417,29 @@ test('session/cancel ends a streaming turn and withdraws a pending permission re
   await a.close();
 });
 
+test('a plan the model makes is sent as plan updates, complete each time', async (t) => {
+  const { dir, ws, data } = tmpdir();
+  const plan = (id, entries) => ({ tools: [{ id, name: 'update_plan', arguments: [JSON.stringify({ entries })] }] });
+  const mock = await startMock(dir, [
+    plan('p1', [{ content: 'read a.txt', status: 'in_progress', priority: 'high' }, { content: 'answer', status: 'pending' }]),
+    plan('p2', [{ content: 'read a.txt', status: 'completed', priority: 'high' }, { content: 'answer', status: 'in_progress' }]),
+    { text: ['done'] },
+  ]);
+  t.after(() => mock.close());
+  const a = startAgent(t, { data, ws, mock });
+  await init(a.conn);
+  const { sessionId } = await a.conn.newSession({ cwd: ws, mcpServers: [] });
+  assert.equal((await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'plan' }] })).stopReason, 'end_turn');
+  const plans = a.updates.filter((u) => u.update.sessionUpdate === 'plan').map((u) => u.update.entries);
+  assert.deepEqual(plans, [
+    [{ content: 'read a.txt', priority: 'high', status: 'in_progress' }, { content: 'answer', priority: 'medium', status: 'pending' }],
+    [{ content: 'read a.txt', priority: 'high', status: 'completed' }, { content: 'answer', priority: 'medium', status: 'in_progress' }],
+  ]);
+  assert.equal(a.calls.permission.length, 0);
+  assert.equal(a.updates.find((u) => u.update.toolCallId === 'p1').update.kind, 'think');
+  await a.close();
+});
+
 test('session/load replays the stored conversation before answering, after a restart', async (t) => {
   const { dir, ws, data } = tmpdir();
   const mock = await startMock(dir, [

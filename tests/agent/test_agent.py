@@ -747,6 +747,24 @@ class AgentTest(Base):
             self.assertIn("Answer", body)
             self.stop(c)
 
+    def test_update_plan_is_checked_and_answered(self):
+        entries = [{"content": "read", "status": "completed", "priority": "high"}, {"content": "fix", "status": "pending"}]
+        self.mock.add(self.tool_reply("update_plan", {"entries": entries}), {"text": ["planned"]},
+                      self.tool_reply("update_plan", {"entries": [{"content": "x", "status": "done"}]}, "call_2"),
+                      {"text": ["ok"]})
+        c = self.start()
+        chat = self.prompt(c, "plan it")
+        turn = c.turn()
+        self.assertEqual(of_type(turn, "toolCallRun")[0]["manualApproval"], False)
+        called = of_type(turn, "toolCalled")[0]
+        self.assertFalse(called["error"])
+        self.assertEqual(called["outputs"][0]["text"], "The plan is updated (2 steps).")
+        self.assertNotIn("plan", [x["content"]["type"] for x in turn])
+        self.prompt(c, "again", chat)
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertTrue(called["error"])
+        self.assertIn("pending, in_progress or completed", called["outputs"][0]["text"])
+
     # ----- commands ---------------------------------------------------------------------------
 
     def test_query_commands_and_a_command_runs_without_the_model(self):
