@@ -720,6 +720,8 @@ static void finish_prompt(acp_frontend *acp, acp_session *s, const agent_content
     } else {
         const char *reason = s->cancelled || c->stop == AGENT_STOP_CANCELLED ? "cancelled"
                              : c->stop == AGENT_STOP_TURN_LIMIT             ? "max_turn_requests"
+                             : c->stop == AGENT_STOP_MAX_TOKENS             ? "max_tokens"
+                             : c->stop == AGENT_STOP_REFUSAL                ? "refusal"
                                                                             : "end_turn";
         buf out = BUF_INIT;
         json_writer w;

@@ -89,6 +89,8 @@ typedef enum agent_stop {
     AGENT_STOP_CANCELLED,  /* agent_prompt_stop */
     AGENT_STOP_TURN_LIMIT, /* the agent.maxTurns model requests were made */
     AGENT_STOP_ERROR,      /* the model's request failed: error says why */
+    AGENT_STOP_MAX_TOKENS, /* the model's answer stopped at its output limit */
+    AGENT_STOP_REFUSAL,    /* the model refused to go on */
 } agent_stop;
 
 /* One piece of a chat's content. Pointers live during the callback only. */

@@ -254,6 +254,11 @@ static void openai_event(llm_request *r, const json_doc *d, arena *a)
         r->answer.output_tokens = int_at(d, usage, "completion_tokens", r->answer.output_tokens);
     }
     json_ref choice = json_array_at(d, json_get(d, root, "choices"), 0);
+    const char *finish = choice != JSON_NO_REF ? str_at(d, choice, "finish_reason", a, NULL) : NULL;
+    if (finish && strcmp(finish, "length") == 0)
+        r->answer.cut_short = true;
+    if (finish && strcmp(finish, "content_filter") == 0)
+        r->answer.refused = true;
     json_ref delta = json_get(d, choice, "delta");
     if (delta == JSON_NO_REF)
         return;
@@ -314,6 +319,11 @@ static void anthropic_event(llm_request *r, const json_doc *d, arena *a)
         r->answer.input_tokens = int_at(d, usage, "input_tokens", r->answer.input_tokens);
     } else if (strcmp(type, "message_delta") == 0) {
         r->answer.output_tokens = int_at(d, json_get(d, root, "usage"), "output_tokens", r->answer.output_tokens);
+        const char *stop = str_at(d, json_get(d, root, "delta"), "stop_reason", a, NULL);
+        if (stop && strcmp(stop, "max_tokens") == 0)
+            r->answer.cut_short = true;
+        if (stop && strcmp(stop, "refusal") == 0)
+            r->answer.refused = true;
     } else if (strcmp(type, "message_stop") == 0) {
         r->ended = true;
     } else if (strcmp(type, "content_block_start") == 0) {

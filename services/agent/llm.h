@@ -39,6 +39,8 @@ typedef struct llm_answer {
     llm_tool_call *calls;
     size_t call_count;
     long input_tokens, output_tokens;
+    bool cut_short;  /* the model stopped at its output limit (finish_reason "length", stop_reason "max_tokens") */
+    bool refused;    /* the model refused (finish_reason "content_filter", stop_reason "refusal") */
 } llm_answer;
 
 typedef struct llm_callbacks {

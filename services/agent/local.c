@@ -655,8 +655,14 @@ static void on_llm_finish(void *ctx, const char *error, const llm_answer *answer
     }
     touch(c, true);
     c->turns++;
-    if (answer->call_count == 0) {
-        end_turn(c, AGENT_STOP_END, NULL);
+    if (answer->call_count == 0 || answer->cut_short || answer->refused) {
+        /* calls in an answer cut at its limit are incomplete: none runs */
+        size_t at = (size_t)(m - c->messages); /* adding results moves the messages */
+        for (size_t i = 0; i < answer->call_count; i++)
+            add_tool_result(c, &c->messages[at].calls[i], true,
+                            "Error: this call did not run: the model's answer was cut at its output limit or refused");
+        end_turn(c, answer->refused ? AGENT_STOP_REFUSAL : answer->cut_short ? AGENT_STOP_MAX_TOKENS : AGENT_STOP_END,
+                 NULL);
         return;
     }
     c->calls_from = c->count - 1;

@@ -174,6 +174,11 @@ function assertNoUpdateAfter(raw, promptIdResult) {
   assert.deepEqual(later, [], 'no session/update after the prompt response');
 }
 
+async function eventually(cond, ms = 3000) {
+  const deadline = Date.now() + ms;
+  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}
+
 const kinds = (updates) => updates.map((u) => u.update.sessionUpdate);
 const textOf = (updates, kind = 'agent_message_chunk') =>
   updates.filter((u) => u.update.sessionUpdate === kind).map((u) => u.update.content.text).join('');
@@ -358,6 +363,8 @@ test("the client's terminals run shell commands: output, exit status, timeout", 
   const [kind, create] = a.calls.terminal[0];
   assert.equal(kind, 'create');
   assert.deepEqual([create.command, create.args, create.cwd], ['/bin/sh', ['-c', 'echo hello; pwd'], ws]);
+  // (the client may run its release handler after the prompt's answer: the SDK runs handlers concurrently)
+  await eventually(() => a.calls.terminal.length === 4);
   assert.deepEqual(a.calls.terminal.map((c) => c[0]), ['create', 'wait', 'output', 'release']);
   const embedded = a.updates.find((u) => u.update.toolCallId === 's1' && u.update.content?.[0]?.type === 'terminal');
   assert.equal(embedded.update.content[0].terminalId, 'term-1');
@@ -372,6 +379,7 @@ test("the client's terminals run shell commands: output, exit status, timeout", 
   await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'slow' }] });
   assert.ok(Date.now() - started < 5000);
   assert.match(mock.requests()[5].messages.find((m) => m.tool_call_id === 's3').content, /^Error: the command timed out/);
+  await eventually(() => a.calls.terminal.filter((c) => c[1] === 'term-3').length === 4);
   const last = a.calls.terminal.filter((c) => c[1] === 'term-3' || c[1]?.terminalId === 'term-3').map((c) => c[0]);
   assert.deepEqual(last, ['wait', 'kill', 'output', 'release']);
   assert.ok(!fs.existsSync(path.join(ws, 'ran')));
@@ -414,6 +422,29 @@ test('session/cancel ends a streaming turn and withdraws a pending permission re
   // the session goes on
   assert.equal((await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'again' }] })).stopReason, 'end_turn');
   assert.equal(textOf(a.updates.slice(-1)), 'after');
+  await a.close();
+});
+
+test('stop reasons: max_tokens and refusal from the model, max_turn_requests from the turn limit', async (t) => {
+  const { dir, ws, data } = tmpdir();
+  const mock = await startMock(dir, [
+    { text: ['cut'], finish: 'length' },
+    { text: ['no'], finish: 'content_filter' },
+    { text: ['half'], tools: [{ id: 'x1', name: 'read_file', arguments: ['{"path":"src/a.txt"}'] }], finish: 'length' },
+    { text: ['fine'] },
+  ]);
+  t.after(() => mock.close());
+  const a = startAgent(t, { data, ws, mock });
+  await init(a.conn);
+  const { sessionId } = await a.conn.newSession({ cwd: ws, mcpServers: [] });
+  const ask = (text) => a.conn.prompt({ sessionId, prompt: [{ type: 'text', text }] });
+  assert.equal((await ask('1')).stopReason, 'max_tokens');
+  assert.equal((await ask('2')).stopReason, 'refusal');
+  assert.equal((await ask('3')).stopReason, 'max_tokens');
+  assert.ok(!a.updates.some((u) => u.update.toolCallId === 'x1'), 'a call in a cut answer does not run');
+  assert.equal((await ask('4')).stopReason, 'end_turn');
+  const result = mock.requests()[3].messages.find((m) => m.role === 'tool' && m.tool_call_id === 'x1');
+  assert.match(result.content, /^Error: this call did not run/);
   await a.close();
 });
 

@@ -4,6 +4,7 @@ Anthropic messages, streamed as server-sent events, on 127.0.0.1.
 Each request takes the next reply of the script (a list of dicts):
   {"text": ["Hel", "lo"]}                      text chunks, then the end marker
   {"reasoning": ["Hm", "m"], "text": [...]}     the model's reasoning first
+  {"text": [...], "finish": "length"}          the finish_reason (stop_reason) given
   {"tools": [{"id", "name", "arguments": [fragments]}], "text": [...]}
   {"status": 429, "body": {...}}               an HTTP error
   {"cut": True}                                the stream stops before its end marker
@@ -36,7 +37,7 @@ def openai_events(reply):
         for frag in tool["arguments"]:
             d = {"tool_calls": [{"index": i, "function": {"arguments": frag}}]}
             out.append(dict(base, choices=[{"index": 0, "delta": d, "finish_reason": None}]))
-    finish = "tool_calls" if reply.get("tools") else "stop"
+    finish = reply.get("finish") or ("tool_calls" if reply.get("tools") else "stop")
     out.append(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}]))
     out.append(dict(base, choices=[], usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}))
     return ["data: %s\n\n" % json.dumps(e) for e in out], "data: [DONE]\n\n"
@@ -73,7 +74,7 @@ def anthropic_events(reply):
                                                "delta": {"type": "input_json_delta", "partial_json": frag}}))
         ev.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
-    stop = "tool_use" if reply.get("tools") else "end_turn"
+    stop = reply.get("finish") or ("tool_use" if reply.get("tools") else "end_turn")
     ev.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop},
                                  "usage": {"output_tokens": 5}}))
     return ["event: %s\ndata: %s\n\n" % (n, json.dumps(d)) for n, d in ev], \
