@@ -1311,7 +1311,7 @@ static void m_initialize(request *r)
     jw_object_end(&w);
     jw_key(&w, "mcpCapabilities");
     jw_object_begin(&w);
-    jw_key_bool(&w, "http", false);
+    jw_key_bool(&w, "http", true);
     jw_key_bool(&w, "sse", false);
     jw_object_end(&w);
     jw_object_end(&w);
@@ -1356,17 +1356,30 @@ static bool session_place(request *r)
     for (json_ref e = count ? json_first(r->doc, servers) : JSON_NO_REF; e != JSON_NO_REF && ok;
          e = json_next(r->doc, e), k++) {
         json_ref name = json_type_of(r->doc, e) == JSON_OBJECT ? json_get(r->doc, e, "name") : JSON_NO_REF;
+        json_ref type = name != JSON_NO_REF ? json_get(r->doc, e, "type") : JSON_NO_REF;
         json_ref command = name != JSON_NO_REF ? json_get(r->doc, e, "command") : JSON_NO_REF;
+        json_ref url = name != JSON_NO_REF ? json_get(r->doc, e, "url") : JSON_NO_REF;
         json_ref args = name != JSON_NO_REF ? json_get(r->doc, e, "args") : JSON_NO_REF;
         json_ref env = name != JSON_NO_REF ? json_get(r->doc, e, "env") : JSON_NO_REF;
         agent_mcp_config *c = &configs[k];
+        bool http = type != JSON_NO_REF && json_string_eq(r->doc, type, "http");
         if (name == JSON_NO_REF || !json_string(r->doc, name, r->mem, &c->name, NULL)) {
             reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "an MCP server needs a name");
             ok = false;
-        } else if (command == JSON_NO_REF || !json_string(r->doc, command, r->mem, &c->command, NULL)) {
+        } else if (type != JSON_NO_REF && !http && !json_string_eq(r->doc, type, "stdio")) {
             reply_error(r->acp, r->id, RPC_INVALID_PARAMS,
-                        "MCP server %s: only the stdio transport (a command) is supported", c->name);
+                        "MCP server %s: the transport is stdio or http (sse is not supported)", c->name);
             ok = false;
+        } else if (http && (url == JSON_NO_REF || !json_string(r->doc, url, r->mem, &c->url, NULL))) {
+            reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "MCP server %s: an http server needs a url", c->name);
+            ok = false;
+        } else if (!http && (command == JSON_NO_REF || !json_string(r->doc, command, r->mem, &c->command, NULL))) {
+            reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "MCP server %s: a stdio server needs a command", c->name);
+            ok = false;
+        }
+        if (http) {
+            args = JSON_NO_REF;
+            env = json_get(r->doc, e, "headers"); /* [{name, value}] like env */
         }
         size_t argc = ok && args != JSON_NO_REF ? json_length(r->doc, args) : 0;
         size_t envc = ok && env != JSON_NO_REF ? json_length(r->doc, env) : 0;
@@ -1384,15 +1397,19 @@ static bool session_place(request *r)
                  json_string(r->doc, vv, r->mem, &val, NULL);
             if (ok) {
                 buf pair = BUF_INIT;
-                buf_appendf(&pair, "%s=%s", n, val);
+                buf_appendf(&pair, http ? "%s: %s" : "%s=%s", n, val);
                 char *copy = arena_strndup(r->mem, pair.data, pair.len);
                 buf_free(&pair);
                 strings[string_count++] = copy;
             }
         }
-        if (!ok && c->name && c->command)
+        if (!ok && c->name && (c->command || c->url))
             reply_error(r->acp, r->id, RPC_INVALID_PARAMS,
-                        "MCP server %s: args must be strings, env [{name, value}] of strings", c->name);
+                        "MCP server %s: args must be strings, env and headers [{name, value}] of strings", c->name);
+        if (http) {
+            c->header_count = c->env_count;
+            c->env_count = 0;
+        }
     }
     if (ok) {
         /* the args and env of each server follow each other in strings */
@@ -1400,8 +1417,8 @@ static bool session_place(request *r)
         for (size_t i = 0; i < k; i++) {
             configs[i].args = strings + at;
             at += configs[i].arg_count;
-            configs[i].env = strings + at;
-            at += configs[i].env_count;
+            configs[i].env = configs[i].headers = strings + at;
+            at += configs[i].env_count + configs[i].header_count;
         }
         for (size_t i = 0; i < k && ok; i++) {
             ecp_error err = {0};

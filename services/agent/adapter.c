@@ -465,12 +465,16 @@ static void write_server(json_writer *w, const agent_mcp_info *info)
     jw_object_begin(w);
     jw_key_string(w, "type", "mcp");
     jw_key_string(w, "name", info->name);
-    jw_key_string(w, "command", info->command);
-    jw_key(w, "args");
-    jw_array_begin(w);
-    for (size_t i = 0; info->args[i]; i++)
-        jw_string(w, info->args[i]);
-    jw_array_end(w);
+    if (info->url) {
+        jw_key_string(w, "url", info->url);
+    } else {
+        jw_key_string(w, "command", info->command);
+        jw_key(w, "args");
+        jw_array_begin(w);
+        for (size_t i = 0; info->args[i]; i++)
+            jw_string(w, info->args[i]);
+        jw_array_end(w);
+    }
     jw_key_string(w, "status", info->status);
     if (info->error)
         jw_key_string(w, "error", info->error);
@@ -538,21 +542,21 @@ static void m_mcp_start(void *ctx, ecp_call *call)
 {
     adapter_ctx *a = ctx;
     const json_doc *doc = ecp_call_doc(call);
-    json_ref p = ecp_call_params(call), args, env;
+    json_ref p = ecp_call_params(call), args, env, headers;
     ecp_str name, command, url;
     if (!ecp_arg_string(call, p, "name", &name) || !ecp_arg_string_opt(call, p, "command", &command) ||
         !ecp_arg_string_opt(call, p, "url", &url) || !ecp_arg_array_opt(call, p, "args", &args) ||
-        !ecp_arg_object_opt(call, p, "env", &env))
+        !ecp_arg_object_opt(call, p, "env", &env) || !ecp_arg_object_opt(call, p, "headers", &headers))
         return;
-    if (url.ptr && !command.ptr) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "MCP over HTTP is not supported: give a command (stdio)");
-        return;
-    }
-    if (!command.ptr) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "missing parameter command");
+    if (!command.ptr && !url.ptr) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "missing parameter command (stdio) or url (HTTP)");
         return;
     }
     size_t argc = args != JSON_NO_REF ? json_length(doc, args) : 0, envc = env != JSON_NO_REF ? json_length(doc, env) : 0;
+    /* headers go through the same "NAME=value" list, then become "Name: value" */
+    json_ref pairs = url.ptr ? headers : env;
+    if (url.ptr)
+        envc = headers != JSON_NO_REF ? json_length(doc, headers) : 0;
     const char **argv = xcalloc(argc + 1, sizeof *argv), **envv = xcalloc(envc + 1, sizeof *envv);
     size_t k = 0;
     bool ok = true;
@@ -562,14 +566,14 @@ static void m_mcp_start(void *ctx, ecp_call *call)
     buf env_text = BUF_INIT; /* NAME=value strings, NUL-separated */
     size_t *offsets = xcalloc(envc + 1, sizeof *offsets);
     k = 0;
-    for (json_ref key = env != JSON_NO_REF ? json_first(doc, env) : JSON_NO_REF; key != JSON_NO_REF && ok;
+    for (json_ref key = pairs != JSON_NO_REF ? json_first(doc, pairs) : JSON_NO_REF; key != JSON_NO_REF && ok;
          key = json_next(doc, key)) {
         const char *n, *v;
         ok = json_string(doc, key, ecp_call_arena(call), &n, NULL) &&
              json_string(doc, key + 1, ecp_call_arena(call), &v, NULL);
         if (ok) {
             offsets[k++] = env_text.len;
-            buf_appendf(&env_text, "%s=%s", n, v);
+            buf_appendf(&env_text, url.ptr ? "%s: %s" : "%s=%s", n, v);
             buf_push(&env_text, '\0');
         }
     }
@@ -577,8 +581,13 @@ static void m_mcp_start(void *ctx, ecp_call *call)
         envv[i] = env_text.data + offsets[i];
     ecp_error err = {0};
     if (!ok) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "args must be strings and env an object of strings");
-    } else if (agent_mcp_start(a->svc, &(agent_mcp_config){name.ptr, command.ptr, argv, argc, envv, k}, &err) < 0) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "args must be strings, env and headers objects of strings");
+    } else if (agent_mcp_start(a->svc,
+                               url.ptr ? &(agent_mcp_config){.name = name.ptr, .url = url.ptr, .headers = envv,
+                                                             .header_count = k}
+                                       : &(agent_mcp_config){.name = name.ptr, .command = command.ptr, .args = argv,
+                                                             .arg_count = argc, .env = envv, .env_count = k},
+                               &err) < 0) {
         reply_error(call, &err);
     } else {
         json_writer *w = ecp_call_result(call);
@@ -627,9 +636,10 @@ static void m_mcp_list(void *ctx, ecp_call *call)
 
 static const ecp_method mcp_methods[] = {
     {"mcp/startServer", m_mcp_start, "1.0",
-     "Start an MCP server (stdio: a command) whose tools the model is then offered as mcp__<name>__<tool>; "
-     "replaces a server of the same name. Its progress comes as tool/serverUpdated",
-     "{name: string, command: string, args?: string[], env?: {[name: string]: string}}"},
+     "Start an MCP server (stdio: a command; or streamable HTTP: a url) whose tools the model is then offered as "
+     "mcp__<name>__<tool>; replaces a server of the same name. Its progress comes as tool/serverUpdated",
+     "{name: string, command?: string, args?: string[], env?: {[name: string]: string}, url?: string, "
+     "headers?: {[name: string]: string}}"},
     {"mcp/stopServer", m_mcp_stop, "1.0", "Stop an MCP server and withdraw its tools", "{name: string}"},
     {"mcp/listServers", m_mcp_list, "1.0", "The MCP servers, their state and their tools", "{}"},
 };

@@ -48,7 +48,7 @@ void agent_mcp_adapter_init(ecp_adapter *out, struct agent_service *svc, ecp_bus
  *   `terminal` (the tool call embeds the terminal; the timeout kills it; every
  *   terminal is released); confinement to the workspace applies first either
  *   way.
- * - MCP servers given to session/new or session/load (stdio) are started
+ * - MCP servers given to session/new or session/load (stdio or http) are started
  *   before the answer, which comes once each runs or has failed.
  * - session/cancel resolves the prompt with stopReason "cancelled" at once; a
  *   permission request still waiting is dropped and its answer ignored.

@@ -115,7 +115,9 @@ typedef struct agent_content {
 
 /* An MCP server's state. Pointers live during the call only. */
 typedef struct agent_mcp_info {
-    const char *name, *command;
+    const char *name;
+    const char *command;      /* stdio; NULL for HTTP */
+    const char *url;          /* HTTP; NULL for stdio */
     const char *const *args;  /* NULL-terminated, without the command */
     const char *status;       /* "starting", "running", "failed" or "stopped" */
     const char *error;        /* why it failed; NULL otherwise */
@@ -137,8 +139,8 @@ void agent_unsubscribe(agent_service *self, const agent_listener *listener, void
 
 /* ----- MCP servers ------------------------------------------------------------------------
  *
- * Model Context Protocol servers (stdio transport: a command started as a
- * child process) whose tools are offered to the model as mcp__<server>__<tool>
+ * Model Context Protocol servers (the stdio transport: a command started as
+ * a child process; or streamable HTTP: a url each message is posted to) whose tools are offered to the model as mcp__<server>__<tool>
  * once the server has answered initialize and tools/list. Calls of tools that
  * are not marked read-only wait for approval like writes. A server that fails
  * to start or exits has its tools withdrawn and its waiting calls answered
@@ -150,6 +152,11 @@ typedef struct agent_mcp_config {
     size_t arg_count;
     const char *const *env;           /* "NAME=value", added to ours */
     size_t env_count;
+    /* Or the streamable HTTP transport: url (then command is ignored) and
+     * more "Name: value" headers for every request. */
+    const char *url;
+    const char *const *headers;
+    size_t header_count;
 } agent_mcp_config;
 
 /* Starts the server (replacing one of the same name). A failure to spawn is

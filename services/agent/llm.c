@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -48,6 +49,8 @@ struct llm_request {
     char *error;        /* why the stream failed (set inside the write callback) */
     bool delivered;     /* something reached the callbacks: no retry from here */
     bool ended;         /* the end marker arrived */
+    bool sse, sse_checked; /* LLM_API_JSONRPC: the answer is an event stream */
+    buf body_in;           /* LLM_API_JSONRPC: a JSON answer's body */
     llm_answer answer;
     long anthropic_block_call[64]; /* content block index -> call index + 1 */
     long openai_index_call[64];    /* tool_calls[].index -> call index + 1 */
@@ -164,6 +167,7 @@ void llm_answer_free(llm_answer *a)
         buf_free(&a->calls[i].arguments);
     }
     free(a->calls);
+    free(a->session_id);
     memset(a, 0, sizeof *a);
 }
 
@@ -371,6 +375,11 @@ static void dispatch_event(llm_request *r)
         len--;
     if (len == 0)
         return;
+    if (r->api == LLM_API_JSONRPC) {
+        if (r->cb.on_message)
+            r->cb.on_message(r->ctx, data, len);
+        return;
+    }
     if (r->api == LLM_API_OPENAI && len == 6 && memcmp(data, "[DONE]", 6) == 0) {
         r->ended = true;
         return;
@@ -417,12 +426,44 @@ static void sse_line(llm_request *r, const char *line, size_t len)
     }
 }
 
+#define JSONRPC_BODY_MAX ((size_t)32 << 20)
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
+{
+    llm_request *r = userp;
+    size_t n = size * nmemb;
+    static const char name[] = "mcp-session-id:";
+    if (r->api == LLM_API_JSONRPC && n > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
+        size_t start = sizeof name - 1, end = n;
+        while (start < end && (data[start] == ' ' || data[start] == '\t'))
+            start++;
+        while (end > start && (data[end - 1] == '\r' || data[end - 1] == '\n' || data[end - 1] == ' '))
+            end--;
+        free(r->answer.session_id);
+        r->answer.session_id = xstrndup(data + start, end - start);
+    }
+    return n;
+}
+
 static size_t on_write(char *data, size_t size, size_t nmemb, void *userp)
 {
     llm_request *r = userp;
     size_t n = size * nmemb;
     if (!r->http_status)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http_status);
+    if (r->api == LLM_API_JSONRPC && r->http_status == 200 && !r->sse_checked) {
+        char *type = NULL;
+        curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &type);
+        r->sse = type && strncasecmp(type, "text/event-stream", 17) == 0;
+        r->sse_checked = true;
+    }
+    if (r->api == LLM_API_JSONRPC && r->http_status == 200 && !r->sse) {
+        /* one JSON body, delivered whole at the end */
+        if (r->body_in.len + n > JSONRPC_BODY_MAX)
+            return 0;
+        buf_append(&r->body_in, data, n);
+        return n;
+    }
     if (r->http_status != 200) {
         size_t room = LLM_ERROR_BODY_MAX - r->error_body.len;
         buf_append(&r->error_body, data, n < room ? n : room);
@@ -459,6 +500,8 @@ static void reset_attempt(llm_request *r)
     free(r->error);
     r->error = NULL;
     r->ended = false;
+    r->sse = r->sse_checked = false;
+    buf_clear(&r->body_in);
     llm_answer_free(&r->answer);
     memset(r->anthropic_block_call, 0, sizeof r->anthropic_block_call);
     memset(r->openai_index_call, 0, sizeof r->openai_index_call);
@@ -474,6 +517,8 @@ static void start_attempt(llm_request *r)
     curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
     curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
     curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT, 15L);
@@ -514,6 +559,7 @@ static void request_free(llm_request *r)
     buf_free(&r->event_data);
     buf_free(&r->event_name);
     buf_free(&r->error_body);
+    buf_free(&r->body_in);
     curl_slist_free_all(r->headers);
     free(r->url);
     free(r->api_key);
@@ -553,16 +599,23 @@ static void finish_attempt(llm_request *r, CURLcode code)
     } else if (code != CURLE_OK && r->http_status == 0) {
         buf_appendf(&why, "LLM request failed: %s", curl_easy_strerror(code));
         retryable = true;
+    } else if (r->api == LLM_API_JSONRPC && r->http_status == 202) {
+        /* accepted: a notification or a response has no answer */
     } else if (r->http_status != 200) {
         describe_http_error(r, &why);
         retryable = r->http_status == 429 || r->http_status >= 500;
     } else if (code != CURLE_OK) {
         buf_appendf(&why, "LLM request failed: the stream broke: %s", curl_easy_strerror(code));
+    } else if (r->api == LLM_API_JSONRPC) {
+        if (r->sse && r->event_data.len)
+            dispatch_event(r); /* a last event without its blank line */
+        else if (!r->sse && r->body_in.len && r->cb.on_message)
+            r->cb.on_message(r->ctx, r->body_in.data, r->body_in.len);
     } else if (!r->ended) {
         buf_append_str(&why, r->api == LLM_API_OPENAI ? "LLM request failed: the stream ended before [DONE]"
                                                       : "LLM request failed: the stream ended before message_stop");
     }
-    if (why.len && retryable && !r->delivered && r->attempts < LLM_MAX_ATTEMPTS) {
+    if (why.len && retryable && !r->delivered && r->attempts < LLM_MAX_ATTEMPTS && r->api != LLM_API_JSONRPC) {
         buf_free(&why);
         if (!r->retry_timer) {
             r->retry_timer = xmalloc(sizeof *r->retry_timer);
@@ -608,7 +661,10 @@ llm_request *llm_request_start(llm_client *self, const llm_endpoint *ep, const c
     r->cb = *cb;
     r->ctx = ctx;
     r->headers = curl_slist_append(NULL, "Content-Type: application/json");
-    r->headers = curl_slist_append(r->headers, "Accept: text/event-stream");
+    r->headers = curl_slist_append(r->headers, ep->api == LLM_API_JSONRPC ? "Accept: application/json, text/event-stream"
+                                                                          : "Accept: text/event-stream");
+    for (size_t i = 0; ep->headers && ep->headers[i]; i++)
+        r->headers = curl_slist_append(r->headers, ep->headers[i]);
     buf h = BUF_INIT;
     if (ep->api == LLM_API_ANTHROPIC) {
         r->headers = curl_slist_append(r->headers, "anthropic-version: 2023-06-01");

@@ -1053,8 +1053,8 @@ static void list_tool(void *ctx, const char *name, const char *description, cons
 
 static void list_server(void *ctx, const agent_mcp_info *info)
 {
-    buf_appendf(ctx, "- %s (%s): %s, %zu tool%s%s%s\n", info->name, info->command, info->status, info->tool_count,
-                info->tool_count == 1 ? "" : "s", info->error ? "; " : "", info->error ? info->error : "");
+    buf_appendf(ctx, "- %s (%s): %s, %zu tool%s%s%s\n", info->name, info->url ? info->url : info->command, info->status,
+                info->tool_count, info->tool_count == 1 ? "" : "s", info->error ? "; " : "", info->error ? info->error : "");
 }
 
 static void run_command(chat *c, const agent_command_info *command, buf *out)

@@ -27,6 +27,8 @@ typedef struct mcp_tool {
     bool read_only;
 } mcp_tool;
 
+typedef struct mcp_post mcp_post;
+
 typedef enum mcp_request_kind { REQ_INITIALIZE, REQ_LIST, REQ_CALL } mcp_request_kind;
 
 struct mcp_call {
@@ -54,9 +56,23 @@ struct mcp_server {
     buf pending;
     int64_t next_id;
     mcp_call *calls;
+    /* the streamable HTTP transport (url set): each message is a POST */
+    char *url;
+    char **headers;           /* NULL-terminated "Name: value" */
+    char *session_id;         /* the server's Mcp-Session-Id, once given */
+    struct mcp_post *posts;   /* POSTs in flight */
     mcp_tool *tools;
     size_t tool_count;
     bool listing;      /* tools/list pages still coming */
+};
+
+/* One message posted to an HTTP server, and the answers it brings. */
+struct mcp_post {
+    mcp_post *next;
+    mcp_server *server;
+    llm_request *request;
+    int64_t id;               /* of the request it carries; 0 for a notification */
+    buf answers;              /* the messages of its answer, NUL-separated, handled once it ends */
 };
 
 static const char *const state_names[] = {"starting", "running", "failed", "stopped"};
@@ -84,6 +100,9 @@ static void server_free(mcp_server *s)
     free(s->command);
     strv_free(s->args);
     strv_free(s->env);
+    strv_free(s->headers);
+    free(s->url);
+    free(s->session_id);
     free(s->error);
     buf_free(&s->pending);
     tools_free(s->tools, s->tool_count);
@@ -99,7 +118,7 @@ static void fill_info(const mcp_server *s, agent_mcp_info *info, const char **na
         schemas[i] = s->tools[i].schema;
     }
     *info = (agent_mcp_info){
-        .name = s->name, .command = s->command, .args = (const char *const *)s->args + 1,
+        .name = s->name, .command = s->command, .url = s->url, .args = (const char *const *)s->args + 1,
         .status = state_names[s->state], .error = s->error,
         .tool_count = s->state == MCP_RUNNING ? s->tool_count : 0,
         .tool_names = names, .tool_descriptions = descriptions, .tool_schemas = schemas,
@@ -136,8 +155,15 @@ static void mcp_written(uv_write_t *req, int status)
     free(w);
 }
 
-static void send_message(mcp_server *s, buf *msg)
+static void post_message(mcp_server *s, buf *msg, int64_t id);
+
+/* Sends one message; id is that of the request it is (0: a notification or a response). */
+static void send_message_id(mcp_server *s, buf *msg, int64_t id)
 {
+    if (s->url) {
+        post_message(s, msg, id);
+        return;
+    }
     buf_push(msg, '\n');
     if (s->exited || uv_is_closing((uv_handle_t *)&s->in)) {
         buf_free(msg);
@@ -152,6 +178,8 @@ static void send_message(mcp_server *s, buf *msg)
         free(w);
     }
 }
+
+static void send_message(mcp_server *s, buf *msg) { send_message_id(s, msg, 0); }
 
 /* Sends a request; params_json is an object's JSON text (NULL: none). */
 static mcp_call *send_request(mcp_server *s, mcp_request_kind kind, const char *method, const char *params_json)
@@ -174,7 +202,7 @@ static mcp_call *send_request(mcp_server *s, mcp_request_kind kind, const char *
         jw_raw(&w, params_json, strlen(params_json));
     }
     jw_object_end(&w);
-    send_message(s, &out);
+    send_message_id(s, &out, c->id);
     return c;
 }
 
@@ -214,6 +242,18 @@ static void handle_closed(uv_handle_t *h)
 
 static void close_handles(mcp_server *s)
 {
+    while (s->posts) {
+        mcp_post *p = s->posts;
+        s->posts = p->next;
+        llm_request_cancel(p->request);
+        buf_free(&p->answers);
+        free(p);
+    }
+    if (s->url) {
+        if (!uv_is_closing((uv_handle_t *)&s->start_timer))
+            uv_close((uv_handle_t *)&s->start_timer, handle_closed);
+        return;
+    }
     uv_handle_t *handles[] = {(uv_handle_t *)&s->in, (uv_handle_t *)&s->out, (uv_handle_t *)&s->start_timer};
     for (size_t i = 0; i < 3; i++)
         if (!uv_is_closing(handles[i]))
@@ -458,6 +498,91 @@ static void handle_message(mcp_server *s, const char *line, size_t len)
     json_doc_free(&d);
 }
 
+/* Kept until the POST ends: handling a message may stop the server, which
+ * must not cancel the transfer whose callback this is. */
+static void post_answer(void *ctx, const char *json, size_t len)
+{
+    mcp_post *p = ctx;
+    buf_append(&p->answers, json, len);
+    buf_push(&p->answers, '\0');
+}
+
+static void post_finished(void *ctx, const char *error, const llm_answer *answer)
+{
+    mcp_post *p = ctx;
+    mcp_server *s = p->server;
+    for (mcp_post **q = &s->posts; *q; q = &(*q)->next)
+        if (*q == p) {
+            *q = p->next;
+            break;
+        }
+    if (answer->session_id && !s->session_id)
+        s->session_id = xstrdup(answer->session_id);
+    int64_t id = p->id;
+    buf answers = p->answers;
+    free(p);
+    for (size_t at = 0; at < answers.len && s->state != MCP_FAILED && s->state != MCP_STOPPED;) {
+        size_t len = strlen(answers.data + at);
+        handle_message(s, answers.data + at, len);
+        at += len + 1;
+    }
+    buf_free(&answers);
+    if (!error || s->state == MCP_FAILED || s->state == MCP_STOPPED)
+        return;
+    static const char prefix[] = "LLM request failed: ";
+    const char *why = strncmp(error, prefix, sizeof prefix - 1) == 0 ? error + sizeof prefix - 1 : error;
+    mcp_call *c = s->calls;
+    while (c && c->id != id)
+        c = c->next;
+    if (!c)
+        return; /* a notification, or a request answered meanwhile */
+    if (c->kind != REQ_CALL) {
+        buf b = BUF_INIT;
+        buf_appendf(&b, "%s failed: %s", c->kind == REQ_INITIALIZE ? "initialize" : "tools/list", why);
+        fail(s, MCP_FAILED, b.data);
+        buf_free(&b);
+        return;
+    }
+    unlink_call(s, c);
+    buf out = BUF_INIT;
+    buf_appendf(&out, "Error: %s", why);
+    c->done(c->ctx, true, out.data);
+    buf_free(&out);
+    free(c);
+}
+
+static const llm_callbacks post_callbacks = {.on_message = post_answer, .on_finish = post_finished};
+
+static void post_message(mcp_server *s, buf *msg, int64_t id)
+{
+    if (!s->svc || s->state == MCP_FAILED || s->state == MCP_STOPPED) {
+        buf_free(msg);
+        return;
+    }
+    size_t n = 0;
+    while (s->headers && s->headers[n])
+        n++;
+    const char **headers = xcalloc(n + 3, sizeof *headers);
+    for (size_t i = 0; i < n; i++)
+        headers[i] = s->headers[i];
+    buf session = BUF_INIT;
+    headers[n++] = "MCP-Protocol-Version: " MCP_PROTOCOL_VERSION;
+    if (s->session_id) {
+        buf_appendf(&session, "Mcp-Session-Id: %s", s->session_id);
+        headers[n++] = session.data;
+    }
+    mcp_post *p = xcalloc(1, sizeof *p);
+    p->server = s;
+    p->id = id;
+    p->next = s->posts;
+    s->posts = p;
+    llm_endpoint ep = {.api = LLM_API_JSONRPC, .url = s->url, .headers = headers};
+    p->request = llm_request_start(s->svc->llm, &ep, msg->data, &post_callbacks, p);
+    free(headers);
+    buf_free(&session);
+    buf_free(msg);
+}
+
 static void mcp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     (void)h;
@@ -534,19 +659,48 @@ static bool valid_name(const char *name)
     return true;
 }
 
+static void send_initialize(mcp_server *s)
+{
+    buf params = BUF_INIT;
+    buf_appendf(&params, "{\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"ecpd\","
+                         "\"version\":\"1\"}}", MCP_PROTOCOL_VERSION);
+    send_request(s, REQ_INITIALIZE, "initialize", params.data);
+    buf_free(&params);
+}
+
 int agent_mcp_start(agent_service *self, const agent_mcp_config *config, ecp_error *err)
 {
     if (!config->name || !valid_name(config->name))
         return ecp_error_set(err, ECP_EINVAL, "an MCP server's name is 1 to 40 letters, digits, '-' or single '_'");
-    if (!config->command || !config->command[0])
-        return ecp_error_set(err, ECP_EINVAL, "MCP server %s: a command is needed (only the stdio transport is "
-                                              "supported)", config->name);
+    if ((!config->command || !config->command[0]) && (!config->url || !config->url[0]))
+        return ecp_error_set(err, ECP_EINVAL, "MCP server %s: a command (stdio) or a url (HTTP) is needed",
+                             config->name);
+    if (config->url && strncmp(config->url, "http://", 7) != 0 && strncmp(config->url, "https://", 8) != 0)
+        return ecp_error_set(err, ECP_EINVAL, "MCP server %s: the url must be http:// or https://", config->name);
     mcp_server *old = find_server(self, config->name);
     if (old)
         detach(self, old);
     mcp_server *s = xcalloc(1, sizeof *s);
     s->svc = self;
     s->name = xstrdup(config->name);
+    if (config->url && config->url[0]) {
+        /* HTTP: no process; the first POST is initialize */
+        s->url = xstrdup(config->url);
+        s->args = xcalloc(2, sizeof *s->args); /* no command, no arguments */
+        s->headers = xcalloc(config->header_count + 1, sizeof *s->headers);
+        for (size_t i = 0; i < config->header_count; i++)
+            s->headers[i] = xstrdup(config->headers[i]);
+        s->exited = true;
+        s->next = self->mcp_servers;
+        self->mcp_servers = s;
+        uv_timer_init(self->loop, &s->start_timer);
+        s->start_timer.data = s;
+        s->open_handles = 1;
+        uv_timer_start(&s->start_timer, start_timed_out, MCP_START_TIMEOUT_MS, 0);
+        announce(s);
+        send_initialize(s);
+        return 0;
+    }
     s->command = xstrdup(config->command);
     s->args = xcalloc(config->arg_count + 2, sizeof *s->args);
     s->args[0] = xstrdup(config->command);
@@ -601,11 +755,7 @@ int agent_mcp_start(agent_service *self, const agent_mcp_config *config, ecp_err
     uv_read_start((uv_stream_t *)&s->out, mcp_alloc, mcp_read);
     uv_timer_start(&s->start_timer, start_timed_out, MCP_START_TIMEOUT_MS, 0);
     announce(s);
-    buf params = BUF_INIT;
-    buf_appendf(&params, "{\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"ecpd\","
-                         "\"version\":\"1\"}}", MCP_PROTOCOL_VERSION);
-    send_request(s, REQ_INITIALIZE, "initialize", params.data);
-    buf_free(&params);
+    send_initialize(s);
     return 0;
 }
 

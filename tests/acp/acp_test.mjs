@@ -562,8 +562,6 @@ test("MCP servers from session/new: a real one's tools are offered and called; a
     { name: 'missing', command: path.join(dir, 'no-such-server'), args: [], env: [] },
     { name: 'crash', command: PYTHON3, args: ['-c', CRASHING_MCP], env: [] },
   ] });
-  await assert.rejects(a.conn.newSession({ cwd: ws, mcpServers: [{ type: 'http', name: 'web', url: 'http://127.0.0.1:1/', headers: [] }] }),
-    (e) => e.code === -32602);
 
   assert.equal((await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'read via mcp' }] })).stopReason, 'end_turn');
   const offered = mock.requests()[0].tools.map((x) => x.function.name);
@@ -588,6 +586,38 @@ test("MCP servers from session/new: a real one's tools are offered and called; a
   assert.match(crashResult.content, /^Error: MCP server crash exited with status 3/);
   assert.ok(!mock.requests()[5].tools.some((x) => x.function.name.startsWith('mcp__crash__')), 'its tools are withdrawn');
   assert.equal(textOf(a.updates.slice(-1)), 'survived');
+  await a.close();
+});
+
+test('an MCP server over streamable HTTP from session/new; cancel during its slow call', async (t) => {
+  const { dir, ws, data } = tmpdir();
+  const http = spawn(PYTHON3, [path.join(path.dirname(MOCK_LLM), 'mock_mcp_http.py'), 'secret-token'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => http.kill('SIGKILL'));
+  const port = await new Promise((resolve) => http.stdout.once('data', (d) => resolve(Number(String(d).match(/PORT (\d+)/)[1]))));
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const call = (id, name, args) => ({ tools: [{ id, name, arguments: [JSON.stringify(args)] }] });
+  const mock = await startMock(dir, [
+    call('h1', 'mcp__web__echo', { text: 'over http' }), { text: ['ok'] },
+    call('h2', 'mcp__web__slow', {}), { text: ['never'] },
+  ]);
+  t.after(() => mock.close());
+  const a = startAgent(t, { data, ws, mock });
+  const init1 = await init(a.conn);
+  assert.equal(init1.agentCapabilities.mcpCapabilities.http, true);
+  const { sessionId } = await a.conn.newSession({ cwd: ws, mcpServers: [
+    { type: 'http', name: 'web', url, headers: [{ name: 'X-Token', value: 'secret-token' }] },
+  ] });
+  await assert.rejects(a.conn.newSession({ cwd: ws, mcpServers: [{ type: 'sse', name: 'old', url, headers: [] }] }),
+    (e) => e.code === -32602);
+  await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'echo' }] });
+  assert.equal(mock.requests()[1].messages.find((m) => m.tool_call_id === 'h1').content, 'echo: over http');
+
+  const slow = a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'slow' }] });
+  await eventually(() => a.updates.some((u) => u.update.toolCallId === 'h2' && u.update.status === 'in_progress'));
+  const started = Date.now();
+  await a.conn.cancel({ sessionId });
+  assert.equal((await slow).stopReason, 'cancelled');
+  assert.ok(Date.now() - started < 1000);
   await a.close();
 });
 

@@ -831,9 +831,37 @@ class AgentTest(Base):
         # bad input
         self.assertEqual(c.request("mcp/stopServer", {"name": "fs"})["error"]["code"], -32602)
         self.assertEqual(c.request("mcp/startServer", {"name": "a__b", "command": node})["error"]["code"], -32602)
-        self.assertEqual(c.request("mcp/startServer", {"name": "web", "url": "http://x/"})["error"]["code"], -32602)
         self.assertEqual(c.request("mcp/startServer", {"name": "x", "command": node, "args": [1]})["error"]["code"],
                          -32602)
+
+    def test_mcp_server_over_http(self):
+        http = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                              "mock_mcp_http.py"), "t0ken"], stdout=subprocess.PIPE)
+        self.addCleanup(lambda: (http.kill(), http.wait(), http.stdout.close()))
+        url = "http://127.0.0.1:%d/mcp" % int(http.stdout.readline().split()[1])
+        self.mock.add(self.tool_reply("mcp__web__echo", {"text": "hi"}), {"text": ["echoed"]},
+                      self.tool_reply("mcp__web__broken", {}, "call_2"), {"text": ["broke"]})
+        c = self.start()
+        r = c.call("mcp/startServer", {"name": "web", "url": url, "headers": {"X-Token": "t0ken"}})
+        self.assertEqual((r["server"]["url"], r["server"]["status"]), (url, "starting"))
+        self.assertNotIn("command", r["server"])
+        running = c.note("tool/serverUpdated", lambda p: p["name"] == "web" and p["status"] != "starting")
+        self.assertEqual(running["status"], "running", running)
+        self.assertEqual([t["name"] for t in running["tools"]], ["echo", "broken", "slow"])
+        chat = self.prompt(c, "echo")
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertEqual((called["error"], called["outputs"][0]["text"]), (False, "echo: hi"))
+        self.prompt(c, "break", chat)
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertTrue(called["error"])
+        self.assertIn("HTTP 500", called["outputs"][0]["text"])
+        # a wrong token: initialize fails, the server is failed and says why
+        c.call("mcp/startServer", {"name": "nokey", "url": url})
+        failed = c.note("tool/serverUpdated", lambda p: p["name"] == "nokey" and p["status"] != "starting")
+        self.assertEqual(failed["status"], "failed")
+        self.assertIn("401", failed["error"])
+        self.assertEqual(c.request("mcp/startServer", {"name": "ftp", "url": "ftp://x/"})["error"]["code"], -32602)
+        self.assertEqual(c.request("mcp/startServer", {"name": "none"})["error"]["code"], -32602)
 
     # ----- stopping ---------------------------------------------------------------------------
 
