@@ -43,6 +43,7 @@ struct acp_session {
     /* the prompt in progress */
     char *prompt_id;         /* its request id as JSON text; NULL when none runs */
     bool cancelled;
+    buf system_text;         /* the turn's own messages (a command's output), sent at its end */
     char **announced;        /* tool call ids already sent as tool_call */
     size_t announced_count;
     /* the diff of the write or edit awaiting approval or running */
@@ -321,6 +322,7 @@ static void clear_diff(acp_session *s)
 
 static void clear_turn(acp_session *s)
 {
+    buf_free(&s->system_text);
     free(s->prompt_id);
     s->prompt_id = NULL;
     s->cancelled = false;
@@ -718,6 +720,8 @@ static void finish_prompt(acp_frontend *acp, acp_session *s, const agent_content
     if (!s->cancelled && c->stop == AGENT_STOP_ERROR) {
         reply_error(acp, s->prompt_id, RPC_INTERNAL_ERROR, "%s", c->error_message ? c->error_message : "the model's request failed");
     } else {
+        if (s->system_text.len)
+            send_text_chunk(acp, s, "agent_message_chunk", s->system_text.data, s->system_text.len);
         const char *reason = s->cancelled || c->stop == AGENT_STOP_CANCELLED ? "cancelled"
                              : c->stop == AGENT_STOP_TURN_LIMIT             ? "max_turn_requests"
                              : c->stop == AGENT_STOP_MAX_TOKENS             ? "max_tokens"
@@ -744,6 +748,8 @@ static void on_content(void *ctx, const agent_content *c)
     case AGENT_CONTENT_TEXT:
         if (c->role && strcmp(c->role, "assistant") == 0 && c->text_len)
             send_text_chunk(acp, s, "agent_message_chunk", c->text, c->text_len);
+        else if (c->text_len)
+            buf_append(&s->system_text, c->text, c->text_len); /* an error's goes in the error instead */
         break;
     case AGENT_CONTENT_PLAN: {
         buf out = BUF_INIT;
@@ -829,6 +835,26 @@ static void check_starting(void *ctx, const agent_mcp_info *info)
         st->starting = true;
 }
 
+/* The commands a prompt may be, once the client knows the session. */
+static void send_commands(acp_frontend *acp, const acp_session *s)
+{
+    size_t n;
+    const agent_command_info *commands = agent_commands(&n);
+    buf out = BUF_INIT;
+    json_writer w;
+    update_begin(&w, &out, s, "available_commands_update");
+    jw_key(&w, "availableCommands");
+    jw_array_begin(&w);
+    for (size_t i = 0; i < n; i++) {
+        jw_object_begin(&w);
+        jw_key_string(&w, "name", commands[i].name);
+        jw_key_string(&w, "description", commands[i].description);
+        jw_object_end(&w);
+    }
+    jw_array_end(&w);
+    update_send(acp, &w, &out);
+}
+
 static void waiting_free(waiting_answer *w)
 {
     for (size_t i = 0; i < w->server_count; i++)
@@ -855,6 +881,7 @@ static void answer_ready(acp_frontend *acp)
         }
         *p = w->next;
         reply_session_state(acp, w->id_json, w->session, w->with_id);
+        send_commands(acp, w->session);
         waiting_free(w);
     }
 }

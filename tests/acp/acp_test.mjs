@@ -220,6 +220,18 @@ test('initialize answers version 1 and advertises what is implemented; sessions,
   await assert.rejects(a.conn.prompt({ sessionId: s.sessionId, prompt: [{ type: 'image', data: 'AA==', mimeType: 'image/png' }] }),
     (e) => e.code === -32602);
   assert.deepEqual(mock.requests(), []);
+  // the commands a prompt may be, announced once the session exists; one runs without the model
+  await eventually(() => a.updates.some((u) => u.update.sessionUpdate === 'available_commands_update'));
+  const commands = a.updates.find((u) => u.update.sessionUpdate === 'available_commands_update');
+  assert.equal(commands.sessionId, s.sessionId);
+  assert.deepEqual(commands.update.availableCommands.map((c) => c.name), ['tools', 'mcp']);
+  const announcedAt = a.raw.findIndex((m) => m.params?.update?.sessionUpdate === 'available_commands_update');
+  const answeredAt = a.raw.findIndex((m) => m.result?.sessionId === s.sessionId);
+  assert.ok(answeredAt < announcedAt, 'after the session/new answer');
+  a.updates.length = 0;
+  assert.equal((await a.conn.prompt({ sessionId: s.sessionId, prompt: [{ type: 'text', text: '/tools' }] })).stopReason, 'end_turn');
+  assert.match(textOf(a.updates), /- read_file: .*\n- write_file: /s);
+  assert.deepEqual(mock.requests(), [], 'a command asks no model');
   await a.close();
 });
 
@@ -233,7 +245,7 @@ test('a text prompt streams the reasoning and the text exactly and ends the turn
   const r = await a.conn.prompt({ sessionId, prompt: [{ type: 'text', text: 'say hello' },
     { type: 'resource', resource: { uri: `file://${ws}/src/a.txt`, text: 'alpha\n' } }] });
   assert.equal(r.stopReason, 'end_turn');
-  assert.deepEqual(kinds(a.updates), ['agent_thought_chunk', 'agent_thought_chunk',
+  assert.deepEqual(kinds(a.updates).filter((k) => k !== 'available_commands_update'), ['agent_thought_chunk', 'agent_thought_chunk',
     'agent_message_chunk', 'agent_message_chunk', 'agent_message_chunk']);
   assert.equal(textOf(a.updates, 'agent_thought_chunk'), 'Pondering...');
   assert.equal(textOf(a.updates), 'Hello, wörld');
