@@ -159,7 +159,8 @@ typedef struct agent_mcp_config {
     size_t header_count;
 } agent_mcp_config;
 
-/* Starts the server (replacing one of the same name). A failure to spawn is
+/* Starts the server, replacing one of the same name, unless that one is
+ * starting or running with the same configuration (it then goes on). A failure to spawn is
  * told as a "failed" event, not by the return: ECP_EINVAL only for a bad
  * name or no command. */
 int agent_mcp_start(agent_service *self, const agent_mcp_config *config, ecp_error *err);

@@ -659,6 +659,34 @@ static bool valid_name(const char *name)
     return true;
 }
 
+static bool same_strings(char **have, const char *const *want, size_t count)
+{
+    size_t n = 0;
+    while (have && have[n])
+        n++;
+    if (n != count)
+        return false;
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(have[i], want[i]) != 0)
+            return false;
+    return true;
+}
+
+static bool same_config(const mcp_server *s, const agent_mcp_config *c)
+{
+    if (c->url && c->url[0])
+        return s->url && strcmp(s->url, c->url) == 0 && same_strings(s->headers, c->headers, c->header_count);
+    if (s->url || strcmp(s->command, c->command) != 0 || !same_strings(s->args + 1, c->args, c->arg_count))
+        return false;
+    /* the environment given, which leads s->env when there is one */
+    if (!c->env_count)
+        return !s->env;
+    for (size_t i = 0; i < c->env_count; i++)
+        if (!s->env || !s->env[i] || strcmp(s->env[i], c->env[i]) != 0)
+            return false;
+    return true;
+}
+
 static void send_initialize(mcp_server *s)
 {
     buf params = BUF_INIT;
@@ -678,6 +706,8 @@ int agent_mcp_start(agent_service *self, const agent_mcp_config *config, ecp_err
     if (config->url && strncmp(config->url, "http://", 7) != 0 && strncmp(config->url, "https://", 8) != 0)
         return ecp_error_set(err, ECP_EINVAL, "MCP server %s: the url must be http:// or https://", config->name);
     mcp_server *old = find_server(self, config->name);
+    if (old && (old->state == MCP_STARTING || old->state == MCP_RUNNING) && same_config(old, config))
+        return 0; /* each new ACP session names the same servers: they go on serving */
     if (old)
         detach(self, old);
     mcp_server *s = xcalloc(1, sizeof *s);

@@ -804,6 +804,14 @@ class AgentTest(Base):
         self.assertEqual(tools["read_text_file"]["parameters"]["type"], "object")
         listed = c.call("mcp/listServers", {})["servers"]
         self.assertEqual([(x["name"], x["status"], x["args"]) for x in listed], [("fs", "running", [fs_server, self.ws])])
+        # the same again goes on serving; another configuration replaces it
+        same = c.call("mcp/startServer", {"name": "fs", "command": node, "args": [fs_server, self.ws],
+                                          "env": {"MCP_TEST": "1"}})
+        self.assertEqual(same["server"]["status"], "running")
+        other = c.call("mcp/startServer", {"name": "fs", "command": node, "args": [fs_server, self.ws],
+                                           "env": {"MCP_TEST": "2"}})
+        self.assertEqual(other["server"]["status"], "starting")
+        c.note("tool/serverUpdated", lambda p: p["name"] == "fs" and p["status"] == "running")
         # its tools go to the model and its results come back
         self.prompt(c, "list src")
         turn = c.turn()
