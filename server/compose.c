@@ -1,4 +1,5 @@
 #include "compose.h"
+#include "internal.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -228,6 +229,9 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     agent_adapter_init(&adapter, self->agent, env->bus);
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
         return status;
+    agent_mcp_adapter_init(&adapter, self->agent, env->bus);
+    if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
+        return status;
     return 0;
 }
 
@@ -275,3 +279,5 @@ void server_services_set_workspace(server_services *self, const char *workspace)
     if (self->agent)
         agent_service_set_workspace(self->agent, workspace);
 }
+
+struct agent_service *server_agent(struct server *srv) { return srv->services.agent; }

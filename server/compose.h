@@ -72,6 +72,11 @@ bool server_services_persistent(const server_services *self);
  * applies to the next one); fallback when there is no session service. */
 size_t server_services_connection_limit(const server_services *self, size_t fallback);
 
+/* The agent, for a front end that is not a connection of the server (ecpd
+ * --acp speaks its own protocol on stdio). */
+struct server;
+struct agent_service *server_agent(struct server *srv);
+
 /* The workspace changed (initialize named one); workspace may be NULL. */
 void server_services_set_workspace(server_services *self, const char *workspace);
 

@@ -151,11 +151,20 @@ static void handle_initialize(void *ctx, ecp_call *call)
     const json_doc *doc = ecp_call_doc(call);
     int64_t pid;
     ecp_str root;
-    json_ref caps, client_info, encodings = JSON_NO_REF;
+    json_ref caps, client_info, folders, encodings = JSON_NO_REF;
     if (!ecp_arg_int_opt(call, params, "processId", 0, &pid) || !ecp_arg_string_opt(call, params, "workspaceRoot", &root) ||
         !ecp_arg_object_opt(call, params, "clientInfo", &client_info) || !ecp_arg_object_opt(call, params, "capabilities", &caps) ||
+        !ecp_arg_array_opt(call, params, "workspaceFolders", &folders) ||
         (caps != JSON_NO_REF && !ecp_arg_array_opt(call, caps, "capabilities.positionEncodings", &encodings)))
         return;
+    /* An ECA (or LSP-style) client names its project as workspaceFolders: the
+     * first one's uri stands for workspaceRoot when that is absent. */
+    json_ref first_folder = folders != JSON_NO_REF ? json_first(doc, folders) : JSON_NO_REF;
+    json_ref folder_uri = first_folder != JSON_NO_REF && json_type_of(doc, first_folder) == JSON_OBJECT
+                              ? json_get(doc, first_folder, "uri")
+                              : JSON_NO_REF;
+    if (!root.ptr && folder_uri != JSON_NO_REF && json_type_of(doc, folder_uri) == JSON_STRING)
+        json_string(doc, folder_uri, ecp_call_arena(call), &root.ptr, &root.len);
 
     /* The client lists encodings in order of preference; take the first we know. */
     ecp_position_encoding enc = ECP_ENCODING_UTF16;
@@ -375,7 +384,7 @@ static const ecp_method lifecycle_methods[] = {
     {"initialize", handle_initialize, "1.0",
      "Optional: pick the position encoding (the client's first that the server knows, else utf-16) "
      "and learn the server's namespaces and notifications",
-     "{processId?: integer, workspaceRoot?: string, clientInfo?: {name: string, version?: string}, "
+     "{processId?: integer, workspaceRoot?: string, workspaceFolders?: [{uri: string, name?: string}], clientInfo?: {name: string, version?: string}, "
      "capabilities?: {positionEncodings?: string[]}}"},
     {"initialized", handle_initialized, "1.0",
      "The client is ready; nothing to do (answered with null when sent as a request)",

@@ -7,7 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/adapter.h"
 #include "buf.h"
+#include "compose.h"
 #include "server.h"
 #include "socket_path.h"
 #include "transport.h"
@@ -15,18 +17,20 @@
 static const char usage[] =
     "usage: ecpd [--stdio | --socket [PATH]] [--workspace DIR] [--data-dir DIR] [--config FILE]\n"
     "            [--log FILE] [--log-level error|warn|info|debug] [--max-message-bytes N]\n"
-    "            [--max-connections N] [--stall-timeout SECONDS] [--eca] [--model PROVIDER/MODEL]\n"
+    "            [--max-connections N] [--stall-timeout SECONDS] [--eca | --acp] [--model PROVIDER/MODEL]\n"
     "            [--version] [--help]\n"
     "\n"
     "Serves the Editor Command Protocol (JSON-RPC 2.0) on stdio (the default) or on a\n"
     "Unix socket (default path: $XDG_RUNTIME_DIR/ecpd/<workspace-hash>.sock).\n"
     "--eca serves the ECA protocol (chat/*) on stdio, for the workspace in the current\n"
-    "directory unless --workspace names one; --model picks the agent's provider/model.\n";
+    "directory unless --workspace names one; --acp serves the Agent Client Protocol (v1)\n"
+    "on stdio, newline-delimited; --model picks the agent's provider/model.\n";
 
 typedef struct app {
     uv_loop_t loop;
     server *srv;
     stream_link *stdio;
+    acp_frontend *acp;
     socket_listener *listener;
     uv_signal_t sigint, sigterm, sighup;
     FILE *log_file;
@@ -41,6 +45,12 @@ static void stdio_closed(void *ctx, stream_link *link)
     server_request_exit(a->srv, 0);
 }
 
+static void acp_eof(void *ctx)
+{
+    app *a = ctx;
+    server_request_exit(a->srv, 0);
+}
+
 /* Closing starts here and ends in main: the transports write what is queued
  * first, for as long as main waits. */
 static void on_exit_requested(void *ctx, int code)
@@ -49,6 +59,8 @@ static void on_exit_requested(void *ctx, int code)
     (void)code;
     if (a->stdio)
         stream_link_close(a->stdio, true);
+    if (a->acp)
+        acp_frontend_close(a->acp);
     if (a->listener)
         transport_socket_stop(a->listener, true);
     uv_signal_stop(&a->sigint);
@@ -59,7 +71,7 @@ static void on_exit_requested(void *ctx, int code)
 /* True while a link, and so a connection, is open. */
 static bool transports_open(const app *a)
 {
-    return a->stdio || (a->listener && transport_socket_has_clients(a->listener));
+    return a->stdio || (a->acp && !acp_frontend_closed(a->acp)) || (a->listener && transport_socket_has_clients(a->listener));
 }
 
 static void on_signal(uv_signal_t *handle, int signum)
@@ -101,7 +113,7 @@ int main(int argc, char **argv)
 {
     server_options options = {.log_level = ECP_LOG_WARN};
     const char *socket_path = NULL, *log_path = NULL;
-    bool use_socket = false, eca = false;
+    bool use_socket = false, eca = false, acp = false;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -176,8 +188,8 @@ int main(int argc, char **argv)
             /* the agent reads --model where it reads ECPD_MODEL, which --model overrides */
             setenv("ECPD_MODEL", next, 1);
         } else if (strcmp(arg, "--acp") == 0) {
-            fprintf(stderr, "ecpd: %s: the agent front ends are not part of this build yet\n", arg);
-            return 2;
+            use_socket = false;
+            acp = true;
         } else if (strcmp(arg, "--version") == 0) {
             printf("ecpd %s (protocol %s)\n", ECPD_VERSION, ECPD_PROTOCOL_VERSION);
             return 0;
@@ -192,8 +204,8 @@ int main(int argc, char **argv)
     }
 
     char cwd[4096];
-    if (eca && !options.workspace && getcwd(cwd, sizeof cwd))
-        options.workspace = cwd; /* an ECA client starts its server in the project */
+    if ((eca || acp) && !options.workspace && getcwd(cwd, sizeof cwd))
+        options.workspace = cwd; /* an ECA or ACP client starts its server in the project */
     signal(SIGPIPE, SIG_IGN); /* a vanished peer is an EPIPE on its write, not our death */
     signal(SIGXFSZ, SIG_IGN); /* a save past RLIMIT_FSIZE is an EFBIG the save reports, not our death */
     app a = {0};
@@ -235,6 +247,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "ecpd: listening on %s\n", path);
         fprintf(stderr, "ecpd: talk to it with: ecpctl --socket %s ecp/ping '{\"hello\":1}'\n", path);
         free(path);
+    } else if (acp) {
+        a.acp = acp_frontend_open(&a.loop, server_agent(a.srv), server_logger(a.srv), ECPD_VERSION, acp_eof, &a, &err);
+        if (!a.acp) {
+            fprintf(stderr, "ecpd: %s\n", err.message);
+            goto done;
+        }
     } else {
         a.stdio = transport_stdio_open(a.srv, stdio_closed, &a, &err);
         if (!a.stdio) {
@@ -257,10 +275,13 @@ done:
     drain(&a.loop, deadline - 0.4, &a);
     if (a.stdio)
         stream_link_close(a.stdio, false);
+    if (a.acp)
+        acp_frontend_close(a.acp);
     if (a.listener)
         transport_socket_stop(a.listener, false);
     while (transports_open(&a) && uv_run(&a.loop, UV_RUN_NOWAIT))
         ;
+    acp_frontend_free(a.acp);
     if (a.listener)
         transport_socket_free(a.listener), a.listener = NULL;
     uv_close((uv_handle_t *)&a.sigint, NULL);

@@ -49,3 +49,13 @@ if [ ! -x "$node_prefix/node_modules/.bin/pyright-langserver" ] ||
   (cd "$node_prefix" && npm install --no-audit --no-fund --silent \
     typescript-language-server@5.3.0 typescript@5.9.3 pyright@1.1.414 >/dev/null)
 fi
+# The agent's tests: the ACP client (1.x still has ClientSideConnection) and an
+# MCP server as a real tool source.
+if [ ! -f "$node_prefix/node_modules/@agentclientprotocol/sdk/package.json" ] ||
+   [ ! -f "$node_prefix/node_modules/@modelcontextprotocol/server-filesystem/package.json" ]; then
+  echo "install-deps: installing the ACP client and an MCP server into $node_prefix"
+  mkdir -p "$node_prefix"
+  [ -f "$node_prefix/package.json" ] || printf '{"name":"ecpd-language-servers","private":true}\n' >"$node_prefix/package.json"
+  (cd "$node_prefix" && npm install --no-audit --no-fund --silent \
+    @agentclientprotocol/sdk@1.9.0 zod@3.25.76 @modelcontextprotocol/server-filesystem@2026.8.31 >/dev/null)
+fi

@@ -49,6 +49,9 @@ static const char *const content_types[] = {
     [AGENT_CONTENT_TOOL_RUNNING] = "toolCallRunning",
     [AGENT_CONTENT_TOOL_CALLED] = "toolCalled",
     [AGENT_CONTENT_TOOL_REJECTED] = "toolCallRejected",
+    [AGENT_CONTENT_REASON_STARTED] = "reasonStarted",
+    [AGENT_CONTENT_REASON_TEXT] = "reasonText",
+    [AGENT_CONTENT_REASON_FINISHED] = "reasonFinished",
 };
 
 static void render_content(void *ctx, ecp_position_encoding enc, json_writer *w)
@@ -72,6 +75,15 @@ static void render_content(void *ctx, ecp_position_encoding enc, json_writer *w)
         break;
     case AGENT_CONTENT_USAGE:
         jw_key_int(w, "sessionTokens", c->session_tokens);
+        break;
+    case AGENT_CONTENT_REASON_STARTED:
+    case AGENT_CONTENT_REASON_TEXT:
+    case AGENT_CONTENT_REASON_FINISHED:
+        jw_key_string(w, "id", c->tool_id);
+        if (c->type == AGENT_CONTENT_REASON_TEXT)
+            jw_key_string_n(w, "text", c->text, c->text_len);
+        if (c->type == AGENT_CONTENT_REASON_FINISHED)
+            jw_key_double(w, "totalTimeMs", c->total_ms);
         break;
     default:
         jw_key_string(w, "origin", "native");
@@ -108,6 +120,8 @@ static void render_content(void *ctx, ecp_position_encoding enc, json_writer *w)
 static void on_content(void *ctx, const agent_content *content)
 {
     adapter_ctx *a = ctx;
+    if (content->type == AGENT_CONTENT_PLAN)
+        return; /* ECA has no plan content: its client sees the update_plan call and its arguments */
     ecp_bus_notify(a->bus, "chat/contentReceived", render_content, (void *)content);
 }
 
@@ -140,7 +154,7 @@ static void on_deleted(void *ctx, const char *chat_id)
     ecp_bus_notify(a->bus, "chat/deleted", render_status, &e);
 }
 
-static const agent_listener listener = {on_content, on_status, on_deleted};
+static const agent_listener listener = {on_content, on_status, on_deleted, NULL};
 
 /* ----- methods ---------------------------------------------------------------------------- */
 
@@ -367,6 +381,52 @@ static void m_query_context(void *ctx, ecp_call *call)
     agent_query_start(walk);
 }
 
+static bool matches(const char *name, const char *query)
+{
+    if (query[0] == '/')
+        query++;
+    for (const char *h = name; *h; h++) {
+        size_t i = 0;
+        while (query[i] && h[i] && (h[i] | 0x20) == (query[i] | 0x20))
+            i++;
+        if (!query[i])
+            return true;
+    }
+    return !query[0];
+}
+
+static void m_query_commands(void *ctx, ecp_call *call)
+{
+    (void)ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str chat_id, query;
+    if (!ecp_arg_string_opt(call, p, "chatId", &chat_id) || !ecp_arg_string_opt(call, p, "query", &query))
+        return;
+    size_t n;
+    const agent_command_info *commands = agent_commands(&n);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    if (chat_id.ptr)
+        jw_key_string(w, "chatId", chat_id.ptr);
+    jw_key(w, "commands");
+    jw_array_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        if (!matches(commands[i].name, query.ptr ? query.ptr : ""))
+            continue;
+        jw_object_begin(w);
+        jw_key_string(w, "name", commands[i].name);
+        jw_key_string(w, "description", commands[i].description);
+        jw_key_string(w, "type", "native");
+        jw_key(w, "arguments");
+        jw_array_begin(w);
+        jw_array_end(w);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
 static const ecp_method methods[] = {
     {"chat/prompt", m_prompt, "1.0",
      "Start a turn: answers {chatId, model, status: \"prompting\"} at once, then streams chat/contentReceived",
@@ -381,6 +441,9 @@ static const ecp_method methods[] = {
     {"chat/delete", m_delete, "1.0", "Delete a chat and its stored messages", "{chatId: string}"},
     {"chat/list", m_list, "1.0", "The chats, most recently updated first", "{limit?: integer}"},
     {"chat/open", m_open, "1.0", "A chat's title, model and stored messages", "{chatId: string}"},
+    {"chat/queryCommands", m_query_commands, "1.0",
+     "The commands a prompt may be (\"/name\"), run without the model; those whose name contains the query",
+     "{chatId?: string, query?: string}"},
     {"chat/queryContext", m_query_context, "1.0",
      "Files of the workspace whose name matches the query (fuzzy), as contexts a prompt may name",
      "{chatId?: string, query: string}"},
@@ -393,6 +456,213 @@ static void destroy(void *ctx)
     adapter_ctx *a = ctx;
     agent_unsubscribe(a->svc, &listener, a);
     free(a);
+}
+
+/* ----- the mcp methods ---------------------------------------------------------------------------------- */
+
+static void write_server(json_writer *w, const agent_mcp_info *info)
+{
+    jw_object_begin(w);
+    jw_key_string(w, "type", "mcp");
+    jw_key_string(w, "name", info->name);
+    if (info->url) {
+        jw_key_string(w, "url", info->url);
+    } else {
+        jw_key_string(w, "command", info->command);
+        jw_key(w, "args");
+        jw_array_begin(w);
+        for (size_t i = 0; info->args[i]; i++)
+            jw_string(w, info->args[i]);
+        jw_array_end(w);
+    }
+    jw_key_string(w, "status", info->status);
+    if (info->error)
+        jw_key_string(w, "error", info->error);
+    jw_key_bool(w, "disabled", false);
+    jw_key_bool(w, "hasAuth", false);
+    jw_key(w, "tools");
+    jw_array_begin(w);
+    for (size_t i = 0; i < info->tool_count; i++) {
+        jw_object_begin(w);
+        jw_key_string(w, "name", info->tool_names[i]);
+        jw_key_string(w, "description", info->tool_descriptions[i]);
+        jw_key(w, "parameters");
+        jw_raw(w, info->tool_schemas[i], strlen(info->tool_schemas[i]));
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+}
+
+static void render_server(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    (void)enc;
+    write_server(w, ctx);
+}
+
+static void render_failure(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    (void)enc;
+    const agent_mcp_info *info = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "type", "error");
+    buf message = BUF_INIT;
+    buf_appendf(&message, "MCP server %s failed: %s", info->name, info->error);
+    jw_key_string(w, "message", message.data);
+    buf_free(&message);
+    jw_object_end(w);
+}
+
+static void on_mcp(void *ctx, const agent_mcp_info *info)
+{
+    adapter_ctx *a = ctx;
+    ecp_bus_notify(a->bus, "tool/serverUpdated", render_server, (void *)info);
+    if (strcmp(info->status, "failed") == 0 && info->error)
+        ecp_bus_notify(a->bus, "$/showMessage", render_failure, (void *)info);
+}
+
+static const agent_listener mcp_listener = {NULL, NULL, NULL, on_mcp};
+
+typedef struct found_server {
+    const char *name;
+    json_writer *w;
+    bool found;
+} found_server;
+
+static void write_if_named(void *ctx, const agent_mcp_info *info)
+{
+    found_server *f = ctx;
+    if (!f->found && strcmp(info->name, f->name) == 0) {
+        write_server(f->w, info);
+        f->found = true;
+    }
+}
+
+static void m_mcp_start(void *ctx, ecp_call *call)
+{
+    adapter_ctx *a = ctx;
+    const json_doc *doc = ecp_call_doc(call);
+    json_ref p = ecp_call_params(call), args, env, headers;
+    ecp_str name, command, url;
+    if (!ecp_arg_string(call, p, "name", &name) || !ecp_arg_string_opt(call, p, "command", &command) ||
+        !ecp_arg_string_opt(call, p, "url", &url) || !ecp_arg_array_opt(call, p, "args", &args) ||
+        !ecp_arg_object_opt(call, p, "env", &env) || !ecp_arg_object_opt(call, p, "headers", &headers))
+        return;
+    if (!command.ptr && !url.ptr) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "missing parameter command (stdio) or url (HTTP)");
+        return;
+    }
+    size_t argc = args != JSON_NO_REF ? json_length(doc, args) : 0, envc = env != JSON_NO_REF ? json_length(doc, env) : 0;
+    /* headers go through the same "NAME=value" list, then become "Name: value" */
+    json_ref pairs = url.ptr ? headers : env;
+    if (url.ptr)
+        envc = headers != JSON_NO_REF ? json_length(doc, headers) : 0;
+    const char **argv = xcalloc(argc + 1, sizeof *argv), **envv = xcalloc(envc + 1, sizeof *envv);
+    size_t k = 0;
+    bool ok = true;
+    for (json_ref e = args != JSON_NO_REF ? json_first(doc, args) : JSON_NO_REF; e != JSON_NO_REF && ok;
+         e = json_next(doc, e))
+        ok = json_string(doc, e, ecp_call_arena(call), &argv[k++], NULL);
+    buf env_text = BUF_INIT; /* NAME=value strings, NUL-separated */
+    size_t *offsets = xcalloc(envc + 1, sizeof *offsets);
+    k = 0;
+    for (json_ref key = pairs != JSON_NO_REF ? json_first(doc, pairs) : JSON_NO_REF; key != JSON_NO_REF && ok;
+         key = json_next(doc, key)) {
+        const char *n, *v;
+        ok = json_string(doc, key, ecp_call_arena(call), &n, NULL) &&
+             json_string(doc, key + 1, ecp_call_arena(call), &v, NULL);
+        if (ok) {
+            offsets[k++] = env_text.len;
+            buf_appendf(&env_text, url.ptr ? "%s: %s" : "%s=%s", n, v);
+            buf_push(&env_text, '\0');
+        }
+    }
+    for (size_t i = 0; ok && i < k; i++)
+        envv[i] = env_text.data + offsets[i];
+    ecp_error err = {0};
+    if (!ok) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "args must be strings, env and headers objects of strings");
+    } else if (agent_mcp_start(a->svc,
+                               url.ptr ? &(agent_mcp_config){.name = name.ptr, .url = url.ptr, .headers = envv,
+                                                             .header_count = k}
+                                       : &(agent_mcp_config){.name = name.ptr, .command = command.ptr, .args = argv,
+                                                             .arg_count = argc, .env = envv, .env_count = k},
+                               &err) < 0) {
+        reply_error(call, &err);
+    } else {
+        json_writer *w = ecp_call_result(call);
+        jw_object_begin(w);
+        jw_key(w, "server");
+        found_server f = {name.ptr, w, false};
+        agent_mcp_list(a->svc, write_if_named, &f);
+        if (!f.found)
+            jw_null(w);
+        jw_object_end(w);
+        ecp_call_finish(call);
+    }
+    free(argv);
+    free(envv);
+    free(offsets);
+    buf_free(&env_text);
+}
+
+static void m_mcp_stop(void *ctx, ecp_call *call)
+{
+    adapter_ctx *a = ctx;
+    ecp_str name;
+    if (!ecp_arg_string(call, ecp_call_params(call), "name", &name))
+        return;
+    ecp_error err = {0};
+    if (agent_mcp_stop(a->svc, name.ptr, &err) < 0)
+        reply_error(call, &err);
+    else
+        reply_empty(call);
+}
+
+static void write_each_server(void *ctx, const agent_mcp_info *info) { write_server(ctx, info); }
+
+static void m_mcp_list(void *ctx, ecp_call *call)
+{
+    adapter_ctx *a = ctx;
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "servers");
+    jw_array_begin(w);
+    agent_mcp_list(a->svc, write_each_server, w);
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static const ecp_method mcp_methods[] = {
+    {"mcp/startServer", m_mcp_start, "1.0",
+     "Start an MCP server (stdio: a command; or streamable HTTP: a url) whose tools the model is then offered as "
+     "mcp__<name>__<tool>; replaces a server of the same name. Its progress comes as tool/serverUpdated",
+     "{name: string, command?: string, args?: string[], env?: {[name: string]: string}, url?: string, "
+     "headers?: {[name: string]: string}}"},
+    {"mcp/stopServer", m_mcp_stop, "1.0", "Stop an MCP server and withdraw its tools", "{name: string}"},
+    {"mcp/listServers", m_mcp_list, "1.0", "The MCP servers, their state and their tools", "{}"},
+};
+
+static const char *const mcp_notifications[] = {"tool/serverUpdated", "$/showMessage", NULL};
+
+static void mcp_destroy(void *ctx)
+{
+    adapter_ctx *a = ctx;
+    agent_unsubscribe(a->svc, &mcp_listener, a);
+    free(a);
+}
+
+void agent_mcp_adapter_init(ecp_adapter *out, agent_service *svc, ecp_bus *bus)
+{
+    adapter_ctx *a = xcalloc(1, sizeof *a);
+    a->svc = svc;
+    a->bus = bus;
+    agent_subscribe(svc, &mcp_listener, a);
+    *out = (ecp_adapter){
+        .ns = "mcp", .methods = mcp_methods, .method_count = sizeof mcp_methods / sizeof mcp_methods[0], .ctx = a,
+        .destroy = mcp_destroy, .notifications = mcp_notifications,
+    };
 }
 
 void agent_adapter_init(ecp_adapter *out, agent_service *svc, ecp_bus *bus)

@@ -77,7 +77,21 @@ typedef enum agent_content_type {
     AGENT_CONTENT_TOOL_RUNNING,     /* tool_id, tool_name, arguments */
     AGENT_CONTENT_TOOL_CALLED,      /* tool_id, tool_name, arguments, error, text: the output, total_ms */
     AGENT_CONTENT_TOOL_REJECTED,    /* tool_id, tool_name, arguments, reason */
+    AGENT_CONTENT_REASON_STARTED,   /* tool_id: the reasoning's id */
+    AGENT_CONTENT_REASON_TEXT,      /* tool_id, text: a piece of the model's reasoning */
+    AGENT_CONTENT_REASON_FINISHED,  /* tool_id, total_ms */
+    AGENT_CONTENT_PLAN,             /* tool_id, arguments: the plan, [{content, priority, status}] */
 } agent_content_type;
+
+/* Why a turn ended (the finished progress event says). */
+typedef enum agent_stop {
+    AGENT_STOP_END,        /* the model stopped asking for tools */
+    AGENT_STOP_CANCELLED,  /* agent_prompt_stop */
+    AGENT_STOP_TURN_LIMIT, /* the agent.maxTurns model requests were made */
+    AGENT_STOP_ERROR,      /* the model's request failed: error says why */
+    AGENT_STOP_MAX_TOKENS, /* the model's answer stopped at its output limit */
+    AGENT_STOP_REFUSAL,    /* the model refused to go on */
+} agent_stop;
 
 /* One piece of a chat's content. Pointers live during the callback only. */
 typedef struct agent_content {
@@ -95,17 +109,92 @@ typedef struct agent_content {
     bool error;
     const char *reason;    /* "userChoiceDeny", "userPromptStop" */
     double total_ms;
+    agent_stop stop;       /* finished progress */
+    const char *error_message; /* finished progress with AGENT_STOP_ERROR */
 } agent_content;
+
+/* An MCP server's state. Pointers live during the call only. */
+typedef struct agent_mcp_info {
+    const char *name;
+    const char *command;      /* stdio; NULL for HTTP */
+    const char *url;          /* HTTP; NULL for stdio */
+    const char *const *args;  /* NULL-terminated, without the command */
+    const char *status;       /* "starting", "running", "failed" or "stopped" */
+    const char *error;        /* why it failed; NULL otherwise */
+    size_t tool_count;        /* offered to the model (running only) */
+    const char *const *tool_names, *const *tool_descriptions, *const *tool_schemas; /* schemas: JSON text */
+} agent_mcp_info;
 
 typedef struct agent_listener {
     void (*on_content)(void *ctx, const agent_content *content);
     /* "running" or "idle" */
     void (*on_status)(void *ctx, const char *chat_id, const char *status);
     void (*on_deleted)(void *ctx, const char *chat_id);
+    /* An MCP server started, became ready, failed or stopped. */
+    void (*on_mcp)(void *ctx, const agent_mcp_info *info);
 } agent_listener;
 
 void agent_subscribe(agent_service *self, const agent_listener *listener, void *ctx);
 void agent_unsubscribe(agent_service *self, const agent_listener *listener, void *ctx);
+
+/* ----- MCP servers ------------------------------------------------------------------------
+ *
+ * Model Context Protocol servers (the stdio transport: a command started as
+ * a child process; or streamable HTTP: a url each message is posted to) whose tools are offered to the model as mcp__<server>__<tool>
+ * once the server has answered initialize and tools/list. Calls of tools that
+ * are not marked read-only wait for approval like writes. A server that fails
+ * to start or exits has its tools withdrawn and its waiting calls answered
+ * with errors; it stays listed as "failed" until stopped. Events: on_mcp. */
+typedef struct agent_mcp_config {
+    const char *name;                 /* letters, digits, '-' and single '_' */
+    const char *command;              /* found on PATH */
+    const char *const *args;
+    size_t arg_count;
+    const char *const *env;           /* "NAME=value", added to ours */
+    size_t env_count;
+    /* Or the streamable HTTP transport: url (then command is ignored) and
+     * more "Name: value" headers for every request. */
+    const char *url;
+    const char *const *headers;
+    size_t header_count;
+} agent_mcp_config;
+
+/* Starts the server, replacing one of the same name, unless that one is
+ * starting or running with the same configuration (it then goes on). A failure to spawn is
+ * told as a "failed" event, not by the return: ECP_EINVAL only for a bad
+ * name or no command. */
+int agent_mcp_start(agent_service *self, const agent_mcp_config *config, ecp_error *err);
+/* Stops it and forgets it. ECP_ENOTFOUND. */
+int agent_mcp_stop(agent_service *self, const char *name, ecp_error *err);
+void agent_mcp_list(agent_service *self, void (*fn)(void *ctx, const agent_mcp_info *info), void *ctx);
+
+/* ----- tools run elsewhere -------------------------------------------------------------
+ *
+ * A front end whose client edits files or runs commands itself (ACP's fs and
+ * terminal methods) takes those calls over: after the checks (a known tool,
+ * a path confined to the workspace) and after approval, run() is offered the
+ * call; it returns false to leave it to the service, or true and then calls
+ * agent_host_call_done(token, ...) exactly once, later, unless cancel(token)
+ * came first. */
+typedef struct agent_host_call {
+    const char *chat_id, *tool_id, *tool_name;
+    const char *path;      /* resolved, inside the workspace; NULL for tools without one */
+    const char *arguments; /* JSON object text */
+} agent_host_call;
+
+typedef struct agent_tool_host {
+    bool (*run)(void *ctx, const agent_host_call *call, void *token);
+    void (*cancel)(void *ctx, void *token);
+} agent_tool_host;
+
+/* One host at a time; NULL removes it. host is borrowed until removed. */
+void agent_set_tool_host(agent_service *self, const agent_tool_host *host, void *ctx);
+/* The output of a call a host took (an error's starts with "Error: "). */
+void agent_host_call_done(void *token, bool error, const char *output);
+
+/* The "provider/model" a prompt without a model would use; NULL with no
+ * provider configured. The caller frees it. */
+char *agent_default_model(agent_service *self);
 
 /* ----- chats ------------------------------------------------------------------------- */
 
@@ -169,6 +258,15 @@ typedef void (*agent_query_cb)(void *ctx, int status, const ecp_error *err, cons
 int agent_query_files(agent_service *self, const char *query, size_t max, agent_query_cb done, void *ctx,
                       ecp_job **walk, ecp_error *err);
 void agent_query_start(ecp_job *walk);
+
+/* The commands a prompt may be instead of a message ("/tools"): the prompt
+ * then runs the command without the model, its output a system text of the
+ * turn, and the chat's messages stay as they were. */
+typedef struct agent_command_info {
+    const char *name, *description;
+} agent_command_info;
+
+const agent_command_info *agent_commands(size_t *count);
 
 /* The tools the model is offered. */
 typedef struct agent_tool_info {

@@ -27,6 +27,9 @@ typedef struct agent_message {
 typedef struct tool_run tool_run;
 typedef struct key_wait key_wait;
 typedef struct chat chat;
+typedef struct query_op query_op;
+typedef struct mcp_server mcp_server;
+typedef struct mcp_call mcp_call;
 
 struct agent_service {
     uv_loop_t *loop;
@@ -42,6 +45,10 @@ struct agent_service {
     ecp_listeners listeners;
     chat *chats;
     key_wait *key_waits; /* prompts waiting for the secret store */
+    query_op *queries;   /* file searches whose walk has not called back */
+    mcp_server *mcp_servers;
+    const agent_tool_host *host;
+    void *host_ctx;
 };
 
 /* ----- tools (tools.c) --------------------------------------------------------------- */
@@ -50,6 +57,7 @@ struct agent_service {
 typedef struct tool_plan {
     const char *name;       /* the tool's static name */
     bool needs_approval;
+    bool mcp;               /* a tool of an MCP server: runs there */
     char *path;             /* resolved, inside the workspace; NULL for tools without one */
 } tool_plan;
 
@@ -59,12 +67,32 @@ typedef struct tool_plan {
 int tool_check(agent_service *svc, const char *name, const char *arguments, tool_plan *plan, ecp_error *err);
 void tool_plan_free(tool_plan *plan);
 
+/* update_plan's entries, checked; with out, written there as a JSON array
+ * (priority "medium" when the model gave none). */
+struct json_doc;
+int plan_entries(const struct json_doc *d, buf *out, ecp_error *err);
+
 /* Runs a checked call; done runs once, later, on the loop, with the output
  * (an error output starts with "Error: "). */
 typedef void (*tool_done_fn)(void *ctx, bool error, const char *output);
 tool_run *tool_start(agent_service *svc, const tool_plan *plan, const char *arguments, tool_done_fn done, void *ctx);
 /* Stops a run: done is not called. */
 void tool_cancel(tool_run *run);
+
+/* ----- MCP servers (mcp.c) ---------------------------------------------------------- */
+
+/* Stops every server (at the service's end; nobody is told). */
+void mcp_stop_all(agent_service *svc);
+/* The running servers' tools, named mcp__<server>__<tool>. */
+void mcp_each_tool(agent_service *svc,
+                   void (*fn)(void *ctx, const char *full_name, const char *description, const char *schema), void *ctx);
+bool mcp_tool_known(agent_service *svc, const char *full_name, bool *read_only);
+/* Sends tools/call; done runs once, later (an error result when the server
+ * fails first), unless mcp_call_cancel came first. NULL with err when the
+ * tool is no longer offered. */
+mcp_call *mcp_call_start(agent_service *svc, const char *full_name, const char *arguments, tool_done_fn done,
+                         void *ctx, ecp_error *err);
+void mcp_call_cancel(mcp_call *call);
 
 /* Resolves path (relative to the workspace, or absolute) to an absolute path
  * inside it, following symlinks of the parts that exist. */

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -48,6 +49,8 @@ struct llm_request {
     char *error;        /* why the stream failed (set inside the write callback) */
     bool delivered;     /* something reached the callbacks: no retry from here */
     bool ended;         /* the end marker arrived */
+    bool sse, sse_checked; /* LLM_API_JSONRPC: the answer is an event stream */
+    buf body_in;           /* LLM_API_JSONRPC: a JSON answer's body */
     llm_answer answer;
     long anthropic_block_call[64]; /* content block index -> call index + 1 */
     long openai_index_call[64];    /* tool_calls[].index -> call index + 1 */
@@ -164,6 +167,7 @@ void llm_answer_free(llm_answer *a)
         buf_free(&a->calls[i].arguments);
     }
     free(a->calls);
+    free(a->session_id);
     memset(a, 0, sizeof *a);
 }
 
@@ -196,6 +200,15 @@ static void deliver_text(llm_request *r, const char *s, size_t n)
     buf_append(&r->answer.text, s, n);
     if (r->cb.on_text)
         r->cb.on_text(r->ctx, s, n);
+}
+
+static void deliver_reasoning(llm_request *r, const char *s, size_t n)
+{
+    if (!n)
+        return;
+    r->delivered = true;
+    if (r->cb.on_reasoning)
+        r->cb.on_reasoning(r->ctx, s, n);
 }
 
 static void deliver_fragment(llm_request *r, size_t index, const char *s, size_t n)
@@ -245,10 +258,20 @@ static void openai_event(llm_request *r, const json_doc *d, arena *a)
         r->answer.output_tokens = int_at(d, usage, "completion_tokens", r->answer.output_tokens);
     }
     json_ref choice = json_array_at(d, json_get(d, root, "choices"), 0);
+    const char *finish = choice != JSON_NO_REF ? str_at(d, choice, "finish_reason", a, NULL) : NULL;
+    if (finish && strcmp(finish, "length") == 0)
+        r->answer.cut_short = true;
+    if (finish && strcmp(finish, "content_filter") == 0)
+        r->answer.refused = true;
     json_ref delta = json_get(d, choice, "delta");
     if (delta == JSON_NO_REF)
         return;
     size_t n;
+    const char *thought = str_at(d, delta, "reasoning_content", a, &n);
+    if (!thought)
+        thought = str_at(d, delta, "reasoning", a, &n);
+    if (thought)
+        deliver_reasoning(r, thought, n);
     const char *text = str_at(d, delta, "content", a, &n);
     if (text)
         deliver_text(r, text, n);
@@ -300,6 +323,11 @@ static void anthropic_event(llm_request *r, const json_doc *d, arena *a)
         r->answer.input_tokens = int_at(d, usage, "input_tokens", r->answer.input_tokens);
     } else if (strcmp(type, "message_delta") == 0) {
         r->answer.output_tokens = int_at(d, json_get(d, root, "usage"), "output_tokens", r->answer.output_tokens);
+        const char *stop = str_at(d, json_get(d, root, "delta"), "stop_reason", a, NULL);
+        if (stop && strcmp(stop, "max_tokens") == 0)
+            r->answer.cut_short = true;
+        if (stop && strcmp(stop, "refusal") == 0)
+            r->answer.refused = true;
     } else if (strcmp(type, "message_stop") == 0) {
         r->ended = true;
     } else if (strcmp(type, "content_block_start") == 0) {
@@ -323,6 +351,10 @@ static void anthropic_event(llm_request *r, const json_doc *d, arena *a)
             const char *text = str_at(d, delta, "text", a, &n);
             if (text)
                 deliver_text(r, text, n);
+        } else if (dtype && strcmp(dtype, "thinking_delta") == 0) {
+            const char *thought = str_at(d, delta, "thinking", a, &n);
+            if (thought)
+                deliver_reasoning(r, thought, n);
         } else if (dtype && strcmp(dtype, "input_json_delta") == 0) {
             const char *part = str_at(d, delta, "partial_json", a, &n);
             if (index < 0 || index >= 64 || !r->anthropic_block_call[index]) {
@@ -343,6 +375,11 @@ static void dispatch_event(llm_request *r)
         len--;
     if (len == 0)
         return;
+    if (r->api == LLM_API_JSONRPC) {
+        if (r->cb.on_message)
+            r->cb.on_message(r->ctx, data, len);
+        return;
+    }
     if (r->api == LLM_API_OPENAI && len == 6 && memcmp(data, "[DONE]", 6) == 0) {
         r->ended = true;
         return;
@@ -389,12 +426,44 @@ static void sse_line(llm_request *r, const char *line, size_t len)
     }
 }
 
+#define JSONRPC_BODY_MAX ((size_t)32 << 20)
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
+{
+    llm_request *r = userp;
+    size_t n = size * nmemb;
+    static const char name[] = "mcp-session-id:";
+    if (r->api == LLM_API_JSONRPC && n > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
+        size_t start = sizeof name - 1, end = n;
+        while (start < end && (data[start] == ' ' || data[start] == '\t'))
+            start++;
+        while (end > start && (data[end - 1] == '\r' || data[end - 1] == '\n' || data[end - 1] == ' '))
+            end--;
+        free(r->answer.session_id);
+        r->answer.session_id = xstrndup(data + start, end - start);
+    }
+    return n;
+}
+
 static size_t on_write(char *data, size_t size, size_t nmemb, void *userp)
 {
     llm_request *r = userp;
     size_t n = size * nmemb;
     if (!r->http_status)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http_status);
+    if (r->api == LLM_API_JSONRPC && r->http_status == 200 && !r->sse_checked) {
+        char *type = NULL;
+        curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &type);
+        r->sse = type && strncasecmp(type, "text/event-stream", 17) == 0;
+        r->sse_checked = true;
+    }
+    if (r->api == LLM_API_JSONRPC && r->http_status == 200 && !r->sse) {
+        /* one JSON body, delivered whole at the end */
+        if (r->body_in.len + n > JSONRPC_BODY_MAX)
+            return 0;
+        buf_append(&r->body_in, data, n);
+        return n;
+    }
     if (r->http_status != 200) {
         size_t room = LLM_ERROR_BODY_MAX - r->error_body.len;
         buf_append(&r->error_body, data, n < room ? n : room);
@@ -431,6 +500,8 @@ static void reset_attempt(llm_request *r)
     free(r->error);
     r->error = NULL;
     r->ended = false;
+    r->sse = r->sse_checked = false;
+    buf_clear(&r->body_in);
     llm_answer_free(&r->answer);
     memset(r->anthropic_block_call, 0, sizeof r->anthropic_block_call);
     memset(r->openai_index_call, 0, sizeof r->openai_index_call);
@@ -446,6 +517,8 @@ static void start_attempt(llm_request *r)
     curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
     curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
     curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT, 15L);
@@ -486,6 +559,7 @@ static void request_free(llm_request *r)
     buf_free(&r->event_data);
     buf_free(&r->event_name);
     buf_free(&r->error_body);
+    buf_free(&r->body_in);
     curl_slist_free_all(r->headers);
     free(r->url);
     free(r->api_key);
@@ -525,16 +599,23 @@ static void finish_attempt(llm_request *r, CURLcode code)
     } else if (code != CURLE_OK && r->http_status == 0) {
         buf_appendf(&why, "LLM request failed: %s", curl_easy_strerror(code));
         retryable = true;
+    } else if (r->api == LLM_API_JSONRPC && r->http_status == 202) {
+        /* accepted: a notification or a response has no answer */
     } else if (r->http_status != 200) {
         describe_http_error(r, &why);
         retryable = r->http_status == 429 || r->http_status >= 500;
     } else if (code != CURLE_OK) {
         buf_appendf(&why, "LLM request failed: the stream broke: %s", curl_easy_strerror(code));
+    } else if (r->api == LLM_API_JSONRPC) {
+        if (r->sse && r->event_data.len)
+            dispatch_event(r); /* a last event without its blank line */
+        else if (!r->sse && r->body_in.len && r->cb.on_message)
+            r->cb.on_message(r->ctx, r->body_in.data, r->body_in.len);
     } else if (!r->ended) {
         buf_append_str(&why, r->api == LLM_API_OPENAI ? "LLM request failed: the stream ended before [DONE]"
                                                       : "LLM request failed: the stream ended before message_stop");
     }
-    if (why.len && retryable && !r->delivered && r->attempts < LLM_MAX_ATTEMPTS) {
+    if (why.len && retryable && !r->delivered && r->attempts < LLM_MAX_ATTEMPTS && r->api != LLM_API_JSONRPC) {
         buf_free(&why);
         if (!r->retry_timer) {
             r->retry_timer = xmalloc(sizeof *r->retry_timer);
@@ -580,7 +661,10 @@ llm_request *llm_request_start(llm_client *self, const llm_endpoint *ep, const c
     r->cb = *cb;
     r->ctx = ctx;
     r->headers = curl_slist_append(NULL, "Content-Type: application/json");
-    r->headers = curl_slist_append(r->headers, "Accept: text/event-stream");
+    r->headers = curl_slist_append(r->headers, ep->api == LLM_API_JSONRPC ? "Accept: application/json, text/event-stream"
+                                                                          : "Accept: text/event-stream");
+    for (size_t i = 0; ep->headers && ep->headers[i]; i++)
+        r->headers = curl_slist_append(r->headers, ep->headers[i]);
     buf h = BUF_INIT;
     if (ep->api == LLM_API_ANTHROPIC) {
         r->headers = curl_slist_append(r->headers, "anthropic-version: 2023-06-01");

@@ -2,7 +2,9 @@
  * driven by the server's libuv loop (no thread per request).
  *
  * Two wire APIs: OpenAI-compatible chat completions and Anthropic messages,
- * both streamed as server-sent events. A request delivers text deltas and
+ * both streamed as server-sent events. (The same machinery also posts MCP's
+ * JSON-RPC messages to servers on the streamable HTTP transport: see
+ * LLM_API_JSONRPC.) A request delivers text deltas and
  * tool-call fragments as they arrive, then finishes exactly once: with the
  * assembled answer, or with a message naming why it failed. Failures before
  * anything was delivered (a refused connection, HTTP 429 or 5xx) are retried
@@ -19,13 +21,18 @@
 
 #include "buf.h"
 
-typedef enum llm_api { LLM_API_OPENAI, LLM_API_ANTHROPIC } llm_api;
+/* LLM_API_JSONRPC is not a model: it is MCP's streamable HTTP transport, one
+ * JSON-RPC message posted per request, whose answer is either one JSON body
+ * or a stream of server-sent events, each event one message (on_message). No
+ * retries (a call may not be repeated), no end marker, and 202 is a success. */
+typedef enum llm_api { LLM_API_OPENAI, LLM_API_ANTHROPIC, LLM_API_JSONRPC } llm_api;
 
 /* Where a request goes. Strings are copied by llm_request_start. */
 typedef struct llm_endpoint {
     llm_api api;
     const char *url;     /* the full URL: .../chat/completions or .../v1/messages */
     const char *api_key; /* may be NULL (local servers) */
+    const char *const *headers; /* more "Name: value" headers; NULL-terminated, may be NULL */
 } llm_endpoint;
 
 typedef struct llm_tool_call {
@@ -39,12 +46,20 @@ typedef struct llm_answer {
     llm_tool_call *calls;
     size_t call_count;
     long input_tokens, output_tokens;
+    char *session_id; /* LLM_API_JSONRPC: the answer's Mcp-Session-Id header, or NULL */
+    bool cut_short;  /* the model stopped at its output limit (finish_reason "length", stop_reason "max_tokens") */
+    bool refused;    /* the model refused (finish_reason "content_filter", stop_reason "refusal") */
 } llm_answer;
 
 typedef struct llm_callbacks {
     void (*on_text)(void *ctx, const char *text, size_t len);
     /* A fragment of tool call number `index` (of this answer) arrived. */
     void (*on_tool_fragment)(void *ctx, size_t index, const llm_tool_call *call, const char *fragment, size_t len);
+    /* A piece of the model's reasoning (OpenAI-compatible servers' reasoning_content or
+     * reasoning, Anthropic's thinking_delta): shown, never part of the answer. May be NULL. */
+    void (*on_reasoning)(void *ctx, const char *text, size_t len);
+    /* LLM_API_JSONRPC: one message of the answer (its JSON text). */
+    void (*on_message)(void *ctx, const char *json, size_t len);
     /* Once. error is NULL on success; answer is the request's, valid during the call. */
     void (*on_finish)(void *ctx, const char *error, const llm_answer *answer);
 } llm_callbacks;

@@ -33,11 +33,16 @@ struct chat {
     int max_turns;
     llm_request *request;
     size_t prepared;        /* tool calls of the streaming answer announced so far */
+    char reasoning_id[32];  /* of the reasoning streaming now; empty when none */
+    uint64_t reasoning_started;
+    unsigned reasoning_count;
     size_t calls_from;      /* index of the assistant message whose calls run */
     size_t next_call;       /* its next call to handle */
     bool awaiting_approval;
     tool_plan plan;         /* of the call awaiting approval or running */
     tool_run *run;
+    bool hosted;            /* the running call is the tool host's */
+    mcp_call *mcp;          /* the running call is an MCP server's */
     uint64_t call_started;  /* uv_hrtime() */
     long session_tokens;
 };
@@ -403,27 +408,41 @@ static const char *arguments_object(const char *arguments)
 
 /* ----- requests ---------------------------------------------------------------------------- */
 
-static void write_tools(json_writer *w, llm_api api)
+typedef struct tool_writer {
+    json_writer *w;
+    llm_api api;
+} tool_writer;
+
+static void write_tool(void *ctx, const char *name, const char *description, const char *parameters)
+{
+    tool_writer *t = ctx;
+    json_writer *w = t->w;
+    jw_object_begin(w);
+    if (t->api == LLM_API_OPENAI) {
+        jw_key_string(w, "type", "function");
+        jw_key(w, "function");
+        jw_object_begin(w);
+    }
+    jw_key_string(w, "name", name);
+    jw_key_string(w, "description", description);
+    jw_key(w, t->api == LLM_API_OPENAI ? "parameters" : "input_schema");
+    jw_raw(w, parameters, strlen(parameters));
+    if (t->api == LLM_API_OPENAI)
+        jw_object_end(w);
+    jw_object_end(w);
+}
+
+/* Ours, then the running MCP servers'. */
+static void write_tools(json_writer *w, agent_service *svc, llm_api api)
 {
     size_t n;
     const agent_tool_info *tools = agent_tools(&n);
+    tool_writer t = {w, api};
     jw_key(w, "tools");
     jw_array_begin(w);
-    for (size_t i = 0; i < n; i++) {
-        jw_object_begin(w);
-        if (api == LLM_API_OPENAI) {
-            jw_key_string(w, "type", "function");
-            jw_key(w, "function");
-            jw_object_begin(w);
-        }
-        jw_key_string(w, "name", tools[i].name);
-        jw_key_string(w, "description", tools[i].description);
-        jw_key(w, api == LLM_API_OPENAI ? "parameters" : "input_schema");
-        jw_raw(w, tools[i].parameters, strlen(tools[i].parameters));
-        if (api == LLM_API_OPENAI)
-            jw_object_end(w);
-        jw_object_end(w);
-    }
+    for (size_t i = 0; i < n; i++)
+        write_tool(&t, tools[i].name, tools[i].description, tools[i].parameters);
+    mcp_each_tool(svc, write_tool, &t);
     jw_array_end(w);
 }
 
@@ -540,13 +559,13 @@ static void request_body(const chat *c, buf *out)
         jw_key_bool(&w, "include_usage", true);
         jw_object_end(&w);
         write_openai_messages(&w, c);
-        write_tools(&w, LLM_API_OPENAI);
+        write_tools(&w, c->svc, LLM_API_OPENAI);
         jw_key_string(&w, "tool_choice", "auto");
     } else {
         jw_key_int(&w, "max_tokens", 8192);
         jw_key_string(&w, "system", system_prompt);
         write_anthropic_messages(&w, c);
-        write_tools(&w, LLM_API_ANTHROPIC);
+        write_tools(&w, c->svc, LLM_API_ANTHROPIC);
     }
     jw_object_end(&w);
 }
@@ -556,21 +575,47 @@ static void request_body(const chat *c, buf *out)
 static void send_request(chat *c);
 static void next_call(chat *c);
 
-static void end_turn(chat *c, const char *system_text)
+static void end_turn(chat *c, agent_stop stop, const char *system_text)
 {
     c->request = NULL;
     c->running = false;
     if (system_text)
         emit_text(c, "system", system_text);
-    agent_content e = {.type = AGENT_CONTENT_PROGRESS, .role = "system", .finished = true};
+    agent_content e = {.type = AGENT_CONTENT_PROGRESS, .role = "system", .finished = true, .stop = stop,
+                       .error_message = stop == AGENT_STOP_ERROR ? system_text : NULL};
     emit(c, &e);
     emit_status(c);
     touch(c, false);
 }
 
+/* The model's reasoning ends with the first thing that is not reasoning. */
+static void end_reasoning(chat *c)
+{
+    if (!c->reasoning_id[0])
+        return;
+    agent_content e = {.type = AGENT_CONTENT_REASON_FINISHED, .tool_id = c->reasoning_id,
+                       .total_ms = (double)(uv_hrtime() - c->reasoning_started) / 1e6};
+    emit(c, &e);
+    c->reasoning_id[0] = '\0';
+}
+
+static void on_llm_reasoning(void *ctx, const char *text, size_t len)
+{
+    chat *c = ctx;
+    if (!c->reasoning_id[0]) {
+        snprintf(c->reasoning_id, sizeof c->reasoning_id, "reasoning-%u", ++c->reasoning_count);
+        c->reasoning_started = uv_hrtime();
+        agent_content s = {.type = AGENT_CONTENT_REASON_STARTED, .tool_id = c->reasoning_id};
+        emit(c, &s);
+    }
+    agent_content e = {.type = AGENT_CONTENT_REASON_TEXT, .tool_id = c->reasoning_id, .text = text, .text_len = len};
+    emit(c, &e);
+}
+
 static void on_llm_text(void *ctx, const char *text, size_t len)
 {
     chat *c = ctx;
+    end_reasoning(c);
     agent_content e = {.type = AGENT_CONTENT_TEXT, .text = text, .text_len = len};
     emit(c, &e);
 }
@@ -578,6 +623,7 @@ static void on_llm_text(void *ctx, const char *text, size_t len)
 static void on_llm_fragment(void *ctx, size_t index, const llm_tool_call *call, const char *fragment, size_t len)
 {
     chat *c = ctx;
+    end_reasoning(c);
     (void)index;
     agent_content e = {.type = AGENT_CONTENT_TOOL_PREPARE, .tool_id = call->id, .tool_name = call->name,
                        .text = fragment, .text_len = len};
@@ -588,8 +634,9 @@ static void on_llm_finish(void *ctx, const char *error, const llm_answer *answer
 {
     chat *c = ctx;
     c->request = NULL;
+    end_reasoning(c);
     if (error) {
-        end_turn(c, error);
+        end_turn(c, AGENT_STOP_ERROR, error);
         return;
     }
     if (answer->input_tokens || answer->output_tokens) {
@@ -608,8 +655,14 @@ static void on_llm_finish(void *ctx, const char *error, const llm_answer *answer
     }
     touch(c, true);
     c->turns++;
-    if (answer->call_count == 0) {
-        end_turn(c, NULL);
+    if (answer->call_count == 0 || answer->cut_short || answer->refused) {
+        /* calls in an answer cut at its limit are incomplete: none runs */
+        size_t at = (size_t)(m - c->messages); /* adding results moves the messages */
+        for (size_t i = 0; i < answer->call_count; i++)
+            add_tool_result(c, &c->messages[at].calls[i], true,
+                            "Error: this call did not run: the model's answer was cut at its output limit or refused");
+        end_turn(c, answer->refused ? AGENT_STOP_REFUSAL : answer->cut_short ? AGENT_STOP_MAX_TOKENS : AGENT_STOP_END,
+                 NULL);
         return;
     }
     c->calls_from = c->count - 1;
@@ -617,7 +670,8 @@ static void on_llm_finish(void *ctx, const char *error, const llm_answer *answer
     next_call(c);
 }
 
-static const llm_callbacks llm_cb = {on_llm_text, on_llm_fragment, on_llm_finish};
+static const llm_callbacks llm_cb = {.on_text = on_llm_text, .on_tool_fragment = on_llm_fragment,
+                                     .on_reasoning = on_llm_reasoning, .on_finish = on_llm_finish};
 
 static void send_request(chat *c)
 {
@@ -653,6 +707,8 @@ static void tool_done(void *ctx, bool error, const char *output)
 {
     chat *c = ctx;
     c->run = NULL;
+    c->hosted = false;
+    c->mcp = NULL;
     tool_plan_free(&c->plan);
     call_finished(c, current_call(c), error, output);
     c->next_call++;
@@ -664,7 +720,56 @@ static void run_call(chat *c)
     const agent_call *call = current_call(c);
     agent_content e = {.type = AGENT_CONTENT_TOOL_RUNNING};
     call_event(c, &e, call);
-    c->run = tool_start(c->svc, &c->plan, call->arguments, tool_done, c);
+    agent_service *svc = c->svc;
+    if (strcmp(c->plan.name, "update_plan") == 0) {
+        json_doc d = {0};
+        buf entries = BUF_INIT;
+        if (json_doc_parse(&d, call->arguments, strlen(call->arguments), NULL) == 0 &&
+            plan_entries(&d, &entries, NULL) == 0) {
+            agent_content p = {.type = AGENT_CONTENT_PLAN, .tool_id = call->id, .tool_name = call->name,
+                               .arguments = entries.data};
+            emit(c, &p);
+        }
+        buf_free(&entries);
+        json_doc_free(&d);
+    }
+    if (c->plan.mcp) {
+        ecp_error err = {0};
+        c->mcp = mcp_call_start(svc, call->name, arguments_object(call->arguments), tool_done, c, &err);
+        if (!c->mcp) {
+            buf out = BUF_INIT;
+            buf_appendf(&out, "Error: %s", err.message);
+            tool_done(c, true, out.data);
+            buf_free(&out);
+        }
+        return;
+    }
+    if (svc->host) {
+        agent_host_call hc = {c->id, call->id, call->name, c->plan.path, arguments_object(call->arguments)};
+        c->hosted = true;
+        if (svc->host->run(svc->host_ctx, &hc, c))
+            return;
+        c->hosted = false;
+    }
+    c->run = tool_start(svc, &c->plan, call->arguments, tool_done, c);
+}
+
+void agent_host_call_done(void *token, bool error, const char *output) { tool_done(token, error, output); }
+
+void agent_set_tool_host(agent_service *self, const agent_tool_host *host, void *ctx)
+{
+    self->host = host;
+    self->host_ctx = ctx;
+}
+
+static void cancel_hosted(chat *c)
+{
+    if (c->mcp)
+        mcp_call_cancel(c->mcp);
+    c->mcp = NULL;
+    if (c->hosted && c->svc->host)
+        c->svc->host->cancel(c->svc->host_ctx, c);
+    c->hosted = false;
 }
 
 static bool approval_allowed(agent_service *svc)
@@ -690,19 +795,19 @@ static void next_call(chat *c)
             continue;
         }
         bool ask = c->plan.needs_approval && !approval_allowed(c->svc);
+        /* set first: a listener may answer from inside the event */
+        c->awaiting_approval = ask;
         agent_content e = {.type = AGENT_CONTENT_TOOL_RUN, .manual_approval = ask};
         call_event(c, &e, call);
-        if (ask) {
-            c->awaiting_approval = true;
+        if (ask)
             return;
-        }
         run_call(c);
         return;
     }
     if (c->turns >= c->max_turns) {
         char text[120];
         snprintf(text, sizeof text, "Stopped: the turn limit (%d model requests) was reached", c->max_turns);
-        end_turn(c, text);
+        end_turn(c, AGENT_STOP_TURN_LIMIT, text);
         return;
     }
     send_request(c);
@@ -740,6 +845,7 @@ int agent_prompt_stop(agent_service *self, const char *chat_id, ecp_error *err)
     if (c->request) {
         llm_request_cancel(c->request);
         c->request = NULL;
+        end_reasoning(c);
     } else if (c->calls_from < c->count && c->messages[c->calls_from].role == ROLE_ASSISTANT) {
         /* Every call of the answer that has no result gets one, so the chat stays consistent. */
         const agent_message *m = &c->messages[c->calls_from];
@@ -750,6 +856,7 @@ int agent_prompt_stop(agent_service *self, const char *chat_id, ecp_error *err)
                 tool_cancel(c->run);
                 c->run = NULL;
             }
+            cancel_hosted(c);
             agent_content e = {.type = AGENT_CONTENT_TOOL_REJECTED, .reason = "userPromptStop"};
             call_event(c, &e, call);
             add_tool_result(c, call, true, "Error: stopped by the user");
@@ -757,7 +864,7 @@ int agent_prompt_stop(agent_service *self, const char *chat_id, ecp_error *err)
         c->awaiting_approval = false;
         tool_plan_free(&c->plan);
     }
-    end_turn(c, NULL);
+    end_turn(c, AGENT_STOP_CANCELLED, NULL);
     return 0;
 }
 
@@ -880,6 +987,21 @@ static int configure(chat *c, const char *requested, const key_override *ko, con
     return status;
 }
 
+char *agent_default_model(agent_service *self)
+{
+    chat probe = {.svc = self};
+    const char *missing;
+    char *model = NULL;
+    if (configure(&probe, NULL, NULL, &missing, NULL) == 0) {
+        model = probe.model;
+        probe.model = NULL;
+    }
+    endpoint_free(&probe.endpoint);
+    free(probe.model_name);
+    free(probe.model);
+    return model;
+}
+
 /* ----- chats ---------------------------------------------------------------------------------- */
 
 static char *new_chat_id(void)
@@ -894,6 +1016,60 @@ static char *new_chat_id(void)
     for (size_t i = 0; i < 16; i++)
         buf_appendf(&b, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", bytes[i]);
     return buf_detach(&b);
+}
+
+/* ----- commands -------------------------------------------------------------------------------- */
+
+static const agent_command_info commands[] = {
+    {"tools", "List the tools the model is offered: ours and those of the running MCP servers"},
+    {"mcp", "List the MCP servers, their state and how many tools each offers"},
+};
+
+const agent_command_info *agent_commands(size_t *count)
+{
+    *count = sizeof commands / sizeof commands[0];
+    return commands;
+}
+
+/* "/name" alone (or followed by blanks) names a command. */
+static const agent_command_info *find_command(const char *message)
+{
+    if (message[0] != '/')
+        return NULL;
+    size_t n = strcspn(message + 1, " \t\r\n");
+    if (message[1 + n + strspn(message + 1 + n, " \t\r\n")] != '\0')
+        return NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strlen(commands[i].name) == n && strncmp(commands[i].name, message + 1, n) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void list_tool(void *ctx, const char *name, const char *description, const char *schema)
+{
+    (void)schema;
+    buf_appendf(ctx, "- %s: %s\n", name, description);
+}
+
+static void list_server(void *ctx, const agent_mcp_info *info)
+{
+    buf_appendf(ctx, "- %s (%s): %s, %zu tool%s%s%s\n", info->name, info->url ? info->url : info->command, info->status,
+                info->tool_count, info->tool_count == 1 ? "" : "s", info->error ? "; " : "", info->error ? info->error : "");
+}
+
+static void run_command(chat *c, const agent_command_info *command, buf *out)
+{
+    if (strcmp(command->name, "tools") == 0) {
+        size_t n;
+        const agent_tool_info *tools = agent_tools(&n);
+        for (size_t i = 0; i < n; i++)
+            list_tool(out, tools[i].name, tools[i].description, tools[i].parameters);
+        mcp_each_tool(c->svc, list_tool, out);
+    } else {
+        agent_mcp_list(c->svc, list_server, out);
+        if (!out->len)
+            buf_append_str(out, "No MCP server is configured.\n");
+    }
 }
 
 /* The prompt with the keys known now; on success answers done before any content. */
@@ -925,6 +1101,18 @@ static int prompt_now(agent_service *self, const char *chat_id, const char *mess
     if (!c->title) {
         size_t n = strcspn(message, "\n");
         c->title = xstrndup(message, n < TITLE_MAX ? n : TITLE_MAX);
+    }
+    const agent_command_info *command = find_command(message);
+    if (command) {
+        /* answered here, without the model; the chat's messages stay as they were */
+        c->running = true;
+        done(ctx, 0, NULL, c->id, c->model);
+        emit_status(c);
+        buf out = BUF_INIT;
+        run_command(c, command, &out);
+        end_turn(c, AGENT_STOP_END, out.data);
+        buf_free(&out);
+        return 0;
     }
     append_message(c, ROLE_USER, message);
     touch(c, true);
@@ -1120,14 +1308,24 @@ int agent_chat_open(agent_service *self, const char *chat_id, agent_chat_info *i
 
 /* ----- context for prompts ------------------------------------------------------------------------ */
 
-typedef struct query_op {
+/* Owned by the service until its walk calls back. A walk still running when
+ * the service goes never calls back (the file service, freed after us without
+ * a turn of the loop in between, drops it), so the service frees its ops. */
+struct query_op {
+    agent_service *svc;
+    query_op *next;
     agent_query_cb done;
     void *ctx;
-} query_op;
+};
 
 static void query_found(void *ctx, int status, const ecp_error *err, const file_search_result *result)
 {
     query_op *op = ctx;
+    for (query_op **p = &op->svc->queries; *p; p = &(*p)->next)
+        if (*p == op) {
+            *p = op->next;
+            break;
+        }
     size_t n = status < 0 ? 0 : result->count;
     const char **paths = xcalloc(n + 1, sizeof *paths);
     for (size_t i = 0; i < n; i++)
@@ -1143,13 +1341,18 @@ int agent_query_files(agent_service *self, const char *query, size_t max, agent_
     if (!self->workspace)
         return ecp_error_set(err, ECP_EACCES, "there is no workspace to find context in");
     query_op *op = xcalloc(1, sizeof *op);
+    op->svc = self;
     op->done = done;
     op->ctx = ctx;
     file_search_options o = {.pattern = query, .base = self->workspace, .max_results = max,
                              .encoding = ECP_ENCODING_UTF8};
     int status = file_search_prepare(self->files, &o, query_found, op, walk, err);
-    if (status < 0)
+    if (status < 0) {
         free(op);
+        return status;
+    }
+    op->next = self->queries;
+    self->queries = op;
     return status;
 }
 
@@ -1185,11 +1388,18 @@ void agent_service_free(agent_service *self)
     for (key_wait *w = self->key_waits; w; w = w->next)
         w->svc = NULL; /* answered when the secret store calls back */
     self->key_waits = NULL;
+    for (query_op *op = self->queries, *next; op; op = next) {
+        next = op->next;
+        free(op);
+    }
+    self->queries = NULL;
     for (chat *c = self->chats; c; c = c->next) {
         if (c->run)
             tool_cancel(c->run);
         c->run = NULL;
+        cancel_hosted(c);
     }
+    mcp_stop_all(self); /* after the chats' calls were cancelled: nobody is told */
     llm_client_free(self->llm); /* aborts every request without calling back */
     ecp_job_set_close(self->jobs);
     for (chat *c = self->chats, *next; c; c = next) {

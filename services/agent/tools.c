@@ -15,6 +15,7 @@
 #include "lsp/interface.h"
 #include "internal.h"
 #include "json.h"
+#include "json_writer.h"
 
 #define READ_MAX_BYTES (8u << 20)
 #define OUTPUT_MAX_BYTES (64u << 10)
@@ -53,6 +54,12 @@ static const agent_tool_info tools[] = {
     {"diagnostics", "The language servers' diagnostics (errors, warnings) for a file of the workspace, or for every "
                     "file that has some.",
      "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}}}"},
+    {"update_plan", "Keep a plan of the task's steps for the user to follow: send the complete list each time, "
+                    "each step with its status.",
+     "{\"type\":\"object\",\"properties\":{\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+     "\"properties\":{\"content\":{\"type\":\"string\"},\"priority\":{\"type\":\"string\",\"enum\":[\"high\","
+     "\"medium\",\"low\"]},\"status\":{\"type\":\"string\",\"enum\":[\"pending\",\"in_progress\",\"completed\"]}},"
+     "\"required\":[\"content\",\"status\"]}}},\"required\":[\"entries\"]}"},
     {"shell_command", "Run a command with /bin/sh in the workspace; its output (stdout and stderr) is returned.",
      "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\"},\"timeout\":{\"type\":\"integer\","
      "\"minimum\":1,\"description\":\"milliseconds (default 30000)\"}},\"required\":[\"command\"]}"},
@@ -147,12 +154,60 @@ static bool has_string(const json_doc *d, const char *key)
     return json_type_of(d, json_get(d, json_root(d), key)) == JSON_STRING;
 }
 
+int plan_entries(const json_doc *d, buf *out, ecp_error *err)
+{
+    static const char *const priorities[] = {"high", "medium", "low"}, *const statuses[] = {"pending", "in_progress",
+                                                                                           "completed"};
+    json_ref entries = json_get(d, json_root(d), "entries");
+    if (entries == JSON_NO_REF || json_type_of(d, entries) != JSON_ARRAY)
+        return ecp_error_set(err, ECP_EINVAL, "update_plan needs an array entries");
+    json_writer w;
+    if (out) {
+        jw_init(&w, out);
+        jw_array_begin(&w);
+    }
+    arena a = ARENA_INIT;
+    int status = 0;
+    for (json_ref e = json_first(d, entries); e != JSON_NO_REF && !status; e = json_next(d, e)) {
+        json_ref content = json_type_of(d, e) == JSON_OBJECT ? json_get(d, e, "content") : JSON_NO_REF;
+        const char *text = NULL, *priority = "medium", *step = NULL;
+        json_ref p = content != JSON_NO_REF ? json_get(d, e, "priority") : JSON_NO_REF;
+        json_ref st = content != JSON_NO_REF ? json_get(d, e, "status") : JSON_NO_REF;
+        if (content == JSON_NO_REF || !json_string(d, content, &a, &text, NULL))
+            status = ecp_error_set(err, ECP_EINVAL, "each plan entry needs a string content");
+        else if (p != JSON_NO_REF && (!json_string(d, p, &a, &priority, NULL) ||
+                                      (strcmp(priority, priorities[0]) && strcmp(priority, priorities[1]) &&
+                                       strcmp(priority, priorities[2]))))
+            status = ecp_error_set(err, ECP_EINVAL, "a plan entry's priority is high, medium or low");
+        else if (st == JSON_NO_REF || !json_string(d, st, &a, &step, NULL) ||
+                 (strcmp(step, statuses[0]) && strcmp(step, statuses[1]) && strcmp(step, statuses[2])))
+            status = ecp_error_set(err, ECP_EINVAL, "a plan entry's status is pending, in_progress or completed");
+        else if (out) {
+            jw_object_begin(&w);
+            jw_key_string(&w, "content", text);
+            jw_key_string(&w, "priority", priority);
+            jw_key_string(&w, "status", step);
+            jw_object_end(&w);
+        }
+    }
+    if (out)
+        jw_array_end(&w);
+    arena_free(&a);
+    return status;
+}
+
 int tool_check(agent_service *svc, const char *name, const char *arguments, tool_plan *plan, ecp_error *err)
 {
     memset(plan, 0, sizeof *plan);
     for (size_t i = 0; i < TOOL_COUNT; i++)
         if (strcmp(tools[i].name, name) == 0)
             plan->name = tools[i].name;
+    bool read_only = false;
+    if (!plan->name && mcp_tool_known(svc, name, &read_only)) {
+        plan->name = "mcp";
+        plan->mcp = true;
+        plan->needs_approval = !read_only;
+    }
     if (!plan->name)
         return ecp_error_set(err, ECP_ENOTFOUND, "unknown tool %s", name);
     json_doc d = {0};
@@ -160,10 +215,14 @@ int tool_check(agent_service *svc, const char *name, const char *arguments, tool
         json_doc_free(&d);
         return ecp_error_set(err, ECP_EINVAL, "the arguments of %s are not a JSON object", name);
     }
+    if (plan->mcp) {
+        json_doc_free(&d);
+        return 0; /* the server checks its own arguments */
+    }
     static const char *const required[][4] = {
         {"read_file", "path"}, {"write_file", "path", "content"}, {"edit_file", "path", "old_string", "new_string"},
         {"list_directory", "path"}, {"grep", "pattern"}, {"shell_command", "command"}, {"git", "operation"},
-        {"diagnostics"},
+        {"diagnostics"}, {"update_plan"},
     };
     int status = 0;
     for (size_t i = 0; i < TOOL_COUNT && !status; i++)
@@ -186,6 +245,8 @@ int tool_check(agent_service *svc, const char *name, const char *arguments, tool
         else if (!plan->path)
             status = agent_confine(svc->workspace, ".", &plan->path, err);
     }
+    if (!status && strcmp(name, "update_plan") == 0)
+        status = plan_entries(&d, NULL, err);
     if (!status && strcmp(name, "edit_file") == 0) {
         size_t n = 0;
         arg_string(&d, "old_string", &a, &n);
@@ -834,6 +895,10 @@ tool_run *tool_start(agent_service *svc, const tool_plan *plan, const char *argu
             r->path = NULL;
         }
         type = &list_type;
+    } else if (strcmp(name, "update_plan") == 0) {
+        r->kind = RUN_NONE; /* the plan itself went out as content: the model is told it did */
+        json_ref entries = json_get(&d, json_root(&d), "entries");
+        buf_appendf(&r->output, "The plan is updated (%zu steps).", json_length(&d, entries));
     } else if (strcmp(name, "diagnostics") == 0) {
         r->kind = RUN_NONE;
         diagnostics_into(r);

@@ -109,7 +109,7 @@ static void no_provider_is_an_error_without_a_request(void **state)
     free(out);
     /* the method table lists the namespace */
     assert_int_equal(test_client_request(c, "ecp/methods", "{\"namespace\":\"chat\"}", &out), 0);
-    assert_int_equal(test_json_length(out, "methods"), 8);
+    assert_int_equal(test_json_length(out, "methods"), 9);
     free(out);
     test_client_disconnect(c);
     test_server_free(s);

@@ -111,6 +111,17 @@ class Client:
             if msg.get("method") == "chat/contentReceived":
                 return msg["params"]
 
+    def note(self, method, pred=lambda p: True, timeout=10):
+        """The params of the next `method` notification for which pred holds (others are dropped)."""
+        deadline = time.time() + timeout
+        while True:
+            left = deadline - time.time()
+            if left <= 0:
+                raise TimeoutError("no " + method)
+            _, msg = self.notes.get(timeout=left)
+            if msg.get("method") == method and pred(msg["params"]):
+                return msg["params"]
+
     def until(self, pred, timeout=10):
         """Contents up to and including the first for which pred holds."""
         seen = []
@@ -747,14 +758,176 @@ class AgentTest(Base):
         self.assertEqual(c.call("chat/list", {})["chats"], [])
 
 
+    def test_reasoning_streams_as_reason_contents_and_stays_out_of_the_answer(self):
+        for api in ("openai", "anthropic"):
+            self.mock.add({"reasoning": ["Let me ", "think"], "text": ["Answer"]}, {"text": ["next"]})
+            c = self.start(api=api)
+            chat = self.prompt(c, "why?")
+            turn = [x["content"] for x in c.turn() if x["content"]["type"] not in ("usage", "progress")]
+            self.assertEqual([x["type"] for x in turn],
+                             ["reasonStarted", "reasonText", "reasonText", "reasonFinished", "text"], api)
+            self.assertEqual(len({x["id"] for x in turn[:4]}), 1)
+            self.assertEqual("".join(x["text"] for x in turn[1:3]), "Let me think")
+            self.assertGreaterEqual(turn[3]["totalTimeMs"], 0)
+            self.prompt(c, "and?", chat)
+            c.turn()
+            body = json.dumps(self.mock.requests[-1]["body"]["messages"])
+            self.assertNotIn("think", body, api)
+            self.assertIn("Answer", body)
+            self.stop(c)
+
+    def test_update_plan_is_checked_and_answered(self):
+        entries = [{"content": "read", "status": "completed", "priority": "high"}, {"content": "fix", "status": "pending"}]
+        self.mock.add(self.tool_reply("update_plan", {"entries": entries}), {"text": ["planned"]},
+                      self.tool_reply("update_plan", {"entries": [{"content": "x", "status": "done"}]}, "call_2"),
+                      {"text": ["ok"]})
+        c = self.start()
+        chat = self.prompt(c, "plan it")
+        turn = c.turn()
+        self.assertEqual(of_type(turn, "toolCallRun")[0]["manualApproval"], False)
+        called = of_type(turn, "toolCalled")[0]
+        self.assertFalse(called["error"])
+        self.assertEqual(called["outputs"][0]["text"], "The plan is updated (2 steps).")
+        self.assertNotIn("plan", [x["content"]["type"] for x in turn])
+        self.prompt(c, "again", chat)
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertTrue(called["error"])
+        self.assertIn("pending, in_progress or completed", called["outputs"][0]["text"])
+
+    # ----- commands ---------------------------------------------------------------------------
+
+    def test_query_commands_and_a_command_runs_without_the_model(self):
+        c = self.start()
+        r = c.call("chat/queryCommands", {"chatId": "k", "query": "too"})
+        self.assertEqual(r, {"chatId": "k", "commands": [{
+            "name": "tools", "description": r["commands"][0]["description"], "type": "native", "arguments": []}]})
+        names = [x["name"] for x in c.call("chat/queryCommands", {"query": ""})["commands"]]
+        self.assertEqual(names, ["tools", "mcp"])
+        self.assertEqual(c.call("chat/queryCommands", {"query": "zzz"})["commands"], [])
+        self.assertEqual(c.request("chat/queryCommands", {"query": 1})["error"]["code"], -32602)
+        chat = self.prompt(c, "/tools")
+        turn = c.turn()
+        out = texts(turn, "system")[0]
+        for tool in ("read_file", "write_file", "edit_file", "shell_command", "grep"):
+            self.assertIn("- %s: " % tool, out)
+        self.assertEqual(self.mock.requests, [], "a command asks no model")
+        self.assertEqual(c.call("chat/open", {"chatId": chat})["messages"], [])
+        self.prompt(c, "/mcp", chat)
+        self.assertEqual(texts(c.turn(), "system"), ["No MCP server is configured.\n"])
+
+    # ----- MCP servers -----------------------------------------------------------------------
+
+    def test_mcp_servers_started_listed_called_and_stopped(self):
+        node, fs_server = os.environ["ECPD_TEST_NODE"], os.environ["ECPD_TEST_MCP_FILESYSTEM"]
+        self.mock.add(self.tool_reply("mcp__fs__list_directory", {"path": os.path.join(self.ws, "src")}),
+                      {"text": ["listed"]})
+        c = self.start()
+        r = c.call("mcp/startServer", {"name": "fs", "command": node, "args": [fs_server, self.ws],
+                                        "env": {"MCP_TEST": "1"}})
+        self.assertEqual(r["server"]["name"], "fs")
+        self.assertEqual(r["server"]["status"], "starting")
+        running = c.note("tool/serverUpdated", lambda p: p["name"] == "fs" and p["status"] == "running")
+        self.assertEqual(running["type"], "mcp")
+        tools = {t["name"]: t for t in running["tools"]}
+        self.assertIn("read_text_file", tools)
+        self.assertEqual(tools["read_text_file"]["parameters"]["type"], "object")
+        listed = c.call("mcp/listServers", {})["servers"]
+        self.assertEqual([(x["name"], x["status"], x["args"]) for x in listed], [("fs", "running", [fs_server, self.ws])])
+        # the same again goes on serving; another configuration replaces it
+        same = c.call("mcp/startServer", {"name": "fs", "command": node, "args": [fs_server, self.ws],
+                                          "env": {"MCP_TEST": "1"}})
+        self.assertEqual(same["server"]["status"], "running")
+        other = c.call("mcp/startServer", {"name": "fs", "command": node, "args": [fs_server, self.ws],
+                                           "env": {"MCP_TEST": "2"}})
+        self.assertEqual(other["server"]["status"], "starting")
+        c.note("tool/serverUpdated", lambda p: p["name"] == "fs" and p["status"] == "running")
+        # its tools go to the model and its results come back
+        self.prompt(c, "list src")
+        turn = c.turn()
+        called = of_type(turn, "toolCalled")[0]
+        self.assertFalse(called["error"])
+        self.assertIn("a.txt", called["outputs"][0]["text"])
+        self.assertEqual(of_type(turn, "toolCallRun")[0]["manualApproval"], False)  # read-only
+        self.assertIn("mcp__fs__read_text_file", [t["function"]["name"] for t in self.mock.requests[0]["body"]["tools"]])
+        self.assertIn("a.txt", self.last_tool_message()["content"])
+        # a server that cannot start is reported, and offers nothing
+        c.call("mcp/startServer", {"name": "bad", "command": os.path.join(self.tmp, "no-such-server")})
+        failed = c.note("tool/serverUpdated", lambda p: p["name"] == "bad" and p["status"] == "failed")
+        self.assertEqual(failed["tools"], [])
+        shown = c.note("$/showMessage")
+        self.assertEqual(shown["type"], "error")
+        self.assertIn("bad", shown["message"])
+        # stopped: gone, and its tools withdrawn
+        self.assertEqual(c.call("mcp/stopServer", {"name": "fs"}), {})
+        self.assertEqual(c.note("tool/serverUpdated", lambda p: p["name"] == "fs")["status"], "stopped")
+        self.assertEqual([x["name"] for x in c.call("mcp/listServers", {})["servers"]], ["bad"])
+        self.mock.add({"text": ["ok"]})
+        self.prompt(c, "again")
+        c.turn()
+        self.assertFalse(any(t["function"]["name"].startswith("mcp__") for t in self.mock.requests[-1]["body"]["tools"]))
+        # bad input
+        self.assertEqual(c.request("mcp/stopServer", {"name": "fs"})["error"]["code"], -32602)
+        self.assertEqual(c.request("mcp/startServer", {"name": "a__b", "command": node})["error"]["code"], -32602)
+        self.assertEqual(c.request("mcp/startServer", {"name": "x", "command": node, "args": [1]})["error"]["code"],
+                         -32602)
+
+    def test_mcp_server_over_http(self):
+        http = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                              "mock_mcp_http.py"), "t0ken"], stdout=subprocess.PIPE)
+        self.addCleanup(lambda: (http.kill(), http.wait(), http.stdout.close()))
+        url = "http://127.0.0.1:%d/mcp" % int(http.stdout.readline().split()[1])
+        self.mock.add(self.tool_reply("mcp__web__echo", {"text": "hi"}), {"text": ["echoed"]},
+                      self.tool_reply("mcp__web__broken", {}, "call_2"), {"text": ["broke"]})
+        c = self.start()
+        r = c.call("mcp/startServer", {"name": "web", "url": url, "headers": {"X-Token": "t0ken"}})
+        self.assertEqual((r["server"]["url"], r["server"]["status"]), (url, "starting"))
+        self.assertNotIn("command", r["server"])
+        running = c.note("tool/serverUpdated", lambda p: p["name"] == "web" and p["status"] != "starting")
+        self.assertEqual(running["status"], "running", running)
+        self.assertEqual([t["name"] for t in running["tools"]], ["echo", "broken", "slow"])
+        chat = self.prompt(c, "echo")
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertEqual((called["error"], called["outputs"][0]["text"]), (False, "echo: hi"))
+        self.prompt(c, "break", chat)
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertTrue(called["error"])
+        self.assertIn("HTTP 500", called["outputs"][0]["text"])
+        # a wrong token: initialize fails, the server is failed and says why
+        c.call("mcp/startServer", {"name": "nokey", "url": url})
+        failed = c.note("tool/serverUpdated", lambda p: p["name"] == "nokey" and p["status"] != "starting")
+        self.assertEqual(failed["status"], "failed")
+        self.assertIn("401", failed["error"])
+        self.assertEqual(c.request("mcp/startServer", {"name": "ftp", "url": "ftp://x/"})["error"]["code"], -32602)
+        self.assertEqual(c.request("mcp/startServer", {"name": "none"})["error"]["code"], -32602)
+
+    # ----- stopping ---------------------------------------------------------------------------
+
+    def test_stopping_while_a_prompt_waits_for_a_key_or_a_search_runs(self):
+        """The server stops cleanly (no leak, no error) whatever it was waiting for."""
+        for i in range(200):
+            with open(os.path.join(self.ws, "src", "f%03d.txt" % i), "w") as f:
+                f.write("x\n")
+        for _ in range(3):
+            c = self.start(api=None, ANTHROPIC_BASE_URL="http://127.0.0.1:%d" % self.mock.port,
+                           ECPD_MODEL="anthropic/claude-test")
+            c.write({"jsonrpc": "2.0", "id": 100, "method": "chat/prompt", "params": {"message": "x"}})
+            c.write({"jsonrpc": "2.0", "id": 101, "method": "chat/queryContext", "params": {"query": "f1"}})
+            c.write({"jsonrpc": "2.0", "id": 102, "method": "shutdown"})
+            c.write({"jsonrpc": "2.0", "method": "exit"})
+            self.assertEqual(c.p.wait(timeout=20), 0)
+            self.stop(c)  # checks stderr for sanitizer reports
+        self.assertEqual(self.mock.requests, [])
+
+
 class EcaTest(Base):
-    """`ecpd --eca`: an ECA client, Content-Length framing, the workspace from the current directory."""
+    """`ecpd --eca`: an ECA client, Content-Length framing, the workspace from initialize's workspaceFolders."""
 
     def test_eca_session(self):
         self.mock.add(self.tool_reply("write_file", {"path": "eca.txt", "content": "from eca"}),
                       {"text": ["Done", "."]})
         env = self.env()
-        c = Client(self.data, None, env, ("--eca",), cwd=self.ws)
+        # started elsewhere: the workspace is the first of the client's workspaceFolders
+        c = Client(self.data, None, env, ("--eca",), cwd=self.tmp)
         self.clients.append(c)
         init = c.call("initialize", {"processId": os.getpid(), "clientInfo": {"name": "eca-test"},
                                      "capabilities": {"codeAssistant": {"chat": True}},

@@ -30,6 +30,7 @@ b=build-bench
   if [ -z "$selected" ] || want B9; then "$b/services/git/bench_git_status"; fi
   if [ -z "$selected" ] || want B10; then "$b/services/terminal/bench_terminal"; fi
   if [ -z "$selected" ] || want B11; then /usr/bin/python3 tests/bench/bench_clients.py "$b/server/ecpd"; fi
+  if [ -z "$selected" ] || want B12; then /usr/bin/python3 tests/bench/bench_agent.py "$b/server/ecpd"; fi
   if [ -z "$selected" ] || want B13; then "$b/services/file/bench_grep"; fi
   if [ -z "$selected" ] || want B14; then /usr/bin/python3 tests/bench/bench_tui.py "$b/clients/tui/ecp-tui"; fi
 } | tee "$out"
