@@ -57,6 +57,13 @@ static void write_text_lines(syntax_service *svc, json_writer *w, const syntax_t
     jw_array_end(w);
 }
 
+/* The service's statuses as wire codes; the adapter's own sessions and
+ * themes name their codes where it finds them missing. */
+static const ecp_wire_map wire_codes[] = {
+    {ECP_ENOTFOUND, ECP_WIRE_DOCUMENT_NOT_FOUND},
+    {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
+};
+
 /* ----- themes -------------------------------------------------------------------------------------- */
 
 static void theme_not_found(ecp_call *call, const char *theme)
@@ -405,9 +412,12 @@ static void m_document_tokens(void *ctx, ecp_call *call)
     syntax_line *lines;
     size_t count;
     ecp_error err = {0};
-    if (syntax_document_tokens(ad->svc, id.ptr, start, end - start + 1, ecp_call_encoding(call), &lines, &count,
-                               &err) < 0) {
-        ecp_call_error(call, ECP_WIRE_DOCUMENT_NOT_FOUND, "%s", err.message);
+    int status = syntax_document_tokens(ad->svc, id.ptr, start, end - start + 1, ecp_call_encoding(call), &lines,
+                                        &count, &err);
+    if (status < 0) {
+        ecp_call_error(call, ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], status,
+                                           ECP_WIRE_INTERNAL_ERROR),
+                       "%s", err.message);
         return;
     }
     json_writer *w = ecp_call_result(call);
