@@ -965,9 +965,6 @@ static const ecp_method methods[] = {
 
 void database_adapter_init(ecp_adapter *out, database_service *svc)
 {
-    memset(out, 0, sizeof *out);
-    out->ns = "database";
-    out->methods = methods;
-    out->method_count = sizeof methods / sizeof methods[0];
-    out->ctx = svc;
+    *out = (ecp_adapter){.ns = "database", .methods = methods, .method_count = sizeof methods / sizeof methods[0],
+                         .ctx = svc};
 }

@@ -1214,12 +1214,7 @@ void file_adapter_init(ecp_adapter *out, file_service *svc, ecp_bus *bus)
     file_adapter *ad = xcalloc(1, sizeof *ad);
     ad->svc = svc;
     ad->bus = bus;
-    memset(out, 0, sizeof *out);
-    out->ns = "file";
-    out->methods = methods;
-    out->method_count = sizeof methods / sizeof methods[0];
-    out->ctx = ad;
-    out->client_closed = adapter_client_closed;
-    out->destroy = adapter_destroy;
-    out->notifications = notifications;
+    *out = (ecp_adapter){.ns = "file", .methods = methods, .method_count = sizeof methods / sizeof methods[0],
+                         .ctx = ad, .client_closed = adapter_client_closed, .destroy = adapter_destroy,
+                         .notifications = notifications};
 }

@@ -1215,11 +1215,6 @@ void git_adapter_init(ecp_adapter *out, gitsvc *svc, ecp_bus *bus)
     ad->svc = svc;
     ad->bus = bus;
     gitsvc_subscribe(svc, &listener, ad);
-    memset(out, 0, sizeof *out);
-    out->ns = "git";
-    out->methods = methods;
-    out->method_count = sizeof methods / sizeof methods[0];
-    out->ctx = ad;
-    out->destroy = adapter_destroy;
-    out->notifications = notifications;
+    *out = (ecp_adapter){.ns = "git", .methods = methods, .method_count = sizeof methods / sizeof methods[0],
+                         .ctx = ad, .destroy = adapter_destroy, .notifications = notifications};
 }

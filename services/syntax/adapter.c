@@ -634,11 +634,6 @@ void syntax_adapter_init(ecp_adapter *out, syntax_service *svc, ecp_bus *bus)
     ad->svc = svc;
     ad->bus = bus;
     syntax_subscribe(svc, &listener, ad);
-    memset(out, 0, sizeof *out);
-    out->ns = "syntax";
-    out->methods = methods;
-    out->method_count = sizeof methods / sizeof methods[0];
-    out->ctx = ad;
-    out->destroy = adapter_destroy;
-    out->notifications = notifications;
+    *out = (ecp_adapter){.ns = "syntax", .methods = methods, .method_count = sizeof methods / sizeof methods[0],
+                         .ctx = ad, .destroy = adapter_destroy, .notifications = notifications};
 }

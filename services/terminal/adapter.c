@@ -601,11 +601,6 @@ void terminal_adapter_init(ecp_adapter *out, terminal_service *svc, ecp_bus *bus
     ad->svc = svc;
     ad->bus = bus;
     terminal_subscribe(svc, &listener, ad);
-    memset(out, 0, sizeof *out);
-    out->ns = "terminal";
-    out->methods = methods;
-    out->method_count = sizeof methods / sizeof methods[0];
-    out->ctx = ad;
-    out->destroy = adapter_destroy;
-    out->notifications = notifications;
+    *out = (ecp_adapter){.ns = "terminal", .methods = methods, .method_count = sizeof methods / sizeof methods[0],
+                         .ctx = ad, .destroy = adapter_destroy, .notifications = notifications};
 }
