@@ -47,6 +47,16 @@ void jw_array_end(json_writer *w)
     w->need_comma = true;
 }
 
+/* Whether any byte of w is a control character, '"', '\\' or not ASCII. */
+static inline bool word_needs_look(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+    uint64_t zero_in = ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash);
+    uint64_t control = (w - ones * 0x20) & ~w;
+    return ((zero_in | control) & highs) != 0 || (w & highs) != 0;
+}
+
 void json_escape_into(buf *out, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
@@ -56,6 +66,15 @@ void json_escape_into(buf *out, const char *s, size_t len)
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
             i++;
+            /* Then eight bytes at a time while none of them needs a look:
+             * large texts are mostly such runs. */
+            while (i + 8 <= len) {
+                uint64_t w;
+                memcpy(&w, s + i, 8);
+                if (word_needs_look(w))
+                    break;
+                i += 8;
+            }
             continue;
         }
         if (c >= 0x80) {

@@ -25,6 +25,7 @@ typedef struct doc_adapter {
     document_service *svc;
     ecp_bus *bus;
     struct pending *running; /* requests the service has not answered yet */
+    struct set_content_job *contents; /* large setContents being made on the pool */
     ecp_job_set *jobs;       /* big answers written off the loop */
     document_viewport_part parts[DOCUMENT_VIEWPORT_PARTS]; /* what viewport's include may name */
     size_t part_count;
@@ -219,9 +220,17 @@ static void on_open(void *ctx, const document_info *info)
     ecp_bus_notify(ad->bus, "document/didOpen", render_open, (void *)info);
 }
 
+typedef struct change_note {
+    const doc_adapter *ad;
+    const document_change_event *ev;
+} change_note;
+
+static bool content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len);
+
 static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
 {
-    const document_change_event *ev = ctx;
+    const change_note *note = ctx;
+    const document_change_event *ev = note->ev;
     jw_object_begin(w);
     jw_key_string(w, "documentId", ev->document_id);
     jw_key_string(w, "uri", ev->uri);
@@ -239,7 +248,14 @@ static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
         write_position(w, c->end.line, c->end.column[enc]);
         jw_object_end(w);
         jw_key_int(w, "rangeLength", (int64_t)c->range_length[enc]);
-        jw_key_string_n(w, "text", c->text ? c->text : "", c->text_len);
+        const char *json;
+        size_t json_len;
+        if (content_as_sent(note->ad, c, &json, &json_len)) {
+            jw_key(w, "text");
+            jw_raw(w, json, json_len);
+        } else {
+            jw_key_string_n(w, "text", c->text ? c->text : "", c->text_len);
+        }
         jw_object_end(w);
     }
     jw_array_end(w);
@@ -248,8 +264,8 @@ static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
 
 static void on_change(void *ctx, const document_change_event *ev)
 {
-    doc_adapter *ad = ctx;
-    ecp_bus_notify(ad->bus, "document/didChange", render_change, (void *)ev);
+    change_note note = {ctx, ev};
+    ecp_bus_notify(note.ad->bus, "document/didChange", render_change, &note);
 }
 
 static void render_cursors(void *ctx, ecp_position_encoding enc, json_writer *w)
@@ -799,13 +815,124 @@ static void m_replace(void *ctx, ecp_call *call)
         edit_one(ctx, call, id.ptr, &range, &text, flags);
 }
 
+/* A content this large (as it stands in the message) is unescaped and built
+ * into a tree on the pool: on the loop it would hold up every client. */
+#define CONTENT_OFF_LOOP ((size_t)1 << 20)
+
+/* Set on the pool (made, raw_reusable) and read on the loop once the
+ * service has its result: the job's end orders the two. */
+typedef struct set_content_job {
+    pending p;
+    const char *raw; /* the JSON string's contents, escapes and all, inside the call's message */
+    size_t raw_len;
+    const char *made;  /* the text made from it (the service's), or NULL */
+    bool raw_reusable; /* raw, quoted, is a JSON string of exactly `made`, fit to send as it is */
+    struct set_content_job *next; /* in ad->contents */
+} set_content_job;
+
+/* Whether a JSON string's contents decode, in any client, to exactly what
+ * the server keeps: valid UTF-8 with no raw control characters (escapes
+ * are fine; json_unescape refused lone surrogates already). */
+static bool raw_string_reusable(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20)
+            return false;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t k = utf8_decode(s + i, n - i, &cp);
+        if (cp == 0xFFFD && k == 1)
+            return false;
+        i += k;
+    }
+    return true;
+}
+
+/* On the pool: the message stays alive with its deferred call. */
+static char *unescape_content(void *ctx, size_t *len, ecp_error *err)
+{
+    set_content_job *job = ctx;
+    buf text = BUF_INIT;
+    if (!json_unescape(job->raw, job->raw_len, &text)) {
+        buf_free(&text);
+        ecp_error_set(err, ECP_EINVAL, "content: not a valid JSON string");
+        return NULL;
+    }
+    *len = text.len;
+    if (!text.data)
+        buf_reserve(&text, 1);
+    /* The change event carries this text to every client: the message
+     * already holds it as a JSON string, and copying that costs far less
+     * on the loop than escaping the text again. */
+    job->raw_reusable = raw_string_reusable(job->raw, job->raw_len);
+    job->made = text.data;
+    return buf_detach(&text);
+}
+
+static void contents_unlink(doc_adapter *ad, set_content_job *job)
+{
+    for (set_content_job **p = &ad->contents; *p; p = &(*p)->next) {
+        if (*p == job) {
+            *p = job->next;
+            return;
+        }
+    }
+}
+
+/* The message's own JSON string (quoted) for a change's text, when one is
+ * at hand. */
+static bool content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len)
+{
+    for (const set_content_job *job = ad->contents; job; job = job->next) {
+        if (job->made && job->made == c->text && job->raw_reusable) {
+            *json = job->raw - 1;
+            *len = job->raw_len + 2;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void content_set(void *ctx, int status, const ecp_error *err, uint64_t version)
+{
+    pending *p = ctx;
+    contents_unlink(p->ad, (set_content_job *)p);
+    settle(p);
+    if (status == ECP_EINVAL) {
+        ecp_call_error(p->call, ECP_WIRE_INVALID_PARAMS, "%s", err->message);
+        return;
+    }
+    reply_edit(p->call, status, version, err);
+}
+
 static void m_set_content(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
     ecp_str id, content;
     ecp_error err;
     uint64_t version;
-    if (!arg_doc(call, &id) || !ecp_arg_string(call, ecp_call_params(call), "content", &content))
+    if (!arg_doc(call, &id))
+        return;
+    const json_doc *jd = ecp_call_doc(call);
+    json_ref ref = json_get(jd, ecp_call_params(call), "content");
+    size_t raw_len = 0;
+    const char *raw = json_type_of(jd, ref) == JSON_STRING ? json_raw(jd, ref, &raw_len) : NULL;
+    if (raw && raw_len >= CONTENT_OFF_LOOP) {
+        set_content_job *job = arena_calloc(ecp_call_arena(call), sizeof *job);
+        job->p.ad = ad;
+        job->p.call = ecp_call_defer(call);
+        job->raw = raw + 1; /* inside the quotes */
+        job->raw_len = raw_len - 2;
+        job->next = ad->contents;
+        ad->contents = job;
+        watch(&job->p, document_set_content_async(ad->svc, id.ptr, unescape_content, job, content_set, &job->p));
+        return;
+    }
+    if (!ecp_arg_string(call, ecp_call_params(call), "content", &content))
         return;
     int rc = document_set_content(ad->svc, id.ptr, content.ptr, content.len, &version, &err);
     reply_edit(call, rc, version, &err);

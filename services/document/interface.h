@@ -45,7 +45,8 @@
  *   count them is to decode what comes before); checkpoints make repeated
  *   conversions cheap.
  * - Change events carry incremental changes, each in the coordinates of the
- *   text just before it, with columns already computed for every encoding.
+ *   text just before it, with columns already computed for every encoding
+ *   in use (document_service_set_encodings).
  * - Files larger than 1 MiB are read and every file is written on the thread
  *   pool (a save writes from a snapshot: nothing on the loop copies the
  *   text); everything else happens on the loop thread, which is the only
@@ -103,6 +104,18 @@ void document_service_follow_files(document_service *self, struct file_service *
 #define DOCUMENT_UNDO_MAX_BYTES ((size_t)256 << 20)
 void document_service_set_undo_limit(document_service *self, size_t max_bytes);
 size_t document_service_undo_limit(const document_service *self);
+
+/* The position encodings whose columns change events must carry: a mask of
+ * (1u << ECP_ENCODING_*) bits, one for each encoding that a connected client
+ * or a listener in the process (a language server's sync) reads from
+ * document_change. UTF-8 columns are always there and cost nothing; UTF-16
+ * and UTF-32 ones cost decoding the line up to the change, so they are
+ * computed only when asked for. Columns of an encoding left out hold the
+ * byte counts. Until this is called, all three are computed. Call it again
+ * whenever the set changes (a client connects, negotiates or leaves). */
+#define DOCUMENT_ENCODINGS_ALL                                                                                 \
+    ((1u << ECP_ENCODING_UTF8) | (1u << ECP_ENCODING_UTF16) | (1u << ECP_ENCODING_UTF32))
+void document_service_set_encodings(document_service *self, unsigned mask);
 
 /* Closes every document (without events) and frees the service. Opens and
  * reloads still running stop; saves already asked for finish writing first
@@ -245,6 +258,26 @@ int document_apply_edits(document_service *self, const char *document_id, const 
 /* Replaces the whole text; the cursor goes to the end. */
 int document_set_content(document_service *self, const char *document_id, const char *text, size_t len,
                          uint64_t *version, ecp_error *err);
+
+/* Makes a document's new text on a pool thread: returns it in memory from
+ * malloc, which the service takes over, with its length, or NULL with err
+ * set. */
+typedef char *(*document_text_fn)(void *ctx, size_t *len, ecp_error *err);
+typedef void (*document_set_content_cb)(void *ctx, int status, const ecp_error *err, uint64_t version);
+
+/* document_set_content for a large text, without holding up the loop: the
+ * text is made (produce, with produce_ctx, which must stay valid until cb
+ * has run) and built into a tree on the pool, what it replaces is measured
+ * there too, and the loop only swaps the new tree in, keeps the old one for
+ * undo (no copy of either text) and fires on_change with the new tree's
+ * bytes. Requests that arrive meanwhile are served first: the replacement
+ * lands after them (and replaces what they did). cb gets the version after
+ * the replacement; unknown and read-only documents are refused at once (cb
+ * runs before this returns NULL); otherwise the request (document_request,
+ * below), which document_request_cancel withdraws. */
+struct document_request *document_set_content_async(document_service *self, const char *document_id,
+                                             document_text_fn produce, void *produce_ctx, document_set_content_cb cb,
+                                             void *ctx);
 
 /* Types text at every cursor, replacing its selection; each cursor ends after
  * its text. One-character typing within 300 ms, adjacent, on one line, joins

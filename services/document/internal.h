@@ -51,6 +51,12 @@ typedef struct doc_undo_change {
     size_t deleted_len;
     char *inserted; /* owned; NULL when nothing was inserted */
     size_t inserted_len;
+    /* A replacement of the whole text keeps no copies: `deleted` and
+     * `inserted` stay NULL and this holds whichever of the two texts is not
+     * the document's now (the old one while the step is applied, the new one
+     * while it is undone); undoing or redoing swaps it with the document's
+     * tree. NULL for every other change. Owned. */
+    piece_tree *other;
 } doc_undo_change;
 
 /* One undo step: the changes in the order they were applied, and the cursors
@@ -139,6 +145,7 @@ struct document_service {
     ecp_logger *log;
     struct file_service *files; /* borrowed; NULL: documents do not follow their files */
     size_t undo_max_bytes;      /* per document */
+    unsigned encodings;         /* ECP_ENCODING_* bits whose columns change events carry (UTF-8 always) */
     document **docs; /* in the order they were opened */
     size_t doc_count;
     size_t doc_cap;
@@ -166,6 +173,8 @@ static inline size_t doc_units_get(const doc_units *u, ecp_position_encoding enc
 
 /* Units spanned by [from, from + len) of the tree. */
 doc_units document__units(const piece_tree *tree, size_t from, size_t len);
+/* The same read from a snapshot: any thread. */
+doc_units document__snapshot_units(const piece_tree_snapshot *snap, size_t from, size_t len);
 /* The same for contiguous bytes. */
 doc_units document__units_of(const char *s, size_t len);
 
@@ -328,6 +337,21 @@ int document__undo(document_service *svc, document *doc, bool redo);
  * replaces the whole text (none when the text is the same), after which the
  * document is clean. Returns 0 or ECP_ENOMEM. */
 int document__replace_all(document_service *svc, document *doc, const char *text, size_t len, ecp_error *err);
+
+/* What a replacement of the whole text deletes, measured ahead (off the
+ * loop, from a snapshot of the text as it was at `version`). */
+typedef struct doc_whole_measure {
+    uint64_t version;
+    doc_units gone; /* the whole old text */
+    doc_units tail; /* its last line */
+} doc_whole_measure;
+
+/* Makes `tree` (taken over, also on failure) the document's text as one
+ * undoable step; the old tree is kept by the step, not copied. measure may
+ * be NULL, or describe the text at a version that is no longer current:
+ * then what is deleted is measured here. */
+int document__replace_tree(document_service *svc, document *doc, piece_tree *tree, doc_cursor_policy policy,
+                           const doc_whole_measure *measure, ecp_error *err);
 
 /* Drops the oldest steps until the history holds no more than the service's
  * limit of bytes; a redo branch goes only when nothing else is left. */

@@ -40,6 +40,7 @@ typedef enum task_kind {
     TASK_OPEN,
     TASK_RELOAD,
     TASK_SAVE,
+    TASK_CONTENT, /* setContent of a large text */
 } task_kind;
 
 struct document_request {
@@ -48,6 +49,7 @@ struct document_request {
     document_open_cb open_cb;
     document_save_cb save_cb;
     document_reload_cb reload_cb;
+    document_set_content_cb content_cb;
     void *ctx;
 };
 
@@ -82,6 +84,12 @@ typedef struct doc_task {
     piece_tree *tree;  /* open: the text read */
     doc_disk written;  /* save: the file as written (or as put back) */
     bool put_back;     /* save: failed in place, and the old contents were put back */
+    document_text_fn produce; /* content: makes the new text */
+    void *produce_ctx;
+    piece_tree_snapshot *old_text; /* content: the text it replaces, to measure */
+    unsigned encodings;            /* content: those in use when it began */
+    bool measured;                 /* content: measure holds what the old text spans */
+    doc_whole_measure measure;
 } doc_task;
 
 /* ----- small things --------------------------------------------------------------- */
@@ -305,6 +313,7 @@ document_service *document_service_new(ecp_pool *pool, ecp_logger *log)
     svc->jobs = ecp_job_set_new(pool);
     svc->log = log;
     svc->undo_max_bytes = DOCUMENT_UNDO_MAX_BYTES;
+    svc->encodings = DOCUMENT_ENCODINGS_ALL;
     if (getrandom(&svc->rng, sizeof svc->rng, GRND_NONBLOCK) != sizeof svc->rng)
         svc->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)svc;
     if (svc->rng == 0)
@@ -584,6 +593,11 @@ void document_service_follow_files(document_service *self, struct file_service *
         start_following(self, self->docs[i]);
 }
 
+void document_service_set_encodings(document_service *self, unsigned mask)
+{
+    self->encodings = (mask & DOCUMENT_ENCODINGS_ALL) | (1u << ECP_ENCODING_UTF8);
+}
+
 void document_service_set_undo_limit(document_service *self, size_t max_bytes)
 {
     self->undo_max_bytes = max_bytes;
@@ -631,6 +645,8 @@ static void answer_cancelled(document_request *req, const ecp_error *err)
         req->reload_cb(req->ctx, ECP_ECANCELED, err, 0);
     else if (req->save_cb)
         req->save_cb(req->ctx, ECP_ECANCELED, err, 0, NULL);
+    else if (req->content_cb)
+        req->content_cb(req->ctx, ECP_ECANCELED, err, 0);
     free(req);
 }
 
@@ -707,6 +723,7 @@ static void task_free(void *data)
     free(t->language_id);
     free(t->doc_id);
     document_snapshot_release(t->snap);
+    piece_tree_snapshot_release(t->old_text);
     piece_tree_free(t->tree);
     free(t->file.data);
     free(t);
@@ -728,6 +745,30 @@ static void read_task(doc_task *t, const ecp_job *job)
     t->file.data = NULL; /* the tree's now */
 }
 
+/* The new text of a setContent, and the measure of the old one. */
+static void content_task(doc_task *t, const ecp_job *job)
+{
+    size_t len = 0;
+    char *text = t->produce(t->produce_ctx, &len, &t->err);
+    if (!text) {
+        t->status = t->err.status;
+        return;
+    }
+    if (ecp_job_cancelled(job) || !(t->tree = piece_tree_new_owning(text, len))) {
+        free(text);
+        t->status = ecp_job_cancelled(job) ? ecp_error_set(&t->err, ECP_ECANCELED, "Request cancelled")
+                                           : ecp_error_set(&t->err, ECP_ENOMEM, "Out of memory: cannot hold %zu bytes", len);
+        return;
+    }
+    if (t->encodings == 1u << ECP_ENCODING_UTF8)
+        return; /* columns in bytes only: the loop knows them without decoding */
+    size_t old_len = piece_tree_snapshot_length(t->old_text);
+    size_t last_start = piece_tree_snapshot_line_start(t->old_text, piece_tree_snapshot_line_count(t->old_text) - 1);
+    t->measure.gone = document__snapshot_units(t->old_text, 0, old_len);
+    t->measure.tail = document__snapshot_units(t->old_text, last_start, old_len - last_start);
+    t->measured = true;
+}
+
 static void task_work(ecp_job *job, unsigned item)
 {
     (void)item;
@@ -735,6 +776,8 @@ static void task_work(ecp_job *job, unsigned item)
     /* A save does not look at cancellation: the user's bytes go to disk. */
     if (t->kind == TASK_SAVE)
         save_write(t);
+    else if (t->kind == TASK_CONTENT)
+        content_task(t, job);
     else
         read_task(t, job);
 }
@@ -742,6 +785,7 @@ static void task_work(ecp_job *job, unsigned item)
 static void finish_open(document_service *svc, doc_task *t);
 static void finish_reload(document_service *svc, doc_task *t);
 static void finish_save(document_service *svc, doc_task *t);
+static void finish_content(document_service *svc, doc_task *t);
 
 static void task_done(ecp_job *job)
 {
@@ -756,6 +800,7 @@ static void task_done(ecp_job *job)
         saving_unlink(t);
         finish_save(t->svc, t);
         break;
+    case TASK_CONTENT: finish_content(t->svc, t); break;
     }
 }
 
@@ -1086,6 +1131,64 @@ document_request *document_reload(document_service *self, const char *document_i
     document_request *req = task_wait(t, ctx);
     req->reload_cb = cb;
     return reload_start(self, t);
+}
+
+/* ----- set content off the loop --------------------------------------------------------------------- */
+
+static void finish_content(document_service *svc, doc_task *t)
+{
+    if (!t->waiters)
+        return; /* cancelled: change nothing */
+    ecp_error err;
+    int status = t->status;
+    const ecp_error *e = &t->err;
+    document *doc = document__find_writable(svc, t->doc_id, &err);
+    if (!doc) {
+        status = err.status;
+        e = &err;
+    } else if (status == 0) {
+        /* (The measure stands only for the text it was taken from: the
+         * replacement checks the version.) */
+        piece_tree *tree = t->tree;
+        t->tree = NULL;
+        status = document__replace_tree(svc, doc, tree, DOC_CURSORS_DOCUMENT_END, t->measured ? &t->measure : NULL,
+                                        &err);
+        e = &err;
+    }
+    for (document_request *req; (req = task_take_waiter(t));) {
+        req->content_cb(req->ctx, status, status ? e : NULL, doc ? doc->version : 0);
+        free(req);
+    }
+}
+
+document_request *document_set_content_async(document_service *self, const char *document_id,
+                                             document_text_fn produce, void *produce_ctx, document_set_content_cb cb,
+                                             void *ctx)
+{
+    ecp_error err;
+    document *doc = document__find_writable(self, document_id, &err);
+    if (!doc) {
+        document *any = document__find(self, document_id, NULL);
+        cb(ctx, err.status, &err, any ? any->version : 0);
+        return NULL;
+    }
+    doc_task *t = task_new(self, TASK_CONTENT);
+    t->doc_id = xstrdup(doc->id);
+    t->produce = produce;
+    t->produce_ctx = produce_ctx;
+    t->old_text = piece_tree_snapshot_take(doc->tree);
+    if (!t->old_text) {
+        task_free(t);
+        ecp_error_set(&err, ECP_ENOMEM, "Out of memory while editing the document");
+        cb(ctx, err.status, &err, doc->version);
+        return NULL;
+    }
+    t->measure.version = doc->version;
+    t->encodings = self->encodings;
+    document_request *req = task_wait(t, ctx);
+    req->content_cb = cb;
+    task_start(self, t);
+    return req;
 }
 
 /* ----- save ------------------------------------------------------------------------------------------- */

@@ -189,6 +189,7 @@ struct piece_tree {
     size_t length;
     size_t lf;
     size_t pieces;
+    bool edited; /* an insert or delete happened: the text may no longer be the original as it lies */
 
     struct store *store;
     struct add_block *cur;    /* the block small inserts append to, or NULL */
@@ -971,6 +972,13 @@ size_t piece_tree_length(const piece_tree *self)
     return self->length;
 }
 
+const char *piece_tree_flat(const piece_tree *self)
+{
+    if (self->edited)
+        return NULL;
+    return self->length ? self->store->original : "";
+}
+
 size_t piece_tree_line_count(const piece_tree *self)
 {
     return self->lf + 1;
@@ -1043,6 +1051,7 @@ int piece_tree_insert(piece_tree *self, size_t offset, const char *text, size_t 
     assert(text != NULL || len == 0);
     if (len == 0)
         return 0;
+    self->edited = true;
     size_t lf = count_lf(text, len);
 
     struct path p;
@@ -1114,6 +1123,7 @@ int piece_tree_delete(piece_tree *self, size_t offset, size_t len)
     assert(len <= self->length && offset <= self->length - len);
     if (len == 0)
         return 0;
+    self->edited = true;
     forget(self);
     if (len == self->length) {
         /* Emptying the document: drop every node without rebalancing. */

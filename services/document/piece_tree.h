@@ -45,6 +45,11 @@ piece_tree *piece_tree_new_owning(char *original, size_t len);
 
 void piece_tree_free(piece_tree *self);
 
+/* The whole text as one run of bytes, when the tree holds it so: a tree
+ * made by piece_tree_new_owning and never edited since (its original, as it
+ * was handed over). NULL otherwise. Valid while the tree lives. */
+const char *piece_tree_flat(const piece_tree *self);
+
 /* Total bytes, and lines (number of '\n' plus one). */
 size_t piece_tree_length(const piece_tree *self);
 size_t piece_tree_line_count(const piece_tree *self);

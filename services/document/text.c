@@ -84,17 +84,16 @@ static size_t scan_block(scan *s, const char *p, size_t len, bool final)
     return i;
 }
 
-static void scan_range(const piece_tree *tree, size_t from, size_t len, scan *s)
+/* Hands out the bytes to scan in order; false once there are no more. */
+typedef bool (*scan_next_fn)(void *reader, const char **chunk, size_t *len);
+
+static void scan_chunks(scan *s, scan_next_fn next, void *reader)
 {
-    if (scan_reached(s) || len == 0)
-        return;
-    piece_tree_reader r;
-    piece_tree_reader_init(&r, tree, from, len);
     char carry[8];
     size_t nc = 0;
     const char *p;
     size_t n;
-    while (piece_tree_reader_next(&r, &p, &n)) {
+    while (next(reader, &p, &n)) {
         /* Finish a sequence split over the seam one byte at a time: at most
          * three rounds per chunk. */
         while (nc && n) {
@@ -120,6 +119,25 @@ static void scan_range(const piece_tree *tree, size_t from, size_t len, scan *s)
         scan_block(s, carry, nc, true);
 }
 
+static bool tree_next(void *reader, const char **chunk, size_t *len)
+{
+    return piece_tree_reader_next(reader, chunk, len);
+}
+
+static bool snapshot_next(void *reader, const char **chunk, size_t *len)
+{
+    return piece_tree_snapshot_reader_next(reader, chunk, len);
+}
+
+static void scan_range(const piece_tree *tree, size_t from, size_t len, scan *s)
+{
+    if (scan_reached(s) || len == 0)
+        return;
+    piece_tree_reader r;
+    piece_tree_reader_init(&r, tree, from, len);
+    scan_chunks(s, tree_next, &r);
+}
+
 static void scan_init(scan *s, ecp_position_encoding enc, size_t stop)
 {
     memset(s, 0, sizeof *s);
@@ -132,6 +150,18 @@ doc_units document__units(const piece_tree *tree, size_t from, size_t len)
     scan s;
     scan_init(&s, ECP_ENCODING_UTF8, SIZE_MAX);
     scan_range(tree, from, len, &s);
+    return s.n;
+}
+
+doc_units document__snapshot_units(const piece_tree_snapshot *snap, size_t from, size_t len)
+{
+    scan s;
+    scan_init(&s, ECP_ENCODING_UTF8, SIZE_MAX);
+    if (len) {
+        piece_tree_snapshot_reader r;
+        piece_tree_snapshot_reader_init(&r, snap, from, len);
+        scan_chunks(&s, snapshot_next, &r);
+    }
     return s.n;
 }
 
