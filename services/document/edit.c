@@ -139,6 +139,14 @@ static doc_units units_in_use(const document *doc, const piece_tree *tree, size_
     return document__units(tree, from, len);
 }
 
+/* The column of offset on the line that starts at line_start, the same way. */
+static doc_units column_in_use(const document *doc, size_t line_start, size_t offset)
+{
+    if (doc->svc->encodings == 1u << ECP_ENCODING_UTF8)
+        return (doc_units){offset - line_start, offset - line_start, offset - line_start};
+    return document__line_units(doc, line_start, offset);
+}
+
 static doc_units units_of_in_use(const document *doc, const char *p, size_t len)
 {
     if (doc->svc->encodings == 1u << ECP_ENCODING_UTF8)
@@ -189,7 +197,7 @@ static void describe(const document *doc, const prim *p, document_change *c)
     }
     size_t line = piece_tree_line_of_offset(doc->tree, p->offset);
     size_t line_start = piece_tree_line_start(doc->tree, line);
-    doc_units col = units_in_use(doc, doc->tree, line_start, p->offset - line_start);
+    doc_units col = column_in_use(doc, line_start, p->offset);
     doc_units gone = units_of_in_use(doc, p->del, p->del_len);
     c->offset = p->offset;
     c->deleted_len = p->del_len;
@@ -222,9 +230,11 @@ static int replace(document *doc, const prim *p)
         doc->tree = *p->swap;
         *p->swap = now;
         document__checkpoints_invalidate(doc, 0);
+        document__columns_clear(doc->columns);
         return 0;
     }
     size_t offset = p->offset;
+    document__columns_edit(doc, offset, p->del, p->del_len, p->ins, p->ins_len);
     if (p->del_len && piece_tree_delete(doc->tree, offset, p->del_len) != 0)
         return -1;
     if (p->ins_len && piece_tree_insert(doc->tree, offset, p->ins, p->ins_len) != 0) {

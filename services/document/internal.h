@@ -138,6 +138,9 @@ typedef struct document {
     doc_checkpoint *checkpoints; /* sorted by byte */
     size_t checkpoint_count;
     size_t checkpoint_cap;
+    /* Marks inside long lines (text.c). A pointer, so that conversions,
+     * which take a const document, may lay them down. */
+    struct doc_columns *columns;
 } document;
 
 struct document_service {
@@ -200,6 +203,27 @@ size_t document__units_before(document *doc, size_t offset, ecp_position_encodin
 bool document__offset_at_units(document *doc, size_t units, ecp_position_encoding enc, size_t *out);
 /* Forgets the checkpoints an edit at `offset` makes wrong. */
 void document__checkpoints_invalidate(document *doc, size_t offset);
+
+/* Columns inside long lines. Converting a column scans the line from its
+ * start; on a line of megabytes that is milliseconds per keystroke. So the
+ * units from a long line's start to points every few KiB inside it are
+ * remembered as conversions scan it (for the few lines converted last), and
+ * the next conversion scans from the nearest one. An edit moves the marks
+ * after it instead of dropping them when it leaves the decoding around it
+ * alone (it starts and ends at character boundaries), so typing anywhere in
+ * the line keeps them. */
+typedef struct doc_columns doc_columns;
+doc_columns *document__columns_new(void);
+void document__columns_free(doc_columns *cols);
+/* Units of [line_start, offset) of the document's tree, line_start being
+ * where the line that holds offset starts. */
+doc_units document__line_units(const document *doc, size_t line_start, size_t offset);
+/* Before [offset, offset + del_len) is replaced by ins (on the tree as it
+ * is before the replacement). */
+void document__columns_edit(document *doc, size_t offset, const char *del, size_t del_len, const char *ins,
+                            size_t ins_len);
+/* The whole text changed. */
+void document__columns_clear(doc_columns *cols);
 
 /* The word (ASCII [A-Za-z0-9_]+) around a byte offset, on its line. A run
  * that reaches past DOCUMENT_WORD_MAX bytes on either side of the offset is

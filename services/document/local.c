@@ -254,6 +254,7 @@ static document *doc_new(document_service *svc, const char *uri, const char *pat
                          const char *language_id, bool read_only, piece_tree *tree, bool crlf)
 {
     document *doc = xcalloc(1, sizeof *doc);
+    doc->columns = document__columns_new();
     doc->svc = svc;
     doc->id = make_id(svc);
     doc->uri = xstrdup(uri);
@@ -286,6 +287,7 @@ static void doc_free(document *doc)
     document__cursors_free(&doc->cursors);
     document__history_free(&doc->history);
     free(doc->checkpoints);
+    document__columns_free(doc->columns);
     free(doc);
 }
 
