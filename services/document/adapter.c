@@ -629,11 +629,30 @@ static void m_line(void *ctx, ecp_call *call)
     ecp_call_finish(call);
 }
 
+static void line_begin(void *ctx, size_t line)
+{
+    json_writer *w = ctx;
+    jw_object_begin(w);
+    jw_key_int(w, "lineNumber", (int64_t)line);
+    jw_key(w, "text");
+    jw_string_begin(w);
+}
+
+static void line_end(void *ctx, size_t line)
+{
+    (void)line;
+    json_writer *w = ctx;
+    jw_string_end(w);
+    jw_object_end(w);
+}
+
+static const document_line_reader line_writer = {line_begin, write_chunk, line_end};
+
+/* Consecutive lines: read walking the text, not looked up one by one. */
 static void write_lines(doc_adapter *ad, json_writer *w, const char *id, size_t start, size_t end)
 {
     jw_array_begin(w);
-    for (size_t line = start; line < end; line++)
-        write_line(ad, w, id, line);
+    document_read_lines(ad->svc, id, start, end, &line_writer, w, NULL);
     jw_array_end(w);
 }
 

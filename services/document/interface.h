@@ -170,6 +170,21 @@ int document_read(document_service *self, const char *document_id, const documen
 int document_read_line(document_service *self, const char *document_id, size_t line, document_chunk_fn fn,
                        void *ctx, ecp_error *err);
 
+/* What reads consecutive lines: begin and end (either may be NULL) around
+ * each line, chunk with its bytes in between (none for an empty line),
+ * never its '\n'. */
+typedef struct document_line_reader {
+    void (*begin)(void *ctx, size_t line);
+    document_chunk_fn chunk;
+    void (*end)(void *ctx, size_t line);
+} document_line_reader;
+
+/* Lines [first, end), end clamped to the line count (first at or past it:
+ * none), in order. One lookup finds the first; the rest are read walking
+ * the text, so a range of lines costs its length, not a lookup per line. */
+int document_read_lines(document_service *self, const char *document_id, size_t first, size_t end,
+                        const document_line_reader *reader, void *ctx, ecp_error *err);
+
 /* The same as document_read, appending to out. */
 int document_get_text(document_service *self, const char *document_id, const document_range *range,
                       ecp_position_encoding enc, buf *out, ecp_error *err);
@@ -224,6 +239,10 @@ size_t document_snapshot_line_count(const document_snapshot *snap);
  * ECP_ERANGE when line >= line count (fn is then never called). */
 int document_snapshot_read_line(const document_snapshot *snap, size_t line, document_chunk_fn fn, void *ctx,
                                 ecp_error *err);
+
+/* Any thread. document_read_lines of the snapshot. */
+int document_snapshot_read_lines(const document_snapshot *snap, size_t first, size_t end,
+                                 const document_line_reader *reader, void *ctx, ecp_error *err);
 
 /* Any thread. Bytes [offset, offset + len) in chunks, for O(log pieces) plus
  * len. ECP_ERANGE when the range reaches past the end (fn is then never

@@ -306,6 +306,9 @@ size_t document__normalize_eol(char *data, size_t len, bool *crlf);
 
 /* ----- snapshot.c ---------------------------------------------------------- */
 
+/* Hands the lines of an iterator set up at line `first` to reader. */
+void document__read_lines(piece_tree_lines *it, size_t first, const document_line_reader *reader, void *ctx);
+
 /* document_snapshot_take for a document at hand. */
 document_snapshot *document__snapshot_of(document *doc, ecp_error *err);
 /* Writes the snapshot to path through document__write_stream_as, with CRLF

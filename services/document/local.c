@@ -451,6 +451,23 @@ int document_read_line(document_service *self, const char *document_id, size_t l
     return 0;
 }
 
+int document_read_lines(document_service *self, const char *document_id, size_t first, size_t end,
+                        const document_line_reader *reader, void *ctx, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    size_t lines = piece_tree_line_count(doc->tree);
+    if (end > lines)
+        end = lines;
+    if (first >= end)
+        return 0;
+    piece_tree_lines it;
+    piece_tree_lines_init(&it, doc->tree, first, end - first);
+    document__read_lines(&it, first, reader, ctx);
+    return 0;
+}
+
 static void append_chunk(void *ctx, const char *chunk, size_t len) { buf_append(ctx, chunk, len); }
 
 int document_get_text(document_service *self, const char *document_id, const document_range *range,

@@ -984,6 +984,133 @@ size_t piece_tree_line_count(const piece_tree *self)
     return self->lf + 1;
 }
 
+/* ---- lines in order ----------------------------------------------------- */
+
+/* The bytes [start of first, end of line first + count - 1): the '\n' that
+ * ends the last line is left out, so the reader running dry ends it. */
+static void lines_range(size_t first, size_t count, size_t line_count, size_t length, size_t first_start,
+                        size_t next_start, size_t *from, size_t *len)
+{
+    *from = first_start;
+    size_t end = first + count < line_count ? next_start - 1 : length;
+    *len = count ? end - first_start : 0;
+}
+
+void piece_tree_lines_init(piece_tree_lines *it, const piece_tree *self, size_t first, size_t count)
+{
+    assert(first + count <= piece_tree_line_count(self));
+    memset(it, 0, sizeof *it);
+    it->lines_left = count;
+    if (count == 0)
+        return;
+    size_t from, len, lines = piece_tree_line_count(self);
+    size_t first_start = piece_tree_line_start(self, first);
+    size_t next_start = first + count < lines ? piece_tree_line_start(self, first + count) : 0;
+    lines_range(first, count, lines, self->length, first_start, next_start, &from, &len);
+    piece_tree_reader_init(&it->tree_reader, self, from, len);
+}
+
+void piece_tree_snapshot_lines_init(piece_tree_lines *it, const piece_tree_snapshot *snap, size_t first, size_t count)
+{
+    assert(first + count <= piece_tree_snapshot_line_count(snap));
+    memset(it, 0, sizeof *it);
+    it->snapshot = true;
+    it->lines_left = count;
+    if (count == 0)
+        return;
+    size_t from, len, lines = piece_tree_snapshot_line_count(snap);
+    size_t first_start = piece_tree_snapshot_line_start(snap, first);
+    size_t next_start = first + count < lines ? piece_tree_snapshot_line_start(snap, first + count) : 0;
+    lines_range(first, count, lines, piece_tree_snapshot_length(snap), first_start, next_start, &from, &len);
+    piece_tree_snapshot_reader_init(&it->snap_reader, snap, from, len);
+}
+
+bool piece_tree_lines_next(piece_tree_lines *it, const char **chunk, size_t *len, bool *ends)
+{
+    if (it->lines_left == 0)
+        return false;
+    while (it->left == 0) {
+        bool more = it->snapshot ? piece_tree_snapshot_reader_next(&it->snap_reader, &it->at, &it->left)
+                                 : piece_tree_reader_next(&it->tree_reader, &it->at, &it->left);
+        if (!more) {
+            /* The bytes ran out: that ends the last line. */
+            *chunk = "";
+            *len = 0;
+            *ends = true;
+            it->lines_left--;
+            return true;
+        }
+    }
+    const char *nl = memchr(it->at, '\n', it->left);
+    *chunk = it->at;
+    if (nl) {
+        *len = (size_t)(nl - it->at);
+        *ends = true;
+        it->left -= *len + 1;
+        it->at = nl + 1;
+        it->lines_left--;
+    } else {
+        *len = it->left;
+        *ends = false;
+        it->left = 0;
+    }
+    return true;
+}
+
+bool piece_tree_lines_copy(piece_tree_lines *it, char *out, size_t cap, size_t *len)
+{
+    if (it->lines_left == 0)
+        return false;
+    size_t got = 0; /* the line's bytes so far, copied or not */
+    for (;;) {
+        while (it->left == 0) {
+            bool more = it->snapshot ? piece_tree_snapshot_reader_next(&it->snap_reader, &it->at, &it->left)
+                                     : piece_tree_reader_next(&it->tree_reader, &it->at, &it->left);
+            if (!more) {
+                it->lines_left--;
+                *len = got;
+                return true;
+            }
+        }
+        const char *p = it->at;
+        size_t left = it->left;
+#if defined(__SSE2__)
+        /* Sixteen bytes at a time: stored whole (out has room), searched for
+         * the '\n' in the same pass. */
+        const __m128i nl = _mm_set1_epi8('\n');
+        while (left >= 16 && got + 16 <= cap) {
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
+            _mm_storeu_si128((__m128i *)(out + got), v);
+            if (m) {
+                unsigned k = (unsigned)__builtin_ctz(m);
+                it->at = p + k + 1;
+                it->left = left - k - 1;
+                it->lines_left--;
+                *len = got + k;
+                return true;
+            }
+            p += 16;
+            left -= 16;
+            got += 16;
+        }
+#endif
+        const char *nl_at = memchr(p, '\n', left);
+        size_t n = nl_at ? (size_t)(nl_at - p) : left;
+        if (got < cap)
+            memcpy(out + got, p, n < cap - got ? n : cap - got);
+        got += n;
+        if (nl_at) {
+            it->at = nl_at + 1;
+            it->left = left - n - 1;
+            it->lines_left--;
+            *len = got;
+            return true;
+        }
+        it->left = 0;
+    }
+}
+
 size_t piece_tree_piece_count(const piece_tree *self)
 {
     return self->pieces;

@@ -926,6 +926,85 @@ static void test_events_carry_the_encodings_in_use(void **state)
     document_unsubscribe(f->svc, &keep_listener, &l);
 }
 
+typedef struct lines_seen {
+    buf text; /* each line followed by '|' */
+    size_t next, begun, ended;
+} lines_seen;
+
+static void seen_begin(void *ctx, size_t line)
+{
+    lines_seen *s = ctx;
+    assert_int_equal(line, s->next);
+    assert_int_equal(s->begun, s->ended);
+    s->begun++;
+}
+
+static void seen_chunk(void *ctx, const char *p, size_t len)
+{
+    lines_seen *s = ctx;
+    assert_true(len > 0);
+    assert_null(memchr(p, '\n', len));
+    buf_append(&s->text, p, len);
+}
+
+static void seen_end(void *ctx, size_t line)
+{
+    lines_seen *s = ctx;
+    assert_int_equal(line, s->next);
+    s->next++;
+    s->ended++;
+    buf_push(&s->text, '|');
+}
+
+static const document_line_reader seen_reader = {seen_begin, seen_chunk, seen_end};
+
+static void one_line(void *ctx, const char *p, size_t len) { buf_append(ctx, p, len); }
+
+static void test_read_lines(void **state)
+{
+    fx *f = *state;
+    char id[64];
+    open_text(f, "memory://lines", "", id);
+    /* Lines over many pieces: inserts at random places, some of newlines alone. */
+    for (int i = 0; i < 3000; i++) {
+        document_info info;
+        assert_int_equal(document_get_info(f->svc, id, &info, NULL), 0);
+        size_t line = rnd(info.line_count);
+        const char *texts[] = {"\n", "ab", "c\nd", "\n\n", "\xC3\xA9xyz\n"};
+        const char *t = texts[rnd(5)];
+        document_edit e = {{{line, 0}, {line, 0}}, t, strlen(t)};
+        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    }
+    document_info info;
+    assert_int_equal(document_get_info(f->svc, id, &info, NULL), 0);
+    document_snapshot *snap = document_snapshot_take(f->svc, id, NULL);
+    assert_non_null(snap);
+    for (int k = 0; k < 40; k++) {
+        size_t first = k == 0 ? 0 : rnd(info.line_count + 2), end = k == 0 ? info.line_count : first + rnd(300);
+        buf want = BUF_INIT;
+        size_t stop = end < info.line_count ? end : info.line_count;
+        for (size_t l = first; l < stop; l++) {
+            assert_int_equal(document_read_line(f->svc, id, l, one_line, &want, NULL), 0);
+            buf_push(&want, '|');
+        }
+        for (int from_snapshot = 0; from_snapshot < 2; from_snapshot++) {
+            lines_seen seen = {BUF_INIT, first, 0, 0};
+            if (from_snapshot)
+                assert_int_equal(document_snapshot_read_lines(snap, first, end, &seen_reader, &seen, NULL), 0);
+            else
+                assert_int_equal(document_read_lines(f->svc, id, first, end, &seen_reader, &seen, NULL), 0);
+            assert_int_equal(seen.ended, first < stop ? stop - first : 0);
+            assert_int_equal(seen.text.len, want.len);
+            if (want.len)
+                assert_memory_equal(seen.text.data, want.data, want.len);
+            buf_free(&seen.text);
+        }
+        buf_free(&want);
+    }
+    document_snapshot_release(snap);
+    assert_int_equal(document_read_lines(f->svc, "nope", 0, 1, &seen_reader, NULL, NULL), ECP_ENOTFOUND);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -944,6 +1023,7 @@ int main(void)
         T(test_write_stream),
         T(test_columns_on_a_long_line),
         T(test_events_carry_the_encodings_in_use),
+        T(test_read_lines),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
