@@ -32,7 +32,9 @@ typedef struct doc_adapter {
 } doc_adapter;
 
 /* A document/content answer for a text larger than this is written on the
- * thread pool from a snapshot, so the loop goes on serving everyone else. */
+ * thread pool from a snapshot, and a setContent of a text this large (as it
+ * stands in the message) is unescaped and built into a tree there, so the
+ * loop goes on serving everyone else. */
 #define CONTENT_OFF_LOOP_BYTES ((size_t)1 << 20)
 
 /* ----- writing ------------------------------------------------------------------- */
@@ -834,24 +836,24 @@ static void m_replace(void *ctx, ecp_call *call)
         edit_one(ctx, call, id.ptr, &range, &text, flags);
 }
 
-/* A content this large (as it stands in the message) is unescaped and built
- * into a tree on the pool: on the loop it would hold up every client. */
-#define CONTENT_OFF_LOOP ((size_t)1 << 20)
-
-/* Set on the pool (made, raw_reusable) and read on the loop once the
- * service has its result: the job's end orders the two. */
+/* A large setContent: its job serves the call, so the message (which raw
+ * points into) lives until the job ends. made and raw_reusable are set on
+ * the pool and read in done, which the job's end orders after them. */
 typedef struct set_content_job {
-    pending p;
+    doc_adapter *ad;
+    document_replacement *r;
     const char *raw; /* the JSON string's contents, escapes and all, inside the call's message */
     size_t raw_len;
     const char *made;  /* the text made from it (the service's), or NULL */
     bool raw_reusable; /* raw, quoted, is a JSON string of exactly `made`, fit to send as it is */
-    struct set_content_job *next; /* in ad->contents */
+    int status;
+    ecp_error err;
+    struct set_content_job *next; /* in ad->contents while finishing */
 } set_content_job;
 
 /* Whether a JSON string's contents decode, in any client, to exactly what
  * the server keeps: valid UTF-8 with no raw control characters (escapes
- * are fine; json_unescape refused lone surrogates already). */
+ * are fine; json_unescape refuses lone surrogates). */
 static bool raw_string_reusable(const char *s, size_t n)
 {
     for (size_t i = 0; i < n;) {
@@ -871,32 +873,34 @@ static bool raw_string_reusable(const char *s, size_t n)
     return true;
 }
 
-/* On the pool: the message stays alive with its deferred call. */
-static char *unescape_content(void *ctx, size_t *len, ecp_error *err)
+static void set_content_work(ecp_job *job, unsigned item)
 {
-    set_content_job *job = ctx;
+    (void)item;
+    set_content_job *t = ecp_job_data(job);
+    if (ecp_job_cancelled(job))
+        return;
     buf text = BUF_INIT;
-    if (!json_unescape(job->raw, job->raw_len, &text)) {
+    if (!json_unescape(t->raw, t->raw_len, &text)) {
         buf_free(&text);
-        ecp_error_set(err, ECP_EINVAL, "content: not a valid JSON string");
-        return NULL;
+        t->status = ecp_error_set(&t->err, ECP_EINVAL, "content: not a valid JSON string");
+        return;
     }
-    *len = text.len;
     if (!text.data)
         buf_reserve(&text, 1);
+    size_t len = text.len;
     /* The change event carries this text to every client: the message
-     * already holds it as a JSON string, and copying that costs far less
-     * on the loop than escaping the text again. */
-    job->raw_reusable = raw_string_reusable(job->raw, job->raw_len);
-    job->made = text.data;
-    return buf_detach(&text);
+     * already holds it as a JSON string, and copying that costs the loop
+     * far less than escaping the text again. */
+    t->raw_reusable = raw_string_reusable(t->raw, t->raw_len);
+    t->made = text.data;
+    t->status = document_replacement_build(t->r, buf_detach(&text), len, &t->err);
 }
 
-static void contents_unlink(doc_adapter *ad, set_content_job *job)
+static void contents_unlink(doc_adapter *ad, set_content_job *t)
 {
     for (set_content_job **p = &ad->contents; *p; p = &(*p)->next) {
-        if (*p == job) {
-            *p = job->next;
+        if (*p == t) {
+            *p = t->next;
             return;
         }
     }
@@ -906,27 +910,49 @@ static void contents_unlink(doc_adapter *ad, set_content_job *job)
  * at hand. */
 static bool content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len)
 {
-    for (const set_content_job *job = ad->contents; job; job = job->next) {
-        if (job->made && job->made == c->text && job->raw_reusable) {
-            *json = job->raw - 1;
-            *len = job->raw_len + 2;
+    for (const set_content_job *t = ad->contents; t; t = t->next) {
+        if (t->made && t->made == c->text && t->raw_reusable) {
+            *json = t->raw - 1;
+            *len = t->raw_len + 2;
             return true;
         }
     }
     return false;
 }
 
-static void content_set(void *ctx, int status, const ecp_error *err, uint64_t version)
+static void set_content_done(ecp_job *job)
 {
-    pending *p = ctx;
-    contents_unlink(p->ad, (set_content_job *)p);
-    settle(p);
-    if (status == ECP_EINVAL) {
-        ecp_call_error(p->call, ECP_WIRE_INVALID_PARAMS, "%s", err->message);
+    set_content_job *t = ecp_job_data(job);
+    ecp_call *call = ecp_job_call(job);
+    if (ecp_job_cancelled(job))
+        return; /* answered for us, and discarded */
+    if (t->status == ECP_EINVAL) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s", t->err.message);
         return;
     }
-    reply_edit(p->call, status, version, err);
+    uint64_t version = 0;
+    int rc = t->status;
+    if (rc == 0) {
+        t->next = t->ad->contents;
+        t->ad->contents = t;
+        rc = document_replacement_finish(t->ad->svc, t->r, &version, &t->err);
+        t->r = NULL;
+        contents_unlink(t->ad, t);
+    }
+    reply_edit(call, rc, version, &t->err);
 }
+
+static void set_content_free(void *data)
+{
+    set_content_job *t = data;
+    document_replacement_free(t->r);
+    free(t);
+}
+
+static const ecp_job_type set_content_job_type = {
+    .name = "document.setContent", .lane = ECP_LANE_LONG,
+    .work = set_content_work, .done = set_content_done, .free_data = set_content_free,
+};
 
 static void m_set_content(void *ctx, ecp_call *call)
 {
@@ -940,15 +966,24 @@ static void m_set_content(void *ctx, ecp_call *call)
     json_ref ref = json_get(jd, ecp_call_params(call), "content");
     size_t raw_len = 0;
     const char *raw = json_type_of(jd, ref) == JSON_STRING ? json_raw(jd, ref, &raw_len) : NULL;
-    if (raw && raw_len >= CONTENT_OFF_LOOP) {
-        set_content_job *job = arena_calloc(ecp_call_arena(call), sizeof *job);
-        job->p.ad = ad;
-        job->p.call = ecp_call_defer(call);
-        job->raw = raw + 1; /* inside the quotes */
-        job->raw_len = raw_len - 2;
-        job->next = ad->contents;
-        ad->contents = job;
-        watch(&job->p, document_set_content_async(ad->svc, id.ptr, unescape_content, job, content_set, &job->p));
+    if (raw && raw_len >= CONTENT_OFF_LOOP_BYTES) {
+        document_replacement *r = document_replacement_begin(ad->svc, id.ptr, &err);
+        if (!r) {
+            uint64_t now = 0;
+            document_info info;
+            if (document_get_info(ad->svc, id.ptr, &info, NULL) == 0)
+                now = info.version;
+            reply_edit(call, err.status, now, &err);
+            return;
+        }
+        set_content_job *t = xcalloc(1, sizeof *t);
+        t->ad = ad;
+        t->r = r;
+        t->raw = raw + 1; /* inside the quotes */
+        t->raw_len = raw_len - 2;
+        ecp_job *job = ecp_job_new(ad->jobs, &set_content_job_type, t);
+        ecp_job_serve(job, call);
+        ecp_job_start(job, 1);
         return;
     }
     if (!ecp_arg_string(call, ecp_call_params(call), "content", &content))

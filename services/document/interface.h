@@ -278,25 +278,26 @@ int document_apply_edits(document_service *self, const char *document_id, const 
 int document_set_content(document_service *self, const char *document_id, const char *text, size_t len,
                          uint64_t *version, ecp_error *err);
 
-/* Makes a document's new text on a pool thread: returns it in memory from
- * malloc, which the service takes over, with its length, or NULL with err
- * set. */
-typedef char *(*document_text_fn)(void *ctx, size_t *len, ecp_error *err);
-typedef void (*document_set_content_cb)(void *ctx, int status, const ecp_error *err, uint64_t version);
-
-/* document_set_content for a large text, without holding up the loop: the
- * text is made (produce, with produce_ctx, which must stay valid until cb
- * has run) and built into a tree on the pool, what it replaces is measured
- * there too, and the loop only swaps the new tree in, keeps the old one for
- * undo (no copy of either text) and fires on_change with the new tree's
- * bytes. Requests that arrive meanwhile are served first: the replacement
- * lands after them (and replaces what they did). cb gets the version after
- * the replacement; unknown and read-only documents are refused at once (cb
- * runs before this returns NULL); otherwise the request (document_request,
- * below), which document_request_cancel withdraws. */
-struct document_request *document_set_content_async(document_service *self, const char *document_id,
-                                             document_text_fn produce, void *produce_ctx, document_set_content_cb cb,
-                                             void *ctx);
+/* document_set_content for a large text, in steps, so that what costs
+ * (making the new text's tree, measuring what it replaces) runs on the pool
+ * and the loop only swaps trees:
+ *   begin (loop): notes the document and what it holds now. Unknown and
+ *     read-only documents are refused (NULL, err set).
+ *   build (any thread, once): takes `text` (from malloc, len bytes; it is
+ *     the service's from then on, also on failure) and makes it a tree.
+ *   finish (loop): makes it the document's text as one undoable step (the
+ *     old tree is kept for undo; neither text is copied), the cursor at the
+ *     end, fires on_change with `text` itself as the change's bytes, and
+ *     frees r. Requests served between begin and finish land before it (and
+ *     are replaced with the rest). *version (may be NULL) as for
+ *     document_set_content. Fails as set_content does when the document was
+ *     closed meanwhile.
+ *   free (loop): drops an r that will not be finished. */
+typedef struct document_replacement document_replacement;
+document_replacement *document_replacement_begin(document_service *self, const char *document_id, ecp_error *err);
+int document_replacement_build(document_replacement *r, char *text, size_t len, ecp_error *err);
+int document_replacement_finish(document_service *self, document_replacement *r, uint64_t *version, ecp_error *err);
+void document_replacement_free(document_replacement *r);
 
 /* Types text at every cursor, replacing its selection; each cursor ends after
  * its text. One-character typing within 300 ms, adjacent, on one line, joins

@@ -21,6 +21,7 @@
  * service's watch tells the document when the file changes, so it can reload
  * (no unsaved edits) or say so (unsaved edits, or the file gone).
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -40,7 +41,6 @@ typedef enum task_kind {
     TASK_OPEN,
     TASK_RELOAD,
     TASK_SAVE,
-    TASK_CONTENT, /* setContent of a large text */
 } task_kind;
 
 struct document_request {
@@ -49,7 +49,6 @@ struct document_request {
     document_open_cb open_cb;
     document_save_cb save_cb;
     document_reload_cb reload_cb;
-    document_set_content_cb content_cb;
     void *ctx;
 };
 
@@ -84,12 +83,6 @@ typedef struct doc_task {
     piece_tree *tree;  /* open: the text read */
     doc_disk written;  /* save: the file as written (or as put back) */
     bool put_back;     /* save: failed in place, and the old contents were put back */
-    document_text_fn produce; /* content: makes the new text */
-    void *produce_ctx;
-    piece_tree_snapshot *old_text; /* content: the text it replaces, to measure */
-    unsigned encodings;            /* content: those in use when it began */
-    bool measured;                 /* content: measure holds what the old text spans */
-    doc_whole_measure measure;
 } doc_task;
 
 /* ----- small things --------------------------------------------------------------- */
@@ -664,8 +657,6 @@ static void answer_cancelled(document_request *req, const ecp_error *err)
         req->reload_cb(req->ctx, ECP_ECANCELED, err, 0);
     else if (req->save_cb)
         req->save_cb(req->ctx, ECP_ECANCELED, err, 0, NULL);
-    else if (req->content_cb)
-        req->content_cb(req->ctx, ECP_ECANCELED, err, 0);
     free(req);
 }
 
@@ -742,7 +733,6 @@ static void task_free(void *data)
     free(t->language_id);
     free(t->doc_id);
     document_snapshot_release(t->snap);
-    piece_tree_snapshot_release(t->old_text);
     piece_tree_free(t->tree);
     free(t->file.data);
     free(t);
@@ -764,30 +754,6 @@ static void read_task(doc_task *t, const ecp_job *job)
     t->file.data = NULL; /* the tree's now */
 }
 
-/* The new text of a setContent, and the measure of the old one. */
-static void content_task(doc_task *t, const ecp_job *job)
-{
-    size_t len = 0;
-    char *text = t->produce(t->produce_ctx, &len, &t->err);
-    if (!text) {
-        t->status = t->err.status;
-        return;
-    }
-    if (ecp_job_cancelled(job) || !(t->tree = piece_tree_new_owning(text, len))) {
-        free(text);
-        t->status = ecp_job_cancelled(job) ? ecp_error_set(&t->err, ECP_ECANCELED, "Request cancelled")
-                                           : ecp_error_set(&t->err, ECP_ENOMEM, "Out of memory: cannot hold %zu bytes", len);
-        return;
-    }
-    if (t->encodings == 1u << ECP_ENCODING_UTF8)
-        return; /* columns in bytes only: the loop knows them without decoding */
-    size_t old_len = piece_tree_snapshot_length(t->old_text);
-    size_t last_start = piece_tree_snapshot_line_start(t->old_text, piece_tree_snapshot_line_count(t->old_text) - 1);
-    t->measure.gone = document__snapshot_units(t->old_text, 0, old_len);
-    t->measure.tail = document__snapshot_units(t->old_text, last_start, old_len - last_start);
-    t->measured = true;
-}
-
 static void task_work(ecp_job *job, unsigned item)
 {
     (void)item;
@@ -795,8 +761,6 @@ static void task_work(ecp_job *job, unsigned item)
     /* A save does not look at cancellation: the user's bytes go to disk. */
     if (t->kind == TASK_SAVE)
         save_write(t);
-    else if (t->kind == TASK_CONTENT)
-        content_task(t, job);
     else
         read_task(t, job);
 }
@@ -804,7 +768,6 @@ static void task_work(ecp_job *job, unsigned item)
 static void finish_open(document_service *svc, doc_task *t);
 static void finish_reload(document_service *svc, doc_task *t);
 static void finish_save(document_service *svc, doc_task *t);
-static void finish_content(document_service *svc, doc_task *t);
 
 static void task_done(ecp_job *job)
 {
@@ -819,7 +782,6 @@ static void task_done(ecp_job *job)
         saving_unlink(t);
         finish_save(t->svc, t);
         break;
-    case TASK_CONTENT: finish_content(t->svc, t); break;
     }
 }
 
@@ -1152,62 +1114,86 @@ document_request *document_reload(document_service *self, const char *document_i
     return reload_start(self, t);
 }
 
-/* ----- set content off the loop --------------------------------------------------------------------- */
+/* ----- a whole new text, made off the loop ------------------------------------------------------------ */
 
-static void finish_content(document_service *svc, doc_task *t)
+struct document_replacement {
+    char *doc_id;
+    piece_tree_snapshot *old_text; /* what it replaces, to measure */
+    unsigned encodings;            /* those in use when it began */
+    bool measured;                 /* measure holds what the old text spans */
+    doc_whole_measure measure;
+    piece_tree *tree;              /* the new text, once built */
+};
+
+document_replacement *document_replacement_begin(document_service *self, const char *document_id, ecp_error *err)
 {
-    if (!t->waiters)
-        return; /* cancelled: change nothing */
-    ecp_error err;
-    int status = t->status;
-    const ecp_error *e = &t->err;
-    document *doc = document__find_writable(svc, t->doc_id, &err);
-    if (!doc) {
-        status = err.status;
-        e = &err;
-    } else if (status == 0) {
-        /* (The measure stands only for the text it was taken from: the
-         * replacement checks the version.) */
-        piece_tree *tree = t->tree;
-        t->tree = NULL;
-        status = document__replace_tree(svc, doc, tree, DOC_CURSORS_DOCUMENT_END, t->measured ? &t->measure : NULL,
-                                        &err);
-        e = &err;
+    document *doc = document__find_writable(self, document_id, err);
+    if (!doc)
+        return NULL;
+    document_replacement *r = xcalloc(1, sizeof *r);
+    r->old_text = piece_tree_snapshot_take(doc->tree);
+    if (!r->old_text) {
+        free(r);
+        ecp_error_set(err, ECP_ENOMEM, "Out of memory while editing the document");
+        return NULL;
     }
-    for (document_request *req; (req = task_take_waiter(t));) {
-        req->content_cb(req->ctx, status, status ? e : NULL, doc ? doc->version : 0);
-        free(req);
-    }
+    r->doc_id = xstrdup(doc->id);
+    r->measure.version = doc->version;
+    r->encodings = self->encodings;
+    return r;
 }
 
-document_request *document_set_content_async(document_service *self, const char *document_id,
-                                             document_text_fn produce, void *produce_ctx, document_set_content_cb cb,
-                                             void *ctx)
+int document_replacement_build(document_replacement *r, char *text, size_t len, ecp_error *err)
 {
-    ecp_error err;
-    document *doc = document__find_writable(self, document_id, &err);
+    assert(!r->tree);
+    if (!(r->tree = piece_tree_new_owning(text, len))) {
+        free(text);
+        return ecp_error_set(err, ECP_ENOMEM, "Out of memory: cannot hold %zu bytes", len);
+    }
+    if (r->encodings == 1u << ECP_ENCODING_UTF8)
+        return 0; /* columns in bytes only: the loop knows them without decoding */
+    const piece_tree_snapshot *old = r->old_text;
+    size_t old_len = piece_tree_snapshot_length(old);
+    size_t last_start = piece_tree_snapshot_line_start(old, piece_tree_snapshot_line_count(old) - 1);
+    r->measure.gone = document__snapshot_units(old, 0, old_len);
+    r->measure.tail = document__snapshot_units(old, last_start, old_len - last_start);
+    r->measured = true;
+    return 0;
+}
+
+int document_replacement_finish(document_service *self, document_replacement *r, uint64_t *version, ecp_error *err)
+{
+    document *doc = document__find(self, r->doc_id, err);
+    if (version)
+        *version = doc ? doc->version : 0;
+    int rc;
     if (!doc) {
-        document *any = document__find(self, document_id, NULL);
-        cb(ctx, err.status, &err, any ? any->version : 0);
-        return NULL;
+        rc = ECP_ENOTFOUND;
+    } else if (doc->read_only) {
+        rc = ecp_error_set(err, ECP_EREADONLY, "Document is read-only");
+    } else if (!r->tree) {
+        rc = ecp_error_set(err, ECP_EINVAL, "The new text was never built");
+    } else {
+        /* (The measure stands only for the text it was taken from: the
+         * replacement checks the version.) */
+        piece_tree *tree = r->tree;
+        r->tree = NULL;
+        rc = document__replace_tree(self, doc, tree, DOC_CURSORS_DOCUMENT_END, r->measured ? &r->measure : NULL, err);
+        if (version)
+            *version = doc->version;
     }
-    doc_task *t = task_new(self, TASK_CONTENT);
-    t->doc_id = xstrdup(doc->id);
-    t->produce = produce;
-    t->produce_ctx = produce_ctx;
-    t->old_text = piece_tree_snapshot_take(doc->tree);
-    if (!t->old_text) {
-        task_free(t);
-        ecp_error_set(&err, ECP_ENOMEM, "Out of memory while editing the document");
-        cb(ctx, err.status, &err, doc->version);
-        return NULL;
-    }
-    t->measure.version = doc->version;
-    t->encodings = self->encodings;
-    document_request *req = task_wait(t, ctx);
-    req->content_cb = cb;
-    task_start(self, t);
-    return req;
+    document_replacement_free(r);
+    return rc;
+}
+
+void document_replacement_free(document_replacement *r)
+{
+    if (!r)
+        return;
+    piece_tree_snapshot_release(r->old_text);
+    piece_tree_free(r->tree);
+    free(r->doc_id);
+    free(r);
 }
 
 /* ----- save ------------------------------------------------------------------------------------------- */

@@ -1073,6 +1073,21 @@ class LargeEditStallTests(unittest.TestCase):
         self.assertTrue(ch["text"] == text)
         self.assertEqual(a.call(req(5, "document/content", {"documentId": doc}))["result"]["content"], text)
 
+    def test_a_huge_set_content_whose_client_leaves(self):
+        a = Client(self.srv.connect())
+        doc = a.call(req(1, "document/open", {"uri": "untitled:left", "content": "kept"}))["result"]["documentId"]
+        text = 'x"\n' * (10 << 20)
+        for k in range(3):  # gone while the message is read, while the text is made, or after
+            s = self.srv.connect()
+            s.sendall(nl(req(1, "document/setContent", {"documentId": doc, "content": text})))
+            time.sleep(0.05 * k)
+            s.close()
+        time.sleep(0.5)
+        self.assertEqual(a.call(req(2, "ecp/ping", [1]))["result"], [1])
+        info = a.call(req(3, "document/info", {"documentId": doc}))["result"]
+        self.assertIn(info["lineCount"], (1, text.count("\n") + 1))  # the whole text or none of it
+        self.assertIsNone(self.srv.p.poll())
+
 if __name__ == "__main__":
     ECPD = os.path.abspath(sys.argv[1])
     ECPCTL = os.path.abspath(sys.argv[2])
