@@ -49,7 +49,8 @@
  *   in use (document_service_set_encodings).
  * - Files larger than 1 MiB are read and every file is written on the thread
  *   pool (a save writes from a snapshot: nothing on the loop copies the
- *   text); everything else happens on the loop thread, which is the only
+ *   text), and a large new text can be built there (document_replacement);
+ *   everything else happens on the loop thread, which is the only
  *   thread that may call these functions, except the reads of a snapshot
  *   (below), which any thread may call.
  *
