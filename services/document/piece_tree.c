@@ -67,6 +67,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h> /* AVX2 for lines_copy, used when the CPU has it */
+#endif
 
 /* Upper bound of an original piece: the most bytes one line lookup scans, and
  * twice the most an insert into it scans to split it. 4 KiB keeps a 100 MB
@@ -1057,6 +1060,34 @@ bool piece_tree_lines_next(piece_tree_lines *it, const char **chunk, size_t *len
     return true;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* The bytes of p (left of them) before the first '\n', copied to out (room
+ * for cap) 64 at a time while both allow; returns how many were looked at
+ * and sets *found when the '\n' was among them (at the returned count). */
+__attribute__((target("avx2"))) static size_t copy_to_lf_avx2(const char *p, size_t left, char *out, size_t cap,
+                                                                bool *found)
+{
+    const __m256i nl = _mm256_set1_epi8('\n');
+    size_t i = 0;
+    while (left - i >= 64 && cap - i >= 64) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + i));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + i + 32));
+        _mm256_storeu_si256((__m256i *)(out + i), v0);
+        _mm256_storeu_si256((__m256i *)(out + i + 32), v1);
+        uint64_t m = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, nl)) |
+                     (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v1, nl)) << 32;
+        if (m) {
+            *found = true;
+            return i + (size_t)__builtin_ctzll(m);
+        }
+        i += 64;
+    }
+    *found = false;
+    return i;
+}
+#define HAVE_AVX2_COPY 1
+#endif
+
 bool piece_tree_lines_copy(piece_tree_lines *it, char *out, size_t cap, size_t *len)
 {
     if (it->lines_left == 0)
@@ -1074,10 +1105,47 @@ bool piece_tree_lines_copy(piece_tree_lines *it, char *out, size_t cap, size_t *
         }
         const char *p = it->at;
         size_t left = it->left;
+#if defined(HAVE_AVX2_COPY)
+        if (got <= cap && __builtin_cpu_supports("avx2")) {
+            bool found;
+            size_t k = copy_to_lf_avx2(p, left, out + got, cap - got, &found);
+            if (found) {
+                it->at = p + k + 1;
+                it->left = left - k - 1;
+                it->lines_left--;
+                *len = got + k;
+                return true;
+            }
+            p += k;
+            left -= k;
+            got += k;
+        }
+#endif
 #if defined(__SSE2__)
         /* Sixteen bytes at a time: stored whole (out has room), searched for
          * the '\n' in the same pass. */
         const __m128i nl = _mm_set1_epi8('\n');
+        /* Two at once while there is room: most lines end within a few
+         * rounds, and one branch per 32 bytes keeps the loop short. */
+        while (left >= 32 && got + 32 <= cap) {
+            __m128i v0 = _mm_loadu_si128((const __m128i *)p);
+            __m128i v1 = _mm_loadu_si128((const __m128i *)(p + 16));
+            _mm_storeu_si128((__m128i *)(out + got), v0);
+            _mm_storeu_si128((__m128i *)(out + got + 16), v1);
+            unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, nl)) |
+                         (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v1, nl)) << 16;
+            if (m) {
+                unsigned k = (unsigned)__builtin_ctz(m);
+                it->at = p + k + 1;
+                it->left = left - k - 1;
+                it->lines_left--;
+                *len = got + k;
+                return true;
+            }
+            p += 32;
+            left -= 32;
+            got += 32;
+        }
         while (left >= 16 && got + 16 <= cap) {
             __m128i v = _mm_loadu_si128((const __m128i *)p);
             unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));

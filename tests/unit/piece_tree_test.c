@@ -1031,7 +1031,9 @@ static void check_lines(piece_tree *t, const piece_tree_snapshot *snap, size_t f
     }
     assert_int_equal(line, first + count);
     /* The same lines copied whole, into room enough and into too little. */
-    for (size_t room = 16; room <= 1 << 16; room <<= 12) {
+    static const size_t rooms[] = {16, 100, 1 << 16};
+    for (size_t ri = 0; ri < 3; ri++) {
+        size_t room = rooms[ri];
         if (snap)
             piece_tree_snapshot_lines_init(&it, snap, first, count);
         else
@@ -1092,6 +1094,16 @@ static void test_lines_in_order(void **state)
         check_lines(NULL, snap, first, count);
     }
     piece_tree_snapshot_release(snap);
+    /* Long lines (the copy takes 64 bytes a round), split across pieces. */
+    piece_tree_free(t);
+    size_t long_len = 100000;
+    char *longs = malloc(long_len);
+    for (size_t i = 0; i < long_len; i++)
+        longs[i] = below(200) == 0 ? '\n' : (char)('a' + below(26));
+    t = piece_tree_new_owning(longs, long_len);
+    for (int step = 0; step < 300; step++)
+        assert_int_equal(piece_tree_insert(t, below(piece_tree_length(t) + 1), "xyz\nabc", 1 + below(7)), 0);
+    check_lines(t, NULL, 0, piece_tree_line_count(t));
     /* Empty lines only, and an empty tree. */
     piece_tree_free(t);
     char *nls = malloc(5);
