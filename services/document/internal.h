@@ -218,6 +218,10 @@ void document__columns_free(doc_columns *cols);
 /* Units of [line_start, offset) of the document's tree, line_start being
  * where the line that holds offset starts. */
 doc_units document__line_units(const document *doc, size_t line_start, size_t offset);
+/* document__seek within the line that starts at line_start and holds len
+ * bytes, from its start, through the line's marks. */
+bool document__line_seek(const document *doc, size_t line_start, size_t len, size_t column, ecp_position_encoding enc,
+                         size_t *out);
 /* Before [offset, offset + del_len) is replaced by ins (on the tree as it
  * is before the replacement). */
 void document__columns_edit(document *doc, size_t offset, const char *del, size_t del_len, const char *ins,

@@ -315,6 +315,13 @@ static bool line_seek(const document *doc, size_t start, size_t len, size_t colu
     return s.stopped;
 }
 
+bool document__line_seek(const document *doc, size_t line_start, size_t len, size_t column, ecp_position_encoding enc,
+                         size_t *out)
+{
+    size_t have;
+    return line_seek(doc, line_start, len, column, enc, out, &have);
+}
+
 static bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
 void document__columns_edit(document *doc, size_t offset, const char *del, size_t del_len, const char *ins,

@@ -1005,6 +1005,50 @@ static void test_read_lines(void **state)
     assert_int_equal(document_read_lines(f->svc, "nope", 0, 1, &seen_reader, NULL, NULL), ECP_ENOTFOUND);
 }
 
+/* Up and down keep the code-point column between long lines, through
+ * their marks. */
+static void test_vertical_moves_on_long_lines(void **state)
+{
+    fx *f = *state;
+    size_t each = 300000;
+    char *text = malloc(3 * each + 3);
+    size_t a = random_chars(text, each);
+    text[a] = '\n';
+    size_t b = random_chars(text + a + 1, each);
+    text[a + 1 + b] = '\n';
+    size_t c = random_chars(text + a + 2 + b, each);
+    size_t len = a + 2 + b + c;
+    char id[64];
+    opened o = {0};
+    document_open_options opt = {.uri = "memory://vertical", .content = text, .content_len = len};
+    assert_null(document_open(f->svc, &opt, on_opened, &o));
+    strcpy(id, o.id);
+    const char *lines[3] = {text, text + a + 1, text + a + 2 + b};
+    size_t lens[3] = {a, b, c};
+    for (int k = 0; k < 30; k++) {
+        /* a caret at a character's start on line 0, by its UTF-16 column */
+        size_t at = rnd(a);
+        while (at > 0 && (lines[0][at] & 0xC0) == 0x80)
+            at--;
+        size_t col16 = utf_column_count(lines[0], at, ECP_ENCODING_UTF16);
+        size_t want32 = utf_column_count(lines[0], at, ECP_ENCODING_UTF32);
+        document_position pos = {0, col16};
+        document_cursor cur = {pos, pos, false, 0};
+        assert_int_equal(document_set_cursors(f->svc, id, &cur, 1, ECP_ENCODING_UTF16, NULL), 0);
+        for (size_t line = 1; line < 3; line++) {
+            assert_int_equal(document_move_cursors(f->svc, id, DOCUMENT_DOWN, DOCUMENT_BY_LINE, false, NULL), 0);
+            document_cursor *list;
+            size_t count;
+            assert_int_equal(document_get_cursors(f->svc, id, ECP_ENCODING_UTF32, &list, &count, NULL), 0);
+            size_t total32 = utf_column_count(lines[line], lens[line], ECP_ENCODING_UTF32);
+            assert_int_equal(list[0].active.line, line);
+            assert_int_equal(list[0].active.column, want32 < total32 ? want32 : total32);
+            free(list);
+        }
+    }
+    free(text);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1024,6 +1068,7 @@ int main(void)
         T(test_columns_on_a_long_line),
         T(test_events_carry_the_encodings_in_use),
         T(test_read_lines),
+        T(test_vertical_moves_on_long_lines),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
