@@ -938,6 +938,10 @@ static void set_content_done(ecp_job *job)
         rc = document_replacement_finish(t->ad->svc, t->r, &version, &t->err);
         t->r = NULL;
         contents_unlink(t->ad, t);
+    } else {
+        document_info info; /* the version it stays at */
+        if (document_get_info(t->ad->svc, document_replacement_document(t->r), &info, NULL) == 0)
+            version = info.version;
     }
     reply_edit(call, rc, version, &t->err);
 }

@@ -299,6 +299,8 @@ document_replacement *document_replacement_begin(document_service *self, const c
 int document_replacement_build(document_replacement *r, char *text, size_t len, ecp_error *err);
 int document_replacement_finish(document_service *self, document_replacement *r, uint64_t *version, ecp_error *err);
 void document_replacement_free(document_replacement *r);
+/* The id of the document r replaces the text of. */
+const char *document_replacement_document(const document_replacement *r);
 
 /* Types text at every cursor, replacing its selection; each cursor ends after
  * its text. One-character typing within 300 ms, adjacent, on one line, joins

@@ -1186,6 +1186,8 @@ int document_replacement_finish(document_service *self, document_replacement *r,
     return rc;
 }
 
+const char *document_replacement_document(const document_replacement *r) { return r->doc_id; }
+
 void document_replacement_free(document_replacement *r)
 {
     if (!r)
