@@ -25,13 +25,16 @@ typedef struct doc_adapter {
     document_service *svc;
     ecp_bus *bus;
     struct pending *running; /* requests the service has not answered yet */
+    struct set_content_job *contents; /* large setContents being made on the pool */
     ecp_job_set *jobs;       /* big answers written off the loop */
     document_viewport_part parts[DOCUMENT_VIEWPORT_PARTS]; /* what viewport's include may name */
     size_t part_count;
 } doc_adapter;
 
 /* A document/content answer for a text larger than this is written on the
- * thread pool from a snapshot, so the loop goes on serving everyone else. */
+ * thread pool from a snapshot, and a setContent of a text this large (as it
+ * stands in the message) is unescaped and built into a tree there, so the
+ * loop goes on serving everyone else. */
 #define CONTENT_OFF_LOOP_BYTES ((size_t)1 << 20)
 
 /* ----- writing ------------------------------------------------------------------- */
@@ -219,9 +222,17 @@ static void on_open(void *ctx, const document_info *info)
     ecp_bus_notify(ad->bus, "document/didOpen", render_open, (void *)info);
 }
 
+typedef struct change_note {
+    const doc_adapter *ad;
+    const document_change_event *ev;
+} change_note;
+
+static bool content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len);
+
 static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
 {
-    const document_change_event *ev = ctx;
+    const change_note *note = ctx;
+    const document_change_event *ev = note->ev;
     jw_object_begin(w);
     jw_key_string(w, "documentId", ev->document_id);
     jw_key_string(w, "uri", ev->uri);
@@ -239,7 +250,14 @@ static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
         write_position(w, c->end.line, c->end.column[enc]);
         jw_object_end(w);
         jw_key_int(w, "rangeLength", (int64_t)c->range_length[enc]);
-        jw_key_string_n(w, "text", c->text ? c->text : "", c->text_len);
+        const char *json;
+        size_t json_len;
+        if (content_as_sent(note->ad, c, &json, &json_len)) {
+            jw_key(w, "text");
+            jw_raw(w, json, json_len);
+        } else {
+            jw_key_string_n(w, "text", c->text ? c->text : "", c->text_len);
+        }
         jw_object_end(w);
     }
     jw_array_end(w);
@@ -248,8 +266,8 @@ static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
 
 static void on_change(void *ctx, const document_change_event *ev)
 {
-    doc_adapter *ad = ctx;
-    ecp_bus_notify(ad->bus, "document/didChange", render_change, (void *)ev);
+    change_note note = {ctx, ev};
+    ecp_bus_notify(note.ad->bus, "document/didChange", render_change, &note);
 }
 
 static void render_cursors(void *ctx, ecp_position_encoding enc, json_writer *w)
@@ -613,11 +631,30 @@ static void m_line(void *ctx, ecp_call *call)
     ecp_call_finish(call);
 }
 
+static void line_begin(void *ctx, size_t line)
+{
+    json_writer *w = ctx;
+    jw_object_begin(w);
+    jw_key_int(w, "lineNumber", (int64_t)line);
+    jw_key(w, "text");
+    jw_string_begin(w);
+}
+
+static void line_end(void *ctx, size_t line)
+{
+    (void)line;
+    json_writer *w = ctx;
+    jw_string_end(w);
+    jw_object_end(w);
+}
+
+static const document_line_reader line_writer = {line_begin, write_chunk, line_end};
+
+/* Consecutive lines: read walking the text, not looked up one by one. */
 static void write_lines(doc_adapter *ad, json_writer *w, const char *id, size_t start, size_t end)
 {
     jw_array_begin(w);
-    for (size_t line = start; line < end; line++)
-        write_line(ad, w, id, line);
+    document_read_lines(ad->svc, id, start, end, &line_writer, w, NULL);
     jw_array_end(w);
 }
 
@@ -799,13 +836,161 @@ static void m_replace(void *ctx, ecp_call *call)
         edit_one(ctx, call, id.ptr, &range, &text, flags);
 }
 
+/* A large setContent: its job serves the call, so the message (which raw
+ * points into) lives until the job ends. made and raw_reusable are set on
+ * the pool and read in done, which the job's end orders after them. */
+typedef struct set_content_job {
+    doc_adapter *ad;
+    document_replacement *r;
+    const char *raw; /* the JSON string's contents, escapes and all, inside the call's message */
+    size_t raw_len;
+    const char *made;  /* the text made from it (the service's), or NULL */
+    bool raw_reusable; /* raw, quoted, is a JSON string of exactly `made`, fit to send as it is */
+    int status;
+    ecp_error err;
+    struct set_content_job *next; /* in ad->contents while finishing */
+} set_content_job;
+
+/* Whether a JSON string's contents decode, in any client, to exactly what
+ * the server keeps: valid UTF-8 with no raw control characters (escapes
+ * are fine; json_unescape refuses lone surrogates). */
+static bool raw_string_reusable(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20)
+            return false;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t k = utf8_decode(s + i, n - i, &cp);
+        if (cp == 0xFFFD && k == 1)
+            return false;
+        i += k;
+    }
+    return true;
+}
+
+static void set_content_work(ecp_job *job, unsigned item)
+{
+    (void)item;
+    set_content_job *t = ecp_job_data(job);
+    if (ecp_job_cancelled(job))
+        return;
+    buf text = BUF_INIT;
+    if (!json_unescape(t->raw, t->raw_len, &text)) {
+        buf_free(&text);
+        t->status = ecp_error_set(&t->err, ECP_EINVAL, "content: not a valid JSON string");
+        return;
+    }
+    if (!text.data)
+        buf_reserve(&text, 1);
+    size_t len = text.len;
+    /* The change event carries this text to every client: the message
+     * already holds it as a JSON string, and copying that costs the loop
+     * far less than escaping the text again. */
+    t->raw_reusable = raw_string_reusable(t->raw, t->raw_len);
+    t->made = text.data;
+    t->status = document_replacement_build(t->r, buf_detach(&text), len, &t->err);
+}
+
+static void contents_unlink(doc_adapter *ad, set_content_job *t)
+{
+    for (set_content_job **p = &ad->contents; *p; p = &(*p)->next) {
+        if (*p == t) {
+            *p = t->next;
+            return;
+        }
+    }
+}
+
+/* The message's own JSON string (quoted) for a change's text, when one is
+ * at hand. */
+static bool content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len)
+{
+    for (const set_content_job *t = ad->contents; t; t = t->next) {
+        if (t->made && t->made == c->text && t->raw_reusable) {
+            *json = t->raw - 1;
+            *len = t->raw_len + 2;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void set_content_done(ecp_job *job)
+{
+    set_content_job *t = ecp_job_data(job);
+    ecp_call *call = ecp_job_call(job);
+    if (ecp_job_cancelled(job))
+        return; /* answered for us, and discarded */
+    if (t->status == ECP_EINVAL) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s", t->err.message);
+        return;
+    }
+    uint64_t version = 0;
+    int rc = t->status;
+    if (rc == 0) {
+        t->next = t->ad->contents;
+        t->ad->contents = t;
+        rc = document_replacement_finish(t->ad->svc, t->r, &version, &t->err);
+        t->r = NULL;
+        contents_unlink(t->ad, t);
+    } else {
+        document_info info; /* the version it stays at */
+        if (document_get_info(t->ad->svc, document_replacement_document(t->r), &info, NULL) == 0)
+            version = info.version;
+    }
+    reply_edit(call, rc, version, &t->err);
+}
+
+static void set_content_free(void *data)
+{
+    set_content_job *t = data;
+    document_replacement_free(t->r);
+    free(t);
+}
+
+static const ecp_job_type set_content_job_type = {
+    .name = "document.setContent", .lane = ECP_LANE_LONG,
+    .work = set_content_work, .done = set_content_done, .free_data = set_content_free,
+};
+
 static void m_set_content(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
     ecp_str id, content;
     ecp_error err;
     uint64_t version;
-    if (!arg_doc(call, &id) || !ecp_arg_string(call, ecp_call_params(call), "content", &content))
+    if (!arg_doc(call, &id))
+        return;
+    const json_doc *jd = ecp_call_doc(call);
+    json_ref ref = json_get(jd, ecp_call_params(call), "content");
+    size_t raw_len = 0;
+    const char *raw = json_type_of(jd, ref) == JSON_STRING ? json_raw(jd, ref, &raw_len) : NULL;
+    if (raw && raw_len >= CONTENT_OFF_LOOP_BYTES) {
+        document_replacement *r = document_replacement_begin(ad->svc, id.ptr, &err);
+        if (!r) {
+            uint64_t now = 0;
+            document_info info;
+            if (document_get_info(ad->svc, id.ptr, &info, NULL) == 0)
+                now = info.version;
+            reply_edit(call, err.status, now, &err);
+            return;
+        }
+        set_content_job *t = xcalloc(1, sizeof *t);
+        t->ad = ad;
+        t->r = r;
+        t->raw = raw + 1; /* inside the quotes */
+        t->raw_len = raw_len - 2;
+        ecp_job *job = ecp_job_new(ad->jobs, &set_content_job_type, t);
+        ecp_job_serve(job, call);
+        ecp_job_start(job, 1);
+        return;
+    }
+    if (!ecp_arg_string(call, ecp_call_params(call), "content", &content))
         return;
     int rc = document_set_content(ad->svc, id.ptr, content.ptr, content.len, &version, &err);
     reply_edit(call, rc, version, &err);

@@ -217,12 +217,13 @@ static size_t word_left(const piece_tree *t, size_t p)
 
 /* Moves p by `lines` lines (negative: up), aiming at code-point column
  * *desired (set from p when it has none). */
-static size_t vertical(const piece_tree *t, size_t p, long lines, size_t *desired)
+static size_t vertical(const document *doc, size_t p, long lines, size_t *desired)
 {
+    const piece_tree *t = doc->tree;
     size_t line = piece_tree_line_of_offset(t, p);
     size_t start = piece_tree_line_start(t, line);
     if (*desired == DOC_NO_DESIRED)
-        *desired = document__units(t, start, p - start).u32;
+        *desired = document__line_units(doc, start, p).u32;
     size_t count = piece_tree_line_count(t);
     size_t target;
     if (lines < 0)
@@ -235,7 +236,7 @@ static size_t vertical(const piece_tree *t, size_t p, long lines, size_t *desire
     size_t tstart = piece_tree_line_start(t, target);
     size_t tend = tstart + piece_tree_line_length(t, target);
     size_t out;
-    if (!document__seek(t, tstart, tend, *desired, ECP_ENCODING_UTF32, &out))
+    if (!document__line_seek(doc, tstart, tend - tstart, *desired, ECP_ENCODING_UTF32, &out))
         out = tend;
     return out;
 }
@@ -281,7 +282,7 @@ int document__cursors_move(document *doc, document_direction dir, document_unit 
             p = dir == DOCUMENT_UP ? 0 : length;
         } else {
             long lines = unit == DOCUMENT_BY_PAGE ? PAGE_LINES : 1;
-            p = vertical(t, p, dir == DOCUMENT_UP ? -lines : lines, &desired);
+            p = vertical(doc, p, dir == DOCUMENT_UP ? -lines : lines, &desired);
         }
         c->active = p;
         if (!select)
@@ -304,11 +305,11 @@ static size_t desired_to_enc(const document *doc, size_t active, size_t desired,
     size_t start = piece_tree_line_start(doc->tree, line);
     size_t end = start + piece_tree_line_length(doc->tree, line);
     size_t at;
-    if (document__seek(doc->tree, start, end, desired, ECP_ENCODING_UTF32, &at)) {
-        doc_units before = document__units(doc->tree, start, at - start);
+    if (document__line_seek(doc, start, end - start, desired, ECP_ENCODING_UTF32, &at)) {
+        doc_units before = document__line_units(doc, start, at);
         return doc_units_get(&before, enc);
     }
-    doc_units all = document__units(doc->tree, start, end - start);
+    doc_units all = document__line_units(doc, start, end);
     return doc_units_get(&all, enc) + (desired - all.u32);
 }
 
@@ -320,9 +321,9 @@ static size_t desired_from_enc(const document *doc, size_t active, size_t column
     size_t start = piece_tree_line_start(doc->tree, line);
     size_t end = start + piece_tree_line_length(doc->tree, line);
     size_t at;
-    if (document__seek(doc->tree, start, end, column, enc, &at))
-        return document__units(doc->tree, start, at - start).u32;
-    doc_units all = document__units(doc->tree, start, end - start);
+    if (document__line_seek(doc, start, end - start, column, enc, &at))
+        return document__line_units(doc, start, at).u32;
+    doc_units all = document__line_units(doc, start, end);
     return all.u32 + (column - doc_units_get(&all, enc));
 }
 

@@ -43,6 +43,7 @@ static void step_free(doc_undo_step *s)
     for (size_t i = 0; i < s->count; i++) {
         free(s->changes[i].deleted);
         free(s->changes[i].inserted);
+        piece_tree_free(s->changes[i].other);
     }
     free(s->changes);
     document__cursors_free(&s->before);
@@ -62,8 +63,9 @@ void document__history_free(doc_history *h)
 static size_t changes_bytes(const doc_undo_change *c, size_t n)
 {
     size_t bytes = n * sizeof *c;
-    for (size_t i = 0; i < n; i++)
-        bytes += c[i].deleted_len + c[i].inserted_len;
+    for (size_t i = 0; i < n; i++) /* a kept tree holds one of the two texts, and its pieces */
+        bytes += c[i].other ? piece_tree_length(c[i].other) + piece_tree_piece_count(c[i].other) * 16
+                            : c[i].deleted_len + c[i].inserted_len;
     return bytes;
 }
 
@@ -136,71 +138,125 @@ typedef struct prim {
     size_t del_len;
     const char *ins;
     size_t ins_len;
+    /* A whole-text replacement: the tree to swap with the document's (del is
+     * NULL; ins is that tree's text, flat). measure, when not NULL, is what
+     * the deletion spans, measured ahead. */
+    piece_tree **swap;
+    const doc_whole_measure *measure;
 } prim;
+
+/* Units of [from, from + len) of the tree in the encodings that change events
+ * carry; with UTF-8 alone nothing is decoded (the other counts are then the
+ * byte counts). */
+static doc_units units_in_use(const document *doc, const piece_tree *tree, size_t from, size_t len)
+{
+    if (doc->svc->encodings == 1u << ECP_ENCODING_UTF8)
+        return (doc_units){len, len, len};
+    return document__units(tree, from, len);
+}
+
+/* The column of offset on the line that starts at line_start, the same way. */
+static doc_units column_in_use(const document *doc, size_t line_start, size_t offset)
+{
+    if (doc->svc->encodings == 1u << ECP_ENCODING_UTF8)
+        return (doc_units){offset - line_start, offset - line_start, offset - line_start};
+    return document__line_units(doc, line_start, offset);
+}
+
+static doc_units units_of_in_use(const document *doc, const char *p, size_t len)
+{
+    if (doc->svc->encodings == 1u << ECP_ENCODING_UTF8)
+        return (doc_units){len, len, len};
+    return document__units_of(p, len);
+}
+
+static void set_columns(document_change_position *pos, doc_units u)
+{
+    pos->column[ECP_ENCODING_UTF8] = u.u8;
+    pos->column[ECP_ENCODING_UTF16] = u.u16;
+    pos->column[ECP_ENCODING_UTF32] = u.u32;
+}
+
+/* The whole text goes: from the start to the end of the last line. */
+static void describe_whole(const document *doc, const prim *p, document_change *c)
+{
+    const piece_tree *tree = doc->tree;
+    size_t length = piece_tree_length(tree);
+    size_t last = piece_tree_line_count(tree) - 1;
+    size_t last_start = piece_tree_line_start(tree, last);
+    doc_units gone, tail;
+    if (p->measure && p->measure->version == doc->version) {
+        gone = p->measure->gone;
+        tail = p->measure->tail;
+    } else {
+        gone = units_in_use(doc, tree, 0, length);
+        tail = last ? units_in_use(doc, tree, last_start, length - last_start) : gone;
+    }
+    c->offset = 0;
+    c->deleted_len = length;
+    c->text = p->ins;
+    c->text_len = p->ins_len;
+    c->start.line = 0;
+    set_columns(&c->start, (doc_units){0, 0, 0});
+    c->end.line = last;
+    set_columns(&c->end, tail);
+    c->range_length[ECP_ENCODING_UTF8] = gone.u8;
+    c->range_length[ECP_ENCODING_UTF16] = gone.u16;
+    c->range_length[ECP_ENCODING_UTF32] = gone.u32;
+}
 
 static void describe(const document *doc, const prim *p, document_change *c)
 {
-    size_t line;
-    doc_units col;
-    document__line_column(doc, p->offset, &line, &col);
-    doc_units gone = document__units_of(p->del, p->del_len);
+    if (p->swap) {
+        describe_whole(doc, p, c);
+        return;
+    }
+    size_t line = piece_tree_line_of_offset(doc->tree, p->offset);
+    size_t line_start = piece_tree_line_start(doc->tree, line);
+    doc_units col = column_in_use(doc, line_start, p->offset);
+    doc_units gone = units_of_in_use(doc, p->del, p->del_len);
     c->offset = p->offset;
     c->deleted_len = p->del_len;
     c->text = p->ins;
     c->text_len = p->ins_len;
     c->start.line = line;
-    c->start.column[ECP_ENCODING_UTF8] = col.u8;
-    c->start.column[ECP_ENCODING_UTF16] = col.u16;
-    c->start.column[ECP_ENCODING_UTF32] = col.u32;
+    set_columns(&c->start, col);
     c->range_length[ECP_ENCODING_UTF8] = gone.u8;
     c->range_length[ECP_ENCODING_UTF16] = gone.u16;
     c->range_length[ECP_ENCODING_UTF32] = gone.u32;
     const char *last_nl = p->del_len ? memrchr(p->del, '\n', p->del_len) : NULL;
     if (!last_nl) {
         c->end.line = line;
-        c->end.column[ECP_ENCODING_UTF8] = col.u8 + gone.u8;
-        c->end.column[ECP_ENCODING_UTF16] = col.u16 + gone.u16;
-        c->end.column[ECP_ENCODING_UTF32] = col.u32 + gone.u32;
+        set_columns(&c->end, (doc_units){col.u8 + gone.u8, col.u16 + gone.u16, col.u32 + gone.u32});
         return;
     }
     size_t lines = 0;
     for (const char *s = p->del, *end = p->del + p->del_len; (s = memchr(s, '\n', (size_t)(end - s))); s++)
         lines++;
     size_t tail_off = (size_t)(last_nl + 1 - p->del);
-    doc_units tail = document__units_of(last_nl + 1, p->del_len - tail_off);
     c->end.line = line + lines;
-    c->end.column[ECP_ENCODING_UTF8] = tail.u8;
-    c->end.column[ECP_ENCODING_UTF16] = tail.u16;
-    c->end.column[ECP_ENCODING_UTF32] = tail.u32;
+    set_columns(&c->end, units_of_in_use(doc, last_nl + 1, p->del_len - tail_off));
 }
 
 /* On failure the text is as it was. */
-static int replace(document *doc, size_t offset, const char *del, size_t del_len, const char *ins, size_t ins_len)
+static int replace(document *doc, const prim *p)
 {
-    if (offset == 0 && del_len == piece_tree_length(doc->tree) && del_len + ins_len >= WHOLE_TEXT_MIN) {
-        char *copy = malloc(ins_len + 1);
-        if (!copy)
-            return -1;
-        if (ins_len)
-            memcpy(copy, ins, ins_len);
-        copy[ins_len] = '\0';
-        piece_tree *tree = piece_tree_new_owning(copy, ins_len);
-        if (!tree) {
-            free(copy);
-            return -1;
-        }
-        /* Snapshots keep what they show of the old tree alive by themselves. */
-        piece_tree_free(doc->tree);
-        doc->tree = tree;
+    if (p->swap) {
+        piece_tree *now = doc->tree;
+        doc->tree = *p->swap;
+        *p->swap = now;
         document__checkpoints_invalidate(doc, 0);
+        document__columns_clear(doc->columns);
         return 0;
     }
-    if (del_len && piece_tree_delete(doc->tree, offset, del_len) != 0)
+    size_t offset = p->offset;
+    document__columns_edit(doc, offset, p->del, p->del_len, p->ins, p->ins_len);
+    if (p->del_len && piece_tree_delete(doc->tree, offset, p->del_len) != 0)
         return -1;
-    if (ins_len && piece_tree_insert(doc->tree, offset, ins, ins_len) != 0) {
+    if (p->ins_len && piece_tree_insert(doc->tree, offset, p->ins, p->ins_len) != 0) {
         /* Put the deleted bytes back; with no memory even for that, the
          * document cannot be kept consistent (buf.h's policy: abort). */
-        if (del_len && piece_tree_insert(doc->tree, offset, del, del_len) != 0)
+        if (p->del_len && piece_tree_insert(doc->tree, offset, p->del, p->del_len) != 0)
             abort();
         return -1;
     }
@@ -208,15 +264,23 @@ static int replace(document *doc, size_t offset, const char *del, size_t del_len
     return 0;
 }
 
+/* The replacement that takes p back. */
+static prim inverse(const prim *p)
+{
+    return (prim){p->offset, p->ins, p->ins_len, p->del, p->del_len, p->swap, NULL};
+}
+
 /* Applies p[0..n) in order, describing each into events. All or nothing. */
 static int run(document *doc, const prim *p, size_t n, document_change *events, ecp_error *err)
 {
     for (size_t i = 0; i < n; i++) {
         describe(doc, &p[i], &events[i]);
-        if (replace(doc, p[i].offset, p[i].del, p[i].del_len, p[i].ins, p[i].ins_len) != 0) {
-            while (i-- > 0)
-                if (replace(doc, p[i].offset, p[i].ins, p[i].ins_len, p[i].del, p[i].del_len) != 0)
+        if (replace(doc, &p[i]) != 0) {
+            while (i-- > 0) {
+                prim back = inverse(&p[i]);
+                if (replace(doc, &back) != 0)
                     abort();
+            }
             return ecp_error_set(err, ECP_ENOMEM, "Out of memory while editing the document");
         }
     }
@@ -308,8 +372,12 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
     document__history_trim(svc, doc);
 }
 
-int document__apply(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
-                    doc_cursor_policy policy, ecp_error *err)
+/* document__apply, where `whole` (taken over, also on failure), when not
+ * NULL, holds the text that edits[0], the only edit, puts in place of the
+ * whole text: it becomes the document's tree and the old one is kept for
+ * undo. */
+static int apply_with(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
+                      doc_cursor_policy policy, piece_tree *whole, const doc_whole_measure *measure, ecp_error *err)
 {
     int rc = 0;
     doc_undo_change *undo = calloc(count, sizeof *undo);
@@ -318,12 +386,17 @@ int document__apply(document_service *svc, document *doc, doc_edit *edits, size_
     size_t *ends = NULL;
     doc_cursor_set before = {0};
     if (!undo || !prims || !events) {
+        piece_tree_free(whole);
         rc = ecp_error_set(err, ECP_ENOMEM, "Out of memory while editing the document");
         goto done;
     }
+    if (whole) {
+        undo[0] = (doc_undo_change){.deleted_len = edits[0].end, .inserted_len = edits[0].len, .other = whole};
+        prims[0] = (prim){0, NULL, edits[0].end, edits[0].text, edits[0].len, &undo[0].other, measure};
+    }
     /* Applied from the last edit to the first: undo[a] and prims[a] are in
      * application order. */
-    for (size_t a = 0; a < count; a++) {
+    for (size_t a = 0; a < count && !whole; a++) {
         const doc_edit *e = &edits[count - 1 - a];
         doc_undo_change *u = &undo[a];
         u->offset = e->start;
@@ -341,7 +414,7 @@ int document__apply(document_service *svc, document *doc, doc_edit *edits, size_
             piece_tree_copy(doc->tree, e->start, u->deleted_len, u->deleted);
         if (e->len)
             memcpy(u->inserted, e->text, e->len);
-        prims[a] = (prim){u->offset, u->deleted, u->deleted_len, e->text, e->len};
+        prims[a] = (prim){u->offset, u->deleted, u->deleted_len, e->text, e->len, NULL, NULL};
     }
     bool typing = true;
     for (size_t k = 0; k < count && typing; k++)
@@ -388,6 +461,7 @@ done:
         for (size_t a = 0; a < count; a++) {
             free(undo[a].deleted);
             free(undo[a].inserted);
+            piece_tree_free(undo[a].other);
         }
         free(undo);
     }
@@ -399,6 +473,50 @@ done:
     return rc;
 }
 
+int document__apply(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
+                    doc_cursor_policy policy, ecp_error *err)
+{
+    size_t length = piece_tree_length(doc->tree);
+    if (count != 1 || group || edits[0].start != 0 || edits[0].end != length ||
+        edits[0].len + length < WHOLE_TEXT_MIN)
+        return apply_with(svc, doc, edits, count, group, policy, NULL, NULL, err);
+    /* A new tree over one copy of the text: the undo step keeps the old tree
+     * itself, and the change event shows the new tree's bytes. */
+    char *copy = malloc(edits[0].len + 1);
+    if (copy) {
+        if (edits[0].len)
+            memcpy(copy, edits[0].text, edits[0].len);
+        copy[edits[0].len] = '\0';
+    }
+    piece_tree *tree = copy ? piece_tree_new_owning(copy, edits[0].len) : NULL;
+    if (!tree) {
+        free(copy);
+        return ecp_error_set(err, ECP_ENOMEM, "Out of memory: cannot hold %zu bytes", edits[0].len);
+    }
+    doc_edit whole = {0, length, piece_tree_flat(tree), edits[0].len, edits[0].order};
+    return apply_with(svc, doc, &whole, 1, false, policy, tree, NULL, err);
+}
+
+int document__replace_tree(document_service *svc, document *doc, piece_tree *tree, doc_cursor_policy policy,
+                           const doc_whole_measure *measure, ecp_error *err)
+{
+    const char *flat = piece_tree_flat(tree);
+    char *copy = NULL;
+    size_t len = piece_tree_length(tree);
+    if (!flat) {
+        if (!(copy = malloc(len + 1))) {
+            piece_tree_free(tree);
+            return ecp_error_set(err, ECP_ENOMEM, "Out of memory: cannot hold %zu bytes", len);
+        }
+        piece_tree_copy(tree, 0, len, copy);
+        flat = copy;
+    }
+    doc_edit whole = {0, piece_tree_length(doc->tree), flat, len, 0};
+    int rc = apply_with(svc, doc, &whole, 1, false, policy, tree, measure, err);
+    free(copy);
+    return rc;
+}
+
 int document__undo(document_service *svc, document *doc, bool redo)
 {
     doc_history *h = &doc->history;
@@ -407,10 +525,24 @@ int document__undo(document_service *svc, document *doc, bool redo)
     doc_undo_step *s = redo ? &h->steps[h->applied] : &h->steps[h->applied - 1];
     prim *prims = xmalloc(s->count * sizeof *prims);
     document_change *events = xmalloc(s->count * sizeof *events);
+    /* The event needs the text that a kept tree puts back as one run of
+     * bytes: the tree's own when it was never edited, else a copy. */
+    char **flats = xcalloc(s->count, sizeof *flats);
     for (size_t i = 0; i < s->count; i++) {
-        const doc_undo_change *c = redo ? &s->changes[i] : &s->changes[s->count - 1 - i];
-        prims[i] = redo ? (prim){c->offset, c->deleted, c->deleted_len, c->inserted, c->inserted_len}
-                        : (prim){c->offset, c->inserted, c->inserted_len, c->deleted, c->deleted_len};
+        doc_undo_change *c = redo ? &s->changes[i] : &s->changes[s->count - 1 - i];
+        if (c->other) {
+            const char *flat = piece_tree_flat(c->other);
+            if (!flat) {
+                flats[i] = xmalloc(piece_tree_length(c->other) + 1);
+                piece_tree_copy(c->other, 0, piece_tree_length(c->other), flats[i]);
+                flat = flats[i];
+            }
+            size_t was = redo ? c->deleted_len : c->inserted_len, becomes = redo ? c->inserted_len : c->deleted_len;
+            prims[i] = (prim){0, NULL, was, flat, becomes, &c->other, NULL};
+            continue;
+        }
+        prims[i] = redo ? (prim){c->offset, c->deleted, c->deleted_len, c->inserted, c->inserted_len, NULL, NULL}
+                        : (prim){c->offset, c->inserted, c->inserted_len, c->deleted, c->deleted_len, NULL, NULL};
     }
     int rc = run(doc, prims, s->count, events, NULL);
     if (rc == 0) {
@@ -422,6 +554,9 @@ int document__undo(document_service *svc, document *doc, bool redo)
         doc->version++;
         document__emit_change(svc, doc, events, s->count);
     }
+    for (size_t i = 0; i < s->count; i++)
+        free(flats[i]);
+    free(flats);
     free(prims);
     free(events);
     return rc;

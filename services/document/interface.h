@@ -46,10 +46,12 @@
  *   count them is to decode what comes before); checkpoints make repeated
  *   conversions cheap.
  * - Change events carry incremental changes, each in the coordinates of the
- *   text just before it, with columns already computed for every encoding.
+ *   text just before it, with columns already computed for every encoding
+ *   in use (document_service_set_encodings).
  * - Files larger than 1 MiB are read and every file is written on the thread
  *   pool (a save writes from a snapshot: nothing on the loop copies the
- *   text); everything else happens on the loop thread, which is the only
+ *   text), and a large new text can be built there (document_replacement);
+ *   everything else happens on the loop thread, which is the only
  *   thread that may call these functions, except the reads of a snapshot
  *   (below), which any thread may call.
  *
@@ -111,6 +113,18 @@ size_t document_service_undo_limit(const document_service *self);
 void document_service_set_undo_steps(document_service *self, size_t max_steps);
 size_t document_service_undo_steps(const document_service *self);
 
+/* The position encodings whose columns change events must carry: a mask of
+ * (1u << ECP_ENCODING_*) bits, one for each encoding that a connected client
+ * or a listener in the process (a language server's sync) reads from
+ * document_change. UTF-8 columns are always there and cost nothing; UTF-16
+ * and UTF-32 ones cost decoding the line up to the change, so they are
+ * computed only when asked for. Columns of an encoding left out hold the
+ * byte counts. Until this is called, all three are computed. Call it again
+ * whenever the set changes (a client connects, negotiates or leaves). */
+#define DOCUMENT_ENCODINGS_ALL                                                                                 \
+    ((1u << ECP_ENCODING_UTF8) | (1u << ECP_ENCODING_UTF16) | (1u << ECP_ENCODING_UTF32))
+void document_service_set_encodings(document_service *self, unsigned mask);
+
 /* Closes every document (without events) and frees the service. Opens and
  * reloads still running stop; saves already asked for finish writing first
  * (this waits for them). Every request still pending has its callback run
@@ -163,6 +177,21 @@ int document_read(document_service *self, const char *document_id, const documen
 /* The text of one line, without its '\n'. ECP_ERANGE when line >= line count. */
 int document_read_line(document_service *self, const char *document_id, size_t line, document_chunk_fn fn,
                        void *ctx, ecp_error *err);
+
+/* What reads consecutive lines: begin and end (either may be NULL) around
+ * each line, chunk with its bytes in between (none for an empty line),
+ * never its '\n'. */
+typedef struct document_line_reader {
+    void (*begin)(void *ctx, size_t line);
+    document_chunk_fn chunk;
+    void (*end)(void *ctx, size_t line);
+} document_line_reader;
+
+/* Lines [first, end), end clamped to the line count (first at or past it:
+ * none), in order. One lookup finds the first; the rest are read walking
+ * the text, so a range of lines costs its length, not a lookup per line. */
+int document_read_lines(document_service *self, const char *document_id, size_t first, size_t end,
+                        const document_line_reader *reader, void *ctx, ecp_error *err);
 
 /* The same as document_read, appending to out. */
 int document_get_text(document_service *self, const char *document_id, const document_range *range,
@@ -219,6 +248,10 @@ size_t document_snapshot_line_count(const document_snapshot *snap);
 int document_snapshot_read_line(const document_snapshot *snap, size_t line, document_chunk_fn fn, void *ctx,
                                 ecp_error *err);
 
+/* Any thread. document_read_lines of the snapshot. */
+int document_snapshot_read_lines(const document_snapshot *snap, size_t first, size_t end,
+                                 const document_line_reader *reader, void *ctx, ecp_error *err);
+
 /* Any thread. Bytes [offset, offset + len) in chunks, for O(log pieces) plus
  * len. ECP_ERANGE when the range reaches past the end (fn is then never
  * called). */
@@ -252,6 +285,29 @@ int document_apply_edits(document_service *self, const char *document_id, const 
 /* Replaces the whole text; the cursor goes to the end. */
 int document_set_content(document_service *self, const char *document_id, const char *text, size_t len,
                          uint64_t *version, ecp_error *err);
+
+/* document_set_content for a large text, in steps, so that what costs
+ * (making the new text's tree, measuring what it replaces) runs on the pool
+ * and the loop only swaps trees:
+ *   begin (loop): notes the document and what it holds now. Unknown and
+ *     read-only documents are refused (NULL, err set).
+ *   build (any thread, once): takes `text` (from malloc, len bytes; it is
+ *     the service's from then on, also on failure) and makes it a tree.
+ *   finish (loop): makes it the document's text as one undoable step (the
+ *     old tree is kept for undo; neither text is copied), the cursor at the
+ *     end, fires on_change with `text` itself as the change's bytes, and
+ *     frees r. Requests served between begin and finish land before it (and
+ *     are replaced with the rest). *version (may be NULL) as for
+ *     document_set_content. Fails as set_content does when the document was
+ *     closed meanwhile.
+ *   free (loop): drops an r that will not be finished. */
+typedef struct document_replacement document_replacement;
+document_replacement *document_replacement_begin(document_service *self, const char *document_id, ecp_error *err);
+int document_replacement_build(document_replacement *r, char *text, size_t len, ecp_error *err);
+int document_replacement_finish(document_service *self, document_replacement *r, uint64_t *version, ecp_error *err);
+void document_replacement_free(document_replacement *r);
+/* The id of the document r replaces the text of. */
+const char *document_replacement_document(const document_replacement *r);
 
 /* Types text at every cursor, replacing its selection; each cursor ends after
  * its text. One-character typing within 300 ms, adjacent, on one line, joins

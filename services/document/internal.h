@@ -51,6 +51,12 @@ typedef struct doc_undo_change {
     size_t deleted_len;
     char *inserted; /* owned; NULL when nothing was inserted */
     size_t inserted_len;
+    /* A replacement of the whole text keeps no copies: `deleted` and
+     * `inserted` stay NULL and this holds whichever of the two texts is not
+     * the document's now (the old one while the step is applied, the new one
+     * while it is undone); undoing or redoing swaps it with the document's
+     * tree. NULL for every other change. Owned. */
+    piece_tree *other;
 } doc_undo_change;
 
 /* One undo step: the changes in the order they were applied, and the cursors
@@ -133,6 +139,9 @@ typedef struct document {
     doc_checkpoint *checkpoints; /* sorted by byte */
     size_t checkpoint_count;
     size_t checkpoint_cap;
+    /* Marks inside long lines (text.c). A pointer, so that conversions,
+     * which take a const document, may lay them down. */
+    struct doc_columns *columns;
 } document;
 
 struct document_service {
@@ -141,6 +150,7 @@ struct document_service {
     struct file_service *files; /* borrowed; NULL: documents do not follow their files */
     size_t undo_max_bytes;      /* per document */
     size_t undo_max_steps;      /* per document */
+    unsigned encodings;         /* ECP_ENCODING_* bits whose columns change events carry (UTF-8 always) */
     document **docs; /* in the order they were opened */
     size_t doc_count;
     size_t doc_cap;
@@ -168,6 +178,8 @@ static inline size_t doc_units_get(const doc_units *u, ecp_position_encoding enc
 
 /* Units spanned by [from, from + len) of the tree. */
 doc_units document__units(const piece_tree *tree, size_t from, size_t len);
+/* The same read from a snapshot: any thread. */
+doc_units document__snapshot_units(const piece_tree_snapshot *snap, size_t from, size_t len);
 /* The same for contiguous bytes. */
 doc_units document__units_of(const char *s, size_t len);
 
@@ -193,6 +205,31 @@ size_t document__units_before(document *doc, size_t offset, ecp_position_encodin
 bool document__offset_at_units(document *doc, size_t units, ecp_position_encoding enc, size_t *out);
 /* Forgets the checkpoints an edit at `offset` makes wrong. */
 void document__checkpoints_invalidate(document *doc, size_t offset);
+
+/* Columns inside long lines. Converting a column scans the line from its
+ * start; on a line of megabytes that is milliseconds per keystroke. So the
+ * units from a long line's start to points every few KiB inside it are
+ * remembered as conversions scan it (for the few lines converted last), and
+ * the next conversion scans from the nearest one. An edit moves the marks
+ * after it instead of dropping them when it leaves the decoding around it
+ * alone (it starts and ends at character boundaries), so typing anywhere in
+ * the line keeps them. */
+typedef struct doc_columns doc_columns;
+doc_columns *document__columns_new(void);
+void document__columns_free(doc_columns *cols);
+/* Units of [line_start, offset) of the document's tree, line_start being
+ * where the line that holds offset starts. */
+doc_units document__line_units(const document *doc, size_t line_start, size_t offset);
+/* document__seek within the line that starts at line_start and holds len
+ * bytes, from its start, through the line's marks. */
+bool document__line_seek(const document *doc, size_t line_start, size_t len, size_t column, ecp_position_encoding enc,
+                         size_t *out);
+/* Before [offset, offset + del_len) is replaced by ins (on the tree as it
+ * is before the replacement). */
+void document__columns_edit(document *doc, size_t offset, const char *del, size_t del_len, const char *ins,
+                            size_t ins_len);
+/* The whole text changed. */
+void document__columns_clear(doc_columns *cols);
 
 /* The word (ASCII [A-Za-z0-9_]+) around a byte offset, on its line. A run
  * that reaches past DOCUMENT_WORD_MAX bytes on either side of the offset is
@@ -275,6 +312,9 @@ size_t document__normalize_eol(char *data, size_t len, bool *crlf);
 
 /* ----- snapshot.c ---------------------------------------------------------- */
 
+/* Hands the lines of an iterator set up at line `first` to reader. */
+void document__read_lines(piece_tree_lines *it, size_t first, const document_line_reader *reader, void *ctx);
+
 /* document_snapshot_take for a document at hand. */
 document_snapshot *document__snapshot_of(document *doc, ecp_error *err);
 /* Writes the snapshot to path through document__write_stream_as, with CRLF
@@ -330,6 +370,21 @@ int document__undo(document_service *svc, document *doc, bool redo);
  * replaces the whole text (none when the text is the same), after which the
  * document is clean. Returns 0 or ECP_ENOMEM. */
 int document__replace_all(document_service *svc, document *doc, const char *text, size_t len, ecp_error *err);
+
+/* What a replacement of the whole text deletes, measured ahead (off the
+ * loop, from a snapshot of the text as it was at `version`). */
+typedef struct doc_whole_measure {
+    uint64_t version;
+    doc_units gone; /* the whole old text */
+    doc_units tail; /* its last line */
+} doc_whole_measure;
+
+/* Makes `tree` (taken over, also on failure) the document's text as one
+ * undoable step; the old tree is kept by the step, not copied. measure may
+ * be NULL, or describe the text at a version that is no longer current:
+ * then what is deleted is measured here. */
+int document__replace_tree(document_service *svc, document *doc, piece_tree *tree, doc_cursor_policy policy,
+                           const doc_whole_measure *measure, ecp_error *err);
 
 /* Drops the oldest steps until the history holds no more than the service's
  * limit of bytes; a redo branch goes only when nothing else is left. */

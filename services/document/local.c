@@ -21,6 +21,7 @@
  * service's watch tells the document when the file changes, so it can reload
  * (no unsaved edits) or say so (unsaved edits, or the file gone).
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -246,6 +247,7 @@ static document *doc_new(document_service *svc, const char *uri, const char *pat
                          const char *language_id, bool read_only, piece_tree *tree, bool crlf)
 {
     document *doc = xcalloc(1, sizeof *doc);
+    doc->columns = document__columns_new();
     doc->svc = svc;
     doc->id = make_id(svc);
     doc->uri = xstrdup(uri);
@@ -278,6 +280,7 @@ static void doc_free(document *doc)
     document__cursors_free(&doc->cursors);
     document__history_free(&doc->history);
     free(doc->checkpoints);
+    document__columns_free(doc->columns);
     free(doc);
 }
 
@@ -306,6 +309,7 @@ document_service *document_service_new(ecp_pool *pool, ecp_logger *log)
     svc->log = log;
     svc->undo_max_bytes = DOCUMENT_UNDO_MAX_BYTES;
     svc->undo_max_steps = DOCUMENT_UNDO_MAX_STEPS;
+    svc->encodings = DOCUMENT_ENCODINGS_ALL;
     if (getrandom(&svc->rng, sizeof svc->rng, GRND_NONBLOCK) != sizeof svc->rng)
         svc->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)svc;
     if (svc->rng == 0)
@@ -438,6 +442,23 @@ int document_read_line(document_service *self, const char *document_id, size_t l
     size_t start, len;
     piece_tree_line_range(doc->tree, line, &start, &len);
     document__read_bytes(doc->tree, start, len, fn, ctx);
+    return 0;
+}
+
+int document_read_lines(document_service *self, const char *document_id, size_t first, size_t end,
+                        const document_line_reader *reader, void *ctx, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    size_t lines = piece_tree_line_count(doc->tree);
+    if (end > lines)
+        end = lines;
+    if (first >= end)
+        return 0;
+    piece_tree_lines it;
+    piece_tree_lines_init(&it, doc->tree, first, end - first);
+    document__read_lines(&it, first, reader, ctx);
     return 0;
 }
 
@@ -583,6 +604,11 @@ void document_service_follow_files(document_service *self, struct file_service *
     self->files = files;
     for (size_t i = 0; i < self->doc_count; i++)
         start_following(self, self->docs[i]);
+}
+
+void document_service_set_encodings(document_service *self, unsigned mask)
+{
+    self->encodings = (mask & DOCUMENT_ENCODINGS_ALL) | (1u << ECP_ENCODING_UTF8);
 }
 
 void document_service_set_undo_limit(document_service *self, size_t max_bytes)
@@ -1096,6 +1122,90 @@ document_request *document_reload(document_service *self, const char *document_i
     document_request *req = task_wait(t, ctx);
     req->reload_cb = cb;
     return reload_start(self, t);
+}
+
+/* ----- a whole new text, made off the loop ------------------------------------------------------------ */
+
+struct document_replacement {
+    char *doc_id;
+    piece_tree_snapshot *old_text; /* what it replaces, to measure */
+    unsigned encodings;            /* those in use when it began */
+    bool measured;                 /* measure holds what the old text spans */
+    doc_whole_measure measure;
+    piece_tree *tree;              /* the new text, once built */
+};
+
+document_replacement *document_replacement_begin(document_service *self, const char *document_id, ecp_error *err)
+{
+    document *doc = document__find_writable(self, document_id, err);
+    if (!doc)
+        return NULL;
+    document_replacement *r = xcalloc(1, sizeof *r);
+    r->old_text = piece_tree_snapshot_take(doc->tree);
+    if (!r->old_text) {
+        free(r);
+        ecp_error_set(err, ECP_ENOMEM, "Out of memory while editing the document");
+        return NULL;
+    }
+    r->doc_id = xstrdup(doc->id);
+    r->measure.version = doc->version;
+    r->encodings = self->encodings;
+    return r;
+}
+
+int document_replacement_build(document_replacement *r, char *text, size_t len, ecp_error *err)
+{
+    assert(!r->tree);
+    if (!(r->tree = piece_tree_new_owning(text, len))) {
+        free(text);
+        return ecp_error_set(err, ECP_ENOMEM, "Out of memory: cannot hold %zu bytes", len);
+    }
+    if (r->encodings == 1u << ECP_ENCODING_UTF8)
+        return 0; /* columns in bytes only: the loop knows them without decoding */
+    const piece_tree_snapshot *old = r->old_text;
+    size_t old_len = piece_tree_snapshot_length(old);
+    size_t last_start = piece_tree_snapshot_line_start(old, piece_tree_snapshot_line_count(old) - 1);
+    r->measure.gone = document__snapshot_units(old, 0, old_len);
+    r->measure.tail = document__snapshot_units(old, last_start, old_len - last_start);
+    r->measured = true;
+    return 0;
+}
+
+int document_replacement_finish(document_service *self, document_replacement *r, uint64_t *version, ecp_error *err)
+{
+    document *doc = document__find(self, r->doc_id, err);
+    if (version)
+        *version = doc ? doc->version : 0;
+    int rc;
+    if (!doc) {
+        rc = ECP_ENOTFOUND;
+    } else if (doc->read_only) {
+        rc = ecp_error_set(err, ECP_EREADONLY, "Document is read-only");
+    } else if (!r->tree) {
+        rc = ecp_error_set(err, ECP_EINVAL, "The new text was never built");
+    } else {
+        /* (The measure stands only for the text it was taken from: the
+         * replacement checks the version.) */
+        piece_tree *tree = r->tree;
+        r->tree = NULL;
+        rc = document__replace_tree(self, doc, tree, DOC_CURSORS_DOCUMENT_END, r->measured ? &r->measure : NULL, err);
+        if (version)
+            *version = doc->version;
+    }
+    document_replacement_free(r);
+    return rc;
+}
+
+const char *document_replacement_document(const document_replacement *r) { return r->doc_id; }
+
+void document_replacement_free(document_replacement *r)
+{
+    if (!r)
+        return;
+    piece_tree_snapshot_release(r->old_text);
+    piece_tree_free(r->tree);
+    free(r->doc_id);
+    free(r);
 }
 
 /* ----- save ------------------------------------------------------------------------------------------- */

@@ -67,6 +67,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h> /* AVX2 for lines_copy, used when the CPU has it */
+#endif
 
 /* Upper bound of an original piece: the most bytes one line lookup scans, and
  * twice the most an insert into it scans to split it. 4 KiB keeps a 100 MB
@@ -189,6 +192,7 @@ struct piece_tree {
     size_t length;
     size_t lf;
     size_t pieces;
+    bool edited; /* an insert or delete happened: the text may no longer be the original as it lies */
 
     struct store *store;
     struct add_block *cur;    /* the block small inserts append to, or NULL */
@@ -971,9 +975,208 @@ size_t piece_tree_length(const piece_tree *self)
     return self->length;
 }
 
+const char *piece_tree_flat(const piece_tree *self)
+{
+    if (self->edited)
+        return NULL;
+    return self->length ? self->store->original : "";
+}
+
 size_t piece_tree_line_count(const piece_tree *self)
 {
     return self->lf + 1;
+}
+
+/* ---- lines in order ----------------------------------------------------- */
+
+/* The bytes [start of first, end of line first + count - 1): the '\n' that
+ * ends the last line is left out, so the reader running dry ends it. */
+static void lines_range(size_t first, size_t count, size_t line_count, size_t length, size_t first_start,
+                        size_t next_start, size_t *from, size_t *len)
+{
+    *from = first_start;
+    size_t end = first + count < line_count ? next_start - 1 : length;
+    *len = count ? end - first_start : 0;
+}
+
+void piece_tree_lines_init(piece_tree_lines *it, const piece_tree *self, size_t first, size_t count)
+{
+    assert(first + count <= piece_tree_line_count(self));
+    memset(it, 0, sizeof *it);
+    it->lines_left = count;
+    if (count == 0)
+        return;
+    size_t from, len, lines = piece_tree_line_count(self);
+    size_t first_start = piece_tree_line_start(self, first);
+    size_t next_start = first + count < lines ? piece_tree_line_start(self, first + count) : 0;
+    lines_range(first, count, lines, self->length, first_start, next_start, &from, &len);
+    piece_tree_reader_init(&it->tree_reader, self, from, len);
+}
+
+void piece_tree_snapshot_lines_init(piece_tree_lines *it, const piece_tree_snapshot *snap, size_t first, size_t count)
+{
+    assert(first + count <= piece_tree_snapshot_line_count(snap));
+    memset(it, 0, sizeof *it);
+    it->snapshot = true;
+    it->lines_left = count;
+    if (count == 0)
+        return;
+    size_t from, len, lines = piece_tree_snapshot_line_count(snap);
+    size_t first_start = piece_tree_snapshot_line_start(snap, first);
+    size_t next_start = first + count < lines ? piece_tree_snapshot_line_start(snap, first + count) : 0;
+    lines_range(first, count, lines, piece_tree_snapshot_length(snap), first_start, next_start, &from, &len);
+    piece_tree_snapshot_reader_init(&it->snap_reader, snap, from, len);
+}
+
+bool piece_tree_lines_next(piece_tree_lines *it, const char **chunk, size_t *len, bool *ends)
+{
+    if (it->lines_left == 0)
+        return false;
+    while (it->left == 0) {
+        bool more = it->snapshot ? piece_tree_snapshot_reader_next(&it->snap_reader, &it->at, &it->left)
+                                 : piece_tree_reader_next(&it->tree_reader, &it->at, &it->left);
+        if (!more) {
+            /* The bytes ran out: that ends the last line. */
+            *chunk = "";
+            *len = 0;
+            *ends = true;
+            it->lines_left--;
+            return true;
+        }
+    }
+    const char *nl = memchr(it->at, '\n', it->left);
+    *chunk = it->at;
+    if (nl) {
+        *len = (size_t)(nl - it->at);
+        *ends = true;
+        it->left -= *len + 1;
+        it->at = nl + 1;
+        it->lines_left--;
+    } else {
+        *len = it->left;
+        *ends = false;
+        it->left = 0;
+    }
+    return true;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* The bytes of p (left of them) before the first '\n', copied to out (room
+ * for cap) 64 at a time while both allow; returns how many were looked at
+ * and sets *found when the '\n' was among them (at the returned count). */
+__attribute__((target("avx2"))) static size_t copy_to_lf_avx2(const char *p, size_t left, char *out, size_t cap,
+                                                                bool *found)
+{
+    const __m256i nl = _mm256_set1_epi8('\n');
+    size_t i = 0;
+    while (left - i >= 64 && cap - i >= 64) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + i));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + i + 32));
+        _mm256_storeu_si256((__m256i *)(out + i), v0);
+        _mm256_storeu_si256((__m256i *)(out + i + 32), v1);
+        uint64_t m = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, nl)) |
+                     (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v1, nl)) << 32;
+        if (m) {
+            *found = true;
+            return i + (size_t)__builtin_ctzll(m);
+        }
+        i += 64;
+    }
+    *found = false;
+    return i;
+}
+#define HAVE_AVX2_COPY 1
+#endif
+
+bool piece_tree_lines_copy(piece_tree_lines *it, char *out, size_t cap, size_t *len)
+{
+    if (it->lines_left == 0)
+        return false;
+    size_t got = 0; /* the line's bytes so far, copied or not */
+    for (;;) {
+        while (it->left == 0) {
+            bool more = it->snapshot ? piece_tree_snapshot_reader_next(&it->snap_reader, &it->at, &it->left)
+                                     : piece_tree_reader_next(&it->tree_reader, &it->at, &it->left);
+            if (!more) {
+                it->lines_left--;
+                *len = got;
+                return true;
+            }
+        }
+        const char *p = it->at;
+        size_t left = it->left;
+#if defined(HAVE_AVX2_COPY)
+        if (got <= cap && __builtin_cpu_supports("avx2")) {
+            bool found;
+            size_t k = copy_to_lf_avx2(p, left, out + got, cap - got, &found);
+            if (found) {
+                it->at = p + k + 1;
+                it->left = left - k - 1;
+                it->lines_left--;
+                *len = got + k;
+                return true;
+            }
+            p += k;
+            left -= k;
+            got += k;
+        }
+#endif
+#if defined(__SSE2__)
+        /* Sixteen bytes at a time: stored whole (out has room), searched for
+         * the '\n' in the same pass. */
+        const __m128i nl = _mm_set1_epi8('\n');
+        /* Two at once while there is room: most lines end within a few
+         * rounds, and one branch per 32 bytes keeps the loop short. */
+        while (left >= 32 && got + 32 <= cap) {
+            __m128i v0 = _mm_loadu_si128((const __m128i *)p);
+            __m128i v1 = _mm_loadu_si128((const __m128i *)(p + 16));
+            _mm_storeu_si128((__m128i *)(out + got), v0);
+            _mm_storeu_si128((__m128i *)(out + got + 16), v1);
+            unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, nl)) |
+                         (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v1, nl)) << 16;
+            if (m) {
+                unsigned k = (unsigned)__builtin_ctz(m);
+                it->at = p + k + 1;
+                it->left = left - k - 1;
+                it->lines_left--;
+                *len = got + k;
+                return true;
+            }
+            p += 32;
+            left -= 32;
+            got += 32;
+        }
+        while (left >= 16 && got + 16 <= cap) {
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
+            _mm_storeu_si128((__m128i *)(out + got), v);
+            if (m) {
+                unsigned k = (unsigned)__builtin_ctz(m);
+                it->at = p + k + 1;
+                it->left = left - k - 1;
+                it->lines_left--;
+                *len = got + k;
+                return true;
+            }
+            p += 16;
+            left -= 16;
+            got += 16;
+        }
+#endif
+        const char *nl_at = memchr(p, '\n', left);
+        size_t n = nl_at ? (size_t)(nl_at - p) : left;
+        if (got < cap)
+            memcpy(out + got, p, n < cap - got ? n : cap - got);
+        got += n;
+        if (nl_at) {
+            it->at = nl_at + 1;
+            it->left = left - n - 1;
+            it->lines_left--;
+            *len = got;
+            return true;
+        }
+        it->left = 0;
+    }
 }
 
 size_t piece_tree_piece_count(const piece_tree *self)
@@ -1043,6 +1246,7 @@ int piece_tree_insert(piece_tree *self, size_t offset, const char *text, size_t 
     assert(text != NULL || len == 0);
     if (len == 0)
         return 0;
+    self->edited = true;
     size_t lf = count_lf(text, len);
 
     struct path p;
@@ -1114,6 +1318,7 @@ int piece_tree_delete(piece_tree *self, size_t offset, size_t len)
     assert(len <= self->length && offset <= self->length - len);
     if (len == 0)
         return 0;
+    self->edited = true;
     forget(self);
     if (len == self->length) {
         /* Emptying the document: drop every node without rebalancing. */

@@ -45,6 +45,11 @@ piece_tree *piece_tree_new_owning(char *original, size_t len);
 
 void piece_tree_free(piece_tree *self);
 
+/* The whole text as one run of bytes, when the tree holds it so: a tree
+ * made by piece_tree_new_owning and never edited since (its original, as it
+ * was handed over). NULL otherwise. Valid while the tree lives. */
+const char *piece_tree_flat(const piece_tree *self);
+
 /* Total bytes, and lines (number of '\n' plus one). */
 size_t piece_tree_length(const piece_tree *self);
 size_t piece_tree_line_count(const piece_tree *self);
@@ -142,6 +147,45 @@ typedef struct piece_tree_snapshot_reader {
 void piece_tree_snapshot_reader_init(piece_tree_snapshot_reader *r, const piece_tree_snapshot *snap, size_t offset,
                                      size_t len);
 bool piece_tree_snapshot_reader_next(piece_tree_snapshot_reader *r, const char **chunk, size_t *len);
+
+/* ---- lines in order --------------------------------------------------------
+ *
+ * Reads lines in order without a lookup per line: one descent to the first
+ * line, then the pieces are walked leaf by leaf and cut at each '\n'.
+ * Usage:
+ *
+ *     piece_tree_lines it;
+ *     piece_tree_lines_init(&it, tree, first, count);
+ *     const char *chunk; size_t n; bool ends;
+ *     while (piece_tree_lines_next(&it, &chunk, &n, &ends))
+ *         consume(chunk, n), ends ? finish_line() : 0;
+ *
+ * Each of the `count` lines from `first` (first + count <= line_count) comes
+ * as one or more chunks (a line that spans pieces comes in several; an empty
+ * line as one empty chunk), the last with `ends` set; the '\n' is never part
+ * of a chunk. Chunks point into the tree's buffers and stay valid until the
+ * next insert or delete (of a snapshot: until it is released); nothing
+ * needs freeing. */
+typedef struct piece_tree_lines {
+    piece_tree_reader tree_reader;
+    piece_tree_snapshot_reader snap_reader;
+    bool snapshot;     /* snap_reader is the one in use */
+    const char *at;    /* the rest of the current chunk */
+    size_t left;       /* its length */
+    size_t lines_left; /* lines not yet ended */
+} piece_tree_lines;
+
+void piece_tree_lines_init(piece_tree_lines *it, const piece_tree *self, size_t first, size_t count);
+void piece_tree_snapshot_lines_init(piece_tree_lines *it, const piece_tree_snapshot *snap, size_t first, size_t count);
+bool piece_tree_lines_next(piece_tree_lines *it, const char **chunk, size_t *len, bool *ends);
+
+/* The next line whole, copied into out (cap bytes; a longer line is cut to
+ * cap, and *len is still its full length): finding its end and copying it
+ * are one pass, so this is the fastest way to read lines into a buffer.
+ * Bytes of out past the line may be overwritten too (up to cap). Returns
+ * false when every line has been read. Do not mix with lines_next on one
+ * iterator in the middle of a line. */
+bool piece_tree_lines_copy(piece_tree_lines *it, char *out, size_t cap, size_t *len);
 
 /* Number of pieces (for tests and benchmarks that watch fragmentation). */
 size_t piece_tree_piece_count(const piece_tree *self);

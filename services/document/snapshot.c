@@ -95,6 +95,43 @@ int document_snapshot_read_line(const document_snapshot *snap, size_t line, docu
     return 0;
 }
 
+void document__read_lines(piece_tree_lines *it, size_t first, const document_line_reader *reader, void *ctx)
+{
+    size_t line = first;
+    bool begun = false;
+    const char *chunk;
+    size_t n;
+    bool ends;
+    while (piece_tree_lines_next(it, &chunk, &n, &ends)) {
+        if (!begun && reader->begin)
+            reader->begin(ctx, line);
+        begun = true;
+        if (n)
+            reader->chunk(ctx, chunk, n);
+        if (ends) {
+            if (reader->end)
+                reader->end(ctx, line);
+            line++;
+            begun = false;
+        }
+    }
+}
+
+int document_snapshot_read_lines(const document_snapshot *snap, size_t first, size_t end,
+                                 const document_line_reader *reader, void *ctx, ecp_error *err)
+{
+    (void)err;
+    size_t lines = piece_tree_snapshot_line_count(snap->text);
+    if (end > lines)
+        end = lines;
+    if (first >= end)
+        return 0;
+    piece_tree_lines it;
+    piece_tree_snapshot_lines_init(&it, snap->text, first, end - first);
+    document__read_lines(&it, first, reader, ctx);
+    return 0;
+}
+
 int document_snapshot_read(const document_snapshot *snap, size_t offset, size_t len, document_chunk_fn fn, void *ctx,
                            ecp_error *err)
 {

@@ -8,12 +8,22 @@
  * chunk seam.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
 /* How far apart document offset checkpoints are laid down (bytes). */
 #define CHECKPOINT_SPACING (1u << 20)
+/* Spans of a line shorter than this are decoded whole, every time. */
+#define LONG_LINE ((size_t)64 << 10)
+/* How far apart marks inside a long line lie (bytes): the most a column
+ * conversion on it decodes, once the line is marked. */
+#define MARK_SPACING ((size_t)8 << 10)
+/* The longest slice a marking scan decodes before it may lay a mark. */
+#define SCAN_SLICE (MARK_SPACING / 4)
+/* Long lines whose marks are kept, the least recently converted going. */
+#define MARKED_LINES 4
 
 typedef struct scan {
     doc_units n;                /* consumed so far (plus the starting point) */
@@ -84,17 +94,16 @@ static size_t scan_block(scan *s, const char *p, size_t len, bool final)
     return i;
 }
 
-static void scan_range(const piece_tree *tree, size_t from, size_t len, scan *s)
+/* Hands out the bytes to scan in order; false once there are no more. */
+typedef bool (*scan_next_fn)(void *reader, const char **chunk, size_t *len);
+
+static void scan_chunks(scan *s, scan_next_fn next, void *reader)
 {
-    if (scan_reached(s) || len == 0)
-        return;
-    piece_tree_reader r;
-    piece_tree_reader_init(&r, tree, from, len);
     char carry[8];
     size_t nc = 0;
     const char *p;
     size_t n;
-    while (piece_tree_reader_next(&r, &p, &n)) {
+    while (next(reader, &p, &n)) {
         /* Finish a sequence split over the seam one byte at a time: at most
          * three rounds per chunk. */
         while (nc && n) {
@@ -106,18 +115,46 @@ static void scan_range(const piece_tree *tree, size_t from, size_t len, scan *s)
             memmove(carry, carry + used, nc - used);
             nc -= used;
         }
-        if (!n)
-            continue;
-        size_t used = scan_block(s, p, n, false);
-        if (s->stopped)
-            return;
-        nc = n - used;
-        memcpy(carry, p + used, nc);
-        if (s->mark)
-            s->mark(s->mark_ctx, s);
+        /* A scan that lays marks takes a long chunk (a large insert is
+         * one piece) in slices, so that the marks lie close enough. */
+        while (n) {
+            size_t take = s->mark && n > SCAN_SLICE ? SCAN_SLICE : n;
+            size_t used = scan_block(s, p, take, false);
+            if (s->stopped)
+                return;
+            if (take < n) { /* what the slice left at its end, the next one reads */
+                p += used;
+                n -= used;
+            } else {
+                nc = n - used;
+                memcpy(carry, p + used, nc);
+                n = 0;
+            }
+            if (s->mark)
+                s->mark(s->mark_ctx, s);
+        }
     }
     if (nc)
         scan_block(s, carry, nc, true);
+}
+
+static bool tree_next(void *reader, const char **chunk, size_t *len)
+{
+    return piece_tree_reader_next(reader, chunk, len);
+}
+
+static bool snapshot_next(void *reader, const char **chunk, size_t *len)
+{
+    return piece_tree_snapshot_reader_next(reader, chunk, len);
+}
+
+static void scan_range(const piece_tree *tree, size_t from, size_t len, scan *s)
+{
+    if (scan_reached(s) || len == 0)
+        return;
+    piece_tree_reader r;
+    piece_tree_reader_init(&r, tree, from, len);
+    scan_chunks(s, tree_next, &r);
 }
 
 static void scan_init(scan *s, ecp_position_encoding enc, size_t stop)
@@ -132,6 +169,18 @@ doc_units document__units(const piece_tree *tree, size_t from, size_t len)
     scan s;
     scan_init(&s, ECP_ENCODING_UTF8, SIZE_MAX);
     scan_range(tree, from, len, &s);
+    return s.n;
+}
+
+doc_units document__snapshot_units(const piece_tree_snapshot *snap, size_t from, size_t len)
+{
+    scan s;
+    scan_init(&s, ECP_ENCODING_UTF8, SIZE_MAX);
+    if (len) {
+        piece_tree_snapshot_reader r;
+        piece_tree_snapshot_reader_init(&r, snap, from, len);
+        scan_chunks(&s, snapshot_next, &r);
+    }
     return s.n;
 }
 
@@ -163,6 +212,178 @@ bool document__seek(const piece_tree *tree, size_t from, size_t limit, size_t co
     return seek(tree, from, limit, column, enc, out, NULL);
 }
 
+/* ----- marks inside long lines ---------------------------------------------- */
+
+static void checkpoint_insert(doc_checkpoint **list, size_t *count, size_t *cap, doc_units n, size_t spacing);
+static void start_at_checkpoint(const doc_checkpoint *list, size_t count, size_t v, ecp_position_encoding enc,
+                                scan *s);
+
+/* Units from `start`, the first byte of a line, to points inside it; the
+ * marks' bytes count from start. */
+typedef struct line_marks {
+    size_t start; /* SIZE_MAX: unused */
+    doc_checkpoint *marks;
+    size_t count;
+    size_t cap;
+    uint64_t used; /* when last converted in, for replacing the least recent */
+} line_marks;
+
+struct doc_columns {
+    line_marks lines[MARKED_LINES];
+    uint64_t clock;
+};
+
+doc_columns *document__columns_new(void)
+{
+    doc_columns *cols = xcalloc(1, sizeof *cols);
+    for (size_t i = 0; i < MARKED_LINES; i++)
+        cols->lines[i].start = SIZE_MAX;
+    return cols;
+}
+
+void document__columns_free(doc_columns *cols)
+{
+    if (!cols)
+        return;
+    for (size_t i = 0; i < MARKED_LINES; i++)
+        free(cols->lines[i].marks);
+    free(cols);
+}
+
+void document__columns_clear(doc_columns *cols)
+{
+    for (size_t i = 0; i < MARKED_LINES; i++) {
+        cols->lines[i].start = SIZE_MAX;
+        cols->lines[i].count = 0;
+    }
+}
+
+static line_marks *marks_of_line(doc_columns *cols, size_t start)
+{
+    line_marks *victim = &cols->lines[0];
+    for (size_t i = 0; i < MARKED_LINES; i++) {
+        line_marks *m = &cols->lines[i];
+        if (m->start == start) {
+            m->used = ++cols->clock;
+            return m;
+        }
+        if (m->used < victim->used)
+            victim = m;
+    }
+    victim->start = start;
+    victim->count = 0;
+    victim->used = ++cols->clock;
+    return victim;
+}
+
+static void line_mark_add(void *ctx, const scan *s)
+{
+    line_marks *m = ctx;
+    checkpoint_insert(&m->marks, &m->count, &m->cap, s->n, MARK_SPACING);
+}
+
+doc_units document__line_units(const document *doc, size_t line_start, size_t offset)
+{
+    size_t len = offset - line_start;
+    if (len < LONG_LINE)
+        return document__units(doc->tree, line_start, len);
+    line_marks *m = marks_of_line(doc->columns, line_start);
+    scan s;
+    scan_init(&s, ECP_ENCODING_UTF8, SIZE_MAX);
+    start_at_checkpoint(m->marks, m->count, len, ECP_ENCODING_UTF8, &s);
+    s.mark = line_mark_add;
+    s.mark_ctx = m;
+    scan_range(doc->tree, line_start + s.n.u8, len - s.n.u8, &s);
+    return s.n;
+}
+
+/* seek() over the line that starts at start and holds len bytes. */
+static bool line_seek(const document *doc, size_t start, size_t len, size_t column, ecp_position_encoding enc,
+                      size_t *out, size_t *units_in_line)
+{
+    if (len < LONG_LINE || column == 0)
+        return seek(doc->tree, start, start + len, column, enc, out, units_in_line);
+    line_marks *m = marks_of_line(doc->columns, start);
+    scan s;
+    scan_init(&s, enc, column);
+    start_at_checkpoint(m->marks, m->count, column, enc, &s);
+    s.mark = line_mark_add;
+    s.mark_ctx = m;
+    scan_range(doc->tree, start + s.n.u8, len - s.n.u8, &s);
+    *out = start + s.n.u8;
+    *units_in_line = scan_units(&s);
+    return s.stopped;
+}
+
+bool document__line_seek(const document *doc, size_t line_start, size_t len, size_t column, ecp_position_encoding enc,
+                         size_t *out)
+{
+    size_t have;
+    return line_seek(doc, line_start, len, column, enc, out, &have);
+}
+
+static bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+void document__columns_edit(document *doc, size_t offset, const char *del, size_t del_len, const char *ins,
+                            size_t ins_len)
+{
+    doc_columns *cols = doc->columns;
+    bool any = false;
+    for (size_t i = 0; i < MARKED_LINES && !any; i++)
+        any = cols->lines[i].start != SIZE_MAX;
+    if (!any)
+        return;
+    /* Decoding is the same on both sides of the edit, and of the text it
+     * puts in, when neither end of it falls inside a character: a byte
+     * that is no continuation byte always starts one. */
+    size_t end = offset + del_len;
+    unsigned char after = end < piece_tree_length(doc->tree) ? (unsigned char)piece_tree_byte_at(doc->tree, end) : 0;
+    unsigned char old_first = del_len ? (unsigned char)del[0] : after;
+    unsigned char new_first = ins_len ? (unsigned char)ins[0] : after;
+    bool clean = !is_continuation(after) && !is_continuation(old_first) && !is_continuation(new_first);
+    bool measured = false;
+    doc_units gone = {0, 0, 0}, added = {0, 0, 0};
+    for (size_t i = 0; i < MARKED_LINES; i++) {
+        line_marks *m = &cols->lines[i];
+        if (m->start == SIZE_MAX)
+            continue;
+        if (offset < m->start) {
+            if (end <= m->start) {
+                m->start = m->start - del_len + ins_len; /* the line itself is untouched */
+            } else {
+                m->start = SIZE_MAX; /* its start is gone */
+                m->count = 0;
+            }
+            continue;
+        }
+        size_t rel = offset - m->start, kept = 0;
+        if (!clean) {
+            /* Decoding up to a mark depends on the three bytes after it. */
+            while (kept < m->count && m->marks[kept].byte + 4 <= rel)
+                kept++;
+            m->count = kept;
+            continue;
+        }
+        if (!measured) {
+            gone = document__units_of(del, del_len);
+            added = document__units_of(ins, ins_len);
+            measured = true;
+        }
+        for (size_t k = 0; k < m->count; k++) {
+            doc_checkpoint c = m->marks[k];
+            if (c.byte > rel) {
+                if (c.byte < rel + del_len)
+                    continue; /* inside what goes */
+                c.byte = c.byte - gone.u8 + added.u8;
+                c.u16 = c.u16 - gone.u16 + added.u16;
+                c.u32 = c.u32 - gone.u32 + added.u32;
+            }
+            m->marks[kept++] = c;
+        }
+        m->count = kept;
+    }
+}
+
 int document__offset_of(const document *doc, const document_position *pos, ecp_position_encoding enc, size_t *out,
                         ecp_error *err)
 {
@@ -182,7 +403,7 @@ int document__offset_of(const document *doc, const document_position *pos, ecp_p
     }
     size_t len = piece_tree_line_length(doc->tree, pos->line);
     size_t have;
-    if (!seek(doc->tree, start, start + len, pos->column, enc, out, &have))
+    if (!line_seek(doc, start, len, pos->column, enc, out, &have))
         return ecp_error_set(err, ECP_ERANGE, "Invalid position: column %zu is past the end of line %zu (%zu column%s)",
                              pos->column, pos->line, have, have == 1 ? "" : "s");
     return 0;
@@ -192,7 +413,7 @@ void document__line_column(const document *doc, size_t offset, size_t *line, doc
 {
     *line = piece_tree_line_of_offset(doc->tree, offset);
     size_t start = piece_tree_line_start(doc->tree, *line);
-    *col = document__units(doc->tree, start, offset - start);
+    *col = document__line_units(doc, start, offset);
 }
 
 void document__position_of(const document *doc, size_t offset, ecp_position_encoding enc, document_position *out)
@@ -203,34 +424,40 @@ void document__position_of(const document *doc, size_t offset, ecp_position_enco
         out->column = offset - start;
         return;
     }
-    doc_units u = document__units(doc->tree, start, offset - start);
+    doc_units u = document__line_units(doc, start, offset);
     out->column = doc_units_get(&u, enc);
 }
 
 /* ----- document offsets in units, with checkpoints -------------------------- */
 
-static void checkpoint_add(void *ctx, const scan *s)
+/* Keeps n in the sorted list unless a neighbour lies closer than spacing. */
+static void checkpoint_insert(doc_checkpoint **list, size_t *count, size_t *cap, doc_units n, size_t spacing)
 {
-    document *doc = ctx;
-    size_t lo = 0, hi = doc->checkpoint_count;
+    size_t lo = 0, hi = *count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (doc->checkpoints[mid].byte < s->n.u8)
+        if ((*list)[mid].byte < n.u8)
             lo = mid + 1;
         else
             hi = mid;
     }
-    size_t prev = lo ? doc->checkpoints[lo - 1].byte : 0;
-    size_t next = lo < doc->checkpoint_count ? doc->checkpoints[lo].byte : SIZE_MAX;
-    if (s->n.u8 - prev < CHECKPOINT_SPACING || next - s->n.u8 < CHECKPOINT_SPACING)
+    size_t prev = lo ? (*list)[lo - 1].byte : 0;
+    size_t next = lo < *count ? (*list)[lo].byte : SIZE_MAX;
+    if (n.u8 - prev < spacing || next - n.u8 < spacing)
         return;
-    if (doc->checkpoint_count == doc->checkpoint_cap) {
-        doc->checkpoint_cap = doc->checkpoint_cap ? doc->checkpoint_cap * 2 : 16;
-        doc->checkpoints = xrealloc(doc->checkpoints, doc->checkpoint_cap * sizeof *doc->checkpoints);
+    if (*count == *cap) {
+        *cap = *cap ? *cap * 2 : 16;
+        *list = xrealloc(*list, *cap * sizeof **list);
     }
-    memmove(doc->checkpoints + lo + 1, doc->checkpoints + lo, (doc->checkpoint_count - lo) * sizeof *doc->checkpoints);
-    doc->checkpoints[lo] = (doc_checkpoint){s->n.u8, s->n.u16, s->n.u32};
-    doc->checkpoint_count++;
+    memmove(*list + lo + 1, *list + lo, (*count - lo) * sizeof **list);
+    (*list)[lo] = (doc_checkpoint){n.u8, n.u16, n.u32};
+    (*count)++;
+}
+
+static void checkpoint_add(void *ctx, const scan *s)
+{
+    document *doc = ctx;
+    checkpoint_insert(&doc->checkpoints, &doc->checkpoint_count, &doc->checkpoint_cap, s->n, CHECKPOINT_SPACING);
 }
 
 static size_t checkpoint_units(const doc_checkpoint *c, ecp_position_encoding enc)
@@ -238,21 +465,27 @@ static size_t checkpoint_units(const doc_checkpoint *c, ecp_position_encoding en
     return enc == ECP_ENCODING_UTF8 ? c->byte : enc == ECP_ENCODING_UTF16 ? c->u16 : c->u32;
 }
 
-/* The last checkpoint whose value (in enc, or bytes when by_bytes) is <= v. */
-static void checkpoint_before(const document *doc, size_t v, ecp_position_encoding enc, scan *s)
+/* Starts s at the last of list whose value in enc is <= v. */
+static void start_at_checkpoint(const doc_checkpoint *list, size_t count, size_t v, ecp_position_encoding enc, scan *s)
 {
-    size_t lo = 0, hi = doc->checkpoint_count;
+    size_t lo = 0, hi = count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (checkpoint_units(&doc->checkpoints[mid], enc) <= v)
+        if (checkpoint_units(&list[mid], enc) <= v)
             lo = mid + 1;
         else
             hi = mid;
     }
     if (lo) {
-        const doc_checkpoint *c = &doc->checkpoints[lo - 1];
+        const doc_checkpoint *c = &list[lo - 1];
         s->n = (doc_units){c->byte, c->u16, c->u32};
     }
+}
+
+/* The last checkpoint whose value in enc is <= v. */
+static void checkpoint_before(const document *doc, size_t v, ecp_position_encoding enc, scan *s)
+{
+    start_at_checkpoint(doc->checkpoints, doc->checkpoint_count, v, enc, s);
 }
 
 void document__checkpoints_invalidate(document *doc, size_t offset)

@@ -3,9 +3,11 @@
  *   B3 memory: what the tree adds to a loaded 100 MB document.
  *   B4: 1,000,000 single-byte inserts at random positions in it.
  *   B5: after 10,000 random edits, every line read the way an editor renders
- *       it (line_range, then a copy into one reused buffer;
- *       reader_mb_s: the same through the reader), against memcpy of the
- *       same number of bytes.
+ *       it: through the line iterator, which walks the leaves, each line
+ *       copied into one reused buffer as its end is found (chunks_mb_s: the
+ *       iterator's chunks copied by the caller; lookup_mb_s: one line_range
+ *       and copy per line instead; reader_mb_s: one line_range and a reader
+ *       per line), against memcpy of the same number of bytes.
  *
  * The document is generated in memory from a fixed seed: ~100 MB in ~1.5 M
  * lines of 0..132 bytes. Each workload runs `runs` times (argument 1, default
@@ -13,7 +15,8 @@
  *
  *   B3 mem_extra_bytes=... file_bytes=... ratio=... load_ms=... lf_scan_ms=...
  *   B4 inserts_per_s=... ref_ropey_per_s=1800000 ratio=... final_lookup_ns=...
- *   B5 read_mb_s=... memcpy_mb_s=... ratio=... reader_mb_s=... flat_lines_mb_s=... ratio_flat_lines=...
+ *   B5 read_mb_s=... memcpy_mb_s=... ratio=... chunks_mb_s=... lookup_mb_s=... reader_mb_s=...
+ *      flat_lines_mb_s=... ratio_flat_lines=...
  *
  * final_lookup_ns (one random byte_at in the tree B4 leaves) and
  * flat_lines_mb_s (the same lines cut from a flat buffer with memchr and
@@ -209,7 +212,7 @@ static void random_edits(piece_tree *t, int edits)
 
 static void bench_b5(const char *doc, size_t size, int runs)
 {
-    double ours[MAX_RUNS], reader[MAX_RUNS], ref[MAX_RUNS], flat_lines[MAX_RUNS];
+    double ours[MAX_RUNS], chunks[MAX_RUNS], lookup[MAX_RUNS], reader[MAX_RUNS], ref[MAX_RUNS], flat_lines[MAX_RUNS];
     size_t line_cap = 1 << 16;
     char *line_buf = xmalloc(line_cap);
     char *flat = NULL, *dst = NULL;
@@ -221,9 +224,42 @@ static void bench_b5(const char *doc, size_t size, int runs)
         pieces = piece_tree_piece_count(t);
         size_t len = piece_tree_length(t), lines = piece_tree_line_count(t);
 
-        /* Every line copied out into one reused buffer, as a renderer does. */
-        size_t total = 0, check = 0;
+        /* Every line copied out into one reused buffer, as a renderer does,
+         * through the iterator. */
+        size_t total = 0, check = 0, got = 0;
         double t0 = now_s();
+        piece_tree_lines it;
+        piece_tree_lines_init(&it, t, 0, lines);
+        while (piece_tree_lines_copy(&it, line_buf, line_cap, &got)) {
+            if (got > line_cap)
+                exit(1);
+            check += got ? (unsigned char)line_buf[got - 1] : 0;
+            total += got;
+        }
+        double t1 = now_s();
+
+        /* The same through the iterator's chunks, copied by the caller. */
+        double t10 = now_s();
+        piece_tree_lines_init(&it, t, 0, lines);
+        const char *chunk;
+        size_t k;
+        bool ends;
+        got = 0;
+        while (piece_tree_lines_next(&it, &chunk, &k, &ends)) {
+            if (got + k > line_cap)
+                exit(1);
+            memcpy(line_buf + got, chunk, k);
+            got += k;
+            if (ends) {
+                check += got ? (unsigned char)line_buf[got - 1] : 0;
+                got = 0;
+            }
+        }
+        double t11 = now_s();
+
+        /* The same with one lookup per line. */
+        size_t total_lookup = 0;
+        double t8 = now_s();
         for (size_t l = 0; l < lines; l++) {
             size_t start, n;
             piece_tree_line_range(t, l, &start, &n);
@@ -231,18 +267,19 @@ static void bench_b5(const char *doc, size_t size, int runs)
                 exit(1);
             piece_tree_copy(t, start, n, line_buf);
             check += n ? (unsigned char)line_buf[n - 1] : 0;
-            total += n;
+            total_lookup += n;
         }
-        double t1 = now_s();
+        double t9 = now_s();
+        if (total_lookup != total)
+            exit(1);
 
         /* The same through the reader, which hands out the tree's own bytes. */
         double t6 = now_s();
         for (size_t l = 0; l < lines; l++) {
-            size_t start, n, got = 0;
+            size_t start, n;
+            got = 0;
             piece_tree_line_range(t, l, &start, &n);
             piece_tree_reader r;
-            const char *chunk;
-            size_t k;
             piece_tree_reader_init(&r, t, start, n);
             while (piece_tree_reader_next(&r, &chunk, &k)) {
                 memcpy(line_buf + got, chunk, k);
@@ -282,15 +319,17 @@ static void bench_b5(const char *doc, size_t size, int runs)
         sink = check;
 
         ours[run] = (double)total / (t1 - t0) / 1e6;
+        lookup[run] = (double)total / (t9 - t8) / 1e6;
+        chunks[run] = (double)total / (t11 - t10) / 1e6;
         reader[run] = (double)total / (t7 - t6) / 1e6;
         ref[run] = (double)total / (t3 - t2) / 1e6;
         flat_lines[run] = (double)total / (t5 - t4) / 1e6;
         piece_tree_free(t);
     }
     double o = median(ours, runs), m = median(ref, runs), f = median(flat_lines, runs);
-    printf("B5 read_mb_s=%.0f memcpy_mb_s=%.0f ratio=%.3f reader_mb_s=%.0f flat_lines_mb_s=%.0f "
-           "ratio_flat_lines=%.3f pieces=%zu runs=%d\n",
-           o, m, o / m, median(reader, runs), f, o / f, pieces, runs);
+    printf("B5 read_mb_s=%.0f memcpy_mb_s=%.0f ratio=%.3f chunks_mb_s=%.0f lookup_mb_s=%.0f reader_mb_s=%.0f "
+           "flat_lines_mb_s=%.0f ratio_flat_lines=%.3f pieces=%zu runs=%d\n",
+           o, m, o / m, median(chunks, runs), median(lookup, runs), median(reader, runs), f, o / f, pieces, runs);
     free(flat);
     free(dst);
     free(line_buf);

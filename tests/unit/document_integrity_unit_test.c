@@ -103,10 +103,10 @@ static void test_history_is_bounded_in_bytes(void **state)
     assert_int_equal(document_service_undo_limit(f->svc), DOCUMENT_UNDO_MAX_BYTES);
     assert_int_equal(DOCUMENT_UNDO_MAX_BYTES, (size_t)256 << 20);
     /* A large document (8 MiB) under a limit that two of its whole-text
-     * steps (each keeps the old and the new text: 16 MiB) fit into, not
-     * three. */
+     * steps (each keeps the old text's tree, not a copy of either text: a
+     * little over 8 MiB) fit into, not three. */
     size_t len = 8u << 20;
-    size_t limit = 40u << 20;
+    size_t limit = 20u << 20;
     document_service_set_undo_limit(f->svc, limit);
     assert_int_equal(document_service_undo_limit(f->svc), limit);
     enum { EDITS = 12 };
@@ -136,8 +136,8 @@ static void test_history_is_bounded_in_bytes(void **state)
 
     /* Lowering the limit trims every document at once, oldest first; one
      * step larger than the limit is not kept at all. */
-    document_service_set_undo_limit(f->svc, 17u << 20);
-    assert_true(doc->history.bytes <= 17u << 20);
+    document_service_set_undo_limit(f->svc, 9u << 20);
+    assert_true(doc->history.bytes <= 9u << 20);
     bool can_undo, can_redo;
     assert_int_equal(document_history(f->svc, id, &can_undo, &can_redo, NULL), 0);
     assert_false(can_undo);

@@ -780,6 +780,306 @@ static void test_write_stream(void **state)
     assert_non_null(strstr(err.message, "cannot create a file in its directory"));
 }
 
+/* ----- columns on long lines, and the encodings events carry ---------------------------- */
+
+static uint64_t test_rng = 88172645463325252ull;
+
+static size_t rnd(size_t n)
+{
+    test_rng ^= test_rng << 13;
+    test_rng ^= test_rng >> 7;
+    test_rng ^= test_rng << 17;
+    return (size_t)(test_rng % n);
+}
+
+/* Characters of one to four bytes, now and then a stray byte. */
+static size_t random_chars(char *out, size_t n)
+{
+    static const char *const pick[] = {"a", "b", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80", " ", "\x80", "\xE2\x82"};
+    size_t at = 0;
+    while (at < n) {
+        size_t k = rnd(100);
+        const char *c = pick[k < 60 ? k % 2 : k < 70 ? 2 : k < 80 ? 3 : k < 90 ? 4 : k < 97 ? 5 : k < 99 ? 6 : 7];
+        size_t len = strlen(c);
+        if (at + len > n)
+            break;
+        memcpy(out + at, c, len);
+        at += len;
+    }
+    return at;
+}
+
+static double now_s(void) { return (double)uv_hrtime() / 1e9; }
+
+/* Every conversion on line 0 of doc agrees with decoding the model's line
+ * from its start. */
+static void check_columns(document *doc, const char *model, size_t line_len, size_t samples)
+{
+    for (size_t k = 0; k < samples; k++) {
+        size_t at = k == 0 ? line_len : rnd(line_len + 1);
+        for (int e = 0; e < 3; e++) {
+            ecp_position_encoding enc = (ecp_position_encoding)e;
+            document_position pos;
+            document__position_of(doc, at, enc, &pos);
+            assert_int_equal(pos.line, 0);
+            assert_int_equal(pos.column, utf_column_count(model, at, enc));
+            /* and back, from a character's start */
+            if (at < line_len && (model[at] & 0xC0) == 0x80)
+                continue;
+            size_t back;
+            assert_int_equal(document__offset_of(doc, &pos, enc, &back, NULL), 0);
+            if (back != at) {
+                /* at may follow a stray byte that decoding joined to nothing: still a start */
+                assert_int_equal(utf_column_count(model, back, enc), pos.column);
+            }
+        }
+    }
+}
+
+static document *open_chars(fx *f, const char *uri, char *model, size_t want, size_t *len, char id[64])
+{
+    *len = random_chars(model, want);
+    opened o = {0};
+    document_open_options opt = {.uri = uri, .content = model, .content_len = *len};
+    assert_null(document_open(f->svc, &opt, on_opened, &o));
+    assert_int_equal(o.status, 0);
+    strcpy(id, o.id);
+    return document__find(f->svc, id, NULL);
+}
+
+static void test_columns_on_a_long_line(void **state)
+{
+    fx *f = *state;
+    /* Correctness on a 2 MB line (marks every 8 KiB), against decoding the
+     * whole line each time. */
+    size_t cap = (30u << 20) + 4096;
+    char *model = malloc(cap);
+    size_t len;
+    char id[64];
+    document *doc = open_chars(f, "memory://long", model, 2u << 20, &len, id);
+    check_columns(doc, model, len, 20);
+    /* Edits anywhere in the line, clean and not (a stray continuation byte
+     * at either end), then the same conversions against the model. */
+    for (int round = 0; round < 40; round++) {
+        char ins[64];
+        size_t n = random_chars(ins, 1 + rnd(40));
+        if (round % 7 == 3)
+            ins[0] = (char)0x80;
+        size_t at = rnd(len + 1), del = rnd(3) == 0 ? rnd(20) : 0;
+        if (at + del > len)
+            del = len - at;
+        document_edit e = {{{0, at}, {0, at + del}}, ins, n};
+        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+        /* a column inside a character snaps back: take the text as it is */
+        char *text = text_of(f, id);
+        len = strlen(text);
+        assert_true(len < cap);
+        memcpy(model, text, len);
+        free(text);
+        check_columns(doc, model, len, 4);
+    }
+
+    /* Typing at the end of a 30 MB line, converting the end each time: no
+     * longer a scan of the whole line per keystroke (~12 ms each here). */
+    doc = open_chars(f, "memory://longer", model, 30u << 20, &len, id);
+    document_position last;
+    document__position_of(doc, len, ECP_ENCODING_UTF16, &last);
+    double t = now_s();
+    for (int i = 0; i < 1000; i++) {
+        document_edit e = {{{0, len}, {0, len}}, "\xC3\xA9", 2};
+        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+        memcpy(model + len, "\xC3\xA9", 2);
+        len += 2;
+        document__position_of(doc, len, ECP_ENCODING_UTF16, &last);
+    }
+    double took = now_s() - t;
+    assert_int_equal(last.column, utf_column_count(model, len, ECP_ENCODING_UTF16));
+    /* And typing at the start of the line, converting its end. */
+    t = now_s();
+    for (int i = 0; i < 1000; i++) {
+        document_edit e = {{{0, 0}, {0, 0}}, "x", 1};
+        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+        len++;
+        document__position_of(doc, len, ECP_ENCODING_UTF32, &last);
+    }
+    double took_start = now_s() - t;
+    assert_int_equal(last.column, utf_column_count(model, len - 1000, ECP_ENCODING_UTF32) + 1000);
+    print_message("1000 keystrokes with a conversion at the end of a 30 MB line: %.1f ms typed at its end, %.1f ms "
+                  "typed at its start\n", took * 1000, took_start * 1000);
+    assert_true(took < 2.0); /* scanning from the line's start each time: ~12 s */
+    assert_true(took_start < 2.0);
+    free(model);
+}
+
+typedef struct last_change {
+    document_change c;
+    int count;
+} last_change;
+
+static void keep_change(void *ctx, const document_change_event *ev)
+{
+    last_change *l = ctx;
+    l->c = ev->changes[0];
+    l->count++;
+}
+
+static const document_listener keep_listener = {.on_change = keep_change};
+
+static void test_events_carry_the_encodings_in_use(void **state)
+{
+    fx *f = *state;
+    last_change l = {0};
+    document_subscribe(f->svc, &keep_listener, &l);
+    char id[64];
+    open_text(f, "memory://enc", "\xF0\x9F\x98\x80\xC3\xA9x", id); /* U+1F600 U+00E9 x */
+    /* Until told otherwise, every encoding. */
+    document_edit e = {{{0, 6}, {0, 7}}, "y", 1};
+    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(l.c.start.column[ECP_ENCODING_UTF8], 6);
+    assert_int_equal(l.c.start.column[ECP_ENCODING_UTF16], 3);
+    assert_int_equal(l.c.start.column[ECP_ENCODING_UTF32], 2);
+    /* Bytes only: nothing is decoded, and the other columns are the byte ones. */
+    document_service_set_encodings(f->svc, 1u << ECP_ENCODING_UTF8);
+    e = (document_edit){{{0, 4}, {0, 7}}, "z", 1};
+    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(l.c.start.column[ECP_ENCODING_UTF8], 4);
+    assert_int_equal(l.c.start.column[ECP_ENCODING_UTF16], 4);
+    assert_int_equal(l.c.range_length[ECP_ENCODING_UTF8], 3);
+    assert_int_equal(l.c.range_length[ECP_ENCODING_UTF32], 3);
+    /* UTF-16 in use again: its columns are real. */
+    document_service_set_encodings(f->svc, 1u << ECP_ENCODING_UTF16);
+    e = (document_edit){{{0, 4}, {0, 5}}, "", 0};
+    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(l.c.start.column[ECP_ENCODING_UTF8], 4);
+    assert_int_equal(l.c.start.column[ECP_ENCODING_UTF16], 2);
+    assert_int_equal(l.c.end.column[ECP_ENCODING_UTF16], 3);
+    assert_int_equal(l.count, 3);
+    document_unsubscribe(f->svc, &keep_listener, &l);
+}
+
+typedef struct lines_seen {
+    buf text; /* each line followed by '|' */
+    size_t next, begun, ended;
+} lines_seen;
+
+static void seen_begin(void *ctx, size_t line)
+{
+    lines_seen *s = ctx;
+    assert_int_equal(line, s->next);
+    assert_int_equal(s->begun, s->ended);
+    s->begun++;
+}
+
+static void seen_chunk(void *ctx, const char *p, size_t len)
+{
+    lines_seen *s = ctx;
+    assert_true(len > 0);
+    assert_null(memchr(p, '\n', len));
+    buf_append(&s->text, p, len);
+}
+
+static void seen_end(void *ctx, size_t line)
+{
+    lines_seen *s = ctx;
+    assert_int_equal(line, s->next);
+    s->next++;
+    s->ended++;
+    buf_push(&s->text, '|');
+}
+
+static const document_line_reader seen_reader = {seen_begin, seen_chunk, seen_end};
+
+static void one_line(void *ctx, const char *p, size_t len) { buf_append(ctx, p, len); }
+
+static void test_read_lines(void **state)
+{
+    fx *f = *state;
+    char id[64];
+    open_text(f, "memory://lines", "", id);
+    /* Lines over many pieces: inserts at random places, some of newlines alone. */
+    for (int i = 0; i < 3000; i++) {
+        document_info info;
+        assert_int_equal(document_get_info(f->svc, id, &info, NULL), 0);
+        size_t line = rnd(info.line_count);
+        const char *texts[] = {"\n", "ab", "c\nd", "\n\n", "\xC3\xA9xyz\n"};
+        const char *t = texts[rnd(5)];
+        document_edit e = {{{line, 0}, {line, 0}}, t, strlen(t)};
+        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    }
+    document_info info;
+    assert_int_equal(document_get_info(f->svc, id, &info, NULL), 0);
+    document_snapshot *snap = document_snapshot_take(f->svc, id, NULL);
+    assert_non_null(snap);
+    for (int k = 0; k < 40; k++) {
+        size_t first = k == 0 ? 0 : rnd(info.line_count + 2), end = k == 0 ? info.line_count : first + rnd(300);
+        buf want = BUF_INIT;
+        size_t stop = end < info.line_count ? end : info.line_count;
+        for (size_t l = first; l < stop; l++) {
+            assert_int_equal(document_read_line(f->svc, id, l, one_line, &want, NULL), 0);
+            buf_push(&want, '|');
+        }
+        for (int from_snapshot = 0; from_snapshot < 2; from_snapshot++) {
+            lines_seen seen = {BUF_INIT, first, 0, 0};
+            if (from_snapshot)
+                assert_int_equal(document_snapshot_read_lines(snap, first, end, &seen_reader, &seen, NULL), 0);
+            else
+                assert_int_equal(document_read_lines(f->svc, id, first, end, &seen_reader, &seen, NULL), 0);
+            assert_int_equal(seen.ended, first < stop ? stop - first : 0);
+            assert_int_equal(seen.text.len, want.len);
+            if (want.len)
+                assert_memory_equal(seen.text.data, want.data, want.len);
+            buf_free(&seen.text);
+        }
+        buf_free(&want);
+    }
+    document_snapshot_release(snap);
+    assert_int_equal(document_read_lines(f->svc, "nope", 0, 1, &seen_reader, NULL, NULL), ECP_ENOTFOUND);
+}
+
+/* Up and down keep the code-point column between long lines, through
+ * their marks. */
+static void test_vertical_moves_on_long_lines(void **state)
+{
+    fx *f = *state;
+    size_t each = 300000;
+    char *text = malloc(3 * each + 3);
+    size_t a = random_chars(text, each);
+    text[a] = '\n';
+    size_t b = random_chars(text + a + 1, each);
+    text[a + 1 + b] = '\n';
+    size_t c = random_chars(text + a + 2 + b, each);
+    size_t len = a + 2 + b + c;
+    char id[64];
+    opened o = {0};
+    document_open_options opt = {.uri = "memory://vertical", .content = text, .content_len = len};
+    assert_null(document_open(f->svc, &opt, on_opened, &o));
+    strcpy(id, o.id);
+    const char *lines[3] = {text, text + a + 1, text + a + 2 + b};
+    size_t lens[3] = {a, b, c};
+    for (int k = 0; k < 30; k++) {
+        /* a caret at a character's start on line 0, by its UTF-16 column */
+        size_t at = rnd(a);
+        while (at > 0 && (lines[0][at] & 0xC0) == 0x80)
+            at--;
+        size_t col16 = utf_column_count(lines[0], at, ECP_ENCODING_UTF16);
+        size_t want32 = utf_column_count(lines[0], at, ECP_ENCODING_UTF32);
+        document_position pos = {0, col16};
+        document_cursor cur = {pos, pos, false, 0};
+        assert_int_equal(document_set_cursors(f->svc, id, &cur, 1, ECP_ENCODING_UTF16, NULL), 0);
+        for (size_t line = 1; line < 3; line++) {
+            assert_int_equal(document_move_cursors(f->svc, id, DOCUMENT_DOWN, DOCUMENT_BY_LINE, false, NULL), 0);
+            document_cursor *list;
+            size_t count;
+            assert_int_equal(document_get_cursors(f->svc, id, ECP_ENCODING_UTF32, &list, &count, NULL), 0);
+            size_t total32 = utf_column_count(lines[line], lens[line], ECP_ENCODING_UTF32);
+            assert_int_equal(list[0].active.line, line);
+            assert_int_equal(list[0].active.column, want32 < total32 ? want32 : total32);
+            free(list);
+        }
+    }
+    free(text);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -797,6 +1097,10 @@ int main(void)
         T(test_write_file_follows_symlink),
         T(test_snapshot_api),
         T(test_write_stream),
+        T(test_columns_on_a_long_line),
+        T(test_events_carry_the_encodings_in_use),
+        T(test_read_lines),
+        T(test_vertical_moves_on_long_lines),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -993,6 +993,131 @@ static void test_snapshot_out_of_memory(void **state)
     piece_tree_free(t);
 }
 
+/* Lines read in order through the iterator are exactly the lines that one
+ * lookup each finds, for any first line and count, on a fragmented tree and
+ * on a snapshot of it. */
+static void check_lines(piece_tree *t, const piece_tree_snapshot *snap, size_t first, size_t count)
+{
+    piece_tree_lines it;
+    if (snap)
+        piece_tree_snapshot_lines_init(&it, snap, first, count);
+    else
+        piece_tree_lines_init(&it, t, first, count);
+    size_t line = first, got = 0, cap = 1 << 16;
+    char *want = malloc(cap), *have = malloc(cap);
+    const char *chunk;
+    size_t n;
+    bool ends;
+    while (piece_tree_lines_next(&it, &chunk, &n, &ends)) {
+        assert_true(line < first + count);
+        assert_true(got + n <= cap);
+        memcpy(have + got, chunk, n);
+        got += n;
+        if (!ends)
+            continue;
+        size_t start, len;
+        if (snap)
+            piece_tree_snapshot_line_range(snap, line, &start, &len);
+        else
+            piece_tree_line_range(t, line, &start, &len);
+        assert_int_equal(got, len);
+        if (snap)
+            piece_tree_snapshot_copy(snap, start, len, want);
+        else
+            piece_tree_copy(t, start, len, want);
+        assert_memory_equal(have, want, len);
+        line++;
+        got = 0;
+    }
+    assert_int_equal(line, first + count);
+    /* The same lines copied whole, into room enough and into too little. */
+    static const size_t rooms[] = {16, 100, 1 << 16};
+    for (size_t ri = 0; ri < 3; ri++) {
+        size_t room = rooms[ri];
+        if (snap)
+            piece_tree_snapshot_lines_init(&it, snap, first, count);
+        else
+            piece_tree_lines_init(&it, t, first, count);
+        line = first;
+        size_t len;
+        while (piece_tree_lines_copy(&it, have, room, &len)) {
+            size_t start, want_len;
+            if (snap)
+                piece_tree_snapshot_line_range(snap, line, &start, &want_len);
+            else
+                piece_tree_line_range(t, line, &start, &want_len);
+            assert_int_equal(len, want_len);
+            if (snap)
+                piece_tree_snapshot_copy(snap, start, want_len, want);
+            else
+                piece_tree_copy(t, start, want_len, want);
+            assert_memory_equal(have, want, len < room ? len : room);
+            line++;
+        }
+        assert_int_equal(line, first + count);
+    }
+    free(want);
+    free(have);
+}
+
+static void test_lines_in_order(void **state)
+{
+    (void)state;
+    rng_state = 7;
+    size_t len0 = 200000;
+    char *text = make_text(len0);
+    piece_tree *t = piece_tree_new_owning(text, len0);
+    assert_non_null(t);
+    char buf[300];
+    for (int step = 0; step < 3000; step++) {
+        size_t len = piece_tree_length(t);
+        if (below(3) || len == 0) {
+            size_t n = random_text(buf, sizeof buf);
+            if (below(5) == 0)
+                buf[0] = '\n', buf[n - 1] = '\n'; /* lines that start and end at a piece's edge */
+            assert_int_equal(piece_tree_insert(t, below(len + 1), buf, n), 0);
+        } else {
+            size_t at = below(len);
+            assert_int_equal(piece_tree_delete(t, at, 1 + below(len - at < 60 ? len - at : 60)), 0);
+        }
+    }
+    size_t lines = piece_tree_line_count(t);
+    check_lines(t, NULL, 0, lines);
+    piece_tree_snapshot *snap = piece_tree_snapshot_take(t);
+    assert_non_null(snap);
+    check_lines(NULL, snap, 0, lines);
+    for (int k = 0; k < 200; k++) {
+        size_t first = below(lines + 1), count = below(lines - first + 1);
+        if (k % 10 == 0)
+            count = lines - first; /* to the last line */
+        check_lines(t, NULL, first, count);
+        check_lines(NULL, snap, first, count);
+    }
+    piece_tree_snapshot_release(snap);
+    /* Long lines (the copy takes 64 bytes a round), split across pieces. */
+    piece_tree_free(t);
+    size_t long_len = 100000;
+    char *longs = malloc(long_len);
+    for (size_t i = 0; i < long_len; i++)
+        longs[i] = below(200) == 0 ? '\n' : (char)('a' + below(26));
+    t = piece_tree_new_owning(longs, long_len);
+    for (int step = 0; step < 300; step++)
+        assert_int_equal(piece_tree_insert(t, below(piece_tree_length(t) + 1), "xyz\nabc", 1 + below(7)), 0);
+    check_lines(t, NULL, 0, piece_tree_line_count(t));
+    /* Empty lines only, and an empty tree. */
+    piece_tree_free(t);
+    char *nls = malloc(5);
+    memcpy(nls, "\n\n\n\n\n", 5);
+    t = piece_tree_new_owning(nls, 5);
+    check_lines(t, NULL, 0, 6);
+    check_lines(t, NULL, 5, 1);
+    check_lines(t, NULL, 2, 0);
+    piece_tree_free(t);
+    t = piece_tree_new();
+    check_lines(t, NULL, 0, 1);
+    piece_tree_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1013,6 +1138,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_keeps_typed_bytes),
         cmocka_unit_test(test_snapshots_survive_edits),
         cmocka_unit_test(test_snapshot_out_of_memory),
+        cmocka_unit_test(test_lines_in_order),
     };
     return cmocka_run_group_tests_name("piece_tree", tests, NULL, NULL);
 }
