@@ -26,6 +26,7 @@ struct ecp_call {
     bool answered;
     bool deferred;
     bool abandoned;
+    bool holds_client; /* the client's later messages wait for this answer */
     void (*abandon_fn)(void *ctx);
     void *abandon_ctx;
     ecp_deliver_fn deliver;
@@ -122,6 +123,9 @@ ecp_call *ecp_call_defer(ecp_call *call)
 }
 
 bool ecp_call_abandoned(const ecp_call *call) { return call->abandoned; }
+
+void ecp_call_hold_client(ecp_call *call) { call->holds_client = true; }
+bool ecp_call_holds_client(const ecp_call *call) { return call->holds_client; }
 
 void ecp_call_on_abandon(ecp_call *call, void (*fn)(void *ctx), void *ctx)
 {

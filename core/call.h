@@ -39,6 +39,7 @@ void ecp_call_ref(ecp_call *call);
 void ecp_call_unref(ecp_call *call);
 
 bool ecp_call_deferred(const ecp_call *call);
+bool ecp_call_holds_client(const ecp_call *call);
 bool ecp_call_is_notification(const ecp_call *call);
 const char *ecp_call_id_raw(const ecp_call *call, size_t *len);
 

@@ -144,6 +144,14 @@ bool ecp_call_abandoned(const ecp_call *call);
  * deadline) checks it instead of answering twice. */
 bool ecp_call_answered(const ecp_call *call);
 
+/* The client's later messages are not handled until this deferred call is
+ * answered: a request that finishes off the loop (a large replacement of a
+ * document's text) keeps its place in that client's order, so its next
+ * edit applies after it, never under it. Other clients go on. While held,
+ * the client's $/cancelRequest waits too: hold only work that ends on its
+ * own. Call before the handler returns. */
+void ecp_call_hold_client(ecp_call *call);
+
 /* Registers fn to run (once, on the main loop) when the call is cancelled or
  * its client goes away before it is answered. Replaces an earlier hook. */
 void ecp_call_on_abandon(ecp_call *call, void (*fn)(void *ctx), void *ctx);

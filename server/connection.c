@@ -242,6 +242,9 @@ static void deliver(void *owner, ecp_call *call, const char *response, size_t le
     pending *p = owner;
     connection *conn = p->conn;
     batch *b = p->batch;
+    bool held = conn->holding == p;
+    if (held)
+        conn->holding = NULL;
     pending_unlink(p);
     pending_release(conn, p);
     if (b) {
@@ -251,6 +254,8 @@ static void deliver(void *owner, ecp_call *call, const char *response, size_t le
     } else {
         server__connection_send(conn, response, len);
     }
+    if (held)
+        connection_receive(conn, NULL, 0); /* the messages that waited for it */
 }
 
 static pending *find_pending(connection *conn, const char *id_raw, size_t id_len)
@@ -292,6 +297,8 @@ static void cancel_request(connection *conn, const json_doc *doc, json_ref param
         return; /* already answered: nothing to cancel */
     ecp_call *call = p->call;
     batch *b = p->batch;
+    if (conn->holding == p)
+        conn->holding = NULL;
     pending_unlink(p);
     pending_release(conn, p);
     reply_error(conn, b, id_raw, id_len, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");
@@ -372,6 +379,8 @@ static void dispatch(connection *conn, batch *b, char *text, size_t len, json_do
         ecp_log(&srv->log, ECP_LOG_ERROR, "%s returned without answering", ecp_call_method(call));
         ecp_call_error(call, ECP_WIRE_INTERNAL_ERROR, "Internal error: %s did not answer", ecp_call_method(call));
     }
+    if (p && !ecp_call_answered(call) && ecp_call_holds_client(call))
+        conn->holding = p; /* receive() takes no further message until deliver() */
     ecp_call_unref(call);
     return;
 
@@ -526,7 +535,7 @@ static void receive(connection *conn, const char *data, size_t len)
     bool was_unknown = true;
     /* Paused, the messages already buffered wait too: answering them would
      * queue more for a peer that is not reading. */
-    while (!conn->closing && !conn->parsing && !conn->paused) {
+    while (!conn->closing && !conn->parsing && !conn->holding && !conn->paused) {
         char *msg;
         size_t n;
         frame_status st = framing_decoder_next(&conn->decoder, &msg, &n);

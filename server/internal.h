@@ -63,6 +63,7 @@ struct connection {
     uint64_t paused_since;     /* the loop's time when it paused */
     size_t big_reply;          /* the largest message queued since the queue last ran low */
     ecp_job *parsing;          /* a big message being parsed off the loop */
+    struct pending *holding;   /* a request the later messages wait for (ecp_call_hold_client) */
     bool closing;              /* io->close() was called; waiting for connection_close */
     bool shutting_down;        /* this client sent `shutdown`: its later requests are refused */
     bool watching_process;     /* its `processId` is watched */

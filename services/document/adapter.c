@@ -987,6 +987,9 @@ static void m_set_content(void *ctx, ecp_call *call)
         t->raw_len = raw_len - 2;
         ecp_job *job = ecp_job_new(ad->jobs, &set_content_job_type, t);
         ecp_job_serve(job, call);
+        /* the client's next edit must land on the new text, as it would after
+         * a small setContent answered at once */
+        ecp_call_hold_client(call);
         ecp_job_start(job, 1);
         return;
     }

@@ -297,7 +297,9 @@ int document_set_content(document_service *self, const char *document_id, const 
  *     old tree is kept for undo; neither text is copied), the cursor at the
  *     end, fires on_change with `text` itself as the change's bytes, and
  *     frees r. Requests served between begin and finish land before it (and
- *     are replaced with the rest). *version (may be NULL) as for
+ *     are replaced with the rest): the adapter holds the asking client's
+ *     later messages until finish (ecp_call_hold_client), so only other
+ *     clients' edits can fall there, ordered as if they came first. *version (may be NULL) as for
  *     document_set_content. Fails as set_content does when the document was
  *     closed meanwhile.
  *   free (loop): drops an r that will not be finished. */

@@ -1220,6 +1220,29 @@ class LargeEditStallTests(unittest.TestCase):
         self.assertIn(info["lineCount"], (1, text.count("\n") + 1))  # the whole text or none of it
         self.assertIsNone(self.srv.p.poll())
 
+    def test_an_edit_sent_after_a_huge_set_content_lands_after_it(self):
+        # The replacement is built off the loop; the same client's next edit,
+        # sent without waiting, must still apply to the new text, not vanish
+        # under it. Another client's ping is not held back meanwhile.
+        a = Client(self.srv.connect())
+        other = Client(self.srv.connect())
+        a.call(req(0, "notifications/unsubscribe", {"events": ["document/didChange"]}))
+        doc = a.call(req(1, "document/open", {"uri": "untitled:order", "content": "old"}))["result"]["documentId"]
+        text = "new line\n" * (4 << 20)
+        a.s.sendall(nl(req(2, "document/setContent", {"documentId": doc, "content": text})) +
+                    nl(req(3, "document/insert", {"documentId": doc, "position": {"line": 0, "column": 0},
+                                                  "text": "typed "})))
+        self.assertEqual(other.call(req(9, "ecp/ping", [9]))["result"], [9])
+        answers = {}
+        while len(answers) < 2:
+            m = a.r.message()
+            if "id" in m:
+                answers[m["id"]] = m
+        self.assertTrue(answers[2]["result"]["success"])
+        self.assertTrue(answers[3]["result"]["success"])
+        first = a.call(req(4, "document/line", {"documentId": doc, "lineNumber": 0}))["result"]["text"]
+        self.assertEqual(first, "typed new line")
+
 if __name__ == "__main__":
     ECPD = os.path.abspath(sys.argv[1])
     ECPCTL = os.path.abspath(sys.argv[2])
