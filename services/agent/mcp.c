@@ -813,6 +813,9 @@ static bool setting_config(const json_doc *d, json_ref key, arena *a, agent_mcp_
     if (url != JSON_NO_REF ? !json_string(d, url, a, &config->url, NULL)
                            : command == JSON_NO_REF || !json_string(d, command, a, &config->command, NULL))
         return false;
+    if ((args != JSON_NO_REF && json_type_of(d, args) != JSON_ARRAY) ||
+        (pairs != JSON_NO_REF && json_type_of(d, pairs) != JSON_OBJECT))
+        return false;
     size_t argc = args != JSON_NO_REF && url == JSON_NO_REF ? json_length(d, args) : 0,
            pairc = pairs != JSON_NO_REF ? json_length(d, pairs) : 0;
     const char **argv = arena_calloc(a, (argc + 1) * sizeof *argv), **pairv = arena_calloc(a, (pairc + 1) * sizeof *pairv);
