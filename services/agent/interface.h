@@ -144,7 +144,13 @@ void agent_unsubscribe(agent_service *self, const agent_listener *listener, void
  * once the server has answered initialize and tools/list. Calls of tools that
  * are not marked read-only wait for approval like writes. A server that fails
  * to start or exits has its tools withdrawn and its waiting calls answered
- * with errors; it stays listed as "failed" until stopped. Events: on_mcp. */
+ * with errors; it stays listed as "failed" until stopped. Events: on_mcp.
+ *
+ * The servers the `agent.mcpServers` setting names start with the service and
+ * follow the setting: one it adds starts, one it drops stops, one whose
+ * configuration changes restarts. Servers a client started (agent_mcp_start)
+ * are not the setting's: it leaves them alone, even under the same name, and
+ * a client starting one of the setting's servers takes it over. */
 typedef struct agent_mcp_config {
     const char *name;                 /* letters, digits, '-' and single '_' */
     const char *command;              /* found on PATH */

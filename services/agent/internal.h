@@ -81,6 +81,9 @@ void tool_cancel(tool_run *run);
 
 /* ----- MCP servers (mcp.c) ---------------------------------------------------------- */
 
+/* Makes the servers agent.mcpServers started match its value (JSON text; NULL: none): a server it no
+ * longer names stops, a new one starts, a changed one restarts. Servers a client started are left alone. */
+void mcp_follow_setting(agent_service *svc, const char *value_json);
 /* Stops every server (at the service's end; nobody is told). */
 void mcp_stop_all(agent_service *svc);
 /* The running servers' tools, named mcp__<server>__<tool>. */

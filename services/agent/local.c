@@ -1360,6 +1360,14 @@ void agent_query_start(ecp_job *walk) { file_walk_start(walk); }
 
 /* ----- the service ------------------------------------------------------------------------------ */
 
+static void setting_changed(void *ctx, const char *key, const char *value_json)
+{
+    if (strcmp(key, "agent.mcpServers") == 0)
+        mcp_follow_setting(ctx, value_json);
+}
+
+static const session_listener settings_listener = {.on_setting = setting_changed};
+
 agent_service *agent_service_new(const agent_service_options *o, ecp_error *err)
 {
     (void)err;
@@ -1378,6 +1386,10 @@ agent_service *agent_service_new(const agent_service_options *o, ecp_error *err)
     op->svc = svc;
     store_submit(svc->store, &load_type, op);
     store_flush(svc->store);
+    if (svc->session) {
+        session_subscribe(svc->session, &settings_listener, svc);
+        mcp_follow_setting(svc, session_setting_json(svc->session, "agent.mcpServers"));
+    }
     return svc;
 }
 
@@ -1399,6 +1411,8 @@ void agent_service_free(agent_service *self)
         c->run = NULL;
         cancel_hosted(c);
     }
+    if (self->session)
+        session_unsubscribe(self->session, &settings_listener, self);
     mcp_stop_all(self); /* after the chats' calls were cancelled: nobody is told */
     llm_client_free(self->llm); /* aborts every request without calling back */
     ecp_job_set_close(self->jobs);

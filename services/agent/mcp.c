@@ -64,6 +64,7 @@ struct mcp_server {
     mcp_tool *tools;
     size_t tool_count;
     bool listing;      /* tools/list pages still coming */
+    bool from_setting; /* named by agent.mcpServers: it follows the setting, a client's server does not */
 };
 
 /* One message posted to an HTTP server, and the answers it brings. */
@@ -696,7 +697,7 @@ static void send_initialize(mcp_server *s)
     buf_free(&params);
 }
 
-int agent_mcp_start(agent_service *self, const agent_mcp_config *config, ecp_error *err)
+static int start_server(agent_service *self, const agent_mcp_config *config, bool from_setting, ecp_error *err)
 {
     if (!config->name || !valid_name(config->name))
         return ecp_error_set(err, ECP_EINVAL, "an MCP server's name is 1 to 40 letters, digits, '-' or single '_'");
@@ -706,12 +707,15 @@ int agent_mcp_start(agent_service *self, const agent_mcp_config *config, ecp_err
     if (config->url && strncmp(config->url, "http://", 7) != 0 && strncmp(config->url, "https://", 8) != 0)
         return ecp_error_set(err, ECP_EINVAL, "MCP server %s: the url must be http:// or https://", config->name);
     mcp_server *old = find_server(self, config->name);
-    if (old && (old->state == MCP_STARTING || old->state == MCP_RUNNING) && same_config(old, config))
+    if (old && (old->state == MCP_STARTING || old->state == MCP_RUNNING) && same_config(old, config)) {
+        old->from_setting = from_setting; /* a client naming it takes it over: the setting lets it be */
         return 0; /* each new ACP session names the same servers: they go on serving */
+    }
     if (old)
         detach(self, old);
     mcp_server *s = xcalloc(1, sizeof *s);
     s->svc = self;
+    s->from_setting = from_setting;
     s->name = xstrdup(config->name);
     if (config->url && config->url[0]) {
         /* HTTP: no process; the first POST is initialize */
@@ -787,6 +791,90 @@ int agent_mcp_start(agent_service *self, const agent_mcp_config *config, ecp_err
     announce(s);
     send_initialize(s);
     return 0;
+}
+
+int agent_mcp_start(agent_service *self, const agent_mcp_config *config, ecp_error *err)
+{
+    return start_server(self, config, false, err);
+}
+
+/* One server of agent.mcpServers as a configuration; its strings live in a. False when it is not of the
+ * setting's form (the schema refuses such a value, so only a hand-broken store gets here). */
+static bool setting_config(const json_doc *d, json_ref key, arena *a, agent_mcp_config *config)
+{
+    json_ref server = key + 1;
+    const char *name;
+    *config = (agent_mcp_config){0};
+    if (!json_string(d, key, a, &name, NULL) || json_type_of(d, server) != JSON_OBJECT)
+        return false;
+    config->name = name;
+    json_ref command = json_get(d, server, "command"), url = json_get(d, server, "url"),
+             args = json_get(d, server, "args"), pairs = json_get(d, server, url != JSON_NO_REF ? "headers" : "env");
+    if (url != JSON_NO_REF ? !json_string(d, url, a, &config->url, NULL)
+                           : command == JSON_NO_REF || !json_string(d, command, a, &config->command, NULL))
+        return false;
+    if ((args != JSON_NO_REF && json_type_of(d, args) != JSON_ARRAY) ||
+        (pairs != JSON_NO_REF && json_type_of(d, pairs) != JSON_OBJECT))
+        return false;
+    size_t argc = args != JSON_NO_REF && url == JSON_NO_REF ? json_length(d, args) : 0,
+           pairc = pairs != JSON_NO_REF ? json_length(d, pairs) : 0;
+    const char **argv = arena_calloc(a, (argc + 1) * sizeof *argv), **pairv = arena_calloc(a, (pairc + 1) * sizeof *pairv);
+    size_t k = 0;
+    for (json_ref e = argc ? json_first(d, args) : JSON_NO_REF; e != JSON_NO_REF; e = json_next(d, e))
+        if (!json_string(d, e, a, &argv[k++], NULL))
+            return false;
+    k = 0;
+    for (json_ref n = pairc ? json_first(d, pairs) : JSON_NO_REF; n != JSON_NO_REF; n = json_next(d, n)) {
+        const char *field, *value;
+        if (!json_string(d, n, a, &field, NULL) || !json_string(d, n + 1, a, &value, NULL))
+            return false;
+        pairv[k++] = arena_sprintf(a, url != JSON_NO_REF ? "%s: %s" : "%s=%s", field, value);
+    }
+    if (url != JSON_NO_REF) {
+        config->headers = pairv;
+        config->header_count = k;
+    } else {
+        config->args = argv;
+        config->arg_count = argc;
+        config->env = pairv;
+        config->env_count = k;
+    }
+    return true;
+}
+
+void mcp_follow_setting(agent_service *svc, const char *value_json)
+{
+    json_doc d = {0};
+    bool parsed = value_json && json_doc_parse(&d, value_json, strlen(value_json), NULL) == 0 &&
+                  json_type_of(&d, json_root(&d)) == JSON_OBJECT;
+    json_ref root = parsed ? json_root(&d) : JSON_NO_REF;
+    /* the setting's servers it no longer names go */
+    for (mcp_server *s = svc->mcp_servers, *next; s; s = next) {
+        next = s->next;
+        if (s->from_setting && (root == JSON_NO_REF || json_get(&d, root, s->name) == JSON_NO_REF))
+            detach(svc, s);
+    }
+    arena a = ARENA_INIT;
+    for (json_ref k = root != JSON_NO_REF ? json_first(&d, root) : JSON_NO_REF; k != JSON_NO_REF; k = json_next(&d, k)) {
+        agent_mcp_config config;
+        if (!setting_config(&d, k, &a, &config)) {
+            ecp_log(svc->log, ECP_LOG_WARN, "agent.mcpServers: a server is not {command, ...} or {url, ...}");
+            continue;
+        }
+        mcp_server *old = find_server(svc, config.name);
+        if (old && !old->from_setting) {
+            ecp_log(svc->log, ECP_LOG_INFO, "agent.mcpServers: %s was started by a client and stays as it is",
+                    config.name);
+            continue;
+        }
+        if (old && same_config(old, &config))
+            continue; /* unchanged: running, or failed until its configuration changes */
+        ecp_error err = {0};
+        if (start_server(svc, &config, true, &err) < 0)
+            ecp_log(svc->log, ECP_LOG_WARN, "agent.mcpServers: %s", err.message);
+    }
+    arena_free(&a);
+    json_doc_free(&d);
 }
 
 int agent_mcp_stop(agent_service *self, const char *name, ecp_error *err)

@@ -127,8 +127,9 @@ typedef struct session_setting_schema {
     bool has_range;
     double minimum, maximum;
     bool integer;               /* a number that must be whole */
-    /* Further check of a string value (e.g. its form); returns false with a
-     * reason written to reason (cap bytes). NULL: any string. */
+    /* Further check of a string value (its text) or an object value (its
+     * JSON text); returns false with a reason written to reason (cap bytes).
+     * NULL: any string or object. */
     bool (*check)(const char *value, char *reason, size_t cap);
     const char *description;
     /* Not in the catalogue: a key this server adds for its own services. */

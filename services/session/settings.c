@@ -48,6 +48,114 @@ static bool provider_model_form(const char *value, char *reason, size_t cap)
     return false;
 }
 
+/* An MCP server's name, as the agent takes it: 1 to 40 letters, digits, '-' or single '_' ("__" separates
+ * the server from the tool in the names the model sees). */
+static bool mcp_server_name(const char *name, size_t len)
+{
+    if (!len || len > 40 || strlen(name) != len)
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+              (*p == '_' && p[1] != '_')))
+            return false;
+    return true;
+}
+
+static bool plain_string(const json_doc *d, json_ref ref, arena *a, const char **out)
+{
+    size_t len;
+    const char *text;
+    if (ref == JSON_NO_REF || !json_string(d, ref, a, &text, &len) || strlen(text) != len)
+        return false;
+    if (out)
+        *out = text;
+    return true;
+}
+
+/* An object whose every value is a string without NUL characters. */
+static bool string_map(const json_doc *d, json_ref ref)
+{
+    if (json_type_of(d, ref) != JSON_OBJECT)
+        return false;
+    arena a = ARENA_INIT;
+    bool fine = true;
+    for (json_ref k = json_first(d, ref); k != JSON_NO_REF && fine; k = json_next(d, k))
+        fine = plain_string(d, k, &a, NULL) && plain_string(d, k + 1, &a, NULL);
+    arena_free(&a);
+    return fine;
+}
+
+/* agent.mcpServers' form: {name: {command, args?, env?} or {url, headers?}}, as mcp/startServer takes them.
+ * The reason names the server and the field, so a typo in a settings file is found at once. */
+static bool mcp_servers_form(const char *value, char *reason, size_t cap)
+{
+    json_doc d = {0};
+    if (json_doc_parse(&d, value, strlen(value), NULL) < 0 || json_type_of(&d, json_root(&d)) != JSON_OBJECT) {
+        json_doc_free(&d);
+        snprintf(reason, cap, "expected an object of servers");
+        return false;
+    }
+    arena a = ARENA_INIT;
+    bool fine = true;
+    for (json_ref k = json_first(&d, json_root(&d)); k != JSON_NO_REF && fine; k = json_next(&d, k)) {
+        const char *name;
+        size_t len;
+        json_string(&d, k, &a, &name, &len);
+        json_ref server = k + 1;
+        fine = false;
+        if (!mcp_server_name(name, len)) {
+            snprintf(reason, cap, "server \"%.40s\": a name is 1 to 40 letters, digits, '-' or single '_'", name);
+            continue;
+        }
+        if (json_type_of(&d, server) != JSON_OBJECT) {
+            snprintf(reason, cap, "server \"%s\": expected an object with command or url", name);
+            continue;
+        }
+        json_ref command = json_get(&d, server, "command"), url = json_get(&d, server, "url");
+        const char *text;
+        if (command != JSON_NO_REF && url != JSON_NO_REF)
+            snprintf(reason, cap, "server \"%s\": command and url exclude each other", name);
+        else if (command == JSON_NO_REF && url == JSON_NO_REF)
+            snprintf(reason, cap, "server \"%s\": command (stdio) or url (HTTP) is needed", name);
+        else if (command != JSON_NO_REF && (!plain_string(&d, command, &a, &text) || !text[0]))
+            snprintf(reason, cap, "server \"%s\": command must be a non-empty string", name);
+        else if (url != JSON_NO_REF && (!plain_string(&d, url, &a, &text) ||
+                                        (strncmp(text, "http://", 7) != 0 && strncmp(text, "https://", 8) != 0)))
+            snprintf(reason, cap, "server \"%s\": url must be an http:// or https:// string", name);
+        else
+            fine = true;
+        for (json_ref f = json_first(&d, server); f != JSON_NO_REF && fine; f = json_next(&d, f)) {
+            const char *field;
+            json_string(&d, f, &a, &field, NULL);
+            bool stdio_field = strcmp(field, "args") == 0 || strcmp(field, "env") == 0;
+            if (strcmp(field, "command") == 0 || strcmp(field, "url") == 0)
+                continue;
+            fine = false;
+            if (strcmp(field, "args") == 0 && url == JSON_NO_REF) {
+                fine = json_type_of(&d, f + 1) == JSON_ARRAY;
+                for (json_ref e = fine ? json_first(&d, f + 1) : JSON_NO_REF; e != JSON_NO_REF && fine;
+                     e = json_next(&d, e))
+                    fine = plain_string(&d, e, &a, NULL);
+                if (!fine)
+                    snprintf(reason, cap, "server \"%s\": args must be an array of strings", name);
+            } else if ((strcmp(field, "env") == 0 && url == JSON_NO_REF) ||
+                       (strcmp(field, "headers") == 0 && command == JSON_NO_REF)) {
+                fine = string_map(&d, f + 1);
+                if (!fine)
+                    snprintf(reason, cap, "server \"%s\": %s must be an object of strings", name, field);
+            } else if (stdio_field || strcmp(field, "headers") == 0) {
+                snprintf(reason, cap, "server \"%s\": %s does not go with %s", name, field, stdio_field ? "url" : "command");
+            } else {
+                snprintf(reason, cap, "server \"%s\": unknown field \"%.40s\" (command, args, env; or url, headers)",
+                         name, field);
+            }
+        }
+    }
+    arena_free(&a);
+    json_doc_free(&d);
+    return fine;
+}
+
 static const session_setting_schema schema[] = {
     NUM("editor.fontSize", "14", 8, 72, "Font size in points"),
     NUM("editor.tabSize", "2", 1, 16, "Spaces a tab is worth"),
@@ -163,12 +271,16 @@ static const session_setting_schema schema[] = {
             "Socket clients served at once (--max-connections comes first)"),
     EXT_INT("git.networkTimeoutMs", "60000", 100, 3600000,
             "How long a push, pull or fetch may take before it answers NETWORK_ERROR, in ms"),
+    {.key = "agent.mcpServers", .type = SESSION_SETTING_OBJECT, .default_json = "{}", .check = mcp_servers_form,
+     .description = "MCP servers the agent runs as tool sources while the setting names them: {name: {command, args?, "
+                    "env?}} (stdio) or {name: {url, headers?}} (streamable HTTP)",
+     .reported_by_default = true, EXTENSION},
 };
 
 #define SCHEMA_COUNT (sizeof schema / sizeof schema[0])
 #define CATALOGUE_KEYS 79
-#define EXTENSION_KEYS 9
-_Static_assert(SCHEMA_COUNT == CATALOGUE_KEYS + EXTENSION_KEYS, "the catalogue's 79 keys, then 9 extensions");
+#define EXTENSION_KEYS 10
+_Static_assert(SCHEMA_COUNT == CATALOGUE_KEYS + EXTENSION_KEYS, "the catalogue's 79 keys, then 10 extensions");
 
 const session_setting_schema *session_settings_schema(size_t *count)
 {
@@ -218,6 +330,8 @@ static const char *json_kind(json_type t)
     }
 }
 
+static char *canonical(const json_doc *doc, json_ref ref);
+
 /* Checks the value at ref against row; on refusal writes the reason to
  * reason (cap bytes) and returns false. */
 static bool validate(const session_setting_schema *row, const json_doc *doc, json_ref ref, char *reason, size_t cap)
@@ -262,6 +376,13 @@ static bool validate(const session_setting_schema *row, const json_doc *doc, jso
         if (!fine && !reason[0])
             snprintf(reason, cap, "expected a string without NUL characters");
         arena_free(&a);
+        if (!fine)
+            return false;
+    }
+    if (row->type == SESSION_SETTING_OBJECT && row->check) {
+        char *text = canonical(doc, ref);
+        bool fine = row->check(text, reason, cap);
+        free(text);
         if (!fine)
             return false;
     }

@@ -900,6 +900,114 @@ class AgentTest(Base):
         self.assertEqual(c.request("mcp/startServer", {"name": "ftp", "url": "ftp://x/"})["error"]["code"], -32602)
         self.assertEqual(c.request("mcp/startServer", {"name": "none"})["error"]["code"], -32602)
 
+    def wait_servers(self, c, pred, timeout=30):
+        """mcp/listServers once pred holds of it."""
+        deadline = time.time() + timeout
+        while True:
+            servers = c.call("mcp/listServers", {})["servers"]
+            if pred(servers) or time.time() > deadline:
+                return servers
+            time.sleep(0.1)
+
+    def test_mcp_servers_of_the_settings_file_start_with_the_agent(self):
+        node, fs_server = os.environ["ECPD_TEST_NODE"], os.environ["ECPD_TEST_MCP_FILESYSTEM"]
+        config = os.path.join(self.tmp, "settings.json")
+        with open(config, "w") as f:
+            json.dump({"agent.mcpServers": {"setfs": {"command": node, "args": [fs_server, self.ws],
+                                                      "env": {"MCP_TEST": "1"}}}}, f)
+        self.mock.add(self.tool_reply("mcp__setfs__list_directory", {"path": os.path.join(self.ws, "src")}),
+                      {"text": ["listed"]})
+        c = self.start(args=["--config", config])
+        servers = self.wait_servers(c, lambda s: s and s[0]["status"] != "starting")
+        self.assertEqual([(x["name"], x["status"], x["args"]) for x in servers],
+                         [("setfs", "running", [fs_server, self.ws])], servers)
+        self.assertIn("read_text_file", [t["name"] for t in servers[0]["tools"]])
+        self.prompt(c, "list src")
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertEqual((called["name"], called["error"]), ("mcp__setfs__list_directory", False))
+        self.assertIn("a.txt", called["outputs"][0]["text"])
+        # the file changes: the server goes with it
+        with open(config, "w") as f:
+            json.dump({"agent.mcpServers": {}}, f)
+        self.assertEqual(c.note("tool/serverUpdated", lambda p: p["name"] == "setfs", timeout=20)["status"], "stopped")
+        self.assertEqual(c.call("mcp/listServers", {})["servers"], [])
+
+    def test_mcp_servers_follow_the_setting(self):
+        node, fs_server = os.environ["ECPD_TEST_NODE"], os.environ["ECPD_TEST_MCP_FILESYSTEM"]
+        src = os.path.join(self.ws, "src")
+        self.mock.add(self.tool_reply("mcp__setfs__list_directory", {"path": src}), {"text": ["listed"]})
+        c = self.start()
+        self.assertEqual(c.call("config/get", {"key": "agent.mcpServers"}), {"value": {}})
+        # a client's server, which the setting must leave alone even when it names it
+        c.call("mcp/startServer", {"name": "mine", "command": node, "args": [fs_server, self.ws]})
+        c.note("tool/serverUpdated", lambda p: p["name"] == "mine" and p["status"] == "running", timeout=30)
+        servers = {"setfs": {"command": node, "args": [fs_server, self.ws]},
+                   "mine": {"command": node, "args": [fs_server, src]}}
+        self.assertEqual(c.call("config/set", {"key": "agent.mcpServers", "value": servers}), {"success": True})
+        running = c.note("tool/serverUpdated", lambda p: p["name"] == "setfs" and p["status"] != "starting",
+                         timeout=30)
+        self.assertEqual(running["status"], "running", running)
+        listed = {x["name"]: x for x in c.call("mcp/listServers", {})["servers"]}
+        self.assertEqual(sorted(listed), ["mine", "setfs"])
+        self.assertEqual((listed["setfs"]["status"], listed["setfs"]["args"]), ("running", [fs_server, self.ws]))
+        self.assertIn("list_directory", [t["name"] for t in listed["setfs"]["tools"]])
+        self.assertEqual(listed["mine"]["args"], [fs_server, self.ws])
+        # its tools go to the model, and a call comes back
+        self.prompt(c, "list src")
+        turn = c.turn()
+        called = of_type(turn, "toolCalled")[0]
+        self.assertEqual((called["name"], called["error"]), ("mcp__setfs__list_directory", False))
+        self.assertIn("a.txt", called["outputs"][0]["text"])
+        self.assertIn("mcp__setfs__read_text_file",
+                      [t["function"]["name"] for t in self.mock.requests[0]["body"]["tools"]])
+        # a changed configuration restarts it; the same again leaves it running
+        servers["setfs"]["args"] = [fs_server, src]
+        c.call("config/set", {"key": "agent.mcpServers", "value": servers})
+        c.note("tool/serverUpdated", lambda p: p["name"] == "setfs" and p["status"] == "stopped")
+        c.note("tool/serverUpdated", lambda p: p["name"] == "setfs" and p["status"] == "running", timeout=30)
+        listed = {x["name"]: x for x in c.call("mcp/listServers", {})["servers"]}
+        self.assertEqual(listed["setfs"]["args"], [fs_server, src])
+        servers["other"] = {"command": os.path.join(self.tmp, "no-such-server")}
+        c.call("config/set", {"key": "agent.mcpServers", "value": servers})
+        self.assertEqual(c.note("tool/serverUpdated", lambda p: p["name"] == "other" and p["status"] != "starting")
+                         ["status"], "failed")
+        self.assertEqual({x["name"]: x["status"] for x in c.call("mcp/listServers", {})["servers"]},
+                         {"mine": "running", "setfs": "running", "other": "failed"})
+        # removed from the setting: stopped, listed no more, its tools withdrawn; the client's goes on
+        c.call("config/set", {"key": "agent.mcpServers", "value": {}})
+        self.assertEqual(c.note("tool/serverUpdated", lambda p: p["name"] == "setfs")["status"], "stopped")
+        self.assertEqual([(x["name"], x["status"]) for x in c.call("mcp/listServers", {})["servers"]],
+                         [("mine", "running")])
+        self.mock.add({"text": ["ok"]})
+        self.prompt(c, "again")
+        c.turn()
+        offered = [t["function"]["name"] for t in self.mock.requests[-1]["body"]["tools"]]
+        self.assertFalse(any(n.startswith("mcp__setfs__") for n in offered))
+        self.assertIn("mcp__mine__read_text_file", offered)
+        # values that are not servers are refused, naming the server and the field
+        for value, says in (([], "expected object"),
+                            ({"a__b": {"command": node}}, "a__b"),
+                            ({"x": {"command": node, "args": [1]}}, "server \"x\": args"),
+                            ({"x": {"command": node, "env": {"A": 1}}}, "server \"x\": env"),
+                            ({"x": "node"}, "server \"x\""),
+                            ({"x": {}}, "server \"x\": command"),
+                            ({"x": {"url": "ftp://h/"}}, "server \"x\": url"),
+                            ({"x": {"command": node, "url": "http://h/"}}, "server \"x\": command and url"),
+                            ({"x": {"command": node, "headers": {}}}, "server \"x\": headers"),
+                            ({"x": {"command": node, "cwd": "/"}}, "unknown field \"cwd\"")):
+            bad = c.request("config/set", {"key": "agent.mcpServers", "value": value})
+            self.assertEqual(bad["error"]["code"], -32301, value)
+            self.assertEqual(bad["error"]["data"]["key"], "agent.mcpServers")
+            self.assertIn(says, bad["error"]["data"]["reason"])
+        self.assertEqual(c.call("config/get", {"key": "agent.mcpServers"}), {"value": {}})
+        # an HTTP server's form is taken
+        self.assertEqual(c.call("config/set", {"key": "agent.mcpServers",
+                                               "value": {"web": {"url": "http://127.0.0.1:1/mcp",
+                                                                 "headers": {"X-Token": "t"}}}}),
+                         {"success": True})
+        web = c.note("tool/serverUpdated", lambda p: p["name"] == "web" and p["status"] != "starting", timeout=30)
+        self.assertEqual((web["url"], web["status"]), ("http://127.0.0.1:1/mcp", "failed"))
+
     # ----- stopping ---------------------------------------------------------------------------
 
     def test_stopping_while_a_prompt_waits_for_a_key_or_a_search_runs(self):

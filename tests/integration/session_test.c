@@ -218,7 +218,7 @@ static void test_config_defaults_get_and_schema(void **state)
 {
     fx *f = *state;
     char *out = ok(f->c, "config/getAll", NULL);
-    assert_int_equal(test_json_length(out, "settings"), 70 + 8); /* the catalogue's, and the extensions' */
+    assert_int_equal(test_json_length(out, "settings"), 70 + 9); /* the catalogue's, and the extensions' */
     want_raw(out, "settings.editor\\.fontSize", "14");
     free(out);
 
@@ -231,7 +231,7 @@ static void test_config_defaults_get_and_schema(void **state)
     free(fails(f->c, -32602, "config/get", "{}"));
 
     out = ok(f->c, "config/schema", NULL);
-    assert_int_equal(test_json_length(out, "schema.properties"), 79 + 9);
+    assert_int_equal(test_json_length(out, "schema.properties"), 79 + 10);
     want_string(out, "schema.properties.editor\\.fontSize.type", "number");
     want_raw(out, "schema.properties.editor\\.fontSize.default", "14");
     want_raw(out, "schema.properties.editor\\.fontSize.minimum", "8");
@@ -266,7 +266,7 @@ static void test_config_set_notifies_before_answering_and_persists(void **state)
     ok_equal(f->c, "config/get", "{\"key\":\"editor.folding\"}", "{\"value\":false}");
     ok_equal(f->c, "config/get", "{\"key\":\"tui.timeline.mode\"}", "{\"value\":\"repo\"}");
     char *out = ok(f->c, "config/getAll", NULL);
-    assert_int_equal(test_json_length(out, "settings"), 70 + 8 + 1);
+    assert_int_equal(test_json_length(out, "settings"), 70 + 9 + 1);
     free(out);
 }
 

@@ -114,7 +114,7 @@ static void test_schema_is_whole(void **state)
     size_t count;
     const session_setting_schema *rows = session_settings_schema(&count);
     /* the catalogue's 79 keys, then the extensions */
-    assert_int_equal(count, 79 + 9);
+    assert_int_equal(count, 79 + 10);
     size_t reported = 0;
     for (size_t i = 0; i < count; i++) {
         if (rows[i].extension != (i >= 79))
@@ -128,7 +128,7 @@ static void test_schema_is_whole(void **state)
                 fail_msg("%s twice", rows[i].key);
         reported += rows[i].reported_by_default;
     }
-    assert_int_equal(reported, 70 + 8); /* agent.model has no value until set */
+    assert_int_equal(reported, 70 + 9); /* agent.model has no value until set */
     assert_true(session_setting_find("agent.maxTurns")->integer);
     assert_false(session_setting_find("editor.fontSize")->extension);
     assert_non_null(session_setting_find("lsp.hover.enabled"));
