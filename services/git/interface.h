@@ -477,11 +477,11 @@ typedef void (*gitsvc_status_cb)(void *ctx, int status, const gitsvc_error *err,
 /* The status of the repository that holds path. When the service has a
  * fresh status of it (and !force), cb runs before this returns and *job is
  * NULL. Otherwise *job is a job of the service, not started, that computes
- * it (in the long lane, as GITSVC_STATUS_ITEMS items side by side): the
+ * it (in the long lane, as GITSVC_STATUS_ITEMS items): the
  * caller may let it serve a call (ecp_job_serve), then starts it with
  * ecp_job_start(job, GITSVC_STATUS_ITEMS); cb runs once when it ends,
  * ECP_ECANCELED after a cancel, never after gitsvc_free. */
-#define GITSVC_STATUS_ITEMS 2
+#define GITSVC_STATUS_ITEMS 1
 void gitsvc_status_get(gitsvc *self, const char *path, bool force, gitsvc_status_cb cb, void *ctx, ecp_job **job);
 
 /* ----- a document's changes against HEAD (loop thread) ------------------------------- */

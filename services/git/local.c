@@ -255,16 +255,19 @@ void gitsvc_changed(gitsvc *self, const char *root, const char *gitdir, gitsvc_c
 
 /* ----- the cached status -------------------------------------------------------------------- */
 
-/* Two items, side by side: 0 reads HEAD against the index (and the
- * branch), 1 the index against the work tree; done merges them. */
+/* One item: HEAD against the index (and the branch), then the index against
+ * the work tree, on one opened repository so that the index is read once.
+ * The first half is usually answered from the index's own tree (nothing
+ * staged) and costs a millisecond, where a second item would open the
+ * repository and parse the index again; done merges the halves. */
 typedef struct status_job {
     gitsvc *svc;
     char *path;
     gitsvc_status_cb cb;
     void *ctx;
-    char *root, *gitdir; /* item 0's */
+    char *root, *gitdir;
     uint64_t generation; /* of the known repository when the work began; UINT64_MAX: unknown */
-    arena mem[2];        /* one per item: an arena is not shared between threads */
+    arena mem[2];        /* one per half, kept by the cache as they are */
     gitsvc_status half[2];
     int rc[2];
     gitsvc_error err[2];
@@ -272,19 +275,18 @@ typedef struct status_job {
 
 static void status_work(ecp_job *job, unsigned item)
 {
+    (void)item;
     status_job *j = ecp_job_data(job);
-    if ((j->rc[item] = gitsvc__check_cancel(job, &j->err[item])))
+    if ((j->rc[0] = gitsvc__check_cancel(job, &j->err[0])))
         return;
     gitsvc_repo *repo = NULL;
-    if ((j->rc[item] = gitsvc_repo_open(j->path, &repo, NULL, &j->err[item])))
+    if ((j->rc[0] = gitsvc_repo_open(j->path, &repo, NULL, &j->err[0])))
         return;
-    if (item == 0) {
-        j->root = xstrdup(gitsvc_repo_root(repo));
-        j->gitdir = xstrdup(gitsvc_repo_gitdir(repo));
-        j->rc[0] = gitsvc__status_staged(repo, job, &j->mem[0], &j->half[0], &j->err[0]);
-    } else {
+    j->root = xstrdup(gitsvc_repo_root(repo));
+    j->gitdir = xstrdup(gitsvc_repo_gitdir(repo));
+    j->rc[0] = gitsvc__status_staged(repo, job, &j->mem[0], &j->half[0], &j->err[0]);
+    if (j->rc[0] == 0)
         j->rc[1] = gitsvc__status_unstaged(repo, job, &j->mem[1], &j->half[1], &j->err[1]);
-    }
     gitsvc_repo_close(repo);
 }
 
