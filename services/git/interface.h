@@ -8,9 +8,11 @@
  * when it is created.
  *
  * What it promises:
- * - libgit2 objects never cross threads. Every operation below opens its own
- *   repository (gitsvc_repo_open) on the thread that runs it and closes it
- *   there; the service's jobs (core/job.h) are the only callers on the server,
+ * - libgit2 objects are used by one thread at a time. Every operation below
+ *   opens its own repository (gitsvc_repo_open) on the thread that runs it
+ *   and closes it there, except the status, whose repository the service
+ *   keeps between statuses and lends to one status job at a time through the
+ *   loop; the service's jobs (core/job.h) are the only callers on the server,
  *   so nothing that touches a repository runs on the loop.
  * - A repository is discovered upward from any path inside its work tree
  *   (existing or not). A bare repository has no work tree: it is refused as

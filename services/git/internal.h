@@ -48,6 +48,12 @@ struct gitsvc__known {
     uint64_t generation;
     arena status_mem[2];   /* a status is made in two halves, each with an arena */
     gitsvc_status *status; /* NULL: none, or stale */
+    /* The repository the last status was computed on, kept for the next one
+     * (opening it and parsing a large index is a good part of a status);
+     * lent to one status job at a time, through the loop. Closed when
+     * anything in the git directory changes (its config, refs or index may
+     * be cached in it); NULL: none, or nothing watched. */
+    gitsvc_repo *kept;
     unsigned announced;    /* kinds (bit per gitsvc_change_kind) told since the status was computed */
     gitsvc__known *next;
 };

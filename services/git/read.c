@@ -232,6 +232,12 @@ static bool index_is_tree(git_repository *repo, const git_tree *tree)
 
 int gitsvc__status_staged(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out, gitsvc_error *err)
 {
+    /* a repository kept from an earlier status holds the index it read then:
+     * read again if the file changed (a stat when it did not) */
+    git_index *index = NULL;
+    if (git_repository_index(&index, repo->repo) == 0 && git_index_read(index, false) < 0)
+        git_error_clear();
+    git_index_free(index);
     int rc = gitsvc__head_info(repo->repo, mem, out, err);
     if (rc || (rc = gitsvc__check_cancel(job, err)))
         return rc;
