@@ -8,9 +8,11 @@
  * when it is created.
  *
  * What it promises:
- * - libgit2 objects never cross threads. Every operation below opens its own
- *   repository (gitsvc_repo_open) on the thread that runs it and closes it
- *   there; the service's jobs (core/job.h) are the only callers on the server,
+ * - libgit2 objects are used by one thread at a time. Every operation below
+ *   opens its own repository (gitsvc_repo_open) on the thread that runs it
+ *   and closes it there, except the status, whose repository the service
+ *   keeps between statuses and lends to one status job at a time through the
+ *   loop; the service's jobs (core/job.h) are the only callers on the server,
  *   so nothing that touches a repository runs on the loop.
  * - A repository is discovered upward from any path inside its work tree
  *   (existing or not). A bare repository has no work tree: it is refused as
@@ -477,11 +479,11 @@ typedef void (*gitsvc_status_cb)(void *ctx, int status, const gitsvc_error *err,
 /* The status of the repository that holds path. When the service has a
  * fresh status of it (and !force), cb runs before this returns and *job is
  * NULL. Otherwise *job is a job of the service, not started, that computes
- * it (in the long lane, as GITSVC_STATUS_ITEMS items side by side): the
+ * it (in the long lane, as GITSVC_STATUS_ITEMS items): the
  * caller may let it serve a call (ecp_job_serve), then starts it with
  * ecp_job_start(job, GITSVC_STATUS_ITEMS); cb runs once when it ends,
  * ECP_ECANCELED after a cancel, never after gitsvc_free. */
-#define GITSVC_STATUS_ITEMS 2
+#define GITSVC_STATUS_ITEMS 1
 void gitsvc_status_get(gitsvc *self, const char *path, bool force, gitsvc_status_cb cb, void *ctx, ecp_job **job);
 
 /* ----- a document's changes against HEAD (loop thread) ------------------------------- */

@@ -46,8 +46,14 @@ struct gitsvc__known {
     /* Bumped by every change heard: a status computed across a change is
      * answered but not kept. */
     uint64_t generation;
-    arena status_mem[2];   /* a status is made by two work items, each with an arena */
+    arena status_mem[2];   /* a status is made in two halves, each with an arena */
     gitsvc_status *status; /* NULL: none, or stale */
+    /* The repository the last status was computed on, kept for the next one
+     * (opening it and parsing a large index is a good part of a status);
+     * lent to one status job at a time, through the loop. Closed when
+     * anything in the git directory changes (its config, refs or index may
+     * be cached in it); NULL: none, or nothing watched. */
+    gitsvc_repo *kept;
     unsigned announced;    /* kinds (bit per gitsvc_change_kind) told since the status was computed */
     gitsvc__known *next;
 };
@@ -108,8 +114,8 @@ void gitsvc__changes_add_hunk(gitsvc__changes *out, size_t old_count, size_t new
 /* The branch part of a status (also used by the status itself). */
 int gitsvc__head_info(git_repository *repo, arena *mem, gitsvc_status *out, gitsvc_error *err);
 
-/* The two halves of a status, each on a repository of its own (any
- * thread): HEAD against the index with the branch, and the index against
+/* The two halves of a status, on the same repository or each on one of
+ * its own (any thread): HEAD against the index with the branch, and the index against
  * the work tree with untracked files and conflicts. Merging (into staged)
  * takes the second's arrays and allocates in mem. */
 int gitsvc__status_staged(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out, gitsvc_error *err);

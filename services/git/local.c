@@ -61,6 +61,7 @@ static void known_free(gitsvc__known *k)
     free(k->aliases);
     arena_free(&k->status_mem[0]);
     arena_free(&k->status_mem[1]);
+    gitsvc_repo_close(k->kept);
     free(k->root);
     free(k->gitdir);
     free(k);
@@ -131,6 +132,15 @@ static void drop_status(gitsvc__known *k)
     arena_free(&k->status_mem[1]);
 }
 
+/* Something in the git directory changed: what the kept repository cached
+ * of it may be stale. */
+static void drop_kept(gitsvc__known *k)
+{
+    k->generation++; /* and one lent to a status now at work is not kept either */
+    gitsvc_repo_close(k->kept);
+    k->kept = NULL;
+}
+
 static void announce(gitsvc__known *k, const char *path, gitsvc_change_kind kind, bool always)
 {
     unsigned bit = 1u << kind;
@@ -181,6 +191,7 @@ static void on_watch(void *ctx, const file_change *change)
     gitsvc_change_kind kind = GITSVC_CHANGE_STATUS;
     const char *rel = under(change->path, k->gitdir);
     if (rel) {
+        drop_kept(k);
         if (!gitdir_kind(rel, &kind))
             return;
     } else if (!under(change->path, k->root)) {
@@ -249,22 +260,27 @@ void gitsvc_changed(gitsvc *self, const char *root, const char *gitdir, gitsvc_c
 {
     gitsvc__known *k = track(self, root, gitdir);
     drop_status(k);
+    drop_kept(k);
     gitsvc__documents_repo_changed(self, k->root);
     announce(k, root, kind, true);
 }
 
 /* ----- the cached status -------------------------------------------------------------------- */
 
-/* Two items, side by side: 0 reads HEAD against the index (and the
- * branch), 1 the index against the work tree; done merges them. */
+/* One item: HEAD against the index (and the branch), then the index against
+ * the work tree, on one opened repository so that the index is read once.
+ * The first half is usually answered from the index's own tree (nothing
+ * staged) and costs a millisecond, where a second item would open the
+ * repository and parse the index again; done merges the halves. */
 typedef struct status_job {
     gitsvc *svc;
     char *path;
     gitsvc_status_cb cb;
     void *ctx;
-    char *root, *gitdir; /* item 0's */
+    char *root, *gitdir;
+    gitsvc_repo *repo;   /* the known repository's kept one, lent; or the one the work opened */
     uint64_t generation; /* of the known repository when the work began; UINT64_MAX: unknown */
-    arena mem[2];        /* one per item: an arena is not shared between threads */
+    arena mem[2];        /* one per half, kept by the cache as they are */
     gitsvc_status half[2];
     int rc[2];
     gitsvc_error err[2];
@@ -272,20 +288,17 @@ typedef struct status_job {
 
 static void status_work(ecp_job *job, unsigned item)
 {
+    (void)item;
     status_job *j = ecp_job_data(job);
-    if ((j->rc[item] = gitsvc__check_cancel(job, &j->err[item])))
+    if ((j->rc[0] = gitsvc__check_cancel(job, &j->err[0])))
         return;
-    gitsvc_repo *repo = NULL;
-    if ((j->rc[item] = gitsvc_repo_open(j->path, &repo, NULL, &j->err[item])))
+    if (!j->repo && (j->rc[0] = gitsvc_repo_open(j->path, &j->repo, NULL, &j->err[0])))
         return;
-    if (item == 0) {
-        j->root = xstrdup(gitsvc_repo_root(repo));
-        j->gitdir = xstrdup(gitsvc_repo_gitdir(repo));
-        j->rc[0] = gitsvc__status_staged(repo, job, &j->mem[0], &j->half[0], &j->err[0]);
-    } else {
-        j->rc[1] = gitsvc__status_unstaged(repo, job, &j->mem[1], &j->half[1], &j->err[1]);
-    }
-    gitsvc_repo_close(repo);
+    j->root = xstrdup(gitsvc_repo_root(j->repo));
+    j->gitdir = xstrdup(gitsvc_repo_gitdir(j->repo));
+    j->rc[0] = gitsvc__status_staged(j->repo, job, &j->mem[0], &j->half[0], &j->err[0]);
+    if (j->rc[0] == 0)
+        j->rc[1] = gitsvc__status_unstaged(j->repo, job, &j->mem[1], &j->half[1], &j->err[1]);
 }
 
 static void add_alias(gitsvc__known *k, const char *path)
@@ -329,6 +342,11 @@ static void status_done(ecp_job *job)
         }
         k->status = st;
         k->announced = 0;
+        /* kept only when watched: nothing else would tell it is stale */
+        if (!k->kept && (k->watch_root || k->watch_gitdir)) {
+            k->kept = j->repo;
+            j->repo = NULL;
+        }
     }
     j->cb(j->ctx, 0, NULL, k->root, st);
 }
@@ -339,6 +357,7 @@ static void status_free(void *data)
     free(j->path);
     free(j->root);
     free(j->gitdir);
+    gitsvc_repo_close(j->repo);
     arena_free(&j->mem[0]);
     arena_free(&j->mem[1]);
     free(j);
@@ -372,6 +391,10 @@ void gitsvc_status_get(gitsvc *self, const char *path, bool force, gitsvc_status
     j->cb = cb;
     j->ctx = ctx;
     j->generation = k ? k->generation : UINT64_MAX;
+    if (k) {
+        j->repo = k->kept; /* lent: back in done, when nothing changed meanwhile */
+        k->kept = NULL;
+    }
     arena_init(&j->mem[0]);
     arena_init(&j->mem[1]);
     *job = ecp_job_new(self->jobs, &status_type, j);

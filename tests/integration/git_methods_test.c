@@ -216,6 +216,29 @@ static void test_status_matches_porcelain(void **state)
     free(r);
 }
 
+/* Nothing staged is read from the index's own tree when git left it valid,
+ * and from the trees otherwise: each state the index can be in after git's
+ * commands, through a forced status each time (the cache would hide it). */
+static void test_status_index_tree(void **state)
+{
+    small_history();
+    write_at("dir/c.txt", "edited, not staged\n");
+    status_matches_git(); /* the index's tree is HEAD's */
+    sh("git add dir/c.txt");
+    status_matches_git(); /* a subtree of it is out of date */
+    sh("git reset -q");
+    status_matches_git(); /* rebuilt from HEAD again */
+    sh("git add dir/c.txt && git commit -qm four && echo again >> dir/c.txt && git add dir/c.txt");
+    sh("git checkout -q HEAD -- dir/c.txt");
+    status_matches_git(); /* staged, then the staged change undone */
+    sh("git rm -q --cached b.txt");
+    status_matches_git(); /* a staged delete */
+    sh("git add b.txt && git update-index --chmod=+x a.txt");
+    status_matches_git(); /* a staged mode change */
+    sh("rm .git/index && git reset -q");
+    status_matches_git(); /* an index without a tree extension */
+}
+
 static void test_status_detached_unborn_upstream(void **state)
 {
     /* unborn: no commit yet, files staged */
@@ -1267,6 +1290,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_is_repo, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_status_matches_porcelain, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_status_index_tree, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_status_detached_unborn_upstream, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_status_conflicts, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_diff_matches_git_diff, fixture_setup, fixture_teardown),
