@@ -194,6 +194,36 @@ static int conflicted_paths(git_repository *repo, arena *mem, const char ***path
     return 0;
 }
 
+/* The index's intent-to-add entries (`git add -N`), in the index's order
+ * (sorted by path): git shows them as added in the work tree and not staged,
+ * where libgit2's two diffs see a staged empty file and a modification. */
+static const char **intent_to_add_paths(git_repository *repo, arena *mem, size_t *count)
+{
+    *count = 0;
+    git_index *index = NULL;
+    if (git_repository_index(&index, repo) < 0) {
+        git_error_clear();
+        return NULL;
+    }
+    const char **out = NULL;
+    size_t n = 0, cap = 0, total = git_index_entrycount(index);
+    for (size_t i = 0; i < total; i++) {
+        const git_index_entry *e = git_index_get_byindex(index, i);
+        if (e && (e->flags_extended & GIT_INDEX_ENTRY_INTENT_TO_ADD)) {
+            out = gitsvc__grow(mem, out, n, &cap, sizeof *out);
+            out[n++] = dup_in(mem, e->path);
+        }
+    }
+    git_index_free(index);
+    *count = n;
+    return out;
+}
+
+static bool in_sorted(const char *const *paths, size_t count, const char *path)
+{
+    return count && bsearch(&path, paths, count, sizeof *paths, cmp_str) != NULL;
+}
+
 static bool is_conflicted(const gitsvc_status *st, const char *path)
 {
     return st->conflict_count &&
@@ -261,11 +291,13 @@ int gitsvc__status_staged(gitsvc_repo *repo, const ecp_job *job, arena *mem, git
     if ((rc = git_diff_find_similar(diff, &find)) < 0)
         goto failed;
     entries staged = {0};
+    size_t intents;
+    const char **intended = intent_to_add_paths(repo->repo, mem, &intents);
     size_t n = git_diff_num_deltas(diff);
     for (size_t i = 0; i < n; i++) {
         const git_diff_delta *d = git_diff_get_delta(diff, i);
         char x = delta_letter(d->status);
-        if (!x || x == 'U')
+        if (!x || x == 'U' || (x == 'A' && in_sorted(intended, intents, d->new_file.path)))
             continue;
         bool renamed = x == 'R' && strcmp(d->old_file.path, d->new_file.path);
         entries_push(mem, &staged, d->new_file.path, renamed ? d->old_file.path : NULL, x);
@@ -301,6 +333,8 @@ int gitsvc__status_unstaged(gitsvc_repo *repo, const ecp_job *job, arena *mem, g
     entries unstaged = {0};
     const char **untracked = NULL;
     size_t untracked_count = 0, untracked_cap = 0;
+    size_t intents;
+    const char **intended = intent_to_add_paths(repo->repo, mem, &intents);
     size_t n = git_diff_num_deltas(diff);
     for (size_t i = 0; i < n; i++) {
         const git_diff_delta *d = git_diff_get_delta(diff, i);
@@ -310,6 +344,8 @@ int gitsvc__status_unstaged(gitsvc_repo *repo, const ecp_job *job, arena *mem, g
             continue;
         }
         char y = delta_letter(d->status);
+        if (y == 'M' && in_sorted(intended, intents, d->new_file.path))
+            y = 'A';
         if (y && y != 'U' && !is_conflicted(out, d->new_file.path))
             entries_push(mem, &unstaged, d->new_file.path, NULL, y);
     }

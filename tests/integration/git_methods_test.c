@@ -237,6 +237,9 @@ static void test_status_index_tree(void **state)
     status_matches_git(); /* a staged mode change */
     sh("rm .git/index && git reset -q");
     status_matches_git(); /* an index without a tree extension */
+    write_at("intended.txt", "to be added\n");
+    sh("git add -N intended.txt");
+    status_matches_git(); /* intent to add: an unstaged A, nothing staged */
 }
 
 static void test_status_detached_unborn_upstream(void **state)
