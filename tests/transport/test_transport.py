@@ -206,16 +206,16 @@ print(worst)
 """
 
 
-def worst_ping_during(srv, client, msg):
+def worst_ping_during(srv, client, msg, pinger_script=None):
     """Sends msg on client and, while it is being answered, pings from a second
     process over and over (its own interpreter: this one is busy reading the
     answer); returns (the answer, the slowest ping in seconds)."""
-    pinger = subprocess.Popen([sys.executable, "-c", PINGER, srv.path], stdin=subprocess.PIPE,
+    pinger = subprocess.Popen([sys.executable, "-c", pinger_script or PINGER, srv.path], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE)
     assert pinger.stdout.readline().strip() == b"ready"
     time.sleep(0.02)
     answer = client.call(msg)
-    out, _ = pinger.communicate(b"stop\n", timeout=30)
+    out, _ = pinger.communicate(b"stop\n", timeout=60)
     return answer, float(out)
 
 
@@ -1118,13 +1118,7 @@ sys.stdout.write("ready""")
 
 
 def worst_quiet_ping_during(srv, client, msg):
-    pinger = subprocess.Popen([sys.executable, "-c", QUIET_PINGER, srv.path], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE)
-    assert pinger.stdout.readline().strip() == b"ready"
-    time.sleep(0.02)
-    answer = client.call(msg)
-    out, _ = pinger.communicate(b"stop\n", timeout=60)
-    return answer, float(out)
+    return worst_ping_during(srv, client, msg, QUIET_PINGER)
 
 
 class LargeEditStallTests(unittest.TestCase):
