@@ -549,3 +549,40 @@ bool test_json_has(const char *json, const char *path)
     WITH_VALUE(json, path, has = ref_ != JSON_NO_REF);
     return has;
 }
+
+/* ----- method tables ---------------------------------------------------------- */
+
+char *test_methods_mismatch(const char *methods_json, const test_method_signature *want, size_t count)
+{
+    buf why = BUF_INIT;
+    long listed = test_json_length(methods_json, "methods");
+    if (listed != (long)count)
+        buf_appendf(&why, "ecp/methods lists %ld methods, want %zu; ", listed, count);
+    for (size_t i = 0; i < count; i++) {
+        bool found = false;
+        for (long k = 0; k < listed && !found; k++) {
+            char p[64];
+            snprintf(p, sizeof p, "methods[%ld].name", k);
+            char *name = test_json_string(methods_json, p);
+            if (name && !strcmp(name, want[i].name)) {
+                found = true;
+                snprintf(p, sizeof p, "methods[%ld].params", k);
+                char *sig = test_json_string(methods_json, p);
+                if (!want[i].params[0] && (!sig || strcmp(sig, "{}")))
+                    buf_appendf(&why, "%s: params \"%s\", want \"{}\"; ", want[i].name, sig ? sig : "");
+                for (size_t a = 0; a < 8 && want[i].params[a]; a++) {
+                    /* "{first: ...", then ", name: ..." (required) or ", name?: ..." (optional) */
+                    char part[64];
+                    snprintf(part, sizeof part, "%s%s: ", a ? ", " : "{", want[i].params[a]);
+                    if (!sig || !strstr(sig, part))
+                        buf_appendf(&why, "%s: params \"%s\" lack \"%s\"; ", want[i].name, sig ? sig : "", part);
+                }
+                free(sig);
+            }
+            free(name);
+        }
+        if (!found)
+            buf_appendf(&why, "ecp/methods lacks %s; ", want[i].name);
+    }
+    return why.len ? buf_detach(&why) : NULL;
+}

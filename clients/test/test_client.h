@@ -118,4 +118,18 @@ long test_json_length(const char *json, const char *path);
 /* True when the value at path exists (null counts as existing). */
 bool test_json_has(const char *json, const char *path);
 
+/* ----- method tables -------------------------------------------------------- */
+
+/* A method as the catalogue names it, with its params in order: "name"
+ * required, "name?" optional; none for a method that takes nothing. */
+typedef struct test_method_signature {
+    const char *name;
+    const char *params[8];
+} test_method_signature;
+
+/* Checks an ecp/methods result: it lists exactly these methods, each with a
+ * params signature that carries every one of its params ("{}" for none).
+ * NULL when it does, else what is wrong (malloc'd). */
+char *test_methods_mismatch(const char *methods_json, const test_method_signature *want, size_t count);
+
 #endif
