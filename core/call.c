@@ -10,6 +10,8 @@
 
 struct ecp_call {
     char *text;
+    size_t text_len;
+    ecp_shared *shared_text; /* made on demand; then it owns text */
     json_doc doc;
     json_ref params;
     char *method;
@@ -21,6 +23,7 @@ struct ecp_call {
 
     buf response;
     json_writer writer;
+    jw_splices splices; /* of response (ecp_call_reply_shared) */
     int refs;
     bool writing;   /* ecp_call_result was called, ecp_call_finish not yet */
     bool answered;
@@ -50,6 +53,7 @@ ecp_call *ecp_call_create(ecp_call_init *init)
     ecp_call *c = xmalloc(xsize_add(xsize_add(sizeof *c, method_len + 1), id_size));
     memset(c, 0, sizeof *c);
     c->text = init->text;
+    c->text_len = init->len;
     c->doc = init->doc;
     c->params = init->params;
     c->method = memcpy(c->strings, init->method, method_len + 1);
@@ -77,9 +81,13 @@ void ecp_call_unref(ecp_call *call)
     if (--call->refs > 0)
         return;
     json_doc_free(&call->doc);
-    free(call->text);
+    if (call->shared_text)
+        ecp_shared_unref(call->shared_text);
+    else
+        free(call->text);
     arena_free(&call->arena);
     buf_free(&call->response);
+    jw_splices_free(&call->splices);
     buf_free(&call->discard);
     free(call);
 }
@@ -115,6 +123,13 @@ arena *ecp_call_arena(ecp_call *call) { return &call->arena; }
 const char *ecp_call_method(const ecp_call *call) { return call->method; }
 uint64_t ecp_call_client(const ecp_call *call) { return call->client_id; }
 ecp_position_encoding ecp_call_encoding(const ecp_call *call) { return call->encoding; }
+
+ecp_shared *ecp_call_text(ecp_call *call)
+{
+    if (!call->shared_text)
+        call->shared_text = ecp_shared_adopt(call->text, call->text_len);
+    return call->shared_text;
+}
 
 ecp_call *ecp_call_defer(ecp_call *call)
 {
@@ -178,7 +193,7 @@ static void complete(ecp_call *call)
     call->answered = true;
     call->writing = false;
     if (call->deliver && !call->abandoned && call->id_raw) /* a notification's answer goes nowhere */
-        call->deliver(call->owner, call, call->response.data, call->response.len);
+        call->deliver(call->owner, call, call->response.data, call->response.len, &call->splices);
     ecp_call_unref(call);
 }
 
@@ -187,6 +202,7 @@ void ecp_call_finish(ecp_call *call)
     if (call->discarding) {
         call->discarding = false;
         buf_clear(&call->discard);
+        jw_splices_clear(&call->splices);
         return;
     }
     if (!call->writing) {
@@ -206,6 +222,14 @@ void ecp_call_reply_null(ecp_call *call)
 void ecp_call_reply_raw(ecp_call *call, const char *json, size_t len)
 {
     jw_raw(ecp_call_result(call), json, len);
+    ecp_call_finish(call);
+}
+
+void ecp_call_reply_shared(ecp_call *call, ecp_shared *json)
+{
+    json_writer *w = ecp_call_result(call);
+    jw_allow_splices(w, &call->splices);
+    jw_raw_shared(w, ecp_shared_data(json), ecp_shared_len(json), json);
     ecp_call_finish(call);
 }
 

@@ -15,8 +15,11 @@
 #include "rpc.h"
 
 /* Receives the complete response text of an answered call (one JSON object,
- * no framing). Not called for notifications or abandoned calls. */
-typedef void (*ecp_deliver_fn)(void *owner, ecp_call *call, const char *response, size_t len);
+ * no framing): response's bytes with each of splices (NULL: none) inserted
+ * at its offset (json_writer.h). Not called for notifications or abandoned
+ * calls. */
+typedef void (*ecp_deliver_fn)(void *owner, ecp_call *call, const char *response, size_t len,
+                               const jw_splices *splices);
 
 typedef struct ecp_call_init {
     char *text;                 /* the message's own text; the call takes it (malloc'd) */

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "utf.h"
@@ -10,6 +11,7 @@
 void jw_init(json_writer *w, buf *out)
 {
     w->out = out;
+    w->splices = NULL;
     w->need_comma = false;
     w->carry_len = 0;
 }
@@ -282,6 +284,57 @@ void jw_raw(json_writer *w, const char *json, size_t len)
 {
     before_value(w);
     buf_append(w->out, json, len);
+}
+
+void jw_raw_shared(json_writer *w, const char *json, size_t len, ecp_shared *owner)
+{
+    if (!w->splices || len < JW_SPLICE_MIN) {
+        jw_raw(w, json, len);
+        return;
+    }
+    before_value(w);
+    jw_splices *s = w->splices;
+    if (s->count == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 4;
+        s->items = xrealloc(s->items, s->cap * sizeof *s->items);
+    }
+    s->items[s->count++] = (jw_splice){w->out->len, json, len, ecp_shared_ref(owner)};
+}
+
+void jw_allow_splices(json_writer *w, jw_splices *splices) { w->splices = splices; }
+
+size_t jw_spliced_len(const buf *out, const jw_splices *splices)
+{
+    size_t len = out->len;
+    for (size_t i = 0; splices && i < splices->count; i++)
+        len = xsize_add(len, splices->items[i].len);
+    return len;
+}
+
+void jw_splices_clear(jw_splices *splices)
+{
+    for (size_t i = 0; i < splices->count; i++)
+        ecp_shared_unref(splices->items[i].owner);
+    splices->count = 0;
+}
+
+void jw_splices_append_to(buf *to, const char *json, size_t len, const jw_splices *splices)
+{
+    size_t at = 0;
+    for (size_t i = 0; splices && i < splices->count; i++) {
+        buf_append(to, json + at, splices->items[i].at - at);
+        buf_append(to, splices->items[i].data, splices->items[i].len);
+        at = splices->items[i].at;
+    }
+    buf_append(to, json + at, len - at);
+}
+
+void jw_splices_free(jw_splices *splices)
+{
+    jw_splices_clear(splices);
+    free(splices->items);
+    splices->items = NULL;
+    splices->cap = 0;
 }
 
 void jw_key_string(json_writer *w, const char *key, const char *s)

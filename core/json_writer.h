@@ -22,9 +22,26 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "shared.h"
+
+/* A value the writer did not copy: len bytes at data, kept alive by a
+ * reference to owner, standing at offset `at` of the output buf (before
+ * what was written after it). */
+typedef struct jw_splice {
+    size_t at;
+    const char *data;
+    size_t len;
+    ecp_shared *owner;
+} jw_splice;
+
+typedef struct jw_splices {
+    jw_splice *items;
+    size_t count, cap;
+} jw_splices;
 
 typedef struct json_writer {
     buf *out;
+    jw_splices *splices;    /* NULL: every value is copied into out */
     bool need_comma;        /* a value was just completed at the current level */
     char carry[4];          /* a string chunk's incomplete UTF-8 tail */
     unsigned char carry_len;
@@ -58,6 +75,24 @@ void jw_null(json_writer *w);
 /* Inserts already-valid JSON text as one value (an echoed id, a stored
  * result). The caller vouches for it. */
 void jw_raw(json_writer *w, const char *json, size_t len);
+
+/* Like jw_raw, but a value of JW_SPLICE_MIN bytes or more is not copied
+ * when the writer allows splices: it is recorded, with a reference to
+ * owner, for whoever sends the output to write from where it lies. */
+#define JW_SPLICE_MIN ((size_t)64 << 10)
+void jw_raw_shared(json_writer *w, const char *json, size_t len, ecp_shared *owner);
+
+/* Lets w splice (jw_raw_shared) into splices, which the caller owns: the
+ * output is then out's bytes with each splice inserted at its offset, in
+ * order. */
+void jw_allow_splices(json_writer *w, jw_splices *splices);
+/* The total length of out with its splices. */
+size_t jw_spliced_len(const buf *out, const jw_splices *splices);
+/* Drops every splice (and its reference), keeping the array. */
+void jw_splices_clear(jw_splices *splices);
+/* Appends out's bytes with the splices inserted, copied, to `to`. */
+void jw_splices_append_to(buf *to, const char *json, size_t len, const jw_splices *splices);
+void jw_splices_free(jw_splices *splices);
 
 /* Key and value in one call, the common case in adapters. */
 void jw_key_string(json_writer *w, const char *key, const char *s);

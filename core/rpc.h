@@ -84,6 +84,11 @@ arena *ecp_call_arena(ecp_call *call);
 const char *ecp_call_method(const ecp_call *call);
 uint64_t ecp_call_client(const ecp_call *call);         /* 0 for the server itself */
 ecp_position_encoding ecp_call_encoding(const ecp_call *call);
+/* The message's own text (every string ecp_call_doc() reads lies in it) as
+ * shared bytes, so that a notification can quote a part of it without a
+ * copy (jw_raw_shared). The reference is the call's: ecp_shared_ref() one
+ * to keep. */
+ecp_shared *ecp_call_text(ecp_call *call);
 
 /* A decoded string: NUL-terminated, in the call's arena. */
 typedef struct ecp_str {
@@ -125,6 +130,9 @@ void ecp_call_finish(ecp_call *call);
 /* Shorthands for common results. */
 void ecp_call_reply_null(ecp_call *call);
 void ecp_call_reply_raw(ecp_call *call, const char *json, size_t len);
+/* The same for a big result made off the loop: it is written to the peer
+ * from where it lies, not copied (the call takes a reference to json). */
+void ecp_call_reply_shared(ecp_call *call, ecp_shared *json);
 void ecp_call_reply_success(ecp_call *call, bool success); /* {"success":<b>} */
 
 /* Answers with an error. `data_json` (may be NULL) is valid JSON text for the

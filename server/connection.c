@@ -3,6 +3,7 @@
  * subscriptions; nothing one peer does can stall another, because every
  * handler either answers at once or defers to work off the loop, and a peer
  * that does not read its output is first paused and then dropped. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,18 +50,41 @@ void connection_flush(connection *conn)
 
 static size_t queued_bytes(const connection *conn) { return conn->io.queued(conn->io_ctx) + conn->framed.len; }
 
-void server__connection_send(connection *conn, const char *json, size_t len)
+/* Hands the transport a message: json's bytes with the splices inserted at
+ * their offsets, each written from where it lies when the transport can
+ * hold a reference to it, else copied like the rest. */
+static void write_parts(connection *conn, const char *json, size_t len, const jw_splices *splices)
+{
+    size_t at = 0;
+    for (size_t i = 0; splices && i < splices->count; i++) {
+        const jw_splice *s = &splices->items[i];
+        if (s->at > at)
+            conn->io.write(conn->io_ctx, json + at, s->at - at);
+        if (conn->io.write_shared)
+            conn->io.write_shared(conn->io_ctx, s->owner, s->data, s->len);
+        else
+            conn->io.write(conn->io_ctx, s->data, s->len);
+        at = s->at;
+    }
+    if (len > at)
+        conn->io.write(conn->io_ctx, json + at, len - at);
+}
+
+void server__connection_send_spliced(connection *conn, const char *json, size_t len, const jw_splices *splices)
 {
     if (conn->closing)
         return;
+    size_t total = len;
+    for (size_t i = 0; splices && i < splices->count; i++)
+        total = xsize_add(total, splices->items[i].len);
     if (conn->decoder.mode == FRAMING_UNKNOWN) {
         /* The peer has not spoken yet, so its framing is unknown: hold what we
          * would send (notifications) until it does. */
-        if (conn->early.len > CONNECTION_DROP_EXTRA) {
+        if (conn->early.len + total > CONNECTION_DROP_EXTRA) {
             server__connection_drop(conn, "too much output queued before the client sent anything");
             return;
         }
-        buf_append(&conn->early, json, len);
+        jw_splices_append_to(&conn->early, json, len, splices);
         buf_push(&conn->early, '\n'); /* the writer never emits a raw newline inside a message */
         return;
     }
@@ -69,23 +93,23 @@ void server__connection_send(connection *conn, const char *json, size_t len)
     size_t queued = queued_bytes(conn);
     if (queued == 0)
         conn->big_reply = 0; /* everything went out, the big answer too */
-    if (len > conn->big_reply)
-        conn->big_reply = len;
-    if (queued + len > conn->big_reply + CONNECTION_DROP_EXTRA) {
+    if (total > conn->big_reply)
+        conn->big_reply = total;
+    if (queued + total > conn->big_reply + CONNECTION_DROP_EXTRA) {
         server__connection_drop(conn, "client is not reading its output");
         return;
     }
-    if (len > CONNECTION_UNFRAMED_BYTES) {
+    if (total > CONNECTION_UNFRAMED_BYTES || (splices && splices->count)) {
         /* A big message goes out as it is, its framing beside it: copying it
          * into the framing buffer first would cost the loop a pass over it. */
         connection_flush(conn); /* what was gathered goes first */
         char head[64];
         int n = 0;
         if (conn->decoder.mode == FRAMING_CONTENT_LENGTH)
-            n = snprintf(head, sizeof head, "Content-Length: %zu\r\n\r\n", len);
+            n = snprintf(head, sizeof head, "Content-Length: %zu\r\n\r\n", total);
         if (n > 0)
             conn->io.write(conn->io_ctx, head, (size_t)n);
-        conn->io.write(conn->io_ctx, json, len);
+        write_parts(conn, json, len, splices);
         if (conn->decoder.mode != FRAMING_CONTENT_LENGTH)
             conn->io.write(conn->io_ctx, "\n", 1);
     } else {
@@ -102,6 +126,11 @@ void server__connection_send(connection *conn, const char *json, size_t len)
             conn->io.set_reading(conn->io_ctx, false);
         }
     }
+}
+
+void server__connection_send(connection *conn, const char *json, size_t len)
+{
+    server__connection_send_spliced(conn, json, len, NULL);
 }
 
 static void flush_early(connection *conn)
@@ -237,7 +266,7 @@ static void pending_unlink(pending *p)
 
 /* Called by the call when it is answered: the response goes to the peer (or
  * into its batch). */
-static void deliver(void *owner, ecp_call *call, const char *response, size_t len)
+static void deliver(void *owner, ecp_call *call, const char *response, size_t len, const jw_splices *splices)
 {
     pending *p = owner;
     connection *conn = p->conn;
@@ -248,11 +277,17 @@ static void deliver(void *owner, ecp_call *call, const char *response, size_t le
     pending_unlink(p);
     pending_release(conn, p);
     if (b) {
+        buf whole = BUF_INIT; /* a batch's answer is one array: a big member is copied into it */
+        if (splices && splices->count) {
+            jw_splices_append_to(&whole, response, len, splices);
+            response = whole.data, len = whole.len;
+        }
         batch_add_response(b, response, len);
+        buf_free(&whole);
         b->outstanding--;
         batch_maybe_complete(b);
     } else {
-        server__connection_send(conn, response, len);
+        server__connection_send_spliced(conn, response, len, splices);
     }
     if (held)
         connection_receive(conn, NULL, 0); /* the messages that waited for it */

@@ -72,6 +72,9 @@ struct connection {
 
 /* Frames and queues one message to the peer, enforcing the output bounds. */
 void server__connection_send(connection *conn, const char *json, size_t len);
+/* The same for a message with splices (json_writer.h): json's bytes with
+ * each splice inserted at its offset. */
+void server__connection_send_spliced(connection *conn, const char *json, size_t len, const jw_splices *splices);
 /* Asks the transport to close conn (bad framing, too slow a reader). */
 void server__connection_drop(connection *conn, const char *why);
 /* Closes conn once its queued output has been written (its own `exit`). */
@@ -100,6 +103,7 @@ struct server {
     ecp_pool *pool;            /* outlives the services, which close their jobs on it */
     ecp_job_set *parse_jobs;   /* big messages being parsed off the loop, for every connection */
     buf rendered[3];           /* a notification, once per position encoding */
+    jw_splices spliced[3];     /* what each of those quotes without a copy */
     unsigned notifying;        /* inside bus_notify: rendered is in use */
     drain_waiter *drain_waiters;   /* waiting for their method to drain */
     drain_waiter *drain_firing;    /* drained, being called back now */

@@ -22,7 +22,9 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
     /* The server's buffers are reused from one notification to the next (a
      * notification rendered while one is being sent gets its own). */
     buf local[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
+    jw_splices local_spliced[3] = {{0}};
     buf *rendered = self->notifying ? local : self->rendered;
+    jw_splices *spliced = self->notifying ? local_spliced : self->spliced;
     self->notifying++;
     for (int i = 0; i < 3; i++)
         buf_clear(&rendered[i]);
@@ -30,9 +32,13 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
         if (conn->closing || (client_id && conn->id != client_id) || !server__connection_wants(conn, method))
             continue;
         buf *msg = &rendered[conn->encoding];
+        jw_splices *splices = &spliced[conn->encoding];
         if (!msg->len) {
             json_writer w;
             jw_init(&w, msg);
+            /* a big part of the message that caused this one (a huge
+             * setContent's text) is quoted in place, not copied */
+            jw_allow_splices(&w, splices);
             jw_object_begin(&w);
             jw_key_string(&w, "jsonrpc", "2.0");
             jw_key_string(&w, "method", method);
@@ -40,16 +46,20 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
             size_t before = msg->len;
             if (render)
                 render(ctx, conn->encoding, &w);
-            if (msg->len == before)
+            if (msg->len == before && !splices->count)
                 jw_object_begin(&w), jw_object_end(&w);
             jw_object_end(&w);
         }
-        server__connection_send(conn, msg->data, msg->len);
+        server__connection_send_spliced(conn, msg->data, msg->len, splices);
     }
     self->notifying--;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
+        jw_splices_clear(&spliced[i]); /* the transports hold what they still need */
         if (rendered == local || rendered[i].cap > ((size_t)64 << 10))
             buf_free(&rendered[i]); /* a big one is not kept */
+        if (spliced == local_spliced)
+            jw_splices_free(&spliced[i]);
+    }
 }
 
 /* ----- flow control --------------------------------------------------------------- */
@@ -250,8 +260,10 @@ static void server_release(server *self)
     free(self->workspace);
     free(self->data_dir);
     free(self->config_path);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         buf_free(&self->rendered[i]);
+        jw_splices_free(&self->spliced[i]);
+    }
     free(self);
 }
 

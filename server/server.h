@@ -19,6 +19,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "shared.h"
 
 #define ECPD_VERSION "0.1.0"
 #define ECPD_PROTOCOL_VERSION "1.0"
@@ -101,6 +102,11 @@ typedef struct connection_io {
     /* Optional: like close(), but only once what is queued has been written,
      * so a last answer reaches the peer. NULL: close() is used. */
     void (*finish)(void *ctx);
+    /* Optional: like write(), for bytes that owner keeps alive, so that
+     * what the peer does not take at once can be queued without a copy:
+     * the transport holds a reference to owner (ecp_shared_ref) until it
+     * has written them. NULL: write() copies them. */
+    void (*write_shared)(void *ctx, ecp_shared *owner, const char *data, size_t len);
 } connection_io;
 
 /* Opens a connection for a transport, which owns it from then on: only the

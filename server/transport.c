@@ -1,6 +1,7 @@
 #include "transport.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@ struct stream_link {
 typedef struct write_req {
     uv_write_t req;
     stream_link *link;
+    ecp_shared *owner; /* keeps the bytes written alive, when they are not in data */
     char data[];
 } write_req;
 
@@ -55,6 +57,7 @@ static void write_cb(uv_write_t *req, int status)
 {
     write_req *w = (write_req *)req;
     stream_link *link = w->link;
+    ecp_shared_unref(w->owner);
     free(w);
     if (link->closing)
         return;
@@ -65,11 +68,12 @@ static void write_cb(uv_write_t *req, int status)
     connection_drained(link->conn);
 }
 
-static void io_write(void *ctx, const char *data, size_t len)
+/* Writes what the kernel takes now; returns how much of data is left for
+ * a queued write, or SIZE_MAX once the link is closing. */
+static size_t write_now(stream_link *link, const char *data, size_t len)
 {
-    stream_link *link = ctx;
     if (link->closing)
-        return;
+        return SIZE_MAX;
     if (!link->out) {
         while (len > 0) {
             ssize_t n = write(link->out_fd, data, len);
@@ -77,25 +81,24 @@ static void io_write(void *ctx, const char *data, size_t len)
                 continue;
             if (n <= 0) {
                 stream_link_close(link, false);
-                return;
+                return SIZE_MAX;
             }
             data += n, len -= (size_t)n;
         }
-        return;
+        return 0;
     }
     /* Most writes go out at once: then they need no request and no copy.
      * libuv refuses (UV_EAGAIN) while earlier writes wait, which keeps the
      * order; what the kernel does not take now, and any error, goes through
-     * uv_write below, which reports errors from write_cb as before. */
+     * uv_write, which reports errors from write_cb as before. */
     uv_buf_t now = uv_buf_init((char *)data, len < WRITE_PIECE_BYTES ? (unsigned)len : (unsigned)WRITE_PIECE_BYTES);
     int sent = uv_try_write(link->out, &now, 1);
-    if (sent > 0) {
-        data += sent, len -= (size_t)sent;
-        if (!len)
-            return;
-    }
-    write_req *w = xmalloc(xsize_add(sizeof *w, len));
-    memcpy(w->data, data, len);
+    return sent > 0 ? len - (size_t)sent : len;
+}
+
+/* Queues len bytes at data (which w keeps alive) behind what waits. */
+static void write_queued(stream_link *link, write_req *w, const char *data, size_t len)
+{
     w->link = link;
     /* uv_buf_t's length is an unsigned int: a reply over 4 GiB goes out as
      * several buffers of one write rather than truncated */
@@ -105,15 +108,41 @@ static void io_write(void *ctx, const char *data, size_t len)
         bufs = xmalloc(count * sizeof *bufs);
     for (size_t i = 0; i < count; i++) {
         size_t off = i * WRITE_PIECE_BYTES, n = len - off < WRITE_PIECE_BYTES ? len - off : WRITE_PIECE_BYTES;
-        bufs[i] = uv_buf_init(w->data + off, (unsigned)n);
+        bufs[i] = uv_buf_init((char *)data + off, (unsigned)n);
     }
     int r = uv_write(&w->req, link->out, bufs, (unsigned)count, write_cb);
     if (bufs != &one)
         free(bufs); /* libuv copies the array of buffers, not what they point at */
     if (r < 0) {
+        ecp_shared_unref(w->owner);
         free(w);
         stream_link_close(link, false);
     }
+}
+
+static void io_write(void *ctx, const char *data, size_t len)
+{
+    stream_link *link = ctx;
+    size_t left = write_now(link, data, len);
+    if (left == 0 || left == SIZE_MAX)
+        return;
+    data += len - left;
+    write_req *w = xmalloc(xsize_add(sizeof *w, left));
+    memcpy(w->data, data, left);
+    w->owner = NULL;
+    write_queued(link, w, w->data, left);
+}
+
+/* What the peer does not take at once waits where it lies, owner holding it. */
+static void io_write_shared(void *ctx, ecp_shared *owner, const char *data, size_t len)
+{
+    stream_link *link = ctx;
+    size_t left = write_now(link, data, len);
+    if (left == 0 || left == SIZE_MAX)
+        return;
+    write_req *w = xmalloc(sizeof *w);
+    w->owner = ecp_shared_ref(owner);
+    write_queued(link, w, data + (len - left), left);
 }
 
 static size_t io_queued(void *ctx)
@@ -137,7 +166,7 @@ static void io_close(void *ctx) { stream_link_close(ctx, false); }
 
 static void io_finish(void *ctx) { stream_link_close(ctx, true); }
 
-static const connection_io stream_io = {io_write, io_queued, io_set_reading, io_close, io_finish};
+static const connection_io stream_io = {io_write, io_queued, io_set_reading, io_close, io_finish, io_write_shared};
 
 stream_link *stream_link_open(server *srv, uv_stream_t *in, uv_stream_t *out, int out_fd, const char *label,
                               stream_link_closed_fn on_closed, void *ctx)

@@ -134,7 +134,7 @@ static void io_close(void *ctx)
     c->dropped = true; /* released by test_client_disconnect or test_server_free */
 }
 
-static const connection_io test_io = {io_write, io_queued, io_set_reading, io_close, NULL};
+static const connection_io test_io = {io_write, io_queued, io_set_reading, io_close, NULL, NULL};
 
 /* ----- running the loop ------------------------------------------------------ */
 

@@ -227,7 +227,8 @@ typedef struct change_note {
     const document_change_event *ev;
 } change_note;
 
-static bool content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len);
+static bool content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len,
+                            ecp_shared **owner);
 
 static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
 {
@@ -252,9 +253,12 @@ static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
         jw_key_int(w, "rangeLength", (int64_t)c->range_length[enc]);
         const char *json;
         size_t json_len;
-        if (content_as_sent(note->ad, c, &json, &json_len)) {
+        ecp_shared *owner;
+        if (content_as_sent(note->ad, c, &json, &json_len, &owner)) {
+            /* quoted from the message in place: a 100 MB text is neither
+             * escaped again nor copied on the loop */
             jw_key(w, "text");
-            jw_raw(w, json, json_len);
+            jw_raw_shared(w, json, json_len, owner);
         } else {
             jw_key_string_n(w, "text", c->text ? c->text : "", c->text_len);
         }
@@ -552,8 +556,14 @@ static void content_work(ecp_job *job, unsigned item)
 static void content_done(ecp_job *job)
 {
     content_job *t = ecp_job_data(job);
-    if (!ecp_job_cancelled(job))
-        ecp_call_reply_raw(ecp_job_call(job), t->out.data, t->out.len);
+    if (ecp_job_cancelled(job))
+        return;
+    /* written to the peer from where it lies: a copy of a 64 MB answer
+     * (and the page faults of a fresh one) would stall the loop */
+    size_t len = t->out.len;
+    ecp_shared *answer = ecp_shared_adopt(buf_detach(&t->out), len);
+    ecp_call_reply_shared(ecp_job_call(job), answer);
+    ecp_shared_unref(answer);
 }
 
 static void content_free(void *data)
@@ -844,6 +854,7 @@ typedef struct set_content_job {
     document_replacement *r;
     const char *raw; /* the JSON string's contents, escapes and all, inside the call's message */
     size_t raw_len;
+    ecp_shared *message; /* the call's message, which raw lies in (the call's reference) */
     const char *made;  /* the text made from it (the service's), or NULL */
     bool raw_reusable; /* raw, quoted, is a JSON string of exactly `made`, fit to send as it is */
     int status;
@@ -906,14 +917,16 @@ static void contents_unlink(doc_adapter *ad, set_content_job *t)
     }
 }
 
-/* The message's own JSON string (quoted) for a change's text, when one is
- * at hand. */
-static bool content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len)
+/* The message's own JSON string (quoted) for a change's text, and the
+ * message that holds it, when one is at hand. */
+static bool content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len,
+                            ecp_shared **owner)
 {
     for (const set_content_job *t = ad->contents; t; t = t->next) {
         if (t->made && t->made == c->text && t->raw_reusable) {
             *json = t->raw - 1;
             *len = t->raw_len + 2;
+            *owner = t->message;
             return true;
         }
     }
@@ -985,6 +998,7 @@ static void m_set_content(void *ctx, ecp_call *call)
         t->r = r;
         t->raw = raw + 1; /* inside the quotes */
         t->raw_len = raw_len - 2;
+        t->message = ecp_call_text(call);
         ecp_job *job = ecp_job_new(ad->jobs, &set_content_job_type, t);
         ecp_job_serve(job, call);
         /* the client's next edit must land on the new text, as it would after

@@ -156,7 +156,7 @@ static void io_write(void *ctx, const char *data, size_t len)
 static size_t io_queued(void *ctx) { return 0; }
 static void io_set_reading(void *ctx, bool on) {}
 static void io_close(void *ctx) {}
-static const connection_io bench_io = {io_write, io_queued, io_set_reading, io_close, NULL};
+static const connection_io bench_io = {io_write, io_queued, io_set_reading, io_close, NULL, NULL};
 
 static void tick(uv_timer_t *t) { (void)t; }
 

@@ -62,7 +62,7 @@ static size_t io_queued(void *ctx)
 static void io_set_reading(void *ctx, bool on) { (void)ctx, (void)on; }
 static void io_close(void *ctx) { ((peer *)ctx)->close_requested = true; }
 
-static const connection_io io = {io_write, io_queued, io_set_reading, io_close, NULL};
+static const connection_io io = {io_write, io_queued, io_set_reading, io_close, NULL, NULL};
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {

@@ -850,7 +850,7 @@ static void io_close(void *ctx)
     REQUIRE(!"the server dropped a client that sends only well-framed messages");
 }
 
-static const connection_io io = {io_write, io_queued, io_set_reading, io_close, NULL};
+static const connection_io io = {io_write, io_queued, io_set_reading, io_close, NULL, NULL};
 
 static void tick_cb(uv_timer_t *t) { (void)t; }
 

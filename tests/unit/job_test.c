@@ -267,8 +267,9 @@ typedef struct delivered {
     char *last;
 } delivered;
 
-static void on_deliver(void *owner, ecp_call *call, const char *response, size_t len)
+static void on_deliver(void *owner, ecp_call *call, const char *response, size_t len, const jw_splices *splices)
 {
+    (void)splices;
     (void)call;
     delivered *d = owner;
     d->count++;

@@ -1284,6 +1284,63 @@ static void test_size_arithmetic_never_wraps(void **state)
     assert_true(aborts(strndup_past_size_max));
 }
 
+/* A big value is spliced, not copied, when the writer allows it: the
+ * output is the same text, and the splice keeps its bytes alive after the
+ * one who made them has let go. A small one, or a writer that does not
+ * allow splices, copies as jw_raw does. */
+static void test_writer_splices(void **state)
+{
+    (void)state;
+    size_t big = JW_SPLICE_MIN + 3;
+    char *text = xmalloc(big + 1);
+    text[0] = '"';
+    memset(text + 1, 'a', big - 2);
+    text[big - 1] = '"';
+    text[big] = '\0';
+    ecp_shared *owner = ecp_shared_adopt(text, big);
+
+    buf out = BUF_INIT;
+    jw_splices splices = {0};
+    json_writer w;
+    jw_init(&w, &out);
+    jw_allow_splices(&w, &splices);
+    jw_object_begin(&w);
+    jw_key(&w, "small");
+    jw_raw_shared(&w, "\"b\"", 3, owner); /* under the threshold: copied */
+    jw_key(&w, "big");
+    jw_raw_shared(&w, ecp_shared_data(owner), ecp_shared_len(owner), owner);
+    jw_key_int(&w, "after", 1);
+    jw_object_end(&w);
+    ecp_shared_unref(owner); /* the splice holds its own reference */
+
+    assert_int_equal(splices.count, 1);
+    assert_int_equal(splices.items[0].at, strlen("{\"small\":\"b\",\"big\":"));
+    assert_int_equal(jw_spliced_len(&out, &splices), out.len + big);
+    buf whole = BUF_INIT;
+    jw_splices_append_to(&whole, out.data, out.len, &splices);
+    assert_int_equal(whole.len, out.len + big);
+    json_doc doc;
+    assert_int_equal(json_doc_parse(&doc, whole.data, whole.len, NULL), 0);
+    size_t n;
+    const char *raw = json_raw(&doc, json_get(&doc, json_root(&doc), "big"), &n);
+    assert_int_equal(n, big);
+    assert_int_equal(raw[1], 'a');
+    json_doc_free(&doc);
+    buf_free(&whole);
+    jw_splices_free(&splices);
+
+    /* no splices allowed: the same call copies */
+    buf plain = BUF_INIT;
+    char bytes[] = "[1]";
+    ecp_shared *small = ecp_shared_adopt(xstrndup(bytes, 3), 3);
+    jw_init(&w, &plain);
+    jw_raw_shared(&w, ecp_shared_data(small), 3, small);
+    ecp_shared_unref(small);
+    assert_string_equal(plain.data, "[1]");
+    buf_free(&plain);
+    buf_free(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1303,6 +1360,7 @@ int main(void)
         cmocka_unit_test(test_writer_values),
         cmocka_unit_test(test_writer_commas),
         cmocka_unit_test(test_writer_escapes),
+        cmocka_unit_test(test_writer_splices),
         cmocka_unit_test(test_write_value),
         cmocka_unit_test(test_round_trip_property),
         cmocka_unit_test(test_size_arithmetic_never_wraps),

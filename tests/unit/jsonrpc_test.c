@@ -217,8 +217,9 @@ typedef struct delivery {
 
 static delivery delivered;
 
-static void on_deliver(void *owner, ecp_call *call, const char *response, size_t len)
+static void on_deliver(void *owner, ecp_call *call, const char *response, size_t len, const jw_splices *splices)
 {
+    assert_true(!splices || splices->count == 0);
     delivered.count++;
     free(delivered.last);
     delivered.last = xstrndup(response, len);
