@@ -280,4 +280,11 @@ void server_services_set_workspace(server_services *self, const char *workspace)
         agent_service_set_workspace(self->agent, workspace);
 }
 
+void server_services_client_encodings(server_services *self, unsigned mask)
+{
+    /* the clients read document/didChange's columns in theirs */
+    if (self->document)
+        document_service_set_encodings(self->document, self, mask);
+}
+
 struct agent_service *server_agent(struct server *srv) { return srv->services.agent; }

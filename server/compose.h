@@ -80,4 +80,8 @@ struct agent_service *server_agent(struct server *srv);
 /* The workspace changed (initialize named one); workspace may be NULL. */
 void server_services_set_workspace(server_services *self, const char *workspace);
 
+/* The position encodings the connected clients use changed (one connected,
+ * negotiated or left): mask has a (1u << ECP_ENCODING_*) bit for each. */
+void server_services_client_encodings(server_services *self, unsigned mask);
+
 #endif

@@ -617,6 +617,7 @@ connection *server_connection_open(server *self, const connection_io *io, void *
         self->connections->prev = conn;
     self->connections = conn;
     self->connection_count++;
+    server__client_encodings_changed(self);
     ecp_log(&self->log, ECP_LOG_DEBUG, "%s connected (client %llu)", label, (unsigned long long)conn->id);
     return conn;
 }
@@ -668,6 +669,7 @@ void connection_close(connection *conn)
     srv->connection_count--;
     if (conn->next)
         conn->next->prev = conn->prev;
+    server__client_encodings_changed(srv);
     ecp_log(&srv->log, ECP_LOG_DEBUG, "%s disconnected", conn->label);
     framing_decoder_free(&conn->decoder);
     buf_free(&conn->early);

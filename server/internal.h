@@ -72,6 +72,9 @@ struct connection {
 
 /* Frames and queues one message to the peer, enforcing the output bounds. */
 void server__connection_send(connection *conn, const char *json, size_t len);
+/* Tells the services which position encodings the clients now use (after
+ * a connection opened, negotiated one or closed). */
+void server__client_encodings_changed(server *self);
 /* The same for a message with splices (json_writer.h): json's bytes with
  * each splice inserted at its offset. */
 void server__connection_send_spliced(connection *conn, const char *json, size_t len, const jw_splices *splices);

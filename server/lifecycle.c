@@ -174,8 +174,10 @@ static void handle_initialize(void *ctx, ecp_call *call)
             break;
     }
     connection *conn = caller(self, call);
-    if (conn)
+    if (conn && conn->encoding != enc) {
         conn->encoding = enc;
+        server__client_encodings_changed(self);
+    }
     if (root.ptr && self->shared) {
         ecp_log(&self->log, ECP_LOG_INFO, "%s: workspaceRoot ignored: a shared server keeps its workspace",
                 conn ? conn->label : "a client");

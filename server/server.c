@@ -62,6 +62,15 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
     }
 }
 
+void server__client_encodings_changed(server *self)
+{
+    unsigned mask = 0;
+    for (connection *conn = self->connections; conn; conn = conn->next)
+        if (!conn->closing) /* the bus sends nothing more to one that is */
+            mask |= 1u << conn->encoding;
+    server_services_client_encodings(&self->services, mask);
+}
+
 /* ----- flow control --------------------------------------------------------------- */
 
 /* A connection is backed up from when its queue passes the pause bound until
@@ -305,6 +314,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     free(lent_workspace);
     if (status < 0)
         goto fail;
+    server__client_encodings_changed(self); /* none yet: no client reads any columns */
     return self;
 
 fail:

@@ -113,17 +113,19 @@ size_t document_service_undo_limit(const document_service *self);
 void document_service_set_undo_steps(document_service *self, size_t max_steps);
 size_t document_service_undo_steps(const document_service *self);
 
-/* The position encodings whose columns change events must carry: a mask of
- * (1u << ECP_ENCODING_*) bits, one for each encoding that a connected client
- * or a listener in the process (a language server's sync) reads from
- * document_change. UTF-8 columns are always there and cost nothing; UTF-16
+/* The position encodings whose columns change events must carry. Each
+ * reader of document_change columns says which it reads, under a key of its
+ * own (the server for its connected clients, the LSP service for its
+ * language servers), as a mask of (1u << ECP_ENCODING_*) bits, and says it
+ * again whenever that changes (0: none any more). The columns computed are
+ * those of the union: UTF-8 ones are always there and cost nothing; UTF-16
  * and UTF-32 ones cost decoding the line up to the change, so they are
- * computed only when asked for. Columns of an encoding left out hold the
- * byte counts. Until this is called, all three are computed. Call it again
- * whenever the set changes (a client connects, negotiates or leaves). */
+ * computed only when some reader reads them. Columns of an encoding left out
+ * hold the byte counts. Until a first reader speaks, all three are
+ * computed. */
 #define DOCUMENT_ENCODINGS_ALL                                                                                 \
     ((1u << ECP_ENCODING_UTF8) | (1u << ECP_ENCODING_UTF16) | (1u << ECP_ENCODING_UTF32))
-void document_service_set_encodings(document_service *self, unsigned mask);
+void document_service_set_encodings(document_service *self, const void *reader, unsigned mask);
 
 /* Closes every document (without events) and frees the service. Opens and
  * reloads still running stop; saves already asked for finish writing first

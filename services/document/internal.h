@@ -151,6 +151,11 @@ struct document_service {
     size_t undo_max_bytes;      /* per document */
     size_t undo_max_steps;      /* per document */
     unsigned encodings;         /* ECP_ENCODING_* bits whose columns change events carry (UTF-8 always) */
+    struct encoding_reader {    /* who reads which columns (document_service_set_encodings) */
+        const void *reader;
+        unsigned mask;
+    } *encoding_readers;
+    size_t encoding_reader_count;
     document **docs; /* in the order they were opened */
     size_t doc_count;
     size_t doc_cap;

@@ -331,6 +331,7 @@ void document_service_free(document_service *self)
         doc_free(self->docs[i]);
     }
     free(self->docs);
+    free(self->encoding_readers);
     ecp_listeners_free(&self->listeners);
     ecp_listeners_free(&self->disk_listeners);
     free(self);
@@ -606,9 +607,20 @@ void document_service_follow_files(document_service *self, struct file_service *
         start_following(self, self->docs[i]);
 }
 
-void document_service_set_encodings(document_service *self, unsigned mask)
+void document_service_set_encodings(document_service *self, const void *reader, unsigned mask)
 {
-    self->encodings = (mask & DOCUMENT_ENCODINGS_ALL) | (1u << ECP_ENCODING_UTF8);
+    size_t i = 0;
+    while (i < self->encoding_reader_count && self->encoding_readers[i].reader != reader)
+        i++;
+    if (i == self->encoding_reader_count) {
+        self->encoding_readers = xrealloc(self->encoding_readers, (i + 1) * sizeof *self->encoding_readers);
+        self->encoding_reader_count++;
+    }
+    self->encoding_readers[i] = (struct encoding_reader){reader, mask};
+    unsigned all = 1u << ECP_ENCODING_UTF8;
+    for (size_t k = 0; k < self->encoding_reader_count; k++)
+        all |= self->encoding_readers[k].mask & DOCUMENT_ENCODINGS_ALL;
+    self->encodings = all;
 }
 
 void document_service_set_undo_limit(document_service *self, size_t max_bytes)

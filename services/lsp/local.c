@@ -330,9 +330,23 @@ static void server_info(const lsp_server *s, lsp_server_info *out)
     out->encoding = s->enc;
 }
 
+/* Tells the document service which columns the ready servers read from its
+ * change events (each in the position encoding it negotiated). */
+static void report_encodings(lsp_service *self)
+{
+    if (!self->documents)
+        return;
+    unsigned mask = 0;
+    for (lsp_server *s = self->servers; s; s = s->next)
+        if (s->status == LSP_READY)
+            mask |= 1u << s->enc;
+    document_service_set_encodings(self->documents, self, mask);
+}
+
 static void server_set_status(lsp_server *s, lsp_status status, const char *error)
 {
     s->status = status;
+    report_encodings(s->svc);
     free(s->error);
     s->error = error ? xstrdup(error) : NULL;
     lsp_server_info info;
@@ -1046,6 +1060,7 @@ static void server_ready(lsp_server *s, const json_doc *doc, json_ref result)
     uv_timer_stop(s->timer);
     s->status = LSP_READY;
     s->was_ready = true;
+    report_encodings(s->svc); /* before the documents go out: their next change is in its encoding */
     for (lsp_doc *d = s->svc->docs; d; d = d->next)
         if (strcmp(d->language_id, s->language_id) == 0)
             send_did_open(s, d);
@@ -1668,6 +1683,7 @@ int lsp_server_stop(lsp_service *self, const char *language_id)
         server_end(s, false);
         diag_clear_server(self, s->language_id);
         s->status = LSP_STOPPED;
+        report_encodings(self);
         lsp_server_info info = {.language_id = s->language_id, .status = LSP_STOPPED};
         ECP_EMIT(&self->listeners, lsp_listener, on_status, &info);
         server_free(s);
@@ -2170,8 +2186,10 @@ void lsp_service_free(lsp_service *self)
 {
     if (!self)
         return;
-    if (self->documents)
+    if (self->documents) {
         document_unsubscribe(self->documents, &doc_listener, self);
+        document_service_set_encodings(self->documents, self, 0);
+    }
     while (self->servers) {
         lsp_server *s = self->servers;
         self->servers = s->next;

@@ -1367,6 +1367,22 @@ static void expect_change_range(test_client *c, size_t index, const char *range_
 #define RANGE(l1, c1, l2, c2)                                                                                     \
     "{\"start\":{\"line\":" #l1 ",\"column\":" #c1 "},\"end\":{\"line\":" #l2 ",\"column\":" #c2 "}}"
 
+/* With every client counting bytes the change events carry byte columns
+ * only; a client that then connects (UTF-16 until it says otherwise) gets
+ * real UTF-16 ones at once. */
+static void test_a_new_client_gets_its_columns(void **state)
+{
+    fx *f = *state;
+    free(ok(f->c, "initialize", "{\"capabilities\":{\"positionEncodings\":[\"utf-8\"]}}"));
+    char *id = open_doc(f->c, "memory://late.txt", "\"\\ud83d\\ude00x\"");
+    test_client *late = test_client_connect(f->s);
+    OK(late, "ecp/ping", "{}");
+    OK(f->c, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":4},\"text\":\"y\"}", id);
+    expect_change_range(late, 0, RANGE(0, 2, 0, 2) "/0");
+    test_client_disconnect(late);
+    free(id);
+}
+
 static void test_encodings(void **state)
 {
     fx *f = *state;
@@ -1436,6 +1452,25 @@ static void test_encodings(void **state)
     /* A byte column inside a character snaps to the character's start. */
     OK(c8, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":3},\"text\":\"Y\"}", id);
     expect_content(c16, id, "abY\xE4\xB8\xAD" "Xc");
+
+    /* The columns computed follow who is connected: with the UTF-32 client
+     * gone nobody reads UTF-32 columns, and one that connects and
+     * negotiates UTF-32 later gets its own units again. */
+    test_client_disconnect(c32);
+    test_client *late32 = test_client_connect(f->s);
+    free(ok(late32, "initialize", "{\"capabilities\":{\"positionEncodings\":[\"utf-32\"]}}"));
+    OK(c8, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":0},\"text\":\"\\ud83d\\ude00\"}",
+       id);
+    test_client_clear_notifications(c16);
+    test_client_clear_notifications(late32);
+    OK(c8, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":11},\"text\":\"Z\"}", id);
+    expect_change_range(c16, 0, RANGE(0, 7, 0, 7) "/0");
+    expect_change_range(late32, 0, RANGE(0, 6, 0, 6) "/0");
+    OK(c8, "document/delete", "{\"documentId\":\"%s\",\"range\":" RANGE(0, 0, 0, 4) "}", id);
+    expect_change_range(c16, 1, RANGE(0, 0, 0, 2) "/2");
+    expect_change_range(late32, 1, RANGE(0, 0, 0, 1) "/1");
+    expect_content(c16, id, "abY\xE4\xB8\xAD" "XZc");
+    test_client_disconnect(late32);
 
     /* Words, in UTF-16. */
     char *w = open_doc(c16, "memory://w.txt", "\"\\ud83d\\ude00ab cd\"");
@@ -2064,6 +2099,7 @@ int main(void)
         T(test_clean_state),
         T(test_undo_grouping),
         T(test_position_offset),
+        T(test_a_new_client_gets_its_columns),
         T(test_encodings),
         T(test_word_at_position),
         T(test_two_clients),

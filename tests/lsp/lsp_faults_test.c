@@ -353,6 +353,30 @@ static void test_the_server_hears_the_document_and_the_stop(void **state)
     free(ok("lsp/stop", "{\"languageId\":\"plaintext\"}"));
 }
 
+/* Change events carry only the columns someone reads: with every client
+ * counting bytes, a server that counts UTF-16 units must still get its own.
+ * "\U0001F600x": x is at UTF-16 column 2, byte 4. */
+static void test_a_server_gets_its_units_when_every_client_counts_bytes(void **state)
+{
+    (void)state;
+    free(ok("initialize", "{\"capabilities\":{\"positionEncodings\":[\"utf-8\"]}}"));
+    configure("fakeunits", "silent", 10000);
+    free(ok("lsp/start", "{\"languageId\":\"fakeunits\"}"));
+    char *u = uri_of("units.txt");
+    char *r = ok("document/open", "{\"uri\":\"%s\",\"languageId\":\"fakeunits\",\"content\":\"\\ud83d\\ude00x\\n\"}", u);
+    char *id = test_json_string(r, "documentId");
+    free(r);
+    long at = wait_logged("fakeunits", 0, "\"textDocument/didOpen\"", "units.txt");
+    free(ok("document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":4},\"text\":\"y\"}", id));
+    wait_logged("fakeunits", at, "\"textDocument/didChange\"",
+                "\"range\":{\"start\":{\"line\":0,\"character\":2},\"end\":{\"line\":0,\"character\":2}}");
+    free(ok("document/close", "{\"documentId\":\"%s\"}", id));
+    free(id);
+    free(u);
+    free(ok("lsp/stop", "{\"languageId\":\"fakeunits\"}"));
+    free(ok("initialize", "{\"capabilities\":{\"positionEncodings\":[\"utf-16\"]}}"));
+}
+
 /* A server that counts bytes gets bytes, for every position the client
  * sends (a codeAction's context included), and the client gets its own
  * units back. "\u00e9\u00e9 x": x is at UTF-16 column 3, byte 5. */
@@ -422,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_a_crashing_server_is_restarted_three_times_a_minute),
         cmocka_unit_test(test_the_server_hears_the_document_and_the_stop),
         cmocka_unit_test(test_positions_reach_a_utf8_server_in_bytes),
+        cmocka_unit_test(test_a_server_gets_its_units_when_every_client_counts_bytes),
         cmocka_unit_test(test_teardown_with_work_in_flight),
     };
     return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);

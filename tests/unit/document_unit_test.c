@@ -939,21 +939,27 @@ static void test_events_carry_the_encodings_in_use(void **state)
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF16], 3);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF32], 2);
     /* Bytes only: nothing is decoded, and the other columns are the byte ones. */
-    document_service_set_encodings(f->svc, 1u << ECP_ENCODING_UTF8);
+    int client_side, server_side; /* two readers' keys */
+    document_service_set_encodings(f->svc, &client_side, 1u << ECP_ENCODING_UTF8);
     e = (document_edit){{{0, 4}, {0, 7}}, "z", 1};
     assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF8], 4);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF16], 4);
     assert_int_equal(l.c.range_length[ECP_ENCODING_UTF8], 3);
     assert_int_equal(l.c.range_length[ECP_ENCODING_UTF32], 3);
-    /* UTF-16 in use again: its columns are real. */
-    document_service_set_encodings(f->svc, 1u << ECP_ENCODING_UTF16);
+    /* UTF-16 in use again, by another reader: its columns are real. */
+    document_service_set_encodings(f->svc, &server_side, 1u << ECP_ENCODING_UTF16);
     e = (document_edit){{{0, 4}, {0, 5}}, "", 0};
     assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF8], 4);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF16], 2);
     assert_int_equal(l.c.end.column[ECP_ENCODING_UTF16], 3);
-    assert_int_equal(l.count, 3);
+    /* That reader gone, the other still reading bytes only: bytes again. */
+    document_service_set_encodings(f->svc, &server_side, 0);
+    e = (document_edit){{{0, 4}, {0, 4}}, "w", 1};
+    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(l.c.start.column[ECP_ENCODING_UTF16], 4);
+    assert_int_equal(l.count, 4);
     document_unsubscribe(f->svc, &keep_listener, &l);
 }
 
