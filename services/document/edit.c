@@ -19,8 +19,10 @@
 
 /* The history keeps at most svc->undo_max_steps steps and undo_max_bytes
  * bytes (document__history_trim). A dropped step leaves its slot before
- * steps[0]; the array is moved back only once UNDO_SLACK slots are free, so
- * that an edit on a full history does not shift the whole array. */
+ * steps[0]; moving the steps back costs a move of every one of them, so it
+ * waits until the free slots are at least UNDO_SLACK and half as many as
+ * the steps: an edit on a full history then pays for two moves at most, not
+ * for a shift of the whole array every few edits. */
 #define UNDO_SLACK 64
 #define TYPING_GROUP_NS (300ull * 1000 * 1000)
 
@@ -99,7 +101,7 @@ static void drop_oldest(doc_history *h, size_t n)
     h->cap -= n;
     h->count -= n;
     h->applied -= n;
-    if (h->dropped >= UNDO_SLACK || h->count == 0)
+    if ((h->dropped >= UNDO_SLACK && h->dropped >= h->count / 2) || h->count == 0)
         compact(h);
 }
 
@@ -346,11 +348,15 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
         top->bytes = was - replaced + added + cursors_bytes(&top->after) + top->count_ends * sizeof(size_t);
         h->bytes = h->bytes - was + top->bytes;
     } else {
-        if (h->count == h->cap)
-            compact(h); /* the slots dropped steps left at the front come first */
         if (h->count == h->cap) {
-            h->cap = h->cap ? h->cap * 2 : 16;
-            h->steps = xrealloc(h->steps, h->cap * sizeof *h->steps);
+            /* the slots dropped steps left at the front come first, but
+             * grow unless they are many: see UNDO_SLACK */
+            bool grow = h->dropped < UNDO_SLACK || h->dropped < h->count / 2;
+            compact(h);
+            if (grow) {
+                h->cap = h->cap ? h->cap * 2 : 16;
+                h->steps = xrealloc(h->steps, h->cap * sizeof *h->steps);
+            }
         }
         doc_undo_step *s = &h->steps[h->count++];
         memset(s, 0, sizeof *s);
