@@ -105,6 +105,18 @@ def ecpd_sequential(srv, method, params_of, n):
     return lat, (cpu_ns(srv.p.pid) - c0) / n
 
 
+def ecpd_pipelined_quiet(srv, method, params_of, n):
+    """n notifications (no answers) on a connection that takes no change events, as nvim's buffer has
+    nobody attached, then one request that is answered after all of them."""
+    srv.call("notifications/unsubscribe", {"events": ["document/didChange"]})
+    payload = b"".join(json.dumps({"jsonrpc": "2.0", "method": method, "params": params_of(i)},
+                                  separators=(",", ":")).encode() + b"\n" for i in range(n))
+    t = time.perf_counter()
+    srv.w(payload)
+    srv.call("ecp/ping", {})
+    return n / (time.perf_counter() - t)
+
+
 def ecpd_pipelined(srv, method, params_of, n):
     payload = b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params_of(i)},
                                   separators=(",", ":")).encode() + b"\n" for i in range(n))
@@ -242,6 +254,14 @@ def main():
         edits.append(ecpd_pipelined(srv, "document/insert",
                                     lambda i: {"documentId": doc, "position": {"line": i % 1000, "column": 0}, "text": "x"}, m))
         srv.close()
+    quiet = []
+    for _ in range(ROUNDS):
+        srv = Ecpd(ecpd, tmp)
+        doc = srv.call("document/open", {"uri": "memory://b2q.txt", "content": doc_text})["result"]["documentId"]
+        quiet.append(ecpd_pipelined_quiet(srv, "document/insert",
+                                          lambda i: {"documentId": doc, "position": {"line": i % 1000, "column": 0},
+                                                     "text": "x"}, m))
+        srv.close()
     theirs = []
     for _ in range(ROUNDS):
         nv = Nvim()
@@ -251,8 +271,12 @@ def main():
         nv.call("nvim_buf_line_count", [0])  # answered only after every notification
         theirs.append(m / (time.perf_counter() - t))
         nv.close()
-    print("B2 ping_msgs_per_s=%.0f insert_msgs_per_s=%.0f nvim_set_lines_msgs_per_s=%.0f ratio=%.2f"
-          % (median_of(ours), median_of(edits), median_of(theirs), median_of(edits) / median_of(theirs)), flush=True)
+    # ratio: requests, each answered and its change event sent; ratio_quiet: notifications that nobody
+    # watches, like for like with nvim's set_lines notifications on a buffer nobody is attached to
+    print("B2 ping_msgs_per_s=%.0f insert_msgs_per_s=%.0f insert_quiet_msgs_per_s=%.0f nvim_set_lines_msgs_per_s=%.0f "
+          "ratio=%.2f ratio_quiet=%.2f"
+          % (median_of(ours), median_of(edits), median_of(quiet), median_of(theirs),
+             median_of(edits) / median_of(theirs), median_of(quiet) / median_of(theirs)), flush=True)
 
     # B6 ------------------------------------------------------------------------
     e_p50, e_cpu = [], []
