@@ -21,6 +21,9 @@ import unittest
 
 ECPD = None
 ECPCTL = None
+# Under AddressSanitizer (its options are set for the tests) the server's own work on the loop is some
+# times slower: bounds on how long others wait grow with it.
+SANITIZED = 3 if "quarantine_size_mb" in os.environ.get("ASAN_OPTIONS", "") else 1
 
 
 def req(id_, method, params=None):
@@ -740,7 +743,7 @@ class SocketTests(unittest.TestCase):
         # written on the loop, the answer stalled others some 600 ms here (more on a loaded machine); from a
         # snapshot on the pool ~200 ms, what was left being two copies of the answer on the loop; now the
         # answer made on the pool is written from where it lies: ~15 ms
-        self.assertLess(worst, 0.25)
+        self.assertLess(worst, 0.25 * SANITIZED)
 
     def test_a_word_inside_a_huge_token_stalls_nobody(self):
         a = Client(self.srv.connect())
@@ -1168,7 +1171,7 @@ class LargeEditStallTests(unittest.TestCase):
     def test_a_huge_set_content_watched_by_a_client_stalls_nobody_long(self):
         # the change event quotes the message's own JSON string in place: escaping 100 MB again took ~1.5 s,
         # copying it into the event and again into the write queue 0.2-1.8 s; now ~20 ms
-        self.assertLess(self.huge_set_content(watched=True), 0.25)
+        self.assertLess(self.huge_set_content(watched=True), 0.25 * SANITIZED)
 
     def test_a_huge_set_content_is_seen_by_others_whole(self):
         a = Client(self.srv.connect())
