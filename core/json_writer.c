@@ -293,12 +293,16 @@ void jw_raw_shared(json_writer *w, const char *json, size_t len, ecp_shared *own
         return;
     }
     before_value(w);
-    jw_splices *s = w->splices;
+    jw_splices_add(w->splices, w->out->len, json, len, owner);
+}
+
+void jw_splices_add(jw_splices *s, size_t at, const char *data, size_t len, ecp_shared *owner)
+{
     if (s->count == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 4;
         s->items = xrealloc(s->items, s->cap * sizeof *s->items);
     }
-    s->items[s->count++] = (jw_splice){w->out->len, json, len, ecp_shared_ref(owner)};
+    s->items[s->count++] = (jw_splice){at, data, len, ecp_shared_ref(owner)};
 }
 
 void jw_allow_splices(json_writer *w, jw_splices *splices) { w->splices = splices; }

@@ -88,6 +88,9 @@ void jw_raw_shared(json_writer *w, const char *json, size_t len, ecp_shared *own
 void jw_allow_splices(json_writer *w, jw_splices *splices);
 /* The total length of out with its splices. */
 size_t jw_spliced_len(const buf *out, const jw_splices *splices);
+/* Adds a splice of len bytes at data, which owner keeps alive (a reference
+ * is taken), at offset `at` of the output; after the last one. */
+void jw_splices_add(jw_splices *splices, size_t at, const char *data, size_t len, ecp_shared *owner);
 /* Drops every splice (and its reference), keeping the array. */
 void jw_splices_clear(jw_splices *splices);
 /* Appends out's bytes with the splices inserted, copied, to `to`. */

@@ -25,6 +25,7 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
     jw_splices local_spliced[3] = {{0}};
     buf *rendered = self->notifying ? local : self->rendered;
     jw_splices *spliced = self->notifying ? local_spliced : self->spliced;
+    bool made[3] = {false, false, false};
     self->notifying++;
     for (int i = 0; i < 3; i++)
         buf_clear(&rendered[i]);
@@ -33,7 +34,8 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
             continue;
         buf *msg = &rendered[conn->encoding];
         jw_splices *splices = &spliced[conn->encoding];
-        if (!msg->len) {
+        if (!made[conn->encoding]) {
+            made[conn->encoding] = true;
             json_writer w;
             jw_init(&w, msg);
             /* a big part of the message that caused this one (a huge
@@ -49,6 +51,14 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
             if (msg->len == before && !splices->count)
                 jw_object_begin(&w), jw_object_end(&w);
             jw_object_end(&w);
+            if (!splices->count && msg->len > CONNECTION_UNFRAMED_BYTES) {
+                /* a big one is handed to the transports as it is, not
+                 * copied into each one's write queue */
+                size_t len = msg->len;
+                ecp_shared *whole = ecp_shared_adopt(buf_detach(msg), len);
+                jw_splices_add(splices, 0, ecp_shared_data(whole), len, whole);
+                ecp_shared_unref(whole);
+            }
         }
         server__connection_send_spliced(conn, msg->data, msg->len, splices);
     }
