@@ -307,11 +307,34 @@ void jw_splices_add(jw_splices *s, size_t at, const char *data, size_t len, ecp_
 
 void jw_allow_splices(json_writer *w, jw_splices *splices) { w->splices = splices; }
 
-size_t jw_spliced_len(const buf *out, const jw_splices *splices)
+bool jw_splicing(const json_writer *w) { return w->splices != NULL; }
+
+void jw_raw_pending(json_writer *w, ecp_shared *owner)
 {
-    size_t len = out->len;
+    before_value(w);
+    jw_splices_add(w->splices, w->out->len, NULL, 0, owner);
+}
+
+const char *jw_splice_data(const jw_splice *s) { return s->data ? s->data : ecp_shared_data(s->owner); }
+
+size_t jw_splice_len(const jw_splice *s) { return s->data ? s->len : ecp_shared_len(s->owner); }
+
+bool jw_splices_ready(const jw_splices *splices, ecp_shared **waiting)
+{
+    for (size_t i = 0; splices && i < splices->count; i++) {
+        if (!ecp_shared_ready(splices->items[i].owner)) {
+            if (waiting)
+                *waiting = splices->items[i].owner;
+            return false;
+        }
+    }
+    return true;
+}
+
+size_t jw_spliced_len(size_t len, const jw_splices *splices)
+{
     for (size_t i = 0; splices && i < splices->count; i++)
-        len = xsize_add(len, splices->items[i].len);
+        len = xsize_add(len, jw_splice_len(&splices->items[i]));
     return len;
 }
 
@@ -327,7 +350,7 @@ void jw_splices_append_to(buf *to, const char *json, size_t len, const jw_splice
     size_t at = 0;
     for (size_t i = 0; splices && i < splices->count; i++) {
         buf_append(to, json + at, splices->items[i].at - at);
-        buf_append(to, splices->items[i].data, splices->items[i].len);
+        buf_append(to, jw_splice_data(&splices->items[i]), jw_splice_len(&splices->items[i]));
         at = splices->items[i].at;
     }
     buf_append(to, json + at, len - at);

@@ -26,7 +26,9 @@
 
 /* A value the writer did not copy: len bytes at data, kept alive by a
  * reference to owner, standing at offset `at` of the output buf (before
- * what was written after it). */
+ * what was written after it). With data NULL it is all of owner's bytes,
+ * which may still be pending (shared.h): whoever sends the output waits
+ * for them. */
 typedef struct jw_splice {
     size_t at;
     const char *data;
@@ -81,13 +83,25 @@ void jw_raw(json_writer *w, const char *json, size_t len);
  * owner, for whoever sends the output to write from where it lies. */
 #define JW_SPLICE_MIN ((size_t)64 << 10)
 void jw_raw_shared(json_writer *w, const char *json, size_t len, ecp_shared *owner);
+/* Whether w splices (jw_allow_splices), so that jw_raw_pending may be used. */
+bool jw_splicing(const json_writer *w);
+/* A value that is all of owner's bytes, when it is filled (it may be
+ * pending): valid JSON, which the filler vouches for. Only when splicing. */
+void jw_raw_pending(json_writer *w, ecp_shared *owner);
+/* The bytes of a splice, once its owner is ready. */
+const char *jw_splice_data(const jw_splice *s);
+size_t jw_splice_len(const jw_splice *s);
+/* Whether every splice's bytes are there; if not, *waiting (may be NULL)
+ * is the first owner that is pending. */
+bool jw_splices_ready(const jw_splices *splices, ecp_shared **waiting);
 
 /* Lets w splice (jw_raw_shared) into splices, which the caller owns: the
  * output is then out's bytes with each splice inserted at its offset, in
  * order. */
 void jw_allow_splices(json_writer *w, jw_splices *splices);
-/* The total length of out with its splices. */
-size_t jw_spliced_len(const buf *out, const jw_splices *splices);
+/* The total length of len bytes of output with its splices (whose owners
+ * must be ready). */
+size_t jw_spliced_len(size_t len, const jw_splices *splices);
 /* Adds a splice of len bytes at data, which owner keeps alive (a reference
  * is taken), at offset `at` of the output; after the last one. */
 void jw_splices_add(jw_splices *splices, size_t at, const char *data, size_t len, ecp_shared *owner);

@@ -48,7 +48,18 @@ void connection_flush(connection *conn)
         buf_free(&conn->framed); /* do not keep a huge answer's buffer around */
 }
 
-static size_t queued_bytes(const connection *conn) { return conn->io.queued(conn->io_ctx) + conn->framed.len; }
+static size_t queued_bytes(const connection *conn)
+{
+    return conn->io.queued(conn->io_ctx) + conn->framed.len + conn->held_bytes;
+}
+
+/* A message waiting, with the others behind it, for bytes of one of its
+ * splices that are still being made. */
+typedef struct held_message {
+    struct held_message *next;
+    buf json;
+    jw_splices splices; /* references of its own */
+} held_message;
 
 /* Hands the transport a message: json's bytes with the splices inserted at
  * their offsets, each written from where it lies when the transport can
@@ -61,22 +72,105 @@ static void write_parts(connection *conn, const char *json, size_t len, const jw
         if (s->at > at)
             conn->io.write(conn->io_ctx, json + at, s->at - at);
         if (conn->io.write_shared)
-            conn->io.write_shared(conn->io_ctx, s->owner, s->data, s->len);
+            conn->io.write_shared(conn->io_ctx, s->owner, jw_splice_data(s), jw_splice_len(s));
         else
-            conn->io.write(conn->io_ctx, s->data, s->len);
+            conn->io.write(conn->io_ctx, jw_splice_data(s), jw_splice_len(s));
         at = s->at;
     }
     if (len > at)
         conn->io.write(conn->io_ctx, json + at, len - at);
 }
 
+static void send_now(connection *conn, const char *json, size_t len, const jw_splices *splices);
+
+static void held_free(held_message *m)
+{
+    buf_free(&m->json);
+    jw_splices_free(&m->splices);
+    free(m);
+}
+
+static void release_held(void *ctx);
+
+/* Sends the held messages whose bytes are all there, in order, and waits
+ * for the first one that still misses some. */
+static void send_held(connection *conn)
+{
+    while (conn->held && !conn->closing) {
+        held_message *m = conn->held;
+        ecp_shared *waiting = NULL;
+        if (!jw_splices_ready(&m->splices, &waiting)) {
+            conn->held_on = ecp_shared_ref(waiting);
+            ecp_shared_when_ready(waiting, release_held, conn);
+            return;
+        }
+        conn->held = m->next;
+        if (!conn->held)
+            conn->held_last = NULL;
+        conn->held_bytes -= m->json.len;
+        send_now(conn, m->json.data, m->json.len, &m->splices);
+        held_free(m);
+    }
+}
+
+static void release_held(void *ctx)
+{
+    connection *conn = ctx;
+    ecp_shared_unref(conn->held_on);
+    conn->held_on = NULL;
+    send_held(conn);
+}
+
+static void drop_held(connection *conn)
+{
+    if (conn->held_on) {
+        ecp_shared_forget(conn->held_on, release_held, conn);
+        ecp_shared_unref(conn->held_on);
+        conn->held_on = NULL;
+    }
+    while (conn->held) {
+        held_message *m = conn->held;
+        conn->held = m->next;
+        held_free(m);
+    }
+    conn->held_last = NULL;
+    conn->held_bytes = 0;
+}
+
 void server__connection_send_spliced(connection *conn, const char *json, size_t len, const jw_splices *splices)
 {
     if (conn->closing)
         return;
-    size_t total = len;
-    for (size_t i = 0; splices && i < splices->count; i++)
-        total = xsize_add(total, splices->items[i].len);
+    if (!conn->held && jw_splices_ready(splices, NULL)) {
+        send_now(conn, json, len, splices);
+        return;
+    }
+    /* behind bytes still being made: it keeps its place until they are */
+    held_message *m = xcalloc(1, sizeof *m);
+    buf_append(&m->json, json, len);
+    for (size_t i = 0; splices && i < splices->count; i++) {
+        const jw_splice *s = &splices->items[i];
+        jw_splices_add(&m->splices, s->at, s->data, s->len, s->owner);
+    }
+    if (conn->held_last)
+        conn->held_last->next = m;
+    else
+        conn->held = m;
+    conn->held_last = m;
+    conn->held_bytes += len;
+    if (conn->held_bytes > CONNECTION_DROP_EXTRA) {
+        server__connection_drop(conn, "too much output waiting behind a message still being made");
+        return;
+    }
+    if (!conn->held_on)
+        send_held(conn);
+}
+
+static void send_now(connection *conn, const char *json, size_t len, const jw_splices *splices)
+{
+    if (conn->closing)
+        return;
+    size_t total = jw_spliced_len(len, splices);
     if (conn->decoder.mode == FRAMING_UNKNOWN) {
         /* The peer has not spoken yet, so its framing is unknown: hold what we
          * would send (notifications) until it does. */
@@ -657,6 +751,7 @@ void connection_close(connection *conn)
     }
     if (conn->paused)
         server__output_drained(srv); /* it holds nobody up any more */
+    drop_held(conn);
     for (size_t i = 0; i < srv->router.count; i++)
         if (srv->router.adapters[i].client_closed)
             srv->router.adapters[i].client_closed(srv->router.adapters[i].ctx, conn->id);

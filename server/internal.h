@@ -50,6 +50,11 @@ struct connection {
     framing_decoder decoder;
     ecp_position_encoding encoding;
     buf early;                 /* messages queued before the peer's framing is known */
+    /* Messages behind one whose bytes are still being made off the loop
+     * (a pending splice): they go out in order once it is ready. */
+    struct held_message *held, *held_last;
+    size_t held_bytes;
+    ecp_shared *held_on;       /* the pending bytes the first one waits for */
     buf framed;                /* output framed but not handed to the transport yet */
     unsigned receiving;        /* inside connection_receive: output gathers in framed */
     struct pending *pending;   /* requests not answered yet (doubly linked) */

@@ -223,8 +223,9 @@ static void on_open(void *ctx, const document_info *info)
 }
 
 typedef struct change_note {
-    const doc_adapter *ad;
+    doc_adapter *ad;
     const document_change_event *ev;
+    ecp_shared *text; /* the change's text as JSON, escaped on the pool; NULL: written in place */
 } change_note;
 
 static bool content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len,
@@ -232,7 +233,7 @@ static bool content_as_sent(const doc_adapter *ad, const document_change *c, con
 
 static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
 {
-    const change_note *note = ctx;
+    change_note *note = ctx;
     const document_change_event *ev = note->ev;
     jw_object_begin(w);
     jw_key_string(w, "documentId", ev->document_id);
@@ -259,6 +260,14 @@ static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
              * escaped again nor copied on the loop */
             jw_key(w, "text");
             jw_raw_shared(w, json, json_len, owner);
+        } else if (c->text_len >= CONTENT_OFF_LOOP_BYTES && ev->count == 1 && jw_splicing(w)) {
+            /* escaping 100 MB (a redo of a huge setContent) would stall
+             * everyone: it is done on the pool, once for every encoding,
+             * and the notification waits for it in each client's order */
+            if (!note->text)
+                note->text = ecp_shared_pending();
+            jw_key(w, "text");
+            jw_raw_pending(w, note->text);
         } else {
             jw_key_string_n(w, "text", c->text ? c->text : "", c->text_len);
         }
@@ -268,10 +277,79 @@ static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
     jw_object_end(w);
 }
 
+/* A change's text, escaped as a JSON string on the pool from a snapshot
+ * of the document it is in. */
+typedef struct change_text_job {
+    document_snapshot *snap;
+    size_t offset, len;
+    ecp_shared *json; /* pending until done */
+    buf out;
+} change_text_job;
+
+static void change_text_work(ecp_job *job, unsigned item)
+{
+    (void)item;
+    change_text_job *t = ecp_job_data(job);
+    json_writer w;
+    jw_init(&w, &t->out);
+    jw_string_begin(&w);
+    document_snapshot_read(t->snap, t->offset, t->len, write_chunk, &w, NULL);
+    jw_string_end(&w);
+}
+
+static void change_text_fill(change_text_job *t, bool whole)
+{
+    if (!t->json || ecp_shared_ready(t->json))
+        return;
+    if (!whole) { /* never made (teardown): the clients waiting get an empty text rather than nothing */
+        buf_clear(&t->out);
+        buf_append(&t->out, "\"\"", 2);
+    }
+    size_t len = t->out.len;
+    ecp_shared_fill(t->json, buf_detach(&t->out), len);
+}
+
+static void change_text_done(ecp_job *job)
+{
+    change_text_job *t = ecp_job_data(job);
+    change_text_fill(t, !ecp_job_cancelled(job));
+}
+
+static void change_text_free(void *data)
+{
+    change_text_job *t = data;
+    change_text_fill(t, false);
+    ecp_shared_unref(t->json);
+    document_snapshot_release(t->snap);
+    buf_free(&t->out);
+    free(t);
+}
+
+static const ecp_job_type change_text_job_type = {
+    .name = "document.changeText", .lane = ECP_LANE_SHORT,
+    .work = change_text_work, .done = change_text_done, .free_data = change_text_free,
+};
+
 static void on_change(void *ctx, const document_change_event *ev)
 {
-    change_note note = {ctx, ev};
+    change_note note = {ctx, ev, NULL};
     ecp_bus_notify(note.ad->bus, "document/didChange", render_change, &note);
+    if (!note.text)
+        return;
+    change_text_job *t = xcalloc(1, sizeof *t);
+    t->json = note.text;
+    t->offset = ev->changes[0].offset;
+    t->len = ev->changes[0].text_len;
+    t->snap = document_snapshot_take(note.ad->svc, ev->document_id, NULL);
+    if (!t->snap) { /* cannot happen: the document is there, it just changed */
+        json_writer w;
+        jw_init(&w, &t->out);
+        jw_string_n(&w, ev->changes[0].text, ev->changes[0].text_len);
+        change_text_fill(t, true);
+        change_text_free(t);
+        return;
+    }
+    ecp_job_start(ecp_job_new(note.ad->jobs, &change_text_job_type, t), 1);
 }
 
 static void render_cursors(void *ctx, ecp_position_encoding enc, json_writer *w)

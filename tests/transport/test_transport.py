@@ -1173,6 +1173,55 @@ class LargeEditStallTests(unittest.TestCase):
         # copying it into the event and again into the write queue 0.2-1.8 s; now ~20 ms
         self.assertLess(self.huge_set_content(watched=True), 0.25 * SANITIZED)
 
+    def test_a_huge_redo_stalls_nobody_and_keeps_its_order(self):
+        # A redo back to a huge text sends that text in its change event: escaping it on the loop stalled
+        # others ~1.4 s. It is escaped on the pool now, the event waiting in each client's queue meanwhile,
+        # so it still comes before the redo's answer and what follows it.
+        a = Client(self.srv.connect())
+        other = Client(self.srv.connect())
+        self.assertEqual(other.call(req(1, "ecp/ping", [1]), framing=cl)["result"], [1])
+        doc = a.call(req(1, "document/open", {"uri": "untitled:redo", "content": "small"}))["result"]["documentId"]
+        unit = 'say "\tq\\" \u00e9 \U0001F600' * 5 + "\n"
+        text = unit * ((64 << 20) // len(unit.encode()))
+
+        def change_seen_by_other(version):
+            while True:
+                m = other.r.message()
+                if m.get("method") == "document/didChange" and m["params"]["version"] == version:
+                    return m["params"]["changes"][0]
+
+        self.assertTrue(a.call(req(2, "document/setContent", {"documentId": doc, "content": text}))["result"]["success"])
+        change_seen_by_other(2)
+        self.assertTrue(a.call(req(3, "document/undo", {"documentId": doc}))["result"]["success"])
+        self.assertEqual(change_seen_by_other(3)["text"], "small")
+        pinger = subprocess.Popen([sys.executable, "-c", QUIET_PINGER, self.srv.path], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE)
+        self.assertEqual(pinger.stdout.readline().strip(), b"ready")
+        time.sleep(0.02)
+        a.s.sendall(nl(req(4, "document/redo", {"documentId": doc})) +
+                    nl(req(5, "document/info", {"documentId": doc})))
+        order = []
+        while True:
+            m = a.r.message()
+            if m.get("method") == "document/didChange":
+                order.append(("change", m["params"]["version"]))
+                if m["params"]["version"] == 4:
+                    self.assertTrue(m["params"]["changes"][0]["text"] == text)
+            elif "id" in m:
+                order.append(("answer", m["id"]))
+                if m["id"] == 5:
+                    break
+        out, _ = pinger.communicate(b"stop\n", timeout=60)
+        worst = float(out)
+        print("\n  redo of a %d MB text, its change event sent to two clients: slowest ping %.0f ms" % (
+            len(text.encode()) >> 20, worst * 1000), file=sys.stderr)
+        self.assertEqual([o for o in order if o[0] == "answer"], [("answer", 4), ("answer", 5)])
+        self.assertLess(order.index(("change", 4)), order.index(("answer", 4)))
+        change = change_seen_by_other(4)  # the other client gets it whole too, framed with Content-Length
+        self.assertTrue(change["text"] == text)
+        self.assertEqual(change["range"], {"start": {"line": 0, "column": 0}, "end": {"line": 0, "column": 5}})
+        self.assertLess(worst, 0.25 * SANITIZED)
+
     def test_a_huge_set_content_is_seen_by_others_whole(self):
         a = Client(self.srv.connect())
         doc = a.call(req(1, "document/open", {"uri": "untitled:seen", "content": "é\n😀x"}))["result"]["documentId"]

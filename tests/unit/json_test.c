@@ -1315,7 +1315,7 @@ static void test_writer_splices(void **state)
 
     assert_int_equal(splices.count, 1);
     assert_int_equal(splices.items[0].at, strlen("{\"small\":\"b\",\"big\":"));
-    assert_int_equal(jw_spliced_len(&out, &splices), out.len + big);
+    assert_int_equal(jw_spliced_len(out.len, &splices), out.len + big);
     buf whole = BUF_INIT;
     jw_splices_append_to(&whole, out.data, out.len, &splices);
     assert_int_equal(whole.len, out.len + big);
@@ -1341,6 +1341,40 @@ static void test_writer_splices(void **state)
     buf_free(&out);
 }
 
+static void count_ready(void *ctx) { (*(int *)ctx)++; }
+
+/* Bytes still being made: splices of them are not ready, those who asked
+ * are told once (not one who withdrew), and the bytes are then the value. */
+static void test_pending_shared_bytes(void **state)
+{
+    (void)state;
+    ecp_shared *s = ecp_shared_pending();
+    assert_false(ecp_shared_ready(s));
+    int first = 0, withdrew = 0, late = 0;
+    ecp_shared_when_ready(s, count_ready, &first);
+    ecp_shared_when_ready(s, count_ready, &withdrew);
+    ecp_shared_forget(s, count_ready, &withdrew);
+    jw_splices splices = {0};
+    jw_splices_add(&splices, 1, NULL, 0, s);
+    ecp_shared *waiting = NULL;
+    assert_false(jw_splices_ready(&splices, &waiting));
+    assert_ptr_equal(waiting, s);
+
+    ecp_shared_fill(s, xstrndup("\"x\"", 3), 3);
+    assert_int_equal(first, 1);
+    assert_int_equal(withdrew, 0);
+    assert_true(jw_splices_ready(&splices, NULL));
+    ecp_shared_when_ready(s, count_ready, &late); /* ready: at once */
+    assert_int_equal(late, 1);
+    ecp_shared_unref(s); /* the splice keeps it */
+    assert_int_equal(jw_spliced_len(2, &splices), 5);
+    buf whole = BUF_INIT;
+    jw_splices_append_to(&whole, "[]", 2, &splices);
+    assert_string_equal(whole.data, "[\"x\"]");
+    buf_free(&whole);
+    jw_splices_free(&splices);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1361,6 +1395,7 @@ int main(void)
         cmocka_unit_test(test_writer_commas),
         cmocka_unit_test(test_writer_escapes),
         cmocka_unit_test(test_writer_splices),
+        cmocka_unit_test(test_pending_shared_bytes),
         cmocka_unit_test(test_write_value),
         cmocka_unit_test(test_round_trip_property),
         cmocka_unit_test(test_size_arithmetic_never_wraps),
