@@ -42,6 +42,14 @@ typedef struct doc_adapter {
 /* document_read's chunk callback: ctx is the writer of an open string. */
 static void write_chunk(void *ctx, const char *p, size_t len) { jw_string_chunk(ctx, p, len); }
 
+/* [offset, offset + len) of a snapshot as one JSON string (any thread). */
+static void write_snapshot_text(json_writer *w, const document_snapshot *snap, size_t offset, size_t len)
+{
+    jw_string_begin(w);
+    document_snapshot_read(snap, offset, len, write_chunk, w, NULL);
+    jw_string_end(w);
+}
+
 static void write_position(json_writer *w, size_t line, size_t column)
 {
     jw_object_begin(w);
@@ -292,9 +300,7 @@ static void change_text_work(ecp_job *job, unsigned item)
     change_text_job *t = ecp_job_data(job);
     json_writer w;
     jw_init(&w, &t->out);
-    jw_string_begin(&w);
-    document_snapshot_read(t->snap, t->offset, t->len, write_chunk, &w, NULL);
-    jw_string_end(&w);
+    write_snapshot_text(&w, t->snap, t->offset, t->len);
 }
 
 static void change_text_fill(change_text_job *t, bool whole)
@@ -623,9 +629,7 @@ static void content_work(ecp_job *job, unsigned item)
     jw_init(&w, &t->out);
     jw_object_begin(&w);
     jw_key(&w, "content");
-    jw_string_begin(&w);
-    document_snapshot_read(t->snap, 0, document_snapshot_length(t->snap), write_chunk, &w, NULL);
-    jw_string_end(&w);
+    write_snapshot_text(&w, t->snap, 0, document_snapshot_length(t->snap));
     jw_key_int(&w, "version", (int64_t)document_snapshot_version(t->snap));
     jw_key_int(&w, "lineCount", (int64_t)document_snapshot_line_count(t->snap));
     jw_object_end(&w);
