@@ -153,12 +153,32 @@ void json_escape_into(buf *out, const char *s, size_t len)
 
 void jw_key_n(json_writer *w, const char *key, size_t len)
 {
+    /* Keys are nearly always plain names: one reservation, copied as they
+     * are checked; anything else goes through the escaper. */
+    buf *out = w->out;
+    if (out->cap - out->len <= len + 4)
+        buf_reserve(out, len + 4);
+    char *p = out->data + out->len;
     if (w->need_comma)
-        buf_push(w->out, ',');
-    buf_push(w->out, '"');
-    json_escape_into(w->out, key, len);
-    buf_append(w->out, "\":", 2);
+        *p++ = ',';
+    *p++ = '"';
+    size_t i = 0;
+    while (i < len && plain_byte[(unsigned char)key[i]]) {
+        p[i] = key[i];
+        i++;
+    }
     w->need_comma = false;
+    if (i < len) {
+        out->len = (size_t)(p - out->data);
+        json_escape_into(out, key, len);
+        buf_append(out, "\":", 2);
+        return;
+    }
+    p += len;
+    *p++ = '"';
+    *p++ = ':';
+    *p = '\0';
+    out->len = (size_t)(p - out->data);
 }
 
 void jw_key(json_writer *w, const char *key) { jw_key_n(w, key, strlen(key)); }
