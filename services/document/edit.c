@@ -46,6 +46,7 @@ static void step_free(doc_undo_step *s)
         free(s->changes[i].deleted);
         free(s->changes[i].inserted);
         piece_tree_free(s->changes[i].other);
+        free(s->changes[i].measures);
     }
     free(s->changes);
     document__cursors_free(&s->before);
@@ -205,6 +206,23 @@ static void describe_whole(const document *doc, const prim *p, document_change *
     c->range_length[ECP_ENCODING_UTF8] = gone.u8;
     c->range_length[ECP_ENCODING_UTF16] = gone.u16;
     c->range_length[ECP_ENCODING_UTF32] = gone.u32;
+}
+
+/* After the swap that ev describes: the text that went (now c->other)
+ * spans what ev says, when every encoding was measured for it, and the one
+ * that came spans `came`. */
+static void swap_measured(const document *doc, doc_undo_change *c, const document_change *ev, doc_swap_measure came)
+{
+    if (!c->measures)
+        c->measures = xcalloc(2, sizeof *c->measures);
+    c->measures[0] = came;
+    c->measures[1] = (doc_swap_measure){
+        .known = doc->svc->encodings != 1u << ECP_ENCODING_UTF8,
+        .gone = {ev->range_length[ECP_ENCODING_UTF8], ev->range_length[ECP_ENCODING_UTF16],
+                 ev->range_length[ECP_ENCODING_UTF32]},
+        .tail = {ev->end.column[ECP_ENCODING_UTF8], ev->end.column[ECP_ENCODING_UTF16],
+                 ev->end.column[ECP_ENCODING_UTF32]},
+    };
 }
 
 static void describe(const document *doc, const prim *p, document_change *c)
@@ -432,6 +450,12 @@ static int apply_with(document_service *svc, document *doc, doc_edit *edits, siz
     rc = run(doc, prims, count, events, err);
     if (rc != 0)
         goto done;
+    if (whole) {
+        /* what the new text spans holds whatever happened meanwhile: it is the tree put in place */
+        bool came = measure && measure->came_known;
+        swap_measured(doc, &undo[0], &events[0],
+                      came ? (doc_swap_measure){true, measure->came_gone, measure->came_tail} : (doc_swap_measure){0});
+    }
     for (size_t a = 0; a < count; a++)
         document__cursors_shift(&doc->cursors, prims[a].offset, prims[a].del_len, prims[a].ins_len);
 
@@ -468,6 +492,7 @@ done:
             free(undo[a].deleted);
             free(undo[a].inserted);
             piece_tree_free(undo[a].other);
+            free(undo[a].measures);
         }
         free(undo);
     }
@@ -534,6 +559,8 @@ int document__undo(document_service *svc, document *doc, bool redo)
     /* The event needs the text that a kept tree puts back as one run of
      * bytes: the tree's own when it was never edited, else a copy. */
     char **flats = xcalloc(s->count, sizeof *flats);
+    /* what each swap's departing text spans, when known: measured nothing on the loop */
+    doc_whole_measure *known = xcalloc(s->count, sizeof *known);
     for (size_t i = 0; i < s->count; i++) {
         doc_undo_change *c = redo ? &s->changes[i] : &s->changes[s->count - 1 - i];
         if (c->other) {
@@ -544,13 +571,28 @@ int document__undo(document_service *svc, document *doc, bool redo)
                 flat = flats[i];
             }
             size_t was = redo ? c->deleted_len : c->inserted_len, becomes = redo ? c->inserted_len : c->deleted_len;
-            prims[i] = (prim){0, NULL, was, flat, becomes, &c->other, NULL};
+            /* The text that goes is exactly the one the last swap put in
+             * place (undo restores texts byte for byte): its measure holds.
+             * Its version is the one it is described at; later changes of
+             * the step are undone first, but none of them moves it. */
+            const doc_whole_measure *m = NULL;
+            if (c->measures && c->measures[0].known) {
+                known[i] = (doc_whole_measure){.version = doc->version, .gone = c->measures[0].gone,
+                                                .tail = c->measures[0].tail};
+                m = &known[i];
+            }
+            prims[i] = (prim){0, NULL, was, flat, becomes, &c->other, m};
             continue;
         }
         prims[i] = redo ? (prim){c->offset, c->deleted, c->deleted_len, c->inserted, c->inserted_len, NULL, NULL}
                         : (prim){c->offset, c->inserted, c->inserted_len, c->deleted, c->deleted_len, NULL, NULL};
     }
     int rc = run(doc, prims, s->count, events, NULL);
+    for (size_t i = 0; rc == 0 && i < s->count; i++) {
+        doc_undo_change *c = redo ? &s->changes[i] : &s->changes[s->count - 1 - i];
+        if (c->other) /* the trees changed places: so do their measures */
+            swap_measured(doc, c, &events[i], c->measures ? c->measures[1] : (doc_swap_measure){0});
+    }
     if (rc == 0) {
         document__cursors_free(&doc->cursors);
         document__cursors_copy(&doc->cursors, redo ? &s->after : &s->before);
@@ -563,6 +605,7 @@ int document__undo(document_service *svc, document *doc, bool redo)
     for (size_t i = 0; i < s->count; i++)
         free(flats[i]);
     free(flats);
+    free(known);
     free(prims);
     free(events);
     return rc;

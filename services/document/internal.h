@@ -57,6 +57,10 @@ typedef struct doc_undo_change {
      * while it is undone); undoing or redoing swaps it with the document's
      * tree. NULL for every other change. Owned. */
     piece_tree *other;
+    /* With other: what the two texts span, [0] the one the last swap put in
+     * place, [1] other, once known, so that undoing and redoing a huge
+     * replacement measure nothing on the loop. Owned; NULL: not known. */
+    struct doc_swap_measure *measures;
 } doc_undo_change;
 
 /* One undo step: the changes in the order they were applied, and the cursors
@@ -382,7 +386,16 @@ typedef struct doc_whole_measure {
     uint64_t version;
     doc_units gone; /* the whole old text */
     doc_units tail; /* its last line */
+    bool came_known; /* came_gone and came_tail hold the same for the new text */
+    doc_units came_gone, came_tail;
 } doc_whole_measure;
+
+/* What one text spans in every encoding, known or not. */
+typedef struct doc_swap_measure {
+    bool known;
+    doc_units gone; /* all of it */
+    doc_units tail; /* its last line */
+} doc_swap_measure;
 
 /* Makes `tree` (taken over, also on failure) the document's text as one
  * undoable step; the old tree is kept by the step, not copied. measure may

@@ -1179,6 +1179,11 @@ int document_replacement_build(document_replacement *r, char *text, size_t len, 
     size_t last_start = piece_tree_snapshot_line_start(old, piece_tree_snapshot_line_count(old) - 1);
     r->measure.gone = document__snapshot_units(old, 0, old_len);
     r->measure.tail = document__snapshot_units(old, last_start, old_len - last_start);
+    /* and the new text, for the undo that will take it away again */
+    size_t new_last_start = piece_tree_line_start(r->tree, piece_tree_line_count(r->tree) - 1);
+    r->measure.came_gone = document__units(r->tree, 0, len);
+    r->measure.came_tail = document__units(r->tree, new_last_start, len - new_last_start);
+    r->measure.came_known = true;
     r->measured = true;
     return 0;
 }
