@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "buf.h"
 #include "test_client.h"
 
 /* ----- fixture and helpers ----------------------------------------------------- */
@@ -1383,6 +1384,48 @@ static void test_a_new_client_gets_its_columns(void **state)
     free(id);
 }
 
+/* A change whose text is huge has it escaped off the loop: every client
+ * still gets it whole, in its own units, and before the answer of the edit
+ * that made it (the answer waits behind it). */
+static void test_a_huge_change_text_arrives_whole_and_first(void **state)
+{
+    fx *f = *state;
+    test_client *c32 = connect_with(f->s, "utf-32");
+    char *id = open_doc(f->c, "memory://huge.txt", "\"\\ud83d\\ude00ab\"");
+    test_client_clear_notifications(c32);
+    const char unit[] = "say \\\"q\\\" \\t \\u00e9 \\ud83d\\ude00\\n"; /* as JSON */
+    const char decoded[] = "say \"q\" \t \xC3\xA9 \xF0\x9F\x98\x80\n";
+    size_t copies = (2u << 20) / (sizeof decoded - 1) + 1;
+    buf params = BUF_INIT, want = BUF_INIT;
+    buf_appendf(&params, "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":2},\"text\":\"", id);
+    for (size_t i = 0; i < copies; i++) {
+        buf_append(&params, unit, sizeof unit - 1);
+        buf_append(&want, decoded, sizeof decoded - 1);
+    }
+    buf_append_str(&params, "\"}");
+    char *r = NULL;
+    assert_int_equal(test_client_request(f->c, "document/insert", params.data, &r), 0);
+    free(r);
+    /* answered: the change was there already */
+    const char *note = test_client_notification(f->c, "document/didChange", 0);
+    assert_non_null(note);
+    char *text = test_json_string(note, "changes[0].text");
+    assert_non_null(text);
+    assert_int_equal(strlen(text), want.len);
+    assert_true(memcmp(text, want.data, want.len) == 0);
+    free(text);
+    expect_change_range(f->c, 0, RANGE(0, 2, 0, 2) "/0");
+    assert_true(test_client_wait_notifications(c32, "document/didChange", 1, 10000));
+    expect_change_range(c32, 0, RANGE(0, 1, 0, 1) "/0");
+    text = test_json_string(test_client_notification(c32, "document/didChange", 0), "changes[0].text");
+    assert_true(text && strlen(text) == want.len && memcmp(text, want.data, want.len) == 0);
+    free(text);
+    buf_free(&params);
+    buf_free(&want);
+    test_client_disconnect(c32);
+    free(id);
+}
+
 static void test_encodings(void **state)
 {
     fx *f = *state;
@@ -2100,6 +2143,7 @@ int main(void)
         T(test_undo_grouping),
         T(test_position_offset),
         T(test_a_new_client_gets_its_columns),
+        T(test_a_huge_change_text_arrives_whole_and_first),
         T(test_encodings),
         T(test_word_at_position),
         T(test_two_clients),
