@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <tree_sitter/parser.h>
+
 #include "buf.h"
 #include "utf.h"
 
@@ -594,11 +596,81 @@ static bool may_reach_width(const char *text, size_t len)
     return false;
 }
 
+/* ----- lexing without the lexer's log lines ---------------------------------------------------- */
+
+/* The lexer and the parser share one logger, and the lexer writes a line
+ * (formatted with snprintf) for every character it reads: of a watched
+ * parse, where the watch needs the parser's lines only, that was half the
+ * time. The lexer reads characters only inside the language's lexing
+ * functions (its lex function, its keyword lex function and its external
+ * scanner), so a grammar parses with a copy of its language whose lexing
+ * functions take the logger off the parser for the time of the call and put
+ * it back after. The copy shares the original's tables: its symbols are the
+ * original's, and queries compiled against the original run on its trees.
+ *
+ * Those functions take no payload, so what they call comes through
+ * quiet_lexing_current: the context of the parse running on this thread, set
+ * by syntax_parse around ts_parser_parse_string and cleared after. It is a
+ * callback's context that has no other way in, not state shared between
+ * parses. */
+typedef struct quiet_lexing {
+    const TSLanguage *original; /* whose lexing functions do the work */
+    TSParser *parser;           /* NULL: a parse without a logger, nothing to take off */
+    TSLogger logger;            /* what to put back */
+} quiet_lexing;
+
+static _Thread_local const quiet_lexing *quiet_lexing_current;
+
+static bool lex_quietly(TSLexer *lexer, TSStateId state)
+{
+    const quiet_lexing *q = quiet_lexing_current;
+    if (!q->parser)
+        return q->original->lex_fn(lexer, state);
+    ts_parser_set_logger(q->parser, (TSLogger){NULL, NULL});
+    bool found = q->original->lex_fn(lexer, state);
+    ts_parser_set_logger(q->parser, q->logger);
+    return found;
+}
+
+static bool lex_keyword_quietly(TSLexer *lexer, TSStateId state)
+{
+    const quiet_lexing *q = quiet_lexing_current;
+    if (!q->parser)
+        return q->original->keyword_lex_fn(lexer, state);
+    ts_parser_set_logger(q->parser, (TSLogger){NULL, NULL});
+    bool found = q->original->keyword_lex_fn(lexer, state);
+    ts_parser_set_logger(q->parser, q->logger);
+    return found;
+}
+
+static bool scan_quietly(void *payload, TSLexer *lexer, const bool *valid_symbols)
+{
+    const quiet_lexing *q = quiet_lexing_current;
+    if (!q->parser)
+        return q->original->external_scanner.scan(payload, lexer, valid_symbols);
+    ts_parser_set_logger(q->parser, (TSLogger){NULL, NULL});
+    bool found = q->original->external_scanner.scan(payload, lexer, valid_symbols);
+    ts_parser_set_logger(q->parser, q->logger);
+    return found;
+}
+
+TSLanguage *syntax_parse_language_new(const TSLanguage *language)
+{
+    TSLanguage *copy = xmalloc(sizeof *copy);
+    *copy = *language;
+    copy->lex_fn = lex_quietly;
+    if (language->keyword_lex_fn)
+        copy->keyword_lex_fn = lex_keyword_quietly;
+    if (language->external_scanner.scan)
+        copy->external_scanner.scan = scan_quietly;
+    return copy;
+}
+
 TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len,
                      const TSRange *range, const char **why)
 {
     TSParser *parser = ts_parser_new();
-    ts_parser_set_language(parser, g->language());
+    ts_parser_set_language(parser, g->parse_language);
     ts_parser_set_timeout_micros(parser, SYNTAX_PARSE_TIMEOUT_US);
     if (range)
         ts_parser_set_included_ranges(parser, range, 1);
@@ -606,8 +678,8 @@ TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *tex
     if (range ? may_reach_width(text + range->start_byte, range->end_byte - range->start_byte)
               : may_reach_width(text, len)) {
         guard = width_guard_new();
-        /* The runtime formats a log line for every character it lexes: a
-         * watched parse takes about twice as long. It is bounded by twice the
+        /* The runtime formats a log line for every parser action: a watched
+         * parse takes longer than a plain one. It is bounded by twice the
          * time in processor time of its own thread, which the watch measures:
          * wall time would also count the other work of a busy machine, and
          * the parse is work of its own, off the loop. */
@@ -615,7 +687,11 @@ TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *tex
         ts_parser_set_logger(parser, (TSLogger){guard, width_log});
         ts_parser_set_cancellation_flag(parser, &guard->cancel);
     }
+    quiet_lexing quiet = {g->language(), guard ? parser : NULL, guard ? (TSLogger){guard, width_log} : (TSLogger){0}};
+    const quiet_lexing *outer = quiet_lexing_current;
+    quiet_lexing_current = &quiet;
     TSTree *tree = ts_parser_parse_string(parser, old, text, (uint32_t)len);
+    quiet_lexing_current = outer;
     if (!tree && why)
         *why = !guard              ? "its parse took longer than the 10 s allowed"
                : guard->out_of_time ? "its parse took more than the 20 s of processor time allowed a text of many tokens"
