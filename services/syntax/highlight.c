@@ -450,12 +450,33 @@ static void top_restore(stack_estimate *e, const estimate_top *t)
     e->extras = t->extras;
 }
 
-static bool starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
-
-static long number_after(const char *s, const char *key)
+/* The watch reads a line for every action of the parser: its tests are
+ * inlined, by the first character first, and numbers are read by hand. */
+static inline bool starts(const char *s, const char *prefix)
 {
-    const char *p = strstr(s, key);
-    return p ? strtol(p + strlen(key), NULL, 10) : 0;
+    for (; *prefix; s++, prefix++)
+        if (*s != *prefix)
+            return false;
+    return true;
+}
+
+/* The decimal number at *p (0 if none), leaving *p after it. */
+static inline unsigned long read_number(const char **p)
+{
+    unsigned long n = 0;
+    for (; **p >= '0' && **p <= '9'; (*p)++)
+        n = n < 1000000000ul ? n * 10 + (unsigned long)(**p - '0') : n;
+    return n;
+}
+
+/* The number that ends the line: a count written after a symbol's name,
+ * which may hold anything. */
+static long last_number(const char *s)
+{
+    const char *end = s + strlen(s), *p = end;
+    while (p > s && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return (long)read_number(&p);
 }
 
 static void width_versions(width_guard *w, unsigned version, unsigned count)
@@ -518,34 +539,70 @@ static void width_log(void *payload, TSLogType type, const char *message)
     }
     if (type != TSLogTypeParse)
         return;
-    if (message[0] == 'l')
-        return; /* lex_internal, lexed_lookahead: most of the lines, nothing to follow */
-    if (starts(message, "process version:")) {
-        width_versions(w, (unsigned)number_after(message, "version:"),
-                       (unsigned)number_after(message, "version_count:"));
-        return;
-    }
-    stack_estimate *both[2] = {&w->low[w->current], &w->high[w->current]};
-    for (int i = 0; i < 2; i++) {
-        stack_estimate *e = both[i];
-        if (starts(message, "shift_extra")) {
-            e->extras_after[e->entries]++;
-            e->extras++;
-        } else if (starts(message, "shift") || starts(message, "skip_token") ||
-                   starts(message, "recover_with_missing")) {
-            estimate_push(e);
-        } else if (starts(message, "reduce ")) {
-            estimate_reduce(e, number_after(message, "child_count:"));
-        } else if (starts(message, "recover_to_previous")) {
-            estimate_reduce(e, number_after(message, "depth:"));
+    enum { NONE, PUSH, EXTRA, REDUCE } action = NONE;
+    long reduced = 0;
+    switch (message[0]) {
+    case 'l':
+        return; /* lex_internal, lex_external, lexed_lookahead: two lines a token, nothing to follow */
+    case 'p':
+        if (starts(message, "process version:")) {
+            const char *p = message + sizeof "process version:" - 1;
+            unsigned long version = read_number(&p);
+            unsigned long count = 0;
+            if (starts(p, ", version_count:")) {
+                p += sizeof ", version_count:" - 1;
+                count = read_number(&p);
+            }
+            width_versions(w, version > UINT32_MAX ? UINT32_MAX : (unsigned)version,
+                           count > UINT32_MAX ? UINT32_MAX : (unsigned)count);
+            return;
         }
+        break;
+    case 's':
+        if (starts(message, "shift_extra"))
+            action = EXTRA;
+        else if (starts(message, "shift") || starts(message, "skip_token"))
+            action = PUSH;
+        break;
+    case 'r':
+        if (starts(message, "reduce ")) {
+            action = REDUCE;
+            reduced = last_number(message); /* child_count */
+        } else if (starts(message, "recover_to_previous")) {
+            action = REDUCE;
+            reduced = last_number(message); /* depth */
+        } else if (starts(message, "recover_with_missing")) {
+            action = PUSH;
+        }
+        break;
+    case 'd':
+        if (starts(message, "detect_error") && !w->recovering) {
+            w->recovering = true;
+            for (unsigned i = 0; i < w->count; i++)
+                estimate_copy(&w->high[i], &w->low[i]);
+        }
+        break;
     }
-    if (starts(message, "detect_error") && !w->recovering) {
-        w->recovering = true;
-        for (unsigned i = 0; i < w->count; i++)
-            estimate_copy(&w->high[i], &w->low[i]);
+    stack_estimate *low = &w->low[w->current], *high = &w->high[w->current];
+    switch (action) {
+    case NONE:
+        break;
+    case PUSH:
+        estimate_push(low);
+        estimate_push(high);
+        break;
+    case EXTRA:
+        low->extras_after[low->entries]++;
+        low->extras++;
+        high->extras_after[high->entries]++;
+        high->extras++;
+        break;
+    case REDUCE:
+        estimate_reduce(low, reduced);
+        estimate_reduce(high, reduced);
+        break;
     }
-    if (estimate_size(both[0]) > WIDTH_LIMIT || (w->recovering && estimate_size(both[1]) > WIDTH_LIMIT))
+    if (estimate_size(low) > WIDTH_LIMIT || (w->recovering && estimate_size(high) > WIDTH_LIMIT))
         w->cancel = 1;
 }
 
