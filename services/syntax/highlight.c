@@ -460,12 +460,13 @@ static inline bool starts(const char *s, const char *prefix)
     return true;
 }
 
-/* The decimal number at *p (0 if none), leaving *p after it. */
+/* The decimal number at *p (0 if none), leaving *p after it; it stops
+ * growing past 10^9, which no count or version reaches. */
 static inline unsigned long read_number(const char **p)
 {
     unsigned long n = 0;
     for (; **p >= '0' && **p <= '9'; (*p)++)
-        n = n < 1000000000ul ? n * 10 + (unsigned long)(**p - '0') : n;
+        n = n < 100000000ul ? n * 10 + (unsigned long)(**p - '0') : n;
     return n;
 }
 
@@ -553,8 +554,7 @@ static void width_log(void *payload, TSLogType type, const char *message)
                 p += sizeof ", version_count:" - 1;
                 count = read_number(&p);
             }
-            width_versions(w, version > UINT32_MAX ? UINT32_MAX : (unsigned)version,
-                           count > UINT32_MAX ? UINT32_MAX : (unsigned)count);
+            width_versions(w, (unsigned)version, (unsigned)count);
             return;
         }
         break;
