@@ -656,9 +656,9 @@ static bool may_reach_width(const char *text, size_t len)
 /* ----- lexing without the lexer's log lines ---------------------------------------------------- */
 
 /* The lexer and the parser share one logger, and the lexer writes a line
- * (formatted with snprintf) for every character it reads: of a watched
- * parse, where the watch needs the parser's lines only, that was half the
- * time. The lexer reads characters only inside the language's lexing
+ * (formatted with snprintf) for every character it reads: more than a third
+ * of the lines of a watched parse, where the watch needs the parser's lines
+ * only. The lexer reads characters only inside the language's lexing
  * functions (its lex function, its keyword lex function and its external
  * scanner), so a grammar parses with a copy of its language whose lexing
  * functions take the logger off the parser for the time of the call and put
@@ -669,7 +669,11 @@ static bool may_reach_width(const char *text, size_t len)
  * quiet_lexing_current: the context of the parse running on this thread, set
  * by syntax_parse around ts_parser_parse_string and cleared after. It is a
  * callback's context that has no other way in, not state shared between
- * parses. */
+ * parses.
+ *
+ * The watch's processor-time check counts the parser's lines only now; a
+ * lexing function's work between two of them is linear in the bytes it
+ * reads, so the check still comes often enough. */
 typedef struct quiet_lexing {
     const TSLanguage *original; /* whose lexing functions do the work */
     TSParser *parser;           /* NULL: a parse without a logger, nothing to take off */
