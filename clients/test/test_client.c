@@ -27,6 +27,10 @@ typedef struct response {
     char *text;     /* the whole response (an object, or a batch's array) */
     int64_t id;     /* INT64_MIN when the id is not an integer */
     bool claimed;
+    /* text's "result" member, found when the response was read: a large
+     * answer (a whole file's tokens) is not parsed a second time. */
+    bool has_result;
+    size_t result_at, result_len;
 } response;
 
 struct test_client {
@@ -113,7 +117,10 @@ static void take_output(test_client *c)
                 c->response_cap = c->response_cap ? c->response_cap * 2 : 64;
                 c->responses = realloc(c->responses, c->response_cap * sizeof *c->responses);
             }
-            c->responses[c->response_count++] = (response){msg, id, false};
+            size_t result_len = 0;
+            const char *result = json_raw(&doc, json_get(&doc, root, "result"), &result_len);
+            c->responses[c->response_count++] =
+                (response){msg, id, false, result != NULL, result ? (size_t)(result - msg) : 0, result_len};
         }
         json_doc_free(&doc);
     }
@@ -319,12 +326,9 @@ int test_client_wait_response(test_client *c, int64_t id, int timeout_ms, char *
         return INT32_MIN;
     r->claimed = true;
     int code = 0;
-    char *result = test_json_raw(r->text, "result");
-    if (result) {
+    if (r->has_result) {
         if (out)
-            *out = result;
-        else
-            free(result);
+            *out = strndup(r->text + r->result_at, r->result_len);
         return 0;
     }
     int64_t c64 = 0;

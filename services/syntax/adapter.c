@@ -24,11 +24,74 @@ typedef struct syntax_adapter {
 
 /* ----- writing tokens ------------------------------------------------------------------------ */
 
-static void write_line(json_writer *w, const syntax_line *line)
+/* An answer holds a token for every word of a file (380,000 for 2.7 MB of
+ * C), and they name few scopes and colours: the part of a token's object
+ * after its numbers, `,"scope":"…","color":"…"}`, is escaped once per scope
+ * and colour of an answer and copied after that. The names are keyed by
+ * their pointers, which stay valid while the answer is written (the
+ * query's capture names, the current theme's colours). */
+#define TAIL_SLOTS 512 /* a power of two; past three quarters full, tokens are written plainly */
+
+typedef struct token_tail {
+    const char *scope, *color; /* scope NULL: a free slot */
+    size_t at, len;            /* in token_tails.text */
+} token_tail;
+
+typedef struct token_tails {
+    token_tail slots[TAIL_SLOTS];
+    size_t used;
+    buf text;
+} token_tails;
+
+static void token_tails_init(token_tails *tails)
 {
-    jw_array_begin(w);
-    for (size_t i = 0; i < line->count; i++) {
-        const syntax_token *t = &line->tokens[i];
+    memset(tails->slots, 0, sizeof tails->slots);
+    tails->used = 0;
+    buf_init(&tails->text);
+}
+
+/* The tail of a token of scope and color, NULL when the table is full. */
+static const token_tail *token_tail_of(token_tails *tails, const char *scope, const char *color)
+{
+    size_t h = ((uintptr_t)scope >> 3) * 31u + ((uintptr_t)color >> 3);
+    for (size_t i = h & (TAIL_SLOTS - 1);; i = (i + 1) & (TAIL_SLOTS - 1)) {
+        token_tail *t = &tails->slots[i];
+        if (t->scope == scope && t->color == color)
+            return t;
+        if (t->scope)
+            continue;
+        if (tails->used >= TAIL_SLOTS / 4 * 3)
+            return NULL;
+        tails->used++;
+        t->scope = scope;
+        t->color = color;
+        t->at = tails->text.len;
+        buf_append_str(&tails->text, ",\"scope\":\"");
+        json_escape_into(&tails->text, scope, strlen(scope));
+        if (color) {
+            buf_append_str(&tails->text, "\",\"color\":\"");
+            json_escape_into(&tails->text, color, strlen(color));
+        }
+        buf_append_str(&tails->text, "\"}");
+        t->len = tails->text.len - t->at;
+        return t;
+    }
+}
+
+/* Writes v's digits ending at end; returns where they start. */
+static char *digits_before(char *end, size_t v)
+{
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return end;
+}
+
+static void write_token(json_writer *w, token_tails *tails, const syntax_token *t)
+{
+    const token_tail *tail = t->scope ? token_tail_of(tails, t->scope, t->color) : NULL;
+    if (!tail) {
         jw_object_begin(w);
         jw_key_int(w, "start", (int64_t)t->start);
         jw_key_int(w, "end", (int64_t)t->end);
@@ -36,25 +99,58 @@ static void write_line(json_writer *w, const syntax_line *line)
         if (t->color)
             jw_key_string(w, "color", t->color);
         jw_object_end(w);
+        return;
     }
+    /* {"start":<start>,"end":<end> then the tail, built from its end */
+    char head[64], *end = head + sizeof head, *p = digits_before(end, t->end);
+    static const char start_key[] = "{\"start\":", end_key[] = ",\"end\":";
+    p -= sizeof end_key - 1;
+    memcpy(p, end_key, sizeof end_key - 1);
+    p = digits_before(p, t->start);
+    p -= sizeof start_key - 1;
+    memcpy(p, start_key, sizeof start_key - 1);
+    jw_raw(w, p, (size_t)(end - p));
+    buf_append(w->out, tails->text.data + tail->at, tail->len);
+}
+
+static void write_line(json_writer *w, token_tails *tails, const syntax_line *line)
+{
+    jw_array_begin(w);
+    for (size_t i = 0; i < line->count; i++)
+        write_token(w, tails, &line->tokens[i]);
     jw_array_end(w);
 }
 
-static void write_text_line(syntax_service *svc, json_writer *w, const syntax_text *t, size_t line,
-                            ecp_position_encoding enc)
+static void write_text_line(syntax_service *svc, json_writer *w, token_tails *tails, const syntax_text *t,
+                            size_t line, ecp_position_encoding enc)
 {
     syntax_line out;
     syntax_text_render_line(svc, t, line, enc, &out);
-    write_line(w, &out);
+    write_line(w, tails, &out);
     free(out.tokens);
 }
 
 static void write_text_lines(syntax_service *svc, json_writer *w, const syntax_text *t, ecp_position_encoding enc)
 {
+    token_tails *tails = xmalloc(sizeof *tails);
+    token_tails_init(tails);
     jw_array_begin(w);
     for (size_t i = 0; t && i < t->lines.count; i++)
-        write_text_line(svc, w, t, i, enc);
+        write_text_line(svc, w, tails, t, i, enc);
     jw_array_end(w);
+    buf_free(&tails->text);
+    free(tails);
+}
+
+/* One line, or a few, as a separate answer. */
+static void write_one_text_line(syntax_service *svc, json_writer *w, const syntax_text *t, size_t line,
+                                ecp_position_encoding enc)
+{
+    token_tails *tails = xmalloc(sizeof *tails);
+    token_tails_init(tails);
+    write_text_line(svc, w, tails, t, line, enc);
+    buf_free(&tails->text);
+    free(tails);
 }
 
 /* The service's statuses as wire codes; the adapter's own sessions and
@@ -154,7 +250,7 @@ static void text_done(ecp_job *job)
     case OP_HIGHLIGHT_LINE:
         jw_object_begin(w);
         jw_key(w, "tokens");
-        write_text_line(svc, w, j->result, j->line, enc);
+        write_one_text_line(svc, w, j->result, j->line, enc);
         jw_object_end(w);
         break;
     case OP_CREATE_SESSION: {
@@ -340,7 +436,7 @@ static void m_get_session_tokens(void *ctx, ecp_call *call)
     jw_key(w, "tokens");
     if (s) {
         syntax_service_metrics(ad->svc)->cache_hits++;
-        write_text_line(ad->svc, w, s->text, line, ecp_call_encoding(call));
+        write_one_text_line(ad->svc, w, s->text, line, ecp_call_encoding(call));
     } else {
         jw_array_begin(w);
         jw_array_end(w);
@@ -423,10 +519,14 @@ static void m_document_tokens(void *ctx, ecp_call *call)
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "lines");
+    token_tails *tails = xmalloc(sizeof *tails);
+    token_tails_init(tails);
     jw_array_begin(w);
     for (size_t i = 0; i < count; i++)
-        write_line(w, &lines[i]);
+        write_line(w, tails, &lines[i]);
     jw_array_end(w);
+    buf_free(&tails->text);
+    free(tails);
     jw_key_bool(w, "settled", syntax_document_settled(ad->svc, id.ptr));
     jw_object_end(w);
     ecp_call_finish(call);

@@ -194,6 +194,7 @@ syntax_grammars *syntax_grammars_new(const char *query_dir, ecp_logger *log)
         syntax_grammar *g = &self->items[i];
         g->name = specs[i].name;
         g->language = specs[i].language;
+        g->parse_language = g->language ? syntax_parse_language_new(g->language()) : NULL;
         memcpy(g->query_files, specs[i].query_files, sizeof g->query_files);
         g->injection_file = specs[i].injection_file;
         uv_mutex_init(&g->lock);
@@ -235,6 +236,7 @@ void syntax_grammars_free(syntax_grammars *self)
         free(g->capture_hidden);
         free(g->capture_colors);
         free(g->capture_color_known);
+        free(g->parse_language);
         uv_mutex_destroy(&g->lock);
     }
     free(self->dir);

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <tree_sitter/parser.h>
+
 #include "buf.h"
 #include "utf.h"
 
@@ -448,12 +450,34 @@ static void top_restore(stack_estimate *e, const estimate_top *t)
     e->extras = t->extras;
 }
 
-static bool starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
-
-static long number_after(const char *s, const char *key)
+/* The watch reads a line for every action of the parser: its tests are
+ * inlined, by the first character first, and numbers are read by hand. */
+static inline bool starts(const char *s, const char *prefix)
 {
-    const char *p = strstr(s, key);
-    return p ? strtol(p + strlen(key), NULL, 10) : 0;
+    for (; *prefix; s++, prefix++)
+        if (*s != *prefix)
+            return false;
+    return true;
+}
+
+/* The decimal number at *p (0 if none), leaving *p after it; it stops
+ * growing past 10^9, which no count or version reaches. */
+static inline unsigned long read_number(const char **p)
+{
+    unsigned long n = 0;
+    for (; **p >= '0' && **p <= '9'; (*p)++)
+        n = n < 100000000ul ? n * 10 + (unsigned long)(**p - '0') : n;
+    return n;
+}
+
+/* The number that ends the line: a count written after a symbol's name,
+ * which may hold anything. */
+static long last_number(const char *s)
+{
+    const char *end = s + strlen(s), *p = end;
+    while (p > s && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return (long)read_number(&p);
 }
 
 static void width_versions(width_guard *w, unsigned version, unsigned count)
@@ -516,34 +540,69 @@ static void width_log(void *payload, TSLogType type, const char *message)
     }
     if (type != TSLogTypeParse)
         return;
-    if (message[0] == 'l')
-        return; /* lex_internal, lexed_lookahead: most of the lines, nothing to follow */
-    if (starts(message, "process version:")) {
-        width_versions(w, (unsigned)number_after(message, "version:"),
-                       (unsigned)number_after(message, "version_count:"));
-        return;
-    }
-    stack_estimate *both[2] = {&w->low[w->current], &w->high[w->current]};
-    for (int i = 0; i < 2; i++) {
-        stack_estimate *e = both[i];
-        if (starts(message, "shift_extra")) {
-            e->extras_after[e->entries]++;
-            e->extras++;
-        } else if (starts(message, "shift") || starts(message, "skip_token") ||
-                   starts(message, "recover_with_missing")) {
-            estimate_push(e);
-        } else if (starts(message, "reduce ")) {
-            estimate_reduce(e, number_after(message, "child_count:"));
-        } else if (starts(message, "recover_to_previous")) {
-            estimate_reduce(e, number_after(message, "depth:"));
+    enum { NONE, PUSH, EXTRA, REDUCE } action = NONE;
+    long reduced = 0;
+    switch (message[0]) {
+    case 'l':
+        return; /* lex_internal, lex_external, lexed_lookahead: two lines a token, nothing to follow */
+    case 'p':
+        if (starts(message, "process version:")) {
+            const char *p = message + sizeof "process version:" - 1;
+            unsigned long version = read_number(&p);
+            unsigned long count = 0;
+            if (starts(p, ", version_count:")) {
+                p += sizeof ", version_count:" - 1;
+                count = read_number(&p);
+            }
+            width_versions(w, (unsigned)version, (unsigned)count);
+            return;
         }
+        break;
+    case 's':
+        if (starts(message, "shift_extra"))
+            action = EXTRA;
+        else if (starts(message, "shift") || starts(message, "skip_token"))
+            action = PUSH;
+        break;
+    case 'r':
+        if (starts(message, "reduce ")) {
+            action = REDUCE;
+            reduced = last_number(message); /* child_count */
+        } else if (starts(message, "recover_to_previous")) {
+            action = REDUCE;
+            reduced = last_number(message); /* depth */
+        } else if (starts(message, "recover_with_missing")) {
+            action = PUSH;
+        }
+        break;
+    case 'd':
+        if (starts(message, "detect_error") && !w->recovering) {
+            w->recovering = true;
+            for (unsigned i = 0; i < w->count; i++)
+                estimate_copy(&w->high[i], &w->low[i]);
+        }
+        break;
     }
-    if (starts(message, "detect_error") && !w->recovering) {
-        w->recovering = true;
-        for (unsigned i = 0; i < w->count; i++)
-            estimate_copy(&w->high[i], &w->low[i]);
+    stack_estimate *low = &w->low[w->current], *high = &w->high[w->current];
+    switch (action) {
+    case NONE:
+        break;
+    case PUSH:
+        estimate_push(low);
+        estimate_push(high);
+        break;
+    case EXTRA:
+        low->extras_after[low->entries]++;
+        low->extras++;
+        high->extras_after[high->entries]++;
+        high->extras++;
+        break;
+    case REDUCE:
+        estimate_reduce(low, reduced);
+        estimate_reduce(high, reduced);
+        break;
     }
-    if (estimate_size(both[0]) > WIDTH_LIMIT || (w->recovering && estimate_size(both[1]) > WIDTH_LIMIT))
+    if (estimate_size(low) > WIDTH_LIMIT || (w->recovering && estimate_size(high) > WIDTH_LIMIT))
         w->cancel = 1;
 }
 
@@ -594,11 +653,85 @@ static bool may_reach_width(const char *text, size_t len)
     return false;
 }
 
+/* ----- lexing without the lexer's log lines ---------------------------------------------------- */
+
+/* The lexer and the parser share one logger, and the lexer writes a line
+ * (formatted with snprintf) for every character it reads: more than a third
+ * of the lines of a watched parse, where the watch needs the parser's lines
+ * only. The lexer reads characters only inside the language's lexing
+ * functions (its lex function, its keyword lex function and its external
+ * scanner), so a grammar parses with a copy of its language whose lexing
+ * functions take the logger off the parser for the time of the call and put
+ * it back after. The copy shares the original's tables: its symbols are the
+ * original's, and queries compiled against the original run on its trees.
+ *
+ * Those functions take no payload, so what they call comes through
+ * quiet_lexing_current: the context of the parse running on this thread, set
+ * by syntax_parse around ts_parser_parse_string and cleared after. It is a
+ * callback's context that has no other way in, not state shared between
+ * parses.
+ *
+ * The watch's processor-time check counts the parser's lines only now; a
+ * lexing function's work between two of them is linear in the bytes it
+ * reads, so the check still comes often enough. */
+typedef struct quiet_lexing {
+    const TSLanguage *original; /* whose lexing functions do the work */
+    TSParser *parser;           /* NULL: a parse without a logger, nothing to take off */
+    TSLogger logger;            /* what to put back */
+} quiet_lexing;
+
+static _Thread_local const quiet_lexing *quiet_lexing_current;
+
+static bool lex_quietly(TSLexer *lexer, TSStateId state)
+{
+    const quiet_lexing *q = quiet_lexing_current;
+    if (!q->parser)
+        return q->original->lex_fn(lexer, state);
+    ts_parser_set_logger(q->parser, (TSLogger){NULL, NULL});
+    bool found = q->original->lex_fn(lexer, state);
+    ts_parser_set_logger(q->parser, q->logger);
+    return found;
+}
+
+static bool lex_keyword_quietly(TSLexer *lexer, TSStateId state)
+{
+    const quiet_lexing *q = quiet_lexing_current;
+    if (!q->parser)
+        return q->original->keyword_lex_fn(lexer, state);
+    ts_parser_set_logger(q->parser, (TSLogger){NULL, NULL});
+    bool found = q->original->keyword_lex_fn(lexer, state);
+    ts_parser_set_logger(q->parser, q->logger);
+    return found;
+}
+
+static bool scan_quietly(void *payload, TSLexer *lexer, const bool *valid_symbols)
+{
+    const quiet_lexing *q = quiet_lexing_current;
+    if (!q->parser)
+        return q->original->external_scanner.scan(payload, lexer, valid_symbols);
+    ts_parser_set_logger(q->parser, (TSLogger){NULL, NULL});
+    bool found = q->original->external_scanner.scan(payload, lexer, valid_symbols);
+    ts_parser_set_logger(q->parser, q->logger);
+    return found;
+}
+
+TSLanguage *syntax_parse_language_new(const TSLanguage *language)
+{
+    TSLanguage *copy = xmalloc(sizeof *copy);
+    *copy = *language;
+    copy->lex_fn = lex_quietly;
+    if (language->keyword_lex_fn)
+        copy->keyword_lex_fn = lex_keyword_quietly;
+    if (language->external_scanner.scan)
+        copy->external_scanner.scan = scan_quietly;
+    return copy;
+}
+
 TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len,
                      const TSRange *range, const char **why)
 {
     TSParser *parser = ts_parser_new();
-    ts_parser_set_language(parser, g->language());
+    ts_parser_set_language(parser, g->parse_language);
     ts_parser_set_timeout_micros(parser, SYNTAX_PARSE_TIMEOUT_US);
     if (range)
         ts_parser_set_included_ranges(parser, range, 1);
@@ -606,8 +739,8 @@ TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *tex
     if (range ? may_reach_width(text + range->start_byte, range->end_byte - range->start_byte)
               : may_reach_width(text, len)) {
         guard = width_guard_new();
-        /* The runtime formats a log line for every character it lexes: a
-         * watched parse takes about twice as long. It is bounded by twice the
+        /* The runtime formats a log line for every parser action: a watched
+         * parse takes longer than a plain one. It is bounded by twice the
          * time in processor time of its own thread, which the watch measures:
          * wall time would also count the other work of a busy machine, and
          * the parse is work of its own, off the loop. */
@@ -615,7 +748,11 @@ TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *tex
         ts_parser_set_logger(parser, (TSLogger){guard, width_log});
         ts_parser_set_cancellation_flag(parser, &guard->cancel);
     }
+    quiet_lexing quiet = {g->language(), guard ? parser : NULL, guard ? (TSLogger){guard, width_log} : (TSLogger){0}};
+    const quiet_lexing *outer = quiet_lexing_current;
+    quiet_lexing_current = &quiet;
     TSTree *tree = ts_parser_parse_string(parser, old, text, (uint32_t)len);
+    quiet_lexing_current = outer;
     if (!tree && why)
         *why = !guard              ? "its parse took longer than the 10 s allowed"
                : guard->out_of_time ? "its parse took more than the 20 s of processor time allowed a text of many tokens"

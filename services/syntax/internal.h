@@ -51,6 +51,12 @@ typedef struct syntax_grammar {
     const TSLanguage *(*language)(void); /* NULL when the grammar was not built */
     const char *query_files[4];         /* relative to the grammar directory, concatenated in order */
     const char *injection_file;         /* injections.scm, or NULL */
+    /* The language every parse of this grammar uses (NULL with language):
+     * a copy of it whose lexing functions keep the lexer's per-character
+     * log lines out of a watched parse (see syntax_parse). It lives as long
+     * as the grammar, since the trees it parses point at it, and is used
+     * only through syntax_parse, which sets what its lexing functions need. */
+    TSLanguage *parse_language;
 
     uv_mutex_t lock;                    /* guards the loading below */
     bool loaded;                        /* tried: query (or failed) is final */
@@ -146,6 +152,9 @@ void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in,
  * a node of more children than the 0.20 runtime can count (see highlight.c). */
 TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len,
                      const TSRange *range, const char **why);
+
+/* The copy of language a grammar parses with (free it with free()). */
+TSLanguage *syntax_parse_language_new(const TSLanguage *language);
 
 /* ----- injections ------------------------------------------------------------------------------ */
 

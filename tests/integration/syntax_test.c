@@ -186,6 +186,16 @@ static void test_tokens_have_colours_and_no_whitespace(void **state)
     char *color = test_json_string(out, "lines[0][0].color");
     assert_non_null(color);
     assert_int_equal(color[0], '#');
+    /* The object's exact text: its tail after the numbers is written from a
+     * copy made once per scope and colour of the answer. */
+    char *scope = test_json_string(out, "lines[0][0].scope");
+    assert_non_null(scope);
+    char want[160];
+    snprintf(want, sizeof want, "{\"start\":0,\"end\":3,\"scope\":\"%s\",\"color\":\"%s\"}", scope, color);
+    char *raw = test_json_raw(out, "lines[0][0]");
+    assert_string_equal(raw, want);
+    free(raw);
+    free(scope);
     free(color);
     free(out);
 }

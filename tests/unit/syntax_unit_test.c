@@ -6,7 +6,10 @@
  * line; a grammar whose query does not compile turns off its language only;
  * the not- forms of the predicates hold where they should;
  * the tokens of a long run of broken code, and of a minified line of
- * megabytes, come in bounded time. */
+ * megabytes, come in bounded time; a watched parse (a text of many tokens,
+ * lexed by the grammar's quiet copy of its language) gives the tree and
+ * tokens a bare parse gives, whole, incremental and over an included range,
+ * and still refuses the texts that would overflow a node's child count. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +25,7 @@
 
 #include "buf.h"
 #include "document/interface.h"
+#include "internal.h"
 #include "syntax/interface.h"
 
 typedef struct fx {
@@ -419,6 +423,171 @@ static void test_long_line_is_cut(void **state)
         fail_msg("the tokens of a minified line took %.3f s", took);
 }
 
+/* ----- watched parses against bare ones ------------------------------------------------------- */
+
+/* unit repeated until the text has well over the 32k tokens past which a
+ * parse is watched. */
+static char *repeat(const char *unit, size_t times, size_t *len)
+{
+    size_t n = strlen(unit);
+    char *text = malloc(n * times + 1);
+    for (size_t i = 0; i < times; i++)
+        memcpy(text + i * n, unit, n);
+    text[n * times] = '\0';
+    *len = n * times;
+    return text;
+}
+
+/* A parse with the grammar's own language and no logger: what the service's
+ * parse must give. */
+static TSTree *bare_parse(const syntax_grammar *g, const char *text, size_t len, const TSRange *range)
+{
+    TSParser *parser = ts_parser_new();
+    ts_parser_set_language(parser, g->language());
+    if (range)
+        ts_parser_set_included_ranges(parser, range, 1);
+    TSTree *tree = ts_parser_parse_string(parser, NULL, text, (uint32_t)len);
+    ts_parser_delete(parser);
+    return tree;
+}
+
+static void assert_same_tree(const TSTree *a, const TSTree *b, const char *what)
+{
+    assert_non_null(a);
+    assert_non_null(b);
+    char *sa = ts_node_string(ts_tree_root_node(a)), *sb = ts_node_string(ts_tree_root_node(b));
+    if (strcmp(sa, sb) != 0)
+        fail_msg("%s: the watched parse's tree differs from the bare parse's", what);
+    free(sa);
+    free(sb);
+}
+
+static void assert_same_tokens(const syntax_grammar *g, const TSTree *a, const TSTree *b, const char *text, size_t len,
+                               const char *what)
+{
+    line_index lines;
+    line_index_build(&lines, text, len);
+    raw_line *ta = calloc(lines.count, sizeof *ta), *tb = calloc(lines.count, sizeof *tb);
+    syntax_highlight_lines(g, a, text, len, &lines, 0, lines.count, ta);
+    syntax_highlight_lines(g, b, text, len, &lines, 0, lines.count, tb);
+    size_t total = 0;
+    for (size_t l = 0; l < lines.count; l++) {
+        if (ta[l].count != tb[l].count)
+            fail_msg("%s: line %zu has %u tokens watched, %u bare", what, l, ta[l].count, tb[l].count);
+        for (uint32_t t = 0; t < ta[l].count; t++)
+            if (ta[l].tokens[t].start != tb[l].tokens[t].start || ta[l].tokens[t].end != tb[l].tokens[t].end ||
+                ta[l].tokens[t].capture != tb[l].tokens[t].capture)
+                fail_msg("%s: line %zu token %u differs", what, l, t);
+        total += ta[l].count;
+        free(ta[l].tokens);
+        free(tb[l].tokens);
+    }
+    assert_true(total > 10000);
+    free(ta);
+    free(tb);
+    line_index_free(&lines);
+}
+
+/* Keyword lexing (c), external scanners (python, javascript) and plain
+ * lexing (json) under the watch, whose lexing functions are the quiet
+ * copies: the same trees and tokens as a bare parse, for a whole text, a
+ * reparse after an edit, and a range of it. */
+static void test_watched_parse_is_a_bare_parse(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *language, *unit;
+        size_t times;
+    } cases[] = {
+        {"c", "#define M(a) ((a) + 1)\nstatic int f(int x) { /* c */ if (x) return \"s\"[0]; else return 'c' + 0x1f; }\n",
+         1500},
+        {"python", "def f(x):\n    # c\n    if x:\n        return \"\"\"s\"\"\" + f'{x}'\n    return [1, 2.5]\n", 2000},
+        {"javascript", "const f = (x) => { /* c */ return x ? `a${x}b` : /re+/g.test('s'); };\n", 1500},
+        {"json", "{\"a\": [1, 2.5, true, null, \"s\\n\"]},\n", 3000},
+    };
+    syntax_grammars *grammars = syntax_grammars_new(ECPD_GRAMMAR_DIR, NULL);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        syntax_grammar *g = syntax_grammars_find(grammars, cases[c].language);
+        assert_non_null(g);
+        assert_true(syntax_grammar_ready(grammars, g));
+        size_t len;
+        char *text = repeat(cases[c].unit, cases[c].times, &len);
+
+        const char *why = NULL;
+        TSTree *watched = syntax_parse(g, NULL, text, len, NULL, &why);
+        TSTree *bare = bare_parse(g, text, len, NULL);
+        assert_same_tree(watched, bare, cases[c].language);
+        assert_same_tokens(g, watched, bare, text, len, cases[c].language);
+        ts_tree_delete(bare);
+
+        /* A line inserted in the middle, reparsed from the watched tree. */
+        size_t at = len / 2;
+        while (text[at - 1] != '\n')
+            at++;
+        const char *unit = cases[c].unit;
+        size_t unit_len = strlen(unit);
+        char *edited = malloc(len + unit_len + 1);
+        memcpy(edited, text, at);
+        memcpy(edited + at, unit, unit_len);
+        memcpy(edited + at + unit_len, text + at, len - at + 1);
+        uint32_t row = 0;
+        for (size_t i = 0; i < at; i++)
+            row += text[i] == '\n';
+        uint32_t rows = 0;
+        for (size_t i = 0; i < unit_len; i++)
+            rows += unit[i] == '\n';
+        TSInputEdit edit = {(uint32_t)at, (uint32_t)at, (uint32_t)(at + unit_len), {row, 0}, {row, 0}, {row + rows, 0}};
+        ts_tree_edit(watched, &edit);
+        TSTree *reparsed = syntax_parse(g, watched, edited, len + unit_len, NULL, &why);
+        bare = bare_parse(g, edited, len + unit_len, NULL);
+        assert_same_tree(reparsed, bare, cases[c].language);
+        ts_tree_delete(reparsed);
+        ts_tree_delete(bare);
+        ts_tree_delete(watched);
+        free(edited);
+
+        /* The text from its second line on as an included range, as an
+         * injected layer is parsed. */
+        const char *second = strchr(text, '\n') + 1;
+        TSRange range = {{1, 0}, {0, 0}, (uint32_t)(second - text), (uint32_t)len};
+        for (size_t i = 0; i < len; i++)
+            range.end_point.row += text[i] == '\n';
+        watched = syntax_parse(g, NULL, text, len, &range, &why);
+        bare = bare_parse(g, text, len, &range);
+        assert_same_tree(watched, bare, cases[c].language);
+        ts_tree_delete(watched);
+        ts_tree_delete(bare);
+        free(text);
+    }
+    syntax_grammars_free(grammars);
+}
+
+/* The texts that would give a node 2^16 children are still refused under
+ * the quiet lexing: the watch follows the parser's lines, which stay. */
+static void test_watched_parse_refuses_too_many_children(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *language, *unit;
+        size_t times;
+    } cases[] = {{"json", "[", 65535}, {"c", "// c\n", 70000}, {"javascript", "!", 70000}};
+    syntax_grammars *grammars = syntax_grammars_new(ECPD_GRAMMAR_DIR, NULL);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        syntax_grammar *g = syntax_grammars_find(grammars, cases[c].language);
+        assert_true(syntax_grammar_ready(grammars, g));
+        size_t len;
+        char *text = repeat(cases[c].unit, cases[c].times, &len);
+        const char *why = NULL;
+        TSTree *tree = syntax_parse(g, NULL, text, len, NULL, &why);
+        if (tree)
+            fail_msg("%s: %zu x '%s' was parsed", cases[c].language, cases[c].times, cases[c].unit);
+        assert_non_null(why);
+        assert_non_null(strstr(why, "would nest or run deeper"));
+        free(text);
+    }
+    syntax_grammars_free(grammars);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -430,6 +599,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_negated_predicates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tokens_of_broken_code_are_quick, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_line_is_cut, setup, teardown),
+        cmocka_unit_test(test_watched_parse_is_a_bare_parse),
+        cmocka_unit_test(test_watched_parse_refuses_too_many_children),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
