@@ -318,9 +318,10 @@ static void want_path_order(const char *r, const char *list, const char *field)
  * status's threads: parts cut at the top level and inside a directory too
  * large for one (big/), names that sort across parts ("a", "a.txt", "a-b/",
  * "ab/"), untracked files and directories in every part and at the root, an
- * ignored directory inside a cut directory, a deleted directory, a
- * directory become a file, the large directory gone and a file in its place:
- * each compared with git, and each list in path order. */
+ * ignored directory inside a cut directory, repositories within (one
+ * untracked directory each), a deleted directory, a directory become a
+ * file, the large directory gone and a file in its place: each compared
+ * with git, and each list in path order. */
 static void test_status_in_parts(void **state)
 {
     sh("mkdir -p big lib a-b ab gone typechg && "
@@ -335,7 +336,8 @@ static void test_status_in_parts(void **state)
        "echo new > big/sub3/new.txt && mkdir -p big/newdir/deep zz && echo z > big/newdir/deep/z && echo w > zz/w && "
        "echo u > a.untracked && echo 'build/' > big/sub5/.gitignore && mkdir big/sub5/build && echo b > "
        "big/sub5/build/out && rm -rf gone && rm -rf typechg && echo now-a-file > typechg && "
-       "echo staged >> lib/l0 && git add lib/l0 && echo intended > intended.txt && git add -N intended.txt");
+       "echo staged >> lib/l0 && git add lib/l0 && echo intended > intended.txt && git add -N intended.txt && "
+       "git init -q nested && echo n > nested/n && git init -q big/inner && echo i > big/inner/i");
     status_matches_git();
     char *r = ok("git/status", "{\"uri\":\"%s\",\"forceRefresh\":true}", repo);
     want_path_order(r, "unstaged", "path");
