@@ -280,7 +280,7 @@ void gitsvc_changed(gitsvc *self, const char *root, const char *gitdir, gitsvc_c
  * finds no thread to run on only finds the parts taken when it does, and
  * two that plan at once keep the plan published first. Done joins the parts
  * and merges. */
-#define STATUS_PARTS_MAX (4 * GITSVC_STATUS_ITEMS) /* small parts even out threads that start late */
+#define STATUS_PARTS_MAX (8 * GITSVC_STATUS_ITEMS) /* small parts even out threads that start late or are preempted */
 #define STATUS_PART_MIN 1000                       /* index entries: less is not worth a thread */
 
 typedef struct status_job {
