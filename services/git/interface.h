@@ -483,7 +483,7 @@ typedef void (*gitsvc_status_cb)(void *ctx, int status, const gitsvc_error *err,
  * caller may let it serve a call (ecp_job_serve), then starts it with
  * ecp_job_start(job, GITSVC_STATUS_ITEMS); cb runs once when it ends,
  * ECP_ECANCELED after a cancel, never after gitsvc_free. */
-#define GITSVC_STATUS_ITEMS 1
+#define GITSVC_STATUS_ITEMS 2
 void gitsvc_status_get(gitsvc *self, const char *path, bool force, gitsvc_status_cb cb, void *ctx, ecp_job **job);
 
 /* ----- a document's changes against HEAD (loop thread) ------------------------------- */

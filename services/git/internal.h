@@ -46,14 +46,14 @@ struct gitsvc__known {
     /* Bumped by every change heard: a status computed across a change is
      * answered but not kept. */
     uint64_t generation;
-    arena status_mem[2];   /* a status is made in two halves, each with an arena */
+    arena status_mem[GITSVC_STATUS_ITEMS]; /* a status is made by that many threads, each with an arena */
     gitsvc_status *status; /* NULL: none, or stale */
-    /* The repository the last status was computed on, kept for the next one
-     * (opening it and parsing a large index is a good part of a status);
-     * lent to one status job at a time, through the loop. Closed when
-     * anything in the git directory changes (its config, refs or index may
-     * be cached in it); NULL: none, or nothing watched. */
-    gitsvc_repo *kept;
+    /* The repositories the last status was computed on, kept for the next
+     * one (opening one and parsing a large index is a good part of a
+     * status); lent to one status job at a time, through the loop. Closed
+     * when anything in the git directory changes (its config, refs or index
+     * may be cached in them); NULL: none, or nothing watched. */
+    gitsvc_repo *kept[GITSVC_STATUS_ITEMS]; /* one per thread of a status: libgit2's objects are not shared */
     unsigned announced;    /* kinds (bit per gitsvc_change_kind) told since the status was computed */
     gitsvc__known *next;
 };
@@ -114,14 +114,50 @@ void gitsvc__changes_add_hunk(gitsvc__changes *out, size_t old_count, size_t new
 /* The branch part of a status (also used by the status itself). */
 int gitsvc__head_info(git_repository *repo, arena *mem, gitsvc_status *out, gitsvc_error *err);
 
-/* The two halves of a status, on the same repository or each on one of
- * its own (any thread): HEAD against the index with the branch, and the index against
- * the work tree with untracked files and conflicts. Merging (into staged)
- * takes the second's arrays and allocates in mem. */
+/* The parts of a status, on the same repository or each on one of its own
+ * (any thread): HEAD against the index with the branch (staged); the
+ * index's conflicts; the index against the work tree, with untracked files,
+ * for all of it or a part (workdir). unstaged is conflicts and the workdir
+ * of the whole tree. Merging (into staged) takes the second's arrays and
+ * allocates in mem. */
 int gitsvc__status_staged(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out, gitsvc_error *err);
+int gitsvc__status_conflicts(gitsvc_repo *repo, arena *mem, gitsvc_status *out, gitsvc_error *err);
 int gitsvc__status_unstaged(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out,
                             gitsvc_error *err);
 void gitsvc__status_merge(gitsvc_status *staged, const gitsvc_status *unstaged, arena *mem);
+
+/* A part of the work tree: literal paths relative to its root, each with
+ * everything under it; paths NULL: the whole tree. */
+typedef struct gitsvc__status_part {
+    const char **paths;
+    size_t count;
+} gitsvc__status_part;
+
+/* The work tree cut into parts of about the same number of index entries,
+ * for as many threads, each diffing one part at a time on a repository of
+ * its own; and what each part gave. */
+typedef struct gitsvc__status_plan {
+    arena mem;
+    gitsvc__status_part *parts;
+    size_t part_count;
+    gitsvc_status *results; /* per part: its unstaged and untracked lists */
+    bool *complete;         /* per part: results holds its answer */
+} gitsvc__status_plan;
+
+/* Plans from repo's index (read again first when it changed) and its work
+ * tree's directories: at most max_parts parts of at least min_part index
+ * entries, or one part, the whole tree (a small or case-insensitive index).
+ * Never fails: what cannot be read makes fewer parts. */
+gitsvc__status_plan *gitsvc__status_plan_new(gitsvc_repo *repo, size_t max_parts, size_t min_part);
+void gitsvc__status_plan_free(gitsvc__status_plan *plan);
+
+int gitsvc__status_workdir(gitsvc_repo *repo, const ecp_job *job, arena *mem, const gitsvc__status_part *part,
+                           gitsvc_status *out, gitsvc_error *err);
+
+/* The unstaged and untracked lists of count parts as one, ordered as one
+ * diff of the whole tree would give them, into `into` (arrays in mem; the
+ * entries' strings stay where they are). */
+void gitsvc__status_join(gitsvc_status *into, const gitsvc_status *parts, size_t count, arena *mem);
 
 /* The upstream of local branch `branch`, or a negative libgit2 code. */
 int gitsvc__upstream(git_repository *repo, const char *branch, git_reference **out);

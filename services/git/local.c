@@ -18,6 +18,7 @@
  */
 #include "internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,9 +60,10 @@ static void known_free(gitsvc__known *k)
     for (size_t i = 0; i < k->alias_count; i++)
         free(k->aliases[i]);
     free(k->aliases);
-    arena_free(&k->status_mem[0]);
-    arena_free(&k->status_mem[1]);
-    gitsvc_repo_close(k->kept);
+    for (int i = 0; i < GITSVC_STATUS_ITEMS; i++) {
+        arena_free(&k->status_mem[i]);
+        gitsvc_repo_close(k->kept[i]);
+    }
     free(k->root);
     free(k->gitdir);
     free(k);
@@ -128,8 +130,8 @@ static void drop_status(gitsvc__known *k)
 {
     k->generation++;
     k->status = NULL;
-    arena_free(&k->status_mem[0]);
-    arena_free(&k->status_mem[1]);
+    for (int i = 0; i < GITSVC_STATUS_ITEMS; i++)
+        arena_free(&k->status_mem[i]);
 }
 
 /* Something in the git directory changed: what the kept repository cached
@@ -137,8 +139,10 @@ static void drop_status(gitsvc__known *k)
 static void drop_kept(gitsvc__known *k)
 {
     k->generation++; /* and one lent to a status now at work is not kept either */
-    gitsvc_repo_close(k->kept);
-    k->kept = NULL;
+    for (int i = 0; i < GITSVC_STATUS_ITEMS; i++) {
+        gitsvc_repo_close(k->kept[i]);
+        k->kept[i] = NULL;
+    }
 }
 
 static void announce(gitsvc__known *k, const char *path, gitsvc_change_kind kind, bool always)
@@ -230,8 +234,8 @@ static gitsvc__known *track(gitsvc *self, const char *root, const char *gitdir)
     k->svc = self;
     k->root = xstrdup(root);
     k->gitdir = xstrdup(gitdir);
-    arena_init(&k->status_mem[0]);
-    arena_init(&k->status_mem[1]);
+    for (int i = 0; i < GITSVC_STATUS_ITEMS; i++)
+        arena_init(&k->status_mem[i]);
     if (self->files) {
         ecp_error err;
         /* not files.exclude: .git itself must be followed */
@@ -267,38 +271,98 @@ void gitsvc_changed(gitsvc *self, const char *root, const char *gitdir, gitsvc_c
 
 /* ----- the cached status -------------------------------------------------------------------- */
 
-/* One item: HEAD against the index (and the branch), then the index against
- * the work tree, on one opened repository so that the index is read once.
- * The first half is usually answered from the index's own tree (nothing
- * staged) and costs a millisecond, where a second item would open the
- * repository and parse the index again; done merges the halves. */
+/* GITSVC_STATUS_ITEMS items, each on a repository of its own. The first
+ * reads HEAD against the index (and the branch) and the conflicts: usually
+ * answered from the index's own tree (nothing staged) in a millisecond. The
+ * work tree against the index, nearly all of the time, is cut into parts
+ * (gitsvc__status_plan) by the first item to get there, and every item then
+ * takes parts until none is left. No item ever waits for another: one that
+ * finds no thread to run on only finds the parts taken when it does, and
+ * two that plan at once keep the plan published first. Done joins the parts
+ * and merges. */
+#define STATUS_PARTS_MAX (8 * GITSVC_STATUS_ITEMS) /* small parts even out threads that start late or are preempted */
+#define STATUS_PART_MIN 1000                       /* index entries: less is not worth a thread */
+
 typedef struct status_job {
     gitsvc *svc;
     char *path;
     gitsvc_status_cb cb;
     void *ctx;
     char *root, *gitdir;
-    gitsvc_repo *repo;   /* the known repository's kept one, lent; or the one the work opened */
+    /* per item: the known repository's kept one, lent; or the one the item opened */
+    gitsvc_repo *repos[GITSVC_STATUS_ITEMS];
     uint64_t generation; /* of the known repository when the work began; UINT64_MAX: unknown */
-    arena mem[2];        /* one per half, kept by the cache as they are */
-    gitsvc_status half[2];
-    int rc[2];
-    gitsvc_error err[2];
+    arena mem[GITSVC_STATUS_ITEMS]; /* per item, kept by the cache as they are */
+    gitsvc_status staged;           /* the first item's: staged, the branch */
+    gitsvc_status conflicts;        /* the first item's */
+    _Atomic(gitsvc__status_plan *) plan; /* NULL until published, then never changed */
+    atomic_size_t next_part;             /* the next part to take */
+    int rc[GITSVC_STATUS_ITEMS];
+    gitsvc_error err[GITSVC_STATUS_ITEMS];
 } status_job;
+
+/* The plan the items share: the one already published, else repo's, unless
+ * another item published one meanwhile. */
+static gitsvc__status_plan *shared_plan(status_job *j, gitsvc_repo *repo)
+{
+    gitsvc__status_plan *plan = atomic_load_explicit(&j->plan, memory_order_acquire);
+    if (plan)
+        return plan;
+    gitsvc__status_plan *mine = gitsvc__status_plan_new(repo, STATUS_PARTS_MAX, STATUS_PART_MIN);
+    if (atomic_compare_exchange_strong_explicit(&j->plan, &plan, mine, memory_order_acq_rel, memory_order_acquire))
+        return mine;
+    gitsvc__status_plan_free(mine);
+    return plan;
+}
 
 static void status_work(ecp_job *job, unsigned item)
 {
-    (void)item;
     status_job *j = ecp_job_data(job);
-    if ((j->rc[0] = gitsvc__check_cancel(job, &j->err[0])))
+    int *rc = &j->rc[item];
+    gitsvc_error *err = &j->err[item];
+    if ((*rc = gitsvc__check_cancel(job, err)))
         return;
-    if (!j->repo && (j->rc[0] = gitsvc_repo_open(j->path, &j->repo, NULL, &j->err[0])))
+    gitsvc__status_plan *plan = atomic_load_explicit(&j->plan, memory_order_acquire);
+    if (item > 0 && plan && atomic_load(&j->next_part) >= plan->part_count)
+        return; /* all taken: no repository to open for nothing */
+    if (!j->repos[item] && (*rc = gitsvc_repo_open(j->path, &j->repos[item], NULL, err)))
         return;
-    j->root = xstrdup(gitsvc_repo_root(j->repo));
-    j->gitdir = xstrdup(gitsvc_repo_gitdir(j->repo));
-    j->rc[0] = gitsvc__status_staged(j->repo, job, &j->mem[0], &j->half[0], &j->err[0]);
-    if (j->rc[0] == 0)
-        j->rc[1] = gitsvc__status_unstaged(j->repo, job, &j->mem[1], &j->half[1], &j->err[1]);
+    gitsvc_repo *repo = j->repos[item];
+    if (item == 0) {
+        j->root = xstrdup(gitsvc_repo_root(repo));
+        j->gitdir = xstrdup(gitsvc_repo_gitdir(repo));
+        if ((*rc = gitsvc__status_staged(repo, job, &j->mem[0], &j->staged, err)) ||
+            (*rc = gitsvc__status_conflicts(repo, &j->mem[0], &j->conflicts, err)))
+            return;
+    }
+    plan = shared_plan(j, repo);
+    for (size_t part; (part = atomic_fetch_add(&j->next_part, 1)) < plan->part_count;) {
+        if ((*rc = gitsvc__status_workdir(repo, job, &j->mem[item], &plan->parts[part], &plan->results[part], err)))
+            return;
+        plan->complete[part] = true;
+    }
+}
+
+/* 0 when every part was answered and the first item did its own work: an
+ * item that failed before it took a part (its repository would not open)
+ * changed nothing. Otherwise the first failure. */
+static int status_outcome(status_job *j, gitsvc_error **err)
+{
+    *err = &j->err[0];
+    if (j->rc[0])
+        return j->rc[0];
+    gitsvc__status_plan *plan = atomic_load_explicit(&j->plan, memory_order_acquire);
+    bool complete = plan != NULL;
+    for (size_t i = 0; complete && i < plan->part_count; i++)
+        complete = plan->complete[i];
+    if (complete)
+        return 0;
+    for (int i = 0; i < GITSVC_STATUS_ITEMS; i++)
+        if (j->rc[i]) {
+            *err = &j->err[i];
+            return j->rc[i];
+        }
+    return gitsvc__fail(*err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled");
 }
 
 static void add_alias(gitsvc__known *k, const char *path)
@@ -315,17 +379,20 @@ static void add_alias(gitsvc__known *k, const char *path)
 static void status_done(ecp_job *job)
 {
     status_job *j = ecp_job_data(job);
-    int rc = j->rc[0] ? j->rc[0] : j->rc[1];
-    gitsvc_error *err = j->rc[0] ? &j->err[0] : &j->err[1];
+    gitsvc_error *err;
+    int rc = status_outcome(j, &err);
     if (rc == 0 && ecp_job_cancelled(job))
         rc = gitsvc__fail(err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled");
     if (rc) {
         j->cb(j->ctx, rc, err, NULL, NULL);
         return;
     }
+    gitsvc__status_plan *plan = atomic_load_explicit(&j->plan, memory_order_acquire);
+    gitsvc_status workdir = j->conflicts;
+    gitsvc__status_join(&workdir, plan->results, plan->part_count, &j->mem[0]);
     gitsvc_status *st = arena_alloc(&j->mem[0], sizeof *st);
-    *st = j->half[0];
-    gitsvc__status_merge(st, &j->half[1], &j->mem[0]);
+    *st = j->staged;
+    gitsvc__status_merge(st, &workdir, &j->mem[0]);
     /* Kept only when the repository was already watched when the walk began
      * and nothing was heard since: a change made during the walk may or may
      * not be in it, and one seen for the first time was not watched at all. */
@@ -335,18 +402,18 @@ static void status_done(ecp_job *job)
         k = track(j->svc, j->root, j->gitdir);
     add_alias(k, j->path);
     if (fresh) {
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < GITSVC_STATUS_ITEMS; i++) {
             arena_free(&k->status_mem[i]);
             k->status_mem[i] = j->mem[i];
             arena_init(&j->mem[i]);
+            /* kept only when watched: nothing else would tell it is stale */
+            if (!k->kept[i] && (k->watch_root || k->watch_gitdir)) {
+                k->kept[i] = j->repos[i];
+                j->repos[i] = NULL;
+            }
         }
         k->status = st;
         k->announced = 0;
-        /* kept only when watched: nothing else would tell it is stale */
-        if (!k->kept && (k->watch_root || k->watch_gitdir)) {
-            k->kept = j->repo;
-            j->repo = NULL;
-        }
     }
     j->cb(j->ctx, 0, NULL, k->root, st);
 }
@@ -357,9 +424,11 @@ static void status_free(void *data)
     free(j->path);
     free(j->root);
     free(j->gitdir);
-    gitsvc_repo_close(j->repo);
-    arena_free(&j->mem[0]);
-    arena_free(&j->mem[1]);
+    for (int i = 0; i < GITSVC_STATUS_ITEMS; i++) {
+        gitsvc_repo_close(j->repos[i]);
+        arena_free(&j->mem[i]);
+    }
+    gitsvc__status_plan_free(atomic_load_explicit(&j->plan, memory_order_acquire));
     free(j);
 }
 
@@ -391,12 +460,15 @@ void gitsvc_status_get(gitsvc *self, const char *path, bool force, gitsvc_status
     j->cb = cb;
     j->ctx = ctx;
     j->generation = k ? k->generation : UINT64_MAX;
-    if (k) {
-        j->repo = k->kept; /* lent: back in done, when nothing changed meanwhile */
-        k->kept = NULL;
+    for (int i = 0; i < GITSVC_STATUS_ITEMS; i++) {
+        if (k) {
+            j->repos[i] = k->kept[i]; /* lent: back in done, when nothing changed meanwhile */
+            k->kept[i] = NULL;
+        }
+        arena_init(&j->mem[i]);
     }
-    arena_init(&j->mem[0]);
-    arena_init(&j->mem[1]);
+    atomic_init(&j->plan, NULL);
+    atomic_init(&j->next_part, 0);
     *job = ecp_job_new(self->jobs, &status_type, j);
 }
 

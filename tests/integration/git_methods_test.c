@@ -297,6 +297,61 @@ static void test_status_conflicts(void **state)
     free(r);
 }
 
+/* Whether a list of the answer is in path order, as one diff of the whole tree gives it. */
+static void want_path_order(const char *r, const char *list, const char *field)
+{
+    long n = test_json_length(r, list);
+    char *prev = NULL;
+    for (long i = 0; i < n; i++) {
+        char p[96];
+        snprintf(p, sizeof p, field ? "%s[%ld].%s" : "%s[%ld]", list, i, field);
+        char *path = test_json_string(r, p);
+        if (prev && strcmp(prev, path) >= 0)
+            fail_msg("%s: %s before %s", list, prev, path);
+        free(prev);
+        prev = path;
+    }
+    free(prev);
+}
+
+/* A tree large enough for the work tree to be diffed in parts, by the
+ * status's threads: parts cut at the top level and inside a directory too
+ * large for one (big/), names that sort across parts ("a", "a.txt", "a-b/",
+ * "ab/"), untracked files and directories in every part and at the root, an
+ * ignored directory inside a cut directory, repositories within (one
+ * untracked directory each), a deleted directory, a directory become a
+ * file, the large directory gone and a file in its place: each compared
+ * with git, and each list in path order. */
+static void test_status_in_parts(void **state)
+{
+    sh("mkdir -p big lib a-b ab gone typechg && "
+       "for d in 0 1 2 3 4 5 6 7 8 9; do mkdir big/sub$d; for f in $(seq 0 149); do echo $d.$f > big/sub$d/f$f; done; "
+       "done && for f in $(seq 0 599); do echo $f > lib/l$f; done && "
+       "echo a > a && echo a > a.txt && echo x > a-b/x && echo y > ab/y && echo g > gone/g1 && echo g > gone/g2 && "
+       "echo t > typechg/t && for f in $(seq 0 99); do echo $f > root$f.txt; done && git add -A");
+    commit_on(1, "a tree in parts");
+    status_matches_git(); /* clean */
+    sh("echo more >> a && echo more >> a.txt && echo more >> a-b/x && echo more >> ab/y && "
+       "echo more >> big/sub0/f0 && echo more >> big/sub9/f149 && echo more >> lib/l599 && echo more >> root0.txt && "
+       "echo new > big/sub3/new.txt && mkdir -p big/newdir/deep zz && echo z > big/newdir/deep/z && echo w > zz/w && "
+       "echo u > a.untracked && echo 'build/' > big/sub5/.gitignore && mkdir big/sub5/build && echo b > "
+       "big/sub5/build/out && rm -rf gone && rm -rf typechg && echo now-a-file > typechg && "
+       "echo staged >> lib/l0 && git add lib/l0 && echo intended > intended.txt && git add -N intended.txt && "
+       "git init -q nested && echo n > nested/n && git init -q big/inner && echo i > big/inner/i");
+    status_matches_git();
+    char *r = ok("git/status", "{\"uri\":\"%s\",\"forceRefresh\":true}", repo);
+    want_path_order(r, "unstaged", "path");
+    want_path_order(r, "untracked", NULL);
+    want_path_order(r, "staged", "path");
+    free(r);
+    sh("rm -rf big && echo now-a-file > big");
+    status_matches_git();
+    r = ok("git/status", "{\"uri\":\"%s\",\"forceRefresh\":true}", repo);
+    want_path_order(r, "unstaged", "path");
+    want_path_order(r, "untracked", NULL);
+    free(r);
+}
+
 /* ----- diff ---------------------------------------------------------------------------------- */
 
 /* Our hunks rendered as `git diff` prints them (headers left out). */
@@ -1271,6 +1326,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status_index_tree, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_status_detached_unborn_upstream, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_status_conflicts, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_status_in_parts, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_diff_matches_git_diff, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_diff_lines_and_buffer, fixture_setup, fixture_teardown),
         cmocka_unit_test_setup_teardown(test_blame_matches_line_porcelain, fixture_setup, fixture_teardown),
