@@ -784,9 +784,14 @@ static void test_deleting_a_big_watched_tree_is_quick(void **state)
     assert_int_equal(inotify_watches(), 1 + (WIDE - GONE) * (WIDE + 1));
     assert_true(worst < 250);
     /* the loop's own work: some 8,000 events, their notifications and the
-     * pings, about 60 ms here (150 under ASan); looking through the whole
-     * watch for each deleted directory took 400 to 700 ms */
+     * pings, 60 to 120 ms here (150 to 400 under ASan, more while other tests
+     * run beside it); looking through the whole watch for each deleted
+     * directory took 400 to 700 ms without ASan */
+#if defined(__SANITIZE_ADDRESS__)
+    assert_true(cpu_ms < 900);
+#else
     assert_true(cpu_ms < 300);
+#endif
     free(id);
     test_client_disconnect(pinger);
 }

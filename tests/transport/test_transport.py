@@ -23,7 +23,7 @@ ECPD = None
 ECPCTL = None
 # Under AddressSanitizer (its options are set for the tests) the server's own work on the loop is some
 # times slower, and its realloc copies where glibc's remaps: bounds on how long others wait grow with it.
-SANITIZED = 3 if "quarantine_size_mb" in os.environ.get("ASAN_OPTIONS", "") else 1
+SANITIZED = 6 if "quarantine_size_mb" in os.environ.get("ASAN_OPTIONS", "") else 1
 
 
 def req(id_, method, params=None):
