@@ -565,6 +565,27 @@ static void remove_subtree(file__watcher *self, watch *w, const char *path)
 
 /* ----- events ------------------------------------------------------------------------------- */
 
+/* The server's own temporary files, made next to a file it writes and
+ * renamed onto it (file/write: ".<name>.<12 hex digits>.tmp"; a document's
+ * save: ".<name>.ecpd-<kind><hex>", see the document service's fileio.c).
+ * What a client is told is the change of the file itself: the temporary's
+ * creation and disappearance would otherwise be reported whenever the write
+ * outlasts the window (a slow fsync), and not otherwise. */
+static bool own_temporary(const char *name)
+{
+    if (name[0] != '.')
+        return false;
+    if (strstr(name + 1, ".ecpd-"))
+        return true;
+    size_t n = strlen(name);
+    if (n < 2 + 1 + 12 + 4 || strcmp(name + n - 4, ".tmp") != 0 || name[n - 4 - 12 - 1] != '.')
+        return false;
+    for (const char *h = name + n - 4 - 12; h < name + n - 4; h++)
+        if (!((*h >= '0' && *h <= '9') || (*h >= 'a' && *h <= 'f')))
+            return false;
+    return true;
+}
+
 static void handle_event(file__watcher *self, wnode *node, uint32_t mask, const char *name)
 {
     watch *w = node->w;
@@ -594,6 +615,8 @@ static void handle_event(file__watcher *self, wnode *node, uint32_t mask, const 
         return;
     }
     if (!name || !name[0])
+        return;
+    if (!(mask & IN_ISDIR) && own_temporary(name))
         return;
     if (w->only && strcmp(name, w->only))
         return;
