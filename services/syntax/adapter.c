@@ -193,7 +193,9 @@ static bool apply_theme(syntax_adapter *ad, ecp_call *call, const ecp_str *theme
 typedef enum text_op { OP_HIGHLIGHT, OP_HIGHLIGHT_LINE, OP_CREATE_SESSION, OP_UPDATE_SESSION } text_op;
 
 typedef struct text_job {
-    syntax_adapter *ad;
+    /* The service, not the adapter: at teardown the adapter goes first,
+     * and the service closes its jobs (this one) after */
+    syntax_service *svc;
     text_op op;
     syntax_grammar *grammar;
     char *content;
@@ -219,7 +221,7 @@ static void text_work(ecp_job *job, unsigned item)
     text_job *j = ecp_job_data(job);
     if (ecp_job_cancelled(job))
         return;
-    j->result = syntax_text_build(syntax_service_grammars(j->ad->svc), j->grammar, j->content, j->len);
+    j->result = syntax_text_build(syntax_service_grammars(j->svc), j->grammar, j->content, j->len);
     j->content = NULL; /* the result owns it */
 }
 
@@ -227,7 +229,7 @@ static void text_done(ecp_job *job)
 {
     text_job *j = ecp_job_data(job);
     ecp_call *call = ecp_job_call(job);
-    syntax_service *svc = j->ad->svc;
+    syntax_service *svc = j->svc;
     if (ecp_job_cancelled(job) || !j->result) {
         ecp_call_error(call, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");
         return;
@@ -301,7 +303,7 @@ static const ecp_job_type text_type = {"syntax.highlight", ECP_LANE_LONG, false,
 
 static void start_text_job(syntax_adapter *ad, ecp_call *call, text_job *j)
 {
-    j->ad = ad;
+    j->svc = ad->svc;
     ecp_job *job = ecp_job_new(syntax_service_jobs(ad->svc), &text_type, j);
     ecp_job_serve(job, call);
     ecp_job_start(job, 1);
