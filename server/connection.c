@@ -174,7 +174,7 @@ static void send_now(connection *conn, const char *json, size_t len, const jw_sp
     if (conn->decoder.mode == FRAMING_UNKNOWN) {
         /* The peer has not spoken yet, so its framing is unknown: hold what we
          * would send (notifications) until it does. */
-        if (conn->early.len + total > CONNECTION_DROP_EXTRA) {
+        if (conn->early.len > CONNECTION_DROP_EXTRA) {
             server__connection_drop(conn, "too much output queued before the client sent anything");
             return;
         }
