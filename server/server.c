@@ -60,7 +60,8 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
                 ecp_shared_unref(whole);
             }
         }
-        server__connection_send_spliced(conn, msg->data, msg->len, splices);
+        /* (a message handed over whole is all splice: its buf holds nothing) */
+        server__connection_send_spliced(conn, msg->data ? msg->data : "", msg->len, splices);
     }
     self->notifying--;
     for (int i = 0; i < 3; i++) {
