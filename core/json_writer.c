@@ -365,15 +365,29 @@ void jw_splices_clear(jw_splices *splices)
     splices->count = 0;
 }
 
-void jw_splices_append_to(buf *to, const char *json, size_t len, const jw_splices *splices)
+void jw_splices_walk(const char *json, size_t len, const jw_splices *splices, jw_piece_fn piece, void *ctx)
 {
     size_t at = 0;
     for (size_t i = 0; splices && i < splices->count; i++) {
-        buf_append(to, json + at, splices->items[i].at - at);
-        buf_append(to, jw_splice_data(&splices->items[i]), jw_splice_len(&splices->items[i]));
-        at = splices->items[i].at;
+        const jw_splice *s = &splices->items[i];
+        if (s->at > at)
+            piece(ctx, json + at, s->at - at, NULL);
+        piece(ctx, jw_splice_data(s), jw_splice_len(s), s->owner);
+        at = s->at;
     }
-    buf_append(to, json + at, len - at);
+    if (len > at)
+        piece(ctx, json + at, len - at, NULL);
+}
+
+static void append_piece(void *ctx, const char *data, size_t len, ecp_shared *owner)
+{
+    (void)owner;
+    buf_append(ctx, data, len);
+}
+
+void jw_splices_append_to(buf *to, const char *json, size_t len, const jw_splices *splices)
+{
+    jw_splices_walk(json, len, splices, append_piece, to);
 }
 
 void jw_splices_free(jw_splices *splices)

@@ -107,6 +107,11 @@ size_t jw_spliced_len(size_t len, const jw_splices *splices);
 void jw_splices_add(jw_splices *splices, size_t at, const char *data, size_t len, ecp_shared *owner);
 /* Drops every splice (and its reference), keeping the array. */
 void jw_splices_clear(jw_splices *splices);
+/* Hands out len bytes of output at json with the splices inserted, piece by
+ * piece in order: the output's own bytes with owner NULL, a splice's with
+ * its owner (which must be ready). */
+typedef void (*jw_piece_fn)(void *ctx, const char *data, size_t len, ecp_shared *owner);
+void jw_splices_walk(const char *json, size_t len, const jw_splices *splices, jw_piece_fn piece, void *ctx);
 /* Appends out's bytes with the splices inserted, copied, to `to`. */
 void jw_splices_append_to(buf *to, const char *json, size_t len, const jw_splices *splices);
 void jw_splices_free(jw_splices *splices);

@@ -61,24 +61,16 @@ typedef struct held_message {
     jw_splices splices; /* references of its own */
 } held_message;
 
-/* Hands the transport a message: json's bytes with the splices inserted at
- * their offsets, each written from where it lies when the transport can
- * hold a reference to it, else copied like the rest. */
-static void write_parts(connection *conn, const char *json, size_t len, const jw_splices *splices)
+/* A piece of a message to the transport: a splice's bytes are written from
+ * where they lie when the transport can hold a reference to them, else
+ * copied like the rest. */
+static void write_piece(void *ctx, const char *data, size_t len, ecp_shared *owner)
 {
-    size_t at = 0;
-    for (size_t i = 0; splices && i < splices->count; i++) {
-        const jw_splice *s = &splices->items[i];
-        if (s->at > at)
-            conn->io.write(conn->io_ctx, json + at, s->at - at);
-        if (conn->io.write_shared)
-            conn->io.write_shared(conn->io_ctx, s->owner, jw_splice_data(s), jw_splice_len(s));
-        else
-            conn->io.write(conn->io_ctx, jw_splice_data(s), jw_splice_len(s));
-        at = s->at;
-    }
-    if (len > at)
-        conn->io.write(conn->io_ctx, json + at, len - at);
+    connection *conn = ctx;
+    if (owner && conn->io.write_shared)
+        conn->io.write_shared(conn->io_ctx, owner, data, len);
+    else
+        conn->io.write(conn->io_ctx, data, len);
 }
 
 static void send_now(connection *conn, const char *json, size_t len, const jw_splices *splices);
@@ -203,7 +195,7 @@ static void send_now(connection *conn, const char *json, size_t len, const jw_sp
             n = snprintf(head, sizeof head, "Content-Length: %zu\r\n\r\n", total);
         if (n > 0)
             conn->io.write(conn->io_ctx, head, (size_t)n);
-        write_parts(conn, json, len, splices);
+        jw_splices_walk(json, len, splices, write_piece, conn);
         if (conn->decoder.mode != FRAMING_CONTENT_LENGTH)
             conn->io.write(conn->io_ctx, "\n", 1);
     } else {

@@ -682,36 +682,43 @@ typedef struct quiet_lexing {
 
 static _Thread_local const quiet_lexing *quiet_lexing_current;
 
+/* Around a lexing function's call: the parser's logger off, then back. */
+static void logger_off(const quiet_lexing *q)
+{
+    if (q->parser)
+        ts_parser_set_logger(q->parser, (TSLogger){NULL, NULL});
+}
+
+static void logger_back(const quiet_lexing *q)
+{
+    if (q->parser)
+        ts_parser_set_logger(q->parser, q->logger);
+}
+
 static bool lex_quietly(TSLexer *lexer, TSStateId state)
 {
     const quiet_lexing *q = quiet_lexing_current;
-    if (!q->parser)
-        return q->original->lex_fn(lexer, state);
-    ts_parser_set_logger(q->parser, (TSLogger){NULL, NULL});
+    logger_off(q);
     bool found = q->original->lex_fn(lexer, state);
-    ts_parser_set_logger(q->parser, q->logger);
+    logger_back(q);
     return found;
 }
 
 static bool lex_keyword_quietly(TSLexer *lexer, TSStateId state)
 {
     const quiet_lexing *q = quiet_lexing_current;
-    if (!q->parser)
-        return q->original->keyword_lex_fn(lexer, state);
-    ts_parser_set_logger(q->parser, (TSLogger){NULL, NULL});
+    logger_off(q);
     bool found = q->original->keyword_lex_fn(lexer, state);
-    ts_parser_set_logger(q->parser, q->logger);
+    logger_back(q);
     return found;
 }
 
 static bool scan_quietly(void *payload, TSLexer *lexer, const bool *valid_symbols)
 {
     const quiet_lexing *q = quiet_lexing_current;
-    if (!q->parser)
-        return q->original->external_scanner.scan(payload, lexer, valid_symbols);
-    ts_parser_set_logger(q->parser, (TSLogger){NULL, NULL});
+    logger_off(q);
     bool found = q->original->external_scanner.scan(payload, lexer, valid_symbols);
-    ts_parser_set_logger(q->parser, q->logger);
+    logger_back(q);
     return found;
 }
 
