@@ -774,6 +774,27 @@ static void list_into(tool_run *r, const char *dir, const char *prefix, int dept
     file_dir_entries_free(list, count);
 }
 
+/* list_directory's directory, opened beneath the workspace as a read is, then
+ * listed through its descriptor (list_into steps into subdirectories only,
+ * never into symlinks). */
+static void list_beneath(tool_run *r, size_t *entries)
+{
+    const char *rel;
+    int root = open_root(r, &rel);
+    if (root < 0)
+        return;
+    int fd = open_beneath(root, rel, O_RDONLY | O_DIRECTORY, 0);
+    close(root);
+    if (fd < 0) {
+        beneath_error(r, -fd);
+        return;
+    }
+    char through_fd[64];
+    snprintf(through_fd, sizeof through_fd, "/proc/self/fd/%d", fd);
+    list_into(r, through_fd, "", 0, entries);
+    close(fd);
+}
+
 static void diff_into(tool_run *r, gitsvc_repo *repo, const char *rel, arena *mem)
 {
     gitsvc_hunk *hunks = NULL;
@@ -876,7 +897,7 @@ static void run_work(ecp_job *job, unsigned item)
         break;
     case RUN_LIST: {
         size_t entries = 0;
-        list_into(r, r->path, "", 0, &entries);
+        list_beneath(r, &entries);
         if (!r->error && entries >= LIST_MAX_ENTRIES)
             buf_append_str(&r->output, "[listing truncated]\n");
         if (!r->error && entries == 0)
@@ -1285,7 +1306,9 @@ tool_run *tool_start(agent_service *svc, const tool_plan *plan, const char *argu
         shell_start(r, command);
         free(command);
         goto out;
-    } else if (r->kind != RUN_LIST && r->kind != RUN_GIT && r->kind != RUN_NONE) {
+    } else if (r->kind == RUN_LIST) {
+        r->root = svc->workspace ? realpath(svc->workspace, NULL) : NULL;
+    } else if (r->kind != RUN_GIT && r->kind != RUN_NONE) {
         r->root = svc->workspace ? realpath(svc->workspace, NULL) : NULL;
         char *document_id = open_document(svc, r->path);
         if (document_id)
