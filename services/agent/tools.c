@@ -2,10 +2,16 @@
  * through the document and file services. Disk work runs as jobs; a command
  * runs as a child process on the loop. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "arena.h"
@@ -281,6 +287,7 @@ struct tool_run {
     ecp_job *job;
     /* inputs */
     char *path;
+    char *root; /* the workspace, resolved when the run starts: read, write and edit open r->path beneath it */
     char *content, *old_string, *new_string;
     size_t content_len, old_len, new_len;
     bool all_occurrences;
@@ -304,6 +311,7 @@ struct tool_run {
 static void run_free(tool_run *r)
 {
     free(r->path);
+    free(r->root);
     free(r->content);
     free(r->old_string);
     free(r->new_string);
@@ -356,6 +364,353 @@ static void slice_lines(buf *out, const char *text, size_t len, int64_t offset, 
         i = len;
     }
     append_capped(out, text + start, i - start);
+}
+
+/* ----- opening beneath the workspace ------------------------------------------------------
+ *
+ * A path is checked when the model asks for it, but a write waits for the
+ * user's approval: a directory on the way may have become a symlink out of the
+ * workspace by the time it runs. So the file is opened again, relative to the
+ * workspace's own descriptor, by a resolution that cannot leave it (openat2
+ * with RESOLVE_BENEATH); a symlink that stays inside is followed. Everything
+ * after that (the temporary file, the rename) happens in the directory
+ * descriptor found, so no path is resolved twice. */
+
+/* The path of r->path below r->root ("" for the root itself), or NULL when it
+ * is not below it (the workspace itself moved since the call was checked). */
+static const char *below_root(const tool_run *r)
+{
+    if (!r->root)
+        return NULL;
+    size_t n = strlen(r->root);
+    if (n == 1 && r->root[0] == '/')
+        return r->path + 1;
+    if (strncmp(r->path, r->root, n) != 0)
+        return NULL;
+    if (r->path[n] == '\0')
+        return r->path + n;
+    return r->path[n] == '/' ? r->path + n + 1 : NULL;
+}
+
+/* Without openat2 (Linux before 5.6): one component at a time from dir, no
+ * symlink followed, no ".." (which the checked path never holds). Stricter
+ * than openat2: any symlink on the way is refused, with EXDEV. */
+static int open_walk(int dir, const char *rel, int flags, mode_t mode)
+{
+    char *copy = xstrdup(rel), *save = NULL;
+    int cur = dir, rc = 0;
+    char *name = strtok_r(copy, "/", &save);
+    while (name && strcmp(name, ".") == 0)
+        name = strtok_r(NULL, "/", &save);
+    if (!name) {
+        rc = openat(dir, ".", flags | O_CLOEXEC, mode);
+        rc = rc < 0 ? -errno : rc;
+        goto done;
+    }
+    for (;;) {
+        char *next = strtok_r(NULL, "/", &save);
+        while (next && strcmp(next, ".") == 0)
+            next = strtok_r(NULL, "/", &save);
+        if (strcmp(name, "..") == 0) {
+            rc = -EXDEV;
+            break;
+        }
+        int fd = next ? openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                      : openat(cur, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd < 0) {
+            rc = -errno;
+            struct stat st;
+            if ((errno == ELOOP || errno == ENOTDIR) && fstatat(cur, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISLNK(st.st_mode))
+                rc = -EXDEV;
+            break;
+        }
+        if (cur != dir)
+            close(cur);
+        cur = fd;
+        if (!next) {
+            rc = fd;
+            cur = dir; /* handed out, not closed */
+            break;
+        }
+        name = next;
+    }
+    if (cur != dir)
+        close(cur);
+done:
+    free(copy);
+    return rc;
+}
+
+/* rel opened beneath dir: a descriptor, or a negative errno (EXDEV when the
+ * resolution would leave dir). */
+static int open_beneath(int dir, const char *rel, int flags, mode_t mode)
+{
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC),
+        .mode = (flags & O_CREAT) ? mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    const char *path = rel[0] ? rel : ".";
+    for (int attempt = 0; attempt < 8; attempt++) {
+        long fd = syscall(SYS_openat2, dir, path, &how, sizeof how);
+        if (fd >= 0)
+            return (int)fd;
+        if (errno == ENOSYS)
+            return open_walk(dir, path, flags, mode);
+        if (errno != EAGAIN && errno != EINTR) /* EAGAIN: a rename raced the resolution */
+            return -errno;
+    }
+    return -EAGAIN;
+}
+
+/* The error a failed open beneath the workspace gives the model. */
+static void beneath_error(tool_run *r, int errnum)
+{
+    buf msg = BUF_INIT;
+    const char *shown = r->path;
+    switch (errnum) {
+    case EXDEV:
+    case ELOOP:
+        buf_appendf(&msg, "%s is outside the workspace (through a symlink)", shown);
+        break;
+    case ENOENT:
+        buf_appendf(&msg, "File not found: %s", shown);
+        break;
+    case EISDIR:
+        buf_appendf(&msg, "Is a directory: %s", shown);
+        break;
+    case ENOTDIR:
+        buf_appendf(&msg, "Not a directory: %s", shown);
+        break;
+    case EACCES:
+    case EPERM:
+        buf_appendf(&msg, "Permission denied: %s", shown);
+        break;
+    default:
+        buf_appendf(&msg, "%s: %s", shown, strerror(errnum));
+    }
+    set_error(r, "%s", msg.data);
+    buf_free(&msg);
+}
+
+static int open_root(tool_run *r, const char **rel)
+{
+    *rel = below_root(r);
+    if (!*rel) {
+        set_error(r, "%s is outside the workspace", r->path);
+        return -1;
+    }
+    int fd = open(r->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        set_error(r, "the workspace cannot be opened: %s", strerror(errno));
+    return fd;
+}
+
+/* Reads the regular file r->path, opened beneath the workspace. */
+static int read_beneath(tool_run *r, char **data, size_t *len)
+{
+    *data = NULL;
+    *len = 0;
+    const char *rel;
+    int root = open_root(r, &rel);
+    if (root < 0)
+        return -1;
+    int fd = open_beneath(root, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+    close(root);
+    if (fd < 0) {
+        beneath_error(r, -fd);
+        return -1;
+    }
+    struct stat st;
+    int rc = -1;
+    buf bytes = BUF_INIT;
+    if (fstat(fd, &st) != 0) {
+        beneath_error(r, errno);
+    } else if (S_ISDIR(st.st_mode)) {
+        beneath_error(r, EISDIR);
+    } else if (!S_ISREG(st.st_mode)) {
+        set_error(r, "Not a regular file: %s", r->path);
+    } else {
+        char chunk[65536];
+        for (;;) {
+            ssize_t n = read(fd, chunk, sizeof chunk);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                beneath_error(r, errno);
+                break;
+            }
+            if (n == 0) {
+                rc = 0;
+                break;
+            }
+            if (bytes.len + (size_t)n > READ_MAX_BYTES) {
+                char limit[64];
+                snprintf(limit, sizeof limit, "%u", READ_MAX_BYTES);
+                buf_clear(&bytes);
+                set_error(r, "File too large: over %s bytes", limit);
+                break;
+            }
+            buf_append(&bytes, chunk, (size_t)n);
+        }
+    }
+    close(fd);
+    if (rc == 0) {
+        *len = bytes.len;
+        *data = bytes.data ? buf_detach(&bytes) : xstrdup("");
+    }
+    buf_free(&bytes);
+    return rc;
+}
+
+/* The directory rel_dir beneath root, its missing parts created (mkdir -p)
+ * one component at a time, each opened beneath the one before. */
+static int open_dir_creating(int root, const char *rel_dir)
+{
+    int fd = open_beneath(root, rel_dir, O_RDONLY | O_DIRECTORY, 0);
+    if (fd != -ENOENT)
+        return fd;
+    char *copy = xstrdup(rel_dir), *save = NULL;
+    int cur = root;
+    fd = -ENOENT;
+    for (char *name = strtok_r(copy, "/", &save); name; name = strtok_r(NULL, "/", &save)) {
+        fd = open_beneath(cur, name, O_RDONLY | O_DIRECTORY, 0);
+        if (fd == -ENOENT) {
+            if (mkdirat(cur, name, 0777) != 0 && errno != EEXIST)
+                fd = -errno;
+            else
+                fd = open_beneath(cur, name, O_RDONLY | O_DIRECTORY, 0);
+        }
+        if (cur != root)
+            close(cur);
+        cur = fd;
+        if (fd < 0)
+            break;
+    }
+    free(copy);
+    return fd;
+}
+
+static int write_all_fd(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, data, len > (1u << 30) ? (1u << 30) : len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return errno;
+        data += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Writes data as the whole of r->path, beneath the workspace: into a
+ * temporary file of the same directory, flushed, then renamed over the name,
+ * both through the directory's descriptor. An existing file keeps its mode
+ * (and owner, when permitted); missing directories are created. What is not a
+ * regular file (a FIFO, a device, a symlink that appeared since the check) is
+ * refused. */
+static int write_beneath(tool_run *r, const char *data, size_t len)
+{
+    const char *rel;
+    int root = open_root(r, &rel);
+    if (root < 0)
+        return -1;
+    const char *slash = strrchr(rel, '/');
+    const char *name = slash ? slash + 1 : rel;
+    char *dir_rel = slash ? xstrndup(rel, (size_t)(slash - rel)) : xstrdup("");
+    int rc = -1, dfd = -1, fd = -1;
+    char tmp[NAME_MAX + 1] = "";
+    if (!*name) {
+        beneath_error(r, EISDIR);
+        goto done;
+    }
+    dfd = open_dir_creating(root, dir_rel);
+    if (dfd < 0) {
+        beneath_error(r, -dfd);
+        goto done;
+    }
+    struct stat st;
+    bool exists = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!exists && errno != ENOENT) {
+        beneath_error(r, errno);
+        goto done;
+    }
+    if (exists && S_ISLNK(st.st_mode)) {
+        /* The checked path had its symlinks resolved: this one came later. */
+        set_error(r, "%s became a symlink after it was checked; not written", r->path);
+        goto done;
+    }
+    if (exists && S_ISDIR(st.st_mode)) {
+        beneath_error(r, EISDIR);
+        goto done;
+    }
+    if (exists && !S_ISREG(st.st_mode)) {
+        set_error(r, "Not a regular file: %s", r->path);
+        goto done;
+    }
+    mode_t mode = exists ? (st.st_mode & 07777) : 0666;
+    int errnum = EEXIST;
+    for (int attempt = 0; attempt < 16 && fd < 0 && errnum == EEXIST; attempt++) {
+        unsigned char rnd[6];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+            memset(rnd, attempt, sizeof rnd);
+        snprintf(tmp, sizeof tmp, ".%.200s.%02x%02x%02x%02x%02x%02x.tmp", name, rnd[0], rnd[1], rnd[2], rnd[3],
+                 rnd[4], rnd[5]);
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        errnum = fd < 0 ? errno : 0;
+    }
+    if (fd < 0) {
+        tmp[0] = '\0';
+        if ((errnum == EACCES || errnum == EPERM) && exists) {
+            /* The directory refuses new files but the file itself may be
+             * writable: write it in place, as the user could by hand. */
+            fd = openat(dfd, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+            struct stat now;
+            if (fd >= 0 && (fstat(fd, &now) != 0 || !S_ISREG(now.st_mode)))
+                errnum = EINVAL;
+            else if (fd >= 0)
+                errnum = write_all_fd(fd, data, len);
+            if (fd >= 0 && errnum == 0 && fsync(fd) != 0)
+                errnum = errno;
+            if (fd >= 0 && errnum == 0)
+                rc = 0;
+            else
+                beneath_error(r, fd < 0 ? errno : errnum);
+        } else {
+            beneath_error(r, errnum);
+        }
+        goto done;
+    }
+    errnum = write_all_fd(fd, data, len);
+    if (errnum == 0 && exists) {
+        fchmod(fd, st.st_mode & 07777); /* the umask may have cut bits from the mode given to openat */
+        if (st.st_uid != geteuid() || st.st_gid != getegid())
+            (void)!fchown(fd, st.st_uid, st.st_gid);
+    }
+    if (errnum == 0 && fsync(fd) != 0)
+        errnum = errno;
+    if (errnum == 0 && renameat(dfd, tmp, dfd, name) != 0)
+        errnum = errno;
+    if (errnum != 0) {
+        beneath_error(r, errnum);
+        goto done;
+    }
+    tmp[0] = '\0';
+    (void)fsync(dfd); /* the rename is durable once the directory is */
+    rc = 0;
+done:
+    if (fd >= 0)
+        close(fd);
+    if (tmp[0])
+        unlinkat(dfd, tmp, 0);
+    if (dfd >= 0)
+        close(dfd);
+    close(root);
+    free(dir_rel);
+    return rc;
 }
 
 /* old -> new in text: the count of occurrences in *count; out gets the new
@@ -417,6 +772,27 @@ static void list_into(tool_run *r, const char *dir, const char *prefix, int dept
         }
     }
     file_dir_entries_free(list, count);
+}
+
+/* list_directory's directory, opened beneath the workspace as a read is, then
+ * listed through its descriptor (list_into steps into subdirectories only,
+ * never into symlinks). */
+static void list_beneath(tool_run *r, size_t *entries)
+{
+    const char *rel;
+    int root = open_root(r, &rel);
+    if (root < 0)
+        return;
+    int fd = open_beneath(root, rel, O_RDONLY | O_DIRECTORY, 0);
+    close(root);
+    if (fd < 0) {
+        beneath_error(r, -fd);
+        return;
+    }
+    char through_fd[64];
+    snprintf(through_fd, sizeof through_fd, "/proc/self/fd/%d", fd);
+    list_into(r, through_fd, "", 0, entries);
+    close(fd);
 }
 
 static void diff_into(tool_run *r, gitsvc_repo *repo, const char *rel, arena *mem)
@@ -497,31 +873,22 @@ static void run_work(ecp_job *job, unsigned item)
 {
     (void)item;
     tool_run *r = ecp_job_data(job);
-    ecp_error err = {0};
     char *data = NULL;
     size_t len = 0;
-    file_write_options wo = {.create_parents = true, .overwrite = true};
     switch (r->kind) {
     case RUN_READ:
-        if (file_read(r->path, READ_MAX_BYTES, &data, &len, NULL, &err) < 0)
-            set_error(r, "%s", err.message);
-        else
+        if (read_beneath(r, &data, &len) == 0)
             slice_lines(&r->output, data, len, r->line_offset, r->limit);
         break;
     case RUN_WRITE:
-        if (file_write(r->path, r->content, r->content_len, &wo, NULL, &err) < 0)
-            set_error(r, "%s", err.message);
-        else
+        if (write_beneath(r, r->content ? r->content : "", r->content_len) == 0)
             buf_appendf(&r->output, "Wrote %zu bytes to %s", r->content_len, r->path);
         break;
     case RUN_EDIT:
-        if (file_read(r->path, READ_MAX_BYTES, &data, &len, NULL, &err) < 0) {
-            set_error(r, "%s", err.message);
-        } else {
+        if (read_beneath(r, &data, &len) == 0) {
             buf edited = BUF_INIT;
-            if (replace_text(r, data, len, &edited) == 0 &&
-                file_write(r->path, edited.data ? edited.data : "", edited.len, &wo, NULL, &err) < 0)
-                set_error(r, "%s", err.message);
+            if (replace_text(r, data, len, &edited) == 0)
+                write_beneath(r, edited.data ? edited.data : "", edited.len);
             buf_free(&edited);
         }
         break;
@@ -530,7 +897,7 @@ static void run_work(ecp_job *job, unsigned item)
         break;
     case RUN_LIST: {
         size_t entries = 0;
-        list_into(r, r->path, "", 0, &entries);
+        list_beneath(r, &entries);
         if (!r->error && entries >= LIST_MAX_ENTRIES)
             buf_append_str(&r->output, "[listing truncated]\n");
         if (!r->error && entries == 0)
@@ -939,7 +1306,10 @@ tool_run *tool_start(agent_service *svc, const tool_plan *plan, const char *argu
         shell_start(r, command);
         free(command);
         goto out;
-    } else if (r->kind != RUN_LIST && r->kind != RUN_GIT && r->kind != RUN_NONE) {
+    } else if (r->kind == RUN_LIST) {
+        r->root = svc->workspace ? realpath(svc->workspace, NULL) : NULL;
+    } else if (r->kind != RUN_GIT && r->kind != RUN_NONE) {
+        r->root = svc->workspace ? realpath(svc->workspace, NULL) : NULL;
         char *document_id = open_document(svc, r->path);
         if (document_id)
             run_on_document(r, document_id);

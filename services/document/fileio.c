@@ -9,8 +9,8 @@
  * temporary file and a rename, or, for a file with several hard links (which
  * a rename would split), writes in place with a copy of the old contents kept
  * until the new ones are on disk. Reads and writes record the file's identity
- * (device, inode, size, modification time), so that a later write can tell
- * whether someone else changed the file in between.
+ * (device, inode, size, modification and change times), so that a later write
+ * can tell whether someone else changed the file in between.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -91,6 +91,8 @@ void document__disk_from_stat(const struct stat *st, doc_disk *out)
     out->size = (uint64_t)st->st_size;
     out->mtime_sec = (int64_t)st->st_mtim.tv_sec;
     out->mtime_nsec = (long)st->st_mtim.tv_nsec;
+    out->ctime_sec = (int64_t)st->st_ctim.tv_sec;
+    out->ctime_nsec = (long)st->st_ctim.tv_nsec;
 }
 
 int document__disk_stat(const char *path, doc_disk *out)
@@ -109,7 +111,7 @@ bool document__disk_same(const doc_disk *a, const doc_disk *b)
     if (!a->exists || !b->exists)
         return a->exists == b->exists;
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_sec == b->mtime_sec &&
-           a->mtime_nsec == b->mtime_nsec;
+           a->mtime_nsec == b->mtime_nsec && a->ctime_sec == b->ctime_sec && a->ctime_nsec == b->ctime_nsec;
 }
 
 /* ----- reading ---------------------------------------------------------------------- */
@@ -564,6 +566,12 @@ int document__write_stream_as(const char *path, document_write_next next, void *
             goto done;
         }
     }
+    /* As file_write: a FIFO, a socket or a device is not replaced by a
+     * regular file (and never opened, which could block). */
+    if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        rc = ecp_error_set(err, ECP_EIO, "Not a regular file: %s", path);
+        goto done;
+    }
     document__sweep_temps(target);
 
     out.cap = WRITE_BUFFER;
@@ -605,9 +613,6 @@ int document__write_stream_as(const char *path, document_write_next next, void *
         rc = save_failure(err, errno, "fsync failed", path);
         goto done;
     }
-    struct stat written;
-    if (fstat(fd, &written) == 0)
-        document__disk_from_stat(&written, &how->written);
     /* Renamed while still locked, so that no sweep can take it first; its
      * bytes are on disk (fsync), so closing it afterwards cannot lose them. */
     if (rename(tmp, target) != 0) {
@@ -615,6 +620,12 @@ int document__write_stream_as(const char *path, document_write_next next, void *
         goto done;
     }
     tmp_made = false;
+    /* Looked at after the rename, which sets the change time: what the
+     * document remembers is then the file as it stands, not its own save
+     * mistaken for someone else's change. */
+    struct stat written;
+    if (fstat(fd, &written) == 0)
+        document__disk_from_stat(&written, &how->written);
     /* The rename is durable only once the directory entry is. */
     char *dir;
     const char *base;

@@ -103,13 +103,17 @@ typedef struct doc_checkpoint {
 } doc_checkpoint;
 
 /* A file as it was on disk at one moment: two that differ mean the file was
- * changed (or replaced, or deleted) in between. */
+ * changed (or replaced, or deleted) in between. The change time is kept as
+ * well as the modification time: a rewrite can put the modification time (and
+ * the size) back, but nobody without root can set the change time. */
 typedef struct doc_disk {
     bool exists;
     uint64_t dev, ino;
     uint64_t size;
     int64_t mtime_sec;
     long mtime_nsec;
+    int64_t ctime_sec;
+    long ctime_nsec;
 } doc_disk;
 
 typedef struct document {

@@ -586,7 +586,7 @@ static void check_disk(document_service *svc, document *doc)
     doc->recheck = false;
     doc_disk now;
     if (document__disk_stat(doc->path, &now) != 0 || document__disk_same(&now, &doc->disk))
-        return; /* cannot tell, or nothing we track changed (our own save, a chmod) */
+        return; /* cannot tell, or nothing we track changed (our own save) */
     if (now.exists && !has_unsaved_edits(doc))
         follow_reload(svc, doc);
     else

@@ -117,12 +117,14 @@ int file_write(const char *path, const char *data, size_t len, const file_write_
 int file_delete(const char *path, ecp_error *err);
 
 /* Renames (moves) from to `to`, replacing a file at `to`; across file systems
- * it copies then deletes. ECP_ENOTFOUND when from is missing. */
+ * it copies then deletes. ECP_ENOTFOUND when from is missing; ECP_EIO when `to`
+ * is a FIFO, socket or device (never replaced). */
 int file_rename(const char *from, const char *to, ecp_error *err);
 
 /* Copies a file (contents and mode; replacing `to` atomically as file_write
  * does) or, recursively, a directory (then `to` must not exist: ECP_EEXIST).
- * Symlinks inside a copied directory are copied as symlinks. */
+ * Symlinks inside a copied directory are copied as symlinks. ECP_EIO when
+ * from, or an existing `to`, is not a regular file (a FIFO is never read). */
 int file_copy(const char *from, const char *to, ecp_error *err);
 
 typedef enum file_type {

@@ -686,6 +686,11 @@ static int copy_file(const char *from, const char *to, ecp_error *err)
         rc = ecp_error_set(err, ECP_EISDIR, "Is a directory: %s", to);
         goto done;
     }
+    /* as file_write: a FIFO or a device is not turned into a regular file */
+    if (exists && !S_ISREG(dst.st_mode)) {
+        rc = ecp_error_set(err, ECP_EIO, "Not a regular file: %s", to);
+        goto done;
+    }
     /* the copy takes the source's mode, but belongs to whoever copies */
     struct stat mode_src = sst;
     mode_src.st_uid = geteuid();
@@ -744,6 +749,12 @@ int file_rename(const char *from, const char *to, ecp_error *err)
     struct stat st;
     if (lstat(from, &st) != 0)
         return file__errno(err, errno, from);
+    /* The entry at `to` is what a rename replaces (a symlink itself, not its
+     * target): a FIFO, socket or device there is refused, as file_write does. */
+    struct stat existing;
+    if (lstat(to, &existing) == 0 && !S_ISREG(existing.st_mode) && !S_ISDIR(existing.st_mode) &&
+        !S_ISLNK(existing.st_mode))
+        return ecp_error_set(err, ECP_EIO, "Not a regular file: %s", to);
     if (rename(from, to) == 0)
         return 0;
     int e = errno;

@@ -31,8 +31,8 @@ PROVIDER_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTH
 class Client:
     """ecpd on pipes, Content-Length framing (what an ECA client speaks)."""
 
-    def __init__(self, data_dir, workspace, env, args=(), cwd=None):
-        cmd = [ECPD] + list(args) + ["--data-dir", data_dir]
+    def __init__(self, data_dir, workspace, env, args=(), cwd=None, wrapper=()):
+        cmd = list(wrapper) + [ECPD] + list(args) + ["--data-dir", data_dir]
         if workspace:
             cmd += ["--workspace", workspace]
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -196,8 +196,8 @@ class Base(unittest.TestCase):
         env.update(extra)
         return env
 
-    def start(self, api="openai", args=(), workspace=True, **extra):
-        c = Client(self.data, self.ws if workspace else None, self.env(api, **extra), args)
+    def start(self, api="openai", args=(), workspace=True, wrapper=(), **extra):
+        c = Client(self.data, self.ws if workspace else None, self.env(api, **extra), args, wrapper=wrapper)
         self.clients.append(c)
         c.call("initialize", {"processId": os.getpid(), "workspaceFolders": [{"uri": "file://" + self.ws,
                                                                               "name": "ws"}]})
@@ -566,6 +566,126 @@ class AgentTest(Base):
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "new.txt")))
         with open(outside) as f:
             self.assertEqual(f.read(), "outside\n")
+
+    def test_a_directory_swapped_for_a_symlink_while_approval_waits_writes_nothing_outside(self):
+        """The path is checked when the call comes and opened again when it runs: a directory replaced by a
+        symlink out of the workspace in between is refused at the moment of writing."""
+        sub = os.path.join(self.ws, "sub")
+        os.makedirs(sub)
+        with open(os.path.join(sub, "f.txt"), "w") as f:
+            f.write("inside\n")
+        outside = os.path.join(self.tmp, "outside")
+        os.makedirs(outside)
+        with open(os.path.join(outside, "f.txt"), "w") as f:
+            f.write("outside\n")
+        self.mock.add(self.tool_reply("write_file", {"path": "sub/f.txt", "content": "written\n"}),
+                      {"text": ["ok"]},
+                      self.tool_reply("edit_file", {"path": "sub/f.txt", "old_string": "side",
+                                                    "new_string": "EDITED"}, call_id="call_2"),
+                      {"text": ["ok"]},
+                      self.tool_reply("write_file", {"path": "sub/new/g.txt", "content": "new\n"}, call_id="call_3"),
+                      {"text": ["ok"]})
+        c = self.start()
+        chat = None
+        for message in ("write", "edit", "write a new one"):
+            if os.path.islink(sub):
+                os.unlink(sub)
+                os.rename(sub + ".real", sub)
+            chat = self.prompt(c, message, chat)
+            _, run = self.approve_flow(c, True)
+            os.rename(sub, sub + ".real")
+            os.symlink(outside, sub)
+            c.call("chat/toolCallApprove", {"chatId": chat, "toolCallId": run["id"]})
+            called = of_type(c.turn(), "toolCalled")[0]
+            self.assertTrue(called["error"], called)
+            self.assertIn("outside the workspace", called["outputs"][0]["text"])
+            with open(os.path.join(outside, "f.txt")) as f:
+                self.assertEqual(f.read(), "outside\n")
+            self.assertEqual(sorted(os.listdir(outside)), ["f.txt"], "nothing new appears outside")
+        with open(os.path.join(sub + ".real", "f.txt")) as f:
+            self.assertEqual(f.read(), "inside\n")
+        self.assertEqual(c.call("chat/list", {})["chats"][0]["id"], chat)
+
+    def test_a_symlink_that_stays_inside_is_followed_when_writing(self):
+        """A directory swapped for a symlink to another directory of the workspace is still written to."""
+        sub = os.path.join(self.ws, "sub")
+        os.makedirs(sub)
+        other = os.path.join(self.ws, "other")
+        os.makedirs(other)
+        self.mock.add(self.tool_reply("write_file", {"path": "sub/f.txt", "content": "written\n"}),
+                      {"text": ["ok"]},
+                      self.tool_reply("edit_file", {"path": "sub/f.txt", "old_string": "written",
+                                                    "new_string": "edited"}, call_id="call_2"),
+                      {"text": ["ok"]})
+        c = self.start()
+        chat = self.prompt(c, "write")
+        _, run = self.approve_flow(c, True)
+        os.rmdir(sub)
+        os.symlink("other", sub)
+        c.call("chat/toolCallApprove", {"chatId": chat, "toolCallId": run["id"]})
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertFalse(called["error"], called)
+        with open(os.path.join(other, "f.txt")) as f:
+            self.assertEqual(f.read(), "written\n")
+        self.prompt(c, "edit", chat)
+        _, run = self.approve_flow(c, True)
+        c.call("chat/toolCallApprove", {"chatId": chat, "toolCallId": run["id"]})
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertFalse(called["error"], called)
+        with open(os.path.join(other, "f.txt")) as f:
+            self.assertEqual(f.read(), "edited\n")
+        self.assertTrue(os.path.islink(sub))
+
+    def test_without_openat2_no_symlink_is_followed_when_writing(self):
+        """On a kernel without openat2 the file is opened one component at a time, following no symlink: one
+        swapped in out of the workspace is refused, and so is one that stays inside."""
+        wrapper = os.environ.get("ECPD_TEST_WITHOUT_OPENAT2")
+        if not wrapper:
+            self.skipTest("ECPD_TEST_WITHOUT_OPENAT2 is not set")
+        sub = os.path.join(self.ws, "sub")
+        os.makedirs(sub)
+        os.makedirs(os.path.join(self.ws, "other"))
+        outside = os.path.join(self.tmp, "outside")
+        os.makedirs(outside)
+        self.mock.add(self.tool_reply("write_file", {"path": "sub/deep/f.txt", "content": "plain\n"}),
+                      {"text": ["ok"]},
+                      self.tool_reply("edit_file", {"path": "sub/deep/f.txt", "old_string": "plain",
+                                                    "new_string": "edited"}, call_id="call_2"),
+                      {"text": ["ok"]},
+                      self.tool_reply("read_file", {"path": "sub/deep/f.txt"}, call_id="call_3"),
+                      {"text": ["ok"]},
+                      self.tool_reply("write_file", {"path": "sub/f.txt", "content": "x\n"}, call_id="call_4"),
+                      {"text": ["ok"]},
+                      self.tool_reply("write_file", {"path": "sub/f.txt", "content": "x\n"}, call_id="call_5"),
+                      {"text": ["ok"]})
+        c = self.start(wrapper=[wrapper])
+        chat = self.prompt(c, "write")
+        _, run = self.approve_flow(c, True)
+        c.call("chat/toolCallApprove", {"chatId": chat, "toolCallId": run["id"]})
+        self.assertFalse(of_type(c.turn(), "toolCalled")[0]["error"])
+        self.prompt(c, "edit", chat)
+        _, run = self.approve_flow(c, True)
+        c.call("chat/toolCallApprove", {"chatId": chat, "toolCallId": run["id"]})
+        self.assertFalse(of_type(c.turn(), "toolCalled")[0]["error"])
+        self.prompt(c, "read", chat)
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertEqual(called["outputs"][0]["text"], "edited\n")
+        for target in (outside, "other"):
+            self.prompt(c, "write through a symlink", chat)
+            _, run = self.approve_flow(c, True)
+            if os.path.exists(sub + ".real"):
+                os.rmdir(sub)
+            else:
+                os.rename(sub, sub + ".real")
+            os.symlink(target, sub)
+            c.call("chat/toolCallApprove", {"chatId": chat, "toolCallId": run["id"]})
+            called = of_type(c.turn(), "toolCalled")[0]
+            self.assertTrue(called["error"], called)
+            self.assertIn("outside the workspace", called["outputs"][0]["text"])
+            os.unlink(sub)
+            os.makedirs(sub)
+        self.assertEqual(os.listdir(outside), [])
+        self.assertEqual(os.listdir(os.path.join(self.ws, "other")), [])
 
     def test_unknown_tool_and_arguments_that_are_not_json(self):
         self.mock.add({"tools": [{"id": "u1", "name": "launch_rockets", "arguments": ["{}"]},

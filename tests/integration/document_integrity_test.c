@@ -20,6 +20,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -634,6 +635,131 @@ static void test_deleted_file(void **state)
     free(id);
 }
 
+/* Rewrites path in place with data of the same size, then puts its
+ * modification time back: only the change time (and the bytes) tell. */
+static void rewrite_keeping_mtime(const char *path, const char *data)
+{
+    struct stat before, after;
+    assert_int_equal(stat(path, &before), 0);
+    assert_int_equal((size_t)before.st_size, strlen(data));
+    write_bytes(path, data, strlen(data));
+    struct timespec times[2] = {before.st_atim, before.st_mtim};
+    assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
+    assert_int_equal(stat(path, &after), 0);
+    assert_int_equal(after.st_ino, before.st_ino);
+    assert_int_equal(after.st_size, before.st_size);
+    assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+    assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+}
+
+static void test_rewrite_that_keeps_mtime_and_size_is_seen(void **state)
+{
+    fx *f = *state;
+    char path[160], uri[200];
+    snprintf(path, sizeof path, "%s/same.txt", f->dir);
+    write_bytes(path, "aaaa\n", 5);
+    snprintf(uri, sizeof uri, "file://%s", path);
+    char *id = open_file(f->c, uri);
+    /* Our own save is not someone else's change, though it changes the change time. */
+    test_server_run_for(f->s, 300);
+    test_client_clear_notifications(f->c);
+    char *r = ok(f->c, "document/save", "{\"documentId\":\"%s\"}", id);
+    expect_bool(r, "success", true);
+    free(r);
+    test_server_run_for(f->s, 400);
+    assert_string_equal(test_client_notification_log(f->c), "");
+    /* A chmod changes the change time alone: a clean document looks, finds its text, and says nothing. */
+    assert_int_equal(chmod(path, 0640), 0);
+    test_server_run_for(f->s, 400);
+    assert_string_equal(test_client_notification_log(f->c), "");
+    r = ok(f->c, "document/version", "{\"documentId\":\"%s\"}", id);
+    expect_int(r, "version", 1);
+    free(r);
+
+    /* Clean: the document follows the disk. */
+    rewrite_keeping_mtime(path, "bbbb\n");
+    wait_for(f->c, "document/didChange", 1);
+    expect_content(f->c, id, "bbbb\n");
+
+    /* Dirty: flagged, and a save over it is a conflict. */
+    test_server_run_for(f->s, 300);
+    OK(f->c, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":1,\"column\":0},\"text\":\"mine\"}", id);
+    test_client_clear_notifications(f->c);
+    rewrite_keeping_mtime(path, "cccc\n");
+    wait_for(f->c, "document/didChangeOnDisk", 1);
+    expect_content(f->c, id, "bbbb\nmine");
+    r = ok(f->c, "document/save", "{\"documentId\":\"%s\"}", id);
+    expect_bool(r, "success", false);
+    expect_bool(r, "conflict", true);
+    free(r);
+    expect_file(path, "cccc\n", 5);
+    free(id);
+}
+
+/* An atomic replace by a file of the same size and modification time (a new
+ * inode) is seen too. */
+static void test_replace_that_keeps_mtime_and_size_is_seen(void **state)
+{
+    fx *f = *state;
+    char path[160], uri[200], tmp[200];
+    snprintf(path, sizeof path, "%s/swap.txt", f->dir);
+    write_bytes(path, "aaaa\n", 5);
+    snprintf(uri, sizeof uri, "file://%s", path);
+    char *id = open_file(f->c, uri);
+    test_client_clear_notifications(f->c);
+    struct stat before;
+    assert_int_equal(stat(path, &before), 0);
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    write_bytes(tmp, "dddd\n", 5);
+    struct timespec times[2] = {before.st_atim, before.st_mtim};
+    assert_int_equal(utimensat(AT_FDCWD, tmp, times, 0), 0);
+    assert_int_equal(rename(tmp, path), 0);
+    wait_for(f->c, "document/didChange", 1);
+    expect_content(f->c, id, "dddd\n");
+    free(id);
+}
+
+/* Save as onto what is not a regular file is refused as file/write refuses
+ * it; it stays what it was, and nothing waits on it. */
+static void test_save_as_onto_special_files_is_refused(void **state)
+{
+    fx *f = *state;
+    char path[160], uri[200], fifo[160], node[160];
+    snprintf(path, sizeof path, "%s/doc.txt", f->dir);
+    write_bytes(path, "text\n", 5);
+    snprintf(uri, sizeof uri, "file://%s", path);
+    char *id = open_file(f->c, uri);
+    snprintf(fifo, sizeof fifo, "%s/pipe", f->dir);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    /* A device node of our own with /dev/null's numbers, rather than risk the real one. */
+    snprintf(node, sizeof node, "%s/null", f->dir);
+    bool have_node = mknod(node, S_IFCHR | 0666, makedev(1, 3)) == 0;
+    const char *targets[] = {fifo, node};
+    const mode_t kinds[] = {S_IFIFO, S_IFCHR};
+    for (size_t i = 0; i < (have_node ? 2u : 1u); i++) {
+        char *r = ok(f->c, "document/save", "{\"documentId\":\"%s\",\"uri\":\"file://%s\"}", id, targets[i]);
+        expect_bool(r, "success", false);
+        char *error = test_json_string(r, "error");
+        assert_non_null(error);
+        if (!strstr(error, "Not a regular file"))
+            print_error("save as %s: %s\n", targets[i], r);
+        assert_non_null(strstr(error, "Not a regular file"));
+        free(error);
+        expect_str(r, "uri", uri);
+        free(r);
+        struct stat st;
+        assert_int_equal(lstat(targets[i], &st), 0);
+        assert_int_equal(st.st_mode & S_IFMT, kinds[i]);
+    }
+    assert_int_equal(count_names(f->dir, ".ecpd-"), 0);
+    /* The document keeps its own file, and saves there. */
+    char *r = ok(f->c, "document/save", "{\"documentId\":\"%s\"}", id);
+    expect_bool(r, "success", true);
+    expect_str(r, "uri", uri);
+    free(r);
+    free(id);
+}
+
 /* ----- reload ---------------------------------------------------------------------------- */
 
 static void test_reload_is_an_undoable_edit(void **state)
@@ -1020,6 +1146,9 @@ int main(void)
         T(test_mark_clean_adopts_the_file),
         T(test_change_seen_by_the_save),
         T(test_deleted_file),
+        T(test_rewrite_that_keeps_mtime_and_size_is_seen),
+        T(test_replace_that_keeps_mtime_and_size_is_seen),
+        T(test_save_as_onto_special_files_is_refused),
         T(test_reload_is_an_undoable_edit),
         T(test_cancelled_reload_changes_nothing),
         T(test_byte_order_mark_round_trip),

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "test_client.h"
@@ -476,6 +477,54 @@ static void test_copy(void **state)
                       "ALREADY_EXISTS", dst);
 }
 
+/* What is not a regular file (a FIFO, a device node) is never replaced by a
+ * regular one: write, copy and rename onto it are refused alike, and it stays
+ * what it was. A copy from a FIFO is refused at once, not waited on. */
+static void want_refused_special(const char *method, const char *params, const char *target, mode_t kind)
+{
+    char *e = fails(method, -32109, "%s", params);
+    char *msg = test_json_string(e, "message");
+    if (!msg || !strstr(msg, "Not a regular file"))
+        fail_msg("%s %s: %s", method, params, e);
+    free(msg);
+    want_file_error(e, "IO_ERROR", NULL);
+    struct stat st;
+    assert_int_equal(lstat(target, &st), 0);
+    assert_int_equal(st.st_mode & S_IFMT, kind);
+}
+
+static void test_special_files_are_not_replaced(void **state)
+{
+    put("src.txt", "data");
+    char fifo[512], node[512], params[2048];
+    snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    /* A device node of our own (/dev/null's numbers): replacing the real
+     * one would break the machine if the refusal failed. */
+    snprintf(node, sizeof node, "%s/null", dir);
+    bool have_node = mknod(node, S_IFCHR | 0666, makedev(1, 3)) == 0;
+    struct {
+        const char *path;
+        mode_t kind;
+    } targets[] = {{fifo, S_IFIFO}, {node, S_IFCHR}};
+    for (size_t i = 0; i < (have_node ? 2u : 1u); i++) {
+        snprintf(params, sizeof params, "{\"uri\":\"%s\",\"content\":\"x\"}", targets[i].path);
+        want_refused_special("file/write", params, targets[i].path, targets[i].kind);
+        snprintf(params, sizeof params, "{\"sourceUri\":\"%s/src.txt\",\"targetUri\":\"%s\"}", dir, targets[i].path);
+        want_refused_special("file/copy", params, targets[i].path, targets[i].kind);
+        snprintf(params, sizeof params, "{\"oldUri\":\"%s/src.txt\",\"newUri\":\"%s\"}", dir, targets[i].path);
+        want_refused_special("file/rename", params, targets[i].path, targets[i].kind);
+        assert_true(on_disk("src.txt"));
+    }
+    /* from a FIFO nobody writes to: refused, and the server answers */
+    snprintf(params, sizeof params, "{\"sourceUri\":\"%s\",\"targetUri\":\"%s/out.txt\"}", fifo, dir);
+    want_refused_special("file/copy", params, fifo, S_IFIFO);
+    assert_false(on_disk("out.txt"));
+    char *r = ok("file/stat", "{\"uri\":\"%s/src.txt\"}", dir);
+    want_bool(r, "exists", true);
+    free(r);
+}
+
 /* ----- directories --------------------------------------------------------------------- */
 
 static void test_read_dir(void **state)
@@ -791,6 +840,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_special_files_are_not_replaced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_delete_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_search, setup, teardown),
