@@ -1223,7 +1223,8 @@ static const ecp_method config_methods[] = {
     {.name = "config/get",
      .handler = m_config_get,
      .since = "1.0",
-     .summary = "The effective value of a setting ({} when it has none)",
+     .summary = "The effective value of a setting ({} when it has none); with restricted and workspaceValue when "
+                "an untrusted workspace's value is ignored",
      .params = "{key: string}"},
     {.name = "config/set",
      .handler = m_config_set,

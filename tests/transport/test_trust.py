@@ -270,6 +270,9 @@ class TrustTest(unittest.TestCase):
         self.assertEqual(c.request("workspace/isTrusted", {"uri": self.uri(a_file)})["error"]["code"], -32103)
         # nothing was trusted by any of them
         self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False})
+        schema = c.call("config/schema", {})["schema"]["properties"]
+        self.assertEqual(sorted(k for k, row in schema.items() if row.get("restricted")),
+                         sorted(RESTRICTED + ("ultra.ai.apiKey", "workbench.startupEditor")))
         methods = [m["name"] for m in c.call("ecp/methods", {})["methods"]]
         self.assertIn("workspace/trust", methods)
         self.assertIn("workspace/isTrusted", methods)
