@@ -1141,6 +1141,17 @@ static void m_workspace_is_trusted(void *ctx, ecp_call *call)
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key_bool(w, "trusted", trusted);
+    if (!uri.ptr) {
+        /* what trusting the served workspace would apply: a client asks the user with it */
+        size_t count;
+        const session_setting_schema *rows = session_settings_schema(&count);
+        jw_key(w, "ignoredSettings");
+        jw_array_begin(w);
+        for (size_t i = 0; i < count; i++)
+            if (rows[i].restricted && session_setting_ignored(ad->svc, rows[i].key))
+                jw_string(w, rows[i].key);
+        jw_array_end(w);
+    }
     jw_object_end(w);
     ecp_call_finish(call);
 }
@@ -1396,7 +1407,8 @@ static const ecp_method workspace_methods[] = {
     {.name = "workspace/isTrusted",
      .handler = m_workspace_is_trusted,
      .since = "1.0",
-     .summary = "Whether a folder (default: the served workspace) is trusted, itself or through an ancestor",
+     .summary = "Whether a folder (default: the served workspace, then with the ignoredSettings trusting it would "
+                "apply) is trusted, itself or through an ancestor",
      .params = "{uri?: string}"},
 };
 

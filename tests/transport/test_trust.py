@@ -24,7 +24,7 @@ import test_agent  # noqa: E402
 from mock_llm import MockLLM  # noqa: E402
 from test_agent import Client, of_type, texts  # noqa: E402
 
-RESTRICTED = ("agent.approval", "agent.mcpServers", "terminal.integrated.shell")
+RESTRICTED = ("terminal.integrated.shell", "agent.approval", "agent.mcpServers")  # in the schema's order
 
 
 class TrustTest(unittest.TestCase):
@@ -116,7 +116,7 @@ class TrustTest(unittest.TestCase):
         self.assertTrue(shell["restricted"])
         self.assertNotEqual(shell["value"], self.workspace_settings["terminal.integrated.shell"])
         self.assertEqual(c.call("config/get", {"key": "editor.tabSize"}), {"value": 3})
-        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False})
+        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False, "ignoredSettings": list(RESTRICTED)})
 
     def assert_one_notice(self, c):
         note = c.note("$/showMessage", lambda p: "agent.approval" in p["message"], timeout=10)
@@ -155,7 +155,7 @@ class TrustTest(unittest.TestCase):
         self.assertEqual(c.call("config/get", {"key": "agent.approval"}), {"value": "allow"})
         self.assertEqual(c.call("config/get", {"key": "agent.mcpServers"}),
                          {"value": self.workspace_settings["agent.mcpServers"]})
-        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": True})
+        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": True, "ignoredSettings": []})
         time.sleep(0.5)
         self.assertFalse(os.path.exists(self.mcp_mark), "MCP servers start when a chat needs them")
         # the first prompt starts them, and waits for their tools
@@ -218,7 +218,7 @@ class TrustTest(unittest.TestCase):
         self.stop(c)
         # a restart on the same data directory: still trusted, and no notice
         c = self.start()
-        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": True})
+        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": True, "ignoredSettings": []})
         self.assertEqual(c.call("config/get", {"key": "agent.approval"}), {"value": "allow"})
         self.assertEqual(c.call("workspace/isTrusted", {"uri": self.uri(os.path.join(self.ws, "sub", "deeper"))}),
                          {"trusted": True})
@@ -237,21 +237,21 @@ class TrustTest(unittest.TestCase):
         c = self.start()
         c.call("workspace/trust", {"uri": self.uri(self.ws), "trusted": False})
         c.call("workspace/trust", {"uri": self.uri(self.tmp), "trusted": True})
-        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": True})
+        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": True, "ignoredSettings": []})
         self.stop(c)
         c = self.start()
         self.assertEqual(c.call("config/get", {"key": "agent.approval"}), {"value": "allow"})
 
     def test_trust_workspace_flag_trusts_for_that_run_only(self):
         c = self.start("--trust-workspace")
-        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": True})
+        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": True, "ignoredSettings": []})
         self.assertEqual(c.call("config/get", {"key": "agent.approval"}), {"value": "allow"})
         time.sleep(0.3)
         self.assertFalse(os.path.exists(self.mcp_mark), "MCP servers start when a chat needs them")
         self.assertEqual([s["name"] for s in c.call("mcp/listServers", {})["servers"]], ["mark"])
         self.stop(c)
         c = self.start()
-        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False})
+        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False, "ignoredSettings": list(RESTRICTED)})
 
     def test_bad_params_are_refused_naming_the_field(self):
         c = self.start()
@@ -269,7 +269,7 @@ class TrustTest(unittest.TestCase):
         self.assertEqual(c.request("workspace/isTrusted", {"uri": 1})["error"]["code"], -32602)
         self.assertEqual(c.request("workspace/isTrusted", {"uri": self.uri(a_file)})["error"]["code"], -32103)
         # nothing was trusted by any of them
-        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False})
+        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False, "ignoredSettings": list(RESTRICTED)})
         schema = c.call("config/schema", {})["schema"]["properties"]
         self.assertEqual(sorted(k for k, row in schema.items() if row.get("restricted")),
                          sorted(RESTRICTED + ("ultra.ai.apiKey", "workbench.startupEditor")))
@@ -279,7 +279,7 @@ class TrustTest(unittest.TestCase):
 
     def test_no_workspace_is_not_trusted_and_says_so(self):
         c = self.start(workspace=False)
-        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False})
+        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False, "ignoredSettings": []})
 
 
 if __name__ == "__main__":
