@@ -418,7 +418,6 @@ static char *canonical(const json_doc *doc, json_ref ref)
 
 static bool same(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
 
-/* Recomputes one key's effective value and tells the listeners when it moved. */
 /* Whether the workspace file's value of row i is ignored: the row is
  * restricted and the workspace untrusted. */
 static bool ignored_here(const session_service *self, size_t i)
@@ -426,6 +425,7 @@ static bool ignored_here(const session_service *self, size_t i)
     return schema[i].restricted && !self->workspace_trusted;
 }
 
+/* Recomputes one key's effective value and tells the listeners when it moved. */
 static void recompute(session_service *self, size_t i, bool quiet)
 {
     const char *winner = NULL;
