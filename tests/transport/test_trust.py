@@ -199,6 +199,19 @@ class TrustTest(unittest.TestCase):
         self.assertEqual(running["status"], "running", running)
         self.assertTrue(os.path.exists(self.mcp_mark))
 
+    def test_a_settings_file_written_while_serving_is_restricted_too(self):
+        settings = os.path.join(self.ws, ".ecpd", "settings.json")
+        os.rename(settings, settings + ".later")
+        c = self.start()
+        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False, "ignoredSettings": []})
+        self.assertEqual(c.call("mcp/listServers", {})["servers"], [])  # the agent follows the setting from now
+        os.rename(settings + ".later", settings)
+        self.assert_one_notice(c)
+        self.assert_restricted(c)
+        time.sleep(0.5)
+        self.assertEqual(c.call("mcp/listServers", {})["servers"], [])
+        self.no_marks()
+
     def write_reply(self):
         text = json.dumps({"path": "b.txt", "content": "b\n"})
         return {"tools": [{"id": "call_1", "name": "write_file", "arguments": [text]}]}
