@@ -153,6 +153,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     session_service_options o = {
         .pool = env->pool, .log = env->log, .store = self->store, .documents = self->document, .files = self->file,
         .workspace = env->workspace, .config_path = env->config_path, .data_dir = env->data_dir,
+        .trust_workspace = env->trust_workspace,
     };
     self->session = session_service_new(&o, err);
     if (!self->session)

@@ -32,6 +32,7 @@ typedef struct server_env {
     const char *workspace;
     const char *data_dir;    /* exists, 0700; until server_services_stop() returns */
     const char *config_path; /* --config FILE, may be NULL; only during server_services_start */
+    bool trust_workspace;    /* --trust-workspace */
     /* Registers an adapter; the router copies the struct and owns adapter->ctx
      * (released through adapter->destroy at teardown, or at once when the
      * router refuses the adapter's table: then it returns a negative status

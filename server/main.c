@@ -18,13 +18,15 @@ static const char usage[] =
     "usage: ecpd [--stdio | --socket [PATH]] [--workspace DIR] [--data-dir DIR] [--config FILE]\n"
     "            [--log FILE] [--log-level error|warn|info|debug] [--max-message-bytes N]\n"
     "            [--max-connections N] [--stall-timeout SECONDS] [--eca | --acp] [--model PROVIDER/MODEL]\n"
-    "            [--version] [--help]\n"
+    "            [--trust-workspace] [--version] [--help]\n"
     "\n"
     "Serves the Editor Command Protocol (JSON-RPC 2.0) on stdio (the default) or on a\n"
     "Unix socket (default path: $XDG_RUNTIME_DIR/ecpd/<workspace-hash>.sock).\n"
     "--eca serves the ECA protocol (chat/*) on stdio, for the workspace in the current\n"
     "directory unless --workspace names one; --acp serves the Agent Client Protocol (v1)\n"
-    "on stdio, newline-delimited; --model picks the agent's provider/model.\n";
+    "on stdio, newline-delimited; --model picks the agent's provider/model.\n"
+    "A workspace's own settings that run programs or widen permissions apply once the\n"
+    "folder is trusted (workspace/trust); --trust-workspace trusts it for this run.\n";
 
 typedef struct app {
     uv_loop_t loop;
@@ -187,6 +189,8 @@ int main(int argc, char **argv)
             NEED_VALUE();
             /* the agent reads --model where it reads ECPD_MODEL, which --model overrides */
             setenv("ECPD_MODEL", next, 1);
+        } else if (strcmp(arg, "--trust-workspace") == 0) {
+            options.trust_workspace = true;
         } else if (strcmp(arg, "--acp") == 0) {
             use_socket = false;
             acp = true;

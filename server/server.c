@@ -319,7 +319,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     server_env env = {
         .loop = loop, .log = &self->log, .pool = self->pool, .bus = &self->bus, .workspace = lent_workspace,
         .data_dir = self->data_dir, .config_path = self->config_path, .register_adapter = server__router_register,
-        .router = &self->router,
+        .router = &self->router, .trust_workspace = options->trust_workspace,
     };
     int status = server_services_start(&self->services, &env, err);
     free(lent_workspace);

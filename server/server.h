@@ -31,6 +31,7 @@ typedef struct server_options {
     const char *workspace;         /* may be NULL */
     const char *data_dir;          /* NULL: $XDG_DATA_HOME/ecpd, else ~/.local/share/ecpd */
     const char *config_path;       /* --config FILE (JSONC settings); may be NULL */
+    bool trust_workspace;          /* --trust-workspace: the served workspace is trusted for this run */
     size_t max_message_bytes;      /* 0: the default, 256 MiB */
     FILE *log_out;                 /* NULL: stderr; not owned */
     ecp_log_level log_level;

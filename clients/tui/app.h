@@ -249,6 +249,8 @@ struct app {
     queued_key *queued;
     int queued_count;
     bool restarting;    /* a restarted server: recover our unsaved text, then offer to save it */
+    bool restricted;    /* the workspace is untrusted and settings of its own are ignored */
+    bool trust_asked;   /* "Trust this folder?" was asked: once per run */
 };
 
 /* main.c */

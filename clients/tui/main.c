@@ -563,6 +563,8 @@ static void on_prepare(uv_prepare_t *h)
 
 /* ---- the server ---- */
 
+static void trust_refresh(app *a);
+
 static void on_notify(void *ctx, const char *method, const json_doc *doc, json_ref params)
 {
     app *a = ctx;
@@ -570,6 +572,8 @@ static void on_notify(void *ctx, const char *method, const json_doc *doc, json_r
         terminal_handle_notification(a, method, doc, params);
     else if (strncmp(method, "chat/", 5) == 0)
         chat_handle_notification(a, method, doc, params);
+    else if (strcmp(method, "workspace/didChangeTrust") == 0)
+        trust_refresh(a);
     else
         editor_handle_notification(a, method, doc, params);
 }
@@ -616,6 +620,47 @@ static void on_repo(void *ctx, uint64_t tag, const json_doc *doc, json_ref resul
         tab_request_git(a, a->tabs[i]);
 }
 
+/* ---- workspace trust ---- */
+
+static void on_trusted(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    if (error != JSON_NO_REF) {
+        char *msg = json_dup_string(doc, json_get(doc, error, "message"));
+        app_message(a, true, "Could not trust the folder: %s", msg ? msg : "the server refused");
+        free(msg);
+    } else {
+        app_message(a, false, "Trusted %s: its settings apply", a->workspace);
+    }
+    trust_refresh(a);
+}
+
+static void trust_chosen(app *a, int key)
+{
+    if (key == 'y')
+        app_call(a, "workspace/trust", on_trusted, 0, "{\"uri\":%J,\"trusted\":true}", a->workspace);
+    else
+        app_message(a, false, "Restricted: this folder's settings that run programs stay ignored");
+}
+
+/* The first time the workspace has settings that only trust applies, the
+ * user is asked; the status line says it is restricted for as long as it is. */
+static void on_trust_state(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    bool trusted = true;
+    json_bool(doc, json_get(doc, result, "trusted"), &trusted);
+    json_ref ignored = json_get(doc, result, "ignoredSettings");
+    a->restricted = result != JSON_NO_REF && !trusted && ignored != JSON_NO_REF && json_length(doc, ignored) > 0;
+    a->need_paint = true;
+    if (!a->restricted || a->trust_asked || a->prompt.active)
+        return;
+    a->trust_asked = true;
+    prompt_choose(a, "Trust this folder? Its settings that run programs apply only then (y/n)", "yn", trust_chosen);
+}
+
+static void trust_refresh(app *a) { app_call(a, "workspace/isTrusted", on_trust_state, 0, NULL); }
+
 static bool connect_server(app *a)
 {
     rpc_handlers h = {.ctx = a, .on_notify = on_notify, .on_closed = on_closed};
@@ -637,6 +682,7 @@ static bool connect_server(app *a)
     keybindings_reload(a);
     app_call(a, "theme/current", on_theme, 0, NULL);
     app_call(a, "git/isRepo", on_repo, 0, "{\"uri\":%J}", a->workspace);
+    trust_refresh(a);
     return true;
 }
 

@@ -405,7 +405,7 @@ static void paint_status(app *a, tab *t)
                 buf_append_str(&rb, extra[i]);
     }
     char right[512];
-    snprintf(right, sizeof right, "%s", rb.data ? rb.data : "");
+    snprintf(right, sizeof right, "%s%s", a->restricted ? "Restricted   " : "", rb.data ? rb.data : "");
     buf_free(&rb);
     int rw = (int)strlen(right);
     if (rw >= a->cols)

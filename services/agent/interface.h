@@ -146,7 +146,10 @@ void agent_unsubscribe(agent_service *self, const agent_listener *listener, void
  * to start or exits has its tools withdrawn and its waiting calls answered
  * with errors; it stays listed as "failed" until stopped. Events: on_mcp.
  *
- * The servers the `agent.mcpServers` setting names start with the service and
+ * The servers the `agent.mcpServers` setting names start when something first
+ * needs them (a prompt, whose first request then waits for them to be running
+ * or failed, or agent_mcp_start / agent_mcp_list), never with the service:
+ * a settings file must not run a program before anyone asks. From then on they
  * follow the setting: one it adds starts, one it drops stops, one whose
  * configuration changes restarts. Servers a client started (agent_mcp_start)
  * are not the setting's: it leaves them alone, even under the same name, and

@@ -47,6 +47,7 @@ struct agent_service {
     key_wait *key_waits; /* prompts waiting for the secret store */
     query_op *queries;   /* file searches whose walk has not called back */
     mcp_server *mcp_servers;
+    bool mcp_following; /* agent.mcpServers is followed: something has needed MCP servers */
     const agent_tool_host *host;
     void *host_ctx;
 };
@@ -84,6 +85,13 @@ void tool_cancel(tool_run *run);
 /* Makes the servers agent.mcpServers started match its value (JSON text; NULL: none): a server it no
  * longer names stops, a new one starts, a changed one restarts. Servers a client started are left alone. */
 void mcp_follow_setting(agent_service *svc, const char *value_json);
+/* Something needs MCP servers now: from the first call on, the servers agent.mcpServers names run and follow
+ * it. */
+void mcp_need(agent_service *svc);
+/* Whether a server the setting named is still starting (its tools are not offered yet). */
+bool mcp_starting(agent_service *svc);
+/* A server stopped starting (local.c): prompts waiting for the setting's servers go on once none starts. */
+void agent__mcp_settled(agent_service *svc);
 /* Stops every server (at the service's end; nobody is told). */
 void mcp_stop_all(agent_service *svc);
 /* The running servers' tools, named mcp__<server>__<tool>. */

@@ -39,6 +39,7 @@ struct chat {
     size_t calls_from;      /* index of the assistant message whose calls run */
     size_t next_call;       /* its next call to handle */
     bool awaiting_approval;
+    bool awaiting_tools;    /* the first request waits for the setting's MCP servers to start */
     tool_plan plan;         /* of the call awaiting approval or running */
     tool_run *run;
     bool hosted;            /* the running call is the tool host's */
@@ -842,6 +843,7 @@ int agent_prompt_stop(agent_service *self, const char *chat_id, ecp_error *err)
         return ecp_error_set(err, ECP_ENOTFOUND, "no chat %s", chat_id);
     if (!c->running)
         return 0;
+    c->awaiting_tools = false;
     if (c->request) {
         llm_request_cancel(c->request);
         c->request = NULL;
@@ -1102,6 +1104,8 @@ static int prompt_now(agent_service *self, const char *chat_id, const char *mess
         size_t n = strcspn(message, "\n");
         c->title = xstrndup(message, n < TITLE_MAX ? n : TITLE_MAX);
     }
+    /* the setting's MCP servers start with the first prompt that may use their tools */
+    mcp_need(self);
     const agent_command_info *command = find_command(message);
     if (command) {
         /* answered here, without the model; the chat's messages stay as they were */
@@ -1128,8 +1132,22 @@ static int prompt_now(agent_service *self, const char *chat_id, const char *mess
     agent_content e = {.type = AGENT_CONTENT_PROGRESS, .role = "system", .text = "Waiting model",
                        .text_len = strlen("Waiting model")};
     emit(c, &e);
-    send_request(c);
+    if (mcp_starting(self))
+        c->awaiting_tools = true; /* sent once they run or fail, within their start timeout */
+    else
+        send_request(c);
     return 0;
+}
+
+void agent__mcp_settled(agent_service *svc)
+{
+    if (mcp_starting(svc))
+        return;
+    for (chat *c = svc->chats; c; c = c->next)
+        if (c->awaiting_tools) {
+            c->awaiting_tools = false;
+            send_request(c);
+        }
 }
 
 /* A prompt waiting for the secret store to say whether it holds a key. */
@@ -1362,8 +1380,9 @@ void agent_query_start(ecp_job *walk) { file_walk_start(walk); }
 
 static void setting_changed(void *ctx, const char *key, const char *value_json)
 {
-    if (strcmp(key, "agent.mcpServers") == 0)
-        mcp_follow_setting(ctx, value_json);
+    agent_service *svc = ctx;
+    if (strcmp(key, "agent.mcpServers") == 0 && svc->mcp_following)
+        mcp_follow_setting(svc, value_json);
 }
 
 static const session_listener settings_listener = {.on_setting = setting_changed};
@@ -1386,10 +1405,9 @@ agent_service *agent_service_new(const agent_service_options *o, ecp_error *err)
     op->svc = svc;
     store_submit(svc->store, &load_type, op);
     store_flush(svc->store);
-    if (svc->session) {
+    /* the setting's MCP servers wait for something that needs them (mcp_need) */
+    if (svc->session)
         session_subscribe(svc->session, &settings_listener, svc);
-        mcp_follow_setting(svc, session_setting_json(svc->session, "agent.mcpServers"));
-    }
     return svc;
 }
 
@@ -1406,6 +1424,7 @@ void agent_service_free(agent_service *self)
     }
     self->queries = NULL;
     for (chat *c = self->chats; c; c = c->next) {
+        c->awaiting_tools = false; /* the servers stopping below must not send it */
         if (c->run)
             tool_cancel(c->run);
         c->run = NULL;

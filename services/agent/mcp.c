@@ -14,6 +14,7 @@
 #include "internal.h"
 #include "json.h"
 #include "json_writer.h"
+#include "session/interface.h"
 
 #define MCP_PROTOCOL_VERSION "2025-06-18"
 #define MCP_MAX_LINE ((size_t)32 << 20)
@@ -139,6 +140,8 @@ static void announce(mcp_server *s)
     free(names);
     free(descriptions);
     free(schemas);
+    if (s->state != MCP_STARTING)
+        agent__mcp_settled(s->svc);
 }
 
 /* ----- output ---------------------------------------------------------------------------- */
@@ -795,7 +798,25 @@ static int start_server(agent_service *self, const agent_mcp_config *config, boo
 
 int agent_mcp_start(agent_service *self, const agent_mcp_config *config, ecp_error *err)
 {
+    mcp_need(self);
     return start_server(self, config, false, err);
+}
+
+void mcp_need(agent_service *svc)
+{
+    if (svc->mcp_following)
+        return;
+    svc->mcp_following = true;
+    if (svc->session)
+        mcp_follow_setting(svc, session_setting_json(svc->session, "agent.mcpServers"));
+}
+
+bool mcp_starting(agent_service *svc)
+{
+    for (mcp_server *s = svc->mcp_servers; s; s = s->next)
+        if (s->from_setting && s->state == MCP_STARTING)
+            return true;
+    return false;
 }
 
 /* One server of agent.mcpServers as a configuration; its strings live in a. False when it is not of the
@@ -888,6 +909,7 @@ int agent_mcp_stop(agent_service *self, const char *name, ecp_error *err)
 
 void agent_mcp_list(agent_service *self, void (*fn)(void *ctx, const agent_mcp_info *info), void *ctx)
 {
+    mcp_need(self);
     for (mcp_server *s = self->mcp_servers; s; s = s->next) {
         size_t n = s->tool_count + 1;
         const char **names = xcalloc(n, sizeof *names), **descriptions = xcalloc(n, sizeof *descriptions),

@@ -1,5 +1,5 @@
-/* adapter: the config, session, keybindings, theme and secret methods over
- * the session service.
+/* adapter: the config, session, keybindings, theme, secret and workspace
+ * methods over the session service.
  *
  * Params are read with core's ecp_arg_* readers (-32602 naming the field);
  * statuses become the catalogue's codes through one table, here and only
@@ -15,6 +15,7 @@
 #include "error.h"
 #include "interface.h"
 #include "rpc.h"
+#include "uri.h"
 
 typedef struct session_adapter {
     session_service *svc;
@@ -43,6 +44,11 @@ static const ecp_wire_map theme_codes[] = {
 static const ecp_wire_map keybinding_codes[] = {
     {ECP_EINVAL, ECP_WIRE_INVALID_KEYBINDING},
 };
+static const ecp_wire_map workspace_codes[] = {
+    {ECP_ENOTFOUND, ECP_WIRE_FILE_NOT_FOUND},
+    {ECP_ENOTDIR, ECP_WIRE_FILE_NOT_DIRECTORY},
+    {ECP_EACCES, ECP_WIRE_FILE_ACCESS_DENIED},
+};
 
 #define COUNT(a) (sizeof a / sizeof a[0])
 
@@ -58,6 +64,7 @@ static int wire_code(ecp_call *call, int status)
         {"session/", session_codes, COUNT(session_codes)},
         {"theme/", theme_codes, COUNT(theme_codes)},
         {"keybindings/", keybinding_codes, COUNT(keybinding_codes)},
+        {"workspace/", workspace_codes, COUNT(workspace_codes)},
     };
     for (size_t i = 0; i < COUNT(tables); i++)
         if (strncmp(method, tables[i].prefix, strlen(tables[i].prefix)) == 0)
@@ -123,11 +130,18 @@ static void m_config_get(void *ctx, ecp_call *call)
     if (!ecp_arg_string(call, ecp_call_params(call), "key", &key))
         return;
     const char *value = session_setting_json(ad->svc, key.ptr);
+    const char *ignored = session_setting_ignored(ad->svc, key.ptr);
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     if (value) {
         jw_key(w, "value");
         jw_raw(w, value, strlen(value));
+    }
+    if (ignored) {
+        /* the untrusted workspace's own value, which does not apply */
+        jw_key_bool(w, "restricted", true);
+        jw_key(w, "workspaceValue");
+        jw_raw(w, ignored, strlen(ignored));
     }
     jw_object_end(w);
     ecp_call_finish(call);
@@ -236,6 +250,8 @@ static void m_config_schema(void *ctx, ecp_call *call)
         }
         if (r->extension)
             jw_key_bool(w, "extension", true);
+        if (r->restricted)
+            jw_key_bool(w, "restricted", true);
         jw_object_end(w);
     }
     jw_object_end(w);
@@ -1036,6 +1052,110 @@ static void render_setting(void *ctx, ecp_position_encoding enc, json_writer *w)
     jw_object_end(w);
 }
 
+/* ----- workspace methods ---------------------------------------------------------------------------------------- */
+
+/* The folder a uri names, as an absolute path in path; false when the call
+ * was answered -32602. */
+static bool folder_arg(ecp_call *call, const ecp_str *uri, buf *path)
+{
+    ecp_error err;
+    if (uri_file_path(uri->ptr, uri->len, path, &err) < 0) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "uri: %s", err.message);
+        return false;
+    }
+    return true;
+}
+
+static void reply_folder_error(ecp_call *call, int status, const ecp_error *err, const ecp_str *uri)
+{
+    static const char *const names[] = {[-ECP_ENOTFOUND] = "FILE_NOT_FOUND", [-ECP_ENOTDIR] = "NOT_DIRECTORY",
+                                        [-ECP_EACCES] = "ACCESS_DENIED"};
+    const char *code = -status < (int)COUNT(names) && names[-status] ? names[-status] : "IO_ERROR";
+    buf data = BUF_INIT;
+    json_writer w;
+    jw_init(&w, &data);
+    jw_object_begin(&w);
+    jw_key_string(&w, "uri", uri->ptr);
+    jw_key_string(&w, "code", code);
+    jw_object_end(&w);
+    reply_error(call, status, err, data.data);
+    buf_free(&data);
+}
+
+static void m_workspace_trust(void *ctx, ecp_call *call)
+{
+    session_adapter *ad = ctx;
+    json_ref params = ecp_call_params(call);
+    ecp_str uri;
+    bool trust = false;
+    if (!ecp_arg_string(call, params, "uri", &uri))
+        return;
+    json_ref given = json_get(ecp_call_doc(call), params, "trusted");
+    if (given == JSON_NO_REF || json_type_of(ecp_call_doc(call), given) == JSON_NULL) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "trusted: required boolean");
+        return;
+    }
+    if (!ecp_arg_bool_opt(call, params, "trusted", false, &trust))
+        return;
+    buf path = BUF_INIT;
+    if (folder_arg(call, &uri, &path)) {
+        ecp_error err;
+        bool trusted;
+        int status = session_trust_set(ad->svc, path.data, trust, &trusted, &err);
+        if (status < 0) {
+            reply_folder_error(call, status, &err, &uri);
+        } else {
+            json_writer *w = ecp_call_result(call);
+            jw_object_begin(w);
+            jw_key_bool(w, "trusted", trusted);
+            jw_object_end(w);
+            ecp_call_finish(call);
+        }
+    }
+    buf_free(&path);
+}
+
+static void m_workspace_is_trusted(void *ctx, ecp_call *call)
+{
+    session_adapter *ad = ctx;
+    ecp_str uri;
+    if (!ecp_arg_string_opt(call, ecp_call_params(call), "uri", &uri))
+        return;
+    bool trusted = false;
+    if (uri.ptr) {
+        buf path = BUF_INIT;
+        if (!folder_arg(call, &uri, &path)) {
+            buf_free(&path);
+            return;
+        }
+        ecp_error err;
+        int status = session_trust_query(ad->svc, path.data, &trusted, &err);
+        buf_free(&path);
+        if (status < 0) {
+            reply_folder_error(call, status, &err, &uri);
+            return;
+        }
+    } else {
+        trusted = session_workspace_trusted(ad->svc);
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "trusted", trusted);
+    if (!uri.ptr) {
+        /* what trusting the served workspace would apply: a client asks the user with it */
+        size_t count;
+        const session_setting_schema *rows = session_settings_schema(&count);
+        jw_key(w, "ignoredSettings");
+        jw_array_begin(w);
+        for (size_t i = 0; i < count; i++)
+            if (rows[i].restricted && session_setting_ignored(ad->svc, rows[i].key))
+                jw_string(w, rows[i].key);
+        jw_array_end(w);
+    }
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
 static void on_setting(void *ctx, const char *key, const char *value)
 {
     session_adapter *ad = ctx;
@@ -1077,10 +1197,35 @@ static void on_message(void *ctx, session_message_type type, const char *message
     ecp_bus_notify(ad->bus, "$/showMessage", render_message, &n);
 }
 
+typedef struct trust_note {
+    const char *path;
+    bool trusted;
+} trust_note;
+
+static void render_trust(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    const trust_note *n = ctx;
+    buf uri = BUF_INIT;
+    uri_from_path(&uri, n->path, strlen(n->path));
+    jw_object_begin(w);
+    jw_key_string(w, "uri", uri.data);
+    jw_key_bool(w, "trusted", n->trusted);
+    jw_object_end(w);
+    buf_free(&uri);
+}
+
+static void on_trust(void *ctx, const char *path, bool trusted)
+{
+    session_adapter *ad = ctx;
+    trust_note n = {path, trusted};
+    ecp_bus_notify(ad->bus, "workspace/didChangeTrust", render_trust, &n);
+}
+
 static const session_listener listener = {
     .on_setting = on_setting,
     .on_theme = on_theme,
     .on_message = on_message,
+    .on_trust = on_trust,
 };
 
 /* ----- the tables ------------------------------------------------------------------------------------------------ */
@@ -1089,7 +1234,8 @@ static const ecp_method config_methods[] = {
     {.name = "config/get",
      .handler = m_config_get,
      .since = "1.0",
-     .summary = "The effective value of a setting ({} when it has none)",
+     .summary = "The effective value of a setting ({} when it has none); with restricted and workspaceValue when "
+                "an untrusted workspace's value is ignored",
      .params = "{key: string}"},
     {.name = "config/set",
      .handler = m_config_set,
@@ -1251,9 +1397,25 @@ static const ecp_method secret_methods[] = {
      .params = "{}"},
 };
 
+static const ecp_method workspace_methods[] = {
+    {.name = "workspace/trust",
+     .handler = m_workspace_trust,
+     .since = "1.0",
+     .summary = "Trust a folder and the folders beneath it (or withdraw it), kept in the data directory; the "
+                "workspace's restricted settings follow at once; emits workspace/didChangeTrust",
+     .params = "{uri: string, trusted: boolean}"},
+    {.name = "workspace/isTrusted",
+     .handler = m_workspace_is_trusted,
+     .since = "1.0",
+     .summary = "Whether a folder (default: the served workspace, then with the ignoredSettings trusting it would "
+                "apply) is trusted, itself or through an ancestor",
+     .params = "{uri?: string}"},
+};
+
 static const char *const config_notifications[] = {"config/didChange", "$/showMessage", NULL};
 static const char *const theme_notifications[] = {"theme/didChange", NULL};
 static const char *const keybinding_notifications[] = {"keybindings/didChange", NULL};
+static const char *const workspace_notifications[] = {"workspace/didChangeTrust", NULL};
 
 static void adapter_destroy(void *ctx)
 {
@@ -1279,4 +1441,6 @@ void session_adapter_init(ecp_adapter out[SESSION_ADAPTER_COUNT], session_servic
     out[3] = (ecp_adapter){.ns = "theme", .methods = theme_methods, .method_count = COUNT(theme_methods), .ctx = ad,
                            .notifications = theme_notifications};
     out[4] = (ecp_adapter){.ns = "secret", .methods = secret_methods, .method_count = COUNT(secret_methods), .ctx = ad};
+    out[5] = (ecp_adapter){.ns = "workspace", .methods = workspace_methods, .method_count = COUNT(workspace_methods),
+                           .ctx = ad, .notifications = workspace_notifications};
 }

@@ -30,6 +30,13 @@
  *   about a second after the last edit, off the loop; saving or closing it
  *   clears the entry. A later server on the same workspace and data directory
  *   offers the text of servers that are no longer running for recovery.
+ * - Workspace trust: a workspace is untrusted until the user trusts it (the
+ *   folder or one of its ancestors, compared as real paths; kept in the
+ *   store, never in the workspace). In an untrusted workspace the workspace
+ *   file's values of the schema's restricted keys (those that name a
+ *   program, its arguments, environment or a path, and those that widen a
+ *   permission) are ignored, and on_message names them once per workspace.
+ *   Trusting or withdrawing trust recomputes them like any other change.
  *
  * Threads: every function runs on the loop thread; callbacks run there too.
  * Errors: functions return 0 or a negative ECP status with `err` filled:
@@ -66,6 +73,7 @@ typedef struct session_service_options {
     const char *workspace;              /* may be NULL; copied */
     const char *config_path;            /* --config FILE, may be NULL; copied */
     const char *data_dir;               /* required (the secret key file lives there); copied */
+    bool trust_workspace;               /* trust whatever workspace this run serves (--trust-workspace) */
 } session_service_options;
 
 /* Loads the state from the store and the settings files and starts watching
@@ -103,6 +111,9 @@ typedef struct session_listener {
     void (*on_theme)(void *ctx, const char *theme_id);
     /* Something a person should know: a settings file that does not parse. */
     void (*on_message)(void *ctx, session_message_type type, const char *message);
+    /* A folder was trusted or its trust withdrawn (path: its real path). The
+     * settings it changes have reached on_setting first. */
+    void (*on_trust)(void *ctx, const char *path, bool trusted);
 } session_listener;
 
 /* listener is borrowed (usually a static const) until unsubscribed. */
@@ -137,6 +148,9 @@ typedef struct session_setting_schema {
     /* Part of the values a fresh server reports (config/getAll); the others
      * have a value only once a layer sets one. */
     bool reported_by_default;
+    /* Names a program, its arguments, environment or a path, or widens a
+     * permission: an untrusted workspace's file cannot set it. */
+    bool restricted;
 } session_setting_schema;
 
 const session_setting_schema *session_settings_schema(size_t *count);
@@ -170,6 +184,27 @@ int session_setting_set(session_service *self, const char *key, const char *valu
 /* Drops the topmost layer's value of key (NULL: of every key), so the files
  * and defaults show through again. ECP_ENOTFOUND for an unknown key. */
 int session_setting_reset(session_service *self, const char *key, ecp_error *err);
+
+/* The value of key that the workspace file sets but that is ignored because
+ * the workspace is untrusted (JSON text), or NULL. Valid until the settings
+ * or the trust next change. */
+const char *session_setting_ignored(session_service *self, const char *key);
+
+/* ----- workspace trust ------------------------------------------------------------------------- */
+
+/* Whether the served workspace is trusted (false when there is none). */
+bool session_workspace_trusted(session_service *self);
+
+/* Whether the folder at path (absolute) is trusted: it or an ancestor is, as
+ * real paths. ECP_ENOTFOUND when it does not exist, ECP_ENOTDIR when it is
+ * not a folder, ECP_EACCES when it cannot be looked at. */
+int session_trust_query(session_service *self, const char *path, bool *trusted, ecp_error *err);
+
+/* Trusts the folder at path, or withdraws the trust given to it and to the
+ * folders beneath it; persisted. *trusted (may be NULL) receives whether it
+ * is trusted afterwards (an ancestor's trust still covers it). Errors as
+ * session_trust_query. The workspace's restricted settings follow at once. */
+int session_trust_set(session_service *self, const char *path, bool trust, bool *trusted, ecp_error *err);
 
 /* ----- themes ---------------------------------------------------------------------------------- */
 

@@ -89,6 +89,14 @@ struct session_service {
     int instance_lock_fd;         /* held for the life of the server: the lock says we run */
     char *instance_lock_path;
     bool registered;              /* our row is in `instances` */
+
+    /* workspace trust */
+    char **trusted_folders;       /* real paths, as the store keeps them */
+    size_t trusted_count;
+    bool trust_workspace;         /* --trust-workspace: whatever workspace this run serves */
+    char *layer_workspace;        /* the workspace whose file LAYER_WORKSPACE holds */
+    bool workspace_trusted;       /* whether that workspace is trusted: its restricted values apply */
+    char *noticed_workspace;      /* the workspace whose ignored keys on_message has named */
     bool freeing;
 };
 
@@ -101,6 +109,16 @@ void session__emit_theme(session_service *self, const char *theme_id);
 void session__emit_message(session_service *self, session_message_type type, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+void session__emit_trust(session_service *self, const char *path, bool trusted);
+
+/* ----- workspace trust (trust.c) ----------------------------------------------------------- */
+
+int session__trust_init(session_service *self, ecp_error *err);
+void session__trust_free(session_service *self);
+/* Whether the folder at path is trusted now (false for NULL or a path that
+ * does not resolve). */
+bool session__path_trusted(session_service *self, const char *path);
+
 /* ----- settings (settings.c) ----------------------------------------------------------------- */
 
 int session__settings_init(session_service *self, ecp_error *err);
@@ -109,6 +127,8 @@ void session__settings_free(session_service *self);
 void session__settings_watch(session_service *self);
 /* The workspace changed: its settings file is another. */
 void session__settings_workspace_changed(session_service *self);
+/* A folder's trust changed: the workspace's restricted values follow. */
+void session__settings_trust_changed(session_service *self);
 /* Converts JSONC (comments, trailing commas) to JSON of the same length, so
  * offsets keep pointing at the same place. Exposed for tests. */
 void session__jsonc_strip(const char *text, size_t len, buf *out);

@@ -96,6 +96,11 @@ void session__emit_theme(session_service *self, const char *theme_id)
     ECP_EMIT(&self->listeners, session_listener, on_theme, theme_id);
 }
 
+void session__emit_trust(session_service *self, const char *path, bool trusted)
+{
+    ECP_EMIT(&self->listeners, session_listener, on_trust, path, trusted);
+}
+
 void session__emit_message(session_service *self, session_message_type type, const char *fmt, ...)
 {
     buf text = BUF_INIT;
@@ -134,7 +139,8 @@ session_service *session_service_new(const session_service_options *o, ecp_error
     self->data_dir = xstrdup(o->data_dir);
     self->jobs = ecp_job_set_new(o->pool);
     self->instance_lock_fd = -1;
-    if (session__settings_init(self, err) < 0 || session__keybindings_init(self, err) < 0 ||
+    self->trust_workspace = o->trust_workspace;
+    if (session__trust_init(self, err) < 0 || session__settings_init(self, err) < 0 || session__keybindings_init(self, err) < 0 ||
         session__secrets_init(self, err) < 0 || session__journal_init(self, err) < 0)
         goto fail;
     session__settings_watch(self);
@@ -157,6 +163,7 @@ void session_service_free(session_service *self)
     session__keybindings_free(self);
     session__sessions_free(self);
     session__secrets_free(self);
+    session__trust_free(self);
     ecp_listeners_free(&self->listeners);
     free(self->workspace);
     free(self->config_path);

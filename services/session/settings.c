@@ -25,6 +25,12 @@
 #define ENUM(k, d, ch, desc) \
     {.key = k, .type = SESSION_SETTING_STRING, .default_json = d, .choices = ch, .description = desc, .reported_by_default = true}
 #define OBJ(k, d, desc) {.key = k, .type = SESSION_SETTING_OBJECT, .default_json = d, .description = desc, .reported_by_default = true}
+/* A key that names a program, its arguments, environment or a path, or that
+ * widens a permission: a workspace's file sets it only once the workspace is
+ * trusted (trust.c). */
+#define RESTRICTED .restricted = true
+#define STR_RESTRICTED(k, d, desc) \
+    {.key = k, .type = SESSION_SETTING_STRING, .default_json = d, .description = desc, .reported_by_default = true, RESTRICTED}
 /* In the schema but not among the values a fresh server reports (the
  * catalogue's starred keys): they have a value once a layer sets one. */
 #define UNREPORTED .reported_by_default = false
@@ -183,7 +189,7 @@ static const session_setting_schema schema[] = {
     OBJ("files.exclude", "{\"**/node_modules\":true,\"**/.git\":true,\"**/.DS_Store\":true}",
         "Glob patterns of files to hide"),
     STR("workbench.colorTheme", "\"catppuccin-frappe\"", "The colour theme"),
-    STR("workbench.startupEditor", "\"~/.ultra/BOOT.md\"", "File opened at start-up"),
+    STR_RESTRICTED("workbench.startupEditor", "\"~/.ultra/BOOT.md\"", "File opened at start-up"),
     NUM("tui.sidebar.width", "36", 15, 80, "Sidebar width in columns"),
     BOOL("tui.sidebar.visible", "true", "Show the sidebar"),
     ENUM("tui.sidebar.location", "\"left\"", CHOICES("left", "right"), "Side of the sidebar"),
@@ -200,8 +206,8 @@ static const session_setting_schema schema[] = {
     {.key = "tui.timeline.collapsedOnStartup", .type = SESSION_SETTING_BOOLEAN, .default_json = "true",
      .description = "Timeline starts collapsed", UNREPORTED},
     STR("ultra.ai.model", "\"claude-sonnet-4-20250514\"", "AI model"),
-    STR("ultra.ai.apiKey", "\"${env:ANTHROPIC_API_KEY}\"", "AI API key (a reference, not the key)"),
-    STR("terminal.integrated.shell", "\"/bin/zsh\"", "Shell of new terminals"),
+    STR_RESTRICTED("ultra.ai.apiKey", "\"${env:ANTHROPIC_API_KEY}\"", "AI API key (a reference, not the key)"),
+    STR_RESTRICTED("terminal.integrated.shell", "\"/bin/zsh\"", "Shell of new terminals"),
     ENUM("terminal.integrated.position", "\"bottom\"", CHOICES("bottom", "top", "left", "right"), "Terminal position"),
     NUM("terminal.integrated.defaultHeight", "12", 4, 50, "Terminal height in rows"),
     NUM("terminal.integrated.defaultWidth", "40", 20, 200, "Terminal width in columns"),
@@ -258,8 +264,9 @@ static const session_setting_schema schema[] = {
      .description = "The agent's model as provider/model (openai, anthropic or ollama); --model and ECPD_MODEL "
                     "come first, and unset means the first provider with a key",
      EXTENSION, UNREPORTED},
-    EXT_ENUM("agent.approval", "\"ask\"", CHOICES("ask", "allow"),
-             "Whether the agent's writes, edits and shell commands ask first (\"ask\") or run (\"allow\")"),
+    {.key = "agent.approval", .type = SESSION_SETTING_STRING, .default_json = "\"ask\"", .choices = CHOICES("ask", "allow"),
+     .description = "Whether the agent's writes, edits and shell commands ask first (\"ask\") or run (\"allow\")",
+     .reported_by_default = true, EXTENSION, RESTRICTED},
     EXT_INT("agent.maxTurns", "25", 1, 1000, "Model requests one prompt may make at most"),
     EXT_INT("lsp.requestTimeoutMs", "30000", 100, 3600000,
             "How long a language server request may take, in ms (a server's own configuration comes first)"),
@@ -274,7 +281,7 @@ static const session_setting_schema schema[] = {
     {.key = "agent.mcpServers", .type = SESSION_SETTING_OBJECT, .default_json = "{}", .check = mcp_servers_form,
      .description = "MCP servers the agent runs as tool sources while the setting names them: {name: {command, args?, "
                     "env?}} (stdio) or {name: {url, headers?}} (streamable HTTP)",
-     .reported_by_default = true, EXTENSION},
+     .reported_by_default = true, EXTENSION, RESTRICTED},
 };
 
 #define SCHEMA_COUNT (sizeof schema / sizeof schema[0])
@@ -411,12 +418,20 @@ static char *canonical(const json_doc *doc, json_ref ref)
 
 static bool same(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
 
+/* Whether the workspace file's value of row i is ignored: the row is
+ * restricted and the workspace untrusted. */
+static bool ignored_here(const session_service *self, size_t i)
+{
+    return schema[i].restricted && !self->workspace_trusted;
+}
+
 /* Recomputes one key's effective value and tells the listeners when it moved. */
 static void recompute(session_service *self, size_t i, bool quiet)
 {
     const char *winner = NULL;
     for (int l = LAYER_COUNT - 1; l >= 0 && !winner; l--)
-        winner = self->layers[l][i];
+        if (l != LAYER_WORKSPACE || !ignored_here(self, i))
+            winner = self->layers[l][i];
     if (same(winner, self->effective[i]))
         return;
     const char *old_theme = session_theme_current(self)->id;
@@ -450,6 +465,54 @@ const char *session_setting_json(session_service *self, const char *key)
 {
     long i = schema_index(key);
     return i < 0 ? NULL : self->effective[i];
+}
+
+const char *session_setting_ignored(session_service *self, const char *key)
+{
+    long i = schema_index(key);
+    return i < 0 || !ignored_here(self, (size_t)i) ? NULL : self->layers[LAYER_WORKSPACE][i];
+}
+
+/* Names the workspace file's restricted keys that are ignored, once per
+ * workspace: the user learns why they do not apply and what trusting would do. */
+static void notice_ignored(session_service *self)
+{
+    if (self->workspace_trusted || !self->layer_workspace ||
+        (self->noticed_workspace && strcmp(self->noticed_workspace, self->layer_workspace) == 0))
+        return;
+    buf keys = BUF_INIT;
+    for (size_t i = 0; i < SCHEMA_COUNT; i++)
+        if (ignored_here(self, i) && self->layers[LAYER_WORKSPACE][i])
+            buf_appendf(&keys, "%s%s", keys.len ? ", " : "", schema[i].key);
+    if (keys.len) {
+        free(self->noticed_workspace);
+        self->noticed_workspace = xstrdup(self->layer_workspace);
+        ecp_log(self->log, ECP_LOG_WARN, "settings: %s is not trusted: its %s ignored", self->layer_workspace,
+                keys.data);
+        session__emit_message(self, SESSION_MESSAGE_WARNING,
+                              "This workspace is not trusted: its settings %s are ignored (they run programs or "
+                              "widen permissions). Trust the folder (workspace/trust) to apply them.",
+                              keys.data);
+    }
+    buf_free(&keys);
+}
+
+/* The trust of the workspace the layer holds, now; recomputes what it moves. */
+static void refresh_trust(session_service *self, bool quiet)
+{
+    bool trusted = session__path_trusted(self, self->layer_workspace);
+    if (trusted == self->workspace_trusted)
+        return;
+    self->workspace_trusted = trusted;
+    for (size_t i = 0; i < SCHEMA_COUNT; i++)
+        if (schema[i].restricted)
+            recompute(self, i, quiet);
+}
+
+void session__settings_trust_changed(session_service *self)
+{
+    refresh_trust(self, false);
+    notice_ignored(self);
 }
 
 /* Parses the effective value of key (NULL when unset). */
@@ -766,10 +829,18 @@ done:
     return ok;
 }
 
-/* Takes the file's new text (NULL: the file is gone) into its layer. */
-static void file_apply(settings_file *f, char *text, size_t len, bool quiet)
+/* Takes the file's new text (NULL: the file is gone) into its layer. For the
+ * workspace's file, workspace is the workspace it was read for: the trust its
+ * values are applied with is that workspace's. */
+static void file_apply(settings_file *f, const char *workspace, char *text, size_t len, bool quiet)
 {
     session_service *self = f->svc;
+    if (f->layer == LAYER_WORKSPACE && !same(workspace, self->layer_workspace)) {
+        free(self->layer_workspace);
+        self->layer_workspace = workspace ? xstrdup(workspace) : NULL;
+    }
+    if (f->layer == LAYER_WORKSPACE)
+        refresh_trust(self, quiet);
     if (same(text, f->last_text) && (!text || len == f->last_len)) {
         free(text);
         return;
@@ -790,6 +861,8 @@ static void file_apply(settings_file *f, char *text, size_t len, bool quiet)
         memcpy(layer, fresh, SCHEMA_COUNT * sizeof *fresh);
         free(fresh);
         recompute_all(self, quiet);
+        if (f->layer == LAYER_WORKSPACE && !quiet)
+            notice_ignored(self);
     } else {
         layer_clear(fresh);
         free(fresh);
@@ -811,14 +884,14 @@ static void file_read_now(settings_file *f)
     ecp_error err;
     int status = file_read(f->path, SETTINGS_FILE_MAX, &data, &len, NULL, &err);
     if (status == ECP_ENOTFOUND) {
-        file_apply(f, NULL, 0, true);
+        file_apply(f, f->svc->workspace, NULL, 0, true);
         return;
     }
     if (status < 0) {
         ecp_log(f->svc->log, ECP_LOG_ERROR, "settings: %s", err.message);
         return;
     }
-    file_apply(f, data, len, true);
+    file_apply(f, f->svc->workspace, data, len, true);
 }
 
 /* ----- watching the files ------------------------------------------------------------------------------ */
@@ -826,6 +899,7 @@ static void file_read_now(settings_file *f)
 typedef struct read_job {
     settings_file *file;
     char *path;
+    char *workspace; /* the workspace the file was read for */
     char *data;
     size_t len;
     int status;
@@ -846,10 +920,10 @@ static void read_done(ecp_job *job)
     settings_file *f = j->file;
     f->reading = false;
     if (j->status == 0) {
-        file_apply(f, j->data, j->len, false);
+        file_apply(f, j->workspace, j->data, j->len, false);
         j->data = NULL;
     } else if (j->status == ECP_ENOTFOUND) {
-        file_apply(f, NULL, 0, false);
+        file_apply(f, j->workspace, NULL, 0, false);
     } else {
         ecp_log(f->svc->log, ECP_LOG_ERROR, "settings: %s", j->err.message);
         session__emit_message(f->svc, SESSION_MESSAGE_ERROR, "%s", j->err.message);
@@ -864,6 +938,7 @@ static void read_free(void *data)
 {
     read_job *j = data;
     free(j->path);
+    free(j->workspace);
     free(j->data);
     free(j);
 }
@@ -882,6 +957,7 @@ static void start_read(settings_file *f)
     read_job *j = xcalloc(1, sizeof *j);
     j->file = f;
     j->path = xstrdup(f->path);
+    j->workspace = f->svc->workspace ? xstrdup(f->svc->workspace) : NULL;
     ecp_job *job = ecp_job_new(f->svc->jobs, &read_type, j);
     ecp_job_start(job, 1);
 }
@@ -1004,8 +1080,27 @@ int session__settings_init(session_service *self, ecp_error *err)
     return 0;
 }
 
+/* At start-up nobody listens yet: the notice waits for the loop, when the
+ * first clients are connected. */
+static void notice_work(ecp_job *job, unsigned item)
+{
+    (void)job;
+    (void)item;
+}
+
+static void notice_done(ecp_job *job) { notice_ignored(ecp_job_data(job)); }
+
+static void notice_keep(void *data) { (void)data; }
+
+static const ecp_job_type notice_type = {
+    .name = "session.settings.notice", .lane = ECP_LANE_SHORT, .work = notice_work, .done = notice_done,
+    .free_data = notice_keep,
+};
+
 void session__settings_watch(session_service *self)
 {
+    if (!self->workspace_trusted && self->layer_workspace)
+        ecp_job_start(ecp_job_new(self->jobs, &notice_type, self), 1);
     rewatch(&self->user_file);
     rewatch(&self->workspace_file);
 }
@@ -1016,7 +1111,7 @@ void session__settings_workspace_changed(session_service *self)
     unwatch(f);
     workspace_path(self, f);
     if (!f->path) {
-        file_apply(f, NULL, 0, false);
+        file_apply(f, NULL, NULL, 0, false);
         return;
     }
     rewatch(f);

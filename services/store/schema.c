@@ -59,6 +59,11 @@ static const char *const migrations[] = {
     "  seq INTEGER NOT NULL,"
     "  message TEXT NOT NULL," /* JSON: role, text, toolCalls or the tool result */
     "  PRIMARY KEY (chat_id, seq));",
+    /* 3: the folders the user trusts (real paths); a folder's trust covers the folders beneath it */
+    "CREATE TABLE trusted_folders ("
+    "  path TEXT PRIMARY KEY,"
+    "  trusted_at INTEGER NOT NULL)" /* ms since the epoch */
+    " WITHOUT ROWID;",
 };
 
 size_t store__migration_count(void) { return sizeof migrations / sizeof migrations[0]; }

@@ -767,11 +767,64 @@ def test_agent_chat(work):
         mock.close()
 
 
+def test_untrusted_folder_asks_and_says_restricted(work):
+    marker = os.path.join(work, "shell-ran")
+    shell = os.path.join(work, "tools", "shell.sh")
+    os.makedirs(os.path.dirname(shell))
+    with open(shell, "w") as f:
+        f.write("#!/bin/sh\necho ran >> %s\nexec /bin/sh \"$@\"\n" % shlex_quote(marker))
+    os.chmod(shell, 0o755)
+    os.makedirs(os.path.join(work, ".ecpd"))
+    with open(os.path.join(work, ".ecpd", "settings.json"), "w") as f:
+        f.write('{"terminal.integrated.shell": "%s", "agent.approval": "allow"}' % shell)
+    path = os.path.join(work, "t.txt")
+    with open(path, "w") as f:
+        f.write("text\n")
+    env = {"XDG_DATA_HOME": os.path.join(work, "data-home")}  # kept from one run to the next
+
+    def terminal_runs(s):
+        s.keys("C-t")
+        s.wait_for("TERMINAL")
+        s.type("echo sum-$((6*7))")
+        s.keys("Enter")
+        s.wait_for("sum-42")
+
+    s = Screen([path], work, env=env)
+    try:
+        s.wait_for("Trust this folder?")
+        s.type("n")
+        s.wait(lambda t: "Restricted" in status_line(t) and "text" in t, "the restricted status line")
+        terminal_runs(s)
+        if os.path.exists(marker):
+            raise Failure("the untrusted folder's shell ran")
+    finally:
+        s.close()
+    s = Screen([path], work, env=env)
+    try:
+        s.wait_for("Trust this folder?")
+        s.type("y")
+        s.wait(lambda t: "Restricted" not in status_line(t) and "text" in t, "the trusted status line")
+        terminal_runs(s)
+        if not os.path.exists(marker):
+            raise Failure("the trusted folder's shell did not run")
+    finally:
+        s.close()
+    s = Screen([path], work, env=env)
+    try:
+        s.wait_for("text")
+        time.sleep(0.5)
+        screen = s.text()
+        if "Trust this folder?" in screen or "Restricted" in status_line(screen):
+            raise Failure("a trusted folder is asked about again: %r" % status_line(screen))
+    finally:
+        s.close()
+
+
 TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
          test_picker_search_find, test_agent_chat,
          test_truecolor, test_rebinding_applies_at_once, test_huge_file, test_binary_file, test_mouse,
-         test_git_panel_and_palette]
+         test_git_panel_and_palette, test_untrusted_folder_asks_and_says_restricted]
 
 
 def main():
