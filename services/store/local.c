@@ -356,13 +356,19 @@ static void wal_checksum(bool big_endian, const unsigned char *p, size_t len, ui
     }
 }
 
-/* Whether <db>-wal holds frames SQLite would silently skip. SQLite reads a
- * WAL up to its first frame whose checksum fails and ignores the rest, so
- * garbage in a WAL loses committed transactions without an error. A WAL
- * whose header does not check out is damaged; so is one where a frame fails
- * its checksum and a later frame of the same generation (same salts) follows:
- * a kill can tear only the frame being written, the last one, while frames
- * of an older generation (other salts) after the valid ones are normal.
+/* Whether <db>-wal holds committed transactions SQLite would silently skip.
+ * SQLite reads a WAL up to the first frame whose checksum fails (each
+ * frame's checksum continues the previous one's) and ignores the rest, so
+ * garbage in a WAL loses what was committed after it, without an error. A
+ * WAL whose header does not check out is damaged. Past the first failing
+ * frame, a frame of the same generation (same salts) that checks out against
+ * the checksum stored in the frame before it, and that commits a
+ * transaction, is committed work SQLite would drop: damaged. What a kill
+ * leaves is told apart from that: a torn last frame, the frames of a
+ * transaction that never committed (partly overwritten by the next writer,
+ * which starts again after the last commit), and frames of an older
+ * generation (other salts) all commit nothing past the break. A WAL damaged
+ * only in its last transaction cannot be told from a killed one.
  * Runs under the write lock, so no other server appends meanwhile. */
 static bool wal_damaged(const char *db_path, char *why, size_t why_cap)
 {
@@ -384,10 +390,10 @@ static bool wal_damaged(const char *db_path, char *why, size_t why_cap)
     }
     uint32_t magic = get_be32(hdr), page_size = get_be32(hdr + 8);
     bool big_endian = magic & 1;
-    uint32_t sum[2] = {0, 0};
-    wal_checksum(big_endian, hdr, 24, sum);
+    uint32_t seed[2] = {0, 0};
+    wal_checksum(big_endian, hdr, 24, seed);
     if ((magic & ~1u) != 0x377f0682u || get_be32(hdr + 4) != 3007000u || page_size < 512 || page_size > 65536 ||
-        (page_size & (page_size - 1)) != 0 || sum[0] != get_be32(hdr + 24) || sum[1] != get_be32(hdr + 28)) {
+        (page_size & (page_size - 1)) != 0 || seed[0] != get_be32(hdr + 24) || seed[1] != get_be32(hdr + 28)) {
         snprintf(why, why_cap, "its WAL header is not a valid SQLite WAL header");
         damaged = true;
         goto out;
@@ -401,16 +407,22 @@ static bool wal_damaged(const char *db_path, char *why, size_t why_cap)
         if (memcmp(frame + 8, hdr + 16, 8) != 0)
             break; /* a frame of an older generation: the WAL ends before it */
         long long index = (long long)((at - 32) / (off_t)frame_size);
-        if (broken_at >= 0) {
-            snprintf(why, why_cap, "frame %lld of its WAL fails its checksum and frame %lld follows it", broken_at,
-                     index);
+        uint32_t sum[2] = {seed[0], seed[1]};
+        wal_checksum(big_endian, frame, 8, sum);
+        wal_checksum(big_endian, frame + 24, page_size, sum);
+        bool valid = sum[0] == get_be32(frame + 16) && sum[1] == get_be32(frame + 20);
+        if (!valid && broken_at < 0) {
+            broken_at = index;
+        } else if (valid && broken_at >= 0 && get_be32(frame + 4) != 0) {
+            snprintf(why, why_cap,
+                     "frame %lld of its WAL fails its checksum, and the transaction committed by frame %lld after "
+                     "it would be lost",
+                     broken_at, index);
             damaged = true;
             break;
         }
-        wal_checksum(big_endian, frame, 8, sum);
-        wal_checksum(big_endian, frame + 24, page_size, sum);
-        if (sum[0] != get_be32(frame + 16) || sum[1] != get_be32(frame + 20))
-            broken_at = index;
+        seed[0] = get_be32(frame + 16);
+        seed[1] = get_be32(frame + 20);
     }
     free(frame);
 out:
@@ -418,7 +430,6 @@ out:
     return damaged;
 }
 
-/* A missing file counts as an empty one (an empty WAL is never copied). */
 static bool same_file_contents(const char *a, const char *b)
 {
     int fa = open(a, O_RDONLY | O_CLOEXEC), fb = open(b, O_RDONLY | O_CLOEXEC);

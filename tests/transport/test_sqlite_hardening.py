@@ -13,6 +13,7 @@ another killed server's text in the journal.
 import glob
 import os
 import sqlite3
+import struct
 import sys
 import time
 import unittest
@@ -168,6 +169,16 @@ def json_text(v):
     return test_session.json.dumps(v)
 
 
+def wal_checksum(order, data, seed):
+    """SQLite's WAL checksum of data, continuing from seed."""
+    s1, s2 = seed
+    for i in range(0, len(data), 8):
+        a, b = struct.unpack(order + "II", data[i:i + 8])
+        s1 = (s1 + a + s2) & 0xffffffff
+        s2 = (s2 + b + s1) & 0xffffffff
+    return s1, s2
+
+
 def read_bytes(path):
     with open(path, "rb") as f:
         return f.read()
@@ -243,6 +254,37 @@ class StoreTests(Base):
         self.assertFalse(s.call("initialize", {})["capabilities"]["persistence"])
         self.assertEqual(s.close(), 0)
         self.assertEqual(len(self.damaged_copies()), 2)
+
+    def test_what_a_kill_during_a_commit_leaves_is_not_damage(self):
+        # A writer killed while writing a transaction leaves frames that never
+        # committed; the next writer starts again after the last commit, so
+        # the first of them stops checking out while the rest still chain.
+        wal = self.killed_with_a_wal()
+        with open(wal, "rb") as f:
+            data = bytearray(f.read())
+        magic, page_size = struct.unpack(">II", data[0:4] + data[8:12])
+        order = ">" if magic & 1 else "<"
+        frame_size = 24 + page_size
+        frames = (len(data) - 32) // frame_size
+        del data[32 + frames * frame_size:]
+        salts = bytes(data[16:24])
+        prev = struct.unpack(">II", data[32 + (frames - 1) * frame_size + 16:][:8])
+        for n in range(4):
+            page = bytes(data[32 + 24:32 + frame_size])  # a copy of the first frame's page
+            head = struct.pack(">II", 1, 0) + salts
+            if n == 0:
+                s1, s2 = 0x12345678, 0x9abcdef0  # chains from the overwritten frame, not from the last commit
+            else:
+                s1, s2 = wal_checksum(order, head[:8] + page, prev)
+            data += head + struct.pack(">II", s1, s2) + page
+            prev = (s1, s2)
+        with open(wal, "wb") as f:
+            f.write(data)
+        s = self.server()
+        self.assertTrue(s.call("initialize", {})["capabilities"]["persistence"])
+        self.assertEqual(s.call("config/get", {"key": "editor.fontSize"}), {"value": 17})
+        self.assertEqual(s.close(), 0)
+        self.assertEqual(self.damaged_copies(), [])
 
     def test_a_state_db_that_is_not_sqlite_is_kept_aside(self):
         os.makedirs(self.data())
