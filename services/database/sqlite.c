@@ -26,7 +26,8 @@ struct db_handle {
     bool has_pending;
     size_t columns;
     bool read_only;
-    char refused[160]; /* why the authorizer refused the last statement ("" when it did not) */
+    char refused[160];  /* why the authorizer refused the last statement ("" when it did not) */
+    bool refused_write; /* ... because the connection is readOnly */
 };
 
 static const struct {
@@ -88,16 +89,19 @@ static int fail_sqlite(db_handle *h, int rc, db_failure *f, const char *what)
                                         ? ECP_ERANGE
                                         : ECP_ECANCELED;
         break;
-    case SQLITE_READONLY:
-    case SQLITE_AUTH: status = ECP_EREADONLY; break;
+    case SQLITE_READONLY: status = ECP_EREADONLY; break;
     case SQLITE_CANTOPEN: status = ECP_ENOTFOUND; break;
     case SQLITE_NOMEM: status = ECP_ENOMEM; break;
     case SQLITE_TOOBIG: status = ECP_ETOOBIG; break;
     default: break;
     }
     const char *msg = h && h->db ? sqlite3_errmsg(h->db) : sqlite3_errstr(rc);
-    if ((rc & 0xff) == SQLITE_AUTH && h && h->refused[0])
+    /* The authorizer's refusal (SQLITE_AUTH, or SQLITE_ERROR for a function) says what it refused. */
+    bool refused = h && h->refused[0];
+    if (refused) {
         msg = h->refused;
+        status = h->refused_write ? ECP_EREADONLY : ECP_EACCES;
+    }
     if (status == ECP_ERANGE)
         db_fail(f, status, "%s: the query ran past its queryTimeout", what);
     else if (status == ECP_ECANCELED)
@@ -105,8 +109,8 @@ static int fail_sqlite(db_handle *h, int rc, db_failure *f, const char *what)
     else
         db_fail(f, status, "%s: %s", what, msg);
     code_name(ext, f->engine_code, sizeof f->engine_code);
-    if ((rc & 0xff) == SQLITE_AUTH && h && h->refused[0]) /* a readOnly refusal reads as any write to a read-only file */
-        snprintf(f->engine_code, sizeof f->engine_code, "SQLITE_READONLY");
+    if (refused) /* a readOnly refusal reads as any write to a read-only file */
+        snprintf(f->engine_code, sizeof f->engine_code, "%s", h->refused_write ? "SQLITE_READONLY" : "SQLITE_AUTH");
     int offset = h && h->db ? sqlite3_error_offset(h->db) : -1;
     f->position = offset >= 0 ? offset + 1 : 0;
     return status;
@@ -176,13 +180,23 @@ static const char *write_action(int action)
 /* SQLITE_OPEN_READONLY alone still lets a statement write other files
  * (ATTACH creates one, VACUUM INTO writes a copy anywhere) and change the
  * connection (temp tables, journal_mode): a readOnly connection is refused
- * every statement that writes anything, before it runs. */
-static int read_only_authorizer(void *ctx, int action, const char *arg1, const char *arg2, const char *db_name,
-                                const char *trigger)
+ * every statement that writes anything, before it runs. Every connection is
+ * refused fts3_tokenizer: with one argument it hands the client an address
+ * in the server (the two-argument form is off: store_harden_connection). */
+static int authorizer(void *ctx, int action, const char *arg1, const char *arg2, const char *db_name,
+                      const char *trigger)
 {
     (void)db_name;
     (void)trigger;
     db_handle *h = ctx;
+    if (action == SQLITE_FUNCTION && arg2 && !sqlite3_stricmp(arg2, "fts3_tokenizer")) {
+        h->refused_write = false;
+        snprintf(h->refused, sizeof h->refused, "fts3_tokenizer refused: it reads and sets function pointers");
+        return SQLITE_DENY;
+    }
+    if (!h->read_only)
+        return SQLITE_OK;
+    h->refused_write = true;
     const char *what = write_action(action);
     if ((action == SQLITE_INSERT || action == SQLITE_UPDATE || action == SQLITE_DELETE) && arg1 &&
         (!sqlite3_stricmp(arg1, "sqlite_master") || !sqlite3_stricmp(arg1, "sqlite_temp_master")))
@@ -233,9 +247,9 @@ static int sq_open(const db_config *config, const char *password, db_handle **ou
     int rc = sqlite3_open_v2(path, &h->db, flags, NULL);
     if (rc == SQLITE_OK)
         rc = store_harden_connection(h->db);
-    if (rc == SQLITE_OK && config->read_only) {
-        h->read_only = true;
-        rc = sqlite3_set_authorizer(h->db, read_only_authorizer, h);
+    if (rc == SQLITE_OK) {
+        h->read_only = config->read_only;
+        rc = sqlite3_set_authorizer(h->db, authorizer, h);
     }
     if (rc == SQLITE_OK) {
         sqlite3_extended_result_codes(h->db, 1);

@@ -80,6 +80,10 @@ class DatabaseTests(Base):
             self.assertIn("error", planted, planted)
             self.assertEqual(planted["error"]["code"], -32603, planted)
             self.assertIn("fts3", planted["error"]["message"].lower())
+            # nor does the one-argument form hand out the address of the built-in tokenizer
+            err = s.error("database/query", {"connectionId": cid, "sql": "SELECT fts3_tokenizer('simple')"})
+            self.assertEqual(err["code"], -32603, err)
+            self.assertIn("fts3_tokenizer refused", err["message"])
             if read_only:
                 self.assertEqual(used["error"]["code"], -32603, used)
                 self.assertIn("readOnly connection: CREATE VIRTUAL TABLE refused", used["error"]["message"])
