@@ -318,13 +318,13 @@ static char *normalize_path(const char *path)
             p++;
         const char *end = strchr(p, '/');
         size_t part = end ? (size_t)(end - p) : strlen(p);
-        if (part == 0 || (part == 1 && p[0] == '.')) {
-        } else if (part == 2 && p[0] == '.' && p[1] == '.') {
+        bool dot = part == 1 && p[0] == '.', dot_dot = part == 2 && p[0] == '.' && p[1] == '.';
+        if (dot_dot) {
             while (len > 0 && out[len - 1] != '/')
                 len--;
             if (len > 0)
                 len--; /* the slash before the dropped part */
-        } else {
+        } else if (part > 0 && !dot) {
             out[len++] = '/';
             memcpy(out + len, p, part);
             len += part;

@@ -196,12 +196,12 @@ static int authorizer(void *ctx, int action, const char *arg1, const char *arg2,
     }
     if (!h->read_only)
         return SQLITE_OK;
-    h->refused_write = true;
     const char *what = write_action(action);
     if ((action == SQLITE_INSERT || action == SQLITE_UPDATE || action == SQLITE_DELETE) && arg1 &&
         (!sqlite3_stricmp(arg1, "sqlite_master") || !sqlite3_stricmp(arg1, "sqlite_temp_master")))
         return SQLITE_OK; /* the CREATE, DROP or ALTER that writes it is asked next, and refused by its name */
     if (what) {
+        h->refused_write = true;
         snprintf(h->refused, sizeof h->refused, "readOnly connection: %s refused%s%s", what,
                  arg1 && action != SQLITE_ATTACH ? " on " : "", arg1 && action != SQLITE_ATTACH ? arg1 : "");
         return SQLITE_DENY;
@@ -209,6 +209,7 @@ static int authorizer(void *ctx, int action, const char *arg1, const char *arg2,
     if (action == SQLITE_PRAGMA &&
         (in_list(arg1, acting_pragmas, sizeof acting_pragmas / sizeof acting_pragmas[0]) ||
          (arg2 && !in_list(arg1, answering_pragmas, sizeof answering_pragmas / sizeof answering_pragmas[0])))) {
+        h->refused_write = true;
         snprintf(h->refused, sizeof h->refused, "readOnly connection: PRAGMA %s refused (it would write or change "
                  "the connection)", arg1 ? arg1 : "");
         return SQLITE_DENY;
