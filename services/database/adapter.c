@@ -437,6 +437,12 @@ static void m_test(void *ctx, ecp_call *call)
     db_config cfg;
     if (!ecp_arg_object(call, ecp_call_params(call), "config", &obj) || !read_config(call, obj, NULL, &cfg))
         return;
+    ecp_error err = {0};
+    if (db_config_confine_path(ctx, &cfg, &err) < 0) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s", err.message);
+        db_config_clear(&cfg);
+        return;
+    }
     db_op *op = db_op_new(ctx, DB_OP_TEST, NULL);
     op->config = cfg;
     db_op_submit(op, call, answer_test, NULL);

@@ -178,6 +178,9 @@ void db_conn_info_get(db_conn *conn, db_conn_info *out);
 size_t db_conn_list(database_service *svc, int scope, db_conn **out, size_t cap);
 
 /* Adds a config (config->id NULL: a new id). Copies it. */
+/* Makes a relative SQLite path absolute within the workspace; ECP_EINVAL naming the path when it
+ * would leave the workspace (by ".." or a symbolic link). */
+int db_config_confine_path(database_service *svc, db_config *config, ecp_error *err);
 int db_conn_create(database_service *svc, const db_config *config, const char **id_out, ecp_error *err);
 /* Replaces the config (the adapter merged the partial update). Takes effect at the next connect. */
 int db_conn_update(database_service *svc, db_conn *conn, const db_config *config, ecp_error *err);

@@ -306,18 +306,114 @@ size_t db_conn_list(database_service *svc, int scope, db_conn **out, size_t cap)
     return n;
 }
 
-/* A relative SQLite path names a file of the workspace (of the server's
- * directory without one): stored absolute, so that it means one file. */
-static void absolute_path(database_service *svc, db_config *config)
+/* Collapses ".", ".." and repeated slashes of an absolute path, without
+ * looking at the file system. */
+static char *normalize_path(const char *path)
 {
-    if (config->type != DB_SQLITE || !config->path || config->path[0] == '/' || !strcmp(config->path, ":memory:"))
-        return;
-    buf p = BUF_INIT;
+    size_t n = strlen(path);
+    char *out = xmalloc(n + 2);
+    size_t len = 0;
+    for (const char *p = path; *p;) {
+        while (*p == '/')
+            p++;
+        const char *end = strchr(p, '/');
+        size_t part = end ? (size_t)(end - p) : strlen(p);
+        bool dot = part == 1 && p[0] == '.', dot_dot = part == 2 && p[0] == '.' && p[1] == '.';
+        if (dot_dot) {
+            while (len > 0 && out[len - 1] != '/')
+                len--;
+            if (len > 0)
+                len--; /* the slash before the dropped part */
+        } else if (part > 0 && !dot) {
+            out[len++] = '/';
+            memcpy(out + len, p, part);
+            len += part;
+        }
+        p += part;
+    }
+    if (len == 0)
+        out[len++] = '/';
+    out[len] = '\0';
+    return out;
+}
+
+static bool path_within(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return true;
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* The path with every symbolic link of its existing part resolved; the part
+ * that does not exist yet (a file SQLite will create) is kept as written. */
+static char *resolve_existing(const char *path)
+{
+    char *head = xstrdup(path);
+    for (;;) {
+        char *real = realpath(head, NULL);
+        if (real) {
+            buf out = BUF_INIT;
+            buf_append_str(&out, real);
+            if (strcmp(real, "/") == 0)
+                buf_clear(&out);
+            buf_append_str(&out, path + strlen(head));
+            free(real);
+            free(head);
+            return buf_detach(&out);
+        }
+        char *slash = strrchr(head, '/');
+        if (!slash || slash == head) {
+            free(head);
+            return xstrdup(path);
+        }
+        *slash = '\0';
+    }
+}
+
+/* A relative SQLite path names a file of the workspace (of the server's
+ * directory without one), and may not leave it, by ".." or through a
+ * symbolic link: a project's connection must not read or create files
+ * elsewhere. It is stored absolute, so that it means one file. An absolute
+ * path is the user's explicit choice; one inside the workspace is still
+ * checked for a symbolic link out of it, which may have appeared since. */
+int db_config_confine_path(database_service *svc, db_config *config, ecp_error *err)
+{
+    if (config->type != DB_SQLITE || !config->path || !config->path[0] || !strcmp(config->path, ":memory:"))
+        return 0;
     char cwd[4096];
     const char *base = svc->workspace ? svc->workspace : getcwd(cwd, sizeof cwd);
-    buf_appendf(&p, "%s/%s", base ? base : ".", config->path);
-    free(config->path);
-    config->path = buf_detach(&p);
+    if (!base)
+        return ecp_error_set(err, ECP_EINVAL, "config.path: %s is relative and the server has no directory",
+                             config->path);
+    bool relative = config->path[0] != '/';
+    buf joined = BUF_INIT;
+    if (relative)
+        buf_appendf(&joined, "%s/%s", base, config->path);
+    else
+        buf_append_str(&joined, config->path);
+    char *path = normalize_path(joined.data), *root = normalize_path(base);
+    buf_free(&joined);
+    int status = 0;
+    if (relative && !path_within(path, root)) {
+        status = ecp_error_set(err, ECP_EINVAL, "config.path: %s leads outside the workspace %s", config->path, root);
+    } else if (path_within(path, root)) {
+        char *real_root = resolve_existing(root), *real_path = resolve_existing(path);
+        if (!path_within(real_path, real_root))
+            status = ecp_error_set(err, ECP_EINVAL,
+                                   "config.path: %s leads outside the workspace %s through a symbolic link (to %s)",
+                                   config->path, root, real_path);
+        free(real_root);
+        free(real_path);
+    }
+    if (status == 0 && relative) {
+        free(config->path);
+        config->path = path;
+        path = NULL;
+    }
+    free(path);
+    free(root);
+    return status;
 }
 
 static int check_config(database_service *svc, const db_config *config, ecp_error *err)
@@ -334,10 +430,15 @@ int db_conn_create(database_service *svc, const db_config *config, const char **
         return status;
     if (config->id && db_conn_find(svc, config->id))
         return ecp_error_set(err, ECP_EEXIST, "id: a connection %s exists already", config->id);
+    db_config confined;
+    db_config_copy(&confined, config);
+    if ((status = db_config_confine_path(svc, &confined, err)) < 0) {
+        db_config_clear(&confined);
+        return status;
+    }
     db_conn *c = xcalloc(1, sizeof *c);
     c->svc = svc;
-    db_config_copy(&c->config, config);
-    absolute_path(svc, &c->config);
+    c->config = confined;
     if (!c->config.id) {
         char id[DB_ID_MAX];
         snprintf(id, sizeof id, "conn-%llx-%llu", (unsigned long long)wall_ms(),
@@ -360,15 +461,20 @@ int db_conn_update(database_service *svc, db_conn *c, const db_config *config, e
     int status = check_config(svc, config, err);
     if (status < 0)
         return status;
+    db_config copy;
+    db_config_copy(&copy, config);
+    if ((status = db_config_confine_path(svc, &copy, err)) < 0) {
+        db_config_clear(&copy);
+        return status;
+    }
     if (config->type != c->config.type) {
-        if (c->handle || c->running || c->queue_len)
+        if (c->handle || c->running || c->queue_len) {
+            db_config_clear(&copy);
             return ecp_error_set(err, ECP_EINVAL, "config.type: disconnect before changing the engine");
+        }
         c->engine = engine_of(config->type);
     }
     bool was_project = c->config.project;
-    db_config copy;
-    db_config_copy(&copy, config);
-    absolute_path(svc, &copy);
     free(copy.id);
     copy.id = c->config.id;
     c->config.id = NULL;
@@ -780,6 +886,12 @@ void db_op_submit(db_op *op, ecp_call *call, db_answer_fn answer, void *answer_c
         db_config_clear(&op->config);
         db_config_copy(&op->config, &op->conn->config);
         op->conn->status = DB_CONNECTING;
+    }
+    if (op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) {
+        /* Again at connect: a config read from a file, or a symbolic link made since it was saved. */
+        ecp_error err = {0};
+        if (db_config_confine_path(svc, &op->config, &err) < 0)
+            op->status = db_fail(&op->fail, err.status, "%s", err.message);
     }
     if ((op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) && op->config.password_secret && svc->session) {
         secret_wait *w = xcalloc(1, sizeof *w);

@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "json_writer.h"
+#include "store/interface.h"
 
 struct db_handle {
     sqlite3 *db;
@@ -24,6 +25,9 @@ struct db_handle {
     buf pending;         /* a row read but left out of the last page by the byte cap */
     bool has_pending;
     size_t columns;
+    bool read_only;
+    char refused[160];  /* why the authorizer refused the last statement ("" when it did not) */
+    bool refused_write; /* ... because the connection is readOnly */
 };
 
 static const struct {
@@ -37,6 +41,7 @@ static const struct {
     {SQLITE_CONSTRAINT_CHECK, "SQLITE_CONSTRAINT_CHECK"},
     {SQLITE_READONLY_DBMOVED, "SQLITE_READONLY_DBMOVED"},
     {SQLITE_CANTOPEN_ISDIR, "SQLITE_CANTOPEN_ISDIR"},
+    {SQLITE_AUTH, "SQLITE_AUTH"},
     {SQLITE_ERROR, "SQLITE_ERROR"},
     {SQLITE_INTERNAL, "SQLITE_INTERNAL"},
     {SQLITE_PERM, "SQLITE_PERM"},
@@ -91,6 +96,12 @@ static int fail_sqlite(db_handle *h, int rc, db_failure *f, const char *what)
     default: break;
     }
     const char *msg = h && h->db ? sqlite3_errmsg(h->db) : sqlite3_errstr(rc);
+    /* The authorizer's refusal (SQLITE_AUTH, or SQLITE_ERROR for a function) says what it refused. */
+    bool refused = h && h->refused[0];
+    if (refused) {
+        msg = h->refused;
+        status = h->refused_write ? ECP_EREADONLY : ECP_EACCES;
+    }
     if (status == ECP_ERANGE)
         db_fail(f, status, "%s: the query ran past its queryTimeout", what);
     else if (status == ECP_ECANCELED)
@@ -98,6 +109,8 @@ static int fail_sqlite(db_handle *h, int rc, db_failure *f, const char *what)
     else
         db_fail(f, status, "%s: %s", what, msg);
     code_name(ext, f->engine_code, sizeof f->engine_code);
+    if (refused) /* a readOnly refusal reads as any write to a read-only file */
+        snprintf(f->engine_code, sizeof f->engine_code, "%s", h->refused_write ? "SQLITE_READONLY" : "SQLITE_AUTH");
     int offset = h && h->db ? sqlite3_error_offset(h->db) : -1;
     f->position = offset >= 0 ? offset + 1 : 0;
     return status;
@@ -109,6 +122,121 @@ static int progress(void *ctx)
     return h->run && db_run_should_stop(h->run);
 }
 
+/* ----- readOnly ----------------------------------------------------------------------------- */
+
+/* PRAGMAs that only answer, even when given an argument (a table's name, a row limit). */
+static const char *const answering_pragmas[] = {
+    "table_info",       "table_xinfo",      "table_list",     "index_info",      "index_xinfo",
+    "index_list",       "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+    "database_list",    "collation_list",   "function_list",  "module_list",     "pragma_list",
+    "compile_options",
+};
+
+/* PRAGMAs that write even without an argument. */
+static const char *const acting_pragmas[] = {"optimize", "wal_checkpoint", "incremental_vacuum", "shrink_memory"};
+
+static bool in_list(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (name && sqlite3_stricmp(name, list[i]) == 0)
+            return true;
+    return false;
+}
+
+/* What a readOnly connection refuses, by authorizer action code. */
+static const char *write_action(int action)
+{
+    switch (action) {
+    case SQLITE_INSERT: return "INSERT";
+    case SQLITE_UPDATE: return "UPDATE";
+    case SQLITE_DELETE: return "DELETE";
+    case SQLITE_ATTACH: return "ATTACH";
+    case SQLITE_DETACH: return "DETACH";
+    case SQLITE_ALTER_TABLE: return "ALTER TABLE";
+    case SQLITE_REINDEX: return "REINDEX";
+    case SQLITE_ANALYZE: return "ANALYZE";
+    case SQLITE_CREATE_INDEX:
+    case SQLITE_CREATE_TEMP_INDEX: return "CREATE INDEX";
+    case SQLITE_CREATE_TABLE:
+    case SQLITE_CREATE_TEMP_TABLE: return "CREATE TABLE";
+    case SQLITE_CREATE_TRIGGER:
+    case SQLITE_CREATE_TEMP_TRIGGER: return "CREATE TRIGGER";
+    case SQLITE_CREATE_VIEW:
+    case SQLITE_CREATE_TEMP_VIEW: return "CREATE VIEW";
+    case SQLITE_CREATE_VTABLE: return "CREATE VIRTUAL TABLE";
+    case SQLITE_DROP_INDEX:
+    case SQLITE_DROP_TEMP_INDEX: return "DROP INDEX";
+    case SQLITE_DROP_TABLE:
+    case SQLITE_DROP_TEMP_TABLE: return "DROP TABLE";
+    case SQLITE_DROP_TRIGGER:
+    case SQLITE_DROP_TEMP_TRIGGER: return "DROP TRIGGER";
+    case SQLITE_DROP_VIEW:
+    case SQLITE_DROP_TEMP_VIEW: return "DROP VIEW";
+    case SQLITE_DROP_VTABLE: return "DROP VIRTUAL TABLE";
+    default: return NULL;
+    }
+}
+
+/* SQLITE_OPEN_READONLY alone still lets a statement write other files
+ * (ATTACH creates one, VACUUM INTO writes a copy anywhere) and change the
+ * connection (temp tables, journal_mode): a readOnly connection is refused
+ * every statement that writes anything, before it runs. Every connection is
+ * refused fts3_tokenizer: with one argument it hands the client an address
+ * in the server (the two-argument form is off: store_harden_connection). */
+static int authorizer(void *ctx, int action, const char *arg1, const char *arg2, const char *db_name,
+                      const char *trigger)
+{
+    (void)db_name;
+    (void)trigger;
+    db_handle *h = ctx;
+    if (action == SQLITE_FUNCTION && arg2 && !sqlite3_stricmp(arg2, "fts3_tokenizer")) {
+        h->refused_write = false;
+        snprintf(h->refused, sizeof h->refused, "fts3_tokenizer refused: it reads and sets function pointers");
+        return SQLITE_DENY;
+    }
+    if (!h->read_only)
+        return SQLITE_OK;
+    const char *what = write_action(action);
+    if ((action == SQLITE_INSERT || action == SQLITE_UPDATE || action == SQLITE_DELETE) && arg1 &&
+        (!sqlite3_stricmp(arg1, "sqlite_master") || !sqlite3_stricmp(arg1, "sqlite_temp_master")))
+        return SQLITE_OK; /* the CREATE, DROP or ALTER that writes it is asked next, and refused by its name */
+    if (what) {
+        h->refused_write = true;
+        snprintf(h->refused, sizeof h->refused, "readOnly connection: %s refused%s%s", what,
+                 arg1 && action != SQLITE_ATTACH ? " on " : "", arg1 && action != SQLITE_ATTACH ? arg1 : "");
+        return SQLITE_DENY;
+    }
+    if (action == SQLITE_PRAGMA &&
+        (in_list(arg1, acting_pragmas, sizeof acting_pragmas / sizeof acting_pragmas[0]) ||
+         (arg2 && !in_list(arg1, answering_pragmas, sizeof answering_pragmas / sizeof answering_pragmas[0])))) {
+        h->refused_write = true;
+        snprintf(h->refused, sizeof h->refused, "readOnly connection: PRAGMA %s refused (it would write or change "
+                 "the connection)", arg1 ? arg1 : "");
+        return SQLITE_DENY;
+    }
+    return SQLITE_OK;
+}
+
+/* After the authorizer, what SQLite itself knows writes: VACUUM (INTO a file
+ * too) and the journal mode have no authorizer action of their own. */
+static int refuse_writing_statement(db_handle *h, sqlite3_stmt *st, db_failure *f)
+{
+    if (!h->read_only || sqlite3_stmt_readonly(st))
+        return 0;
+    const char *sql = sqlite3_sql(st);
+    while (*sql == ' ' || *sql == '\t' || *sql == '\n' || *sql == '\r')
+        sql++;
+    size_t word = 0;
+    while (word < 40 && ((sql[word] >= 'a' && sql[word] <= 'z') || (sql[word] >= 'A' && sql[word] <= 'Z')))
+        word++;
+    if (word == 6 && sqlite3_strnicmp(sql, "PRAGMA", 6) == 0)
+        return 0; /* judged by the authorizer: "PRAGMA journal_mode" only reads, yet is not readonly to SQLite */
+    int status = db_fail(f, ECP_EREADONLY, "the query failed: readOnly connection: %.*s refused (it would write)",
+                         (int)word, sql);
+    snprintf(f->engine_code, sizeof f->engine_code, "SQLITE_READONLY");
+    return status;
+}
+
 static int sq_open(const db_config *config, const char *password, db_handle **out, db_failure *f)
 {
     (void)password;
@@ -118,6 +246,12 @@ static int sq_open(const db_config *config, const char *password, db_handle **ou
                 SQLITE_OPEN_FULLMUTEX;
     const char *path = config->path && config->path[0] ? config->path : ":memory:";
     int rc = sqlite3_open_v2(path, &h->db, flags, NULL);
+    if (rc == SQLITE_OK)
+        rc = store_harden_connection(h->db);
+    if (rc == SQLITE_OK) {
+        h->read_only = config->read_only;
+        rc = sqlite3_set_authorizer(h->db, authorizer, h);
+    }
     if (rc == SQLITE_OK) {
         sqlite3_extended_result_codes(h->db, 1);
         sqlite3_busy_timeout(h->db, config->connection_timeout_ms > 0 ? (int)config->connection_timeout_ms : 2000);
@@ -344,6 +478,7 @@ static int sq_execute(db_handle *h, const char *sql, const db_value *params, siz
     /* Every statement but the last runs to its end; the last one is the answer. */
     for (;;) {
         const char *next = NULL;
+        h->refused[0] = '\0';
         int rc = sqlite3_prepare_v2(h->db, tail, -1, &st, &next);
         if (rc != SQLITE_OK) {
             status = fail_sqlite(h, rc, f, "the query failed");
@@ -354,6 +489,8 @@ static int sq_execute(db_handle *h, const char *sql, const db_value *params, siz
                 status = db_fail(f, ECP_EINVAL, "sql: no statement");
             break;
         }
+        if ((status = refuse_writing_statement(h, st, f)) < 0)
+            break;
         const char *rest = next;
         while (*rest == ' ' || *rest == '\n' || *rest == '\t' || *rest == '\r' || *rest == ';')
             rest++;
@@ -419,6 +556,7 @@ static int sq_exec_simple(db_handle *h, const char *sql, const db_run *run, db_f
 {
     sq_close_cursor(h);
     h->run = run;
+    h->refused[0] = '\0';
     int rc = sqlite3_exec(h->db, sql, NULL, NULL, NULL);
     h->run = NULL;
     return rc == SQLITE_OK ? 0 : fail_sqlite(h, rc, f, sql);

@@ -131,7 +131,10 @@ static char *dup_column(sqlite3_stmt *st, int i)
 }
 
 /* Recoverable rows on the workspace: not ours, of instances not running,
- * newest first, the newest one per uri. */
+ * newest first, the newest one per uri. Only those are found, and only what
+ * was found is ever adopted or deleted: an older copy of the same uri, left
+ * by another server killed on the same workspace, is that server's text and
+ * stays, offered once the newer one is settled. */
 static int find_recoverable(sqlite3 *db, journal_op *op, bool with_text, ecp_error *err)
 {
     sqlite3_stmt *st;
@@ -172,6 +175,8 @@ static int find_recoverable(sqlite3 *db, journal_op *op, bool with_text, ecp_err
         bool seen = false;
         for (size_t i = 0; i < op->found_count && !seen; i++)
             seen = strcmp(op->found[i].uri, uri) == 0;
+        if (seen)
+            continue;
         if (op->found_count == cap) {
             cap = cap ? cap * 2 : 8;
             op->found = xrealloc(op->found, cap * sizeof *op->found);
@@ -183,9 +188,7 @@ static int find_recoverable(sqlite3 *db, journal_op *op, bool with_text, ecp_err
         f->language_id = dup_column(st, 2);
         f->saved_at = sqlite3_column_int64(st, 3);
         f->bytes = sqlite3_column_int64(st, 4);
-        if (seen) {
-            f->bytes = -1; /* an older copy: deleted with the newer, never offered */
-        } else if (with_text) {
+        if (with_text) {
             f->content = xmalloc((size_t)f->bytes + 1);
             memcpy(f->content, sqlite3_column_blob(st, 5), (size_t)f->bytes);
             f->content[f->bytes] = '\0';
@@ -219,34 +222,25 @@ static int delete_found(sqlite3 *db, journal_op *op, ecp_error *err)
     return status;
 }
 
-/* The found rows become this server's: older copies go, the newest of each
- * uri is kept under our name until its reopened document is journaled over
- * it, saved or closed. A server killed right after a recovery thus leaves the
- * text for the next one, and text whose document cannot be reopened is
- * offered again once we are gone. */
+/* The found rows, each the one handed back for its uri, become this
+ * server's: kept under our name until the reopened document is journaled
+ * over it, saved or closed. A server killed right after a recovery thus
+ * leaves the text for the next one, and text whose document cannot be
+ * reopened is offered again once we are gone. */
 static int adopt_found(sqlite3 *db, journal_op *op, ecp_error *err)
 {
-    sqlite3_stmt *drop, *adopt;
-    int status = store_prepare(db, "DELETE FROM journal WHERE owner = ?1 AND uri = ?2", &drop, err);
-    if (status < 0)
-        return status;
-    if ((status = store_prepare(db, "UPDATE OR REPLACE journal SET owner = ?3 WHERE owner = ?1 AND uri = ?2", &adopt,
-                                err)) < 0) {
-        sqlite3_finalize(drop);
-        return status;
-    }
+    sqlite3_stmt *adopt;
+    int status = store_prepare(db, "UPDATE OR REPLACE journal SET owner = ?3 WHERE owner = ?1 AND uri = ?2", &adopt,
+                               err);
     for (size_t i = 0; i < op->found_count && status == 0; i++) {
-        sqlite3_stmt *st = op->found[i].bytes < 0 ? drop : adopt;
-        sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, op->found[i].owner, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, op->found[i].uri, -1, SQLITE_STATIC);
-        if (st == adopt)
-            sqlite3_bind_text(st, 3, op->owner, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
+        sqlite3_reset(adopt);
+        sqlite3_bind_text(adopt, 1, op->found[i].owner, -1, SQLITE_STATIC);
+        sqlite3_bind_text(adopt, 2, op->found[i].uri, -1, SQLITE_STATIC);
+        sqlite3_bind_text(adopt, 3, op->owner, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(adopt);
         if (rc != SQLITE_DONE)
             status = store_error(db, rc, err, "taking over the journal");
     }
-    sqlite3_finalize(drop);
     sqlite3_finalize(adopt);
     return status;
 }
@@ -439,9 +433,8 @@ static void journal_done(void *data, int status, const ecp_error *err)
         size_t n = 0;
         session_recoverable *list = xcalloc(op->found_count + 1, sizeof *list);
         for (size_t i = 0; i < op->found_count; i++)
-            if (op->found[i].bytes >= 0)
-                list[n++] = (session_recoverable){op->found[i].uri, op->found[i].language_id, op->found[i].saved_at,
-                                                  op->found[i].bytes};
+            list[n++] = (session_recoverable){op->found[i].uri, op->found[i].language_id, op->found[i].saved_at,
+                                              op->found[i].bytes};
         op->list_cb(op->ctx, status, err, list, status == 0 ? n : 0);
         free(list);
         break;
@@ -455,8 +448,6 @@ static void journal_done(void *data, int status, const ecp_error *err)
         size_t n = 0;
         for (size_t i = 0; i < op->found_count; i++) {
             found_entry *f = &op->found[i];
-            if (f->bytes < 0)
-                continue;
             reopen_item *it = &items[n++];
             it->uri = f->uri, f->uri = NULL;
             it->language_id = f->language_id, f->language_id = NULL;

@@ -26,6 +26,11 @@
  *   person to look at. When the file can still be read, its contents are
  *   copied into the memory database first, so nothing saved before is lost
  *   from view.
+ * - Damage is looked for before anything is written: a header that is not
+ *   SQLite's, a failing PRAGMA quick_check, or a WAL that SQLite would
+ *   silently cut short (it stops reading at the first frame whose checksum
+ *   fails). A damaged file and its WAL are also copied beside it as
+ *   state.db.damaged-<UTC time> and ...-wal.
  *
  * Threads: store_open, store_close, store_submit, store_flush and the
  * accessors run on the loop thread; an operation's `work` runs on the store's
@@ -72,6 +77,15 @@ const char *store_path(const store *self);
 
 /* The schema version the database is at after the migrations. */
 int store_schema_version(const store *self);
+
+/* Closes SQLite's dangerous corners on a connection the server opens, before
+ * any SQL runs on it: defensive mode (no writes to the schema tables or
+ * shadow tables, no corrupting PRAGMAs), no two-argument fts3_tokenizer
+ * (which takes a function pointer as a blob), no trust in functions named by
+ * a schema, and no extension loading. Every connection gets it: user
+ * databases, the store, and the connections it reads or copies through.
+ * Returns SQLITE_OK or the first failure. Any thread. */
+int store_harden_connection(sqlite3 *db);
 
 /* ----- operations ------------------------------------------------------------------ */
 

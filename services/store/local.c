@@ -11,12 +11,14 @@
  * Completions travel back to the loop through a uv_async_t that is referenced
  * only while something is pending, so an idle store never keeps a loop alive.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -71,6 +73,27 @@ static store_op *list_take_all(op_list *l)
     store_op *all = l->head;
     l->head = l->tail = NULL;
     return all;
+}
+
+int store_harden_connection(sqlite3 *db)
+{
+    static const struct {
+        int option, value;
+    } settings[] = {
+        {SQLITE_DBCONFIG_DEFENSIVE, 1},
+        {SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0},
+        {SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0},
+        {SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0},
+    };
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        int now = -1;
+        int rc = sqlite3_db_config(db, settings[i].option, settings[i].value, &now);
+        if (rc != SQLITE_OK)
+            return rc;
+        if (now != settings[i].value)
+            return SQLITE_MISUSE; /* the library ignored it: refuse to run unprotected */
+    }
+    return SQLITE_OK;
 }
 
 /* ----- helpers for work functions --------------------------------------------------- */
@@ -301,7 +324,272 @@ static int configure(sqlite3 *db, int busy_ms, bool wal, ecp_error *err)
     return store_exec(db, "PRAGMA synchronous = NORMAL", err);
 }
 
-static int open_file(store *self, int busy_ms, ecp_error *err)
+/* ----- damage ------------------------------------------------------------------------------ */
+
+/* Whether rc says the file's bytes are wrong, rather than that it is locked,
+ * read-only, missing or on a full disk. */
+static bool is_damage(int rc)
+{
+    return (rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT;
+}
+
+static uint32_t get_be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* SQLite's WAL checksum: pairs of 32-bit words, big- or little-endian as the
+ * WAL's magic number says, folded into (s[0], s[1]). */
+static void wal_checksum(bool big_endian, const unsigned char *p, size_t len, uint32_t s[2])
+{
+    for (size_t i = 0; i + 8 <= len; i += 8) {
+        uint32_t a, b;
+        if (big_endian) {
+            a = get_be32(p + i);
+            b = get_be32(p + i + 4);
+        } else {
+            a = (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16 | (uint32_t)p[i + 3] << 24;
+            b = (uint32_t)p[i + 4] | (uint32_t)p[i + 5] << 8 | (uint32_t)p[i + 6] << 16 | (uint32_t)p[i + 7] << 24;
+        }
+        s[0] += a + s[1];
+        s[1] += b + s[0];
+    }
+}
+
+/* Whether <db>-wal holds committed transactions SQLite would silently skip.
+ * SQLite reads a WAL up to the first frame whose checksum fails (each
+ * frame's checksum continues the previous one's) and ignores the rest, so
+ * garbage in a WAL loses what was committed after it, without an error. A
+ * WAL whose header does not check out is damaged. Past the first failing
+ * frame, a frame of the same generation (same salts) that checks out against
+ * the checksum stored in the frame before it, and that commits a
+ * transaction, is committed work SQLite would drop: damaged. What a kill
+ * leaves is told apart from that: a torn last frame, the frames of a
+ * transaction that never committed (partly overwritten by the next writer,
+ * which starts again after the last commit), and frames of an older
+ * generation (other salts) all commit nothing past the break. A WAL damaged
+ * only in its last transaction cannot be told from a killed one.
+ * Runs under the write lock, so no other server appends meanwhile. */
+static bool wal_damaged(const char *db_path, char *why, size_t why_cap)
+{
+    buf path = BUF_INIT;
+    buf_appendf(&path, "%s-wal", db_path);
+    int fd = open(path.data, O_RDONLY | O_CLOEXEC);
+    buf_free(&path);
+    if (fd < 0)
+        return false;
+    bool damaged = false;
+    struct stat st;
+    unsigned char hdr[32];
+    if (fstat(fd, &st) < 0 || st.st_size == 0)
+        goto out;
+    if (st.st_size < 32 || pread(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) {
+        snprintf(why, why_cap, "its WAL is %lld bytes, shorter than a WAL header", (long long)st.st_size);
+        damaged = true;
+        goto out;
+    }
+    uint32_t magic = get_be32(hdr), page_size = get_be32(hdr + 8);
+    bool big_endian = magic & 1;
+    uint32_t seed[2] = {0, 0};
+    wal_checksum(big_endian, hdr, 24, seed);
+    if ((magic & ~1u) != 0x377f0682u || get_be32(hdr + 4) != 3007000u || page_size < 512 || page_size > 65536 ||
+        (page_size & (page_size - 1)) != 0 || seed[0] != get_be32(hdr + 24) || seed[1] != get_be32(hdr + 28)) {
+        snprintf(why, why_cap, "its WAL header is not a valid SQLite WAL header");
+        damaged = true;
+        goto out;
+    }
+    size_t frame_size = 24 + (size_t)page_size;
+    unsigned char *frame = xmalloc(frame_size);
+    long long broken_at = -1;
+    for (off_t at = 32; at + (off_t)frame_size <= st.st_size; at += (off_t)frame_size) {
+        if (pread(fd, frame, frame_size, at) != (ssize_t)frame_size)
+            break;
+        if (memcmp(frame + 8, hdr + 16, 8) != 0)
+            break; /* a frame of an older generation: the WAL ends before it */
+        long long index = (long long)((at - 32) / (off_t)frame_size);
+        uint32_t sum[2] = {seed[0], seed[1]};
+        wal_checksum(big_endian, frame, 8, sum);
+        wal_checksum(big_endian, frame + 24, page_size, sum);
+        bool valid = sum[0] == get_be32(frame + 16) && sum[1] == get_be32(frame + 20);
+        if (!valid && broken_at < 0) {
+            broken_at = index;
+        } else if (valid && broken_at >= 0 && get_be32(frame + 4) != 0) {
+            snprintf(why, why_cap,
+                     "frame %lld of its WAL fails its checksum, and the transaction committed by frame %lld after "
+                     "it would be lost",
+                     broken_at, index);
+            damaged = true;
+            break;
+        }
+        seed[0] = get_be32(frame + 16);
+        seed[1] = get_be32(frame + 20);
+    }
+    free(frame);
+out:
+    close(fd);
+    return damaged;
+}
+
+static bool same_file_contents(const char *a, const char *b)
+{
+    int fa = open(a, O_RDONLY | O_CLOEXEC), fb = open(b, O_RDONLY | O_CLOEXEC);
+    struct stat sa = {0}, sb = {0};
+    if ((fa >= 0 && fstat(fa, &sa) < 0) || (fb >= 0 && fstat(fb, &sb) < 0))
+        sa.st_size = -1;
+    bool same = sa.st_size == 0 && sb.st_size == 0;
+    if (fa >= 0 && fb >= 0 && sa.st_size == sb.st_size && sa.st_size > 0) {
+        char x[16384], y[sizeof x];
+        for (;;) {
+            ssize_t n = read(fa, x, sizeof x);
+            if (n <= 0 || read(fb, y, (size_t)n) != n || memcmp(x, y, (size_t)n) != 0) {
+                same = n == 0;
+                break;
+            }
+        }
+    }
+    if (fa >= 0)
+        close(fa);
+    if (fb >= 0)
+        close(fb);
+    return same;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return errno == ENOENT ? 0 : -errno;
+    struct stat st;
+    if (fstat(in, &st) == 0 && st.st_size == 0) {
+        close(in); /* an empty WAL holds nothing worth a copy */
+        return 0;
+    }
+    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int status = out < 0 ? -errno : 0;
+    char chunk[65536];
+    while (status == 0) {
+        ssize_t n = read(in, chunk, sizeof chunk);
+        if (n == 0)
+            break;
+        if (n < 0 || write(out, chunk, (size_t)n) != n)
+            status = -(errno ? errno : EIO);
+    }
+    if (status == 0 && fsync(out) < 0)
+        status = -errno;
+    if (out >= 0)
+        close(out);
+    close(in);
+    if (status < 0)
+        unlink(to);
+    return status;
+}
+
+/* Keeps the damaged database and its WAL beside them as
+ * state.db.damaged-<UTC time> and ...-wal, for a person to look at or
+ * repair, unless an identical copy is there already (every start on the same
+ * damaged files would make another). The originals stay as they are. */
+static void keep_damaged_copy(store *self, const char *why)
+{
+    buf wal = BUF_INIT, name = BUF_INIT, copy_wal = BUF_INIT;
+    buf_appendf(&wal, "%s-wal", self->path);
+    const char *slash = strrchr(self->path, '/');
+    size_t dir_len = slash ? (size_t)(slash - self->path) : 0;
+    const char *base = slash ? slash + 1 : self->path;
+    buf prefix = BUF_INIT;
+    buf_appendf(&prefix, "%s.damaged-", base);
+
+    char *dir = xstrndup(self->path, dir_len ? dir_len : 1);
+    if (!slash)
+        dir[0] = '.';
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, prefix.data, prefix.len) != 0 || (len > 4 && !strcmp(e->d_name + len - 4, "-wal")))
+            continue;
+        buf_clear(&name);
+        buf_appendf(&name, "%s/%s", dir, e->d_name);
+        buf_clear(&copy_wal);
+        buf_appendf(&copy_wal, "%s-wal", name.data);
+        if (same_file_contents(self->path, name.data) && same_file_contents(wal.data, copy_wal.data)) {
+            ecp_log(self->log, ECP_LOG_ERROR, "store: %s is damaged (%s); a copy of it is kept as %s", self->path,
+                    why, name.data);
+            goto done;
+        }
+    }
+
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        buf_clear(&name);
+        buf_appendf(&name, "%s.damaged-%s", self->path, stamp);
+        if (attempt)
+            buf_appendf(&name, ".%d", attempt);
+        buf_clear(&copy_wal);
+        buf_appendf(&copy_wal, "%s-wal", name.data);
+        int status = copy_file(self->path, name.data);
+        if (status == -EEXIST)
+            continue;
+        if (status == 0 && (status = copy_file(wal.data, copy_wal.data)) < 0)
+            unlink(name.data);
+        if (status < 0)
+            ecp_log(self->log, ECP_LOG_ERROR, "store: %s is damaged (%s); no copy of it could be kept: %s",
+                    self->path, why, strerror(-status));
+        else
+            ecp_log(self->log, ECP_LOG_ERROR, "store: %s is damaged (%s); a copy of it is kept as %s", self->path,
+                    why, name.data);
+        break;
+    }
+done:
+    if (d)
+        closedir(d);
+    free(dir);
+    buf_free(&prefix);
+    buf_free(&wal);
+    buf_free(&name);
+    buf_free(&copy_wal);
+}
+
+/* The first 16 bytes of every SQLite database. */
+static bool has_sqlite_header(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return true; /* not ours to judge: opening reports it */
+    char head[16];
+    ssize_t n = read(fd, head, sizeof head);
+    close(fd);
+    return n <= 0 || (n == (ssize_t)sizeof head && memcmp(head, "SQLite format 3", 16) == 0);
+}
+
+/* PRAGMA quick_check: every page and record well formed, without the index
+ * cross-checks of integrity_check (O(N) rather than O(N log N)). */
+static int quick_check(sqlite3 *db, char *why, size_t why_cap, ecp_error *err)
+{
+    sqlite3_stmt *st;
+    int status = store_prepare(db, "PRAGMA quick_check(1)", &st, err);
+    if (status < 0)
+        return status;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const char *answer = (const char *)sqlite3_column_text(st, 0);
+        if (!answer || strcmp(answer, "ok") != 0) {
+            snprintf(why, why_cap, "quick_check: %s", answer ? answer : "no answer");
+            status = ecp_error_set(err, ECP_EIO, "the database is damaged: %s", why);
+        }
+    } else {
+        status = store_error(db, rc, err, "checking the database");
+    }
+    sqlite3_finalize(st);
+    return status;
+}
+
+/* Opens the file and checks it before anything is written to it: a damaged
+ * file or WAL sets *damaged (with the reason in why) and is never touched,
+ * not even by the checkpoint SQLite makes when its last connection closes. */
+static int open_file(store *self, int busy_ms, bool *damaged, char *why, size_t why_cap, ecp_error *err)
 {
     /* Created here with 0600 so that SQLite's -wal and -shm files, which take
      * the database's mode, are private too: the store holds secrets. */
@@ -309,16 +597,38 @@ static int open_file(store *self, int busy_ms, ecp_error *err)
     if (fd < 0)
         return ecp_error_errno(err, errno, self->path);
     close(fd);
+    if (!has_sqlite_header(self->path)) {
+        snprintf(why, why_cap, "its header is not a SQLite database header");
+        *damaged = true;
+        return ecp_error_set(err, ECP_EIO, "%s: %s", self->path, why);
+    }
     int rc = sqlite3_open_v2(self->path, &self->db, SQLITE_OPEN_READWRITE, NULL);
     if (rc != SQLITE_OK)
         return store_error(self->db, rc, err, self->path);
+    if ((rc = store_harden_connection(self->db)) != SQLITE_OK ||
+        (rc = sqlite3_db_config(self->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL)) != SQLITE_OK)
+        return store_error(self->db, rc, err, "hardening the connection");
     int status = configure(self->db, busy_ms, true, err);
+    /* Under the write lock, so that no other server appends to the WAL or
+     * restarts it while it is judged; it also tells now, not at the first
+     * save, that another process holds the lock for good. */
+    if (status == 0 && (status = store_exec(self->db, "BEGIN IMMEDIATE", err)) == 0) {
+        if (wal_damaged(self->path, why, why_cap))
+            status = ecp_error_set(err, ECP_EIO, "%s: %s", self->path, why);
+        else
+            status = quick_check(self->db, why, why_cap, err);
+        if (status < 0 && why[0])
+            *damaged = true;
+        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    if (status < 0 && !*damaged && is_damage(sqlite3_extended_errcode(self->db))) {
+        snprintf(why, why_cap, "%s", sqlite3_errmsg(self->db));
+        *damaged = true;
+    }
     if (status == 0)
         status = migrate(self->db, &self->schema_version, err);
-    /* Up to date needs no write, so take the write lock once to learn now,
-     * not at the first save, that another process holds it for good. */
-    if (status == 0 && (status = store_exec(self->db, "BEGIN IMMEDIATE", err)) == 0)
-        status = store_exec(self->db, "COMMIT", err);
+    if (status == 0)
+        sqlite3_db_config(self->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, NULL);
     return status;
 }
 
@@ -337,6 +647,8 @@ static bool copy_readable_file(store *self)
     buf_append_str(&uri, "?mode=ro&immutable=1");
     bool ok = false;
     int rc = sqlite3_open_v2(uri.data, &src, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    if (rc == SQLITE_OK)
+        rc = store_harden_connection(src);
     if (rc == SQLITE_OK && sqlite3_exec(src, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) == SQLITE_OK) {
         sqlite3_backup *b = sqlite3_backup_init(self->db, "main", src, "main");
         if (b) {
@@ -352,6 +664,8 @@ static bool copy_readable_file(store *self)
 static int open_memory(store *self, bool copy_file, ecp_error *err)
 {
     int rc = sqlite3_open_v2(":memory:", &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc == SQLITE_OK)
+        rc = store_harden_connection(self->db);
     if (rc != SQLITE_OK)
         return store_error(self->db, rc, err, "memory database");
     if (copy_file && copy_readable_file(self))
@@ -382,9 +696,13 @@ store *store_open(uv_loop_t *loop, ecp_logger *log, const store_options *options
 
     ecp_error why = {0};
     if (!options->memory_only) {
-        if (open_file(self, busy_ms, &why) == 0) {
+        bool damaged = false;
+        char damage[256] = "";
+        if (open_file(self, busy_ms, &damaged, damage, sizeof damage, &why) == 0) {
             self->persistent = true;
         } else {
+            if (damaged)
+                keep_damaged_copy(self, damage);
             ecp_log(log, ECP_LOG_ERROR, "store: cannot use %s: %s; settings, sessions and secrets are kept in memory "
                     "for this run and will not be saved", self->path, why.message);
             sqlite3_close(self->db);

@@ -422,6 +422,38 @@ static void test_memory_only_never_touches_the_disk(void **state)
     assert_int_equal(access(f->path, F_OK), -1);
 }
 
+/* What a connection of the store answers where SQLite's dangerous corners are closed. */
+static void expect_hardened(store *s)
+{
+    /* trusted_schema is on by default; fts3_tokenizer with two arguments plants a function pointer */
+    assert_int_equal(store_pragma(s, "PRAGMA trusted_schema"), 0);
+    assert_true(store_pragma(s, "SELECT fts3_tokenizer('simple', x'4141414141414141') IS NOT NULL") < 0);
+}
+
+static void test_every_connection_is_hardened(void **state)
+{
+    fixture *f = *state;
+    store *s = open_store(f, 0);
+    assert_true(store_persistent(s));
+    expect_hardened(s);
+    close_store(f, s);
+
+    store_options o = {.data_dir = f->dir, .memory_only = true};
+    s = store_open(&f->loop, NULL, &o, NULL);
+    expect_hardened(s);
+    close_store(f, s);
+
+    /* the memory database that stands in for a file that cannot be used */
+    FILE *fp = fopen(f->path, "w");
+    assert_non_null(fp);
+    fputs("not a database", fp);
+    fclose(fp);
+    s = open_store(f, 100);
+    assert_false(store_persistent(s));
+    expect_hardened(s);
+    close_store(f, s);
+}
+
 typedef struct fail_op {
     int *status;
     char message[512];
@@ -472,6 +504,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_path_that_is_no_file_falls_back_to_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_only_never_touches_the_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_operation_rolls_back_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_connection_is_hardened, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
