@@ -45,6 +45,14 @@ static void stdio_closed(void *ctx, stream_link *link)
     server_request_exit(a->srv, 0);
 }
 
+/* The client closed our stdin: it is gone even if it never reads what we
+ * still owe it, so the server goes now, not once that output is written. */
+static void stdin_ended(void *ctx)
+{
+    app *a = ctx;
+    server_request_exit(a->srv, 0);
+}
+
 static void acp_eof(void *ctx)
 {
     app *a = ctx;
@@ -259,6 +267,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "ecpd: stdio: %s\n", err.message);
             goto done;
         }
+        stream_link_on_ended(a.stdio, stdin_ended, &a);
     }
 
     while (!server_exit_requested(a.srv, &code))

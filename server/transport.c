@@ -27,6 +27,8 @@ struct stream_link {
     bool flushing;          /* closing, but waiting (uv_shutdown) for the peer to read what is queued */
     stream_link_closed_fn on_closed;
     void *ctx;
+    stream_link_ended_fn on_ended;
+    void *ended_ctx;
 };
 
 typedef struct write_req {
@@ -49,8 +51,11 @@ static void read_cb(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
     stream_link *link = stream->data;
     if (n > 0 && !link->closing)
         connection_receive(link->conn, b->base, (size_t)n);
-    if (n < 0 && !link->closing)
+    if (n < 0 && !link->closing) {
         stream_link_close(link, true); /* EOF or error: the peer is gone; flush what it may still read */
+        if (link->on_ended)
+            link->on_ended(link->ended_ctx);
+    }
 }
 
 static void write_cb(uv_write_t *req, int status)
@@ -186,6 +191,12 @@ stream_link *stream_link_open(server *srv, uv_stream_t *in, uv_stream_t *out, in
     link->conn = server_connection_open(srv, &stream_io, link, label);
     uv_read_start(in, alloc_cb, read_cb);
     return link;
+}
+
+void stream_link_on_ended(stream_link *link, stream_link_ended_fn fn, void *ctx)
+{
+    link->on_ended = fn;
+    link->ended_ctx = ctx;
 }
 
 /* The link owns its connection: the connection is closed here, once no
