@@ -276,6 +276,20 @@ class StdioTests(unittest.TestCase):
         s.p.stdout.close()
         s.p.stderr.close()
 
+    def test_stdin_eof_is_seen_while_the_output_is_backed_up(self):
+        # answers past the pause bound that nobody reads: the server stops acting on input, not reading it
+        s = Stdio(self.tmp)
+        pad = "x" * (950 << 10)
+        for i in range(9):
+            s.send(nl(req(i, "ecp/ping", [pad])))
+        time.sleep(0.5)
+        t = time.time()
+        s.p.stdin.close()
+        self.assertEqual(s.p.wait(10), 0)
+        self.assertLess(time.time() - t, 2.0)
+        s.p.stdout.close()
+        s.p.stderr.close()
+
     def test_bad_input_keeps_the_connection(self):
         s = Stdio(self.tmp, "--max-message-bytes", "65536")
         self.assertEqual(s.call(req(1, "ecp/ping"))["id"], 1)  # newline framing from here on
