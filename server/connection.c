@@ -258,13 +258,15 @@ void server__connection_drop(connection *conn, const char *why)
     conn->io.close(conn->io_ctx);
 }
 
-/* Tells the peer why in one error line, then closes its connection once
- * that is written; what it had sent and not finished is let go at once. */
+/* Tells the peer why in one error line and closes its connection; what it
+ * had sent and not finished is let go at once. The line goes out now when
+ * nothing waits before it, as it does for a peer that only sends; one that
+ * also left earlier output unread loses it with the rest: waiting for it to
+ * read would keep its place taken. */
 static void refuse_input(connection *conn, const char *why)
 {
     if (conn->closing)
         return;
-    ecp_log(&conn->server->log, ECP_LOG_WARN, "closing %s: %s", conn->label, why);
     buf out = BUF_INIT;
     ecp_write_error_response(&out, NULL, 0, ECP_WIRE_SERVER_ERROR, why, NULL);
     if (conn->decoder.mode == FRAMING_UNKNOWN) {
@@ -278,10 +280,7 @@ static void refuse_input(connection *conn, const char *why)
         connection_flush(conn);
     }
     buf_free(&out);
-    conn->closing = true;
-    if (conn->paused)
-        server__output_drained(conn->server); /* it holds nobody up any more */
-    (conn->io.finish ? conn->io.finish : conn->io.close)(conn->io_ctx);
+    server__connection_drop(conn, why);
     framing_decoder_free(&conn->decoder);
     framing_decoder_init(&conn->decoder, conn->server->max_message);
     conn->server->input_held -= conn->input_held;

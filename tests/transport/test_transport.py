@@ -1145,6 +1145,23 @@ class InputLimitTests(unittest.TestCase):
         finally:
             self.assertEqual(srv.stop(), 0)
 
+    def test_a_timed_out_connection_that_left_answers_unread_frees_its_place(self):
+        srv = SocketServer(self.tmp, "--input-timeout", "0.5", "--max-connections", "2")
+        try:
+            stuck = srv.connect()
+            pad = "z" * (1 << 18)
+            for i in range(8):  # 2 MiB of answers it never reads, under the pause bound
+                stuck.sendall(nl(req(i, "ecp/ping", {"pad": pad})))
+            stuck.sendall(b'{"jsonrpc":"2.0",')
+            time.sleep(2.0)
+            first, second = Client(srv.connect()), Client(srv.connect())
+            self.assertEqual(first.call(req(1, "ecp/ping", [1]))["result"], [1])
+            self.assertEqual(second.call(req(2, "ecp/ping", [2]))["result"], [2])
+            for sock in (stuck, first.s, second.s):
+                sock.close()
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
     def test_the_timeout_is_for_shared_servers_only(self):
         s = Stdio(self.tmp, "--input-timeout", "0.2")
         time.sleep(0.8)  # the one client of a stdio server may take its time
