@@ -322,7 +322,7 @@ void server__connections_check_input(server *self)
             now - conn->last_input < self->input_timeout_ms)
             continue;
         char why[160];
-        snprintf(why, sizeof why, "Timed out: %.3g seconds without input before a message was complete",
+        snprintf(why, sizeof why, "Timed out: %.6g seconds without input before a message was complete",
                  (double)self->input_timeout_ms / 1000.0);
         refuse_input(conn, why);
     }

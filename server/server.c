@@ -299,7 +299,8 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     self->shared = options->shared;
     self->max_connections = options->max_connections; /* 0: the server.maxConnections setting decides */
     self->stall_timeout_ms = options->stall_timeout_ms ? options->stall_timeout_ms : ECPD_DEFAULT_STALL_TIMEOUT_MS;
-    self->max_input = options->max_input_bytes ? options->max_input_bytes : xsize_add(self->max_message, self->max_message);
+    self->max_input =
+        options->max_input_bytes ? options->max_input_bytes : xsize_add(self->max_message, self->max_message);
     /* One client on stdio owns the server: it may take its time to speak. */
     if (self->shared)
         self->input_timeout_ms = options->input_timeout_ms ? options->input_timeout_ms : ECPD_DEFAULT_INPUT_TIMEOUT_MS;
