@@ -266,6 +266,13 @@ frame_status framing_decoder_next(framing_decoder *self, char **msg, size_t *len
     return self->mode == FRAMING_CONTENT_LENGTH ? next_content_length(self, msg, len) : next_line(self, msg, len);
 }
 
+size_t framing_decoder_buffered(const framing_decoder *self) { return pending(self); }
+
+bool framing_decoder_inside_message(const framing_decoder *self)
+{
+    return pending(self) > 0 || self->have_header || self->skip > 0 || self->skip_line;
+}
+
 void framing_encode(framing_mode mode, buf *out, const char *json, size_t len)
 {
     if (mode == FRAMING_CONTENT_LENGTH) {

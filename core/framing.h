@@ -62,6 +62,14 @@ void framing_decoder_feed(framing_decoder *self, const char *data, size_t len);
  * FRAME_OVERSIZED, *len is the announced or observed size. */
 frame_status framing_decoder_next(framing_decoder *self, char **msg, size_t *len);
 
+/* Bytes received and held that have not been handed out as messages yet:
+ * what a peer makes the server keep for it. */
+size_t framing_decoder_buffered(const framing_decoder *self);
+
+/* True while a message has begun and not ended: some of it is held, or an
+ * oversized one is being discarded. */
+bool framing_decoder_inside_message(const framing_decoder *self);
+
 /* Appends one framed message to out. An unknown mode frames as newline JSON. */
 void framing_encode(framing_mode mode, buf *out, const char *json, size_t len);
 

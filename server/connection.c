@@ -258,6 +258,76 @@ void server__connection_drop(connection *conn, const char *why)
     conn->io.close(conn->io_ctx);
 }
 
+/* Tells the peer why in one error line and closes its connection; what it
+ * had sent and not finished is let go at once. The line goes out now when
+ * nothing waits before it, as it does for a peer that only sends; one that
+ * also left earlier output unread loses it with the rest: waiting for it to
+ * read would keep its place taken. */
+static void refuse_input(connection *conn, const char *why)
+{
+    if (conn->closing)
+        return;
+    buf out = BUF_INIT;
+    ecp_write_error_response(&out, NULL, 0, ECP_WIRE_SERVER_ERROR, why, NULL);
+    if (conn->decoder.mode == FRAMING_UNKNOWN) {
+        /* it never spoke, so nothing would be sent in its framing: the one
+         * line every client understands, as for a connection over the limit */
+        buf_push(&out, '\n');
+        connection_flush(conn);
+        conn->io.write(conn->io_ctx, out.data, out.len);
+    } else {
+        server__connection_send(conn, out.data, out.len);
+        connection_flush(conn);
+    }
+    buf_free(&out);
+    server__connection_drop(conn, why);
+    framing_decoder_free(&conn->decoder);
+    framing_decoder_init(&conn->decoder, conn->server->max_message);
+    conn->server->input_held -= conn->input_held;
+    conn->input_held = 0;
+}
+
+/* Counts what the connection's decoder holds in the server's total, and
+ * refuses the connection that takes the total past the budget, unless it
+ * holds too little to matter: one peer's unfinished megabytes are its own
+ * problem up to the limit of a message, everyone's beyond the budget. */
+static void account_input(connection *conn)
+{
+    server *srv = conn->server;
+    if (conn->closing)
+        return;
+    size_t held = framing_decoder_buffered(&conn->decoder);
+    srv->input_held = srv->input_held - conn->input_held + held;
+    conn->input_held = held;
+    if (held > CONNECTION_INPUT_FLOOR && srv->input_held > srv->max_input) {
+        char why[200];
+        snprintf(why, sizeof why,
+                 "Too much unfinished input: this server holds at most %zu bytes of it across its connections",
+                 srv->max_input);
+        refuse_input(conn, why);
+    }
+}
+
+void server__connections_check_input(server *self)
+{
+    uint64_t now = uv_now(self->loop);
+    for (connection *conn = self->connections; conn; conn = conn->next) {
+        if (conn->closing)
+            continue;
+        if (conn->paused || conn->parsing || conn->holding) {
+            conn->last_input = now; /* the server is the one it waits for */
+            continue;
+        }
+        if ((conn->spoke && !framing_decoder_inside_message(&conn->decoder)) ||
+            now - conn->last_input < self->input_timeout_ms)
+            continue;
+        char why[160];
+        snprintf(why, sizeof why, "Timed out: %.6g seconds without input before a message was complete",
+                 (double)self->input_timeout_ms / 1000.0);
+        refuse_input(conn, why);
+    }
+}
+
 void server__connection_finish(connection *conn)
 {
     if (conn->closing)
@@ -644,10 +714,13 @@ void connection_receive(connection *conn, const char *data, size_t len)
 {
     if (conn->closing)
         return;
+    if (len)
+        conn->last_input = uv_now(conn->server->loop);
     conn->receiving++;
     receive(conn, data, len);
     if (--conn->receiving == 0)
         connection_flush(conn);
+    account_input(conn);
 }
 
 static void receive(connection *conn, const char *data, size_t len)
@@ -673,6 +746,7 @@ static void receive(connection *conn, const char *data, size_t len)
                 server_request_exit(conn->server, 1);
             break;
         }
+        conn->spoke = true;
         if (st == FRAME_OVERSIZED) {
             char message[160];
             snprintf(message, sizeof message, "Invalid Request: message of %zu bytes exceeds the limit of %zu bytes", n,
@@ -698,6 +772,7 @@ connection *server_connection_open(server *self, const connection_io *io, void *
     conn->io_ctx = io_ctx;
     conn->encoding = ECP_ENCODING_UTF16;
     framing_decoder_init(&conn->decoder, self->max_message);
+    conn->last_input = uv_now(self->loop);
     conn->next = self->connections;
     if (self->connections)
         self->connections->prev = conn;
@@ -757,6 +832,7 @@ void connection_close(connection *conn)
     if (conn->next)
         conn->next->prev = conn->prev;
     server__client_encodings_changed(srv);
+    srv->input_held -= conn->input_held;
     ecp_log(&srv->log, ECP_LOG_DEBUG, "%s disconnected", conn->label);
     framing_decoder_free(&conn->decoder);
     buf_free(&conn->early);

@@ -72,6 +72,9 @@ struct connection {
     bool closing;              /* io->close() was called; waiting for connection_close */
     bool shutting_down;        /* this client sent `shutdown`: its later requests are refused */
     bool watching_process;     /* its `processId` is watched */
+    bool spoke;                /* it has completed a message */
+    uint64_t last_input;       /* the loop's time when bytes last arrived (or it opened) */
+    size_t input_held;         /* its part of server.input_held */
     struct connection *prev, *next;
 };
 
@@ -127,11 +130,19 @@ struct server {
     bool shared;               /* many clients: see server_options.shared */
     size_t max_connections;
     uint64_t stall_timeout_ms; /* see server_options.stall_timeout_ms */
+    size_t max_input;          /* see server_options.max_input_bytes */
+    size_t input_held;         /* held by every connection's framing decoder together */
+    uint64_t input_timeout_ms; /* see server_options.input_timeout_ms; 0 on a server that is not shared */
+    uv_timer_t *input_timer;   /* looks for connections past the input timeout; NULL if none applies */
     size_t connection_count;
     struct pid_watch *pid_watches; /* processes named by `processId` */
     size_t closing_handles;    /* watches whose handles libuv has not released yet */
     bool freed;                /* server_free ran: the last closing handle releases the memory */
 };
+
+/* Closes the connections that have sent nothing for the input timeout
+ * while they owe the rest of a message or have never sent one. */
+void server__connections_check_input(server *self);
 
 /* Stops watching the processes a connection named (it is closing). */
 void server__forget_client_processes(server *self, uint64_t client);

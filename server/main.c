@@ -17,7 +17,8 @@
 static const char usage[] =
     "usage: ecpd [--stdio | --socket [PATH]] [--workspace DIR] [--data-dir DIR] [--config FILE]\n"
     "            [--log FILE] [--log-level error|warn|info|debug] [--max-message-bytes N]\n"
-    "            [--max-connections N] [--stall-timeout SECONDS] [--eca | --acp] [--model PROVIDER/MODEL]\n"
+    "            [--max-connections N] [--stall-timeout SECONDS] [--max-input-bytes N]\n"
+    "            [--input-timeout SECONDS] [--eca | --acp] [--model PROVIDER/MODEL]\n"
     "            [--trust-workspace] [--version] [--help]\n"
     "\n"
     "Serves the Editor Command Protocol (JSON-RPC 2.0) on stdio (the default) or on a\n"
@@ -44,6 +45,14 @@ static void stdio_closed(void *ctx, stream_link *link)
     (void)link;
     a->stdio = NULL;
     /* stdin closed: the client is gone, so we are done */
+    server_request_exit(a->srv, 0);
+}
+
+/* The client closed our stdin: it is gone even if it never reads what we
+ * still owe it, so the server goes now, not once that output is written. */
+static void stdin_ended(void *ctx)
+{
+    app *a = ctx;
     server_request_exit(a->srv, 0);
 }
 
@@ -181,6 +190,26 @@ int main(int argc, char **argv)
                 return 2;
             }
             options.stall_timeout_ms = (unsigned)v * 1000u;
+        } else if (strcmp(arg, "--max-input-bytes") == 0) {
+            NEED_VALUE();
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(next, &end, 10);
+            if (errno || *end || v < 1024) {
+                fprintf(stderr, "ecpd: --max-input-bytes needs a number >= 1024\n");
+                return 2;
+            }
+            options.max_input_bytes = (size_t)v;
+        } else if (strcmp(arg, "--input-timeout") == 0) {
+            NEED_VALUE();
+            char *end;
+            errno = 0;
+            double v = strtod(next, &end);
+            if (errno || *end || end == next || !(v >= 0.05 && v <= 86400)) {
+                fprintf(stderr, "ecpd: --input-timeout needs a number of seconds from 0.05 to 86400\n");
+                return 2;
+            }
+            options.input_timeout_ms = (unsigned)(v * 1000.0 + 0.5);
         } else if (strcmp(arg, "--eca") == 0) {
             /* ECA is the chat namespace on stdio: the framing follows the client's Content-Length headers */
             use_socket = false;
@@ -263,6 +292,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "ecpd: stdio: %s\n", err.message);
             goto done;
         }
+        stream_link_on_ended(a.stdio, stdin_ended, &a);
     }
 
     while (!server_exit_requested(a.srv, &code))

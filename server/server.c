@@ -275,6 +275,8 @@ static char *default_data_dir(ecp_error *err)
 
 /* ----- lifetime ---------------------------------------------------------------- */
 
+static void on_input_timer(uv_timer_t *timer) { server__connections_check_input(timer->data); }
+
 static void server_release(server *self)
 {
     free(self->workspace);
@@ -297,6 +299,11 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     self->shared = options->shared;
     self->max_connections = options->max_connections; /* 0: the server.maxConnections setting decides */
     self->stall_timeout_ms = options->stall_timeout_ms ? options->stall_timeout_ms : ECPD_DEFAULT_STALL_TIMEOUT_MS;
+    self->max_input =
+        options->max_input_bytes ? options->max_input_bytes : xsize_add(self->max_message, self->max_message);
+    /* One client on stdio owns the server: it may take its time to speak. */
+    if (self->shared)
+        self->input_timeout_ms = options->input_timeout_ms ? options->input_timeout_ms : ECPD_DEFAULT_INPUT_TIMEOUT_MS;
     self->workspace = options->workspace ? xstrdup(options->workspace) : NULL;
     self->data_dir = options->data_dir ? xstrdup(options->data_dir) : default_data_dir(err);
     self->config_path = options->config_path ? xstrdup(options->config_path) : NULL;
@@ -326,6 +333,16 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     if (status < 0)
         goto fail;
     server__client_encodings_changed(self); /* none yet: no client reads any columns */
+    if (self->input_timeout_ms) {
+        self->input_timer = xmalloc(sizeof *self->input_timer);
+        uv_timer_init(loop, self->input_timer);
+        self->input_timer->data = self;
+        /* a few looks per timeout: a connection goes at most a quarter late */
+        uint64_t every = self->input_timeout_ms / 4;
+        every = every < 50 ? 50 : every > 1000 ? 1000 : every;
+        uv_timer_start(self->input_timer, on_input_timer, every, every);
+        uv_unref((uv_handle_t *)self->input_timer); /* it watches connections; it keeps nothing alive */
+    }
     return self;
 
 fail:
@@ -360,6 +377,8 @@ void server_free(server *self)
     cancel_all_waiters(self);
     if (self->drain_timer)
         uv_close((uv_handle_t *)self->drain_timer, (uv_close_cb)free);
+    if (self->input_timer)
+        uv_close((uv_handle_t *)self->input_timer, (uv_close_cb)free);
     /* The watches point at the server: libuv still calls them after
      * uv_close(), until their close callbacks, and the last one frees it. */
     server__forget_all_processes(self);

@@ -46,10 +46,26 @@ typedef struct server_options {
      * shared server, but the only client is waited for (it may be suspended,
      * and on stdio dropping it would end the server). 0: the default. */
     unsigned stall_timeout_ms;
+    /* What every connection together may make the server hold of messages
+     * it has not finished receiving (or not taken up yet): one that brings
+     * the total past it while holding more than CONNECTION_INPUT_FLOOR is
+     * answered with an error and closed. 0: twice the message limit, so one
+     * client alone can always send the largest message there may be. */
+    size_t max_input_bytes;
+    /* On a shared server, a connection that sends nothing for this long
+     * while it has not completed a message yet, or is in the middle of one,
+     * is answered with an error and closed, so connections that never speak
+     * cannot hold every slot. 0: the default. */
+    unsigned input_timeout_ms;
 } server_options;
 
 #define ECPD_DEFAULT_MAX_CONNECTIONS 64u
 #define ECPD_DEFAULT_STALL_TIMEOUT_MS 30000u
+#define ECPD_DEFAULT_INPUT_TIMEOUT_MS 30000u
+
+/* However full the input budget is, a connection holding no more than this
+ * is never refused for it: a small request always gets through. */
+#define CONNECTION_INPUT_FLOOR ((size_t)1 << 20)
 
 #define ECPD_DEFAULT_MAX_MESSAGE ((size_t)256 << 20)
 

@@ -14,6 +14,11 @@
 #define READ_BUFFER_SIZE (256 * 1024)
 /* One write's buffers hold at most this each (uv_buf_t counts in unsigned int). */
 #define WRITE_PIECE_BYTES ((size_t)16 << 20)
+/* While its connection pauses, a link whose owner must see the end of input
+ * reads this much more (the connection acts on none of it) before it stops:
+ * enough for a client that closed its end after its last requests, and
+ * still back-pressure for one that goes on sending. */
+#define PAUSED_READ_BYTES ((size_t)1 << 20)
 
 struct stream_link {
     server *srv;
@@ -27,6 +32,10 @@ struct stream_link {
     bool flushing;          /* closing, but waiting (uv_shutdown) for the peer to read what is queued */
     stream_link_closed_fn on_closed;
     void *ctx;
+    stream_link_ended_fn on_ended;
+    void *ended_ctx;
+    bool paused;            /* its connection asked it to stop reading */
+    size_t read_while_paused;
 };
 
 typedef struct write_req {
@@ -47,10 +56,16 @@ static void alloc_cb(uv_handle_t *handle, size_t suggested, uv_buf_t *out)
 static void read_cb(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
 {
     stream_link *link = stream->data;
-    if (n > 0 && !link->closing)
+    if (n > 0 && !link->closing) {
         connection_receive(link->conn, b->base, (size_t)n);
-    if (n < 0 && !link->closing)
+        if (link->paused && !link->closing && (link->read_while_paused += (size_t)n) >= PAUSED_READ_BYTES)
+            uv_read_stop(link->in);
+    }
+    if (n < 0 && !link->closing) {
         stream_link_close(link, true); /* EOF or error: the peer is gone; flush what it may still read */
+        if (link->on_ended)
+            link->on_ended(link->ended_ctx);
+    }
 }
 
 static void write_cb(uv_write_t *req, int status)
@@ -156,6 +171,10 @@ static void io_set_reading(void *ctx, bool on)
     stream_link *link = ctx;
     if (link->closing)
         return;
+    link->paused = !on;
+    link->read_while_paused = 0;
+    if (!on && link->on_ended)
+        return; /* its owner must see the end of input even then (transport.h) */
     if (on)
         uv_read_start(link->in, alloc_cb, read_cb);
     else
@@ -186,6 +205,12 @@ stream_link *stream_link_open(server *srv, uv_stream_t *in, uv_stream_t *out, in
     link->conn = server_connection_open(srv, &stream_io, link, label);
     uv_read_start(in, alloc_cb, read_cb);
     return link;
+}
+
+void stream_link_on_ended(stream_link *link, stream_link_ended_fn fn, void *ctx)
+{
+    link->on_ended = fn;
+    link->ended_ctx = ctx;
 }
 
 /* The link owns its connection: the connection is closed here, once no

@@ -38,6 +38,17 @@ stream_link *stream_link_open(server *srv, uv_stream_t *in, uv_stream_t *out, in
  * what is unwritten. Further calls do nothing. */
 void stream_link_close(stream_link *link, bool flush);
 
+/* Called once when the peer's input ends (end of file or a read error),
+ * while the link is still flushing what is queued for it: a peer that
+ * closed its end without reading may never let that flush finish, and its
+ * owner need not wait for it to know the peer is gone. A link with this
+ * callback goes on reading for a while (PAUSED_READ_BYTES) when its
+ * connection pauses for a peer that does not read its output, or the end
+ * would go unseen for as long as that lasts; the connection acts on nothing
+ * it receives until it resumes. */
+typedef void (*stream_link_ended_fn)(void *ctx);
+void stream_link_on_ended(stream_link *link, stream_link_ended_fn fn, void *ctx);
+
 /* ----- the two transports of ecpd ----------------------------------------- */
 
 /* Serves the process's stdin/stdout as one connection. on_closed runs when

@@ -16,13 +16,15 @@
  *   process it starts stays in that session (background jobs in process
  *   groups of their own included). Closing a terminal (terminal_close,
  *   terminal_close_all) and freeing the service end every process of the
- *   session: SIGHUP (and SIGCONT, for stopped jobs) to each of its process
+ *   terminal: SIGHUP (and SIGCONT, for stopped jobs) to each of its process
  *   groups, then, after TERMINAL_KILL_GRACE_MS, SIGKILL to each process still
- *   in it. Two kinds are spared, because their user detached them on
- *   purpose: a process that moved to a session of its own (`setsid`) is no
- *   longer in the session, and one that ignores SIGHUP (`nohup`) gets no
- *   SIGKILL. The service reaps its own children (a SIGCHLD handler that waits
- *   for its own pids only), so no zombie is left behind; the other
+ *   there, whether it ignores SIGHUP (`nohup`, `trap '' HUP`) or not. The
+ *   terminal's processes are those of its session, and those that moved to
+ *   a session of their own (`setsid`) but still have the terminal open; a
+ *   daemon that also let go of the terminal (its descriptors closed or sent
+ *   elsewhere) has left it and is spared. The service reaps its own
+ *   children (a SIGCHLD handler that waits for its own pids only), so no
+ *   zombie is left behind; the other
  *   processes of a session are not its children and are reaped by whoever
  *   adopts them. Closing answers at once; the grace period runs on the loop.
  *   Freeing the service waits for it (at most TERMINAL_KILL_GRACE_MS plus the

@@ -83,30 +83,32 @@ typedef struct term__spawn {
 /* Opens a pseudo-terminal and starts the program on it as the leader of a
  * new session with the terminal as its controlling terminal, its signals at
  * their defaults and unblocked. *master (close-on-exec, non-blocking) and
- * *pid receive the master side and the process. ECP_ENOTFOUND, ECP_EACCES or
- * ECP_EIO with the reason. */
-int term__spawn_start(const term__spawn *spec, int *master, pid_t *pid, ecp_error *err);
+ * *pid receive the master side and the process, *tty the slave side's device
+ * number. ECP_ENOTFOUND, ECP_EACCES or ECP_EIO with the reason. */
+int term__spawn_start(const term__spawn *spec, int *master, pid_t *pid, dev_t *tty, ecp_error *err);
 
 /* Looks a program up as a shell would: a name with a '/' as it is, else in
  * PATH. Appends the path to out (a buf). ECP_ENOTFOUND, ECP_EACCES. */
 struct buf;
 int term__resolve_program(const char *name, struct buf *out, ecp_error *err);
 
-/* The processes of sessions, read from /proc. */
+/* The processes of terminals, read from /proc: those whose session is one
+ * of sids, and those (of our user) that have one of ttys (the slave sides'
+ * devices; 0 for none) open, as a process that left the session with setsid
+ * but still uses the terminal has. sids and ttys hold count entries each. */
 typedef struct term__member {
     pid_t pid, pgid, sid;
-    bool ignores_hup; /* SIGHUP is ignored (nohup): spared the SIGKILL */
 } term__member;
 
-/* Lists the live (not zombie) processes whose session is one of sids
- * (count of them). *out (caller frees) receives *n members. */
-void term__session_members(const pid_t *sids, size_t count, term__member **out, size_t *n);
+/* Lists the live (not zombie) processes of those terminals, never the
+ * server itself. *out (caller frees) receives *n members. */
+void term__session_members(const pid_t *sids, const dev_t *ttys, size_t count, term__member **out, size_t *n);
 
-/* SIGHUP then SIGCONT to every process group of each session. */
-void term__session_hangup(const pid_t *sids, size_t count);
+/* SIGHUP then SIGCONT to every process group of those terminals' processes. */
+void term__session_hangup(const pid_t *sids, const dev_t *ttys, size_t count);
 
-/* SIGKILL to every process of each session that does not ignore SIGHUP.
- * Returns how many processes were left to kill. */
-size_t term__session_kill(const pid_t *sids, size_t count);
+/* SIGKILL to every process of those terminals, whether it ignores SIGHUP or
+ * not. Returns how many processes were left to kill. */
+size_t term__session_kill(const pid_t *sids, const dev_t *ttys, size_t count);
 
 #endif

@@ -59,6 +59,7 @@ struct terminal {
     terminal *next;
     char *id, *shell, *cwd, *title;
     pid_t pid;
+    dev_t tty;        /* the slave side's device: who still has it open is the terminal's */
     int master;
     term_handles *h;
     int poll_events;
@@ -84,6 +85,7 @@ struct terminal {
 /* A session being ended after its terminal closed. */
 typedef struct dying {
     pid_t sid;
+    dev_t tty;
     pid_t child;      /* the leader, until reaped (0 then) */
     uint64_t deadline;
     bool killed;
@@ -154,10 +156,10 @@ static void dying_remove_done(terminal_service *self)
     }
 }
 
-/* SIGKILL to what is left of a session, until nothing (not spared) is. */
-static void kill_session(pid_t sid)
+/* SIGKILL to what is left of a session, until nothing is. */
+static void kill_session(pid_t sid, dev_t tty)
 {
-    for (int pass = 0; pass < 5 && term__session_kill(&sid, 1); pass++)
+    for (int pass = 0; pass < 5 && term__session_kill(&sid, &tty, 1); pass++)
         ;
 }
 
@@ -167,7 +169,7 @@ static void on_reap_timer(uv_timer_t *timer)
     uint64_t now = now_ms();
     for (dying *d = self->dying; d; d = d->next)
         if (!d->killed && d->deadline <= now) {
-            kill_session(d->sid);
+            kill_session(d->sid, d->tty);
             d->killed = true;
         }
     dying_remove_done(self);
@@ -176,11 +178,12 @@ static void on_reap_timer(uv_timer_t *timer)
 
 /* Starts ending a terminal's session: SIGHUP now, SIGKILL after the grace
  * period (on_reap_timer). */
-static void session_end(terminal_service *self, pid_t sid, bool child_running)
+static void session_end(terminal_service *self, pid_t sid, dev_t tty, bool child_running)
 {
-    term__session_hangup(&sid, 1);
+    term__session_hangup(&sid, &tty, 1);
     dying *d = xcalloc(1, sizeof *d);
     d->sid = sid;
+    d->tty = tty;
     d->child = child_running ? sid : 0;
     d->deadline = now_ms() + TERMINAL_KILL_GRACE_MS;
     d->next = self->dying;
@@ -571,7 +574,7 @@ static void terminal_close_one(terminal_service *self, terminal *t)
     uv_close((uv_handle_t *)&t->h->timer, on_handle_closed);
     close(t->master);
     t->master = -1;
-    session_end(self, t->pid, t->running);
+    session_end(self, t->pid, t->tty, t->running);
     if (!t->busy)
         terminal_destroy(t);
 }
@@ -670,7 +673,8 @@ int terminal_create(terminal_service *self, const terminal_create_options *o, ch
     term__spawn spec = {path.data, argv, env, cwd, cols, rows};
     int master;
     pid_t pid;
-    if ((status = term__spawn_start(&spec, &master, &pid, err)))
+    dev_t tty;
+    if ((status = term__spawn_start(&spec, &master, &pid, &tty, err)))
         goto done;
 
     terminal *t = xcalloc(1, sizeof *t);
@@ -680,6 +684,7 @@ int terminal_create(terminal_service *self, const terminal_create_options *o, ch
     cwd = NULL;
     t->title = xstrdup(t->shell);
     t->pid = pid;
+    t->tty = tty;
     t->master = master;
     t->running = true;
     char id[64];
@@ -935,15 +940,13 @@ static void on_service_handle_closed(uv_handle_t *handle)
         free(h);
 }
 
-static size_t session_left(const pid_t *sids, size_t n)
+static size_t session_left(const pid_t *sids, const dev_t *ttys, size_t n)
 {
     term__member *members;
-    size_t count, left = 0;
-    term__session_members(sids, n, &members, &count);
-    for (size_t i = 0; i < count; i++)
-        left += !(members[i].ignores_hup && members[i].pid != members[i].sid);
+    size_t count;
+    term__session_members(sids, ttys, n, &members, &count);
     free(members);
-    return left;
+    return count;
 }
 
 static void sleep_ms(long ms)
@@ -963,18 +966,20 @@ void terminal_service_free(terminal_service *self)
     for (dying *d = self->dying; d; d = d->next)
         n++;
     pid_t *sids = xcalloc(n ? n : 1, sizeof *sids);
+    dev_t *ttys = xcalloc(n ? n : 1, sizeof *ttys);
     n = 0;
     for (dying *d = self->dying; d; d = d->next)
-        sids[n++] = d->sid;
+        sids[n] = d->sid, ttys[n++] = d->tty;
     uint64_t deadline = now_ms() + TERMINAL_KILL_GRACE_MS;
+    /* each look reads every process's descriptors: not too often */
     while (n && now_ms() < deadline) {
         reap(self);
-        if (!session_left(sids, n))
+        if (!session_left(sids, ttys, n))
             break;
-        sleep_ms(2);
+        sleep_ms(10);
     }
     for (size_t i = 0; i < n; i++)
-        kill_session(sids[i]);
+        kill_session(sids[i], ttys[i]);
     /* the leaders are our children: wait for them, a little */
     uint64_t give_up = now_ms() + 1000;
     for (;;) {
@@ -998,6 +1003,7 @@ void terminal_service_free(terminal_service *self)
         free(d);
     }
     free(sids);
+    free(ttys);
     svc_handles *h = self->h;
     h->sigchld.data = h->check.data = h->idle.data = h->reap.data = h;
     uv_close((uv_handle_t *)&h->sigchld, on_service_handle_closed);

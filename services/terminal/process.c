@@ -14,7 +14,11 @@
  * session and process group there. A session's id is its leader's pid, and
  * Linux does not give that number to a new process while any process still
  * uses it as its session or group, so a process found with that session is
- * one of the terminal's.
+ * one of the terminal's. A process that left the session (`setsid`) but
+ * still has the terminal open on some descriptor is one of the terminal's
+ * too: it is found by the device of the descriptors in /proc/PID/fd, and
+ * Linux does not give a pseudo-terminal's number to a new one while any
+ * process still has its slave side open.
  */
 #include "internal.h"
 
@@ -90,7 +94,7 @@ int term__resolve_program(const char *name, buf *out, ecp_error *err)
 
 /* ----- starting it --------------------------------------------------------------------- */
 
-int term__spawn_start(const term__spawn *spec, int *master_out, pid_t *pid_out, ecp_error *err)
+int term__spawn_start(const term__spawn *spec, int *master_out, pid_t *pid_out, dev_t *tty_out, ecp_error *err)
 {
     int status = 0;
     int slave = -1;
@@ -115,6 +119,11 @@ int term__spawn_start(const term__spawn *spec, int *master_out, pid_t *pid_out, 
     if (tcgetattr(slave, &tio) == 0) {
         tio.c_iflag |= IUTF8;
         tcsetattr(slave, TCSANOW, &tio);
+    }
+    struct stat slave_st;
+    if (fstat(slave, &slave_st) < 0) {
+        status = ecp_error_set(err, ECP_EIO, "Cannot set up a pseudo-terminal: %s", strerror(errno));
+        goto done;
     }
     struct winsize ws = {.ws_row = (unsigned short)spec->rows, .ws_col = (unsigned short)spec->cols};
     ioctl(slave, TIOCSWINSZ, &ws);
@@ -148,6 +157,7 @@ int term__spawn_start(const term__spawn *spec, int *master_out, pid_t *pid_out, 
     }
     *master_out = master;
     *pid_out = pid;
+    *tty_out = slave_st.st_rdev;
     master = -1;
 
 done:
@@ -194,26 +204,33 @@ static bool read_stat(const char *pid_name, char *state, pid_t *pgid, pid_t *sid
     return true;
 }
 
-static bool ignores_hup(pid_t pid)
+/* Whether the process has one of the terminals (slave devices) open. Only
+ * our own processes let us look; the others are not ours to end anyway. */
+static bool holds_terminal(const char *pid_name, const dev_t *ttys, size_t count)
 {
-    char path[64], text[4096];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%s/fd", pid_name);
+    DIR *dir = opendir(path);
+    if (!dir)
         return false;
-    ssize_t n = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    text[n] = '\0';
-    const char *line = strstr(text, "\nSigIgn:");
-    unsigned long long mask;
-    if (!line || sscanf(line + 8, " %llx", &mask) != 1)
-        return false;
-    return mask & (1ULL << (SIGHUP - 1));
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(dir))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char fd_path[64 + sizeof e->d_name];
+        struct stat st;
+        snprintf(fd_path, sizeof fd_path, "%s/%s", path, e->d_name);
+        if (stat(fd_path, &st) < 0 || !S_ISCHR(st.st_mode))
+            continue;
+        for (size_t i = 0; i < count && !found; i++)
+            found = ttys[i] && st.st_rdev == ttys[i];
+    }
+    closedir(dir);
+    return found;
 }
 
-void term__session_members(const pid_t *sids, size_t count, term__member **out, size_t *n)
+void term__session_members(const pid_t *sids, const dev_t *ttys, size_t count, term__member **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -221,22 +238,25 @@ void term__session_members(const pid_t *sids, size_t count, term__member **out, 
     DIR *dir = opendir("/proc");
     if (!dir)
         return;
+    pid_t self = getpid();
     struct dirent *e;
     while ((e = readdir(dir))) {
         if (e->d_name[0] < '1' || e->d_name[0] > '9')
             continue;
         char state;
         pid_t pgid, sid;
-        if (!read_stat(e->d_name, &state, &pgid, &sid) || !wanted(sid, sids, count))
+        if (!read_stat(e->d_name, &state, &pgid, &sid))
             continue;
         if (state == 'Z' || state == 'X')
             continue; /* already ended; its parent reaps it */
+        pid_t pid = (pid_t)atoi(e->d_name);
+        if (pid == self || (!wanted(sid, sids, count) && !holds_terminal(e->d_name, ttys, count)))
+            continue;
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
             *out = xrealloc(*out, cap * sizeof **out);
         }
-        pid_t pid = (pid_t)atoi(e->d_name);
-        (*out)[(*n)++] = (term__member){pid, pgid, sid, ignores_hup(pid)};
+        (*out)[(*n)++] = (term__member){pid, pgid, sid};
     }
     closedir(dir);
 }
@@ -248,11 +268,11 @@ static bool may_signal(pid_t id)
     return id > 1 && id != getpgrp() && id != getsid(0) && id != getpid();
 }
 
-void term__session_hangup(const pid_t *sids, size_t count)
+void term__session_hangup(const pid_t *sids, const dev_t *ttys, size_t count)
 {
     term__member *members;
     size_t n;
-    term__session_members(sids, count, &members, &n);
+    term__session_members(sids, ttys, count, &members, &n);
     for (size_t i = 0; i < n; i++) {
         pid_t pgid = members[i].pgid;
         bool seen = false;
@@ -270,18 +290,18 @@ void term__session_hangup(const pid_t *sids, size_t count)
     free(members);
 }
 
-size_t term__session_kill(const pid_t *sids, size_t count)
+size_t term__session_kill(const pid_t *sids, const dev_t *ttys, size_t count)
 {
     term__member *members;
     size_t n, left = 0;
-    term__session_members(sids, count, &members, &n);
+    term__session_members(sids, ttys, count, &members, &n);
     for (size_t i = 0; i < n; i++) {
-        const term__member *m = &members[i];
-        if (m->ignores_hup && m->pid != m->sid)
-            continue; /* nohup: its user wanted it to outlive the terminal */
-        if (!may_signal(m->pid))
+        /* SIGHUP ignored or not: a program that outlived its terminal on
+         * purpose (nohup, trap '' HUP) would otherwise live as long as the
+         * machine, and a closed terminal is the user's word that it is done */
+        if (!may_signal(members[i].pid))
             continue;
-        kill(m->pid, SIGKILL);
+        kill(members[i].pid, SIGKILL);
         left++;
     }
     free(members);

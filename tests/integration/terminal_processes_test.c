@@ -1,9 +1,9 @@
 /* The processes behind terminals, checked in the process table: closeAll,
  * close and the server's teardown end every process of a terminal's session
  * (background jobs in process groups of their own, stopped jobs, a shell
- * that ignores SIGHUP), leaving neither orphans nor zombies, while what the
- * user detached on purpose (setsid, nohup) lives on. Real shells: bash and
- * /bin/sh. */
+ * or a job that ignores SIGHUP, a job that left the session but still uses
+ * the terminal), leaving neither orphans nor zombies, while a daemon that
+ * let go of the terminal lives on. Real shells: bash and /bin/sh. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -218,38 +218,49 @@ static void test_close_ends_a_sh_session(void **state)
     free(id);
 }
 
-static void test_detached_processes_live_on(void **state)
+static void test_only_a_daemon_that_let_go_of_the_terminal_lives_on(void **state)
 {
     char *id = th_create(cl, "\"shell\":\"/bin/bash\"");
     /* durations of this run's own, to find these processes by their command line */
-    char d1[16], d2[16], d3[16], command[256];
-    snprintf(d1, sizeof d1, "%d1", (int)getpid());
-    snprintf(d2, sizeof d2, "%d2", (int)getpid());
-    snprintf(d3, sizeof d3, "%d3", (int)getpid());
-    snprintf(command, sizeof command, "setsid sleep %s & nohup sleep %s >/dev/null 2>&1 & sleep %s &", d1, d2, d3);
+    char d[5][16], command[512];
+    for (int i = 0; i < 5; i++)
+        snprintf(d[i], sizeof d[i], "%d%d", (int)getpid(), i + 1);
+    /* a daemon (its own session, the terminal let go of), then what only
+     * looks detached: nohup, a job deaf to SIGHUP, setsid still writing to
+     * the terminal, and a plain job */
+    snprintf(command, sizeof command,
+             "setsid sleep %s </dev/null >/dev/null 2>&1 & nohup sleep %s >/dev/null 2>&1 & "
+             "(trap '' HUP; exec sleep %s) & setsid sleep %s & sleep %s &",
+             d[0], d[1], d[2], d[3], d[4]);
     pid_t shell, unused;
     run_and_read(id, command, "PIDS", &shell, &unused);
-    pid_t detached = 0, nohupped = 0, plain = 0;
+    pid_t found[5] = {0};
     long long end = th_now_ms() + WAIT_MS;
-    while ((!detached || !nohupped || !plain) && th_now_ms() < end) {
-        detached = find_command("sleep", d1);
-        nohupped = find_command("sleep", d2);
-        plain = find_command("sleep", d3);
+    for (bool all = false; !all && th_now_ms() < end;) {
+        all = true;
+        for (int i = 0; i < 5; i++) {
+            if (!found[i])
+                found[i] = find_command("sleep", d[i]);
+            all &= found[i] != 0;
+        }
         test_server_run_for(srv, 20);
     }
-    assert_true(detached && nohupped && plain);
+    for (int i = 0; i < 5; i++)
+        assert_true(found[i]);
+    char st;
+    pid_t pgid, sid;
+    assert_true(read_stat(found[3], &st, &pgid, &sid));
+    assert_int_not_equal(sid, shell); /* left the session, kept the terminal */
     char params[256];
     snprintf(params, sizeof params, "{\"terminalId\":\"%s\"}", id);
     assert_int_equal(test_client_request(cl, "terminal/close", params, NULL), 0);
-    pid_t pids[] = {shell, plain};
-    assert_true(wait_all_gone(pids, 2, NULL, 0, NULL, 0, WAIT_MS));
-    /* past the grace period, and then some */
-    test_server_run_for(srv, 600);
-    bool detached_lives = !gone(detached), nohupped_lives = !gone(nohupped);
-    kill(detached, SIGKILL);
-    kill(nohupped, SIGKILL);
-    assert_true(detached_lives);
-    assert_true(nohupped_lives);
+    pid_t pids[] = {shell, found[1], found[2], found[3], found[4]};
+    bool ended = wait_all_gone(pids, 5, NULL, 0, NULL, 0, WAIT_MS);
+    bool daemon_lives = !gone(found[0]);
+    for (int i = 0; i < 5; i++)
+        kill(found[i], SIGKILL);
+    assert_true(ended);
+    assert_true(daemon_lives);
     free(id);
 }
 
@@ -280,7 +291,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_close_all_ends_every_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_ends_a_sh_session, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_detached_processes_live_on, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_only_a_daemon_that_let_go_of_the_terminal_lives_on, setup, teardown),
         cmocka_unit_test_setup_teardown(test_teardown_ends_background_jobs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

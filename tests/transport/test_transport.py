@@ -276,6 +276,20 @@ class StdioTests(unittest.TestCase):
         s.p.stdout.close()
         s.p.stderr.close()
 
+    def test_stdin_eof_is_seen_while_the_output_is_backed_up(self):
+        # answers past the pause bound that nobody reads: the server stops acting on input, not reading it
+        s = Stdio(self.tmp)
+        pad = "x" * (950 << 10)
+        for i in range(9):
+            s.send(nl(req(i, "ecp/ping", [pad])))
+        time.sleep(0.5)
+        t = time.time()
+        s.p.stdin.close()
+        self.assertEqual(s.p.wait(10), 0)
+        self.assertLess(time.time() - t, 2.0)
+        s.p.stdout.close()
+        s.p.stderr.close()
+
     def test_bad_input_keeps_the_connection(self):
         s = Stdio(self.tmp, "--max-message-bytes", "65536")
         self.assertEqual(s.call(req(1, "ecp/ping"))["id"], 1)  # newline framing from here on
@@ -995,6 +1009,171 @@ class SocketTests(unittest.TestCase):
 
 
 SANITIZER_REPORTS = (b"AddressSanitizer", b"LeakSanitizer", b"UndefinedBehaviorSanitizer", b"runtime error:")
+
+
+def read_until_closed(sock, timeout=10):
+    """Everything the peer sends until it closes (a reset counts as closed)."""
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(1 << 16)
+        except ConnectionResetError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+class InputLimitTests(unittest.TestCase):
+    """What unfinished messages may cost a shared server: a budget for all
+    connections together, and a timeout for those that never finish one."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ecpd-transport-")
+
+    def test_unfinished_lines_past_the_budget_are_refused_and_memory_stays_bounded(self):
+        budget = 64 << 20
+        srv = SocketServer(self.tmp, "--max-message-bytes", str(40 << 20), "--max-input-bytes", str(budget))
+        try:
+            first = Client(srv.connect())
+            self.assertEqual(first.call(req(0, "ecp/ping"))["id"], 0)
+            before = rss_kb(srv.p.pid)
+            head = b'{"jsonrpc":"2.0","id":1,"method":"ecp/ping","params":["'
+            piece = b"x" * (1 << 20)
+            conns, refused = [], []
+            for _ in range(10):  # 10 x 24 MiB, each line left unfinished: 240 MiB without a budget
+                c = srv.connect()
+                conns.append(c)
+                try:
+                    c.sendall(head)
+                    for _ in range(24):
+                        c.sendall(piece)
+                except (BrokenPipeError, ConnectionResetError):
+                    refused.append(c)
+                    continue
+                time.sleep(0.2)  # the server reads what the socket still holds
+            grown_mb = (rss_kb(srv.p.pid) - before) / 1024
+            print("\n  10 unfinished 24 MiB lines against a 64 MiB budget raised RSS by %.0f MB" % grown_mb,
+                  file=sys.stderr)
+            # two lines fit in the budget; every other connection was told and closed
+            closed, kept = [], []
+            for c in conns:
+                c.settimeout(0.5)
+                try:
+                    got = c.recv(1 << 16)
+                except socket.timeout:
+                    kept.append(c)  # still open: its line is held
+                    continue
+                except ConnectionResetError:
+                    got = b""
+                closed.append(got + read_until_closed(c))
+            self.assertEqual(len(closed), 8)
+            self.assertEqual(len(kept), 2)
+            for data in closed:
+                error = json.loads(data.split(b"\n")[0])
+                self.assertEqual(error["id"], None)
+                self.assertEqual(error["error"]["code"], -32000)
+                self.assertEqual(error["error"]["message"],
+                                 "Too much unfinished input: this server holds at most %d bytes of it across "
+                                 "its connections" % budget)
+            self.assertLess(grown_mb, (budget >> 20) + 40 * SANITIZED)
+            # the server and the others are untouched: a new client is served, the held lines complete
+            late = Client(srv.connect())
+            self.assertEqual(late.call(req(5, "ecp/ping", [5]))["result"], [5])
+            self.assertEqual(first.call(req(6, "ecp/ping", [6]))["result"], [6])
+            for c in kept:
+                c.settimeout(60)
+                c.sendall(b'"]}\n')
+                answer = Reader(c.recv).message()
+                self.assertEqual(len(answer["result"][0]), 24 << 20)
+            for c in conns + [late.s, first.s]:
+                c.close()
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_one_honest_large_message_alone_still_works(self):
+        srv = SocketServer(self.tmp)  # the defaults: 256 MiB a message, twice that in all
+        try:
+            c = Client(srv.connect())
+            item = '"' + "v" * 998 + '",'
+            body = ('{"jsonrpc":"2.0","id":1,"method":"ecp/methods","params":{"namespace":"ecp","pad":['
+                    + item * ((200 << 20) // len(item) + 1) + '1]}}\n').encode()
+            self.assertGreater(len(body), 200 << 20)
+            c.s.settimeout(120)
+            c.s.sendall(body)
+            answer = c.r.message()
+            self.assertEqual(answer["id"], 1)
+            self.assertIn("result", answer)
+            c.s.close()
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_connections_that_never_finish_a_message_time_out(self):
+        srv = SocketServer(self.tmp, "--input-timeout", "1")
+        try:
+            silent = srv.connect()
+            unfinished = srv.connect()
+            unfinished.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ecp/pi')
+            talker = Client(srv.connect())
+            self.assertEqual(talker.call(req(1, "ecp/ping", [1]))["result"], [1])
+            slow = srv.connect()
+            started = time.time()
+            line = nl(req(2, "ecp/ping", ["steady"]))
+            # a slow but steady sender: a few bytes every 0.3 s, for 3 s in all
+            step = len(line) // 10 + 1
+            for i in range(0, len(line), step):
+                slow.sendall(line[i:i + step])
+                time.sleep(0.3)
+            self.assertEqual(Reader(slow.recv).message()["result"], ["steady"])
+            for sock in (silent, unfinished):
+                data = read_until_closed(sock, timeout=5)
+                error = json.loads(data.split(b"\n")[0])
+                self.assertEqual(error["error"]["code"], -32000)
+                self.assertEqual(error["error"]["message"],
+                                 "Timed out: 1 seconds without input before a message was complete")
+            self.assertLess(time.time() - started, 6)
+            # idle between messages is no fault: the talker stays
+            time.sleep(1.5)
+            self.assertEqual(talker.call(req(3, "ecp/ping", [3]))["result"], [3])
+            # one that stops in the middle of its next message does not
+            talker.s.sendall(b'{"jsonrpc":"2.0",')
+            error = json.loads(read_until_closed(talker.s, timeout=5).split(b"\n")[0])
+            self.assertIn("Timed out", error["error"]["message"])
+            for sock in (silent, unfinished, slow, talker.s):
+                sock.close()
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_a_timed_out_connection_that_left_answers_unread_frees_its_place(self):
+        srv = SocketServer(self.tmp, "--input-timeout", "0.5", "--max-connections", "2")
+        try:
+            stuck = srv.connect()
+            pad = "z" * (1 << 18)
+            for i in range(8):  # 2 MiB of answers it never reads, under the pause bound
+                stuck.sendall(nl(req(i, "ecp/ping", {"pad": pad})))
+            stuck.sendall(b'{"jsonrpc":"2.0",')
+            time.sleep(2.0)
+            first, second = Client(srv.connect()), Client(srv.connect())
+            self.assertEqual(first.call(req(1, "ecp/ping", [1]))["result"], [1])
+            self.assertEqual(second.call(req(2, "ecp/ping", [2]))["result"], [2])
+            for sock in (stuck, first.s, second.s):
+                sock.close()
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_the_timeout_is_for_shared_servers_only(self):
+        s = Stdio(self.tmp, "--input-timeout", "0.2")
+        time.sleep(0.8)  # the one client of a stdio server may take its time
+        self.assertEqual(s.call(req(1, "ecp/ping", [1]))["result"], [1])
+        self.assertEqual(s.close(), 0)
+
+    def test_the_flags_need_numbers(self):
+        for args in (["--max-input-bytes", "100"], ["--max-input-bytes", "lots"], ["--input-timeout", "0"],
+                     ["--input-timeout", "soon"]):
+            p = subprocess.run([ECPD, *args, "--version"], capture_output=True)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(args[0].encode(), p.stderr)
 
 
 class TeardownTests(unittest.TestCase):

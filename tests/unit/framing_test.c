@@ -743,6 +743,58 @@ static void test_big_messages_keep_their_neighbours(void **state)
     }
 }
 
+/* What a decoder holds for its peer, and whether a message has begun: the
+ * server's input budget and its timeout read these. */
+static void test_what_is_held_and_whether_a_message_has_begun(void **state)
+{
+    (void)state;
+    char *msg;
+    size_t len;
+    framing_decoder d;
+    framing_decoder_init(&d, 16);
+    assert_int_equal(framing_decoder_buffered(&d), 0);
+    assert_false(framing_decoder_inside_message(&d));
+    /* whitespace before a message is not held, and begins nothing */
+    framing_decoder_feed(&d, " \n", 2);
+    assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_NEED_MORE);
+    assert_int_equal(framing_decoder_buffered(&d), 0);
+    assert_false(framing_decoder_inside_message(&d));
+    framing_decoder_feed(&d, "[1,", 3);
+    assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_NEED_MORE);
+    assert_int_equal(framing_decoder_buffered(&d), 3);
+    assert_true(framing_decoder_inside_message(&d));
+    framing_decoder_feed(&d, "2]\n[", 4);
+    assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_MESSAGE);
+    free(msg);
+    assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_NEED_MORE);
+    assert_int_equal(framing_decoder_buffered(&d), 1);
+    /* an oversized line is dropped as it comes, but it has not ended */
+    framing_decoder_feed(&d, "1,2,3,4,5,6,7,8,9,", 18);
+    assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_OVERSIZED);
+    assert_int_equal(framing_decoder_buffered(&d), 0);
+    assert_true(framing_decoder_inside_message(&d));
+    framing_decoder_feed(&d, "0]\n", 3);
+    assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_NEED_MORE);
+    assert_false(framing_decoder_inside_message(&d));
+    framing_decoder_free(&d);
+
+    /* with headers: a message has begun once its header is read, body or not */
+    framing_decoder_init(&d, 16);
+    framing_decoder_feed(&d, "Content-Length: 2\r\n\r\n", 21);
+    assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_NEED_MORE);
+    assert_int_equal(framing_decoder_buffered(&d), 0);
+    assert_true(framing_decoder_inside_message(&d));
+    framing_decoder_feed(&d, "{}", 2);
+    assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_MESSAGE);
+    free(msg);
+    assert_false(framing_decoder_inside_message(&d));
+    /* an oversized body being skipped has not ended either */
+    framing_decoder_feed(&d, "Content-Length: 40\r\n\r\n{", 23);
+    assert_int_equal(framing_decoder_next(&d, &msg, &len), FRAME_OVERSIZED);
+    assert_true(framing_decoder_inside_message(&d));
+    framing_decoder_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -758,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_pipelined_burst),
         cmocka_unit_test(test_encode),
         cmocka_unit_test(test_big_messages_keep_their_neighbours),
+        cmocka_unit_test(test_what_is_held_and_whether_a_message_has_begun),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
