@@ -106,6 +106,7 @@ int ecp_status_from_errno(int errnum);
     X(LSP_INVALID_POSITION, -32407)                     \
     X(LSP_NOT_SUPPORTED, -32408)                        \
     X(LSP_DISABLED, -32409)                             \
+    X(LSP_WORKSPACE_NOT_TRUSTED, -32410)                \
     /* syntax */                                        \
     X(SYNTAX_NOT_READY, -32500)                         \
     X(SYNTAX_LANGUAGE_NOT_SUPPORTED, -32501)            \

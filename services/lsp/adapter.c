@@ -17,6 +17,7 @@ static const ecp_wire_map start_codes[] = {
     {ECP_ESTATE, ECP_WIRE_LSP_DISABLED},
     {ECP_EIO, ECP_WIRE_LSP_SERVER_START_FAILED},
     {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
+    {ECP_EACCES, ECP_WIRE_LSP_WORKSPACE_NOT_TRUSTED},
 };
 
 static const ecp_wire_map request_codes[] = {

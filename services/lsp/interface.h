@@ -12,7 +12,17 @@
  *   and then end the process, so no server outlives the service. The binary
  *   is found on PATH, then in ~/.cargo/bin, ~/.local/bin, /opt/homebrew/bin,
  *   /usr/local/bin, ~/go/bin, ~/.bun/bin and the project's third_party/node
- *   (options.extra_path), and spawned by its absolute path.
+ *   (options.extra_path), and spawned by its absolute path. Empty and
+ *   relative PATH entries are skipped, and left out of the PATH a server
+ *   gets: they name folders of the working directory, often a workspace. A
+ *   command that is a relative path is not found.
+ * - Trust. A server runs what the folder it is rooted in names (the
+ *   folder's node_modules/typescript, the environment a pyrightconfig.json
+ *   names), so it starts, by any road (lsp_server_start, lsp_document_open,
+ *   a restart), only in a folder the session service says is trusted; a
+ *   server without a root folder does not start at all. Withdrawing trust stops the servers
+ *   whose root is no longer trusted, as lsp_server_stop does. Without a
+ *   session service nothing is checked: the embedder answers for its roots.
  * - Documents. Every document of the document service whose language has a
  *   running server is opened on that server, and its edits follow as
  *   incremental didChange (whole-text when the server asks for full sync),
@@ -63,7 +73,7 @@ typedef struct lsp_service_options {
     uv_loop_t *loop;                        /* required; borrowed, outlives the service */
     ecp_logger *log;                        /* may be NULL; borrowed */
     struct document_service *documents;     /* may be NULL; borrowed, outlives the service */
-    struct session_service *session;        /* may be NULL (no settings); borrowed, outlives the service */
+    struct session_service *session;        /* may be NULL (no settings, no trust); borrowed, outlives the service */
     const char *workspace;                  /* may be NULL; copied. The default root of servers */
     const char *extra_path;                 /* may be NULL; a ':'-list searched after the defaults; copied */
     unsigned timeout_ms;                    /* 0: the lsp.requestTimeoutMs setting, else 30000 */
@@ -118,8 +128,10 @@ typedef struct lsp_server_info {
 } lsp_server_info;
 
 /* status 0 when the server is ready; otherwise ECP_ENOTFOUND (no
- * configuration), ECP_ESTATE (lsp.enabled is false), ECP_EIO (the binary is
- * missing or initialize failed), ECP_ECANCELED (stopped or freed meanwhile).
+ * configuration), ECP_ESTATE (lsp.enabled is false), ECP_EACCES (its folder,
+ * workspace_uri else the served workspace, is not trusted; err names it),
+ * ECP_EIO (the binary is missing or initialize failed), ECP_ECANCELED
+ * (stopped or freed meanwhile).
  * Runs before lsp_server_start returns when the server is already ready or
  * the start fails at once. */
 typedef void (*lsp_start_cb)(void *ctx, int status, const ecp_error *err, const lsp_server_info *info);

@@ -261,13 +261,45 @@ bool lsp_config_get(lsp_service *self, const char *language_id, lsp_server_confi
     return false;
 }
 
-/* The absolute path of command: itself when it has a slash, else the first
- * executable on PATH, the catalogue's extra directories and extra_path. */
+/* Calls fn for each absolute entry of a ':'-list. Empty and relative entries
+ * ("", ".", "bin") name folders of the working directory, which is often a
+ * workspace: a search there would run the workspace's own clangd. */
+static bool each_absolute_dir(const char *list, bool (*fn)(void *ctx, const char *dir, size_t len), void *ctx)
+{
+    for (const char *dir = list; dir;) {
+        const char *colon = strchr(dir, ':');
+        size_t n = colon ? (size_t)(colon - dir) : strlen(dir);
+        if (n > 0 && dir[0] == '/' && fn(ctx, dir, n))
+            return true;
+        dir = colon ? colon + 1 : NULL;
+    }
+    return false;
+}
+
+typedef struct command_search {
+    const char *command;
+    buf *out;
+} command_search;
+
+static bool command_in(void *ctx, const char *dir, size_t len)
+{
+    command_search *search = ctx;
+    buf_clear(search->out);
+    buf_append(search->out, dir, len);
+    buf_appendf(search->out, "/%s", search->command);
+    return access(search->out->data, X_OK) == 0;
+}
+
+/* The absolute path of command: itself when it is an absolute path, else the
+ * first executable in the absolute entries of PATH, the catalogue's extra
+ * directories and extra_path. A relative path with a slash ("./clangd") is
+ * not a command: it would be looked for in ecpd's working directory and run
+ * from the server's, the workspace. */
 static bool resolve_command(lsp_service *self, const char *command, buf *out)
 {
     buf_clear(out);
     if (strchr(command, '/')) {
-        if (access(command, X_OK) != 0)
+        if (command[0] != '/' || access(command, X_OK) != 0)
             return false;
         buf_append_str(out, command);
         return true;
@@ -283,20 +315,39 @@ static bool resolve_command(lsp_service *self, const char *command, buf *out)
     buf_append_str(&dirs, ":/opt/homebrew/bin:/usr/local/bin");
     if (self->extra_path)
         buf_appendf(&dirs, ":%s", self->extra_path);
-    bool found = false;
-    for (char *dir = dirs.data; dir && !found;) {
-        char *colon = strchr(dir, ':');
-        size_t n = colon ? (size_t)(colon - dir) : strlen(dir);
-        if (n > 0) {
-            buf_clear(out);
-            buf_append(out, dir, n);
-            buf_appendf(out, "/%s", command);
-            found = access(out->data, X_OK) == 0;
-        }
-        dir = colon ? colon + 1 : NULL;
-    }
+    command_search search = {.command = command, .out = out};
+    bool found = each_absolute_dir(dirs.data, command_in, &search);
     buf_free(&dirs);
     return found;
+}
+
+static bool path_entry_append(void *ctx, const char *dir, size_t len)
+{
+    buf *out = ctx;
+    if (out->len > strlen("PATH="))
+        buf_push(out, ':');
+    buf_append(out, dir, len);
+    return false;
+}
+
+/* "PATH=" with the absolute entries of PATH (malloc'd), or NULL when PATH has
+ * no other kind. A server looks programs up on PATH from the folder it is
+ * rooted in (pyright its python3): an empty or relative entry would find the
+ * workspace's. */
+static char *absolute_path_var(void)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        return NULL;
+    buf out;
+    buf_init(&out);
+    buf_append_str(&out, "PATH=");
+    each_absolute_dir(path, path_entry_append, &out);
+    if (strcmp(out.data + strlen("PATH="), path) == 0) {
+        buf_free(&out);
+        return NULL;
+    }
+    return buf_detach(&out);
 }
 
 /* ----- events -------------------------------------------------------------------- */
@@ -553,17 +604,22 @@ static lsp_proc *proc_spawn(lsp_server *s, const char *file, const lsp_server_co
         argv[i + 1] = (char *)config->args[i];
 
     char **envp = NULL;
-    if (config->env && config->env[0]) {
+    char *path_var = absolute_path_var();
+    if ((config->env && config->env[0]) || path_var) {
         extern char **environ;
-        size_t n = 0, m = 0;
+        size_t n = 0, m = 0, kept = 0;
         while (environ[n])
             n++;
-        while (config->env[m])
+        while (config->env && config->env[m])
             m++;
-        envp = xcalloc(n + m + 1, sizeof *envp);
-        memcpy(envp, environ, n * sizeof *envp);
+        envp = xcalloc(n + m + 2, sizeof *envp);
+        for (size_t i = 0; i < n; i++)
+            if (!path_var || strncmp(environ[i], "PATH=", 5) != 0)
+                envp[kept++] = environ[i];
+        if (path_var)
+            envp[kept++] = path_var;
         for (size_t i = 0; i < m; i++)
-            envp[n + i] = (char *)config->env[i];
+            envp[kept++] = (char *)config->env[i];
     }
 
     buf cwd;
@@ -586,6 +642,7 @@ static lsp_proc *proc_spawn(lsp_server *s, const char *file, const lsp_server_co
     int rc = uv_spawn(svc->loop, &p->process, &o);
     free(argv);
     free(envp);
+    free(path_var);
     buf_free(&cwd);
     if (rc != 0) {
         ecp_error_set(err, ECP_EIO, "Failed to start %s: %s", file, uv_strerror(rc));
@@ -1471,9 +1528,41 @@ static void initialize_timeout(uv_timer_t *t)
     server_proc_gone(s, why);
 }
 
+/* A server runs what the folder it is rooted in names: typescript-language-server
+ * prefers the folder's node_modules/typescript, pyright reads the Python
+ * environment its pyrightconfig.json names and runs an interpreter there,
+ * others read project files that name programs. So a server starts only in a folder the user trusts: 0,
+ * or ECP_EACCES with err naming the folder. Without a session service nothing
+ * keeps trust, and the embedder answers for the roots it gives. */
+static int root_trust_check(lsp_service *self, const char *root_uri, ecp_error *err)
+{
+    if (!self->session)
+        return 0;
+    static const char why[] = "Language servers run programs a workspace names, so they start only in a trusted "
+                              "folder: trust it with workspace/trust.";
+    if (!root_uri)
+        return ecp_error_set(err, ECP_EACCES, "%s No workspace folder is open", why);
+    buf path;
+    buf_init(&path);
+    int status = 0;
+    bool trusted = false;
+    ecp_error query = {0};
+    if (uri_file_path(root_uri, strlen(root_uri), &path, NULL) != 0)
+        status = ecp_error_set(err, ECP_EACCES, "%s Not a folder: %s", why, root_uri);
+    else if (session_trust_query(self->session, path.data, &trusted, &query) != 0)
+        status = ecp_error_set(err, ECP_EACCES, "%s %s", why, query.message);
+    else if (!trusted)
+        status = ecp_error_set(err, ECP_EACCES, "%s Not trusted: %s", why, path.data);
+    buf_free(&path);
+    return status;
+}
+
 /* Spawns the server's process and sends initialize. */
 static int server_launch(lsp_server *s, ecp_error *err)
 {
+    int trust = root_trust_check(s->svc, s->root_uri, err);
+    if (trust != 0)
+        return trust;
     lsp_server_config config;
     if (!lsp_config_get(s->svc, s->language_id, &config))
         return ecp_error_set(err, ECP_ENOTFOUND, "No language server configured for %s", s->language_id);
@@ -1646,6 +1735,14 @@ void lsp_server_start(lsp_service *self, const char *language_id, const char *ro
         return;
     }
     lsp_server *s = server_find(self, language_id);
+    char *served = root_uri || s ? NULL : workspace_uri(self);
+    int trust = root_trust_check(self, root_uri ? root_uri : s ? s->root_uri : served, &err);
+    free(served);
+    if (trust != 0) {
+        ecp_log(self->log, ECP_LOG_INFO, "lsp %s: %s", language_id, err.message);
+        cb(ctx, trust, &err, &info);
+        return;
+    }
     if (s && s->status == LSP_READY) {
         server_info(s, &info);
         cb(ctx, 0, NULL, &info);
@@ -2162,6 +2259,39 @@ static const document_listener doc_listener = {
     .on_open = on_doc_open, .on_change = on_doc_change, .on_save = on_doc_save, .on_close = on_doc_close,
 };
 
+/* ----- workspace trust ----------------------------------------------------------------------------- */
+
+/* Trust withdrawn from a folder (and the folders beneath it) stops the servers
+ * rooted there, as lsp_server_stop does; each root is asked again, so one
+ * that an ancestor's trust still covers keeps its server. Trusting starts
+ * nothing: clients start servers. */
+static void on_trust(void *ctx, const char *path, bool trusted)
+{
+    lsp_service *self = ctx;
+    (void)path;
+    if (trusted)
+        return;
+    size_t count = 0;
+    for (lsp_server *s = self->servers; s; s = s->next)
+        count++;
+    char **untrusted = xcalloc(count + 1, sizeof *untrusted);
+    size_t n = 0;
+    for (lsp_server *s = self->servers; s; s = s->next) {
+        ecp_error err = {0};
+        if (root_trust_check(self, s->root_uri, &err) != 0) {
+            ecp_log(self->log, ECP_LOG_INFO, "lsp %s: stopping: %s", s->language_id, err.message);
+            untrusted[n++] = xstrdup(s->language_id);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        lsp_server_stop(self, untrusted[i]);
+        free(untrusted[i]);
+    }
+    free(untrusted);
+}
+
+static const session_listener trust_listener = {.on_trust = on_trust};
+
 /* ----- lifetime ------------------------------------------------------------------------------------- */
 
 lsp_service *lsp_service_new(const lsp_service_options *o)
@@ -2179,6 +2309,8 @@ lsp_service *lsp_service_new(const lsp_service_options *o)
         document_subscribe(self->documents, &doc_listener, self);
         document_list(self->documents, on_doc_open, self); /* those open before us */
     }
+    if (self->session)
+        session_subscribe(self->session, &trust_listener, self);
     return self;
 }
 
@@ -2186,6 +2318,8 @@ void lsp_service_free(lsp_service *self)
 {
     if (!self)
         return;
+    if (self->session)
+        session_unsubscribe(self->session, &trust_listener, self);
     if (self->documents) {
         document_unsubscribe(self->documents, &doc_listener, self);
         document_service_set_encodings(self->documents, self, 0);

@@ -71,15 +71,15 @@ int term__resolve_program(const char *name, buf *out, ecp_error *err)
     for (const char *dir = path;;) {
         const char *colon = strchr(dir, ':');
         size_t n = colon ? (size_t)(colon - dir) : strlen(dir);
+        /* Empty and relative entries ("", ".", "bin") name folders of the
+         * working directory, often a workspace: its own shell must not be found. */
+        bool absolute = n > 0 && dir[0] == '/';
         buf_clear(&candidate);
-        if (n)
-            buf_append(&candidate, dir, n);
-        else
-            buf_push(&candidate, '.');
+        buf_append(&candidate, dir, n);
         buf_push(&candidate, '/');
         buf_append_str(&candidate, name);
         struct stat st;
-        if (stat(candidate.data, &st) == 0 && !S_ISDIR(st.st_mode) && access(candidate.data, X_OK) == 0) {
+        if (absolute && stat(candidate.data, &st) == 0 && !S_ISDIR(st.st_mode) && access(candidate.data, X_OK) == 0) {
             buf_append(out, candidate.data, candidate.len);
             buf_free(&candidate);
             return 0;

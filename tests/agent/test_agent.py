@@ -520,7 +520,7 @@ class AgentTest(Base):
             f.write("int main(void) { return undefined_name; }\n")
         self.mock.add(self.tool_reply("diagnostics", {"path": "src/bad.c"}), {"text": ["ok"]},
                       self.tool_reply("diagnostics", {}, call_id="d2"), {"text": ["ok"]})
-        c = self.start()
+        c = self.start(args=["--trust-workspace"])  # language servers start only in a trusted folder
         c.call("lsp/start", {"languageId": "c"}, timeout=60)
         c.call("document/open", {"uri": "file://" + path})
         deadline = time.time() + 60

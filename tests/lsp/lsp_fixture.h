@@ -52,6 +52,16 @@ static __attribute__((unused)) int fixture_setup(void **state)
     test_server_options o = {.workspace = top};
     srv = test_server_new(&o);
     cl = test_client_connect(srv);
+    /* language servers start only in a trusted folder */
+    char params[128];
+    snprintf(params, sizeof params, "{\"uri\":\"file://%s\",\"trusted\":true}", top);
+    char *trusted = NULL;
+    if (test_client_request(cl, "workspace/trust", params, &trusted) != 0 || !strstr(trusted, "\"trusted\":true")) {
+        fprintf(stderr, "workspace/trust %s: %s\n", top, trusted ? trusted : "(timeout)");
+        free(trusted);
+        return -1;
+    }
+    free(trusted);
     return 0;
 }
 

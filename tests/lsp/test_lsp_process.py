@@ -39,7 +39,9 @@ def wait_gone(pids, seconds=10):
 
 class Server:
     def __init__(self, tmp):
-        self.p = subprocess.Popen([ECPD, "--stdio", "--workspace", tmp, "--data-dir", os.path.join(tmp, "data")],
+        # language servers start only in a trusted workspace
+        self.p = subprocess.Popen([ECPD, "--stdio", "--workspace", tmp, "--data-dir", os.path.join(tmp, "data"),
+                                   "--trust-workspace"],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.next_id = 1
         self.notes = []

@@ -228,6 +228,19 @@ def test_syntax_colours(work):
         s.close()
 
 
+def trust_folder(work, data_home):
+    """Trusts work in the data directory under data_home, as a user would once (language servers start only
+    in a trusted folder)."""
+    import json
+    ecpctl = os.path.join(os.path.dirname(TUI), "..", "cli", "ecpctl")
+    env = dict(os.environ, XDG_DATA_HOME=data_home)
+    out = subprocess.run([ecpctl, "--spawn", "--workspace", work, "workspace/trust",
+                          json.dumps({"uri": "file://" + work, "trusted": True})],
+                         capture_output=True, text=True, env=env, check=True).stdout
+    if not json.loads(out)["result"]["trusted"]:
+        raise Failure("workspace/trust: " + out)
+
+
 def test_clangd_diagnostic(work):
     if not shutil.which("clangd"):
         print("skipped: no clangd")
@@ -235,7 +248,9 @@ def test_clangd_diagnostic(work):
     path = os.path.join(work, "d.c")
     with open(path, "w") as f:
         f.write("int main(void) { return undeclared_thing; }\n")
-    s = Screen([path], work)
+    data_home = os.path.join(work, "data-home")
+    trust_folder(work, data_home)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
     try:
         screen = s.wait(lambda t: "undeclared" in status_line(t), "the diagnostic on the status line")
         if "error" not in status_line(screen):
