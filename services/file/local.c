@@ -943,7 +943,8 @@ int file__globs_compile(const char *const *patterns, size_t count, unsigned flag
         ecp_error e;
         int rc = file__glob_compile(patterns[i], flags, &(*out)[i], &e);
         if (rc) {
-            ecp_error_set(err, rc, "invalid glob '%s': %s", patterns[i], e.message);
+            ecp_error_set(err, rc, "invalid glob '%.40s%s': %s", patterns[i], strlen(patterns[i]) > 40 ? "..." : "",
+                          e.message);
             file__globs_free(*out, count);
             *out = NULL;
             return rc;
