@@ -444,6 +444,11 @@ static bool match_from(matcher *mt, size_t si, size_t ni)
             for (size_t k = ni; k < m; k++) {
                 if (!mt->dot && mt->names[k].len && mt->names[k].s[0] == '.')
                     break;
+                /* having taken every name, the globstar still takes what lies below */
+                if (mt->partial && k + 1 == m) {
+                    ok = true;
+                    break;
+                }
                 if (match_from(mt, si + 1, k + 1)) {
                     ok = true;
                     break;

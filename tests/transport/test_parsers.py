@@ -206,6 +206,17 @@ class ParserTests(unittest.TestCase):
         self.serves(s)
         self.assertEqual(s.close(), 0)
 
+    def test_a_trailing_globstar_reaches_every_depth(self):
+        os.makedirs(os.path.join(self.ws, "src", "a", "b"))
+        with open(os.path.join(self.ws, "src", "a", "b", "deep.txt"), "w") as f:
+            f.write("x\n")
+        s = self.server()
+        base = "file://" + self.ws
+        deep = base + "/src/a/b/deep.txt"
+        self.assertEqual(s.call("file/glob", {"pattern": "src/**", "baseUri": base})["uris"], [deep])
+        self.assertIn(deep, s.call("file/glob", {"pattern": "**", "baseUri": base})["uris"])
+        self.assertEqual(s.close(), 0)
+
     def test_when_clauses_nested_too_deep_are_refused(self):
         s = self.server()
         for when in ["(" * 50000 + "a" + ")" * 50000, "!" * 100000 + "a", "(" * 50000]:

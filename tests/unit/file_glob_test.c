@@ -130,6 +130,13 @@ static void test_pruning(void **state)
     assert_true(below("*/*.c", "sub"));
     assert_false(below("*/*.c", "sub/deeper"));
     assert_false(below("**/*.c", ".git")); /* ** does not enter dot directories */
+    /* a globstar at the end goes on below whatever it has taken */
+    assert_true(below("**", "src"));
+    assert_true(below("src/**", "src/a"));
+    assert_true(below("src/**", "src/a/b"));
+    assert_false(below("src/**", "lib"));
+    assert_false(below("**", "src/.git"));
+    assert_true(matches("src/**", 0, "src/a/b/c.txt"));
 }
 
 static void test_errors(void **state)
