@@ -116,6 +116,7 @@ struct acp_frontend {
     outgoing *outgoing;
     int64_t next_id;
     waiting_answer *waiting;
+    buf *sink;               /* detached: lines go here, not to stdout */
 };
 
 /* ----- output ---------------------------------------------------------------------------- */
@@ -137,6 +138,10 @@ static void written(uv_write_t *req, int status)
 static void send_line(acp_frontend *acp, buf *msg)
 {
     buf_push(msg, '\n');
+    if (acp->sink) {
+        buf_append(acp->sink, msg->data, msg->len);
+        return;
+    }
     if (acp->closing && !acp->out_is_pipe)
         return;
     if (!acp->out_is_pipe) {
@@ -1945,6 +1950,22 @@ acp_frontend *acp_frontend_open(uv_loop_t *loop, agent_service *agent, ecp_logge
     return acp;
 }
 
+acp_frontend *acp__frontend_detached(uv_loop_t *loop, agent_service *agent, ecp_logger *log, const char *version,
+                                     buf *sink)
+{
+    acp_frontend *acp = xcalloc(1, sizeof *acp);
+    acp->loop = loop;
+    acp->agent = agent;
+    acp->log = log;
+    acp->version = version;
+    acp->sink = sink;
+    agent_subscribe(agent, &listener, acp);
+    agent_set_tool_host(agent, &host, acp);
+    return acp;
+}
+
+void acp__frontend_take_line(acp_frontend *self, const char *line, size_t len) { take_line(self, line, len); }
+
 void acp_frontend_close(acp_frontend *self)
 {
     if (self->closing)
@@ -1956,6 +1977,8 @@ void acp_frontend_close(acp_frontend *self)
         t->token = NULL;
         terminal_finish(t);
     }
+    if (self->sink)
+        return; /* no streams of its own */
     if (!uv_is_closing((uv_handle_t *)&self->in)) {
         uv_read_stop((uv_stream_t *)&self->in);
         uv_close((uv_handle_t *)&self->in, handle_closed);

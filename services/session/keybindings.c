@@ -281,6 +281,12 @@ static int when_eval(const char *when, const session_context_value *ctx, size_t 
     return 0;
 }
 
+int session__when_eval(const char *when, const session_context_value *ctx, size_t ctx_count, bool *value,
+                       ecp_error *err)
+{
+    return when_eval(when, ctx, ctx_count, value, err);
+}
+
 int session_when_check(const char *when, ecp_error *err)
 {
     bool v;
