@@ -697,21 +697,27 @@ done:
 }
 
 /* Copies directory `from` to `to` (which must not exist), symlinks as symlinks. */
+/* Never inlined: its 4 KiB buffer must not sit in each frame of copy_tree,
+ * which recurses as deep as the tree (2,000 levels fit in PATH_MAX). */
+static __attribute__((noinline)) int copy_link(const char *from, const char *to, ecp_error *err)
+{
+    char target[4096];
+    ssize_t n = readlink(from, target, sizeof target - 1);
+    if (n < 0)
+        return file__errno(err, errno, from);
+    target[n] = '\0';
+    if (symlink(target, to) != 0)
+        return file__errno(err, errno, to);
+    return 0;
+}
+
 static int copy_tree(const char *from, const char *to, ecp_error *err)
 {
     struct stat st;
     if (lstat(from, &st) != 0)
         return file__errno(err, errno, from);
-    if (S_ISLNK(st.st_mode)) {
-        char target[4096];
-        ssize_t n = readlink(from, target, sizeof target - 1);
-        if (n < 0)
-            return file__errno(err, errno, from);
-        target[n] = '\0';
-        if (symlink(target, to) != 0)
-            return file__errno(err, errno, to);
-        return 0;
-    }
+    if (S_ISLNK(st.st_mode))
+        return copy_link(from, to, err);
     if (!S_ISDIR(st.st_mode))
         return copy_file(from, to, err);
     if (mkdir(to, (st.st_mode & 07777) | 0700) != 0)

@@ -107,6 +107,8 @@ class ParserTests(unittest.TestCase):
     def tearDown(self):
         for s in self.servers:
             s.kill()
+        # rm, not shutil: a tree left as deep as paths go takes Python past its recursion limit
+        subprocess.run(["rm", "-rf", self.tmp], check=False)
         self.tmpdir.cleanup()
 
     def server(self, *args, **kw):
@@ -215,6 +217,35 @@ class ParserTests(unittest.TestCase):
         deep = base + "/src/a/b/deep.txt"
         self.assertEqual(s.call("file/glob", {"pattern": "src/**", "baseUri": base})["uris"], [deep])
         self.assertIn(deep, s.call("file/glob", {"pattern": "**", "baseUri": base})["uris"])
+        self.assertEqual(s.close(), 0)
+
+    def test_a_tree_as_deep_as_paths_go_is_copied_and_deleted(self):
+        # one-letter directories down to PATH_MAX: each level of the copy is a stack frame
+        src = os.path.join(self.ws, "deep")
+        os.mkdir(src)
+        here = os.getcwd()
+        depth = 0
+        try:
+            os.chdir(src)
+            while len(os.getcwd()) + 2 < 4090:
+                os.mkdir("a")
+                os.chdir("a")
+                depth += 1
+            with open("f", "w") as f:
+                f.write("x\n")
+        finally:
+            os.chdir(here)
+        self.assertGreater(depth, 1900)
+        s = self.server()
+        target = os.path.join(self.tmp, "copy")
+        m = s.response("file/copy", {"sourceUri": "file://" + src, "targetUri": "file://" + target})
+        self.assertTrue("result" in m or "error" in m)
+        self.serves(s)
+        # and deleted again, as deep, by the server
+        for path in (src, target):
+            if os.path.exists(path):
+                s.call("file/deleteDir", {"uri": "file://" + path, "recursive": True})
+            self.assertFalse(os.path.exists(path))
         self.assertEqual(s.close(), 0)
 
     def test_when_clauses_nested_too_deep_are_refused(self):
