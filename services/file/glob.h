@@ -36,7 +36,7 @@ typedef struct file__glob file__glob;
 #define FILE__GLOB_MAX_BRACE_DEPTH 32    /* '{' inside '{' */
 #define FILE__GLOB_MAX_BRACE_GROUPS 256  /* '{' in the whole pattern */
 #define FILE__GLOB_MAX_SEGMENTS 1024     /* '/'-separated parts */
-#define FILE__GLOB_MAX_EXPANSION (1 << 23) /* bytes brace expansion may write */
+#define FILE__GLOB_MAX_EXPANSION (1 << 20) /* bytes brace expansion may write */
 
 /* Compiles pattern. Fails with ECP_EINVAL and a message naming the problem and
  * its byte offset ("unclosed '[' at offset 3") for an unclosed class or brace,
