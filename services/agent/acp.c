@@ -57,6 +57,7 @@ typedef enum outgoing_kind {
 } outgoing_kind;
 
 typedef struct terminal_run terminal_run;
+typedef struct accept_ctx accept_ctx;
 
 /* A request we sent the client, waiting for its answer. */
 struct outgoing {
@@ -116,6 +117,7 @@ struct acp_frontend {
     outgoing *outgoing;
     int64_t next_id;
     waiting_answer *waiting;
+    accept_ctx *accepting;   /* prompts the agent has not accepted or refused yet */
     buf *sink;               /* detached: lines go here, not to stdout */
 };
 
@@ -1610,16 +1612,36 @@ bad:
     return false;
 }
 
-typedef struct accept_ctx {
-    acp_frontend *acp;
+/* A prompt the agent may answer after the front end is gone (a key looked
+ * for in the secret store while the client closes stdin): the front end
+ * keeps them, and on its way out leaves them with acp NULL. */
+struct accept_ctx {
+    accept_ctx *next;
+    acp_frontend *acp; /* NULL once the front end is freed */
     char *session_id;
-} accept_ctx;
+};
+
+static void accept_unlink(accept_ctx *a)
+{
+    if (!a->acp)
+        return;
+    accept_ctx **p = &a->acp->accepting;
+    while (*p != a)
+        p = &(*p)->next;
+    *p = a->next;
+}
 
 static void prompt_accepted(void *ctx, int status, const ecp_error *err, const char *chat_id, const char *model)
 {
     (void)chat_id;
     (void)model;
     accept_ctx *a = ctx;
+    if (!a->acp) {
+        free(a->session_id);
+        free(a);
+        return;
+    }
+    accept_unlink(a);
     acp_session *s = find_session(a->acp, a->session_id);
     if (s && s->prompt_id) {
         if (status < 0) {
@@ -1657,8 +1679,11 @@ static void m_session_prompt(request *r)
     accept_ctx *a = xcalloc(1, sizeof *a);
     a->acp = r->acp;
     a->session_id = xstrdup(s->id);
+    a->next = r->acp->accepting;
+    r->acp->accepting = a;
     ecp_error err = {0};
     if (agent_prompt(r->acp->agent, s->id, text.data, s->model, prompt_accepted, a, &err) < 0) {
+        accept_unlink(a);
         reply_error(r->acp, r->id, err.status == ECP_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL_ERROR, "%s",
                     err.message);
         clear_turn(s);
@@ -2009,6 +2034,8 @@ void acp_frontend_free(acp_frontend *self)
         next = w->next;
         waiting_free(w);
     }
+    for (accept_ctx *a = self->accepting; a; a = a->next)
+        a->acp = NULL; /* freed when the agent answers */
     for (acp_session *s = self->sessions, *next; s; s = next) {
         next = s->next;
         session_free(s);

@@ -248,6 +248,39 @@ class ParserTests(unittest.TestCase):
             self.assertFalse(os.path.exists(path))
         self.assertEqual(s.close(), 0)
 
+    def test_an_acp_client_that_leaves_during_a_prompt(self):
+        # the agent answers the prompt (no key in the secret store) after stdin closed and the front end went
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_HOST", "ECPD_MODEL")}
+        for attempt in range(15):
+            p = subprocess.Popen([ECPD, "--acp", "--data-dir", os.path.join(self.tmp, "data")], cwd=self.ws,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            def send(m):
+                p.stdin.write((json.dumps(m) + "\n").encode())
+                p.stdin.flush()
+            send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+            p.stdout.readline()
+            sessions = []
+            for i in range(4):
+                send({"jsonrpc": "2.0", "id": 2 + i, "method": "session/new",
+                      "params": {"cwd": self.ws, "mcpServers": []}})
+                while True:
+                    m = json.loads(p.stdout.readline())
+                    if m.get("id") == 2 + i:
+                        sessions.append(m["result"]["sessionId"])
+                        break
+            prompts = b"".join((json.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "session/prompt",
+                                            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}})
+                                + "\n").encode() for i, sid in enumerate(sessions))
+            p.stdin.write(prompts)
+            p.stdin.close()
+            p.stdout.read()
+            err = p.stderr.read().decode(errors="replace")
+            self.assertEqual(p.wait(30), 0, err[-3000:])
+            self.assertNotIn("Sanitizer", err)
+            p.stdout.close()
+            p.stderr.close()
+
     def test_when_clauses_nested_too_deep_are_refused(self):
         s = self.server()
         for when in ["(" * 50000 + "a" + ")" * 50000, "!" * 100000 + "a", "(" * 50000]:
