@@ -7,7 +7,8 @@
  * front end is closed and freed. Everything it wrote must be one JSON object
  * per line, "jsonrpc":"2.0", and either a request or notification to the
  * client (a method) or a response (an id, and exactly one of result or a
- * well-formed error).
+ * well-formed error). "@session" in a line stands for the id of the last
+ * session the front end made, so inputs can reach the methods that need one.
  *
  * No model is configured (the provider variables are cleared), so a prompt
  * ends at "no provider" without reaching the network; a session whose
@@ -43,6 +44,8 @@ static uv_loop_t loop;
 static server *srv;
 static char dir[] = "/tmp/ecpd-acp-fuzz-XXXXXX";
 static FILE *null_log;
+
+#define ANSWER_WAIT_MS 200
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -108,6 +111,63 @@ static bool line_allowed(const char *line, size_t len)
 
 static bool has(const json_doc *d, json_ref obj, const char *key) { return json_get(d, obj, key) != JSON_NO_REF; }
 
+/* A line the front end must answer: an object with a method and an id. */
+static bool is_request(const char *line, size_t len)
+{
+    json_doc d;
+    bool yes = json_doc_parse(&d, line, len, NULL) == 0 && json_type_of(&d, json_root(&d)) == JSON_OBJECT &&
+               has(&d, json_root(&d), "method") && has(&d, json_root(&d), "id");
+    json_doc_free(&d);
+    return yes;
+}
+
+/* Session ids are random: "@session" in a line stands for the last one the front end gave. */
+#define SESSION_MARK "@session"
+
+static void with_session(buf *out, const char *line, size_t len, const char *session)
+{
+    size_t mark = strlen(SESSION_MARK);
+    for (size_t i = 0; i < len;) {
+        if (session[0] && len - i >= mark && memcmp(line + i, SESSION_MARK, mark) == 0) {
+            buf_append_str(out, session);
+            i += mark;
+        } else {
+            buf_push(out, line[i++]);
+        }
+    }
+}
+
+static void remember_session(const buf *out, char *session, size_t cap)
+{
+    static const char key[] = "\"result\":{\"sessionId\":\"";
+    const char *last = NULL;
+    for (const char *p = out->data; p && (p = memmem(p, out->len - (size_t)(p - out->data), key, sizeof key - 1));
+         p += sizeof key - 1)
+        last = p + sizeof key - 1;
+    if (!last)
+        return;
+    size_t n = strcspn(last, "\"");
+    if (n < cap && last + n < out->data + out->len)
+        memcpy(session, last, n), session[n] = '\0';
+}
+
+/* Responses among the lines written so far. */
+static size_t answers(const buf *out)
+{
+    if (out->len == 0)
+        return 0;
+    size_t n = 0;
+    const char *p = out->data, *end = out->data + out->len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            break;
+        n += memmem(p, (size_t)(nl - p), "\"result\"", 8) || memmem(p, (size_t)(nl - p), "\"error\"", 7);
+        p = nl + 1;
+    }
+    return n;
+}
+
 static void check_message(const char *line, size_t len)
 {
     json_doc d;
@@ -159,17 +219,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             return 0;
         p = stop + 1;
     }
-    buf out = BUF_INIT;
-    struct acp_frontend *acp = acp__frontend_detached(&loop, server_agent(srv), NULL, "fuzz", &out);
+    size_t requests = 0;
     for (const char *p = text; p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *stop = nl ? nl : end;
-        acp__frontend_take_line(acp, p, (size_t)(stop - p));
-        uv_run(&loop, UV_RUN_NOWAIT);
+        requests += is_request(p, (size_t)(stop - p));
         p = stop + 1;
     }
-    for (int i = 0; i < 4; i++)
+    buf out = BUF_INIT;
+    struct acp_frontend *acp = acp__frontend_detached(&loop, server_agent(srv), NULL, "fuzz", &out);
+    char session[64] = "";
+    for (const char *p = text; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = nl ? nl : end;
+        buf line = BUF_INIT;
+        with_session(&line, p, (size_t)(stop - p), session);
+        acp__frontend_take_line(acp, line.data ? line.data : "", line.len);
+        buf_free(&line);
         uv_run(&loop, UV_RUN_NOWAIT);
+        remember_session(&out, session, sizeof session);
+        p = stop + 1;
+    }
+    /* a prompt is answered once the store has looked for a key: give the answers a little while */
+    for (int i = 0; i < 4 || (i < ANSWER_WAIT_MS && answers(&out) < requests); i++) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        if (i >= 4)
+            usleep(1000);
+    }
     if (getenv("ACP_FUZZ_PRINT"))
         fwrite(out.data ? out.data : "", 1, out.len, stderr);
     check_output(&out);
