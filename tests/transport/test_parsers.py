@@ -177,6 +177,15 @@ class ParserTests(unittest.TestCase):
         self.assertEqual(s.close(), 0)
         self.assertIn("settings.json: invalid value for setting 'files.exclude'", self.logged())
 
+    def test_a_settings_file_nested_past_the_json_limit_is_reported(self):
+        user = os.path.join(self.tmp, "settings.jsonc")
+        with open(user, "w") as f:
+            f.write('{"editor.tabSize": 3, "files.exclude": ' + "[" * 100000 + "]" * 100000 + "}")
+        s = self.server("--config", user)
+        self.serves(s)  # the file is refused whole: tabSize keeps its default
+        self.assertEqual(s.close(), 0)
+        self.assertIn("nesting deeper than 512 levels", self.logged())
+
     def test_file_methods_refuse_deep_patterns(self):
         s = self.server()
         base = "file://" + self.ws
