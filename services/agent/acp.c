@@ -57,6 +57,7 @@ typedef enum outgoing_kind {
 } outgoing_kind;
 
 typedef struct terminal_run terminal_run;
+typedef struct accept_ctx accept_ctx;
 
 /* A request we sent the client, waiting for its answer. */
 struct outgoing {
@@ -116,6 +117,8 @@ struct acp_frontend {
     outgoing *outgoing;
     int64_t next_id;
     waiting_answer *waiting;
+    accept_ctx *accepting;   /* prompts the agent has not accepted or refused yet */
+    buf *sink;               /* detached: lines go here, not to stdout */
 };
 
 /* ----- output ---------------------------------------------------------------------------- */
@@ -137,6 +140,10 @@ static void written(uv_write_t *req, int status)
 static void send_line(acp_frontend *acp, buf *msg)
 {
     buf_push(msg, '\n');
+    if (acp->sink) {
+        buf_append(acp->sink, msg->data, msg->len);
+        return;
+    }
     if (acp->closing && !acp->out_is_pipe)
         return;
     if (!acp->out_is_pipe) {
@@ -1605,16 +1612,36 @@ bad:
     return false;
 }
 
-typedef struct accept_ctx {
-    acp_frontend *acp;
+/* A prompt the agent may answer after the front end is gone (a key looked
+ * for in the secret store while the client closes stdin): the front end
+ * keeps them, and on its way out leaves them with acp NULL. */
+struct accept_ctx {
+    accept_ctx *next;
+    acp_frontend *acp; /* NULL once the front end is freed */
     char *session_id;
-} accept_ctx;
+};
+
+static void accept_unlink(accept_ctx *a)
+{
+    if (!a->acp)
+        return;
+    accept_ctx **p = &a->acp->accepting;
+    while (*p != a)
+        p = &(*p)->next;
+    *p = a->next;
+}
 
 static void prompt_accepted(void *ctx, int status, const ecp_error *err, const char *chat_id, const char *model)
 {
     (void)chat_id;
     (void)model;
     accept_ctx *a = ctx;
+    if (!a->acp) {
+        free(a->session_id);
+        free(a);
+        return;
+    }
+    accept_unlink(a);
     acp_session *s = find_session(a->acp, a->session_id);
     if (s && s->prompt_id) {
         if (status < 0) {
@@ -1652,8 +1679,11 @@ static void m_session_prompt(request *r)
     accept_ctx *a = xcalloc(1, sizeof *a);
     a->acp = r->acp;
     a->session_id = xstrdup(s->id);
+    a->next = r->acp->accepting;
+    r->acp->accepting = a;
     ecp_error err = {0};
     if (agent_prompt(r->acp->agent, s->id, text.data, s->model, prompt_accepted, a, &err) < 0) {
+        accept_unlink(a);
         reply_error(r->acp, r->id, err.status == ECP_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL_ERROR, "%s",
                     err.message);
         clear_turn(s);
@@ -1945,6 +1975,22 @@ acp_frontend *acp_frontend_open(uv_loop_t *loop, agent_service *agent, ecp_logge
     return acp;
 }
 
+acp_frontend *acp__frontend_detached(uv_loop_t *loop, agent_service *agent, ecp_logger *log, const char *version,
+                                     buf *sink)
+{
+    acp_frontend *acp = xcalloc(1, sizeof *acp);
+    acp->loop = loop;
+    acp->agent = agent;
+    acp->log = log;
+    acp->version = version;
+    acp->sink = sink;
+    agent_subscribe(agent, &listener, acp);
+    agent_set_tool_host(agent, &host, acp);
+    return acp;
+}
+
+void acp__frontend_take_line(acp_frontend *self, const char *line, size_t len) { take_line(self, line, len); }
+
 void acp_frontend_close(acp_frontend *self)
 {
     if (self->closing)
@@ -1956,6 +2002,8 @@ void acp_frontend_close(acp_frontend *self)
         t->token = NULL;
         terminal_finish(t);
     }
+    if (self->sink)
+        return; /* no streams of its own */
     if (!uv_is_closing((uv_handle_t *)&self->in)) {
         uv_read_stop((uv_stream_t *)&self->in);
         uv_close((uv_handle_t *)&self->in, handle_closed);
@@ -1986,6 +2034,8 @@ void acp_frontend_free(acp_frontend *self)
         next = w->next;
         waiting_free(w);
     }
+    for (accept_ctx *a = self->accepting; a; a = a->next)
+        a->acp = NULL; /* freed when the agent answers */
     for (acp_session *s = self->sessions, *next; s; s = next) {
         next = s->next;
         session_free(s);

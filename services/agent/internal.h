@@ -109,4 +109,15 @@ void mcp_call_cancel(mcp_call *call);
  * inside it, following symlinks of the parts that exist. */
 int agent_confine(const char *workspace, const char *path, char **out, ecp_error *err);
 
+/* ----- the ACP front end (acp.c) without stdio ------------------------------------------------ */
+
+/* An ACP front end that reads no stdin and appends every line it would write
+ * to *sink (newline included), for driving it one line at a time in-process.
+ * Close it with acp_frontend_close (closed at once) and free it as usual. */
+struct acp_frontend;
+struct acp_frontend *acp__frontend_detached(uv_loop_t *loop, agent_service *agent, ecp_logger *log,
+                                            const char *version, buf *sink);
+/* Handles one line as if it had arrived on stdin (without its newline). */
+void acp__frontend_take_line(struct acp_frontend *self, const char *line, size_t len);
+
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "interface.h"
 #include "utf.h"
 
 /* Brace expansion multiplies patterns; past this many, the pattern is an
@@ -56,7 +57,7 @@ static size_t class_end(const char *s, size_t p, size_t len)
 
 static int validate(const char *s, size_t len, ecp_error *err)
 {
-    size_t depth = 0, open_at = 0;
+    size_t depth = 0, open_at = 0, groups = 0, segments = 1;
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
         if (c == '\\') {
@@ -71,8 +72,17 @@ static int validate(const char *s, size_t len, ecp_error *err)
         } else if (c == '{') {
             if (depth++ == 0)
                 open_at = i;
+            if (depth > FILE__GLOB_MAX_BRACE_DEPTH)
+                return ecp_error_set(err, ECP_EINVAL, "pattern nests braces deeper than %d (offset %zu)",
+                                     FILE__GLOB_MAX_BRACE_DEPTH, i);
+            if (++groups > FILE__GLOB_MAX_BRACE_GROUPS)
+                return ecp_error_set(err, ECP_EINVAL, "pattern has more than %d brace groups (offset %zu)",
+                                     FILE__GLOB_MAX_BRACE_GROUPS, i);
         } else if (c == '}' && depth > 0) {
             depth--;
+        } else if (c == '/' && ++segments > FILE__GLOB_MAX_SEGMENTS) {
+            return ecp_error_set(err, ECP_EINVAL, "pattern has more than %d path segments (offset %zu)",
+                                 FILE__GLOB_MAX_SEGMENTS, i);
         }
     }
     if (depth)
@@ -102,62 +112,86 @@ static void strvec_free(strvec *v)
     memset(v, 0, sizeof *v);
 }
 
-/* Expands the first top-level brace group of s (validated) and recurses on each
- * alternative; strings without braces are appended to out. */
-static int expand(const char *s, size_t len, strvec *out, ecp_error *err)
+/* The offset of the first top-level '{' of s (validated), or len. */
+static size_t first_group(const char *s, size_t len)
 {
-    size_t open = len;
     for (size_t i = 0; i < len; i++) {
-        if (s[i] == '\\') {
+        if (s[i] == '\\')
             i++;
-        } else if (s[i] == '[') {
+        else if (s[i] == '[')
             i = class_end(s, i, len) - 1;
-        } else if (s[i] == '{') {
-            open = i;
-            break;
+        else if (s[i] == '{')
+            return i;
+    }
+    return len;
+}
+
+/* Expands every brace group of pattern (validated) into out, in order. The
+ * strings still holding groups wait on a stack, not in the call chain, so a
+ * long chain of groups costs heap, not stack; the bytes written on the way are
+ * bounded too, so an expansion that would take long fails early instead. */
+static int expand(const char *pattern, size_t plen, strvec *out, ecp_error *err)
+{
+    strvec pending = {0};
+    size_t produced = 0;
+    strvec_push(&pending, xstrndup(pattern, plen));
+    size_t starts[MAX_ALTERNATIVES + 1];
+    int rc = 0;
+    while (pending.n && rc == 0) {
+        char *s = pending.items[--pending.n];
+        size_t len = strlen(s);
+        size_t open = first_group(s, len);
+        if (open == len) {
+            if (out->n >= MAX_ALTERNATIVES)
+                rc = ecp_error_set(err, ECP_EINVAL, "pattern expands to more than %d alternatives", MAX_ALTERNATIVES);
+            else
+                strvec_push(out, s), s = NULL;
+            free(s);
+            continue;
         }
-    }
-    if (open == len) {
-        if (out->n >= MAX_ALTERNATIVES)
-            return ecp_error_set(err, ECP_EINVAL, "pattern expands to more than %d alternatives", MAX_ALTERNATIVES);
-        strvec_push(out, xstrndup(s, len));
-        return 0;
-    }
-    /* find the matching '}' and the top-level commas in between */
-    size_t depth = 0, close = len;
-    size_t starts[MAX_ALTERNATIVES + 1], nalts = 0;
-    starts[nalts++] = open + 1;
-    for (size_t i = open + 1; i < len; i++) {
-        if (s[i] == '\\') {
-            i++;
-        } else if (s[i] == '[') {
-            i = class_end(s, i, len) - 1;
-        } else if (s[i] == '{') {
-            depth++;
-        } else if (s[i] == '}') {
-            if (depth == 0) {
-                close = i;
+        /* the matching '}' and the top-level commas in between */
+        size_t depth = 0, close = len, nalts = 0;
+        starts[nalts++] = open + 1;
+        for (size_t i = open + 1; i < len && rc == 0; i++) {
+            if (s[i] == '\\') {
+                i++;
+            } else if (s[i] == '[') {
+                i = class_end(s, i, len) - 1;
+            } else if (s[i] == '{') {
+                depth++;
+            } else if (s[i] == '}') {
+                if (depth == 0) {
+                    close = i;
+                    break;
+                }
+                depth--;
+            } else if (s[i] == ',' && depth == 0) {
+                if (nalts == MAX_ALTERNATIVES)
+                    rc = ecp_error_set(err, ECP_EINVAL, "pattern expands to more than %d alternatives",
+                                       MAX_ALTERNATIVES);
+                else
+                    starts[nalts++] = i + 1;
+            }
+        }
+        /* pushed last first, so the first alternative comes out first */
+        for (size_t a = nalts; a-- > 0 && rc == 0;) {
+            size_t end = a + 1 < nalts ? starts[a + 1] - 1 : close;
+            size_t n = open + (end - starts[a]) + (len - close - 1);
+            produced += n;
+            if (produced > FILE__GLOB_MAX_EXPANSION) {
+                rc = ecp_error_set(err, ECP_EINVAL, "pattern expands to more than %d bytes", FILE__GLOB_MAX_EXPANSION);
                 break;
             }
-            depth--;
-        } else if (s[i] == ',' && depth == 0) {
-            if (nalts == MAX_ALTERNATIVES)
-                return ecp_error_set(err, ECP_EINVAL, "pattern expands to more than %d alternatives",
-                                     MAX_ALTERNATIVES);
-            starts[nalts++] = i + 1;
+            buf b = BUF_INIT;
+            buf_reserve(&b, n + 1);
+            buf_append(&b, s, open);
+            buf_append(&b, s + starts[a], end - starts[a]);
+            buf_append(&b, s + close + 1, len - close - 1);
+            strvec_push(&pending, b.data ? buf_detach(&b) : xstrdup(""));
         }
+        free(s);
     }
-    int rc = 0;
-    buf b = BUF_INIT;
-    for (size_t a = 0; a < nalts && rc == 0; a++) {
-        size_t end = a + 1 < nalts ? starts[a + 1] - 1 : close;
-        buf_clear(&b);
-        buf_append(&b, s, open);
-        buf_append(&b, s + starts[a], end - starts[a]);
-        buf_append(&b, s + close + 1, len - close - 1);
-        rc = expand(b.data ? b.data : "", b.len, out, err);
-    }
-    buf_free(&b);
+    strvec_free(&pending);
     return rc;
 }
 
@@ -248,6 +282,14 @@ int file__glob_compile(const char *pattern, unsigned flags, file__glob **out, ec
     strvec_free(&alts);
     *out = g;
     return 0;
+}
+
+int file_glob_check(const char *pattern, ecp_error *err)
+{
+    file__glob *g;
+    int rc = file__glob_compile(pattern, FILE__GLOB_BASENAME | FILE__GLOB_DOT, &g, err);
+    file__glob_free(g);
+    return rc;
 }
 
 void file__glob_free(file__glob *self)
@@ -402,6 +444,11 @@ static bool match_from(matcher *mt, size_t si, size_t ni)
             for (size_t k = ni; k < m; k++) {
                 if (!mt->dot && mt->names[k].len && mt->names[k].s[0] == '.')
                     break;
+                /* having taken every name, the globstar still takes what lies below */
+                if (mt->partial && k + 1 == m) {
+                    ok = true;
+                    break;
+                }
                 if (match_from(mt, si + 1, k + 1)) {
                     ok = true;
                     break;

@@ -30,10 +30,19 @@ enum {
 
 typedef struct file__glob file__glob;
 
+/* What a pattern may hold. Compiling and matching take stack and time in
+ * proportion to these, and a pattern may come from anyone who can send a
+ * request or write a settings file; real patterns stay far below them. */
+#define FILE__GLOB_MAX_BRACE_DEPTH 32    /* '{' inside '{' */
+#define FILE__GLOB_MAX_BRACE_GROUPS 256  /* '{' in the whole pattern */
+#define FILE__GLOB_MAX_SEGMENTS 1024     /* '/'-separated parts */
+#define FILE__GLOB_MAX_EXPANSION (1 << 20) /* bytes brace expansion may write */
+
 /* Compiles pattern. Fails with ECP_EINVAL and a message naming the problem and
  * its byte offset ("unclosed '[' at offset 3") for an unclosed class or brace,
- * a trailing backslash, or more than 1024 brace alternatives. The caller owns
- * *out and frees it with file__glob_free. */
+ * a trailing backslash, or one of the limits above passed ("pattern nests
+ * braces deeper than 32 (offset 32)"), or more than 1024 brace alternatives.
+ * The caller owns *out and frees it with file__glob_free. */
 int file__glob_compile(const char *pattern, unsigned flags, file__glob **out, ecp_error *err);
 void file__glob_free(file__glob *self);
 

@@ -345,6 +345,15 @@ int file_watch_start(file_service *self, const char *path, const file_watch_opti
  * patterns, a recursive watch never descends into node_modules. */
 int file_service_set_watch_exclude(file_service *self, const char *files_exclude_json, ecp_error *err);
 
+/* Whether pattern compiles as a glob of the service (file/glob, file/grep's
+ * include and exclude, file/search's excludes, files.exclude): 0, or
+ * ECP_EINVAL with a message naming the problem, or the limit passed ("pattern
+ * nests braces deeper than 32 (offset 32)"). Patterns are bounded: braces
+ * nest at most 32 deep, at most 256 brace groups, at most 1024 '/'-separated
+ * segments, at most 1024 alternatives after brace expansion. Needs no
+ * service: a settings check runs it before any value is taken. */
+int file_glob_check(const char *pattern, ecp_error *err);
+
 /* Stops a watch; no callback runs for it afterwards. ECP_ENOTFOUND for an
  * unknown id. */
 int file_watch_remove(file_service *self, uint64_t id);

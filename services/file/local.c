@@ -702,21 +702,27 @@ done:
 }
 
 /* Copies directory `from` to `to` (which must not exist), symlinks as symlinks. */
+/* Never inlined: its 4 KiB buffer must not sit in each frame of copy_tree,
+ * which recurses as deep as the tree (2,000 levels fit in PATH_MAX). */
+static __attribute__((noinline)) int copy_link(const char *from, const char *to, ecp_error *err)
+{
+    char target[4096];
+    ssize_t n = readlink(from, target, sizeof target - 1);
+    if (n < 0)
+        return file__errno(err, errno, from);
+    target[n] = '\0';
+    if (symlink(target, to) != 0)
+        return file__errno(err, errno, to);
+    return 0;
+}
+
 static int copy_tree(const char *from, const char *to, ecp_error *err)
 {
     struct stat st;
     if (lstat(from, &st) != 0)
         return file__errno(err, errno, from);
-    if (S_ISLNK(st.st_mode)) {
-        char target[4096];
-        ssize_t n = readlink(from, target, sizeof target - 1);
-        if (n < 0)
-            return file__errno(err, errno, from);
-        target[n] = '\0';
-        if (symlink(target, to) != 0)
-            return file__errno(err, errno, to);
-        return 0;
-    }
+    if (S_ISLNK(st.st_mode))
+        return copy_link(from, to, err);
     if (!S_ISDIR(st.st_mode))
         return copy_file(from, to, err);
     if (mkdir(to, (st.st_mode & 07777) | 0700) != 0)
@@ -954,7 +960,8 @@ int file__globs_compile(const char *const *patterns, size_t count, unsigned flag
         ecp_error e;
         int rc = file__glob_compile(patterns[i], flags, &(*out)[i], &e);
         if (rc) {
-            ecp_error_set(err, rc, "invalid glob '%s': %s", patterns[i], e.message);
+            ecp_error_set(err, rc, "invalid glob '%.40s%s': %s", patterns[i], strlen(patterns[i]) > 40 ? "..." : "",
+                          e.message);
             file__globs_free(*out, count);
             *out = NULL;
             return rc;

@@ -506,7 +506,8 @@ int file_search_prepare(file_service *self, const file_search_options *o, file_s
             ecp_error e;
             int rc = file__glob_compile(o->exclude[i], FILE__GLOB_BASENAME | FILE__GLOB_DOT, &t->exclude_glob[i], &e);
             if (rc) {
-                ecp_error_set(err, rc, "invalid glob '%s': %s", o->exclude[i], e.message);
+                ecp_error_set(err, rc, "invalid glob '%.40s%s': %s", o->exclude[i],
+                              strlen(o->exclude[i]) > 40 ? "..." : "", e.message);
                 search_free(t);
                 return rc;
             }

@@ -933,9 +933,11 @@ int file_service_set_watch_exclude(file_service *svc, const char *files_exclude_
         file__glob *probe;
         ecp_error e;
         if (file__glob_compile(pattern, FILE__GLOB_BASENAME | FILE__GLOB_DOT, &probe, &e) != 0) {
-            ecp_log(svc->log, ECP_LOG_WARN, "files.exclude: invalid glob '%s' left out: %s", pattern, e.message);
+            ecp_log(svc->log, ECP_LOG_WARN, "files.exclude: invalid glob '%.40s%s' left out: %s", pattern,
+                    len > 40 ? "..." : "", e.message);
             if (rc == 0)
-                rc = ecp_error_set(err, ECP_EINVAL, "files.exclude: invalid glob '%s': %s", pattern, e.message);
+                rc = ecp_error_set(err, ECP_EINVAL, "files.exclude: invalid glob '%.40s%s': %s", pattern,
+                                   len > 40 ? "..." : "", e.message);
             continue;
         }
         file__glob_free(probe);

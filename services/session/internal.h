@@ -137,6 +137,10 @@ void session__jsonc_strip(const char *text, size_t len, buf *out);
 
 int session__keybindings_init(session_service *self, ecp_error *err);
 void session__keybindings_free(session_service *self);
+/* Evaluates a when clause against a context, as keybinding resolution does
+ * (a name the context lacks counts as true); the errors are session_when_check's. */
+int session__when_eval(const char *when, const session_context_value *ctx, size_t ctx_count, bool *value,
+                       ecp_error *err);
 
 /* ----- sessions (sessions.c) and hot exit (journal.c) ------------------------------------------- */
 

@@ -9,6 +9,8 @@
  *     primary := '(' or ')' | name (('==' | '!=') value)?
  *     value   := name | 'quoted' | "quoted"
  * A name is letters, digits and `_ . : -`; `true` and `false` are literals.
+ * '(' and '!' nest at most WHEN_MAX_DEPTH deep together: the parser descends
+ * once per '(', and a clause may come from any client or from the store.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -75,9 +77,13 @@ int session_key_canonical(const char *key, char **out, ecp_error *err)
 
 /* ----- when clauses ------------------------------------------------------------------------------------ */
 
+#define WHEN_MAX_DEPTH 64
+#define WHEN_MAX_DEPTH_TEXT "64"
+
 typedef struct when_parser {
     const char *s;
     size_t pos;
+    size_t depth; /* '(' and '!' open around pos */
     const session_context_value *ctx; /* NULL: only check the syntax */
     size_t ctx_count;
     ecp_error *err;
@@ -92,8 +98,10 @@ static void skip_space(when_parser *p)
 
 static bool fail(when_parser *p, const char *what)
 {
+    /* a long clause is cut short, so the message still says what is wrong */
     if (!p->status)
-        p->status = ecp_error_set(p->err, ECP_EINVAL, "when '%s': %s at offset %zu", p->s, what, p->pos);
+        p->status = ecp_error_set(p->err, ECP_EINVAL, "when '%.60s%s': %s at offset %zu", p->s,
+                                  strlen(p->s) > 60 ? "..." : "", what, p->pos);
     return false;
 }
 
@@ -137,6 +145,13 @@ static const session_context_value *lookup(when_parser *p, const char *name, siz
 
 static bool parse_or(when_parser *p, bool *value);
 
+static bool descend(when_parser *p)
+{
+    if (++p->depth > WHEN_MAX_DEPTH)
+        return fail(p, "the clause nests deeper than " WHEN_MAX_DEPTH_TEXT " ('(' and '!' together)");
+    return true;
+}
+
 /* *unknown is set when the condition names a key the client did not send:
  * such a condition counts as true, negated or not, as the reference's
  * unknown conditions do. */
@@ -145,6 +160,8 @@ static bool parse_primary(when_parser *p, bool *value, bool *unknown)
     *unknown = false;
     skip_space(p);
     if (p->s[p->pos] == '(') {
+        if (!descend(p))
+            return false;
         p->pos++;
         if (!parse_or(p, value))
             return false;
@@ -152,6 +169,7 @@ static bool parse_primary(when_parser *p, bool *value, bool *unknown)
         if (p->s[p->pos] != ')')
             return fail(p, "expected ')'");
         p->pos++;
+        p->depth--;
         return true;
     }
     const char *name;
@@ -193,18 +211,25 @@ static bool parse_primary(when_parser *p, bool *value, bool *unknown)
     return true;
 }
 
+/* Negations are counted, not descended into: only '(' costs a stack frame. */
 static bool parse_unary(when_parser *p, bool *value, bool *unknown)
 {
-    skip_space(p);
-    if (p->s[p->pos] == '!' && p->s[p->pos + 1] != '=') {
-        p->pos++;
-        if (!parse_unary(p, value, unknown))
+    size_t negations = 0;
+    for (;;) {
+        skip_space(p);
+        if (p->s[p->pos] != '!' || p->s[p->pos + 1] == '=')
+            break;
+        if (!descend(p))
             return false;
-        if (!*unknown)
-            *value = !*value;
-        return true;
+        p->pos++;
+        negations++;
     }
-    return parse_primary(p, value, unknown);
+    if (!parse_primary(p, value, unknown))
+        return false;
+    p->depth -= negations;
+    if (!*unknown && negations % 2)
+        *value = !*value;
+    return true;
 }
 
 static bool parse_and(when_parser *p, bool *value)
@@ -254,6 +279,12 @@ static int when_eval(const char *when, const session_context_value *ctx, size_t 
         return p.status;
     *value = v;
     return 0;
+}
+
+int session__when_eval(const char *when, const session_context_value *ctx, size_t ctx_count, bool *value,
+                       ecp_error *err)
+{
+    return when_eval(when, ctx, ctx_count, value, err);
 }
 
 int session_when_check(const char *when, ecp_error *err)
@@ -500,6 +531,7 @@ const session_keybinding *session_keybinding_resolve(session_service *self, cons
 
 typedef struct load_op {
     session_service *svc;
+    buf skipped; /* why each binding that no longer checks was left out, each ending in '\0' */
 } load_op;
 
 static int load_work(sqlite3 *db, void *data, ecp_error *err)
@@ -520,8 +552,11 @@ static int load_work(sqlite3 *db, void *data, ecp_error *err)
             .args_json = (const char *)sqlite3_column_text(st, 3),
         };
         keybinding_entry e = {0};
-        if (entry_make(&b, &e, NULL) < 0)
+        ecp_error why;
+        if (entry_make(&b, &e, &why) < 0) {
+            buf_append(&op->skipped, why.message, strlen(why.message) + 1);
             continue;
+        }
         if (self->binding_count == cap) {
             cap = cap ? cap * 2 : 16;
             self->bindings = xrealloc(self->bindings, cap * sizeof *self->bindings);
@@ -532,7 +567,29 @@ static int load_work(sqlite3 *db, void *data, ecp_error *err)
     return rc == SQLITE_DONE ? 0 : store_error(db, rc, err, "reading the key bindings");
 }
 
-static const store_op_type load_type = {.name = "keybindings.load", .work = load_work};
+/* On the loop: a saved binding that no longer checks is left out, and said so, rather than stop the start. */
+static void load_done(void *data, int status, const ecp_error *err)
+{
+    load_op *op = data;
+    if (status < 0)
+        ecp_log(op->svc->log, ECP_LOG_ERROR, "keybindings: %s", err->message);
+    for (size_t at = 0; at < op->skipped.len; at += strlen(op->skipped.data + at) + 1) {
+        ecp_log(op->svc->log, ECP_LOG_WARN, "keybindings: a saved binding was left out: %s", op->skipped.data + at);
+        session__emit_message(op->svc, SESSION_MESSAGE_WARNING, "A saved key binding was left out: %s",
+                              op->skipped.data + at);
+    }
+}
+
+static void load_free(void *data)
+{
+    load_op *op = data;
+    buf_free(&op->skipped);
+    free(op);
+}
+
+static const store_op_type load_type = {
+    .name = "keybindings.load", .work = load_work, .done = load_done, .free_data = load_free,
+};
 
 int session__keybindings_init(session_service *self, ecp_error *err)
 {

@@ -162,6 +162,36 @@ static bool mcp_servers_form(const char *value, char *reason, size_t cap)
     return fine;
 }
 
+/* files.exclude's form: every pattern compiles as the file service's globs do, so a value that would fail
+ * there (or take it past its limits) is refused here, before any layer holds it. */
+static bool glob_map_form(const char *value, char *reason, size_t cap)
+{
+    json_doc d = {0};
+    if (json_doc_parse(&d, value, strlen(value), NULL) < 0 || json_type_of(&d, json_root(&d)) != JSON_OBJECT) {
+        json_doc_free(&d);
+        snprintf(reason, cap, "expected an object of glob patterns");
+        return false;
+    }
+    arena a = ARENA_INIT;
+    bool fine = true;
+    for (json_ref k = json_first(&d, json_root(&d)); k != JSON_NO_REF && fine; k = json_next(&d, k)) {
+        const char *pattern;
+        size_t len;
+        ecp_error err;
+        json_string(&d, k, &a, &pattern, &len);
+        if (strlen(pattern) != len) {
+            snprintf(reason, cap, "a pattern holds a NUL character");
+            fine = false;
+        } else if (file_glob_check(pattern, &err) < 0) {
+            snprintf(reason, cap, "pattern \"%.32s%s\": %s", pattern, len > 32 ? "..." : "", err.message);
+            fine = false;
+        }
+    }
+    arena_free(&a);
+    json_doc_free(&d);
+    return fine;
+}
+
 static const session_setting_schema schema[] = {
     NUM("editor.fontSize", "14", 8, 72, "Font size in points"),
     NUM("editor.tabSize", "2", 1, 16, "Spaces a tab is worth"),
@@ -186,8 +216,9 @@ static const session_setting_schema schema[] = {
     NUM("editor.undoHistoryLimit", "1000", 100, 10000, "Undo steps kept"),
     ENUM("files.autoSave", "\"off\"", CHOICES("off", "afterDelay", "onFocusChange", "onWindowChange"), "Auto save"),
     ENUM("files.watchFiles", "\"onFocus\"", CHOICES("onFocus", "always", "off"), "When files are watched"),
-    OBJ("files.exclude", "{\"**/node_modules\":true,\"**/.git\":true,\"**/.DS_Store\":true}",
-        "Glob patterns of files to hide"),
+    {.key = "files.exclude", .type = SESSION_SETTING_OBJECT,
+     .default_json = "{\"**/node_modules\":true,\"**/.git\":true,\"**/.DS_Store\":true}", .check = glob_map_form,
+     .description = "Glob patterns of files to hide", .reported_by_default = true},
     STR("workbench.colorTheme", "\"catppuccin-frappe\"", "The colour theme"),
     STR_RESTRICTED("workbench.startupEditor", "\"~/.ultra/BOOT.md\"", "File opened at start-up"),
     NUM("tui.sidebar.width", "36", 15, 80, "Sidebar width in columns"),
@@ -618,6 +649,7 @@ static void persist(session_service *self, const char *key, const char *value)
 
 typedef struct load_op {
     session_service *svc;
+    buf skipped; /* why each value the schema now refuses was left out, each ending in '\0' */
 } load_op;
 
 static int load_work(sqlite3 *db, void *data, ecp_error *err)
@@ -636,10 +668,13 @@ static int load_work(sqlite3 *db, void *data, ecp_error *err)
         if (i < 0 || !value)
             continue; /* a key a later schema dropped */
         json_doc doc = {0};
-        char reason[SESSION_REASON_MAX];
+        char reason[SESSION_REASON_MAX] = "not a JSON value";
         if (json_doc_parse(&doc, value, strlen(value), NULL) == 0 && validate(&schema[i], &doc, json_root(&doc), reason, sizeof reason)) {
             free(layer[i]);
             layer[i] = canonical(&doc, json_root(&doc));
+        } else {
+            buf_appendf(&op->skipped, "invalid value for setting '%s': %s", schema[i].key, reason);
+            buf_push(&op->skipped, '\0');
         }
         json_doc_free(&doc);
     }
@@ -647,7 +682,28 @@ static int load_work(sqlite3 *db, void *data, ecp_error *err)
     return rc == SQLITE_DONE ? 0 : store_error(db, rc, err, "reading the settings");
 }
 
-static const store_op_type load_type = {.name = "settings.load", .work = load_work};
+/* On the loop: a saved value that no longer checks is left out, and said so, rather than stop the start. */
+static void load_done(void *data, int status, const ecp_error *err)
+{
+    load_op *op = data;
+    if (status < 0)
+        ecp_log(op->svc->log, ECP_LOG_ERROR, "settings: %s", err->message);
+    for (size_t at = 0; at < op->skipped.len; at += strlen(op->skipped.data + at) + 1) {
+        ecp_log(op->svc->log, ECP_LOG_WARN, "settings: saved %s; left out", op->skipped.data + at);
+        session__emit_message(op->svc, SESSION_MESSAGE_WARNING, "Saved %s; left out", op->skipped.data + at);
+    }
+}
+
+static void load_free(void *data)
+{
+    load_op *op = data;
+    buf_free(&op->skipped);
+    free(op);
+}
+
+static const store_op_type load_type = {
+    .name = "settings.load", .work = load_work, .done = load_done, .free_data = load_free,
+};
 
 /* ----- setting and resetting -------------------------------------------------------------------- */
 

@@ -9,7 +9,8 @@
 #                the fuzz_* executables were built, e.g.
 #                  CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_FUZZ_INSTRUMENT=ON
 #                  cmake --build build-fuzz --target fuzz_json fuzz_framing fuzz_dispatch \
-#                      fuzz_piece_tree fuzz_methods fuzz_syntax
+#                      fuzz_piece_tree fuzz_methods fuzz_syntax fuzz_glob fuzz_when \
+#                      fuzz_settings fuzz_acp fuzz_eca
 #                (without ECPD_FUZZ_INSTRUMENT, libFuzzer sees only the
 #                harnesses, not the code they drive)
 #     SECONDS    how long each target fuzzes (default: 20)

@@ -3,11 +3,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "file/glob.h"
+#include "file/interface.h"
 
 static bool matches(const char *pattern, unsigned flags, const char *path)
 {
@@ -127,6 +130,13 @@ static void test_pruning(void **state)
     assert_true(below("*/*.c", "sub"));
     assert_false(below("*/*.c", "sub/deeper"));
     assert_false(below("**/*.c", ".git")); /* ** does not enter dot directories */
+    /* a globstar at the end goes on below whatever it has taken */
+    assert_true(below("**", "src"));
+    assert_true(below("src/**", "src/a"));
+    assert_true(below("src/**", "src/a/b"));
+    assert_false(below("src/**", "lib"));
+    assert_false(below("**", "src/.git"));
+    assert_true(matches("src/**", 0, "src/a/b/c.txt"));
 }
 
 static void test_errors(void **state)
@@ -146,6 +156,86 @@ static void test_errors(void **state)
     assert_non_null(strstr(err.message, "more than 1024 alternatives"));
 }
 
+/* "{" n times, "a", "}" n times; or n "{a}" one after another; or n "a/" then "*". */
+static char *nested_braces(size_t n)
+{
+    char *s = malloc(2 * n + 2);
+    memset(s, '{', n);
+    s[n] = 'a';
+    memset(s + n + 1, '}', n);
+    s[2 * n + 1] = '\0';
+    return s;
+}
+
+static char *repeated(const char *unit, size_t n, const char *tail)
+{
+    size_t u = strlen(unit), t = strlen(tail);
+    char *s = malloc(u * n + t + 1);
+    for (size_t i = 0; i < n; i++)
+        memcpy(s + i * u, unit, u);
+    memcpy(s + u * n, tail, t + 1);
+    return s;
+}
+
+static void test_limits(void **state)
+{
+    file__glob *g = NULL;
+    ecp_error err;
+    /* braces nest 32 deep, not 33 */
+    char *p = nested_braces(FILE__GLOB_MAX_BRACE_DEPTH);
+    assert_true(matches(p, 0, "a"));
+    free(p);
+    p = nested_braces(FILE__GLOB_MAX_BRACE_DEPTH + 1);
+    assert_int_equal(file__glob_compile(p, 0, &g, &err), ECP_EINVAL);
+    assert_null(g);
+    assert_string_equal(err.message, "pattern nests braces deeper than 32 (offset 32)");
+    free(p);
+    p = nested_braces(100000);
+    assert_int_equal(file__glob_compile(p, 0, &g, &err), ECP_EINVAL);
+    free(p);
+
+    /* 256 groups one after another, not 257 */
+    p = repeated("{a}", FILE__GLOB_MAX_BRACE_GROUPS, "");
+    char *path = repeated("a", FILE__GLOB_MAX_BRACE_GROUPS, "");
+    assert_true(matches(p, 0, path));
+    free(p);
+    free(path);
+    p = repeated("{a}", FILE__GLOB_MAX_BRACE_GROUPS + 1, "");
+    assert_int_equal(file__glob_compile(p, 0, &g, &err), ECP_EINVAL);
+    assert_non_null(strstr(err.message, "more than 256 brace groups"));
+    free(p);
+
+    /* 1024 segments, not 1025; matching them takes one frame each */
+    p = repeated("a/", FILE__GLOB_MAX_SEGMENTS - 1, "*");
+    path = repeated("a/", FILE__GLOB_MAX_SEGMENTS - 1, "b");
+    assert_true(matches(p, 0, path));
+    path[strlen(path) - 2] = 'c';
+    assert_false(matches(p, 0, path));
+    free(path);
+    free(p);
+    p = repeated("a/", FILE__GLOB_MAX_SEGMENTS, "*");
+    assert_int_equal(file__glob_compile(p, 0, &g, &err), ECP_EINVAL);
+    assert_non_null(strstr(err.message, "more than 1024 path segments"));
+    free(p);
+
+    /* expansion that would write more than its budget stops early */
+    char *long_alt = repeated("x", 1 << 16, "");
+    size_t n = strlen(long_alt);
+    p = malloc(4 * (n + 1) + 64);
+    sprintf(p, "{%s,a}{%s,b}{%s,c}{%s,d}{a,b}{a,b}{a,b}{a,b}", long_alt, long_alt, long_alt, long_alt);
+    assert_int_equal(file__glob_compile(p, 0, &g, &err), ECP_EINVAL);
+    assert_non_null(strstr(err.message, "pattern expands to more than"));
+    free(p);
+    free(long_alt);
+
+    /* the alternatives still come out in order, the first first */
+    assert_true(matches("{a,b{c,d}}/x", 0, "bd/x"));
+    assert_true(matches("{a,b{c,d}}/x", 0, "a/x"));
+    assert_false(matches("{a,b{c,d}}/x", 0, "b/x"));
+    assert_int_equal(file_glob_check("{{a}}", &err), 0);
+    assert_int_equal(file_glob_check("{{a}", &err), ECP_EINVAL);
+}
+
 static void test_literal_detection(void **state)
 {
     assert_true(file__glob_is_literal("node_modules"));
@@ -157,6 +247,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_star_and_question),
+        cmocka_unit_test(test_limits),
         cmocka_unit_test(test_globstar),
         cmocka_unit_test(test_dot_files),
         cmocka_unit_test(test_classes),

@@ -90,6 +90,52 @@ static void test_when_syntax(void **state)
     }
 }
 
+/* n opening parentheses, then n negations, then a name, then the n closing parentheses. */
+static char *nested_when(size_t parens, size_t negations)
+{
+    char *s = malloc(2 * parens + negations + 2);
+    memset(s, '(', parens);
+    memset(s + parens, '!', negations);
+    s[parens + negations] = 'a';
+    memset(s + parens + negations + 1, ')', parens);
+    s[2 * parens + negations + 1] = '\0';
+    return s;
+}
+
+static void test_when_depth_limit(void **state)
+{
+    /* 64 deep, '(' and '!' together, is fine; 65 is refused, either way */
+    const size_t cases[][2] = {{64, 0}, {0, 64}, {32, 32}, {65, 0}, {0, 65}, {33, 32}, {50000, 0}, {0, 100000}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *when = nested_when(cases[i][0], cases[i][1]);
+        ecp_error err = {0};
+        int rc = session_when_check(when, &err);
+        if (cases[i][0] + cases[i][1] <= 64) {
+            if (rc != 0)
+                fail_msg("%zu '(' and %zu '!' should parse: %s", cases[i][0], cases[i][1], err.message);
+        } else {
+            assert_int_equal(rc, ECP_EINVAL);
+            assert_non_null(strstr(err.message, "nests deeper than 64"));
+            assert_true(strlen(err.message) < 200);
+        }
+        free(when);
+    }
+    /* unclosed parentheses past the limit are refused for their depth, not their end */
+    char *open = malloc(50001);
+    memset(open, '(', 50000);
+    open[50000] = '\0';
+    ecp_error err = {0};
+    assert_int_equal(session_when_check(open, &err), ECP_EINVAL);
+    assert_non_null(strstr(err.message, "nests deeper than 64"));
+    free(open);
+    /* depth is nesting, not count: many groups side by side are fine */
+    buf wide = BUF_INIT;
+    for (int i = 0; i < 1000; i++)
+        buf_appendf(&wide, "%s(!a)", i ? " && " : "");
+    assert_int_equal(session_when_check(wide.data, NULL), 0);
+    buf_free(&wide);
+}
+
 static void test_iso_times(void **state)
 {
     int64_t ms;
@@ -159,6 +205,7 @@ int main(void)
         cmocka_unit_test(test_jsonc_comments_and_trailing_commas),
         cmocka_unit_test(test_canonical_keys),
         cmocka_unit_test(test_when_syntax),
+        cmocka_unit_test(test_when_depth_limit),
         cmocka_unit_test(test_iso_times),
         cmocka_unit_test(test_schema_is_whole),
         cmocka_unit_test(test_themes_are_complete),
