@@ -27,7 +27,8 @@
  *   queryTimeout passes, or when the service shuts down. SQLite: the job's
  *   progress handler checks every 1,000 virtual-machine steps, and
  *   database_query_cancel also calls sqlite3_interrupt on the running
- *   statement. PostgreSQL: the job waits on the socket in slices of 50 ms and
+ *   statement; a statement waiting for another connection's lock (up to
+ *   connectionTimeout) checks between slices of at most 20 ms. PostgreSQL: the job waits on the socket in slices of 50 ms and
  *   sends PQcancel itself within one slice (from the job's thread: PQcancel
  *   opens a connection of its own and would block the loop). A query still
  *   queued behind another never starts.

@@ -5,7 +5,10 @@
  * thousand virtual-machine steps, whether its job was cancelled or its
  * deadline passed, and stops itself: that is how $/cancelRequest,
  * database/cancel and queryTimeout reach it. database/cancel also calls
- * sqlite3_interrupt, which stops a statement between those checks.
+ * sqlite3_interrupt, which stops a statement between those checks. A
+ * statement waiting for another connection's lock (up to connectionTimeout)
+ * waits in short slices and checks the same between them: SQLite's own
+ * busy_timeout would sleep through a cancel.
  */
 #include "internal.h"
 
@@ -26,6 +29,9 @@ struct db_handle {
     bool has_pending;
     size_t columns;
     bool read_only;
+    int64_t busy_timeout_ms; /* the longest a statement waits for a lock */
+    int64_t busy_since_ms;
+    bool busy_stopped;       /* the wait for a lock ended because the run must stop */
     char refused[160];  /* why the authorizer refused the last statement ("" when it did not) */
     bool refused_write; /* ... because the connection is readOnly */
 };
@@ -83,7 +89,10 @@ static int fail_sqlite(db_handle *h, int rc, database_failure *f, const char *wh
     if ((ext & 0xff) != (rc & 0xff))
         ext = rc;
     int status = ECP_EIO;
-    switch (rc & 0xff) {
+    int primary = rc & 0xff;
+    if (primary == SQLITE_BUSY && h && h->busy_stopped)
+        primary = SQLITE_INTERRUPT; /* gave up the lock wait to stop */
+    switch (primary) {
     case SQLITE_INTERRUPT: status = (h && h->run && h->run->job && ecp_job_cancelled(h->run->job)) ? ECP_ECANCELED
                                     : (h && h->run && h->run->deadline_ms && db_now_ms() >= h->run->deadline_ms)
                                         ? ECP_ERANGE
@@ -120,6 +129,26 @@ static int progress(void *ctx)
 {
     db_handle *h = ctx;
     return h->run && db_run_should_stop(h->run);
+}
+
+/* Another connection holds the lock: wait in slices of at most 20 ms, and
+ * give up when the run must stop or busy_timeout_ms has passed (0: SQLITE_BUSY). */
+static int busy_wait(void *ctx, int count)
+{
+    db_handle *h = ctx;
+    int64_t now = db_now_ms();
+    if (count == 0)
+        h->busy_since_ms = now;
+    if (h->run && db_run_should_stop(h->run)) {
+        h->busy_stopped = true;
+        return 0;
+    }
+    int64_t left = h->busy_since_ms + h->busy_timeout_ms - now;
+    if (left <= 0)
+        return 0;
+    int slice = count < 5 ? 1 << count : 20;
+    sqlite3_sleep(left < slice ? (int)left : slice);
+    return 1;
 }
 
 /* ----- readOnly ----------------------------------------------------------------------------- */
@@ -254,7 +283,8 @@ static int sq_open(const database_config *config, const char *password, db_handl
     }
     if (rc == SQLITE_OK) {
         sqlite3_extended_result_codes(h->db, 1);
-        sqlite3_busy_timeout(h->db, config->connection_timeout_ms > 0 ? (int)config->connection_timeout_ms : 2000);
+        h->busy_timeout_ms = config->connection_timeout_ms > 0 ? config->connection_timeout_ms : 2000;
+        sqlite3_busy_handler(h->db, busy_wait, h);
         sqlite3_progress_handler(h->db, 1000, progress, h);
         /* Opening is lazy: read the schema now, so a file that is no database fails here. */
         rc = sqlite3_exec(h->db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
@@ -440,6 +470,7 @@ static int read_page(db_handle *h, const db_run *run, database_result *out, data
         buf_clear(&h->pending);
     }
     h->run = run;
+    h->busy_stopped = false;
     while (out->row_count < run->page_size) {
         int rc = sqlite3_step(st);
         if (rc == SQLITE_DONE) {
@@ -475,6 +506,7 @@ static int sq_execute(db_handle *h, const char *sql, const database_value *param
     sqlite3_stmt *st = NULL;
     int status = 0;
     h->run = run;
+    h->busy_stopped = false;
     /* Every statement but the last runs to its end; the last one is the answer. */
     for (;;) {
         const char *next = NULL;
@@ -556,6 +588,7 @@ static int sq_exec_simple(db_handle *h, const char *sql, const db_run *run, data
 {
     sq_close_cursor(h);
     h->run = run;
+    h->busy_stopped = false;
     h->refused[0] = '\0';
     int rc = sqlite3_exec(h->db, sql, NULL, NULL, NULL);
     h->run = NULL;
