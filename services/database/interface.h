@@ -312,7 +312,8 @@ ecp_job *database_fetch_start(database_service *self, const database_fetch_args 
                               void *ctx, ecp_error *err);
 
 /* Stops a recent query: a queued one never starts, a running one is
- * interrupted (see the promises above). *running says whether it had not
+ * interrupted (see the promises above); a statement of a transaction stops
+ * the whole transaction, which rolls back. *running says whether it had not
  * ended yet. ECP_EINVAL naming the id when it is unknown. */
 int database_query_cancel(database_service *self, const char *query_id, bool *running, ecp_error *err);
 

@@ -524,9 +524,10 @@ static ecp_job *submit(db_op *op, ecp_call *serve)
     ecp_job *job = ecp_job_new(svc->jobs, &op_type, op);
     if (serve)
         ecp_job_serve(job, serve);
+    /* Every statement of a transaction names its job: cancelling any of them rolls the whole back. */
     if (op->kind == DB_OP_QUERY || op->kind == DB_OP_TRANSACTION)
         for (size_t i = 0; i < op->statement_count; i++)
-            remember_query(svc, op, &op->statements[i], i == 0 ? job : NULL);
+            remember_query(svc, op, &op->statements[i], job);
     if (op->kind == DB_OP_FETCH)
         for (size_t i = 0; i < DB_RECENT_QUERIES; i++)
             if (!strcmp(svc->recent[i].id, op->fetch_query))

@@ -384,6 +384,39 @@ static void test_cancel_and_timeout(void **state)
     exec_sql(id, "SELECT 1");
 }
 
+/* The queryId of any statement of a running transaction cancels it: the
+ * transaction rolls back and answers -32800. */
+static void test_cancel_in_transaction(void **state)
+{
+    (void)state;
+    const char *id = open_db("slow-transaction.db", false);
+    exec_sql(id, "CREATE TABLE k (v)");
+    const char *endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+    char params[512];
+    snprintf(params, sizeof params,
+             "{\"connectionId\":\"%s\",\"queries\":[{\"sql\":\"INSERT INTO k VALUES (1)\"},{\"sql\":\"%s\"}]}", id,
+             endless);
+    int64_t rid = test_client_send(client, "database/transaction", params);
+    test_server_run_for(server, 200);
+    char *h = call_ok("database/history", "{\"connectionId\":\"%s\",\"limit\":1}", id);
+    char *sql = test_json_string(h, "entries[0].sql");
+    assert_string_equal(sql, endless);
+    free(sql);
+    char *qid = test_json_string(h, "entries[0].queryId");
+    free(h);
+    char *r = call_ok("database/cancel", "{\"queryId\":\"%s\"}", qid);
+    assert_string_equal(r, "{\"cancelled\":true}");
+    free(r);
+    free(qid);
+    char *out = NULL;
+    assert_int_equal(test_client_wait_response(client, rid, 10000, &out), -32800);
+    free(out);
+    r = call_ok("database/query", "{\"connectionId\":\"%s\",\"sql\":\"SELECT count(*) AS n FROM k\"}", id);
+    int64_t n = -1;
+    assert_true(test_json_int(r, "rows[0].n", &n) && n == 0);
+    free(r);
+}
+
 /* The server's resident memory, in KiB (the server runs in this process). */
 static long resident_kib(void)
 {
@@ -744,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_paging),
         cmocka_unit_test(test_page_settings),
         cmocka_unit_test(test_cancel_and_timeout),
+        cmocka_unit_test(test_cancel_in_transaction),
         cmocka_unit_test(test_ten_million_rows),
         cmocka_unit_test(test_read_only_and_transaction),
         cmocka_unit_test(test_schema),
