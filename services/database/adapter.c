@@ -23,11 +23,10 @@ static const ecp_wire_map wire_codes[] = {
     {ECP_EEXIST, ECP_WIRE_INVALID_PARAMS},
 };
 
+/* f: the failure in the engine's words (its status is status). */
 static void reply_error(ecp_call *call, int status, const database_failure *f)
 {
-    (void)status; /* f->status says it, with the engine's words */
-    int code = ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], f->status,
-                             ECP_WIRE_INTERNAL_ERROR);
+    int code = ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], status, ECP_WIRE_INTERNAL_ERROR);
     if (code != ECP_WIRE_INTERNAL_ERROR) {
         ecp_call_error(call, code, "%s", f->message);
         return;
@@ -36,7 +35,7 @@ static void reply_error(ecp_call *call, int status, const database_failure *f)
     json_writer w;
     jw_init(&w, &data);
     jw_object_begin(&w);
-    jw_key_string(&w, "engineCode", f->engine_code[0] ? f->engine_code : ecp_status_text(f->status));
+    jw_key_string(&w, "engineCode", f->engine_code[0] ? f->engine_code : ecp_status_text(status));
     if (f->position > 0)
         jw_key_int(&w, "position", f->position);
     if (f->detail[0])

@@ -28,18 +28,20 @@
  *   progress handler checks every 1,000 virtual-machine steps, and
  *   database_query_cancel also calls sqlite3_interrupt on the running
  *   statement; a statement waiting for another connection's lock (up to
- *   connectionTimeout) checks between slices of at most 20 ms. PostgreSQL: the job waits on the socket in slices of 50 ms and
- *   sends PQcancel itself within one slice (from the job's thread: PQcancel
- *   opens a connection of its own and would block the loop). A query still
- *   queued behind another never starts.
+ *   connectionTimeout) checks between slices of at most 20 ms. PostgreSQL:
+ *   the job waits on the socket in slices of 50 ms and sends PQcancel itself
+ *   within one slice (from the job's thread: PQcancel opens a connection of
+ *   its own and would block the loop). A query still queued behind another
+ *   never starts.
  * - readOnly is the engine's: SQLITE_OPEN_READONLY with an authorizer that
  *   refuses any statement that writes (sqlite3_stmt_readonly, plus ATTACH,
  *   VACUUM INTO and the like), PostgreSQL's default_transaction_read_only. No
  *   SQL is parsed to guess what it does.
  * - Every SQLite connection is hardened like the server's store (no
- *   extension loading, no fts3_tokenizer, defensive mode). A relative SQLite
- *   path names a file of the workspace and may not leave it, by ".." or a
- *   symbolic link, at create, update, test and connect.
+ *   extension loading, no fts3_tokenizer, defensive mode, no trust in the
+ *   functions a schema names). A relative SQLite path names a file of the
+ *   workspace and may not leave it, by ".." or a symbolic link, at create,
+ *   update, test and connect.
  * - A password is never stored, logged or returned: a config names a secret
  *   (`passwordSecret`) of the session service, read when connecting.
  * - Configs persist as JSON: global ones in `<data-dir>/connections.json`,
