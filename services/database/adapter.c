@@ -324,25 +324,30 @@ static void started(ecp_call *call, ecp_job *job, const ecp_error *err)
 
 /* ----- connections ------------------------------------------------------------------------------ */
 
+static void answer_created(void *ctx, int status, const ecp_error *err, const char *connection_id)
+{
+    ecp_call *call = ctx;
+    if (status < 0) {
+        reply_refusal(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "connectionId", connection_id);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
 static void m_create(void *ctx, ecp_call *call)
 {
     json_ref obj;
     database_config cfg;
     if (!ecp_arg_object(call, ecp_call_params(call), "config", &obj) || !read_config(call, obj, NULL, &cfg))
         return;
-    const char *id;
     ecp_error err = {0};
-    int status = database_connection_create(ctx, &cfg, &id, &err);
+    database_config_args args = {.config = &cfg, .serve = call};
+    started(call, database_connection_create_start(ctx, &args, answer_created, call, &err), &err);
     database_config_clear(&cfg);
-    if (status < 0) {
-        reply_refusal(call, err.status, &err);
-        return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_string(w, "connectionId", id);
-    jw_object_end(w);
-    ecp_call_finish(call);
 }
 
 static void answer_success(void *ctx, int status, const database_failure *failure)
@@ -421,6 +426,10 @@ static void m_get(void *ctx, ecp_call *call)
 static void answer_test(void *ctx, int status, const database_failure *failure, const database_test_result *result)
 {
     ecp_call *call = ctx;
+    if (status == ECP_EINVAL) { /* refused before opening: bad params, not a failed test */
+        reply_error(call, status, failure);
+        return;
+    }
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key_bool(w, "success", status == 0);
@@ -448,6 +457,16 @@ static void m_test(void *ctx, ecp_call *call)
     database_config_clear(&cfg);
 }
 
+static void answer_updated(void *ctx, int status, const ecp_error *err, const char *connection_id)
+{
+    (void)connection_id;
+    ecp_call *call = ctx;
+    if (status < 0)
+        reply_refusal(call, status, err);
+    else
+        ecp_call_reply_success(call, true);
+}
+
 static void m_update(void *ctx, ecp_call *call)
 {
     const char *id;
@@ -459,12 +478,9 @@ static void m_update(void *ctx, ecp_call *call)
     if (!read_config(call, obj, info.config, &cfg))
         return;
     ecp_error err = {0};
-    int status = database_connection_update(ctx, id, &cfg, &err);
+    database_config_args args = {.connection_id = id, .config = &cfg, .serve = call};
+    started(call, database_connection_update_start(ctx, &args, answer_updated, call, &err), &err);
     database_config_clear(&cfg);
-    if (status < 0)
-        reply_refusal(call, err.status, &err);
-    else
-        ecp_call_reply_success(call, true);
 }
 
 /* ----- queries ------------------------------------------------------------------------------------ */

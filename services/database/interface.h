@@ -50,7 +50,7 @@
  *
  * Slow calls are asynchronous: `database_<noun>_start` copies its arguments,
  * returns the job that does the work (NULL, with err, when refused at once:
- * an unknown connection or query id, a path outside the workspace) and calls
+ * an unknown connection or query id) and calls
  * cb once, on the loop, when it ends, or never when the service is freed
  * first. The job belongs to the service. An argument's `serve` (may be NULL)
  * is the call the job serves (ecp_job_serve, done by the service before the
@@ -209,19 +209,6 @@ bool database_connection_get(database_service *self, const char *id, database_co
  * the connections of one person are few.) */
 size_t database_connection_list(database_service *self, int scope, database_connection_info *out, size_t cap);
 
-/* Saves a copy of config (config->id NULL: a new id), a relative SQLite path
- * made absolute within the workspace. *id_out (the service's) is valid until
- * the connection is deleted. ECP_EINVAL for a path that leaves the workspace
- * or a project scope without one, ECP_EEXIST for an id taken. */
-int database_connection_create(database_service *self, const database_config *config, const char **id_out,
-                               ecp_error *err);
-/* Replaces id's config with a copy of config (a whole config: the caller
- * merges a partial update); it takes effect at the next connect. ECP_EINVAL
- * for an unknown id, a path that leaves the workspace, or an engine changed
- * while the connection is open. */
-int database_connection_update(database_service *self, const char *id, const database_config *config,
-                               ecp_error *err);
-
 /* ----- connections (asynchronous) ------------------------------------------------------------- */
 
 typedef struct database_connection_args {
@@ -231,6 +218,30 @@ typedef struct database_connection_args {
 
 /* failure: NULL on success; valid during the call only. */
 typedef void (*database_done_cb)(void *ctx, int status, const database_failure *failure);
+
+typedef struct database_config_args {
+    const char *connection_id;      /* update: the connection; create: unused */
+    const database_config *config;  /* copied; for an update, the whole new config (the caller merges) */
+    ecp_call *serve;                /* may be NULL */
+} database_config_args;
+
+/* connection_id: the connection's (the service's, valid until it is deleted). */
+typedef void (*database_config_cb)(void *ctx, int status, const ecp_error *err, const char *connection_id);
+
+/* Saves a copy of config (config->id NULL: a new id), a relative SQLite path
+ * made absolute within the workspace (checked off the loop: realpath). At
+ * once: ECP_EINVAL for a project scope without a workspace, ECP_EEXIST for an
+ * id taken. In cb: ECP_EINVAL for a path that leaves the workspace,
+ * ECP_EEXIST for an id taken meanwhile. */
+ecp_job *database_connection_create_start(database_service *self, const database_config_args *args,
+                                          database_config_cb cb, void *ctx, ecp_error *err);
+/* Replaces the config of args->connection_id; it takes effect at the next
+ * connect. At once: ECP_EINVAL for an unknown id or a project scope without a
+ * workspace. In cb: ECP_EINVAL for a path that leaves the workspace, an
+ * engine changed while the connection is open, or a connection deleted
+ * meanwhile. */
+ecp_job *database_connection_update_start(database_service *self, const database_config_args *args,
+                                          database_config_cb cb, void *ctx, ecp_error *err);
 
 /* Opens the connection (again, when the server ended it), reading its
  * password from its secret first. */
@@ -254,7 +265,9 @@ typedef struct database_test_result {
     const char *server_version;
 } database_test_result;
 
-/* status 0 with result, or a failure (the test failed, which is an answer). */
+/* status 0 with result; ECP_EINVAL when the config was refused before
+ * opening (a relative path that leaves the workspace); any other failure is
+ * the test's answer. */
 typedef void (*database_test_cb)(void *ctx, int status, const database_failure *failure,
                                  const database_test_result *result);
 /* Opens config once, runs SELECT 1, closes it. */

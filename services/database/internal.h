@@ -168,10 +168,10 @@ struct database_service {
 int64_t db_wall_ms(void);
 const db_engine *db_engine_of(database_engine_type type);
 db_conn *db_conn_find(database_service *svc, const char *id);
-/* Makes a relative SQLite path absolute within the workspace (of the current
- * directory without one); ECP_EINVAL naming the path when it would leave it
- * (by ".." or a symbolic link). */
-int db_config_confine_path(database_service *svc, database_config *config, ecp_error *err);
+/* Makes a relative SQLite path absolute within workspace (may be NULL: the
+ * current directory); ECP_EINVAL naming the path when it would leave it (by
+ * ".." or a symbolic link). It reads the file system (realpath): pool thread. */
+int db_config_confine_path(const char *workspace, database_config *config, ecp_error *err);
 /* Writes the scope's configs, off the loop. */
 void db_configs_save(database_service *svc, bool project);
 /* Frees a deleted connection whose last job has ended. */

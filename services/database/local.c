@@ -374,12 +374,12 @@ static char *resolve_existing(const char *path)
  * elsewhere. It is stored absolute, so that it means one file. An absolute
  * path is the user's explicit choice; one inside the workspace is still
  * checked for a symbolic link out of it, which may have appeared since. */
-int db_config_confine_path(database_service *svc, database_config *config, ecp_error *err)
+int db_config_confine_path(const char *workspace, database_config *config, ecp_error *err)
 {
     if (config->type != DATABASE_SQLITE || !config->path || !config->path[0] || !strcmp(config->path, ":memory:"))
         return 0;
     char cwd[4096];
-    const char *base = svc->workspace ? svc->workspace : getcwd(cwd, sizeof cwd);
+    const char *base = workspace ? workspace : getcwd(cwd, sizeof cwd);
     if (!base)
         return ecp_error_set(err, ECP_EINVAL, "config.path: %s is relative and the server has no directory",
                              config->path);
@@ -420,23 +420,35 @@ static int check_config(database_service *svc, const database_config *config, ec
     return 0;
 }
 
-int database_connection_create(database_service *svc, const database_config *config, const char **id_out,
-                               ecp_error *err)
+/* ----- saving a config: its path is confined on the pool (realpath may block), then applied on the loop ----- */
+
+typedef struct config_job {
+    database_service *svc; /* done only */
+    bool update;
+    char id[DATABASE_ID_MAX]; /* update: the connection */
+    char *workspace;          /* the service's at the start, for the pool */
+    database_config config;
+    int status;
+    ecp_error err;
+    database_config_cb cb;
+    void *ctx;
+} config_job;
+
+static void config_work(ecp_job *job, unsigned item)
 {
-    int status = check_config(svc, config, err);
-    if (status < 0)
-        return status;
-    if (config->id && db_conn_find(svc, config->id))
-        return ecp_error_set(err, ECP_EEXIST, "id: a connection %s exists already", config->id);
-    database_config confined;
-    database_config_copy(&confined, config);
-    if ((status = db_config_confine_path(svc, &confined, err)) < 0) {
-        database_config_clear(&confined);
-        return status;
-    }
+    (void)item;
+    config_job *j = ecp_job_data(job);
+    j->status = db_config_confine_path(j->workspace, &j->config, &j->err);
+}
+
+static int config_create(database_service *svc, config_job *j, const char **id_out)
+{
+    if (j->config.id && db_conn_find(svc, j->config.id)) /* taken while the path was checked */
+        return ecp_error_set(&j->err, ECP_EEXIST, "id: a connection %s exists already", j->config.id);
     db_conn *c = xcalloc(1, sizeof *c);
     c->svc = svc;
-    c->config = confined;
+    c->config = j->config;
+    memset(&j->config, 0, sizeof j->config);
     if (!c->config.id) {
         char id[DATABASE_ID_MAX];
         snprintf(id, sizeof id, "conn-%llx-%llu", (unsigned long long)db_wall_ms(),
@@ -454,38 +466,91 @@ int database_connection_create(database_service *svc, const database_config *con
     return 0;
 }
 
-int database_connection_update(database_service *svc, const char *id, const database_config *config,
-                               ecp_error *err)
+static int config_update(database_service *svc, config_job *j, const char **id_out)
 {
-    db_conn *c = db_conn_find(svc, id);
-    if (!c)
-        return ecp_error_set(err, ECP_EINVAL, "connectionId: no connection %s", id);
-    int status = check_config(svc, config, err);
-    if (status < 0)
-        return status;
-    database_config copy;
-    database_config_copy(&copy, config);
-    if ((status = db_config_confine_path(svc, &copy, err)) < 0) {
-        database_config_clear(&copy);
-        return status;
-    }
-    if (config->type != c->config.type) {
-        if (c->handle || c->running || c->queue_len) {
-            database_config_clear(&copy);
-            return ecp_error_set(err, ECP_EINVAL, "config.type: disconnect before changing the engine");
-        }
-        c->engine = db_engine_of(config->type);
+    db_conn *c = db_conn_find(svc, j->id);
+    if (!c) /* deleted while the path was checked */
+        return ecp_error_set(&j->err, ECP_EINVAL, "connectionId: no connection %s", j->id);
+    if (j->config.type != c->config.type) {
+        if (c->handle || c->running || c->queue_len)
+            return ecp_error_set(&j->err, ECP_EINVAL, "config.type: disconnect before changing the engine");
+        c->engine = db_engine_of(j->config.type);
     }
     bool was_project = c->config.project;
-    free(copy.id);
-    copy.id = c->config.id;
+    free(j->config.id);
+    j->config.id = c->config.id;
     c->config.id = NULL;
     database_config_clear(&c->config);
-    c->config = copy;
+    c->config = j->config;
+    memset(&j->config, 0, sizeof j->config);
     db_configs_save(svc, c->config.project);
     if (was_project != c->config.project)
         db_configs_save(svc, was_project);
+    *id_out = c->config.id;
     return 0;
+}
+
+static void config_done(ecp_job *job)
+{
+    config_job *j = ecp_job_data(job);
+    const char *id = NULL;
+    if (j->status == 0)
+        j->status = j->update ? config_update(j->svc, j, &id) : config_create(j->svc, j, &id);
+    if (j->cb)
+        j->cb(j->ctx, j->status, j->status < 0 ? &j->err : NULL, id);
+}
+
+static void config_free(void *data)
+{
+    config_job *j = data;
+    free(j->workspace);
+    database_config_clear(&j->config);
+    free(j);
+}
+
+static const ecp_job_type config_type = {"database.config", ECP_LANE_SHORT, false, config_work, config_done,
+                                         config_free};
+
+static ecp_job *config_start(database_service *svc, const database_config_args *args, bool update,
+                             database_config_cb cb, void *ctx, ecp_error *err)
+{
+    if (check_config(svc, args->config, err) < 0)
+        return NULL;
+    if (update && !db_conn_find(svc, args->connection_id ? args->connection_id : "")) {
+        ecp_error_set(err, ECP_EINVAL, "connectionId: no connection %s",
+                      args->connection_id ? args->connection_id : "(none)");
+        return NULL;
+    }
+    if (!update && args->config->id && db_conn_find(svc, args->config->id)) {
+        ecp_error_set(err, ECP_EEXIST, "id: a connection %s exists already", args->config->id);
+        return NULL;
+    }
+    config_job *j = xcalloc(1, sizeof *j);
+    j->svc = svc;
+    j->update = update;
+    if (update)
+        snprintf(j->id, sizeof j->id, "%s", args->connection_id);
+    j->workspace = svc->workspace ? xstrdup(svc->workspace) : NULL;
+    database_config_copy(&j->config, args->config);
+    j->cb = cb;
+    j->ctx = ctx;
+    ecp_job *job = ecp_job_new(svc->jobs, &config_type, j);
+    if (args->serve)
+        ecp_job_serve(job, args->serve);
+    ecp_job_start(job, 1);
+    return job;
+}
+
+ecp_job *database_connection_create_start(database_service *svc, const database_config_args *args,
+                                          database_config_cb cb, void *ctx, ecp_error *err)
+{
+    return config_start(svc, args, false, cb, ctx, err);
+}
+
+ecp_job *database_connection_update_start(database_service *svc, const database_config_args *args,
+                                          database_config_cb cb, void *ctx, ecp_error *err)
+{
+    return config_start(svc, args, true, cb, ctx, err);
 }
 
 void db_conn_release(database_service *svc, db_conn *c)

@@ -21,6 +21,7 @@ typedef struct db_op {
     db_conn *conn;               /* NULL for a test */
     database_config config;      /* DB_OP_TEST (and DB_OP_CONNECT's copy) */
     char *password;              /* read from the secret; wiped when freed */
+    char *workspace;             /* connect, test: where a relative path must stay */
     db_statement *statements;    /* query, fetch: 1; transaction: n */
     size_t statement_count;
     size_t offset, limit;        /* fetch */
@@ -100,6 +101,7 @@ static void op_free(void *data)
     free(op->schema);
     free(op->table);
     free(op->server_version);
+    free(op->workspace);
     buf_free(&op->formatted);
     free(op);
 }
@@ -193,6 +195,14 @@ static void op_work(ecp_job *job, unsigned item)
     db_op *op = ecp_job_data(job);
     db_conn *c = op->conn;
     db_run run = make_run(job, op);
+    if (op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) {
+        /* At test, and again at connect: a config read from a file, or a symbolic link made since it was saved. */
+        ecp_error err = {0};
+        if (db_config_confine_path(op->workspace, &op->config, &err) < 0) {
+            op->status = db_fail(&op->fail, err.status, "%s", err.message);
+            return;
+        }
+    }
     if (op->status < 0) /* refused before it started (a missing secret) */
         return;
     if (ecp_job_cancelled(job)) {
@@ -537,12 +547,8 @@ static ecp_job *submit(db_op *op, ecp_call *serve)
         database_config_copy(&op->config, &op->conn->config);
         op->conn->status = DATABASE_CONNECTING;
     }
-    if (op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) {
-        /* Again at connect: a config read from a file, or a symbolic link made since it was saved. */
-        ecp_error err = {0};
-        if (db_config_confine_path(svc, &op->config, &err) < 0)
-            op->status = db_fail(&op->fail, err.status, "%s", err.message);
-    }
+    if ((op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) && svc->workspace)
+        op->workspace = xstrdup(svc->workspace);
     if ((op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) && op->config.password_secret && svc->session) {
         db_secret_wait *w = xcalloc(1, sizeof *w);
         w->job = job;
@@ -610,14 +616,9 @@ ecp_job *database_connection_delete_start(database_service *svc, const database_
 ecp_job *database_connection_test_start(database_service *svc, const database_test_args *args,
                                         database_test_cb cb, void *ctx, ecp_error *err)
 {
-    database_config config;
-    database_config_copy(&config, args->config);
-    if (db_config_confine_path(svc, &config, err) < 0) {
-        database_config_clear(&config);
-        return NULL;
-    }
+    (void)err; /* its path is checked by the job */
     db_op *op = op_new(svc, DB_OP_TEST, NULL);
-    op->config = config;
+    database_config_copy(&op->config, args->config);
     op->cb.test = cb;
     op->ctx = ctx;
     return submit(op, args->serve);
