@@ -1,11 +1,12 @@
-/* adapter: the database service on the wire (the `database` namespace).
+/* adapter: the database service on the wire (the `database` namespace):
+ * params in, interface.h's calls, results out.
  *
  * Engine failures are -32603 with data {engineCode, position?, detail?}; bad
  * params, an unknown connection or query id are -32602 naming the field; a
  * cancelled query is -32800.
  */
 #include "adapter.h"
-#include "internal.h"
+#include "database/interface.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +23,10 @@ static const ecp_wire_map wire_codes[] = {
     {ECP_EEXIST, ECP_WIRE_INVALID_PARAMS},
 };
 
-static void reply_failure(ecp_call *call, const db_failure *f)
+/* f: the failure in the engine's words (its status is status). */
+static void reply_error(ecp_call *call, int status, const database_failure *f)
 {
-    int code = ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], f->status,
-                             ECP_WIRE_INTERNAL_ERROR);
+    int code = ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], status, ECP_WIRE_INTERNAL_ERROR);
     if (code != ECP_WIRE_INTERNAL_ERROR) {
         ecp_call_error(call, code, "%s", f->message);
         return;
@@ -34,7 +35,7 @@ static void reply_failure(ecp_call *call, const db_failure *f)
     json_writer w;
     jw_init(&w, &data);
     jw_object_begin(&w);
-    jw_key_string(&w, "engineCode", f->engine_code[0] ? f->engine_code : ecp_status_text(f->status));
+    jw_key_string(&w, "engineCode", f->engine_code[0] ? f->engine_code : ecp_status_text(status));
     if (f->position > 0)
         jw_key_int(&w, "position", f->position);
     if (f->detail[0])
@@ -44,36 +45,38 @@ static void reply_failure(ecp_call *call, const db_failure *f)
     buf_free(&data);
 }
 
-static void reply_error(ecp_call *call, int status, const char *message)
+/* A refusal without the engine's words. */
+static void reply_refusal(ecp_call *call, int status, const ecp_error *err)
 {
-    db_failure f;
-    db_fail(&f, status, "%s", message);
-    reply_failure(call, &f);
+    database_failure f = {.status = status};
+    snprintf(f.message, sizeof f.message, "%s", err ? err->message : ecp_status_text(status));
+    reply_error(call, f.status, &f);
 }
 
 /* ----- params ---------------------------------------------------------------------------- */
 
-static bool read_conn(ecp_call *call, database_service *svc, db_conn **out)
+/* Reads connectionId and checks it names a connection (before the other params, so that is the error). */
+static bool read_conn(ecp_call *call, database_service *svc, const char **id, database_connection_info *info)
 {
-    ecp_str id;
-    if (!ecp_arg_string(call, ecp_call_params(call), "connectionId", &id))
+    ecp_str s;
+    if (!ecp_arg_string(call, ecp_call_params(call), "connectionId", &s))
         return false;
-    *out = db_conn_find(svc, id.ptr);
-    if (!*out) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "connectionId: no connection %s", id.ptr);
+    if (!database_connection_get(svc, s.ptr, info)) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "connectionId: no connection %s", s.ptr);
         return false;
     }
+    *id = s.ptr;
     return true;
 }
 
 static char *dup_str(ecp_str s) { return s.ptr ? xstrndup(s.ptr, s.len) : NULL; }
 
 /* Reads a config; with base (updateConnection) absent fields keep base's values. */
-static bool read_config(ecp_call *call, json_ref obj, const db_config *base, db_config *out)
+static bool read_config(ecp_call *call, json_ref obj, const database_config *base, database_config *out)
 {
     const json_doc *doc = ecp_call_doc(call);
     if (base)
-        db_config_copy(out, base);
+        database_config_copy(out, base);
     else
         memset(out, 0, sizeof *out);
     ecp_str s;
@@ -91,8 +94,8 @@ static bool read_config(ecp_call *call, json_ref obj, const db_config *base, db_
     }
     if (!base) {
         STR_FIELD("id", id)
-        if (out->id && (out->id[0] == '\0' || strlen(out->id) >= DB_ID_MAX)) {
-            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.id: must be 1 to %d bytes", DB_ID_MAX - 1);
+        if (out->id && (out->id[0] == '\0' || strlen(out->id) >= DATABASE_ID_MAX)) {
+            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.id: must be 1 to %d bytes", DATABASE_ID_MAX - 1);
             goto bad;
         }
     }
@@ -106,9 +109,9 @@ static bool read_config(ecp_call *call, json_ref obj, const db_config *base, db_
         goto bad;
     if (type.ptr) {
         if (!strcmp(type.ptr, "sqlite"))
-            out->type = DB_SQLITE;
+            out->type = DATABASE_SQLITE;
         else if (!strcmp(type.ptr, "postgres"))
-            out->type = DB_POSTGRES;
+            out->type = DATABASE_POSTGRES;
         else {
             ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.type: must be \"sqlite\" or \"postgres\"");
             goto bad;
@@ -161,11 +164,11 @@ static bool read_config(ecp_call *call, json_ref obj, const db_config *base, db_
         }
         out->project = !strcmp(scope.ptr, "project");
     }
-    if (out->type == DB_SQLITE && !out->path) {
+    if (out->type == DATABASE_SQLITE && !out->path) {
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.path: required for a sqlite connection");
         goto bad;
     }
-    if (out->type == DB_POSTGRES && (!out->database || !out->username)) {
+    if (out->type == DATABASE_POSTGRES && (!out->database || !out->username)) {
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.%s: required for a postgres connection",
                        out->database ? "username" : "database");
         goto bad;
@@ -173,11 +176,11 @@ static bool read_config(ecp_call *call, json_ref obj, const db_config *base, db_
     return true;
 #undef STR_FIELD
 bad:
-    db_config_clear(out);
+    database_config_clear(out);
     return false;
 }
 
-static bool read_params(ecp_call *call, json_ref obj, const char *name, db_value **out, size_t *count)
+static bool read_params(ecp_call *call, json_ref obj, const char *name, database_value **out, size_t *count)
 {
     json_ref list;
     *out = NULL;
@@ -188,30 +191,30 @@ static bool read_params(ecp_call *call, json_ref obj, const char *name, db_value
         return true;
     const json_doc *doc = ecp_call_doc(call);
     size_t n = json_length(doc, list), i = 0;
-    db_value *v = xcalloc(n ? n : 1, sizeof *v);
+    database_value *v = xcalloc(n ? n : 1, sizeof *v);
     for (json_ref r = json_first(doc, list); r != JSON_NO_REF; r = json_next(doc, r), i++) {
         const char *s;
         size_t len;
         switch (json_type_of(doc, r)) {
-        case JSON_NULL: v[i].kind = DB_NULL; break;
+        case JSON_NULL: v[i].kind = DATABASE_NULL; break;
         case JSON_BOOL: {
             bool b;
             json_bool(doc, r, &b);
-            v[i].kind = DB_BOOL;
+            v[i].kind = DATABASE_BOOL;
             v[i].i = b;
             break;
         }
         case JSON_NUMBER:
             if (json_int64(doc, r, &v[i].i)) {
-                v[i].kind = DB_INT;
+                v[i].kind = DATABASE_INT;
             } else {
-                v[i].kind = DB_REAL;
+                v[i].kind = DATABASE_REAL;
                 json_double(doc, r, &v[i].d);
             }
             break;
         case JSON_STRING:
             json_string(doc, r, ecp_call_arena(call), &s, &len);
-            v[i].kind = DB_TEXT;
+            v[i].kind = DATABASE_TEXT;
             v[i].s = xstrndup(s, len);
             v[i].len = len;
             break;
@@ -219,7 +222,7 @@ static bool read_params(ecp_call *call, json_ref obj, const char *name, db_value
             /* Arrays and objects travel as their JSON text (PostgreSQL json/jsonb, SQLite's json functions). */
             size_t rl;
             const char *raw = json_raw(doc, r, &rl);
-            v[i].kind = DB_TEXT;
+            v[i].kind = DATABASE_TEXT;
             v[i].s = xstrndup(raw, rl);
             v[i].len = rl;
             break;
@@ -233,12 +236,12 @@ static bool read_params(ecp_call *call, json_ref obj, const char *name, db_value
 
 /* ----- rendering ------------------------------------------------------------------------------ */
 
-static void write_fields(json_writer *w, const db_result *r)
+static void write_fields(json_writer *w, const database_result *r)
 {
     jw_key(w, "fields");
     jw_array_begin(w);
     for (size_t i = 0; i < r->field_count; i++) {
-        const db_field *f = &r->fields[i];
+        const database_field *f = &r->fields[i];
         jw_object_begin(w);
         jw_key_string(w, "name", f->name);
         jw_key_string(w, "dataType", f->data_type);
@@ -252,122 +255,127 @@ static void write_fields(json_writer *w, const db_result *r)
     jw_array_end(w);
 }
 
-static void write_query_result(json_writer *w, const db_statement *s, const char *connection_id)
+static void write_query_result(json_writer *w, const database_query_result *q)
 {
+    const database_result *r = q->result;
     jw_object_begin(w);
-    jw_key_string(w, "queryId", s->query_id);
-    jw_key_string(w, "connectionId", connection_id);
-    jw_key_string(w, "sql", s->sql);
+    jw_key_string(w, "queryId", q->query_id);
+    jw_key_string(w, "connectionId", q->connection_id);
+    jw_key_string(w, "sql", q->sql);
     jw_key(w, "rows");
     jw_array_begin(w);
-    if (s->result.rows.len)
-        jw_raw(w, s->result.rows.data, s->result.rows.len);
+    if (r->rows.len)
+        jw_raw(w, r->rows.data, r->rows.len);
     jw_array_end(w);
-    write_fields(w, &s->result);
-    jw_key_int(w, "rowCount", (int64_t)s->result.row_count);
-    if (s->result.total_rows >= 0)
-        jw_key_int(w, "totalRows", s->result.total_rows);
-    jw_key_bool(w, "hasMore", !s->result.done);
-    if (s->result.truncated)
+    write_fields(w, r);
+    jw_key_int(w, "rowCount", (int64_t)r->row_count);
+    if (r->total_rows >= 0)
+        jw_key_int(w, "totalRows", r->total_rows);
+    jw_key_bool(w, "hasMore", !r->done);
+    if (r->truncated)
         jw_key_bool(w, "truncated", true);
-    jw_key_int(w, "startedAt", s->started_at);
-    jw_key_int(w, "completedAt", s->completed_at);
-    jw_key_double(w, "durationMs", s->duration_ms);
-    if (s->result.affected_rows >= 0)
-        jw_key_int(w, "affectedRows", s->result.affected_rows);
-    if (s->result.notices.len) {
+    jw_key_int(w, "startedAt", q->started_at);
+    jw_key_int(w, "completedAt", q->completed_at);
+    jw_key_double(w, "durationMs", q->duration_ms);
+    if (r->affected_rows >= 0)
+        jw_key_int(w, "affectedRows", r->affected_rows);
+    if (r->notices.len) {
         jw_key(w, "notices");
         jw_array_begin(w);
-        jw_raw(w, s->result.notices.data, s->result.notices.len);
+        jw_raw(w, r->notices.data, r->notices.len);
         jw_array_end(w);
     }
     jw_object_end(w);
 }
 
-static const char *status_name(db_status s)
+static const char *status_name(database_link_status s)
 {
     static const char *const names[] = {"disconnected", "connecting", "connected", "error"};
     return names[s];
 }
 
-static void write_info(json_writer *w, db_conn *c)
+static void write_info(json_writer *w, const database_connection_info *info)
 {
-    db_conn_info info;
-    db_conn_info_get(c, &info);
-    const db_config *cfg = info.config;
+    const database_config *cfg = info->config;
     jw_object_begin(w);
     jw_key_string(w, "id", cfg->id);
     jw_key_string(w, "name", cfg->name);
-    jw_key_string(w, "type", cfg->type == DB_POSTGRES ? "postgres" : "sqlite");
-    jw_key_string(w, "status", status_name(info.status));
-    if (cfg->type == DB_SQLITE)
+    jw_key_string(w, "type", cfg->type == DATABASE_POSTGRES ? "postgres" : "sqlite");
+    jw_key_string(w, "status", status_name(info->status));
+    if (cfg->type == DATABASE_SQLITE)
         jw_key_string(w, "path", cfg->path);
     jw_key_string(w, "host", cfg->host ? cfg->host : "");
     jw_key_string(w, "database", cfg->database ? cfg->database : (cfg->path ? cfg->path : ""));
-    if (info.error)
-        jw_key_string(w, "error", info.error);
+    if (info->error)
+        jw_key_string(w, "error", info->error);
     jw_key_bool(w, "readOnly", cfg->read_only);
     jw_key_string(w, "scope", cfg->project ? "project" : "global");
-    if (info.connected_at)
-        jw_key_int(w, "connectedAt", info.connected_at);
+    if (info->connected_at)
+        jw_key_int(w, "connectedAt", info->connected_at);
     jw_object_end(w);
+}
+
+/* A start that was refused at once is answered here; else its job serves the call. */
+static void started(ecp_call *call, ecp_job *job, const ecp_error *err)
+{
+    if (!job)
+        reply_refusal(call, err->status, err);
 }
 
 /* ----- connections ------------------------------------------------------------------------------ */
 
-static void m_create(void *ctx, ecp_call *call)
+static void answer_created(void *ctx, int status, const ecp_error *err, const char *connection_id)
 {
-    json_ref obj;
-    db_config cfg;
-    if (!ecp_arg_object(call, ecp_call_params(call), "config", &obj) || !read_config(call, obj, NULL, &cfg))
-        return;
-    const char *id;
-    ecp_error err = {0};
-    int status = db_conn_create(ctx, &cfg, &id, &err);
-    db_config_clear(&cfg);
+    ecp_call *call = ctx;
     if (status < 0) {
-        reply_error(call, status, err.message);
+        reply_refusal(call, status, err);
         return;
     }
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
-    jw_key_string(w, "connectionId", id);
+    jw_key_string(w, "connectionId", connection_id);
     jw_object_end(w);
     ecp_call_finish(call);
 }
 
-static void answer_success(db_op *op, ecp_call *call)
+static void m_create(void *ctx, ecp_call *call)
 {
-    if (op->status < 0)
-        reply_failure(call, &op->fail);
+    json_ref obj;
+    database_config cfg;
+    if (!ecp_arg_object(call, ecp_call_params(call), "config", &obj) || !read_config(call, obj, NULL, &cfg))
+        return;
+    ecp_error err = {0};
+    database_config_args args = {.config = &cfg, .serve = call};
+    started(call, database_connection_create_start(ctx, &args, answer_created, call, &err), &err);
+    database_config_clear(&cfg);
+}
+
+static void answer_success(void *ctx, int status, const database_failure *failure)
+{
+    ecp_call *call = ctx;
+    if (status < 0)
+        reply_error(call, status, failure);
     else
         ecp_call_reply_success(call, true);
 }
 
-static void m_connect(void *ctx, ecp_call *call)
+typedef ecp_job *(*connection_start_fn)(database_service *, const database_connection_args *, database_done_cb,
+                                        void *, ecp_error *);
+
+static void connection_call(database_service *svc, ecp_call *call, connection_start_fn start)
 {
-    db_conn *c;
-    if (!read_conn(call, ctx, &c))
+    const char *id;
+    database_connection_info info;
+    if (!read_conn(call, svc, &id, &info))
         return;
-    db_op_submit(db_op_new(ctx, DB_OP_CONNECT, c), call, answer_success, NULL);
+    ecp_error err = {0};
+    database_connection_args args = {.connection_id = id, .serve = call};
+    started(call, start(svc, &args, answer_success, call, &err), &err);
 }
 
-static void m_disconnect(void *ctx, ecp_call *call)
-{
-    db_conn *c;
-    if (!read_conn(call, ctx, &c))
-        return;
-    db_op_submit(db_op_new(ctx, DB_OP_DISCONNECT, c), call, answer_success, NULL);
-}
-
-static void m_delete(void *ctx, ecp_call *call)
-{
-    db_conn *c;
-    if (!read_conn(call, ctx, &c))
-        return;
-    db_op_submit(db_op_new(ctx, DB_OP_DISCONNECT, c), call, answer_success, NULL);
-    db_conn_delete(ctx, c);
-}
+static void m_connect(void *ctx, ecp_call *call) { connection_call(ctx, call, database_connect_start); }
+static void m_disconnect(void *ctx, ecp_call *call) { connection_call(ctx, call, database_disconnect_start); }
+static void m_delete(void *ctx, ecp_call *call) { connection_call(ctx, call, database_connection_delete_start); }
 
 static void m_list(void *ctx, ecp_call *call)
 {
@@ -382,15 +390,15 @@ static void m_list(void *ctx, ecp_call *call)
         }
         which = !strcmp(scope.ptr, "project");
     }
-    size_t n = db_conn_list(ctx, which, NULL, 0);
-    db_conn **list = xcalloc(n ? n : 1, sizeof *list);
-    db_conn_list(ctx, which, list, n);
+    size_t n = database_connection_list(ctx, which, NULL, 0);
+    database_connection_info *list = xcalloc(n ? n : 1, sizeof *list);
+    database_connection_list(ctx, which, list, n);
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "connections");
     jw_array_begin(w);
     for (size_t i = 0; i < n; i++)
-        write_info(w, list[i]);
+        write_info(w, &list[i]);
     jw_array_end(w);
     jw_object_end(w);
     ecp_call_finish(call);
@@ -402,30 +410,36 @@ static void m_get(void *ctx, ecp_call *call)
     ecp_str id;
     if (!ecp_arg_string(call, ecp_call_params(call), "connectionId", &id))
         return;
-    db_conn *c = db_conn_find(ctx, id.ptr);
+    database_connection_info info;
+    bool found = database_connection_get(ctx, id.ptr, &info);
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "connection");
-    if (c)
-        write_info(w, c);
+    if (found)
+        write_info(w, &info);
     else
         jw_null(w);
     jw_object_end(w);
     ecp_call_finish(call);
 }
 
-static void answer_test(db_op *op, ecp_call *call)
+static void answer_test(void *ctx, int status, const database_failure *failure, const database_test_result *result)
 {
+    ecp_call *call = ctx;
+    if (status == ECP_EINVAL) { /* refused before opening: bad params, not a failed test */
+        reply_error(call, status, failure);
+        return;
+    }
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
-    jw_key_bool(w, "success", op->status == 0);
-    if (op->status < 0) {
-        jw_key_string(w, "error", op->fail.message);
-        if (op->fail.engine_code[0])
-            jw_key_string(w, "engineCode", op->fail.engine_code);
+    jw_key_bool(w, "success", status == 0);
+    if (status < 0) {
+        jw_key_string(w, "error", failure->message);
+        if (failure->engine_code[0])
+            jw_key_string(w, "engineCode", failure->engine_code);
     } else {
-        jw_key_double(w, "latencyMs", op->latency_ms);
-        jw_key_string(w, "serverVersion", op->server_version);
+        jw_key_double(w, "latencyMs", result->latency_ms);
+        jw_key_string(w, "serverVersion", result->server_version);
     }
     jw_object_end(w);
     ecp_call_finish(call);
@@ -434,72 +448,79 @@ static void answer_test(db_op *op, ecp_call *call)
 static void m_test(void *ctx, ecp_call *call)
 {
     json_ref obj;
-    db_config cfg;
+    database_config cfg;
     if (!ecp_arg_object(call, ecp_call_params(call), "config", &obj) || !read_config(call, obj, NULL, &cfg))
         return;
     ecp_error err = {0};
-    if (db_config_confine_path(ctx, &cfg, &err) < 0) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s", err.message);
-        db_config_clear(&cfg);
-        return;
-    }
-    db_op *op = db_op_new(ctx, DB_OP_TEST, NULL);
-    op->config = cfg;
-    db_op_submit(op, call, answer_test, NULL);
+    database_test_args args = {.config = &cfg, .serve = call};
+    started(call, database_connection_test_start(ctx, &args, answer_test, call, &err), &err);
+    database_config_clear(&cfg);
 }
 
-static void m_update(void *ctx, ecp_call *call)
+static void answer_updated(void *ctx, int status, const ecp_error *err, const char *connection_id)
 {
-    db_conn *c;
-    json_ref obj;
-    db_config cfg;
-    if (!read_conn(call, ctx, &c) || !ecp_arg_object(call, ecp_call_params(call), "config", &obj))
-        return;
-    db_conn_info info;
-    db_conn_info_get(c, &info);
-    if (!read_config(call, obj, info.config, &cfg))
-        return;
-    ecp_error err = {0};
-    int status = db_conn_update(ctx, c, &cfg, &err);
-    db_config_clear(&cfg);
+    (void)connection_id;
+    ecp_call *call = ctx;
     if (status < 0)
-        reply_error(call, status, err.message);
+        reply_refusal(call, status, err);
     else
         ecp_call_reply_success(call, true);
 }
 
+static void m_update(void *ctx, ecp_call *call)
+{
+    const char *id;
+    database_connection_info info;
+    json_ref obj;
+    database_config cfg;
+    if (!read_conn(call, ctx, &id, &info) || !ecp_arg_object(call, ecp_call_params(call), "config", &obj))
+        return;
+    if (!read_config(call, obj, info.config, &cfg))
+        return;
+    ecp_error err = {0};
+    database_config_args args = {.connection_id = id, .config = &cfg, .serve = call};
+    started(call, database_connection_update_start(ctx, &args, answer_updated, call, &err), &err);
+    database_config_clear(&cfg);
+}
+
 /* ----- queries ------------------------------------------------------------------------------------ */
 
-static void answer_query(db_op *op, ecp_call *call)
+/* On the query's pool thread: a page may be 16 MiB of rows. */
+static void format_query_result(void *fctx, const database_query_result *r, buf *out)
 {
-    if (op->status < 0) {
-        reply_failure(call, &op->fail);
-        return;
-    }
-    db_conn_info info;
-    db_conn_info_get(op->conn, &info);
-    json_writer *w = ecp_call_result(call);
-    write_query_result(w, &op->statements[0], info.config->id);
-    ecp_call_finish(call);
+    (void)fctx;
+    json_writer w;
+    jw_init(&w, out);
+    write_query_result(&w, r);
+}
+
+static void answer_query(void *ctx, int status, const database_failure *failure, const database_query_result *result,
+                         ecp_shared *formatted)
+{
+    (void)result;
+    ecp_call *call = ctx;
+    if (status < 0)
+        reply_error(call, status, failure);
+    else
+        ecp_call_reply_shared(call, formatted);
 }
 
 static void m_query(void *ctx, ecp_call *call)
 {
-    db_conn *c;
+    const char *id;
+    database_connection_info info;
     ecp_str sql;
-    db_value *params;
+    database_value *params;
     size_t n;
     json_ref p = ecp_call_params(call);
-    if (!read_conn(call, ctx, &c) || !ecp_arg_string(call, p, "sql", &sql) || !read_params(call, p, "params", &params, &n))
+    if (!read_conn(call, ctx, &id, &info) || !ecp_arg_string(call, p, "sql", &sql) ||
+        !read_params(call, p, "params", &params, &n))
         return;
-    db_op *op = db_op_new(ctx, DB_OP_QUERY, c);
-    op->statements = xcalloc(1, sizeof *op->statements);
-    op->statement_count = 1;
-    op->statements[0].sql = dup_str(sql);
-    op->statements[0].params = params;
-    op->statements[0].param_count = n;
-    db_result_free(&op->statements[0].result);
-    db_op_submit(op, call, answer_query, NULL);
+    ecp_error err = {0};
+    database_query_args args = {.connection_id = id, .sql = sql.ptr, .params = params, .param_count = n,
+                                .format = format_query_result, .serve = call};
+    started(call, database_query_start(ctx, &args, answer_query, call, &err), &err);
+    database_values_free(params, n);
 }
 
 static void m_fetch(void *ctx, ecp_call *call)
@@ -510,70 +531,65 @@ static void m_fetch(void *ctx, ecp_call *call)
     if (!ecp_arg_string(call, p, "queryId", &qid) || !ecp_arg_index(call, p, "offset", &offset) ||
         !ecp_arg_index(call, p, "limit", &limit))
         return;
-    db_conn *c = db_query_conn(ctx, qid.ptr);
-    if (!c) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "queryId: no query %s", qid.ptr);
-        return;
-    }
-    if (limit == 0 || limit > 100000) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "limit: must be 1 to 100000");
-        return;
-    }
-    db_op *op = db_op_new(ctx, DB_OP_FETCH, c);
-    op->statements = xcalloc(1, sizeof *op->statements);
-    op->statement_count = 1;
-    db_query_copy(ctx, qid.ptr, &op->statements[0]);
-    db_result_free(&op->statements[0].result);
-    snprintf(op->fetch_query, sizeof op->fetch_query, "%s", qid.ptr);
-    op->offset = offset;
-    op->limit = limit;
-    db_op_submit(op, call, answer_query, NULL);
+    ecp_error err = {0};
+    database_fetch_args args = {.query_id = qid.ptr, .offset = offset, .limit = limit,
+                                .format = format_query_result, .serve = call};
+    started(call, database_fetch_start(ctx, &args, answer_query, call, &err), &err);
 }
 
-static void answer_transaction(db_op *op, ecp_call *call)
+static void answer_transaction(void *ctx, int status, const database_failure *failure,
+                               const database_transaction_result *r)
 {
-    if (op->status == ECP_ECANCELED || op->status == ECP_ESTATE) { /* cancelled, or never connected */
-        reply_failure(call, &op->fail);
+    ecp_call *call = ctx;
+    if (status < 0) {
+        reply_error(call, status, failure);
         return;
     }
-    db_conn_info info;
-    db_conn_info_get(op->conn, &info);
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
-    jw_key_bool(w, "success", op->committed);
+    jw_key_bool(w, "success", r->committed);
     jw_key(w, "results");
     jw_array_begin(w);
-    for (size_t i = 0; i < op->statement_count; i++) {
-        const db_statement *s = &op->statements[i];
-        if (op->committed || i < op->failed_index) {
-            write_query_result(w, s, info.config->id);
-        } else if (i == op->failed_index) {
+    for (size_t i = 0; i < r->statement_count; i++) {
+        if (r->committed || i < r->failed_index) {
+            write_query_result(w, &r->statements[i]);
+        } else if (i == r->failed_index) {
+            const database_failure *f = &r->statement_failures[i];
             jw_object_begin(w);
-            jw_key_string(w, "error", s->fail.message[0] ? s->fail.message : op->fail.message);
-            if (s->fail.engine_code[0])
-                jw_key_string(w, "engineCode", s->fail.engine_code);
-            if (s->label)
-                jw_key_string(w, "label", s->label);
+            jw_key_string(w, "error", f->message[0] ? f->message : r->failure->message);
+            if (f->engine_code[0])
+                jw_key_string(w, "engineCode", f->engine_code);
+            if (r->labels[i])
+                jw_key_string(w, "label", r->labels[i]);
             jw_object_end(w);
         }
     }
     jw_array_end(w);
-    if (op->committed) {
-        jw_key_int(w, "committedAt", op->statements[op->statement_count - 1].completed_at);
+    if (r->committed) {
+        jw_key_int(w, "committedAt", r->statements[r->statement_count - 1].completed_at);
     } else {
-        jw_key_int(w, "rolledBackAt", op->statements[0].completed_at ? op->statements[0].completed_at : 0);
-        jw_key_string(w, "error", op->fail.message);
+        jw_key_int(w, "rolledBackAt", r->statements[0].completed_at);
+        jw_key_string(w, "error", r->failure->message);
     }
     jw_object_end(w);
     ecp_call_finish(call);
 }
 
+static void free_statements(database_statement_args *list, database_value **params, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        database_values_free(params[i], list[i].param_count);
+    free(list);
+    free(params);
+}
+
 static void m_transaction(void *ctx, ecp_call *call)
 {
-    db_conn *c;
+    const char *id;
+    database_connection_info info;
     json_ref list;
     json_ref p = ecp_call_params(call);
-    if (!read_conn(call, ctx, &c) || !ecp_arg_array(call, p, "queries", &list))
+    if (!read_conn(call, ctx, &id, &info) || !ecp_arg_array(call, p, "queries", &list))
         return;
     const json_doc *doc = ecp_call_doc(call);
     size_t n = json_length(doc, list);
@@ -581,15 +597,12 @@ static void m_transaction(void *ctx, ecp_call *call)
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "queries: at least one query");
         return;
     }
-    db_op *op = db_op_new(ctx, DB_OP_TRANSACTION, c);
-    op->statements = xcalloc(n, sizeof *op->statements);
+    database_statement_args *statements = xcalloc(n, sizeof *statements);
+    database_value **params = xcalloc(n, sizeof *params);
     size_t i = 0;
     for (json_ref q = json_first(doc, list); q != JSON_NO_REF; q = json_next(doc, q), i++) {
         char name[64];
-        ecp_str sql, label;
-        db_statement *s = &op->statements[i];
-        db_result_free(&s->result);
-        op->statement_count = i + 1;
+        ecp_str sql, label = {0};
         snprintf(name, sizeof name, "queries[%zu].sql", i);
         bool ok = json_type_of(doc, q) == JSON_OBJECT && ecp_arg_string(call, q, name, &sql);
         if (ok) {
@@ -598,18 +611,23 @@ static void m_transaction(void *ctx, ecp_call *call)
         }
         if (ok) {
             snprintf(name, sizeof name, "queries[%zu].params", i);
-            ok = read_params(call, q, name, &s->params, &s->param_count);
+            ok = read_params(call, q, name, &params[i], &statements[i].param_count);
         }
         if (!ok) {
             if (json_type_of(doc, q) != JSON_OBJECT)
                 ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "queries[%zu]: must be an object", i);
-            db_op_discard(op);
+            free_statements(statements, params, i);
             return;
         }
-        s->sql = dup_str(sql);
-        s->label = dup_str(label);
+        statements[i].sql = sql.ptr;
+        statements[i].params = params[i];
+        statements[i].label = label.ptr;
     }
-    db_op_submit(op, call, answer_transaction, NULL);
+    ecp_error err = {0};
+    database_transaction_args args = {.connection_id = id, .statements = statements, .statement_count = n,
+                                      .serve = call};
+    started(call, database_transaction_start(ctx, &args, answer_transaction, call, &err), &err);
+    free_statements(statements, params, n);
 }
 
 static void m_cancel(void *ctx, ecp_call *call)
@@ -618,8 +636,9 @@ static void m_cancel(void *ctx, ecp_call *call)
     if (!ecp_arg_string(call, ecp_call_params(call), "queryId", &qid))
         return;
     bool running = false;
-    if (!db_query_cancel(ctx, qid.ptr, &running)) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "queryId: no query %s", qid.ptr);
+    ecp_error err = {0};
+    if (database_query_cancel(ctx, qid.ptr, &running, &err) < 0) {
+        reply_refusal(call, err.status, &err);
         return;
     }
     json_writer *w = ecp_call_result(call);
@@ -631,55 +650,56 @@ static void m_cancel(void *ctx, ecp_call *call)
 
 /* ----- schema browsing ------------------------------------------------------------------------------ */
 
-static const db_value *cell(const db_result *r, size_t row, size_t col)
+static const database_value *cell(const database_result *r, size_t row, size_t col)
 {
-    static const db_value null_value = {.kind = DB_NULL};
+    static const database_value null_value = {.kind = DATABASE_NULL};
     return row < r->row_count && col < r->field_count ? &r->cells[row * r->field_count + col] : &null_value;
 }
 
-static void key_cell_string(json_writer *w, const char *key, const db_value *v, bool omit_null)
+static void key_cell_string(json_writer *w, const char *key, const database_value *v, bool omit_null)
 {
-    if (v->kind == DB_NULL) {
+    if (v->kind == DATABASE_NULL) {
         if (!omit_null)
             jw_key_null(w, key);
         return;
     }
     jw_key(w, key);
-    if (v->kind == DB_TEXT)
+    if (v->kind == DATABASE_TEXT)
         jw_string_n(w, v->s, v->len);
     else {
         buf b = BUF_INIT;
-        db_json_value(&b, v);
+        database_value_json(&b, v);
         jw_string_n(w, b.data, b.len);
         buf_free(&b);
     }
 }
 
-static bool cell_true(const db_value *v)
+static bool cell_true(const database_value *v)
 {
-    return (v->kind == DB_INT || v->kind == DB_BOOL) ? v->i != 0
-           : v->kind == DB_TEXT                     ? (v->len && (v->s[0] == 't' || v->s[0] == '1'))
+    return (v->kind == DATABASE_INT || v->kind == DATABASE_BOOL) ? v->i != 0
+           : v->kind == DATABASE_TEXT                     ? (v->len && (v->s[0] == 't' || v->s[0] == '1'))
                                                     : false;
 }
 
-static void key_cell_int(json_writer *w, const char *key, const db_value *v)
+static void key_cell_int(json_writer *w, const char *key, const database_value *v)
 {
-    if (v->kind == DB_INT)
+    if (v->kind == DATABASE_INT)
         jw_key_int(w, key, v->i);
-    else if (v->kind == DB_TEXT && v->len)
+    else if (v->kind == DATABASE_TEXT && v->len)
         jw_key_int(w, key, strtoll(v->s, NULL, 10));
 }
 
-static void answer_schema(db_op *op, ecp_call *call)
+static void answer_schema(void *ctx, int status, const database_failure *failure, const database_schema_result *op)
 {
-    if (op->status < 0) {
-        reply_failure(call, &op->fail);
+    ecp_call *call = ctx;
+    if (status < 0) {
+        reply_error(call, status, failure);
         return;
     }
-    const db_result *r = &op->parts[0];
+    const database_result *r = op->parts[0];
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
-    if (op->kind == DB_OP_SCHEMAS) {
+    if (op->read == DATABASE_SCHEMAS) {
         jw_key(w, "schemas");
         jw_array_begin(w);
         for (size_t i = 0; i < r->row_count; i++) {
@@ -690,7 +710,7 @@ static void answer_schema(db_op *op, ecp_call *call)
             jw_object_end(w);
         }
         jw_array_end(w);
-    } else if (op->kind == DB_OP_TABLES) {
+    } else if (op->read == DATABASE_TABLES) {
         jw_key(w, "tables");
         jw_array_begin(w);
         for (size_t i = 0; i < r->row_count; i++) {
@@ -704,8 +724,8 @@ static void answer_schema(db_op *op, ecp_call *call)
             jw_object_end(w);
         }
         jw_array_end(w);
-    } else if (op->kind == DB_OP_DESCRIBE) {
-        const db_result *cols = &op->parts[1], *fks = &op->parts[2], *idx = &op->parts[3];
+    } else if (op->read == DATABASE_DESCRIBE) {
+        const database_result *cols = op->parts[1], *fks = op->parts[2], *idx = op->parts[3];
         jw_key_string(w, "schema", op->schema);
         jw_key_string(w, "name", op->table);
         key_cell_string(w, "type", cell(r, 0, 0), false);
@@ -730,7 +750,7 @@ static void answer_schema(db_op *op, ecp_call *call)
             jw_array_begin(w);
             for (size_t i = 0; i < cols->row_count; i++)
                 if (cell_true(cell(cols, i, 4))) {
-                    const db_value *v = cell(cols, i, 0);
+                    const database_value *v = cell(cols, i, 0);
                     jw_string_n(w, v->s, v->len);
                 }
             jw_array_end(w);
@@ -756,8 +776,8 @@ static void answer_schema(db_op *op, ecp_call *call)
             jw_key_bool(w, "isPrimary", cell_true(cell(idx, i, 2)));
             jw_key(w, "columns");
             jw_array_begin(w);
-            const db_value *v = cell(idx, i, 3);
-            if (v->kind == DB_TEXT) {
+            const database_value *v = cell(idx, i, 3);
+            if (v->kind == DATABASE_TEXT) {
                 const char *s = v->s;
                 while (*s) {
                     const char *comma = strchr(s, ',');
@@ -774,9 +794,9 @@ static void answer_schema(db_op *op, ecp_call *call)
         key_cell_int(w, "sizeBytes", cell(r, 0, 2));
         key_cell_string(w, "comment", cell(r, 0, 3), true);
     } else {
-        const db_value *v = cell(&op->parts[1], 0, 0);
+        const database_value *v = cell(op->parts[1], 0, 0);
         jw_key(w, "ddl");
-        if (v->kind == DB_TEXT)
+        if (v->kind == DATABASE_TEXT)
             jw_string_n(w, v->s, v->len);
         else
             jw_string(w, "");
@@ -785,66 +805,85 @@ static void answer_schema(db_op *op, ecp_call *call)
     ecp_call_finish(call);
 }
 
-static void m_list_schemas(void *ctx, ecp_call *call)
+static void schema_call(database_service *svc, ecp_call *call, database_schema_args *args)
 {
-    db_conn *c;
-    bool include_system;
-    if (!read_conn(call, ctx, &c) || !ecp_arg_bool_opt(call, ecp_call_params(call), "includeSystem", false,
-                                                       &include_system))
-        return;
-    db_op *op = db_op_new(ctx, DB_OP_SCHEMAS, c);
-    op->include_system = include_system;
-    db_op_submit(op, call, answer_schema, NULL);
+    ecp_error err = {0};
+    args->serve = call;
+    started(call, database_schema_start(svc, args, answer_schema, call, &err), &err);
 }
 
-static const char *default_schema(db_conn *c)
+static void m_list_schemas(void *ctx, ecp_call *call)
 {
-    db_conn_info info;
-    db_conn_info_get(c, &info);
-    return info.config->type == DB_SQLITE ? "main" : "public";
+    database_schema_args args = {.read = DATABASE_SCHEMAS};
+    database_connection_info info;
+    if (!read_conn(call, ctx, &args.connection_id, &info) ||
+        !ecp_arg_bool_opt(call, ecp_call_params(call), "includeSystem", false, &args.include_system))
+        return;
+    schema_call(ctx, call, &args);
 }
 
 static void m_list_tables(void *ctx, ecp_call *call)
 {
-    db_conn *c;
+    database_schema_args args = {.read = DATABASE_TABLES};
+    database_connection_info info;
     ecp_str schema;
-    if (!read_conn(call, ctx, &c) || !ecp_arg_string_opt(call, ecp_call_params(call), "schema", &schema))
+    if (!read_conn(call, ctx, &args.connection_id, &info) ||
+        !ecp_arg_string_opt(call, ecp_call_params(call), "schema", &schema))
         return;
-    db_op *op = db_op_new(ctx, DB_OP_TABLES, c);
-    op->schema = xstrdup(schema.ptr ? schema.ptr : default_schema(c));
-    db_op_submit(op, call, answer_schema, NULL);
+    args.schema = schema.ptr;
+    schema_call(ctx, call, &args);
 }
 
-static void table_op(void *ctx, ecp_call *call, db_op_kind kind)
+static void table_op(void *ctx, ecp_call *call, database_schema_read read)
 {
-    db_conn *c;
+    database_schema_args args = {.read = read};
+    database_connection_info info;
     ecp_str schema, table;
     json_ref p = ecp_call_params(call);
-    if (!read_conn(call, ctx, &c) || !ecp_arg_string(call, p, "schema", &schema) ||
+    if (!read_conn(call, ctx, &args.connection_id, &info) || !ecp_arg_string(call, p, "schema", &schema) ||
         !ecp_arg_string(call, p, "table", &table))
         return;
-    db_op *op = db_op_new(ctx, kind, c);
-    op->schema = dup_str(schema);
-    op->table = dup_str(table);
-    db_op_submit(op, call, answer_schema, NULL);
+    args.schema = schema.ptr;
+    args.table = table.ptr;
+    schema_call(ctx, call, &args);
 }
 
-static void m_describe(void *ctx, ecp_call *call) { table_op(ctx, call, DB_OP_DESCRIBE); }
-static void m_ddl(void *ctx, ecp_call *call) { table_op(ctx, call, DB_OP_DDL); }
+static void m_describe(void *ctx, ecp_call *call) { table_op(ctx, call, DATABASE_DESCRIBE); }
+static void m_ddl(void *ctx, ecp_call *call) { table_op(ctx, call, DATABASE_DDL); }
 
 /* ----- history ------------------------------------------------------------------------------------------ */
 
-static void history_answer(void *ctx, int status, const ecp_error *err, const char *entries_json)
+static void history_answer(void *ctx, int status, const ecp_error *err, const database_history_entry *entries,
+                           size_t count)
 {
     ecp_call *call = ctx;
     if (status < 0) {
-        reply_error(call, status, err ? err->message : ecp_status_text(status));
+        reply_refusal(call, status, err);
         return;
     }
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "entries");
-    jw_raw(w, entries_json, strlen(entries_json));
+    jw_array_begin(w);
+    for (size_t i = 0; i < count; i++) {
+        const database_history_entry *e = &entries[i];
+        jw_object_begin(w);
+        jw_key_int(w, "id", e->id);
+        jw_key_string(w, "queryId", e->query_id);
+        jw_key_string(w, "connectionId", e->connection_id);
+        jw_key_string(w, "sql", e->sql);
+        jw_key_int(w, "executedAt", e->executed_at);
+        if (e->duration_ms >= 0)
+            jw_key_double(w, "durationMs", e->duration_ms);
+        if (e->row_count >= 0)
+            jw_key_int(w, "rowCount", e->row_count);
+        jw_key_string(w, "status", e->status);
+        if (e->error)
+            jw_key_string(w, "error", e->error);
+        jw_key_bool(w, "isFavorite", e->favorite);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
     jw_object_end(w);
     ecp_call_finish(call);
 }
@@ -866,10 +905,10 @@ static void history_read(void *ctx, ecp_call *call, bool search, bool favorites)
                                                                                        : "offset: must be >= 0");
         return;
     }
-    db_history_query q = {.connection_id = (char *)conn.ptr, .search = (char *)text.ptr,
+    database_history_query q = {.connection_id = conn.ptr, .search = text.ptr,
                           .favorites_only = favorites, .limit = search || favorites ? 1000 : limit,
                           .offset = offset};
-    db_history_list(db_service_store(ctx), &q, history_answer, ecp_call_defer(call));
+    database_history_list(ctx, &q, history_answer, ecp_call_defer(call));
 }
 
 static void m_history(void *ctx, ecp_call *call) { history_read(ctx, call, false, false); }
@@ -880,7 +919,7 @@ static void cleared(void *ctx, int status, const ecp_error *err)
 {
     ecp_call *call = ctx;
     if (status < 0) {
-        reply_error(call, status, err ? err->message : ecp_status_text(status));
+        reply_refusal(call, status, err);
         return;
     }
     json_writer *w = ecp_call_result(call);
@@ -895,16 +934,14 @@ static void m_clear_history(void *ctx, ecp_call *call)
     ecp_str conn;
     if (!ecp_arg_string_opt(call, ecp_call_params(call), "connectionId", &conn))
         return;
-    db_history_clear(db_service_store(ctx), conn.ptr, cleared, ecp_call_defer(call));
+    database_history_clear(ctx, conn.ptr, cleared, ecp_call_defer(call));
 }
 
-static void favorited(void *ctx, int status, const ecp_error *err)
+static void marked(void *ctx, int status, const ecp_error *err)
 {
     ecp_call *call = ctx;
-    if (status == ECP_ENOTFOUND)
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s", err->message);
-    else if (status < 0)
-        reply_error(call, status, err ? err->message : ecp_status_text(status));
+    if (status < 0)
+        reply_refusal(call, status, err);
     else
         ecp_call_reply_success(call, true);
 }
@@ -922,7 +959,7 @@ static void m_favorite(void *ctx, ecp_call *call)
         return;
     }
     json_bool(ecp_call_doc(call), f, &favorite);
-    db_history_favorite(db_service_store(ctx), id, favorite, favorited, ecp_call_defer(call));
+    database_history_favorite(ctx, id, favorite, marked, ecp_call_defer(call));
 }
 
 /* ----- the table ------------------------------------------------------------------------------------------ */

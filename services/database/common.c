@@ -12,7 +12,7 @@
 #include "json.h"
 #include "json_writer.h"
 
-int db_fail(db_failure *f, int status, const char *fmt, ...)
+int db_fail(database_failure *f, int status, const char *fmt, ...)
 {
     memset(f, 0, sizeof *f);
     f->status = status;
@@ -34,7 +34,7 @@ bool db_run_should_stop(const db_run *run)
 
 static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 
-void db_config_clear(db_config *c)
+void database_config_clear(database_config *c)
 {
     free(c->id);
     free(c->name);
@@ -49,7 +49,7 @@ void db_config_clear(db_config *c)
     memset(c, 0, sizeof *c);
 }
 
-void db_config_copy(db_config *dst, const db_config *src)
+void database_config_copy(database_config *dst, const database_config *src)
 {
     *dst = *src;
     dst->id = dup_or_null(src->id);
@@ -64,7 +64,7 @@ void db_config_copy(db_config *dst, const db_config *src)
     dst->ssl_key = dup_or_null(src->ssl_key);
 }
 
-void db_values_free(db_value *v, size_t n)
+void database_values_free(database_value *v, size_t n)
 {
     if (!v)
         return;
@@ -73,11 +73,11 @@ void db_values_free(db_value *v, size_t n)
     free(v);
 }
 
-db_value *db_values_copy(const db_value *v, size_t n)
+database_value *db_values_copy(const database_value *v, size_t n)
 {
     if (!n)
         return NULL;
-    db_value *out = xcalloc(n, sizeof *out);
+    database_value *out = xcalloc(n, sizeof *out);
     for (size_t i = 0; i < n; i++) {
         out[i] = v[i];
         if (v[i].s) {
@@ -89,7 +89,7 @@ db_value *db_values_copy(const db_value *v, size_t n)
     return out;
 }
 
-void db_fields_free(db_field *f, size_t n)
+void db_fields_free(database_field *f, size_t n)
 {
     if (!f)
         return;
@@ -101,11 +101,11 @@ void db_fields_free(db_field *f, size_t n)
     free(f);
 }
 
-void db_result_free(db_result *r)
+void db_result_free(database_result *r)
 {
     db_fields_free(r->fields, r->field_count);
     if (r->cells)
-        db_values_free(r->cells, r->row_count * r->field_count);
+        database_values_free(r->cells, r->row_count * r->field_count);
     buf_free(&r->rows);
     buf_free(&r->notices);
     memset(r, 0, sizeof *r);
@@ -113,24 +113,24 @@ void db_result_free(db_result *r)
     r->affected_rows = -1;
 }
 
-void db_json_value(buf *out, const db_value *v)
+void database_value_json(buf *out, const database_value *v)
 {
     static const char hex[] = "0123456789abcdef";
     switch (v->kind) {
-    case DB_INT: buf_appendf(out, "%lld", (long long)v->i); break;
-    case DB_BOOL: buf_append_str(out, v->i ? "true" : "false"); break;
-    case DB_REAL:
+    case DATABASE_INT: buf_appendf(out, "%lld", (long long)v->i); break;
+    case DATABASE_BOOL: buf_append_str(out, v->i ? "true" : "false"); break;
+    case DATABASE_REAL:
         if (isfinite(v->d))
             buf_appendf(out, "%.17g", v->d);
         else
             buf_append_str(out, "null");
         break;
-    case DB_TEXT:
+    case DATABASE_TEXT:
         buf_push(out, '"');
         json_escape_into(out, v->s, v->len);
         buf_push(out, '"');
         break;
-    case DB_BLOB: /* as PostgreSQL writes bytea: "\x" and hex digits */
+    case DATABASE_BLOB: /* as PostgreSQL writes bytea: "\x" and hex digits */
         buf_append_str(out, "\"\\\\x");
         for (size_t i = 0; i < v->len; i++) {
             buf_push(out, hex[(unsigned char)v->s[i] >> 4]);
@@ -165,7 +165,7 @@ static bool bool_field(const json_doc *doc, json_ref obj, const char *key, bool 
     return json_bool(doc, json_get(doc, obj, key), &v) ? v : def;
 }
 
-size_t db_configs_parse(const char *text, size_t len, bool project, db_config **out)
+size_t db_configs_parse(const char *text, size_t len, bool project, database_config **out)
 {
     json_doc doc = {0};
     *out = NULL;
@@ -179,11 +179,11 @@ size_t db_configs_parse(const char *text, size_t len, bool project, db_config **
     size_t n = 0, cap = json_length(&doc, list);
     *out = xcalloc(cap ? cap : 1, sizeof **out);
     for (json_ref r = json_first(&doc, list); r != JSON_NO_REF; r = json_next(&doc, r)) {
-        db_config c = {0};
+        database_config c = {0};
         c.id = str_field(&doc, r, "id", &a);
         c.name = str_field(&doc, r, "name", &a);
         char *type = str_field(&doc, r, "type", &a);
-        c.type = type && !strcmp(type, "postgres") ? DB_POSTGRES : DB_SQLITE;
+        c.type = type && !strcmp(type, "postgres") ? DATABASE_POSTGRES : DATABASE_SQLITE;
         bool known = type && (!strcmp(type, "postgres") || !strcmp(type, "sqlite"));
         free(type);
         c.path = str_field(&doc, r, "path", &a);
@@ -202,8 +202,8 @@ size_t db_configs_parse(const char *text, size_t len, bool project, db_config **
         c.query_timeout_ms = int_field(&doc, r, "queryTimeout", 0);
         c.read_only = bool_field(&doc, r, "readOnly", false);
         c.project = project;
-        if (!c.id || !c.name || !known || strlen(c.id) >= DB_ID_MAX) {
-            db_config_clear(&c);
+        if (!c.id || !c.name || !known || strlen(c.id) >= DATABASE_ID_MAX) {
+            database_config_clear(&c);
             continue;
         }
         (*out)[n++] = c;
@@ -213,7 +213,7 @@ size_t db_configs_parse(const char *text, size_t len, bool project, db_config **
     return n;
 }
 
-char *db_configs_render(db_config *const *configs, size_t count)
+char *db_configs_render(database_config *const *configs, size_t count)
 {
     buf out = BUF_INIT;
     json_writer w;
@@ -222,11 +222,11 @@ char *db_configs_render(db_config *const *configs, size_t count)
     jw_key(&w, "connections");
     jw_array_begin(&w);
     for (size_t i = 0; i < count; i++) {
-        const db_config *c = configs[i];
+        const database_config *c = configs[i];
         jw_object_begin(&w);
         jw_key_string(&w, "id", c->id);
         jw_key_string(&w, "name", c->name);
-        jw_key_string(&w, "type", c->type == DB_POSTGRES ? "postgres" : "sqlite");
+        jw_key_string(&w, "type", c->type == DATABASE_POSTGRES ? "postgres" : "sqlite");
         if (c->path)
             jw_key_string(&w, "path", c->path);
         if (c->host)

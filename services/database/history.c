@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_writer.h"
 #include "store/interface.h"
 
 static int init_work(sqlite3 *db, void *data, ecp_error *err)
@@ -125,11 +124,19 @@ void db_history_end(store *st, const db_statement *s)
 /* ----- reading -------------------------------------------------------------------------------- */
 
 typedef struct list_op {
-    db_history_query q;
-    buf json;
-    db_history_cb cb;
+    database_history_query q;
+    char *connection_id, *search;
+    database_history_entry *entries;
+    size_t count, cap;
+    database_history_cb cb;
     void *ctx;
 } list_op;
+
+static char *column_text(sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    return t ? xstrdup((const char *)t) : NULL;
+}
 
 static int list_work(sqlite3 *db, void *data, ecp_error *err)
 {
@@ -144,33 +151,29 @@ static int list_work(sqlite3 *db, void *data, ecp_error *err)
         &st, err);
     if (status < 0)
         return status;
-    sqlite3_bind_text(st, 1, l->q.connection_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, l->q.search, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 1, l->connection_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, l->search, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 3, l->q.favorites_only);
     sqlite3_bind_int64(st, 4, l->q.limit);
     sqlite3_bind_int64(st, 5, l->q.offset);
-    json_writer w;
-    jw_init(&w, &l->json);
-    jw_array_begin(&w);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        jw_object_begin(&w);
-        jw_key_int(&w, "id", sqlite3_column_int64(st, 0));
-        jw_key_string(&w, "queryId", (const char *)sqlite3_column_text(st, 1));
-        jw_key_string(&w, "connectionId", (const char *)sqlite3_column_text(st, 2));
-        jw_key_string(&w, "sql", (const char *)sqlite3_column_text(st, 3));
-        jw_key_int(&w, "executedAt", sqlite3_column_int64(st, 4));
-        if (sqlite3_column_type(st, 5) != SQLITE_NULL)
-            jw_key_double(&w, "durationMs", sqlite3_column_double(st, 5));
-        if (sqlite3_column_type(st, 6) != SQLITE_NULL)
-            jw_key_int(&w, "rowCount", sqlite3_column_int64(st, 6));
-        jw_key_string(&w, "status", (const char *)sqlite3_column_text(st, 7));
-        if (sqlite3_column_type(st, 8) != SQLITE_NULL)
-            jw_key_string(&w, "error", (const char *)sqlite3_column_text(st, 8));
-        jw_key_bool(&w, "isFavorite", sqlite3_column_int(st, 9) != 0);
-        jw_object_end(&w);
+        if (l->count == l->cap) {
+            l->cap = l->cap ? l->cap * 2 : 16;
+            l->entries = xrealloc(l->entries, l->cap * sizeof *l->entries);
+        }
+        database_history_entry *e = &l->entries[l->count++];
+        e->id = sqlite3_column_int64(st, 0);
+        e->query_id = column_text(st, 1);
+        e->connection_id = column_text(st, 2);
+        e->sql = column_text(st, 3);
+        e->executed_at = sqlite3_column_int64(st, 4);
+        e->duration_ms = sqlite3_column_type(st, 5) != SQLITE_NULL ? sqlite3_column_double(st, 5) : -1;
+        e->row_count = sqlite3_column_type(st, 6) != SQLITE_NULL ? sqlite3_column_int64(st, 6) : -1;
+        e->status = column_text(st, 7);
+        e->error = column_text(st, 8);
+        e->favorite = sqlite3_column_int(st, 9) != 0;
     }
-    jw_array_end(&w);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : store_error(db, rc, err, "could not read the query history");
 }
@@ -178,26 +181,35 @@ static int list_work(sqlite3 *db, void *data, ecp_error *err)
 static void list_done(void *data, int status, const ecp_error *err)
 {
     list_op *l = data;
-    l->cb(l->ctx, status, err, status == 0 ? l->json.data : NULL);
+    l->cb(l->ctx, status, err, status == 0 ? l->entries : NULL, status == 0 ? l->count : 0);
 }
 
 static void list_free(void *data)
 {
     list_op *l = data;
-    free(l->q.connection_id);
-    free(l->q.search);
-    buf_free(&l->json);
+    for (size_t i = 0; i < l->count; i++) {
+        database_history_entry *e = &l->entries[i];
+        free((char *)e->query_id);
+        free((char *)e->connection_id);
+        free((char *)e->sql);
+        free((char *)e->status);
+        free((char *)e->error);
+    }
+    free(l->entries);
+    free(l->connection_id);
+    free(l->search);
     free(l);
 }
 
 static const store_op_type list_type = {"database.history.list", false, list_work, list_done, list_free};
 
-void db_history_list(store *st, const db_history_query *q, db_history_cb cb, void *ctx)
+void db_history_list(store *st, const database_history_query *q, database_history_cb cb, void *ctx)
 {
     list_op *l = xcalloc(1, sizeof *l);
     l->q = *q;
-    l->q.connection_id = q->connection_id ? xstrdup(q->connection_id) : NULL;
-    l->q.search = q->search ? xstrdup(q->search) : NULL;
+    l->connection_id = q->connection_id ? xstrdup(q->connection_id) : NULL;
+    l->search = q->search ? xstrdup(q->search) : NULL;
+    l->q.connection_id = l->q.search = NULL;
     l->cb = cb;
     l->ctx = ctx;
     store_submit(st, &list_type, l);
@@ -207,7 +219,7 @@ typedef struct change_op {
     char *connection_id;
     int64_t id;
     bool favorite, clear;
-    db_history_status_cb cb;
+    database_history_done_cb cb;
     void *ctx;
 } change_op;
 
@@ -232,7 +244,7 @@ static int change_work(sqlite3 *db, void *data, ecp_error *err)
     if (rc != SQLITE_DONE)
         return store_error(db, rc, err, "could not change the query history");
     if (!c->clear && sqlite3_changes(db) == 0)
-        return ecp_error_set(err, ECP_ENOTFOUND, "historyId: no history entry %lld", (long long)c->id);
+        return ecp_error_set(err, ECP_EINVAL, "historyId: no history entry %lld", (long long)c->id);
     return 0;
 }
 
@@ -251,7 +263,7 @@ static void change_free(void *data)
 
 static const store_op_type change_type = {"database.history.change", true, change_work, change_done, change_free};
 
-void db_history_clear(store *st, const char *connection_id, db_history_status_cb cb, void *ctx)
+void db_history_clear(store *st, const char *connection_id, database_history_done_cb cb, void *ctx)
 {
     change_op *c = xcalloc(1, sizeof *c);
     c->clear = true;
@@ -261,7 +273,7 @@ void db_history_clear(store *st, const char *connection_id, db_history_status_cb
     store_submit(st, &change_type, c);
 }
 
-void db_history_favorite(store *st, int64_t id, bool favorite, db_history_status_cb cb, void *ctx)
+void db_history_favorite(store *st, int64_t id, bool favorite, database_history_done_cb cb, void *ctx)
 {
     change_op *c = xcalloc(1, sizeof *c);
     c->id = id;

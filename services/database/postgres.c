@@ -36,7 +36,7 @@ struct db_handle {
 
 /* ----- failures ---------------------------------------------------------------------------- */
 
-static int fail_result(db_handle *h, const PGresult *res, const db_run *run, db_failure *f)
+static int fail_result(db_handle *h, const PGresult *res, const db_run *run, database_failure *f)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
@@ -136,7 +136,7 @@ static void keep_notice(void *ctx, const char *message)
 
 /* ----- opening -------------------------------------------------------------------------------- */
 
-static int pg_open(const db_config *config, const char *password, db_handle **out, db_failure *f)
+static int pg_open(const database_config *config, const char *password, db_handle **out, database_failure *f)
 {
     char port[16], timeout[24], options[160];
     snprintf(port, sizeof port, "%d", config->port ? config->port : 5432);
@@ -229,8 +229,6 @@ static void pg_close(db_handle *h)
 
 static const char *pg_version(db_handle *h) { return h->version; }
 
-static void pg_interrupt(db_handle *h) { send_cancel(h); }
-
 static void pg_close_cursor(db_handle *h)
 {
     if (h->in_result)
@@ -249,13 +247,13 @@ static const struct {
     {1186, "interval"}, {1700, "numeric"}, {2278, "void"}, {2950, "uuid"}, {3802, "jsonb"},
 };
 
-static void read_fields(const PGresult *res, db_result *out)
+static void read_fields(const PGresult *res, database_result *out)
 {
     int n = PQnfields(res);
     out->field_count = (size_t)n;
     out->fields = xcalloc(n ? (size_t)n : 1, sizeof *out->fields);
     for (int i = 0; i < n; i++) {
-        db_field *fd = &out->fields[i];
+        database_field *fd = &out->fields[i];
         fd->name = xstrdup(PQfname(res, i));
         Oid oid = PQftype(res, i);
         fd->type_id = oid;
@@ -271,7 +269,7 @@ static void read_fields(const PGresult *res, db_result *out)
     }
 }
 
-static void render_row(const PGresult *res, const db_result *r, buf *out)
+static void render_row(const PGresult *res, const database_result *r, buf *out)
 {
     buf_push(out, '{');
     for (size_t i = 0; i < r->field_count; i++) {
@@ -305,22 +303,22 @@ static void render_row(const PGresult *res, const db_result *r, buf *out)
     buf_push(out, '}');
 }
 
-static void keep_values(const PGresult *res, db_result *r)
+static void keep_values(const PGresult *res, database_result *r)
 {
     size_t n = r->field_count;
     r->cells = xrealloc(r->cells, (r->row_count + 1) * (n ? n : 1) * sizeof *r->cells);
     for (size_t i = 0; i < n; i++) {
-        db_value *c = &r->cells[r->row_count * n + i];
+        database_value *c = &r->cells[r->row_count * n + i];
         memset(c, 0, sizeof *c);
         if (PQgetisnull(res, 0, (int)i))
             continue;
-        c->kind = DB_TEXT;
+        c->kind = DATABASE_TEXT;
         c->len = (size_t)PQgetlength(res, 0, (int)i);
         c->s = xstrndup(PQgetvalue(res, 0, (int)i), c->len);
     }
 }
 
-static bool page_add(db_handle *h, const db_run *run, db_result *out, const char *row, size_t len)
+static bool page_add(db_handle *h, const db_run *run, database_result *out, const char *row, size_t len)
 {
     if (out->row_count > 0 && out->rows.len + len + 1 > run->max_bytes) {
         buf_clear(&h->pending);
@@ -337,7 +335,7 @@ static bool page_add(db_handle *h, const db_run *run, db_result *out, const char
 }
 
 /* Reads results until the page is full or the statement's results end; skips `skip` rows first. */
-static int read_page(db_handle *h, const db_run *run, size_t skip, db_result *out, db_failure *f)
+static int read_page(db_handle *h, const db_run *run, size_t skip, database_result *out, database_failure *f)
 {
     bool we_cancelled = false;
     int status = 0;
@@ -410,13 +408,13 @@ static int read_page(db_handle *h, const db_run *run, size_t skip, db_result *ou
     return status;
 }
 
-static int pg_execute(db_handle *h, const char *sql, const db_value *params, size_t param_count, size_t skip,
-                      bool keep_cursor, const db_run *run, db_result *out, db_failure *f);
+static int pg_execute(db_handle *h, const char *sql, const database_value *params, size_t param_count, size_t skip,
+                      bool keep_cursor, const db_run *run, database_result *out, database_failure *f);
 
 /* Nullability, primary keys and defaults of the result's columns that come
  * from a table, from the catalogs. Only when the connection is free again
  * (the rows were read to their end): a cursor holds it otherwise. */
-static void read_origins(db_handle *h, const db_run *run, db_result *out)
+static void read_origins(db_handle *h, const db_run *run, database_result *out)
 {
     buf sql = BUF_INIT;
     buf_append_str(&sql, "SELECT a.attrelid::bigint, a.attnum, NOT a.attnotnull, COALESCE(a.attnum = ANY (i.indkey), false),"
@@ -435,17 +433,17 @@ static void read_origins(db_handle *h, const db_run *run, db_result *out)
         meta.keep_values = true;
         meta.page_size = 10000;
         meta.max_bytes = 1 << 20;
-        db_result m;
+        database_result m;
         memset(&m, 0, sizeof m);
         db_result_free(&m);
-        db_failure ignored;
+        database_failure ignored;
         if (pg_execute(h, sql.data, NULL, 0, 0, false, &meta, &m, &ignored) == 0) {
             for (size_t r = 0; r < m.row_count; r++) {
-                const db_value *c = &m.cells[r * m.field_count];
+                const database_value *c = &m.cells[r * m.field_count];
                 if (!c[0].s || !c[1].s)
                     continue;
                 for (size_t i = 0; i < out->field_count; i++) {
-                    db_field *fd = &out->fields[i];
+                    database_field *fd = &out->fields[i];
                     if (fd->origin_table != atoll(c[0].s) || fd->origin_column != atoi(c[1].s))
                         continue;
                     fd->nullable = c[2].s && c[2].s[0] == 't';
@@ -460,18 +458,18 @@ static void read_origins(db_handle *h, const db_run *run, db_result *out)
     buf_free(&sql);
 }
 
-static int pg_execute(db_handle *h, const char *sql, const db_value *params, size_t param_count, size_t skip,
-                      bool keep_cursor, const db_run *run, db_result *out, db_failure *f)
+static int pg_execute(db_handle *h, const char *sql, const database_value *params, size_t param_count, size_t skip,
+                      bool keep_cursor, const db_run *run, database_result *out, database_failure *f)
 {
     pg_close_cursor(h);
     char **values = xcalloc(param_count + 1, sizeof *values);
     for (size_t i = 0; i < param_count; i++) {
-        const db_value *v = &params[i];
+        const database_value *v = &params[i];
         switch (v->kind) {
-        case DB_NULL: break;
-        case DB_INT: values[i] = xmalloc(24); snprintf(values[i], 24, "%lld", (long long)v->i); break;
-        case DB_BOOL: values[i] = xstrdup(v->i ? "true" : "false"); break;
-        case DB_REAL: values[i] = xmalloc(32); snprintf(values[i], 32, "%.17g", v->d); break;
+        case DATABASE_NULL: break;
+        case DATABASE_INT: values[i] = xmalloc(24); snprintf(values[i], 24, "%lld", (long long)v->i); break;
+        case DATABASE_BOOL: values[i] = xstrdup(v->i ? "true" : "false"); break;
+        case DATABASE_REAL: values[i] = xmalloc(32); snprintf(values[i], 32, "%.17g", v->d); break;
         default: values[i] = xstrndup(v->s, v->len); break;
         }
     }
@@ -500,7 +498,7 @@ static int pg_execute(db_handle *h, const char *sql, const db_value *params, siz
     return status;
 }
 
-static int pg_next_page(db_handle *h, const db_run *run, db_result *out, db_failure *f)
+static int pg_next_page(db_handle *h, const db_run *run, database_result *out, database_failure *f)
 {
     if (!h->in_result)
         return ECP_ESTATE;
@@ -508,9 +506,9 @@ static int pg_next_page(db_handle *h, const db_run *run, db_result *out, db_fail
     return read_page(h, run, 0, out, f);
 }
 
-static int pg_exec_simple(db_handle *h, const char *sql, const db_run *run, db_failure *f)
+static int pg_exec_simple(db_handle *h, const char *sql, const db_run *run, database_failure *f)
 {
-    db_result r = {0};
+    database_result r = {0};
     db_result_free(&r);
     db_run plain = *run;
     plain.page_size = 1;
@@ -581,7 +579,7 @@ const db_engine db_postgres_engine = {
     .execute = pg_execute,
     .next_page = pg_next_page,
     .close_cursor = pg_close_cursor,
-    .interrupt = pg_interrupt,
+    .interrupt = NULL, /* the job sends PQcancel itself: see next_result */
     .exec_simple = pg_exec_simple,
     .schema = &postgres_schema_sql,
 };

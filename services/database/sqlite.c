@@ -5,7 +5,10 @@
  * thousand virtual-machine steps, whether its job was cancelled or its
  * deadline passed, and stops itself: that is how $/cancelRequest,
  * database/cancel and queryTimeout reach it. database/cancel also calls
- * sqlite3_interrupt, which stops a statement between those checks.
+ * sqlite3_interrupt, which stops a statement between those checks. A
+ * statement waiting for another connection's lock (up to connectionTimeout)
+ * waits in short slices and checks the same between them: SQLite's own
+ * busy_timeout would sleep through a cancel.
  */
 #include "internal.h"
 
@@ -26,6 +29,9 @@ struct db_handle {
     bool has_pending;
     size_t columns;
     bool read_only;
+    int64_t busy_timeout_ms; /* the longest a statement waits for a lock */
+    int64_t busy_since_ms;
+    bool busy_stopped;       /* the wait for a lock ended because the run must stop */
     char refused[160];  /* why the authorizer refused the last statement ("" when it did not) */
     bool refused_write; /* ... because the connection is readOnly */
 };
@@ -77,13 +83,16 @@ static void code_name(int code, char *out, size_t cap)
     snprintf(out, cap, "SQLITE_%d", code);
 }
 
-static int fail_sqlite(db_handle *h, int rc, db_failure *f, const char *what)
+static int fail_sqlite(db_handle *h, int rc, database_failure *f, const char *what)
 {
     int ext = h && h->db ? sqlite3_extended_errcode(h->db) : rc;
     if ((ext & 0xff) != (rc & 0xff))
         ext = rc;
     int status = ECP_EIO;
-    switch (rc & 0xff) {
+    int primary = rc & 0xff;
+    if (primary == SQLITE_BUSY && h && h->busy_stopped)
+        primary = SQLITE_INTERRUPT; /* gave up the lock wait to stop */
+    switch (primary) {
     case SQLITE_INTERRUPT: status = (h && h->run && h->run->job && ecp_job_cancelled(h->run->job)) ? ECP_ECANCELED
                                     : (h && h->run && h->run->deadline_ms && db_now_ms() >= h->run->deadline_ms)
                                         ? ECP_ERANGE
@@ -120,6 +129,26 @@ static int progress(void *ctx)
 {
     db_handle *h = ctx;
     return h->run && db_run_should_stop(h->run);
+}
+
+/* Another connection holds the lock: wait in slices of at most 20 ms, and
+ * give up when the run must stop or busy_timeout_ms has passed (0: SQLITE_BUSY). */
+static int busy_wait(void *ctx, int count)
+{
+    db_handle *h = ctx;
+    int64_t now = db_now_ms();
+    if (count == 0)
+        h->busy_since_ms = now;
+    if (h->run && db_run_should_stop(h->run)) {
+        h->busy_stopped = true;
+        return 0;
+    }
+    int64_t left = h->busy_since_ms + h->busy_timeout_ms - now;
+    if (left <= 0)
+        return 0;
+    int slice = count < 5 ? 1 << count : 20;
+    sqlite3_sleep(left < slice ? (int)left : slice);
+    return 1;
 }
 
 /* ----- readOnly ----------------------------------------------------------------------------- */
@@ -219,7 +248,7 @@ static int authorizer(void *ctx, int action, const char *arg1, const char *arg2,
 
 /* After the authorizer, what SQLite itself knows writes: VACUUM (INTO a file
  * too) and the journal mode have no authorizer action of their own. */
-static int refuse_writing_statement(db_handle *h, sqlite3_stmt *st, db_failure *f)
+static int refuse_writing_statement(db_handle *h, sqlite3_stmt *st, database_failure *f)
 {
     if (!h->read_only || sqlite3_stmt_readonly(st))
         return 0;
@@ -237,7 +266,7 @@ static int refuse_writing_statement(db_handle *h, sqlite3_stmt *st, db_failure *
     return status;
 }
 
-static int sq_open(const db_config *config, const char *password, db_handle **out, db_failure *f)
+static int sq_open(const database_config *config, const char *password, db_handle **out, database_failure *f)
 {
     (void)password;
     db_handle *h = xcalloc(1, sizeof *h);
@@ -254,7 +283,8 @@ static int sq_open(const db_config *config, const char *password, db_handle **ou
     }
     if (rc == SQLITE_OK) {
         sqlite3_extended_result_codes(h->db, 1);
-        sqlite3_busy_timeout(h->db, config->connection_timeout_ms > 0 ? (int)config->connection_timeout_ms : 2000);
+        h->busy_timeout_ms = config->connection_timeout_ms > 0 ? config->connection_timeout_ms : 2000;
+        sqlite3_busy_handler(h->db, busy_wait, h);
         sqlite3_progress_handler(h->db, 1000, progress, h);
         /* Opening is lazy: read the schema now, so a file that is no database fails here. */
         rc = sqlite3_exec(h->db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
@@ -297,7 +327,7 @@ static const char *sq_version(db_handle *h)
 
 static void sq_interrupt(db_handle *h) { sqlite3_interrupt(h->db); }
 
-static int bind_params(db_handle *h, sqlite3_stmt *st, const db_value *params, size_t n, db_failure *f)
+static int bind_params(db_handle *h, sqlite3_stmt *st, const database_value *params, size_t n, database_failure *f)
 {
     int expected = sqlite3_bind_parameter_count(st);
     if ((size_t)expected != n)
@@ -305,13 +335,13 @@ static int bind_params(db_handle *h, sqlite3_stmt *st, const db_value *params, s
                        expected == 1 ? "" : "s", n);
     for (size_t i = 0; i < n; i++) {
         int rc, idx = (int)i + 1;
-        const db_value *v = &params[i];
+        const database_value *v = &params[i];
         switch (v->kind) {
-        case DB_NULL: rc = sqlite3_bind_null(st, idx); break;
-        case DB_INT: rc = sqlite3_bind_int64(st, idx, v->i); break;
-        case DB_BOOL: rc = sqlite3_bind_int(st, idx, v->i != 0); break;
-        case DB_REAL: rc = sqlite3_bind_double(st, idx, v->d); break;
-        case DB_BLOB: rc = sqlite3_bind_blob64(st, idx, v->s, v->len, SQLITE_TRANSIENT); break;
+        case DATABASE_NULL: rc = sqlite3_bind_null(st, idx); break;
+        case DATABASE_INT: rc = sqlite3_bind_int64(st, idx, v->i); break;
+        case DATABASE_BOOL: rc = sqlite3_bind_int(st, idx, v->i != 0); break;
+        case DATABASE_REAL: rc = sqlite3_bind_double(st, idx, v->d); break;
+        case DATABASE_BLOB: rc = sqlite3_bind_blob64(st, idx, v->s, v->len, SQLITE_TRANSIENT); break;
         default: rc = sqlite3_bind_text64(st, idx, v->s, v->len, SQLITE_TRANSIENT, SQLITE_UTF8); break;
         }
         if (rc != SQLITE_OK)
@@ -320,13 +350,13 @@ static int bind_params(db_handle *h, sqlite3_stmt *st, const db_value *params, s
     return 0;
 }
 
-static void read_fields(db_handle *h, sqlite3_stmt *st, db_result *out)
+static void read_fields(db_handle *h, sqlite3_stmt *st, database_result *out)
 {
     int n = sqlite3_column_count(st);
     out->field_count = (size_t)n;
     out->fields = xcalloc(n ? (size_t)n : 1, sizeof *out->fields);
     for (int i = 0; i < n; i++) {
-        db_field *fd = &out->fields[i];
+        database_field *fd = &out->fields[i];
         fd->name = xstrdup(sqlite3_column_name(st, i) ? sqlite3_column_name(st, i) : "");
         const char *decl = sqlite3_column_decltype(st, i);
         fd->data_type = xstrdup(decl ? decl : "");
@@ -358,27 +388,27 @@ static void read_fields(db_handle *h, sqlite3_stmt *st, db_result *out)
     }
 }
 
-static void cell_value(sqlite3_stmt *st, int i, db_value *v)
+static void cell_value(sqlite3_stmt *st, int i, database_value *v)
 {
     memset(v, 0, sizeof *v);
     switch (sqlite3_column_type(st, i)) {
-    case SQLITE_INTEGER: v->kind = DB_INT; v->i = sqlite3_column_int64(st, i); break;
-    case SQLITE_FLOAT: v->kind = DB_REAL; v->d = sqlite3_column_double(st, i); break;
+    case SQLITE_INTEGER: v->kind = DATABASE_INT; v->i = sqlite3_column_int64(st, i); break;
+    case SQLITE_FLOAT: v->kind = DATABASE_REAL; v->d = sqlite3_column_double(st, i); break;
     case SQLITE_TEXT:
-        v->kind = DB_TEXT;
+        v->kind = DATABASE_TEXT;
         v->s = (char *)sqlite3_column_text(st, i);
         v->len = (size_t)sqlite3_column_bytes(st, i);
         break;
     case SQLITE_BLOB:
-        v->kind = DB_BLOB;
+        v->kind = DATABASE_BLOB;
         v->s = (char *)sqlite3_column_blob(st, i);
         v->len = (size_t)sqlite3_column_bytes(st, i);
         break;
-    default: v->kind = DB_NULL; break;
+    default: v->kind = DATABASE_NULL; break;
     }
 }
 
-static void render_row(sqlite3_stmt *st, const db_result *r, buf *out)
+static void render_row(sqlite3_stmt *st, const database_result *r, buf *out)
 {
     buf_push(out, '{');
     for (size_t i = 0; i < r->field_count; i++) {
@@ -387,23 +417,23 @@ static void render_row(sqlite3_stmt *st, const db_result *r, buf *out)
         buf_push(out, '"');
         json_escape_into(out, r->fields[i].name, strlen(r->fields[i].name));
         buf_append(out, "\":", 2);
-        db_value v;
+        database_value v;
         cell_value(st, (int)i, &v);
-        db_json_value(out, &v);
+        database_value_json(out, &v);
     }
     buf_push(out, '}');
 }
 
-static void keep_values(sqlite3_stmt *st, db_result *r)
+static void keep_values(sqlite3_stmt *st, database_result *r)
 {
     size_t n = r->field_count;
     r->cells = xrealloc(r->cells, (r->row_count + 1) * (n ? n : 1) * sizeof *r->cells);
     for (size_t i = 0; i < n; i++) {
-        db_value v;
+        database_value v;
         cell_value(st, (int)i, &v);
-        db_value *c = &r->cells[r->row_count * n + i];
+        database_value *c = &r->cells[r->row_count * n + i];
         *c = v;
-        if (v.kind == DB_TEXT || v.kind == DB_BLOB) {
+        if (v.kind == DATABASE_TEXT || v.kind == DATABASE_BLOB) {
             c->s = xmalloc(v.len + 1);
             memcpy(c->s, v.s, v.len);
             c->s[v.len] = '\0';
@@ -412,7 +442,7 @@ static void keep_values(sqlite3_stmt *st, db_result *r)
 }
 
 /* Appends one rendered row to the page, or holds it back when the page is full. */
-static bool page_add(db_handle *h, const db_run *run, db_result *out, const char *row, size_t len)
+static bool page_add(db_handle *h, const db_run *run, database_result *out, const char *row, size_t len)
 {
     if (out->row_count > 0 && out->rows.len + len + 1 > run->max_bytes) {
         buf_clear(&h->pending);
@@ -429,7 +459,7 @@ static bool page_add(db_handle *h, const db_run *run, db_result *out, const char
 }
 
 /* Steps the cursor into out until the page is full or the rows end. */
-static int read_page(db_handle *h, const db_run *run, db_result *out, db_failure *f)
+static int read_page(db_handle *h, const db_run *run, database_result *out, database_failure *f)
 {
     sqlite3_stmt *st = h->cursor;
     buf row = BUF_INIT;
@@ -440,6 +470,7 @@ static int read_page(db_handle *h, const db_run *run, db_result *out, db_failure
         buf_clear(&h->pending);
     }
     h->run = run;
+    h->busy_stopped = false;
     while (out->row_count < run->page_size) {
         int rc = sqlite3_step(st);
         if (rc == SQLITE_DONE) {
@@ -467,14 +498,15 @@ static int read_page(db_handle *h, const db_run *run, db_result *out, db_failure
     return status;
 }
 
-static int sq_execute(db_handle *h, const char *sql, const db_value *params, size_t param_count, size_t skip,
-                      bool keep_cursor, const db_run *run, db_result *out, db_failure *f)
+static int sq_execute(db_handle *h, const char *sql, const database_value *params, size_t param_count, size_t skip,
+                      bool keep_cursor, const db_run *run, database_result *out, database_failure *f)
 {
     sq_close_cursor(h);
     const char *tail = sql;
     sqlite3_stmt *st = NULL;
     int status = 0;
     h->run = run;
+    h->busy_stopped = false;
     /* Every statement but the last runs to its end; the last one is the answer. */
     for (;;) {
         const char *next = NULL;
@@ -541,7 +573,7 @@ static int sq_execute(db_handle *h, const char *sql, const db_value *params, siz
     return status;
 }
 
-static int sq_next_page(db_handle *h, const db_run *run, db_result *out, db_failure *f)
+static int sq_next_page(db_handle *h, const db_run *run, database_result *out, database_failure *f)
 {
     if (!h->cursor)
         return ECP_ESTATE;
@@ -552,10 +584,11 @@ static int sq_next_page(db_handle *h, const db_run *run, db_result *out, db_fail
     return status;
 }
 
-static int sq_exec_simple(db_handle *h, const char *sql, const db_run *run, db_failure *f)
+static int sq_exec_simple(db_handle *h, const char *sql, const db_run *run, database_failure *f)
 {
     sq_close_cursor(h);
     h->run = run;
+    h->busy_stopped = false;
     h->refused[0] = '\0';
     int rc = sqlite3_exec(h->db, sql, NULL, NULL, NULL);
     h->run = NULL;

@@ -384,6 +384,39 @@ static void test_cancel_and_timeout(void **state)
     exec_sql(id, "SELECT 1");
 }
 
+/* The queryId of any statement of a running transaction cancels it: the
+ * transaction rolls back and answers -32800. */
+static void test_cancel_in_transaction(void **state)
+{
+    (void)state;
+    const char *id = open_db("slow-transaction.db", false);
+    exec_sql(id, "CREATE TABLE k (v)");
+    const char *endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+    char params[512];
+    snprintf(params, sizeof params,
+             "{\"connectionId\":\"%s\",\"queries\":[{\"sql\":\"INSERT INTO k VALUES (1)\"},{\"sql\":\"%s\"}]}", id,
+             endless);
+    int64_t rid = test_client_send(client, "database/transaction", params);
+    test_server_run_for(server, 200);
+    char *h = call_ok("database/history", "{\"connectionId\":\"%s\",\"limit\":1}", id);
+    char *sql = test_json_string(h, "entries[0].sql");
+    assert_string_equal(sql, endless);
+    free(sql);
+    char *qid = test_json_string(h, "entries[0].queryId");
+    free(h);
+    char *r = call_ok("database/cancel", "{\"queryId\":\"%s\"}", qid);
+    assert_string_equal(r, "{\"cancelled\":true}");
+    free(r);
+    free(qid);
+    char *out = NULL;
+    assert_int_equal(test_client_wait_response(client, rid, 10000, &out), -32800);
+    free(out);
+    r = call_ok("database/query", "{\"connectionId\":\"%s\",\"sql\":\"SELECT count(*) AS n FROM k\"}", id);
+    int64_t n = -1;
+    assert_true(test_json_int(r, "rows[0].n", &n) && n == 0);
+    free(r);
+}
+
 /* The server's resident memory, in KiB (the server runs in this process). */
 static long resident_kib(void)
 {
@@ -616,6 +649,63 @@ static void test_corrupt_and_locked(void **state)
     exec_sql(id, "INSERT INTO l VALUES (1)");
 }
 
+/* A query waiting for another process's lock still stops at once when
+ * cancelled or when its queryTimeout passes, whatever connectionTimeout
+ * (the longest it may wait for the lock) says. */
+static void test_cancel_while_locked(void **state)
+{
+    (void)state;
+    const char *id = open_db("waiting.db", false);
+    exec_sql(id, "CREATE TABLE w (v)");
+    free(call_ok("database/updateConnection", "{\"connectionId\":\"%s\",\"config\":{\"connectionTimeout\":60000}}",
+                 id));
+    free(call_ok("database/disconnect", "{\"connectionId\":\"%s\"}", id));
+    free(call_ok("database/connect", "{\"connectionId\":\"%s\"}", id));
+    char path[512];
+    snprintf(path, sizeof path, "%s/waiting.db", dir);
+    sqlite3 *other;
+    assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(other, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+
+    char params[256];
+    snprintf(params, sizeof params, "{\"connectionId\":\"%s\",\"sql\":\"INSERT INTO w VALUES (1)\"}", id);
+    int64_t rid = test_client_send(client, "database/query", params);
+    test_server_run_for(server, 300);
+    char *h = call_ok("database/history", "{\"connectionId\":\"%s\",\"limit\":1}", id);
+    char *qid = test_json_string(h, "entries[0].queryId");
+    free(h);
+    double t0 = now_s();
+    char *r = call_ok("database/cancel", "{\"queryId\":\"%s\"}", qid);
+    assert_string_equal(r, "{\"cancelled\":true}");
+    free(r);
+    free(qid);
+    char *out = NULL;
+    assert_int_equal(test_client_wait_response(client, rid, 20000, &out), -32800);
+    free(out);
+    double waited = now_s() - t0;
+    if (waited > 2.0)
+        fail_msg("the cancelled query went on waiting for the lock for %.1f s", waited);
+
+    /* queryTimeout too (connecting reads the schema: not while the lock is held). */
+    sqlite3_exec(other, "COMMIT", NULL, NULL, NULL);
+    free(call_ok("database/updateConnection", "{\"connectionId\":\"%s\",\"config\":{\"queryTimeout\":300}}", id));
+    free(call_ok("database/disconnect", "{\"connectionId\":\"%s\"}", id));
+    free(call_ok("database/connect", "{\"connectionId\":\"%s\"}", id));
+    assert_int_equal(sqlite3_exec(other, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    t0 = now_s();
+    char *e = NULL;
+    assert_int_equal(test_client_request(client, "database/query", params, &e), -32603);
+    waited = now_s() - t0;
+    if (waited > 2.0)
+        fail_msg("a query with a 300 ms queryTimeout waited for the lock for %.1f s", waited);
+    assert_non_null(strstr(e, "queryTimeout"));
+    free(e);
+
+    sqlite3_exec(other, "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(other);
+    exec_sql(id, "INSERT INTO w VALUES (1)");
+}
+
 static void test_configs_persist_without_passwords(void **state)
 {
     (void)state;
@@ -687,11 +777,13 @@ int main(void)
         cmocka_unit_test(test_paging),
         cmocka_unit_test(test_page_settings),
         cmocka_unit_test(test_cancel_and_timeout),
+        cmocka_unit_test(test_cancel_in_transaction),
         cmocka_unit_test(test_ten_million_rows),
         cmocka_unit_test(test_read_only_and_transaction),
         cmocka_unit_test(test_schema),
         cmocka_unit_test(test_history),
         cmocka_unit_test(test_corrupt_and_locked),
+        cmocka_unit_test(test_cancel_while_locked),
         cmocka_unit_test(test_configs_persist_without_passwords),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

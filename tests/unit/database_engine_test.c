@@ -15,9 +15,9 @@
 
 static db_handle *open_memory(void)
 {
-    db_config config = {.name = "m", .type = DB_SQLITE, .path = ":memory:"};
+    database_config config = {.name = "m", .type = DATABASE_SQLITE, .path = ":memory:"};
     db_handle *h = NULL;
-    db_failure f;
+    database_failure f;
     assert_int_equal(db_sqlite_engine.open(&config, NULL, &h, &f), 0);
     return h;
 }
@@ -29,10 +29,10 @@ static void test_byte_cap_bounds_every_page(void **state)
     const char *sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000)"
                       " SELECT x, printf('%.1000c', 'w') AS wide FROM c";
     db_run run = {.page_size = 100000, .max_bytes = 64 * 1024};
-    db_result r;
+    database_result r;
     memset(&r, 0, sizeof r);
     db_result_free(&r);
-    db_failure f;
+    database_failure f;
     assert_int_equal(db_sqlite_engine.execute(h, sql, NULL, 0, 0, true, &run, &r, &f), 0);
     size_t total = r.row_count, pages = 1;
     assert_true(r.rows.len <= run.max_bytes);
@@ -63,10 +63,10 @@ static void test_a_row_above_the_cap_fails(void **state)
     (void)state;
     db_handle *h = open_memory();
     db_run run = {.page_size = 10, .max_bytes = 100};
-    db_result r;
+    database_result r;
     memset(&r, 0, sizeof r);
     db_result_free(&r);
-    db_failure f;
+    database_failure f;
     assert_int_equal(db_sqlite_engine.execute(h, "SELECT printf('%.500c', 'w') AS wide", NULL, 0, 0, true, &run, &r, &f),
                      ECP_ETOOBIG);
     assert_non_null(strstr(f.message, "maxResultBytes"));
