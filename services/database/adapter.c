@@ -322,6 +322,18 @@ static void started(ecp_call *call, ecp_job *job, const ecp_error *err)
         reply_refusal(call, err->status, err);
 }
 
+/* For the calls that change the saved connections: their path checks run off
+ * the loop, but a client that pipelines `createConnection` then `connect`
+ * (or `deleteConnection` then `listConnections`) must see the change, as it
+ * did when these answered at once. So the client's later messages wait. */
+static void started_in_order(ecp_call *call, ecp_job *job, const ecp_error *err)
+{
+    if (job)
+        ecp_call_hold_client(call);
+    else
+        reply_refusal(call, err->status, err);
+}
+
 /* ----- connections ------------------------------------------------------------------------------ */
 
 static void answer_created(void *ctx, int status, const ecp_error *err, const char *connection_id)
@@ -346,7 +358,7 @@ static void m_create(void *ctx, ecp_call *call)
         return;
     ecp_error err = {0};
     database_config_args args = {.config = &cfg, .serve = call};
-    started(call, database_connection_create_start(ctx, &args, answer_created, call, &err), &err);
+    started_in_order(call, database_connection_create_start(ctx, &args, answer_created, call, &err), &err);
     database_config_clear(&cfg);
 }
 
@@ -479,7 +491,7 @@ static void m_update(void *ctx, ecp_call *call)
         return;
     ecp_error err = {0};
     database_config_args args = {.connection_id = id, .config = &cfg, .serve = call};
-    started(call, database_connection_update_start(ctx, &args, answer_updated, call, &err), &err);
+    started_in_order(call, database_connection_update_start(ctx, &args, answer_updated, call, &err), &err);
     database_config_clear(&cfg);
 }
 
