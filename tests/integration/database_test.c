@@ -113,6 +113,46 @@ static int teardown(void **state)
     return 0;
 }
 
+/* A client that pipelines: the answer to a change of the saved connections
+ * may come from the pool, but what the client sends after it must see it. */
+static void test_pipelined_changes_apply_in_order(void **state)
+{
+    (void)state;
+    char params[1024];
+    snprintf(params, sizeof params, "{\"config\":{\"name\":\"piped\",\"type\":\"sqlite\",\"path\":\"%s/piped.db\"}}",
+             dir);
+    int64_t create = test_client_send(client, "database/createConnection", params);
+    int64_t list = test_client_send(client, "database/listConnections", "{}");
+    char *created = NULL, *listed = NULL;
+    assert_int_equal(test_client_wait_response(client, create, 10000, &created), 0);
+    assert_int_equal(test_client_wait_response(client, list, 10000, &listed), 0);
+    char *id = test_json_string(created, "connectionId");
+    assert_non_null(id);
+    if (!strstr(listed, id))
+        fail_msg("listConnections sent right after createConnection misses %s: %s", id, listed);
+
+    /* an update then a connect: the connect opens the updated path */
+    snprintf(params, sizeof params,
+             "{\"connectionId\":\"%s\",\"config\":{\"name\":\"piped\",\"type\":\"sqlite\",\"path\":\"%s/piped2.db\"}}",
+             id, dir);
+    int64_t update = test_client_send(client, "database/updateConnection", params);
+    snprintf(params, sizeof params, "{\"connectionId\":\"%s\"}", id);
+    int64_t connect = test_client_send(client, "database/connect", params);
+    char *updated = NULL, *connected = NULL;
+    assert_int_equal(test_client_wait_response(client, update, 10000, &updated), 0);
+    assert_int_equal(test_client_wait_response(client, connect, 10000, &connected), 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/piped2.db", dir);
+    if (access(path, F_OK) != 0)
+        fail_msg("connect sent right after updateConnection did not open the updated path %s", path);
+    free(call_ok("database/deleteConnection", "{\"connectionId\":\"%s\"}", id));
+    free(id);
+    free(created);
+    free(listed);
+    free(updated);
+    free(connected);
+}
+
 static void test_connections(void **state)
 {
     (void)state;
@@ -773,6 +813,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_connections),
+        cmocka_unit_test(test_pipelined_changes_apply_in_order),
         cmocka_unit_test(test_query_shapes_and_errors),
         cmocka_unit_test(test_paging),
         cmocka_unit_test(test_page_settings),
