@@ -37,15 +37,18 @@ static void reply_error(ecp_call *call, int status, const gitsvc_error *err)
     }
     /* the uri as the client wrote it: the call's params live as long as the call */
     const json_doc *doc = ecp_call_doc(call);
-    const char *uri = "";
-    size_t uri_len = 0;
-    json_string(doc, json_get(doc, ecp_call_params(call), "uri"), ecp_call_arena(call), &uri, &uri_len);
+    const char *uri;
+    size_t uri_len;
+    if (!json_string(doc, json_get(doc, ecp_call_params(call), "uri"), ecp_call_arena(call), &uri, &uri_len)) {
+        uri = "";
+        uri_len = 0;
+    }
     buf data = BUF_INIT;
     json_writer w;
     jw_init(&w, &data);
     jw_object_begin(&w);
     jw_key_string(&w, "gitErrorCode", gitsvc_code_name(err ? err->code : GITSVC_COMMAND_FAILED));
-    jw_key_string_n(&w, "uri", uri ? uri : "", uri ? uri_len : 0);
+    jw_key_string_n(&w, "uri", uri, uri_len);
     jw_object_end(&w);
     ecp_call_error_data(call, code, data.data, "%s", err && err->message[0] ? err->message : ecp_status_text(status));
     buf_free(&data);
@@ -661,7 +664,9 @@ static void m_status(void *ctx, ecp_call *call)
 {
     git_adapter *ad = ctx;
     gitsvc_status_args a = {.format = format_status};
-    if (arg_where(call, &a.where, false) && arg_bool(call, "forceRefresh", false, &a.force))
+    ecp_str uri; /* its type, then forceRefresh's, then the path it names: the order the checks have always had */
+    if (ecp_arg_string(call, ecp_call_params(call), "uri", &uri) && arg_bool(call, "forceRefresh", false, &a.force) &&
+        arg_where(call, &a.where, false))
         gitsvc_status_start(ad->svc, &a, answer_status, call);
 }
 

@@ -461,6 +461,7 @@ static void status_done(ecp_job *job)
             }
         }
         k->status = st;
+        ecp_shared_unref(k->json); /* a forced status replaces a fresh one */
         k->json = json ? ecp_shared_ref(json) : NULL;
         k->json_format = j->format;
         k->json_fctx = j->fctx;
