@@ -363,6 +363,13 @@ static void test_big_answers_are_formatted_off_the_loop(void **state)
     assert_int_equal(s.calls, 3);
     assert_string_equal(s.json, "{\"untracked\":2}");
     assert_int_equal(s.formats, 2); /* not rendered again */
+    /* forced over a fresh one: computed and rendered again, the old bytes released */
+    sh("echo z > u3.txt");
+    sa.force = true;
+    assert_non_null(gitsvc_status_start(git, &sa, on_formatted_status, &s));
+    run_until(&s.calls, 4);
+    assert_string_equal(s.json, "{\"untracked\":3}");
+    assert_int_equal(s.formats, 3);
 }
 
 static int never_called;
