@@ -302,6 +302,7 @@ typedef struct gitsvc_merge_result {
     const char *message;
     bool changed; /* HEAD moved */
 } gitsvc_merge_result;
+
 typedef struct gitsvc_sync_result {
     bool success;
     bool changed;         /* pull: HEAD moved */
@@ -400,7 +401,7 @@ typedef void (*gitsvc_blame_format)(void *fctx, const gitsvc_blame_result *r, bu
 typedef void (*gitsvc_blame_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_blame_result *result,
                                 ecp_shared *json);
 
-/* Whether path is in a work tree: GITSVC_NOT_A_REPO (ECP_ENOTFOUND) when it
+/* Whether path is in a work tree, and its root: GITSVC_NOT_A_REPO when it
  * is not, or only in a bare repository. */
 ecp_job *gitsvc_is_repo_start(gitsvc *svc, const gitsvc_where *where, gitsvc_root_cb cb, void *ctx);
 
@@ -580,7 +581,6 @@ typedef struct gitsvc_status_args {
     gitsvc_status_format format;
     void *fctx;
 } gitsvc_status_args;
-#define GITSVC_STATUS_ITEMS 2 /* threads of one status */
 ecp_job *gitsvc_status_start(gitsvc *svc, const gitsvc_status_args *args, gitsvc_status_cb cb, void *ctx);
 
 /* ----- a document's changes against HEAD (loop thread) ------------------------------- */

@@ -19,6 +19,9 @@
 #include "git/interface.h"
 #include "job.h"
 
+/* The threads of one status, each on a repository of its own. */
+#define GITSVC_STATUS_ITEMS 2
+
 typedef struct gitsvc__known gitsvc__known;
 typedef struct gitsvc__doc gitsvc__doc;
 typedef struct gitsvc__load gitsvc__load;
