@@ -1,24 +1,20 @@
 /* adapter: the git service's JSON-RPC methods (the `git` namespace).
  *
- * Every method but the cached status runs as one job of the service that
- * serves its call: the work opens the repository the call's `uri` names,
- * does one operation of interface.h and closes it, all on one pool thread;
- * done writes the result. Walks (status, log, blame, merges, checkouts,
- * transfers) take the long lane so that short answers never wait behind
- * them. A method that changes a repository tells the service (gitsvc_changed)
- * before it answers, so `git/didChange` reaches every client before the
- * response. Failures are -32208 with data {gitErrorCode, uri}; a cancel is
- * -32800.
+ * Each method reads its params, starts the service's operation with a job
+ * that serves the call (so $/cancelRequest and a disconnect cancel it) and
+ * renders what the callback hands back. Big answers (status, diff, log,
+ * blame) are rendered by the formatters below on the job's pool thread and
+ * answered as shared bytes. Failures are -32208 with data {gitErrorCode,
+ * uri}; a cancel is -32800.
  */
 #include "adapter.h"
-#include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "document/interface.h"
 #include "file/interface.h"
+#include "git/interface.h"
 #include "rpc.h"
 
 typedef struct git_adapter {
@@ -32,239 +28,33 @@ static const ecp_wire_map wire_codes[] = {
     {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
 };
 
-static void reply_error(ecp_call *call, int status, const gitsvc_error *err, const char *uri)
+static void reply_error(ecp_call *call, int status, const gitsvc_error *err)
 {
     int code = ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], status, ECP_WIRE_GIT_COMMAND_FAILED);
     if (code == ECP_WIRE_REQUEST_CANCELLED) {
         ecp_call_error(call, code, "Request cancelled");
         return;
     }
+    /* the uri as the client wrote it: the call's params live as long as the call */
+    const json_doc *doc = ecp_call_doc(call);
+    const char *uri;
+    size_t uri_len;
+    if (!json_string(doc, json_get(doc, ecp_call_params(call), "uri"), ecp_call_arena(call), &uri, &uri_len)) {
+        uri = "";
+        uri_len = 0;
+    }
     buf data = BUF_INIT;
     json_writer w;
     jw_init(&w, &data);
     jw_object_begin(&w);
     jw_key_string(&w, "gitErrorCode", gitsvc_code_name(err ? err->code : GITSVC_COMMAND_FAILED));
-    jw_key_string(&w, "uri", uri ? uri : "");
+    jw_key_string_n(&w, "uri", uri, uri_len);
     jw_object_end(&w);
     ecp_call_error_data(call, code, data.data, "%s", err && err->message[0] ? err->message : ecp_status_text(status));
     buf_free(&data);
 }
 
-/* ----- operations ------------------------------------------------------------------------ */
-
-/* Every operation: its job's name, its lane, and the kind of change a success makes. */
-#define NO_CHANGE (-1)
-#define OPS(X)                                                                    \
-    X(OP_IS_REPO, "git.isRepo", ECP_LANE_SHORT, NO_CHANGE)                        \
-    X(OP_BRANCH, "git.branch", ECP_LANE_SHORT, NO_CHANGE)                         \
-    X(OP_STAGE, "git.stage", ECP_LANE_LONG, GITSVC_CHANGE_STATUS)                 \
-    X(OP_STAGE_ALL, "git.stageAll", ECP_LANE_LONG, GITSVC_CHANGE_STATUS)          \
-    X(OP_UNSTAGE, "git.unstage", ECP_LANE_SHORT, GITSVC_CHANGE_STATUS)            \
-    X(OP_DISCARD, "git.discard", ECP_LANE_SHORT, GITSVC_CHANGE_STATUS)            \
-    X(OP_DIFF, "git.diff", ECP_LANE_SHORT, NO_CHANGE)                             \
-    X(OP_DIFF_LINES, "git.diffLines", ECP_LANE_SHORT, NO_CHANGE)                  \
-    X(OP_DIFF_BUFFER, "git.diffBuffer", ECP_LANE_SHORT, NO_CHANGE)                \
-    X(OP_COMMIT, "git.commit", ECP_LANE_SHORT, GITSVC_CHANGE_COMMIT)              \
-    X(OP_AMEND, "git.amend", ECP_LANE_SHORT, GITSVC_CHANGE_COMMIT)                \
-    X(OP_LOG, "git.log", ECP_LANE_LONG, NO_CHANGE)                                \
-    X(OP_BRANCHES, "git.branches", ECP_LANE_SHORT, NO_CHANGE)                     \
-    X(OP_CREATE_BRANCH, "git.createBranch", ECP_LANE_SHORT, GITSVC_CHANGE_BRANCH) \
-    X(OP_SWITCH_BRANCH, "git.switchBranch", ECP_LANE_LONG, GITSVC_CHANGE_BRANCH)  \
-    X(OP_DELETE_BRANCH, "git.deleteBranch", ECP_LANE_SHORT, GITSVC_CHANGE_BRANCH) \
-    X(OP_RENAME_BRANCH, "git.renameBranch", ECP_LANE_SHORT, GITSVC_CHANGE_BRANCH) \
-    X(OP_PUSH, "git.push", ECP_LANE_LONG, GITSVC_CHANGE_COMMIT)                   \
-    X(OP_PULL, "git.pull", ECP_LANE_LONG, GITSVC_CHANGE_COMMIT)                   \
-    X(OP_FETCH, "git.fetch", ECP_LANE_LONG, GITSVC_CHANGE_COMMIT)                 \
-    X(OP_REMOTES, "git.remotes", ECP_LANE_SHORT, NO_CHANGE)                       \
-    X(OP_MERGE, "git.merge", ECP_LANE_LONG, GITSVC_CHANGE_COMMIT)                 \
-    X(OP_MERGE_ABORT, "git.mergeAbort", ECP_LANE_LONG, GITSVC_CHANGE_STATUS)      \
-    X(OP_CONFLICTS, "git.conflicts", ECP_LANE_SHORT, NO_CHANGE)                   \
-    X(OP_STASH, "git.stash", ECP_LANE_LONG, GITSVC_CHANGE_STASH)                  \
-    X(OP_STASH_POP, "git.stashPop", ECP_LANE_LONG, GITSVC_CHANGE_STASH)           \
-    X(OP_STASH_LIST, "git.stashList", ECP_LANE_SHORT, NO_CHANGE)                  \
-    X(OP_STASH_DROP, "git.stashDrop", ECP_LANE_SHORT, GITSVC_CHANGE_STASH)        \
-    X(OP_STASH_APPLY, "git.stashApply", ECP_LANE_LONG, GITSVC_CHANGE_STASH)       \
-    X(OP_BLAME, "git.blame", ECP_LANE_LONG, NO_CHANGE)                            \
-    X(OP_SHOW, "git.show", ECP_LANE_SHORT, NO_CHANGE)
-
-typedef enum op_kind {
-#define OP_ENUM(kind, name, lane, change) kind,
-    OPS(OP_ENUM)
-#undef OP_ENUM
-        OP_KINDS
-} op_kind;
-
-static const int op_change[OP_KINDS] = {
-#define OP_CHANGE(kind, name, lane, change) [kind] = change,
-    OPS(OP_CHANGE)
-#undef OP_CHANGE
-};
-
-typedef struct op_job {
-    git_adapter *ad;
-    op_kind kind;
-    char *path; /* what uri names */
-    char *uri;  /* as the client wrote it, for error data */
-    /* inputs: copies, the work runs off the loop */
-    char *arg;  /* path, name, message, branch or remote */
-    char *ref;  /* show */
-    char *text; /* diffBuffer's content */
-    size_t text_len;
-    document_snapshot *snap; /* diffBuffer of an open document */
-    gitsvc_tokens *tokens;   /* push, pull, fetch: the credentials of HTTP(S) remotes */
-    uv_timer_t *deadline;    /* push, pull, fetch: answers NETWORK_ERROR when the remote is silent too long */
-    char **paths;
-    size_t path_count;
-    bool flag, flag2; /* staged, checkout, force / setUpstream */
-    size_t number;    /* log's count, a stash index */
-    /* outputs */
-    bool skipped; /* cancelled before it began */
-    bool bare;
-    int rc;
-    gitsvc_error err;
-    char *root, *gitdir;
-    arena mem;
-    union {
-        gitsvc_status branch;
-        struct { gitsvc_hunk *items; size_t count; } hunks;
-        struct { gitsvc_line_change *items; size_t count; } changes;
-        gitsvc_commit_result commit;
-        struct { gitsvc_commit_info *items; size_t count; } log;
-        struct { gitsvc_branch *items; size_t count; const char *current; } branches;
-        struct { gitsvc_remote *items; size_t count; } remotes;
-        struct { gitsvc_stash *items; size_t count; } stashes;
-        struct { const char **items; size_t count; } files;
-        struct { gitsvc_blame_line *items; size_t count; } blame;
-        struct { const char *content; size_t len; } show;
-        gitsvc_merge_result merge;
-        gitsvc_sync_result sync;
-    } out;
-} op_job;
-
-/* The operation proper, on the open repository. */
-static int op_run(op_job *j, ecp_job *job, gitsvc_repo *repo)
-{
-    gitsvc_error *err = &j->err;
-    arena *mem = &j->mem;
-    const char *rel = NULL;
-    int rc;
-    /* methods that name one file take it relative to the root or absolute */
-    switch (j->kind) {
-    case OP_DIFF:
-    case OP_DIFF_LINES:
-    case OP_DIFF_BUFFER:
-    case OP_BLAME:
-    case OP_SHOW:
-        if ((rc = gitsvc_repo_relative(repo, j->arg, mem, &rel, err)))
-            return rc;
-        break;
-    default:
-        break;
-    }
-    const char **rels = NULL;
-    if (j->path_count) {
-        rels = arena_alloc(mem, j->path_count * sizeof *rels);
-        for (size_t i = 0; i < j->path_count; i++)
-            if ((rc = gitsvc_repo_relative(repo, j->paths[i], mem, &rels[i], err)))
-                return rc;
-    }
-    gitsvc_remote_options ro = {j->arg, j->flag, j->flag2, j->tokens};
-    switch (j->kind) {
-    case OP_IS_REPO:
-        return 0;
-    case OP_BRANCH:
-        return gitsvc_branch_read(repo, mem, &j->out.branch, err);
-    case OP_STAGE:
-        return gitsvc_stage(repo, rels, j->path_count, false, err);
-    case OP_STAGE_ALL:
-        return gitsvc_stage(repo, NULL, 0, true, err);
-    case OP_UNSTAGE:
-        return gitsvc_unstage(repo, rels, j->path_count, err);
-    case OP_DISCARD:
-        return gitsvc_discard(repo, rels, j->path_count, err);
-    case OP_DIFF:
-        return gitsvc_diff_read(repo, rel, j->flag, mem, &j->out.hunks.items, &j->out.hunks.count, err);
-    case OP_DIFF_LINES:
-        return gitsvc_diff_lines(repo, rel, mem, &j->out.changes.items, &j->out.changes.count, err);
-    case OP_DIFF_BUFFER:
-        if (j->snap)
-            return gitsvc_diff_snapshot(repo, rel, j->snap, mem, &j->out.changes.items, &j->out.changes.count, err);
-        return gitsvc_diff_text(repo, rel, j->text, j->text_len, mem, &j->out.changes.items, &j->out.changes.count,
-                                err);
-    case OP_COMMIT:
-        return gitsvc_commit(repo, j->arg, mem, &j->out.commit, err);
-    case OP_AMEND:
-        return gitsvc_amend(repo, j->arg, mem, &j->out.commit, err);
-    case OP_LOG:
-        return gitsvc_log_read(repo, j->number, job, mem, &j->out.log.items, &j->out.log.count, err);
-    case OP_BRANCHES:
-        return gitsvc_branches_read(repo, mem, &j->out.branches.items, &j->out.branches.count,
-                                    &j->out.branches.current, err);
-    case OP_CREATE_BRANCH:
-        return gitsvc_branch_create(repo, j->arg, j->flag, err);
-    case OP_SWITCH_BRANCH:
-        return gitsvc_branch_switch(repo, j->arg, job, err);
-    case OP_DELETE_BRANCH:
-        return gitsvc_branch_delete(repo, j->arg, j->flag, err);
-    case OP_RENAME_BRANCH:
-        return gitsvc_branch_rename(repo, j->arg, err);
-    case OP_PUSH:
-        return gitsvc_push(repo, &ro, job, mem, &j->out.sync, err);
-    case OP_PULL:
-        return gitsvc_pull(repo, &ro, job, mem, &j->out.sync, err);
-    case OP_FETCH:
-        rc = gitsvc_fetch(repo, &ro, job, mem, &j->out.sync, err);
-        if (rc == 0 && !j->out.sync.success)
-            rc = gitsvc__fail(err, ECP_EIO, j->out.sync.code, "%s", j->out.sync.error);
-        return rc;
-    case OP_REMOTES:
-        return gitsvc_remotes_read(repo, mem, &j->out.remotes.items, &j->out.remotes.count, err);
-    case OP_MERGE:
-        return gitsvc_merge(repo, j->arg, job, mem, &j->out.merge, err);
-    case OP_MERGE_ABORT:
-        return gitsvc_merge_abort(repo, err);
-    case OP_CONFLICTS:
-        return gitsvc_conflicts_read(repo, mem, &j->out.files.items, &j->out.files.count, err);
-    case OP_STASH:
-        return gitsvc_stash_push(repo, j->arg, err);
-    case OP_STASH_POP:
-        return gitsvc_stash_apply(repo, GITSVC_STASH_POP, j->number, err);
-    case OP_STASH_LIST:
-        return gitsvc_stash_list(repo, mem, &j->out.stashes.items, &j->out.stashes.count, err);
-    case OP_STASH_DROP:
-        return gitsvc_stash_apply(repo, GITSVC_STASH_DROP, j->number, err);
-    case OP_STASH_APPLY:
-        return gitsvc_stash_apply(repo, GITSVC_STASH_APPLY, j->number, err);
-    case OP_BLAME:
-        return gitsvc_blame_read(repo, rel, job, mem, &j->out.blame.items, &j->out.blame.count, err);
-    case OP_SHOW:
-        return gitsvc_show(repo, rel, j->ref, mem, &j->out.show.content, &j->out.show.len, err);
-    case OP_KINDS:
-        break;
-    }
-    return 0;
-}
-
-static void op_work(ecp_job *job, unsigned item)
-{
-    op_job *j = ecp_job_data(job);
-    /* Nothing has been read or changed yet: a cancelled operation need not
-     * begin. Once begun, a change runs to its end (see interface.h). */
-    if (ecp_job_cancelled(job)) {
-        j->skipped = true;
-        return;
-    }
-    gitsvc_repo *repo = NULL;
-    j->rc = gitsvc_repo_open(j->path, &repo, &j->bare, &j->err);
-    if (j->rc)
-        return;
-    j->root = xstrdup(gitsvc_repo_root(repo));
-    j->gitdir = xstrdup(gitsvc_repo_gitdir(repo));
-    j->rc = op_run(j, job, repo);
-    gitsvc_repo_close(repo);
-}
-
-/* ----- results ----------------------------------------------------------------------------- */
+/* ----- rendering ------------------------------------------------------------------------ */
 
 static void write_strings(json_writer *w, const char *key, const char *const *items, size_t count)
 {
@@ -284,9 +74,8 @@ static const char *change_type_name(gitsvc_change_type t)
     }
 }
 
-static void write_changes(json_writer *w, const gitsvc_line_change *changes, size_t count)
+static void write_change_array(json_writer *w, const gitsvc_line_change *changes, size_t count)
 {
-    jw_key(w, "changes");
     jw_array_begin(w);
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
@@ -304,14 +93,7 @@ void git_adapter_write_viewport_changes(void *svc, const char *document_id, cons
     (void)enc; /* lines only */
     const gitsvc_line_change *changes = NULL;
     size_t count = last > first ? gitsvc_document_cached_changes(svc, document_id, first, last, &changes) : 0;
-    jw_array_begin(w);
-    for (size_t i = 0; i < count; i++) {
-        jw_object_begin(w);
-        jw_key_int(w, "line", (int64_t)changes[i].line);
-        jw_key_string(w, "type", change_type_name(changes[i].type));
-        jw_object_end(w);
-    }
-    jw_array_end(w);
+    write_change_array(w, changes, count);
 }
 
 static void write_entries(json_writer *w, const char *key, const gitsvc_status_entry *e, size_t count)
@@ -330,16 +112,21 @@ static void write_entries(json_writer *w, const char *key, const gitsvc_status_e
     jw_array_end(w);
 }
 
-static void write_status(json_writer *w, const gitsvc_status *st)
+/* The formatters run on a pool thread: they touch only the result and out. */
+
+static void format_status(void *fctx, const gitsvc_status *st, buf *out)
 {
-    jw_object_begin(w);
-    jw_key_string(w, "branch", st->branch);
-    jw_key_int(w, "ahead", (int64_t)st->ahead);
-    jw_key_int(w, "behind", (int64_t)st->behind);
-    write_entries(w, "staged", st->staged, st->staged_count);
-    write_entries(w, "unstaged", st->unstaged, st->unstaged_count);
-    write_strings(w, "untracked", st->untracked, st->untracked_count);
-    jw_object_end(w);
+    (void)fctx;
+    json_writer w;
+    jw_init(&w, out);
+    jw_object_begin(&w);
+    jw_key_string(&w, "branch", st->branch);
+    jw_key_int(&w, "ahead", (int64_t)st->ahead);
+    jw_key_int(&w, "behind", (int64_t)st->behind);
+    write_entries(&w, "staged", st->staged, st->staged_count);
+    write_entries(&w, "unstaged", st->unstaged, st->unstaged_count);
+    write_strings(&w, "untracked", st->untracked, st->untracked_count);
+    jw_object_end(&w);
 }
 
 static const char *line_type_name(gitsvc_line_type t)
@@ -351,335 +138,399 @@ static const char *line_type_name(gitsvc_line_type t)
     }
 }
 
-static void write_result(op_job *j, json_writer *w)
+static void format_diff(void *fctx, const gitsvc_diff_result *r, buf *out)
 {
+    (void)fctx;
+    json_writer w;
+    jw_init(&w, out);
+    jw_object_begin(&w);
+    jw_key(&w, "hunks");
+    jw_array_begin(&w);
+    for (size_t i = 0; i < r->count; i++) {
+        const gitsvc_hunk *h = &r->hunks[i];
+        jw_object_begin(&w);
+        jw_key_int(&w, "oldStart", (int64_t)h->old_start);
+        jw_key_int(&w, "oldCount", (int64_t)h->old_count);
+        jw_key_int(&w, "newStart", (int64_t)h->new_start);
+        jw_key_int(&w, "newCount", (int64_t)h->new_count);
+        jw_key(&w, "lines");
+        jw_array_begin(&w);
+        for (size_t k = 0; k < h->line_count; k++) {
+            const gitsvc_diff_line *l = &h->lines[k];
+            jw_object_begin(&w);
+            jw_key_string(&w, "type", line_type_name(l->type));
+            jw_key_string(&w, "content", l->content);
+            if (l->old_line)
+                jw_key_int(&w, "oldLineNum", (int64_t)l->old_line);
+            if (l->new_line)
+                jw_key_int(&w, "newLineNum", (int64_t)l->new_line);
+            jw_object_end(&w);
+        }
+        jw_array_end(&w);
+        jw_object_end(&w);
+    }
+    jw_array_end(&w);
+    jw_object_end(&w);
+}
+
+static void format_log(void *fctx, const gitsvc_log_result *r, buf *out)
+{
+    (void)fctx;
+    json_writer w;
+    jw_init(&w, out);
+    jw_object_begin(&w);
+    jw_key(&w, "commits");
+    jw_array_begin(&w);
+    for (size_t i = 0; i < r->count; i++) {
+        const gitsvc_commit_info *c = &r->commits[i];
+        jw_object_begin(&w);
+        jw_key_string(&w, "hash", c->hash);
+        jw_key_string(&w, "shortHash", c->short_hash);
+        jw_key_string(&w, "message", c->subject);
+        jw_key_string(&w, "author", c->author);
+        jw_key_string(&w, "email", c->email);
+        jw_key_string(&w, "date", c->date);
+        jw_object_end(&w);
+    }
+    jw_array_end(&w);
+    jw_object_end(&w);
+}
+
+static void format_blame(void *fctx, const gitsvc_blame_result *r, buf *out)
+{
+    (void)fctx;
+    json_writer w;
+    jw_init(&w, out);
+    jw_object_begin(&w);
+    jw_key(&w, "lines");
+    jw_array_begin(&w);
+    for (size_t i = 0; i < r->count; i++) {
+        const gitsvc_blame_line *l = &r->lines[i];
+        jw_object_begin(&w);
+        jw_key_string(&w, "commit", l->commit);
+        jw_key_string(&w, "author", l->author);
+        jw_key_string(&w, "date", l->date);
+        jw_key_int(&w, "line", (int64_t)l->line);
+        jw_key_string(&w, "content", l->content);
+        jw_object_end(&w);
+    }
+    jw_array_end(&w);
+    jw_object_end(&w);
+}
+
+/* ----- answers (the loop; ctx is the call, which the job keeps alive) ------------------------------------ */
+
+static void answer_shared(void *ctx, int status, const gitsvc_error *err, ecp_shared *json)
+{
+    if (status)
+        reply_error(ctx, status, err);
+    else
+        ecp_call_reply_shared(ctx, json);
+}
+
+static void answer_success(void *ctx, int status, const gitsvc_error *err)
+{
+    if (status)
+        reply_error(ctx, status, err);
+    else
+        ecp_call_reply_success(ctx, true);
+}
+
+static void answer_is_repo(void *ctx, int status, const gitsvc_error *err, const char *root)
+{
+    ecp_call *call = ctx;
+    if (status && err && err->code == GITSVC_NOT_A_REPO) {
+        ecp_call_reply_raw(call, "{\"isRepo\":false}", 16);
+        return;
+    }
+    if (status) {
+        reply_error(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
-    switch (j->kind) {
-    case OP_IS_REPO:
-        jw_key_bool(w, "isRepo", true);
-        jw_key_string(w, "rootUri", j->root);
-        break;
-    case OP_BRANCH:
-        jw_key_string(w, "branch", j->out.branch.branch);
-        if (j->out.branch.tracking)
-            jw_key_string(w, "tracking", j->out.branch.tracking);
-        jw_key_int(w, "ahead", (int64_t)j->out.branch.ahead);
-        jw_key_int(w, "behind", (int64_t)j->out.branch.behind);
-        break;
-    case OP_DIFF:
-        jw_key(w, "hunks");
-        jw_array_begin(w);
-        for (size_t i = 0; i < j->out.hunks.count; i++) {
-            const gitsvc_hunk *h = &j->out.hunks.items[i];
-            jw_object_begin(w);
-            jw_key_int(w, "oldStart", (int64_t)h->old_start);
-            jw_key_int(w, "oldCount", (int64_t)h->old_count);
-            jw_key_int(w, "newStart", (int64_t)h->new_start);
-            jw_key_int(w, "newCount", (int64_t)h->new_count);
-            jw_key(w, "lines");
-            jw_array_begin(w);
-            for (size_t k = 0; k < h->line_count; k++) {
-                const gitsvc_diff_line *l = &h->lines[k];
-                jw_object_begin(w);
-                jw_key_string(w, "type", line_type_name(l->type));
-                jw_key_string(w, "content", l->content);
-                if (l->old_line)
-                    jw_key_int(w, "oldLineNum", (int64_t)l->old_line);
-                if (l->new_line)
-                    jw_key_int(w, "newLineNum", (int64_t)l->new_line);
-                jw_object_end(w);
-            }
-            jw_array_end(w);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
-        break;
-    case OP_DIFF_LINES:
-    case OP_DIFF_BUFFER:
-        write_changes(w, j->out.changes.items, j->out.changes.count);
-        break;
-    case OP_COMMIT:
-    case OP_AMEND:
-        jw_key_bool(w, "success", j->out.commit.success);
-        if (j->out.commit.success)
-            jw_key_string(w, "hash", j->out.commit.hash);
-        else
-            jw_key_string(w, "error", j->out.commit.error);
-        break;
-    case OP_LOG:
-        jw_key(w, "commits");
-        jw_array_begin(w);
-        for (size_t i = 0; i < j->out.log.count; i++) {
-            const gitsvc_commit_info *c = &j->out.log.items[i];
-            jw_object_begin(w);
-            jw_key_string(w, "hash", c->hash);
-            jw_key_string(w, "shortHash", c->short_hash);
-            jw_key_string(w, "message", c->subject);
-            jw_key_string(w, "author", c->author);
-            jw_key_string(w, "email", c->email);
-            jw_key_string(w, "date", c->date);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
-        break;
-    case OP_BRANCHES:
-        jw_key(w, "branches");
-        jw_array_begin(w);
-        for (size_t i = 0; i < j->out.branches.count; i++) {
-            const gitsvc_branch *b = &j->out.branches.items[i];
-            jw_object_begin(w);
-            jw_key_string(w, "name", b->name);
-            jw_key_bool(w, "current", b->current);
-            if (b->tracking)
-                jw_key_string(w, "tracking", b->tracking);
-            if (b->commit[0])
-                jw_key_string(w, "commit", b->commit);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
-        jw_key_string(w, "current", j->out.branches.current);
-        break;
-    case OP_REMOTES:
-        jw_key(w, "remotes");
-        jw_array_begin(w);
-        for (size_t i = 0; i < j->out.remotes.count; i++) {
-            const gitsvc_remote *r = &j->out.remotes.items[i];
-            jw_object_begin(w);
-            jw_key_string(w, "name", r->name);
-            jw_key_string(w, "fetchUrl", r->fetch_url);
-            jw_key_string(w, "pushUrl", r->push_url);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
-        break;
-    case OP_PUSH:
-    case OP_PULL:
-        jw_key_bool(w, "success", j->out.sync.success);
-        if (j->kind == OP_PULL && j->out.sync.success)
-            jw_key_bool(w, "changed", j->out.sync.changed);
-        if (j->out.sync.conflicts) {
-            jw_key_bool(w, "conflicts", true);
-            write_strings(w, "conflictFiles", j->out.sync.conflict_files, j->out.sync.conflict_count);
-        }
-        if (!j->out.sync.success && j->out.sync.error)
-            jw_key_string(w, "error", j->out.sync.error);
-        break;
-    case OP_MERGE:
-        jw_key_bool(w, "success", j->out.merge.success);
-        write_strings(w, "conflicts", j->out.merge.conflicts, j->out.merge.conflict_count);
-        jw_key_string(w, "message", j->out.merge.message ? j->out.merge.message : "");
-        break;
-    case OP_CONFLICTS:
-        write_strings(w, "files", j->out.files.items, j->out.files.count);
-        break;
-    case OP_STASH:
-        jw_key_bool(w, "success", true);
-        jw_key_string(w, "stashId", "stash@{0}");
-        break;
-    case OP_STASH_LIST:
-        jw_key(w, "stashes");
-        jw_array_begin(w);
-        for (size_t i = 0; i < j->out.stashes.count; i++) {
-            const gitsvc_stash *s = &j->out.stashes.items[i];
-            char id[48];
-            snprintf(id, sizeof id, "stash@{%zu}", s->index);
-            jw_object_begin(w);
-            jw_key_string(w, "id", id);
-            jw_key_int(w, "index", (int64_t)s->index);
-            jw_key_string(w, "branch", s->branch);
-            jw_key_string(w, "message", s->message);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
-        break;
-    case OP_BLAME:
-        jw_key(w, "lines");
-        jw_array_begin(w);
-        for (size_t i = 0; i < j->out.blame.count; i++) {
-            const gitsvc_blame_line *l = &j->out.blame.items[i];
-            jw_object_begin(w);
-            jw_key_string(w, "commit", l->commit);
-            jw_key_string(w, "author", l->author);
-            jw_key_string(w, "date", l->date);
-            jw_key_int(w, "line", (int64_t)l->line);
-            jw_key_string(w, "content", l->content);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
-        break;
-    case OP_SHOW:
-        jw_key_string_n(w, "content", j->out.show.content, j->out.show.len);
-        break;
-    default:
-        jw_key_bool(w, "success", true);
-        break;
-    }
+    jw_key_bool(w, "isRepo", true);
+    jw_key_string(w, "rootUri", root);
     jw_object_end(w);
-}
-
-/* Whether a successful operation changed the repository. */
-static bool op_changed(const op_job *j)
-{
-    switch (j->kind) {
-    case OP_COMMIT:
-    case OP_AMEND: return j->out.commit.success;
-    case OP_MERGE: return j->out.merge.changed;
-    case OP_PUSH:
-    case OP_FETCH: return j->out.sync.success;
-    case OP_PULL: return j->out.sync.changed;
-    default: return op_change[j->kind] != NO_CHANGE;
-    }
-}
-
-static void op_done(ecp_job *job)
-{
-    op_job *j = ecp_job_data(job);
-    ecp_call *call = ecp_job_call(job);
-    if (ecp_call_answered(call)) {
-        /* a transfer past its deadline was answered already; its repository is still watched */
-        if (j->root)
-            gitsvc_track(j->ad->svc, j->root, j->gitdir);
-        return;
-    }
-    if (j->skipped) {
-        reply_error(call, ECP_ECANCELED, NULL, j->uri);
-        return;
-    }
-    if (j->kind == OP_IS_REPO && j->rc && j->err.code == GITSVC_NOT_A_REPO) {
-        json_writer *w = ecp_call_result(call);
-        jw_object_begin(w);
-        jw_key_bool(w, "isRepo", false);
-        jw_object_end(w);
-        ecp_call_finish(call);
-        return;
-    }
-    if (j->root) {
-        /* whatever happened, a change may have: the repository is watched from now on */
-        if (!j->rc && op_changed(j))
-            gitsvc_changed(j->ad->svc, j->root, j->gitdir, (gitsvc_change_kind)op_change[j->kind]);
-        else
-            gitsvc_track(j->ad->svc, j->root, j->gitdir);
-    }
-    if (j->rc) {
-        reply_error(call, j->rc, &j->err, j->uri);
-        return;
-    }
-    write_result(j, ecp_call_result(call));
     ecp_call_finish(call);
 }
 
-static void op_free(void *data)
+static void answer_head(void *ctx, int status, const gitsvc_error *err, const gitsvc_status *head)
 {
-    op_job *j = data;
-    free(j->path);
-    free(j->uri);
-    free(j->arg);
-    free(j->ref);
-    free(j->text);
-    document_snapshot_release(j->snap);
-    gitsvc_tokens_free(j->tokens);
-    free(j->tokens);
-    if (j->deadline)
-        uv_close((uv_handle_t *)j->deadline, (uv_close_cb)free);
-    for (size_t i = 0; i < j->path_count; i++)
-        free(j->paths[i]);
-    free(j->paths);
-    free(j->root);
-    free(j->gitdir);
-    arena_free(&j->mem);
-    free(j);
+    ecp_call *call = ctx;
+    if (status) {
+        reply_error(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string(w, "branch", head->branch);
+    if (head->tracking)
+        jw_key_string(w, "tracking", head->tracking);
+    jw_key_int(w, "ahead", (int64_t)head->ahead);
+    jw_key_int(w, "behind", (int64_t)head->behind);
+    jw_object_end(w);
+    ecp_call_finish(call);
 }
 
-/* Operations that change a repository do not stop half-way, but one that
- * has not begun when the server goes down need not begin: nothing is lost. */
-static const ecp_job_type op_types[OP_KINDS] = {
-#define OP_TYPE(kind, name, lane, change) [kind] = {name, lane, false, op_work, op_done, op_free},
-    OPS(OP_TYPE)
-#undef OP_TYPE
-};
+static void answer_status(void *ctx, int status, const gitsvc_error *err, const char *root, const gitsvc_status *st,
+                          ecp_shared *json)
+{
+    (void)root;
+    (void)st;
+    answer_shared(ctx, status, err, json);
+}
+
+static void answer_diff(void *ctx, int status, const gitsvc_error *err, const gitsvc_diff_result *r, ecp_shared *json)
+{
+    (void)r;
+    answer_shared(ctx, status, err, json);
+}
+
+static void answer_log(void *ctx, int status, const gitsvc_error *err, const gitsvc_log_result *r, ecp_shared *json)
+{
+    (void)r;
+    answer_shared(ctx, status, err, json);
+}
+
+static void answer_blame(void *ctx, int status, const gitsvc_error *err, const gitsvc_blame_result *r,
+                         ecp_shared *json)
+{
+    (void)r;
+    answer_shared(ctx, status, err, json);
+}
+
+static void answer_changes(void *ctx, int status, const gitsvc_error *err, const gitsvc_line_change *changes,
+                           size_t count)
+{
+    ecp_call *call = ctx;
+    if (status) {
+        reply_error(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "changes");
+    write_change_array(w, changes, count);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void answer_commit(void *ctx, int status, const gitsvc_error *err, const gitsvc_commit_result *r)
+{
+    ecp_call *call = ctx;
+    if (status) {
+        reply_error(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "success", r->success);
+    if (r->success)
+        jw_key_string(w, "hash", r->hash);
+    else
+        jw_key_string(w, "error", r->error);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void answer_branches(void *ctx, int status, const gitsvc_error *err, const gitsvc_branches_result *r)
+{
+    ecp_call *call = ctx;
+    if (status) {
+        reply_error(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "branches");
+    jw_array_begin(w);
+    for (size_t i = 0; i < r->count; i++) {
+        const gitsvc_branch *b = &r->items[i];
+        jw_object_begin(w);
+        jw_key_string(w, "name", b->name);
+        jw_key_bool(w, "current", b->current);
+        if (b->tracking)
+            jw_key_string(w, "tracking", b->tracking);
+        if (b->commit[0])
+            jw_key_string(w, "commit", b->commit);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_key_string(w, "current", r->current);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void answer_remotes(void *ctx, int status, const gitsvc_error *err, const gitsvc_remotes_result *r)
+{
+    ecp_call *call = ctx;
+    if (status) {
+        reply_error(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "remotes");
+    jw_array_begin(w);
+    for (size_t i = 0; i < r->count; i++) {
+        jw_object_begin(w);
+        jw_key_string(w, "name", r->items[i].name);
+        jw_key_string(w, "fetchUrl", r->items[i].fetch_url);
+        jw_key_string(w, "pushUrl", r->items[i].push_url);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void answer_stashes(void *ctx, int status, const gitsvc_error *err, const gitsvc_stashes_result *r)
+{
+    ecp_call *call = ctx;
+    if (status) {
+        reply_error(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, "stashes");
+    jw_array_begin(w);
+    for (size_t i = 0; i < r->count; i++) {
+        const gitsvc_stash *s = &r->items[i];
+        char id[48];
+        snprintf(id, sizeof id, "stash@{%zu}", s->index);
+        jw_object_begin(w);
+        jw_key_string(w, "id", id);
+        jw_key_int(w, "index", (int64_t)s->index);
+        jw_key_string(w, "branch", s->branch);
+        jw_key_string(w, "message", s->message);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void answer_conflicts(void *ctx, int status, const gitsvc_error *err, const char *const *paths, size_t count)
+{
+    ecp_call *call = ctx;
+    if (status) {
+        reply_error(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    write_strings(w, "files", paths, count);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void answer_merge(void *ctx, int status, const gitsvc_error *err, const gitsvc_merge_result *r)
+{
+    ecp_call *call = ctx;
+    if (status) {
+        reply_error(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_bool(w, "success", r->success);
+    write_strings(w, "conflicts", r->conflicts, r->conflict_count);
+    jw_key_string(w, "message", r->message ? r->message : "");
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+static void write_sync(json_writer *w, const gitsvc_sync_result *r, bool pull)
+{
+    jw_object_begin(w);
+    jw_key_bool(w, "success", r->success);
+    if (pull && r->success)
+        jw_key_bool(w, "changed", r->changed);
+    if (r->conflicts) {
+        jw_key_bool(w, "conflicts", true);
+        write_strings(w, "conflictFiles", r->conflict_files, r->conflict_count);
+    }
+    if (!r->success && r->error)
+        jw_key_string(w, "error", r->error);
+    jw_object_end(w);
+}
+
+static void answer_push(void *ctx, int status, const gitsvc_error *err, const gitsvc_sync_result *r)
+{
+    if (status) {
+        reply_error(ctx, status, err);
+        return;
+    }
+    write_sync(ecp_call_result(ctx), r, false);
+    ecp_call_finish(ctx);
+}
+
+static void answer_pull(void *ctx, int status, const gitsvc_error *err, const gitsvc_sync_result *r)
+{
+    if (status) {
+        reply_error(ctx, status, err);
+        return;
+    }
+    write_sync(ecp_call_result(ctx), r, true);
+    ecp_call_finish(ctx);
+}
+
+static void answer_fetch(void *ctx, int status, const gitsvc_error *err, const gitsvc_sync_result *r)
+{
+    (void)r;
+    answer_success(ctx, status, err);
+}
+
+static void answer_stash_saved(void *ctx, int status, const gitsvc_error *err)
+{
+    if (status) {
+        reply_error(ctx, status, err);
+        return;
+    }
+    ecp_call_reply_raw(ctx, "{\"success\":true,\"stashId\":\"stash@{0}\"}", 38);
+}
+
+static void answer_show(void *ctx, int status, const gitsvc_error *err, const char *content, size_t len)
+{
+    ecp_call *call = ctx;
+    if (status) {
+        reply_error(call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_string_n(w, "content", content, len);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
 
 /* ----- params ----------------------------------------------------------------------------------- */
 
-/* Reads `uri` into a new job of kind; NULL when the call was answered. */
-static op_job *op_begin(git_adapter *ad, ecp_call *call, op_kind kind)
+/* `uri` as a path, for where; false when the call was answered. */
+static bool arg_where(ecp_call *call, gitsvc_where *where, bool is_repo)
 {
     ecp_str uri;
     if (!ecp_arg_string(call, ecp_call_params(call), "uri", &uri))
-        return NULL;
+        return false;
     buf path = BUF_INIT;
     ecp_error e;
     if (file_path_from_uri(uri.ptr, uri.len, &path, &e) != 0) {
         buf_free(&path);
-        if (kind == OP_IS_REPO) {
+        if (is_repo)
             ecp_call_reply_raw(call, "{\"isRepo\":false}", 16);
-            return NULL;
-        }
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "uri: %s", e.message);
-        return NULL;
+        else
+            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "uri: %s", e.message);
+        return false;
     }
-    op_job *j = xcalloc(1, sizeof *j);
-    j->ad = ad;
-    j->kind = kind;
-    j->path = buf_detach(&path);
-    j->uri = xstrndup(uri.ptr, uri.len);
-    arena_init(&j->mem);
-    return j;
+    where->path = arena_strndup(ecp_call_arena(call), path.data, path.len);
+    where->serve = call;
+    buf_free(&path);
+    return true;
 }
 
-static void op_start(git_adapter *ad, ecp_call *call, op_job *j)
-{
-    ecp_job *job = ecp_job_new(gitsvc_jobs(ad->svc), &op_types[j->kind], j);
-    ecp_job_serve(job, call);
-    ecp_job_start(job, 1);
-}
-
-static void tokens_loaded(void *ctx, gitsvc_tokens *tokens)
-{
-    ecp_job *job = ctx;
-    op_job *j = ecp_job_data(job);
-    j->tokens = tokens;
-    ecp_job_start(job, 1);
-}
-
-static void transfer_overdue(uv_timer_t *timer)
-{
-    ecp_job *job = timer->data;
-    op_job *j = ecp_job_data(job);
-    ecp_call *call = ecp_job_call(job);
-    if (!ecp_call_answered(call) && !ecp_call_abandoned(call)) {
-        gitsvc_error err = {.code = GITSVC_NETWORK_ERROR};
-        snprintf(err.message, sizeof err.message, "The remote did not finish within %llu ms",
-                 (unsigned long long)gitsvc_transfer_timeout_ms(j->ad->svc));
-        if (j->kind == OP_FETCH) {
-            reply_error(call, ECP_ETIMEDOUT, &err, j->uri);
-        } else { /* push and pull say so in their result, as for any failure to reach the remote */
-            json_writer *w = ecp_call_result(call);
-            jw_object_begin(w);
-            jw_key_bool(w, "success", false);
-            jw_key_string(w, "error", err.message);
-            jw_object_end(w);
-            ecp_call_finish(call);
-        }
-    }
-    ecp_job_cancel(job); /* the work sees it at libgit2's next callback (the job's data stays its own) */
-}
-
-/* A transfer: the remote's credentials are read from the secret store on
- * the loop first (the call waits, served by the job, which can be
- * cancelled meanwhile), then the job starts with them. Its deadline runs
- * from the call's arrival. */
-static void op_start_transfer(git_adapter *ad, ecp_call *call, op_job *j)
-{
-    ecp_job *job = ecp_job_new(gitsvc_jobs(ad->svc), &op_types[j->kind], j);
-    ecp_job_serve(job, call);
-    j->deadline = xmalloc(sizeof *j->deadline);
-    uv_timer_init(ecp_pool_loop(ad->svc->pool), j->deadline);
-    j->deadline->data = job;
-    uv_timer_start(j->deadline, transfer_overdue, gitsvc_transfer_timeout_ms(ad->svc), 0);
-    gitsvc_tokens_load(ad->svc, tokens_loaded, job);
-}
-
-static bool arg_text(ecp_call *call, const char *name, bool required, char **out)
+static bool arg_text(ecp_call *call, const char *name, bool required, const char **out)
 {
     ecp_str s;
     json_ref p = ecp_call_params(call);
@@ -689,7 +540,7 @@ static bool arg_text(ecp_call *call, const char *name, bool required, char **out
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: must not contain a NUL character", name);
         return false;
     }
-    *out = s.ptr ? xstrndup(s.ptr, s.len) : NULL;
+    *out = s.ptr ? arena_strndup(ecp_call_arena(call), s.ptr, s.len) : NULL;
     return true;
 }
 
@@ -698,9 +549,10 @@ static bool arg_bool(ecp_call *call, const char *name, bool def, bool *out)
     return ecp_arg_bool_opt(call, ecp_call_params(call), name, def, out);
 }
 
-static bool arg_paths(ecp_call *call, op_job *j)
+static bool arg_paths(ecp_call *call, gitsvc_paths_args *args)
 {
     const json_doc *doc = ecp_call_doc(call);
+    arena *mem = ecp_call_arena(call);
     json_ref arr;
     if (!ecp_arg_array(call, ecp_call_params(call), "paths", &arr))
         return false;
@@ -711,33 +563,36 @@ static bool arg_paths(ecp_call *call, op_job *j)
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "paths: must name at least one path");
         return false;
     }
-    j->paths = xcalloc(n, sizeof *j->paths);
+    const char **paths = arena_alloc(mem, n * sizeof *paths);
     size_t i = 0;
     for (json_ref e = json_first(doc, arr); e != JSON_NO_REF; e = json_next(doc, e), i++) {
         const char *s;
         size_t len;
-        if (!json_string(doc, e, ecp_call_arena(call), &s, &len) || memchr(s, '\0', len) || !len) {
+        if (!json_string(doc, e, mem, &s, &len) || memchr(s, '\0', len) || !len) {
             ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "paths[%zu]: must be a non-empty string", i);
             return false;
         }
-        buf p = BUF_INIT;
         if (s[0] == '/' || !strncmp(s, "file:", 5)) {
+            buf p = BUF_INIT;
             ecp_error e2;
             if (file_path_from_uri(s, len, &p, &e2) != 0) {
                 buf_free(&p);
                 ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "paths[%zu]: %s", i, e2.message);
                 return false;
             }
+            paths[i] = arena_strndup(mem, p.data, p.len);
+            buf_free(&p);
         } else {
-            buf_append(&p, s, len);
+            paths[i] = arena_strndup(mem, s, len);
         }
-        j->paths[j->path_count++] = buf_detach(&p);
     }
+    args->paths = paths;
+    args->count = n;
     return true;
 }
 
 /* A path param: relative to the root, absolute, or a file:// URI. */
-static bool arg_file(ecp_call *call, const char *name, char **out)
+static bool arg_file(ecp_call *call, const char *name, const char **out)
 {
     ecp_str s;
     if (!ecp_arg_string(call, ecp_call_params(call), name, &s))
@@ -746,6 +601,7 @@ static bool arg_file(ecp_call *call, const char *name, char **out)
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: must be a non-empty path", name);
         return false;
     }
+    arena *mem = ecp_call_arena(call);
     if (!strncmp(s.ptr, "file:", 5)) {
         buf p = BUF_INIT;
         ecp_error e;
@@ -754,21 +610,22 @@ static bool arg_file(ecp_call *call, const char *name, char **out)
             ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: %s", name, e.message);
             return false;
         }
-        *out = buf_detach(&p);
+        *out = arena_strndup(mem, p.data, p.len);
+        buf_free(&p);
     } else {
-        *out = xstrndup(s.ptr, s.len);
+        *out = arena_strndup(mem, s.ptr, s.len);
     }
     return true;
 }
 
 /* "stash@{2}" or "2". */
-static bool arg_stash(ecp_call *call, op_job *j, bool required)
+static bool arg_stash(ecp_call *call, bool required, size_t *index)
 {
     ecp_str s;
     json_ref p = ecp_call_params(call);
     if (required ? !ecp_arg_string(call, p, "stashId", &s) : !ecp_arg_string_opt(call, p, "stashId", &s))
         return false;
-    j->number = 0;
+    *index = 0;
     if (!s.ptr)
         return true;
     const char *d = s.ptr;
@@ -784,336 +641,289 @@ static bool arg_stash(ecp_call *call, op_job *j, bool required)
         n = n * 10 + (size_t)(d[i] - '0');
     }
     if (!ok) {
-        gitsvc_error err;
-        gitsvc__fail(&err, ECP_ENOTFOUND, GITSVC_STASH_NOT_FOUND, "%s is not a valid stash reference", s.ptr);
-        reply_error(call, err.status, &err, j->uri);
+        gitsvc_error err = {.status = ECP_ENOTFOUND, .code = GITSVC_STASH_NOT_FOUND};
+        snprintf(err.message, sizeof err.message, "%.*s is not a valid stash reference", (int)s.len, s.ptr);
+        reply_error(call, err.status, &err);
         return false;
     }
-    j->number = n;
+    *index = n;
     return true;
 }
 
 /* ----- the methods ------------------------------------------------------------------------------- */
 
-#define BEGIN(kind)                                      \
-    git_adapter *ad = ctx;                               \
-    op_job *j = op_begin(ad, call, kind);                \
-    if (!j)                                              \
-        return;
-
-#define FAIL_UNLESS(cond) \
-    if (!(cond)) {        \
-        op_free(j);       \
-        return;           \
-    }
-
 static void m_is_repo(void *ctx, ecp_call *call)
 {
-    BEGIN(OP_IS_REPO);
-    op_start(ad, call, j);
-}
-
-static void m_branch(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_BRANCH);
-    op_start(ad, call, j);
-}
-
-static void m_stage(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_STAGE);
-    FAIL_UNLESS(arg_paths(call, j));
-    op_start(ad, call, j);
-}
-
-static void m_stage_all(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_STAGE_ALL);
-    op_start(ad, call, j);
-}
-
-static void m_unstage(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_UNSTAGE);
-    FAIL_UNLESS(arg_paths(call, j));
-    op_start(ad, call, j);
-}
-
-static void m_discard(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_DISCARD);
-    FAIL_UNLESS(arg_paths(call, j));
-    op_start(ad, call, j);
-}
-
-static void m_diff(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_DIFF);
-    FAIL_UNLESS(arg_file(call, "path", &j->arg) && arg_bool(call, "staged", false, &j->flag));
-    op_start(ad, call, j);
-}
-
-static void m_diff_lines(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_DIFF_LINES);
-    FAIL_UNLESS(arg_file(call, "path", &j->arg));
-    op_start(ad, call, j);
-}
-
-typedef struct doc_lookup {
-    const char *path;
-    char *document_id;
-} doc_lookup;
-
-static void find_document(void *ctx, const document_info *info)
-{
-    doc_lookup *l = ctx;
-    if (l->document_id)
-        return;
-    buf p = BUF_INIT;
-    ecp_error e;
-    if (file_path_from_uri(info->uri, strlen(info->uri), &p, &e) == 0 && !strcmp(p.data, l->path))
-        l->document_id = xstrdup(info->document_id);
-    buf_free(&p);
-}
-
-static void m_diff_buffer(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_DIFF_BUFFER);
-    json_ref p = ecp_call_params(call);
-    ecp_str content, doc_id;
-    FAIL_UNLESS(arg_file(call, "path", &j->arg) && ecp_arg_string_opt(call, p, "content", &content) &&
-                ecp_arg_string_opt(call, p, "documentId", &doc_id));
-    if (content.ptr) {
-        j->text = xmalloc(content.len + 1);
-        memcpy(j->text, content.ptr, content.len);
-        j->text[content.len] = '\0';
-        j->text_len = content.len;
-        op_start(ad, call, j);
-        return;
-    }
-    /* no content: the unsaved text of the open document, read from a snapshot off the loop */
-    document_service *docs = ad->svc->documents;
-    char *id = NULL;
-    if (doc_id.ptr) {
-        id = xstrndup(doc_id.ptr, doc_id.len);
-    } else if (docs && j->arg[0] == '/') {
-        /* an absolute path names the document open on that file, if any */
-        buf norm = BUF_INIT;
-        file_path_normalize(&norm, j->arg, strlen(j->arg));
-        doc_lookup l = {norm.data, NULL};
-        document_list(docs, find_document, &l);
-        id = l.document_id;
-        buf_free(&norm);
-    }
-    ecp_error e;
-    j->snap = docs && id ? document_snapshot_take(docs, id, &e) : NULL;
-    free(id);
-    if (!j->snap) {
-        op_free(j);
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS,
-                       "content: required string (or documentId, or the absolute path of an open document)");
-        return;
-    }
-    op_start(ad, call, j);
-}
-
-static void m_commit(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_COMMIT);
-    FAIL_UNLESS(arg_text(call, "message", true, &j->arg));
-    op_start(ad, call, j);
-}
-
-static void m_amend(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_AMEND);
-    FAIL_UNLESS(arg_text(call, "message", false, &j->arg));
-    op_start(ad, call, j);
-}
-
-static void m_log(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_LOG);
-    json_ref p = ecp_call_params(call);
-    size_t max_count;
-    FAIL_UNLESS(ecp_arg_index_opt(call, p, "maxCount", 50, &max_count) &&
-                ecp_arg_index_opt(call, p, "count", max_count, &j->number));
-    op_start(ad, call, j);
-}
-
-static void m_branches(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_BRANCHES);
-    op_start(ad, call, j);
-}
-
-static void m_create_branch(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_CREATE_BRANCH);
-    FAIL_UNLESS(arg_text(call, "name", true, &j->arg) && arg_bool(call, "checkout", true, &j->flag));
-    op_start(ad, call, j);
-}
-
-static void m_switch_branch(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_SWITCH_BRANCH);
-    FAIL_UNLESS(arg_text(call, "name", true, &j->arg));
-    op_start(ad, call, j);
-}
-
-static void m_delete_branch(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_DELETE_BRANCH);
-    FAIL_UNLESS(arg_text(call, "name", true, &j->arg) && arg_bool(call, "force", false, &j->flag));
-    op_start(ad, call, j);
-}
-
-static void m_rename_branch(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_RENAME_BRANCH);
-    FAIL_UNLESS(arg_text(call, "newName", true, &j->arg));
-    op_start(ad, call, j);
-}
-
-static void m_push(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_PUSH);
-    FAIL_UNLESS(arg_text(call, "remote", false, &j->arg) && arg_bool(call, "force", false, &j->flag) &&
-                arg_bool(call, "setUpstream", false, &j->flag2));
-    op_start_transfer(ad, call, j);
-}
-
-static void m_pull(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_PULL);
-    FAIL_UNLESS(arg_text(call, "remote", false, &j->arg));
-    op_start_transfer(ad, call, j);
-}
-
-static void m_fetch(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_FETCH);
-    FAIL_UNLESS(arg_text(call, "remote", false, &j->arg));
-    op_start_transfer(ad, call, j);
-}
-
-static void m_remotes(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_REMOTES);
-    op_start(ad, call, j);
-}
-
-static void m_merge(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_MERGE);
-    FAIL_UNLESS(arg_text(call, "branch", true, &j->arg));
-    op_start(ad, call, j);
-}
-
-static void m_merge_abort(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_MERGE_ABORT);
-    op_start(ad, call, j);
-}
-
-static void m_conflicts(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_CONFLICTS);
-    op_start(ad, call, j);
-}
-
-static void m_stash(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_STASH);
-    FAIL_UNLESS(arg_text(call, "message", false, &j->arg));
-    op_start(ad, call, j);
-}
-
-static void m_stash_pop(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_STASH_POP);
-    FAIL_UNLESS(arg_stash(call, j, false));
-    op_start(ad, call, j);
-}
-
-static void m_stash_list(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_STASH_LIST);
-    op_start(ad, call, j);
-}
-
-static void m_stash_drop(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_STASH_DROP);
-    FAIL_UNLESS(arg_stash(call, j, true));
-    op_start(ad, call, j);
-}
-
-static void m_stash_apply(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_STASH_APPLY);
-    FAIL_UNLESS(arg_stash(call, j, false));
-    op_start(ad, call, j);
-}
-
-static void m_blame(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_BLAME);
-    FAIL_UNLESS(arg_file(call, "path", &j->arg));
-    op_start(ad, call, j);
-}
-
-static void m_show(void *ctx, ecp_call *call)
-{
-    BEGIN(OP_SHOW);
-    FAIL_UNLESS(arg_file(call, "path", &j->arg) && arg_text(call, "ref", true, &j->ref));
-    op_start(ad, call, j);
-}
-
-/* ----- status: from the service's cache, or a job of its own ----------------------------------------- */
-
-typedef struct status_call {
-    ecp_call *call;
-    char *uri;
-} status_call;
-
-static void status_answer(void *ctx, int status, const gitsvc_error *err, const char *root, const gitsvc_status *st)
-{
-    status_call *s = ctx;
-    if (status)
-        reply_error(s->call, status, err, s->uri);
-    else
-        write_status(ecp_call_result(s->call), st), ecp_call_finish(s->call);
-    free(s->uri);
-    free(s);
+    git_adapter *ad = ctx;
+    gitsvc_where where;
+    if (arg_where(call, &where, true))
+        gitsvc_is_repo_start(ad->svc, &where, answer_is_repo, call);
 }
 
 static void m_status(void *ctx, ecp_call *call)
 {
     git_adapter *ad = ctx;
+    gitsvc_status_args a = {.format = format_status};
+    ecp_str uri; /* its type, then forceRefresh's, then the path it names: the order the checks have always had */
+    if (ecp_arg_string(call, ecp_call_params(call), "uri", &uri) && arg_bool(call, "forceRefresh", false, &a.force) &&
+        arg_where(call, &a.where, false))
+        gitsvc_status_start(ad->svc, &a, answer_status, call);
+}
+
+static void m_branch(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_where where;
+    if (arg_where(call, &where, false))
+        gitsvc_head_start(ad->svc, &where, answer_head, call);
+}
+
+static void m_stage(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_paths_args a = {0};
+    if (arg_where(call, &a.where, false) && arg_paths(call, &a))
+        gitsvc_stage_start(ad->svc, &a, answer_success, call);
+}
+
+static void m_stage_all(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_paths_args a = {0};
+    if (arg_where(call, &a.where, false))
+        gitsvc_stage_start(ad->svc, &a, answer_success, call);
+}
+
+static void m_unstage(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_paths_args a = {0};
+    if (arg_where(call, &a.where, false) && arg_paths(call, &a))
+        gitsvc_unstage_start(ad->svc, &a, answer_success, call);
+}
+
+static void m_discard(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_paths_args a = {0};
+    if (arg_where(call, &a.where, false) && arg_paths(call, &a))
+        gitsvc_discard_start(ad->svc, &a, answer_success, call);
+}
+
+static void m_diff(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_diff_args a = {.format = format_diff};
+    if (arg_where(call, &a.where, false) && arg_file(call, "path", &a.file) &&
+        arg_bool(call, "staged", false, &a.staged))
+        gitsvc_diff_start(ad->svc, &a, answer_diff, call);
+}
+
+static void m_diff_lines(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_file_args a = {0};
+    if (arg_where(call, &a.where, false) && arg_file(call, "path", &a.file))
+        gitsvc_diff_lines_start(ad->svc, &a, answer_changes, call);
+}
+
+static void m_diff_buffer(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_diff_text_args a = {0};
     json_ref p = ecp_call_params(call);
-    ecp_str uri;
-    bool force;
-    if (!ecp_arg_string(call, p, "uri", &uri) || !ecp_arg_bool_opt(call, p, "forceRefresh", false, &force))
+    ecp_str content, doc_id;
+    if (!arg_where(call, &a.where, false) || !arg_file(call, "path", &a.file) ||
+        !ecp_arg_string_opt(call, p, "content", &content) || !ecp_arg_string_opt(call, p, "documentId", &doc_id))
         return;
-    buf path = BUF_INIT;
-    ecp_error e;
-    if (file_path_from_uri(uri.ptr, uri.len, &path, &e) != 0) {
-        buf_free(&path);
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "uri: %s", e.message);
-        return;
-    }
-    status_call *s = xcalloc(1, sizeof *s);
-    s->call = call;
-    s->uri = xstrndup(uri.ptr, uri.len);
-    ecp_job *job = NULL;
-    gitsvc_status_get(ad->svc, path.data, force, status_answer, s, &job);
-    buf_free(&path);
-    if (job) {
-        ecp_job_serve(job, call);
-        ecp_job_start(job, GITSVC_STATUS_ITEMS);
-    }
+    a.text = content.ptr;
+    a.len = content.len;
+    if (doc_id.ptr)
+        a.document_id = arena_strndup(ecp_call_arena(call), doc_id.ptr, doc_id.len);
+    gitsvc_error err;
+    if (!gitsvc_diff_text_start(ad->svc, &a, answer_changes, call, &err))
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS,
+                       "content: required string (or documentId, or the absolute path of an open document)");
+}
+
+static void m_commit(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_commit_args a = {0};
+    if (arg_where(call, &a.where, false) && arg_text(call, "message", true, &a.message))
+        gitsvc_commit_start(ad->svc, &a, answer_commit, call);
+}
+
+static void m_amend(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_commit_args a = {.amend = true};
+    if (arg_where(call, &a.where, false) && arg_text(call, "message", false, &a.message))
+        gitsvc_commit_start(ad->svc, &a, answer_commit, call);
+}
+
+static void m_log(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_log_args a = {.format = format_log};
+    json_ref p = ecp_call_params(call);
+    size_t max_count;
+    if (arg_where(call, &a.where, false) && ecp_arg_index_opt(call, p, "maxCount", 50, &max_count) &&
+        ecp_arg_index_opt(call, p, "count", max_count, &a.max))
+        gitsvc_log_start(ad->svc, &a, answer_log, call);
+}
+
+static void m_branches(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_where where;
+    if (arg_where(call, &where, false))
+        gitsvc_branches_start(ad->svc, &where, answer_branches, call);
+}
+
+static void m_create_branch(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_branch_args a = {.op = GITSVC_BRANCH_CREATE};
+    if (arg_where(call, &a.where, false) && arg_text(call, "name", true, &a.name) &&
+        arg_bool(call, "checkout", true, &a.checkout))
+        gitsvc_branch_start(ad->svc, &a, answer_success, call);
+}
+
+static void m_switch_branch(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_branch_args a = {.op = GITSVC_BRANCH_SWITCH};
+    if (arg_where(call, &a.where, false) && arg_text(call, "name", true, &a.name))
+        gitsvc_branch_start(ad->svc, &a, answer_success, call);
+}
+
+static void m_delete_branch(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_branch_args a = {.op = GITSVC_BRANCH_DELETE};
+    if (arg_where(call, &a.where, false) && arg_text(call, "name", true, &a.name) &&
+        arg_bool(call, "force", false, &a.force))
+        gitsvc_branch_start(ad->svc, &a, answer_success, call);
+}
+
+static void m_rename_branch(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_branch_args a = {.op = GITSVC_BRANCH_RENAME};
+    if (arg_where(call, &a.where, false) && arg_text(call, "newName", true, &a.name))
+        gitsvc_branch_start(ad->svc, &a, answer_success, call);
+}
+
+static void m_push(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_transfer_args a = {.op = GITSVC_PUSH};
+    if (arg_where(call, &a.where, false) && arg_text(call, "remote", false, &a.remote) &&
+        arg_bool(call, "force", false, &a.force) && arg_bool(call, "setUpstream", false, &a.set_upstream))
+        gitsvc_transfer_start(ad->svc, &a, answer_push, call);
+}
+
+static void m_pull(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_transfer_args a = {.op = GITSVC_PULL};
+    if (arg_where(call, &a.where, false) && arg_text(call, "remote", false, &a.remote))
+        gitsvc_transfer_start(ad->svc, &a, answer_pull, call);
+}
+
+static void m_fetch(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_transfer_args a = {.op = GITSVC_FETCH};
+    if (arg_where(call, &a.where, false) && arg_text(call, "remote", false, &a.remote))
+        gitsvc_transfer_start(ad->svc, &a, answer_fetch, call);
+}
+
+static void m_remotes(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_where where;
+    if (arg_where(call, &where, false))
+        gitsvc_remotes_start(ad->svc, &where, answer_remotes, call);
+}
+
+static void m_merge(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_merge_args a = {0};
+    if (arg_where(call, &a.where, false) && arg_text(call, "branch", true, &a.branch))
+        gitsvc_merge_start(ad->svc, &a, answer_merge, call);
+}
+
+static void m_merge_abort(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_where where;
+    if (arg_where(call, &where, false))
+        gitsvc_merge_abort_start(ad->svc, &where, answer_success, call);
+}
+
+static void m_conflicts(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_where where;
+    if (arg_where(call, &where, false))
+        gitsvc_conflicts_start(ad->svc, &where, answer_conflicts, call);
+}
+
+static void m_stash(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_stash_args a = {.op = GITSVC_STASH_SAVE};
+    if (arg_where(call, &a.where, false) && arg_text(call, "message", false, &a.message))
+        gitsvc_stash_start(ad->svc, &a, answer_stash_saved, call);
+}
+
+static void stash_op(git_adapter *ad, ecp_call *call, gitsvc_stash_op op, bool id_required)
+{
+    gitsvc_stash_args a = {.op = op};
+    if (arg_where(call, &a.where, false) && arg_stash(call, id_required, &a.index))
+        gitsvc_stash_start(ad->svc, &a, answer_success, call);
+}
+
+static void m_stash_pop(void *ctx, ecp_call *call)
+{
+    stash_op(ctx, call, GITSVC_STASH_POP, false);
+}
+
+static void m_stash_drop(void *ctx, ecp_call *call)
+{
+    stash_op(ctx, call, GITSVC_STASH_DROP, true);
+}
+
+static void m_stash_apply(void *ctx, ecp_call *call)
+{
+    stash_op(ctx, call, GITSVC_STASH_APPLY, false);
+}
+
+static void m_stash_list(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_where where;
+    if (arg_where(call, &where, false))
+        gitsvc_stashes_start(ad->svc, &where, answer_stashes, call);
+}
+
+static void m_blame(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_blame_args a = {.format = format_blame};
+    if (arg_where(call, &a.where, false) && arg_file(call, "path", &a.file))
+        gitsvc_blame_start(ad->svc, &a, answer_blame, call);
+}
+
+static void m_show(void *ctx, ecp_call *call)
+{
+    git_adapter *ad = ctx;
+    gitsvc_show_args a = {0};
+    if (arg_where(call, &a.where, false) && arg_file(call, "path", &a.file) && arg_text(call, "ref", true, &a.ref))
+        gitsvc_show_start(ad->svc, &a, answer_show, call);
 }
 
 /* ----- notifications ---------------------------------------------------------------------------------- */

@@ -291,3 +291,44 @@ size_t gitsvc_document_cached_changes(gitsvc *self, const char *document_id, siz
     *out = d->changes + lo;
     return hi - lo;
 }
+
+/* ----- the unsaved text of a file ------------------------------------------------------------------ */
+
+typedef struct doc_lookup {
+    const char *path;
+    char *document_id;
+} doc_lookup;
+
+static void find_document(void *ctx, const document_info *info)
+{
+    doc_lookup *l = ctx;
+    if (l->document_id)
+        return;
+    buf p = BUF_INIT;
+    ecp_error e;
+    if (file_path_from_uri(info->uri, strlen(info->uri), &p, &e) == 0 && !strcmp(p.data, l->path))
+        l->document_id = xstrdup(info->document_id);
+    buf_free(&p);
+}
+
+document_snapshot *gitsvc__document_snapshot(gitsvc *self, const char *document_id, const char *path)
+{
+    if (!self->documents)
+        return NULL;
+    char *id = NULL;
+    if (document_id) {
+        id = xstrdup(document_id);
+    } else if (path[0] == '/') {
+        /* an absolute path names the document open on that file, if any */
+        buf norm = BUF_INIT;
+        file_path_normalize(&norm, path, strlen(path));
+        doc_lookup l = {norm.data, NULL};
+        document_list(self->documents, find_document, &l);
+        id = l.document_id;
+        buf_free(&norm);
+    }
+    ecp_error e;
+    document_snapshot *snap = id ? document_snapshot_take(self->documents, id, &e) : NULL;
+    free(id);
+    return snap;
+}

@@ -8,12 +8,22 @@
  * when it is created.
  *
  * What it promises:
- * - libgit2 objects are used by one thread at a time. Every operation below
- *   opens its own repository (gitsvc_repo_open) on the thread that runs it
- *   and closes it there, except the status, whose repository the service
- *   keeps between statuses and lends to one status job at a time through the
- *   loop; the service's jobs (core/job.h) are the only callers on the server,
- *   so nothing that touches a repository runs on the loop.
+ * - Every operation is a job of the service: gitsvc_<operation>_start copies
+ *   its arguments, runs the operation on a pool thread and calls back once,
+ *   on the loop, with a result that is valid during the call only (or never,
+ *   when the service is freed first). The job serves the caller's call when
+ *   the arguments name one, so that $/cancelRequest and a disconnect cancel
+ *   it; the caller may also cancel it (ecp_job_cancel) until the callback has
+ *   run. Walks (status, log, blame, merges, checkouts, transfers) take the
+ *   long lane, so that short answers never wait behind them.
+ * - A big answer (a status, a diff, a log, a blame) may be rendered on the
+ *   pool thread as well: the arguments' formatter runs at the end of the job
+ *   and the callback gets its bytes beside the result.
+ * - libgit2 objects are used by one thread at a time. Every operation opens
+ *   its own repository (gitsvc_repo_open) on the thread that runs it and
+ *   closes it there, except the status, whose repository the service keeps
+ *   between statuses and lends to one status job at a time through the
+ *   loop; nothing that touches a repository runs on the loop.
  * - A repository is discovered upward from any path inside its work tree
  *   (existing or not). A bare repository has no work tree: it is refused as
  *   not a repository, as the `git` command refuses work-tree commands there.
@@ -23,9 +33,12 @@
  * - A change either happens whole or not at all: an operation that fails
  *   leaves the index, the refs and the work tree as they were (a merge that
  *   stops on conflicts leaves the conflicts to resolve, as `git merge` does).
- *   Operations that can walk history or a large tree poll the job's cancel
- *   flag where libgit2 lets them (walks, progress callbacks); operations that
- *   change a repository never stop half-way.
+ *   An operation cancelled before it began does nothing; operations that can
+ *   walk history or a large tree poll the cancel flag where libgit2 lets them
+ *   (walks, progress callbacks); operations that change a repository never
+ *   stop half-way.
+ * - A change made through this interface is told to the listeners before
+ *   its callback runs, so that a client hears of it before the answer.
  * - The status of each repository the service has seen is cached and kept
  *   fresh by the file service's watches of its work tree and git directory,
  *   not by a timer: a repeated status with nothing changed in between answers
@@ -34,16 +47,16 @@
  *   status, branch, commit and stash changes.
  * - Nothing prompts: credentials come from an ssh-agent (SSH remotes) or
  *   from the session's secret store (HTTP(S) remotes: "git.token.<host>",
- *   see gitsvc_credentials_acquire) or nowhere, each offered once, and a
- *   remote that refuses them or asks for anything else fails with
- *   GITSVC_AUTH_FAILED. A
- *   transfer stops when its job is cancelled, at libgit2's next callback;
- *   libgit2 1.5 has no network timeout of its own (see remote.c).
+ *   read on the loop before a transfer starts) or nowhere, each offered
+ *   once, and a remote that refuses them or asks for anything else fails
+ *   with GITSVC_AUTH_FAILED. A transfer has a deadline, the
+ *   `git.networkTimeoutMs` setting, which the service follows itself through
+ *   the session service (libgit2 1.5 has no network timeout of its own).
  *
  * C names start with `gitsvc_` because libgit2 owns the `git_` prefix.
  *
- * Errors: functions return 0 or a negative ECP_STATUS code and fill the
- * optional gitsvc_error with the code the protocol reports
+ * Errors: functions return (or call back with) 0 or a negative ECP_STATUS
+ * code and fill the gitsvc_error with the kind of git failure
  * (GITSVC_NOT_A_REPO, ...) and a message for a person that names the
  * repository or the ref and what went wrong. ECP_ECANCELED means the job was
  * cancelled before the operation changed anything.
@@ -56,15 +69,16 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "buf.h"
 #include "error.h"
 #include "job.h"
 #include "log.h"
+#include "shared.h"
 
 struct file_service;
 struct document_service;
 struct document_snapshot;
 struct session_service;
-struct git_credential;
 
 typedef struct gitsvc gitsvc;
 
@@ -108,30 +122,18 @@ typedef struct gitsvc_error {
  * lasts until a change made through this interface) watches the
  * repositories; documents (may be NULL) lends the text of open documents,
  * which the service follows from now on; session (may be NULL: then HTTP(S)
- * remotes get no credentials) holds the tokens of remotes. All are borrowed
+ * remotes get no credentials and transfers the default deadline) holds the
+ * tokens of remotes and the settings the service follows. All are borrowed
  * and must outlive the service. Initialises libgit2. NULL only when out of
  * memory or when libgit2 cannot start. */
 gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files, struct document_service *documents,
                    struct session_service *session);
 
 /* Closes the service's jobs (cancelling what can stop, waiting for what is
- * on a thread), removes its watches, drops its listeners without telling
- * them and frees it. libgit2 stays initialised until the process ends (see
- * gitsvc_free). */
+ * on a thread, calling nobody back), removes its watches, drops its
+ * listeners without telling them and frees it. libgit2 stays initialised
+ * until the process ends (see gitsvc_free). */
 void gitsvc_free(gitsvc *self);
-
-/* The set every job of the service belongs to (the adapter's jobs too), so
- * that gitsvc_free closes them. */
-ecp_job_set *gitsvc_jobs(gitsvc *self);
-
-/* How long a push, pull or fetch may go without finishing before its call is
- * answered NETWORK_ERROR: the `git.networkTimeoutMs` setting, else this.
- * libgit2 1.5 has no timeout of its own, so a remote that accepts the
- * connection and then says nothing would otherwise hold the call until the
- * system's TCP timeouts; the transfer itself is cancelled and ends at its
- * next callback or when the connection fails. */
-#define GITSVC_TRANSFER_TIMEOUT_MS 60000u
-uint64_t gitsvc_transfer_timeout_ms(gitsvc *self);
 
 /* ----- events (loop thread) ---------------------------------------------------- */
 
@@ -161,18 +163,11 @@ typedef struct gitsvc_listener {
 
 void gitsvc_subscribe(gitsvc *self, const gitsvc_listener *listener, void *ctx);
 bool gitsvc_unsubscribe(gitsvc *self, const gitsvc_listener *listener, void *ctx);
-
-/* The repository at root (and its git directory gitdir) changed through an
- * operation of this interface: its cached status is dropped and listeners
- * hear of it before this returns. Also starts watching the repository when
- * the service did not know it yet. */
-void gitsvc_changed(gitsvc *self, const char *root, const char *gitdir, gitsvc_change_kind kind);
-
-/* Starts watching the repository at root when the service does not know it
- * yet, so that its listeners hear of changes from then on. */
-void gitsvc_track(gitsvc *self, const char *root, const char *gitdir);
-
 /* ----- repositories (any thread; each open one belongs to one thread) --------------- */
+
+/* Blocking reads for another service's own jobs (the agent's tools), on a
+ * pool thread: a repository, its status, a diff, the log. Nothing of this
+ * service runs them on the loop; its own callers use the operations below. */
 
 typedef struct gitsvc_repo gitsvc_repo;
 
@@ -192,8 +187,9 @@ int gitsvc_repo_relative(const gitsvc_repo *repo, const char *path, arena *mem, 
                          gitsvc_error *err);
 
 /* ----- results ------------------------------------------------------------------- *
- * Every result lives in the arena the caller passes (strings and arrays);
- * releasing the arena releases it. */
+ * A blocking read's result lives in the arena its caller passes (strings and
+ * arrays): releasing the arena releases it. An operation's result belongs to
+ * the service and is valid during its callback only. */
 
 typedef struct gitsvc_status_entry {
     const char *path;
@@ -219,9 +215,6 @@ typedef struct gitsvc_status {
 /* Status and branch (porcelain v1 with untracked files listed one by one;
  * renames in the index are detected). */
 int gitsvc_status_read(gitsvc_repo *repo, const ecp_job *job, arena *mem, gitsvc_status *out, gitsvc_error *err);
-
-/* Only the branch part of the status: cheaper, no tree walk. */
-int gitsvc_branch_read(gitsvc_repo *repo, arena *mem, gitsvc_status *out, gitsvc_error *err);
 
 typedef enum gitsvc_line_type {
     GITSVC_LINE_CONTEXT,
@@ -258,21 +251,6 @@ typedef struct gitsvc_line_change {
     gitsvc_change_type type;
 } gitsvc_line_change;
 
-/* Changed lines of one path, the work tree against the index (a gutter). */
-int gitsvc_diff_lines(gitsvc_repo *repo, const char *rel_path, arena *mem, gitsvc_line_change **changes,
-                      size_t *count, gitsvc_error *err);
-
-/* Changed lines of text (an editor's unsaved buffer) against the path's
- * content in HEAD. A path HEAD does not have (untracked, or no commit yet)
- * gives every line as added. */
-int gitsvc_diff_text(gitsvc_repo *repo, const char *rel_path, const char *text, size_t len, arena *mem,
-                     gitsvc_line_change **changes, size_t *count, gitsvc_error *err);
-
-/* The same for a document snapshot's text, read off the loop (any thread;
- * the snapshot stays the caller's). */
-int gitsvc_diff_snapshot(gitsvc_repo *repo, const char *rel_path, const struct document_snapshot *snap,
-                         arena *mem, gitsvc_line_change **changes, size_t *count, gitsvc_error *err);
-
 typedef struct gitsvc_blame_line {
     char commit[9];      /* "00000000" for a line not committed yet */
     const char *author;  /* "Not Committed Yet" for such a line */
@@ -280,15 +258,6 @@ typedef struct gitsvc_blame_line {
     size_t line;         /* 1-based */
     const char *content;
 } gitsvc_blame_line;
-
-/* Who last changed each line of the file as it is in the work tree. */
-int gitsvc_blame_read(gitsvc_repo *repo, const char *rel_path, const ecp_job *job, arena *mem,
-                      gitsvc_blame_line **lines, size_t *count, gitsvc_error *err);
-
-/* The content of a path at a ref (any revision expression: "HEAD~1", a hash,
- * a branch). GITSVC_INVALID_REF, GITSVC_FILE_NOT_FOUND. */
-int gitsvc_show(gitsvc_repo *repo, const char *rel_path, const char *ref, arena *mem, const char **content,
-                size_t *len, gitsvc_error *err);
 
 typedef struct gitsvc_commit_info {
     char hash[41];
@@ -310,16 +279,9 @@ typedef struct gitsvc_branch {
     char commit[9];
 } gitsvc_branch;
 
-/* Local branches by name; *current is the current branch ("HEAD" when
- * detached, the unborn branch's name when there is no commit yet). */
-int gitsvc_branches_read(gitsvc_repo *repo, arena *mem, gitsvc_branch **branches, size_t *count,
-                         const char **current, gitsvc_error *err);
-
 typedef struct gitsvc_remote {
     const char *name, *fetch_url, *push_url;
 } gitsvc_remote;
-
-int gitsvc_remotes_read(gitsvc_repo *repo, arena *mem, gitsvc_remote **remotes, size_t *count, gitsvc_error *err);
 
 typedef struct gitsvc_stash {
     size_t index;
@@ -327,53 +289,11 @@ typedef struct gitsvc_stash {
     const char *message;
 } gitsvc_stash;
 
-int gitsvc_stash_list(gitsvc_repo *repo, arena *mem, gitsvc_stash **stashes, size_t *count, gitsvc_error *err);
-
-/* Paths with unresolved conflicts in the index. */
-int gitsvc_conflicts_read(gitsvc_repo *repo, arena *mem, const char ***paths, size_t *count, gitsvc_error *err);
-
-/* ----- changes ------------------------------------------------------------------ */
-
-/* Stage paths (files or directories; deleted files are staged as deleted);
- * all: every change of the work tree, as `git add -A`. */
-int gitsvc_stage(gitsvc_repo *repo, const char *const *rel_paths, size_t count, bool all, gitsvc_error *err);
-/* Put the paths' index entries back to HEAD's (remove them on an unborn branch). */
-int gitsvc_unstage(gitsvc_repo *repo, const char *const *rel_paths, size_t count, gitsvc_error *err);
-/* Put the paths back to HEAD, in the index and the work tree. */
-int gitsvc_discard(gitsvc_repo *repo, const char *const *rel_paths, size_t count, gitsvc_error *err);
-
 typedef struct gitsvc_commit_result {
     bool success;
     char hash[9];
     const char *error; /* when !success: "Nothing to commit" */
 } gitsvc_commit_result;
-
-/* Commits the index with the configured user.name and user.email (a clear
- * GITSVC_COMMAND_FAILED when they are not set). Nothing staged is
- * success:false "Nothing to commit"; unresolved conflicts are
- * GITSVC_MERGE_CONFLICT. Concludes a merge in progress. */
-int gitsvc_commit(gitsvc_repo *repo, const char *message, arena *mem, gitsvc_commit_result *out, gitsvc_error *err);
-/* Replaces HEAD's commit with one of the index's tree; message NULL keeps HEAD's. */
-int gitsvc_amend(gitsvc_repo *repo, const char *message, arena *mem, gitsvc_commit_result *out, gitsvc_error *err);
-
-int gitsvc_branch_create(gitsvc_repo *repo, const char *name, bool checkout, gitsvc_error *err);
-/* Checks out a local branch, keeping local changes that do not conflict;
- * GITSVC_UNCOMMITTED_CHANGES when they would be overwritten. */
-int gitsvc_branch_switch(gitsvc_repo *repo, const char *name, const ecp_job *job, gitsvc_error *err);
-/* Without force, a branch not merged into HEAD is refused. */
-int gitsvc_branch_delete(gitsvc_repo *repo, const char *name, bool force, gitsvc_error *err);
-/* Renames the current branch. */
-int gitsvc_branch_rename(gitsvc_repo *repo, const char *new_name, gitsvc_error *err);
-
-/* Saves the work tree's and the index's changes as stash@{0}. Nothing to
- * save is GITSVC_NOTHING_TO_COMMIT. */
-int gitsvc_stash_push(gitsvc_repo *repo, const char *message, gitsvc_error *err);
-
-typedef enum gitsvc_stash_op { GITSVC_STASH_APPLY, GITSVC_STASH_POP, GITSVC_STASH_DROP } gitsvc_stash_op;
-
-/* index: which stash@{n}. GITSVC_NO_STASH when there is none at all,
- * GITSVC_STASH_NOT_FOUND when n is past the last. */
-int gitsvc_stash_apply(gitsvc_repo *repo, gitsvc_stash_op op, size_t index, gitsvc_error *err);
 
 typedef struct gitsvc_merge_result {
     bool success;
@@ -382,73 +302,6 @@ typedef struct gitsvc_merge_result {
     const char *message;
     bool changed; /* HEAD moved */
 } gitsvc_merge_result;
-
-/* Merges a branch (local, or a remote-tracking one such as "origin/main")
- * into HEAD: up to date, fast-forward, or a merge commit; conflicts are left
- * in the work tree and the index for the user, as `git merge` leaves them. */
-int gitsvc_merge(gitsvc_repo *repo, const char *branch, const ecp_job *job, arena *mem, gitsvc_merge_result *out,
-                 gitsvc_error *err);
-/* Abandons a merge in progress: HEAD's tree in the index and the work tree. */
-int gitsvc_merge_abort(gitsvc_repo *repo, gitsvc_error *err);
-
-/* ----- remotes ------------------------------------------------------------------- */
-
-/* ----- credentials ------------------------------------------------------------------ */
-
-/* An HTTP(S) remote's credentials are the secret "git.token.<host>" (the
- * URL's host in lower case, or "git.token.<host>:<port>", which wins when
- * the URL names that port): "user:password", or a token alone, sent as the
- * password with the URL's user name, else "x-access-token". */
-#define GITSVC_TOKEN_PREFIX "git.token."
-
-typedef struct gitsvc_token {
-    char *host;  /* what follows the prefix */
-    char *value;
-} gitsvc_token;
-
-typedef struct gitsvc_tokens {
-    gitsvc_token *items;
-    size_t count;
-} gitsvc_tokens;
-
-/* Loop thread. Reads every "git.token.*" secret of the session service;
- * cb runs once, on the loop (before this returns when there is no session
- * service), with the tokens, which it owns (gitsvc_tokens_free, then
- * free()); none when there are none. Never after gitsvc_free. */
-typedef void (*gitsvc_tokens_cb)(void *ctx, gitsvc_tokens *tokens);
-void gitsvc_tokens_load(gitsvc *self, gitsvc_tokens_cb cb, void *ctx);
-/* Wipes and frees the tokens' contents (not the struct). NULL is ignored. */
-void gitsvc_tokens_free(gitsvc_tokens *tokens);
-
-/* Any thread. The stored value for an http:// or https:// URL's host, or
- * NULL (another scheme, no such token). */
-const char *gitsvc_token_for_url(const gitsvc_tokens *tokens, const char *url);
-
-/* One transfer's credentials: what has been offered already. */
-typedef struct gitsvc_credentials {
-    const gitsvc_tokens *tokens; /* may be NULL */
-    unsigned asks;
-    bool offered_token;
-    bool failed; /* nothing (more) to offer: the transfer fails with GITSVC_AUTH_FAILED */
-} gitsvc_credentials;
-
-/* libgit2's credentials callback (git_credential_acquire_cb), with a
- * gitsvc_credentials as payload, on the transfer's thread. The first time
- * an HTTP(S) remote allows a user name and password, the host's token;
- * the first time an SSH remote asks, the ssh-agent's keys (when
- * SSH_AUTH_SOCK is set) or the URL's user name. Anything else, and any ask
- * after a refusal, sets failed and returns GIT_EAUTH: never a prompt. */
-int gitsvc_credentials_acquire(struct git_credential **out, const char *url, const char *username_from_url,
-                               unsigned int allowed_types, void *payload);
-
-typedef struct gitsvc_remote_options {
-    const char *remote;   /* NULL: "origin" */
-    bool force;           /* push: replace the remote branch even when it is not an ancestor, as long as it is
-                           * where our remote-tracking branch says (git's --force-with-lease): else
-                           * PUSH_REJECTED, "stale info" */
-    bool set_upstream;    /* push: make remote/branch the current branch's upstream */
-    const gitsvc_tokens *tokens; /* credentials of HTTP(S) remotes (gitsvc_tokens_load); may be NULL */
-} gitsvc_remote_options;
 
 typedef struct gitsvc_sync_result {
     bool success;
@@ -460,48 +313,286 @@ typedef struct gitsvc_sync_result {
     gitsvc_code code;     /* when !success: what kind of failure */
 } gitsvc_sync_result;
 
-/* These report a failure to reach or convince the remote in the result
- * (success:false, error, code), and fail (return non-zero) only for what is
- * wrong here: not a repository, a cancel. */
-int gitsvc_fetch(gitsvc_repo *repo, const gitsvc_remote_options *options, const ecp_job *job, arena *mem,
-                 gitsvc_sync_result *out, gitsvc_error *err);
-int gitsvc_push(gitsvc_repo *repo, const gitsvc_remote_options *options, const ecp_job *job, arena *mem,
-                gitsvc_sync_result *out, gitsvc_error *err);
-int gitsvc_pull(gitsvc_repo *repo, const gitsvc_remote_options *options, const ecp_job *job, arena *mem,
-                gitsvc_sync_result *out, gitsvc_error *err);
+/* ----- operations (loop thread) --------------------------------------------------- *
+ *
+ * Each gitsvc_<operation>_start copies its arguments (strings too) before it
+ * returns, starts a job of the service and returns it; the job belongs to
+ * the service. cb runs once, on the loop, with 0 and the result, or a
+ * negative status and err; the result and err are valid during the call
+ * only; never when the service is freed first. The caller may cancel the
+ * job (ecp_job_cancel) until cb has run: an operation that has not begun
+ * ends with ECP_ECANCELED, one that changes a repository and has begun
+ * runs to its end. */
+
+/* Where every operation happens, and for whom. */
+typedef struct gitsvc_where {
+    const char *path; /* absolute: a file or directory inside the work tree (missing parts allowed) */
+    /* May be NULL. A call the job serves (ecp_job_serve, before it starts): the call's $/cancelRequest and
+     * its client's disconnect cancel the job, and the call lives until cb has run. Borrowed. */
+    ecp_call *serve;
+} gitsvc_where;
+
+/* A path argument: relative to the work tree's root, or absolute. */
+typedef struct gitsvc_file_args {
+    gitsvc_where where;
+    const char *file;
+} gitsvc_file_args;
+
+/* The callbacks. root is the work tree's root (no final '/'). */
+typedef void (*gitsvc_done_cb)(void *ctx, int status, const gitsvc_error *err);
+typedef void (*gitsvc_root_cb)(void *ctx, int status, const gitsvc_error *err, const char *root);
+typedef void (*gitsvc_head_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_status *head);
+typedef void (*gitsvc_changes_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_line_change *changes,
+                                  size_t count);
+typedef void (*gitsvc_commit_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_commit_result *result);
+typedef void (*gitsvc_merge_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_merge_result *result);
+typedef void (*gitsvc_sync_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_sync_result *result);
+typedef void (*gitsvc_paths_cb)(void *ctx, int status, const gitsvc_error *err, const char *const *paths,
+                                size_t count);
+typedef void (*gitsvc_show_cb)(void *ctx, int status, const gitsvc_error *err, const char *content, size_t len);
+
+typedef struct gitsvc_branches_result {
+    const gitsvc_branch *items; /* by name */
+    size_t count;
+    const char *current; /* "HEAD" when detached, the unborn branch's name when there is no commit yet */
+} gitsvc_branches_result;
+typedef void (*gitsvc_branches_cb)(void *ctx, int status, const gitsvc_error *err,
+                                   const gitsvc_branches_result *result);
+
+typedef struct gitsvc_remotes_result {
+    const gitsvc_remote *items;
+    size_t count;
+} gitsvc_remotes_result;
+typedef void (*gitsvc_remotes_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_remotes_result *result);
+
+typedef struct gitsvc_stashes_result {
+    const gitsvc_stash *items; /* newest first */
+    size_t count;
+} gitsvc_stashes_result;
+typedef void (*gitsvc_stashes_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_stashes_result *result);
+
+/* Big answers: a formatter (may be NULL) runs on the job's pool thread at
+ * the end of a successful operation, touching only the result, fctx
+ * (borrowed: it must stay valid and usable from another thread until cb has
+ * run) and out; its bytes reach cb as json (one reference, the callback's
+ * to borrow: ecp_shared_ref to keep it), or NULL without a formatter or on
+ * a failure. */
+typedef struct gitsvc_diff_result {
+    const gitsvc_hunk *hunks;
+    size_t count;
+} gitsvc_diff_result;
+typedef void (*gitsvc_diff_format)(void *fctx, const gitsvc_diff_result *r, buf *out);
+typedef void (*gitsvc_diff_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_diff_result *result,
+                               ecp_shared *json);
+
+typedef struct gitsvc_log_result {
+    const gitsvc_commit_info *commits; /* newest first */
+    size_t count;
+} gitsvc_log_result;
+typedef void (*gitsvc_log_format)(void *fctx, const gitsvc_log_result *r, buf *out);
+typedef void (*gitsvc_log_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_log_result *result,
+                              ecp_shared *json);
+
+typedef struct gitsvc_blame_result {
+    const gitsvc_blame_line *lines;
+    size_t count;
+} gitsvc_blame_result;
+typedef void (*gitsvc_blame_format)(void *fctx, const gitsvc_blame_result *r, buf *out);
+typedef void (*gitsvc_blame_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_blame_result *result,
+                                ecp_shared *json);
+
+/* Whether path is in a work tree, and its root: GITSVC_NOT_A_REPO when it
+ * is not, or only in a bare repository. */
+ecp_job *gitsvc_is_repo_start(gitsvc *svc, const gitsvc_where *where, gitsvc_root_cb cb, void *ctx);
+
+/* Only the branch part of the status (branch, tracking, ahead, behind):
+ * cheaper, no tree walk. */
+ecp_job *gitsvc_head_start(gitsvc *svc, const gitsvc_where *where, gitsvc_head_cb cb, void *ctx);
+
+/* The hunks of one file (3 lines of context): the index against the work
+ * tree, or with staged HEAD against the index. */
+typedef struct gitsvc_diff_args {
+    gitsvc_where where;
+    const char *file;
+    bool staged;
+    gitsvc_diff_format format;
+    void *fctx;
+} gitsvc_diff_args;
+ecp_job *gitsvc_diff_start(gitsvc *svc, const gitsvc_diff_args *args, gitsvc_diff_cb cb, void *ctx);
+
+/* Changed lines of one file, the work tree against the index (a gutter). */
+ecp_job *gitsvc_diff_lines_start(gitsvc *svc, const gitsvc_file_args *args, gitsvc_changes_cb cb, void *ctx);
+
+/* Changed lines of unsaved text against the file's content in HEAD (every
+ * line added when HEAD has no such file): text when it is not NULL, else the
+ * open document document_id names, else the one open on file when file is
+ * absolute, read from a snapshot off the loop. When there is no text and no
+ * such document it fails at once: NULL, err set (ECP_EINVAL), cb not
+ * called. */
+typedef struct gitsvc_diff_text_args {
+    gitsvc_where where;
+    const char *file;
+    const char *text; /* may be NULL; len bytes, NULs allowed */
+    size_t len;
+    const char *document_id; /* may be NULL */
+} gitsvc_diff_text_args;
+ecp_job *gitsvc_diff_text_start(gitsvc *svc, const gitsvc_diff_text_args *args, gitsvc_changes_cb cb, void *ctx,
+                                gitsvc_error *err);
+
+/* Who last changed each line of the file as it is in the work tree. */
+typedef struct gitsvc_blame_args {
+    gitsvc_where where;
+    const char *file;
+    gitsvc_blame_format format;
+    void *fctx;
+} gitsvc_blame_args;
+ecp_job *gitsvc_blame_start(gitsvc *svc, const gitsvc_blame_args *args, gitsvc_blame_cb cb, void *ctx);
+
+/* The content of a file at a ref (any revision expression: "HEAD~1", a hash,
+ * a branch). GITSVC_INVALID_REF, GITSVC_FILE_NOT_FOUND. */
+typedef struct gitsvc_show_args {
+    gitsvc_where where;
+    const char *file;
+    const char *ref;
+} gitsvc_show_args;
+ecp_job *gitsvc_show_start(gitsvc *svc, const gitsvc_show_args *args, gitsvc_show_cb cb, void *ctx);
+
+/* Up to max commits from HEAD, newest first (none on an unborn branch). */
+typedef struct gitsvc_log_args {
+    gitsvc_where where;
+    size_t max;
+    gitsvc_log_format format;
+    void *fctx;
+} gitsvc_log_args;
+ecp_job *gitsvc_log_start(gitsvc *svc, const gitsvc_log_args *args, gitsvc_log_cb cb, void *ctx);
+
+/* Local branches, remotes, stashes and the paths with unresolved conflicts. */
+ecp_job *gitsvc_branches_start(gitsvc *svc, const gitsvc_where *where, gitsvc_branches_cb cb, void *ctx);
+ecp_job *gitsvc_remotes_start(gitsvc *svc, const gitsvc_where *where, gitsvc_remotes_cb cb, void *ctx);
+ecp_job *gitsvc_stashes_start(gitsvc *svc, const gitsvc_where *where, gitsvc_stashes_cb cb, void *ctx);
+ecp_job *gitsvc_conflicts_start(gitsvc *svc, const gitsvc_where *where, gitsvc_paths_cb cb, void *ctx);
+
+/* Stage paths (files or directories, relative to the root or absolute;
+ * deleted files are staged as deleted); with count 0, every change of the
+ * work tree, as `git add -A`. */
+typedef struct gitsvc_paths_args {
+    gitsvc_where where;
+    const char *const *paths;
+    size_t count;
+} gitsvc_paths_args;
+ecp_job *gitsvc_stage_start(gitsvc *svc, const gitsvc_paths_args *args, gitsvc_done_cb cb, void *ctx);
+/* Put the paths' index entries back to HEAD's (remove them on an unborn branch). */
+ecp_job *gitsvc_unstage_start(gitsvc *svc, const gitsvc_paths_args *args, gitsvc_done_cb cb, void *ctx);
+/* Put the paths back to HEAD, in the index and the work tree. */
+ecp_job *gitsvc_discard_start(gitsvc *svc, const gitsvc_paths_args *args, gitsvc_done_cb cb, void *ctx);
+
+/* Commits the index with the configured user.name and user.email (a clear
+ * GITSVC_COMMAND_FAILED when they are not set). Nothing staged is
+ * success:false "Nothing to commit"; unresolved conflicts are
+ * GITSVC_MERGE_CONFLICT. Concludes a merge in progress. amend replaces
+ * HEAD's commit with one of the index's tree; its message NULL keeps HEAD's. */
+typedef struct gitsvc_commit_args {
+    gitsvc_where where;
+    const char *message;
+    bool amend;
+} gitsvc_commit_args;
+ecp_job *gitsvc_commit_start(gitsvc *svc, const gitsvc_commit_args *args, gitsvc_commit_cb cb, void *ctx);
+
+/* Branches: create one at HEAD (and check it out); check out a local one,
+ * keeping local changes that do not conflict (GITSVC_UNCOMMITTED_CHANGES
+ * when they would be overwritten); delete one (without force, one not
+ * merged into HEAD is refused); rename the current one to name. */
+typedef enum gitsvc_branch_op {
+    GITSVC_BRANCH_CREATE,
+    GITSVC_BRANCH_SWITCH,
+    GITSVC_BRANCH_DELETE,
+    GITSVC_BRANCH_RENAME,
+} gitsvc_branch_op;
+typedef struct gitsvc_branch_args {
+    gitsvc_where where;
+    gitsvc_branch_op op;
+    const char *name;
+    bool checkout; /* create */
+    bool force;    /* delete */
+} gitsvc_branch_args;
+ecp_job *gitsvc_branch_start(gitsvc *svc, const gitsvc_branch_args *args, gitsvc_done_cb cb, void *ctx);
+
+/* Merges a branch (local, or a remote-tracking one such as "origin/main")
+ * into HEAD: up to date, fast-forward, or a merge commit; conflicts are left
+ * in the work tree and the index for the user, as `git merge` leaves them.
+ * Abort abandons a merge in progress: HEAD's tree in the index and the work
+ * tree, keeping unrelated local changes. */
+typedef struct gitsvc_merge_args {
+    gitsvc_where where;
+    const char *branch;
+} gitsvc_merge_args;
+ecp_job *gitsvc_merge_start(gitsvc *svc, const gitsvc_merge_args *args, gitsvc_merge_cb cb, void *ctx);
+ecp_job *gitsvc_merge_abort_start(gitsvc *svc, const gitsvc_where *where, gitsvc_done_cb cb, void *ctx);
+
+/* Stashes. SAVE keeps the work tree's and the index's changes as stash@{0}
+ * (nothing to save is GITSVC_NOTHING_TO_COMMIT); the others act on
+ * stash@{index}: GITSVC_NO_STASH when there is none at all,
+ * GITSVC_STASH_NOT_FOUND when index is past the last. */
+typedef enum gitsvc_stash_op { GITSVC_STASH_APPLY, GITSVC_STASH_POP, GITSVC_STASH_DROP, GITSVC_STASH_SAVE } gitsvc_stash_op;
+typedef struct gitsvc_stash_args {
+    gitsvc_where where;
+    gitsvc_stash_op op;
+    const char *message; /* SAVE; may be NULL */
+    size_t index;
+} gitsvc_stash_args;
+ecp_job *gitsvc_stash_start(gitsvc *svc, const gitsvc_stash_args *args, gitsvc_done_cb cb, void *ctx);
+
+/* Transfers. The remote's credentials are read from the session's secret
+ * store first (the job waits on the loop meanwhile, and can be cancelled),
+ * then the transfer runs. A failure to reach or convince the remote is
+ * reported in the result (success:false, error, code) by push and pull, and
+ * as a failure (ECP_EIO, or ECP_ETIMEDOUT past the deadline) by fetch.
+ * Past the deadline (`git.networkTimeoutMs`, from the start) cb runs at
+ * once with GITSVC_NETWORK_ERROR and the transfer is cancelled: it ends at
+ * libgit2's next callback, without calling back again. */
+typedef enum gitsvc_transfer_op { GITSVC_FETCH, GITSVC_PUSH, GITSVC_PULL } gitsvc_transfer_op;
+typedef struct gitsvc_transfer_args {
+    gitsvc_where where;
+    gitsvc_transfer_op op;
+    const char *remote; /* NULL: "origin" */
+    bool force;         /* push: replace the remote branch even when it is not an ancestor, as long as it is
+                         * where our remote-tracking branch says (git's --force-with-lease): else
+                         * PUSH_REJECTED, "stale info" */
+    bool set_upstream;  /* push: make remote/branch the current branch's upstream */
+} gitsvc_transfer_args;
+ecp_job *gitsvc_transfer_start(gitsvc *svc, const gitsvc_transfer_args *args, gitsvc_sync_cb cb, void *ctx);
 
 /* ----- the cached status (loop thread) -------------------------------------------- */
 
-/* status is 0 or a failure (err set); st is valid during the call only. */
+/* Status and branch (porcelain v1 with untracked files listed one by one;
+ * renames in the index are detected) of the repository that holds
+ * where.path. When the service has a fresh status of it (and !force), cb
+ * runs before this returns and the answer is NULL; otherwise the job that
+ * computes it (long lane). json: the formatter's bytes, as for the big
+ * answers above; a cached status keeps the bytes of its last formatter, so
+ * a repeated status with the same formatter and fctx is not rendered
+ * again. */
+typedef void (*gitsvc_status_format)(void *fctx, const gitsvc_status *st, buf *out);
 typedef void (*gitsvc_status_cb)(void *ctx, int status, const gitsvc_error *err, const char *root,
-                                 const gitsvc_status *st);
-
-/* The status of the repository that holds path. When the service has a
- * fresh status of it (and !force), cb runs before this returns and *job is
- * NULL. Otherwise *job is a job of the service, not started, that computes
- * it (in the long lane, as GITSVC_STATUS_ITEMS items): the
- * caller may let it serve a call (ecp_job_serve), then starts it with
- * ecp_job_start(job, GITSVC_STATUS_ITEMS); cb runs once when it ends,
- * ECP_ECANCELED after a cancel, never after gitsvc_free. */
-#define GITSVC_STATUS_ITEMS 2
-void gitsvc_status_get(gitsvc *self, const char *path, bool force, gitsvc_status_cb cb, void *ctx, ecp_job **job);
+                                 const gitsvc_status *st, ecp_shared *json);
+typedef struct gitsvc_status_args {
+    gitsvc_where where;
+    bool force; /* compute it again even when the cached one is fresh */
+    gitsvc_status_format format;
+    void *fctx;
+} gitsvc_status_args;
+ecp_job *gitsvc_status_start(gitsvc *svc, const gitsvc_status_args *args, gitsvc_status_cb cb, void *ctx);
 
 /* ----- a document's changes against HEAD (loop thread) ------------------------------- */
 
-/* status 0: changes (valid during the call) of the document's current text
- * against HEAD; a document whose file is in no repository has none. */
-typedef void (*gitsvc_changes_cb)(void *ctx, int status, const gitsvc_error *err, const gitsvc_line_change *changes,
-                                  size_t count);
-
 /* Takes a snapshot of the open document (the service's document service)
- * and prepares a short job that diffs it against HEAD off the loop, as
- * gitsvc_status_get does (the caller serves a call with it, if it likes,
- * and starts it). For `document/viewport`'s gitChanges: the composition
- * root can hand this to the document adapter. Fails at once (returning
- * non-zero, *job NULL, cb not called) when the document is not open or the
- * service has no document service. */
-int gitsvc_document_changes(gitsvc *self, const char *document_id, gitsvc_changes_cb cb, void *ctx, ecp_job **job,
-                            gitsvc_error *err);
+ * and diffs it against HEAD off the loop (a short job); a document whose
+ * file is in no repository has no changes. For `document/viewport`'s
+ * gitChanges: the composition root can hand this to the document adapter.
+ * Fails at once (NULL, err set, cb not called) when the document is not
+ * open or the service has no document service. */
+ecp_job *gitsvc_document_changes_start(gitsvc *svc, const char *document_id, ecp_call *serve, gitsvc_changes_cb cb,
+                                       void *ctx, gitsvc_error *err);
 
 /* The changes, as last computed, of the open document's text against HEAD
  * that fall on lines first+1 .. last (1-based: the 0-based visible lines
@@ -516,3 +607,4 @@ size_t gitsvc_document_cached_changes(gitsvc *self, const char *document_id, siz
                                       const gitsvc_line_change **out);
 
 #endif
+

@@ -14,9 +14,13 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "shared.h"
 #include "event.h"
 #include "git/interface.h"
 #include "job.h"
+
+/* The threads of one status, each on a repository of its own. */
+#define GITSVC_STATUS_ITEMS 2
 
 typedef struct gitsvc__known gitsvc__known;
 typedef struct gitsvc__doc gitsvc__doc;
@@ -32,8 +36,9 @@ struct gitsvc {
     gitsvc__known *known;    /* repositories seen, most recent first */
     gitsvc__doc *docs;       /* open documents and their changes against HEAD (documents.c) */
     uv_timer_t *quiet;       /* the debounce of their diffs; NULL without documents */
-    struct session_service *session; /* borrowed, may be NULL: the secrets of remotes */
+    struct session_service *session; /* borrowed, may be NULL: the secrets of remotes and the settings */
     gitsvc__load *loads;             /* tokens being read from it (credentials.c) */
+    uint64_t transfer_timeout_ms;    /* git.networkTimeoutMs, followed through the session's listener */
 };
 
 /* A repository the service has seen: its watches and its cached status. */
@@ -48,6 +53,11 @@ struct gitsvc__known {
     uint64_t generation;
     arena status_mem[GITSVC_STATUS_ITEMS]; /* a status is made by that many threads, each with an arena */
     gitsvc_status *status; /* NULL: none, or stale */
+    /* The status's bytes as the formatter json_format made them with
+     * json_fctx; NULL: none yet. Dropped with the status. */
+    ecp_shared *json;
+    gitsvc_status_format json_format;
+    void *json_fctx;
     /* The repositories the last status was computed on, kept for the next
      * one (opening one and parsing a large index is a good part of a
      * status); lent to one status job at a time, through the loop. Closed
@@ -64,6 +74,177 @@ struct gitsvc_repo {
     char *gitdir; /* no final '/' */
 };
 
+/* ----- the service's own (loop thread) ------------------------------------------------ */
+
+
+/* How long a push, pull or fetch may go without finishing before its call is
+ * answered NETWORK_ERROR: the `git.networkTimeoutMs` setting, else this.
+ * libgit2 1.5 has no timeout of its own, so a remote that accepts the
+ * connection and then says nothing would otherwise hold the call until the
+ * system's TCP timeouts; the transfer itself is cancelled and ends at its
+ * next callback or when the connection fails. */
+#define GITSVC_TRANSFER_TIMEOUT_MS 60000u
+
+/* The repository at root (and its git directory gitdir) changed through an
+ * operation of this interface: its cached status is dropped and listeners
+ * hear of it before this returns. Also starts watching the repository when
+ * the service did not know it yet. */
+void gitsvc_changed(gitsvc *self, const char *root, const char *gitdir, gitsvc_change_kind kind);
+
+/* Starts watching the repository at root when the service does not know it
+ * yet, so that its listeners hear of changes from then on. */
+void gitsvc_track(gitsvc *self, const char *root, const char *gitdir);
+
+/* ----- blocking operations (a job's thread) ------------------------------------------- */
+
+/* Only the branch part of the status: cheaper, no tree walk. */
+int gitsvc_branch_read(gitsvc_repo *repo, arena *mem, gitsvc_status *out, gitsvc_error *err);
+
+/* Changed lines of one path, the work tree against the index (a gutter). */
+int gitsvc_diff_lines(gitsvc_repo *repo, const char *rel_path, arena *mem, gitsvc_line_change **changes,
+                      size_t *count, gitsvc_error *err);
+
+/* Changed lines of text (an editor's unsaved buffer) against the path's
+ * content in HEAD. A path HEAD does not have (untracked, or no commit yet)
+ * gives every line as added. */
+int gitsvc_diff_text(gitsvc_repo *repo, const char *rel_path, const char *text, size_t len, arena *mem,
+                     gitsvc_line_change **changes, size_t *count, gitsvc_error *err);
+
+/* The same for a document snapshot's text, read off the loop (any thread;
+ * the snapshot stays the caller's). */
+int gitsvc_diff_snapshot(gitsvc_repo *repo, const char *rel_path, const struct document_snapshot *snap,
+                         arena *mem, gitsvc_line_change **changes, size_t *count, gitsvc_error *err);
+/* Who last changed each line of the file as it is in the work tree. */
+int gitsvc_blame_read(gitsvc_repo *repo, const char *rel_path, const ecp_job *job, arena *mem,
+                      gitsvc_blame_line **lines, size_t *count, gitsvc_error *err);
+
+/* The content of a path at a ref (any revision expression: "HEAD~1", a hash,
+ * a branch). GITSVC_INVALID_REF, GITSVC_FILE_NOT_FOUND. */
+int gitsvc_show(gitsvc_repo *repo, const char *rel_path, const char *ref, arena *mem, const char **content,
+                size_t *len, gitsvc_error *err);
+
+/* Local branches by name; *current is the current branch ("HEAD" when
+ * detached, the unborn branch's name when there is no commit yet). */
+int gitsvc_branches_read(gitsvc_repo *repo, arena *mem, gitsvc_branch **branches, size_t *count,
+                         const char **current, gitsvc_error *err);
+
+int gitsvc_remotes_read(gitsvc_repo *repo, arena *mem, gitsvc_remote **remotes, size_t *count, gitsvc_error *err);
+
+int gitsvc_stash_list(gitsvc_repo *repo, arena *mem, gitsvc_stash **stashes, size_t *count, gitsvc_error *err);
+
+/* Paths with unresolved conflicts in the index. */
+int gitsvc_conflicts_read(gitsvc_repo *repo, arena *mem, const char ***paths, size_t *count, gitsvc_error *err);
+
+/* Stage paths (files or directories; deleted files are staged as deleted);
+ * all: every change of the work tree, as `git add -A`. */
+int gitsvc_stage(gitsvc_repo *repo, const char *const *rel_paths, size_t count, bool all, gitsvc_error *err);
+/* Put the paths' index entries back to HEAD's (remove them on an unborn branch). */
+int gitsvc_unstage(gitsvc_repo *repo, const char *const *rel_paths, size_t count, gitsvc_error *err);
+/* Put the paths back to HEAD, in the index and the work tree. */
+int gitsvc_discard(gitsvc_repo *repo, const char *const *rel_paths, size_t count, gitsvc_error *err);
+
+/* Commits the index with the configured user.name and user.email (a clear
+ * GITSVC_COMMAND_FAILED when they are not set). Nothing staged is
+ * success:false "Nothing to commit"; unresolved conflicts are
+ * GITSVC_MERGE_CONFLICT. Concludes a merge in progress. */
+int gitsvc_commit(gitsvc_repo *repo, const char *message, arena *mem, gitsvc_commit_result *out, gitsvc_error *err);
+/* Replaces HEAD's commit with one of the index's tree; message NULL keeps HEAD's. */
+int gitsvc_amend(gitsvc_repo *repo, const char *message, arena *mem, gitsvc_commit_result *out, gitsvc_error *err);
+
+int gitsvc_branch_create(gitsvc_repo *repo, const char *name, bool checkout, gitsvc_error *err);
+/* Checks out a local branch, keeping local changes that do not conflict;
+ * GITSVC_UNCOMMITTED_CHANGES when they would be overwritten. */
+int gitsvc_branch_switch(gitsvc_repo *repo, const char *name, const ecp_job *job, gitsvc_error *err);
+/* Without force, a branch not merged into HEAD is refused. */
+int gitsvc_branch_delete(gitsvc_repo *repo, const char *name, bool force, gitsvc_error *err);
+/* Renames the current branch. */
+int gitsvc_branch_rename(gitsvc_repo *repo, const char *new_name, gitsvc_error *err);
+
+/* Saves the work tree's and the index's changes as stash@{0}. Nothing to
+ * save is GITSVC_NOTHING_TO_COMMIT. */
+int gitsvc_stash_push(gitsvc_repo *repo, const char *message, gitsvc_error *err);
+
+
+/* index: which stash@{n}. GITSVC_NO_STASH when there is none at all,
+ * GITSVC_STASH_NOT_FOUND when n is past the last. */
+int gitsvc_stash_apply(gitsvc_repo *repo, gitsvc_stash_op op, size_t index, gitsvc_error *err);
+
+
+/* Merges a branch (local, or a remote-tracking one such as "origin/main")
+ * into HEAD: up to date, fast-forward, or a merge commit; conflicts are left
+ * in the work tree and the index for the user, as `git merge` leaves them. */
+int gitsvc_merge(gitsvc_repo *repo, const char *branch, const ecp_job *job, arena *mem, gitsvc_merge_result *out,
+                 gitsvc_error *err);
+/* Abandons a merge in progress: HEAD's tree in the index and the work tree. */
+int gitsvc_merge_abort(gitsvc_repo *repo, gitsvc_error *err);
+
+/* ----- credentials ------------------------------------------------------------------ */
+
+/* An HTTP(S) remote's credentials are the secret "git.token.<host>" (the
+ * URL's host in lower case, or "git.token.<host>:<port>", which wins when
+ * the URL names that port): "user:password", or a token alone, sent as the
+ * password with the URL's user name, else "x-access-token". */
+#define GITSVC_TOKEN_PREFIX "git.token."
+
+typedef struct gitsvc_token {
+    char *host;  /* what follows the prefix */
+    char *value;
+} gitsvc_token;
+
+typedef struct gitsvc_tokens {
+    gitsvc_token *items;
+    size_t count;
+} gitsvc_tokens;
+
+/* Loop thread. Reads every "git.token.*" secret of the session service;
+ * cb runs once, on the loop (before this returns when there is no session
+ * service), with the tokens, which it owns (gitsvc_tokens_free, then
+ * free()); none when there are none. Never after gitsvc_free. */
+typedef void (*gitsvc_tokens_cb)(void *ctx, gitsvc_tokens *tokens);
+void gitsvc_tokens_load(gitsvc *self, gitsvc_tokens_cb cb, void *ctx);
+/* Wipes and frees the tokens' contents (not the struct). NULL is ignored. */
+void gitsvc_tokens_free(gitsvc_tokens *tokens);
+
+/* Any thread. The stored value for an http:// or https:// URL's host, or
+ * NULL (another scheme, no such token). */
+const char *gitsvc_token_for_url(const gitsvc_tokens *tokens, const char *url);
+
+/* One transfer's credentials: what has been offered already. */
+typedef struct gitsvc_credentials {
+    const gitsvc_tokens *tokens; /* may be NULL */
+    unsigned asks;
+    bool offered_token;
+    bool failed; /* nothing (more) to offer: the transfer fails with GITSVC_AUTH_FAILED */
+} gitsvc_credentials;
+
+/* libgit2's credentials callback (git_credential_acquire_cb), with a
+ * gitsvc_credentials as payload, on the transfer's thread. The first time
+ * an HTTP(S) remote allows a user name and password, the host's token;
+ * the first time an SSH remote asks, the ssh-agent's keys (when
+ * SSH_AUTH_SOCK is set) or the URL's user name. Anything else, and any ask
+ * after a refusal, sets failed and returns GIT_EAUTH: never a prompt. */
+int gitsvc_credentials_acquire(struct git_credential **out, const char *url, const char *username_from_url,
+                               unsigned int allowed_types, void *payload);
+
+typedef struct gitsvc_remote_options {
+    const char *remote;   /* NULL: "origin" */
+    bool force;           /* push: replace the remote branch even when it is not an ancestor, as long as it is
+                           * where our remote-tracking branch says (git's --force-with-lease): else
+                           * PUSH_REJECTED, "stale info" */
+    bool set_upstream;    /* push: make remote/branch the current branch's upstream */
+    const gitsvc_tokens *tokens; /* credentials of HTTP(S) remotes (gitsvc_tokens_load); may be NULL */
+} gitsvc_remote_options;
+
+/* These report a failure to reach or convince the remote in the result
+ * (success:false, error, code), and fail (return non-zero) only for what is
+ * wrong here: not a repository, a cancel. */
+int gitsvc_fetch(gitsvc_repo *repo, const gitsvc_remote_options *options, const ecp_job *job, arena *mem,
+                 gitsvc_sync_result *out, gitsvc_error *err);
+int gitsvc_push(gitsvc_repo *repo, const gitsvc_remote_options *options, const ecp_job *job, arena *mem,
+                gitsvc_sync_result *out, gitsvc_error *err);
+int gitsvc_pull(gitsvc_repo *repo, const gitsvc_remote_options *options, const ecp_job *job, arena *mem,
+                gitsvc_sync_result *out, gitsvc_error *err);
+
 /* ----- open documents (documents.c, loop thread) ------------------------------------ */
 
 /* Subscribes to the document service (when there is one) and starts
@@ -74,6 +255,10 @@ void gitsvc__documents_stop(gitsvc *self);
 /* HEAD, a ref or the index of the repository at root moved: its documents
  * are diffed again. */
 void gitsvc__documents_repo_changed(gitsvc *self, const char *root);
+/* A snapshot of the open document document_id names (may be NULL), else of
+ * the one open on path when path is absolute; NULL when there is none or
+ * the service has no document service. The caller releases it. */
+struct document_snapshot *gitsvc__document_snapshot(gitsvc *self, const char *document_id, const char *path);
 
 /* The tokens being loaded finish without telling anyone: the service goes. */
 void gitsvc__tokens_orphan(gitsvc *self);

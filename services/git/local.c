@@ -28,6 +28,23 @@
 
 /* ----- the service ------------------------------------------------------------------- */
 
+/* git.networkTimeoutMs: the deadline of transfers that start from now on. */
+static void read_transfer_timeout(gitsvc *self)
+{
+    double ms = self->session ? session_setting_number(self->session, "git.networkTimeoutMs", GITSVC_TRANSFER_TIMEOUT_MS)
+                              : GITSVC_TRANSFER_TIMEOUT_MS;
+    self->transfer_timeout_ms = ms >= 1 ? (uint64_t)ms : GITSVC_TRANSFER_TIMEOUT_MS;
+}
+
+static void setting_changed(void *ctx, const char *key, const char *value_json)
+{
+    (void)value_json;
+    if (strcmp(key, "git.networkTimeoutMs") == 0)
+        read_transfer_timeout(ctx);
+}
+
+static const session_listener settings_listener = {.on_setting = setting_changed};
+
 gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files, struct document_service *documents,
                    struct session_service *session)
 {
@@ -45,6 +62,9 @@ gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files, 
     self->session = session;
     self->jobs = ecp_job_set_new(pool);
     self->listeners = (ecp_listeners)ECP_LISTENERS_INIT;
+    read_transfer_timeout(self);
+    if (session)
+        session_subscribe(session, &settings_listener, self);
     gitsvc__documents_follow(self);
     return self;
 }
@@ -64,6 +84,7 @@ static void known_free(gitsvc__known *k)
         arena_free(&k->status_mem[i]);
         gitsvc_repo_close(k->kept[i]);
     }
+    ecp_shared_unref(k->json);
     free(k->root);
     free(k->gitdir);
     free(k);
@@ -73,6 +94,8 @@ void gitsvc_free(gitsvc *self)
 {
     if (!self)
         return;
+    if (self->session)
+        session_unsubscribe(self->session, &settings_listener, self);
     /* jobs first: a status job's done would store into what follows */
     ecp_job_set_close(self->jobs);
     gitsvc__documents_stop(self);
@@ -90,18 +113,6 @@ void gitsvc_free(gitsvc *self)
      * Shutting libgit2 down under them would strand those records at every
      * service a process creates; left alone they stay reachable and go with
      * the process. */
-}
-
-ecp_job_set *gitsvc_jobs(gitsvc *self)
-{
-    return self->jobs;
-}
-
-uint64_t gitsvc_transfer_timeout_ms(gitsvc *self)
-{
-    double ms = self->session ? session_setting_number(self->session, "git.networkTimeoutMs", GITSVC_TRANSFER_TIMEOUT_MS)
-                              : GITSVC_TRANSFER_TIMEOUT_MS;
-    return ms >= 1 ? (uint64_t)ms : GITSVC_TRANSFER_TIMEOUT_MS;
 }
 
 /* ----- events -------------------------------------------------------------------------------- */
@@ -130,6 +141,8 @@ static void drop_status(gitsvc__known *k)
 {
     k->generation++;
     k->status = NULL;
+    ecp_shared_unref(k->json);
+    k->json = NULL;
     for (int i = 0; i < GITSVC_STATUS_ITEMS; i++)
         arena_free(&k->status_mem[i]);
 }
@@ -288,6 +301,8 @@ typedef struct status_job {
     char *path;
     gitsvc_status_cb cb;
     void *ctx;
+    gitsvc_status_format format; /* may be NULL */
+    void *fctx;
     char *root, *gitdir;
     /* per item: the known repository's kept one, lent; or the one the item opened */
     gitsvc_repo *repos[GITSVC_STATUS_ITEMS];
@@ -299,6 +314,12 @@ typedef struct status_job {
     atomic_size_t next_part;             /* the next part to take */
     int rc[GITSVC_STATUS_ITEMS];
     gitsvc_error err[GITSVC_STATUS_ITEMS];
+    atomic_uint items_left; /* the last item to end joins the parts and formats the answer */
+    /* the outcome, the last item's */
+    int outcome;
+    gitsvc_error *outcome_err;
+    gitsvc_status *st; /* in mem[0] */
+    buf json;          /* the formatter's */
 } status_job;
 
 /* The plan the items share: the one already published, else repo's, unless
@@ -315,7 +336,7 @@ static gitsvc__status_plan *shared_plan(status_job *j, gitsvc_repo *repo)
     return plan;
 }
 
-static void status_work(ecp_job *job, unsigned item)
+static void status_item(ecp_job *job, unsigned item)
 {
     status_job *j = ecp_job_data(job);
     int *rc = &j->rc[item];
@@ -365,6 +386,33 @@ static int status_outcome(status_job *j, gitsvc_error **err)
     return gitsvc__fail(*err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled");
 }
 
+/* On the thread of the last item to end: the parts joined and merged into
+ * one status, and its answer rendered, so that a status of a large tree
+ * costs the loop nothing but the callback. */
+static void status_finish(status_job *j)
+{
+    j->outcome = status_outcome(j, &j->outcome_err);
+    if (j->outcome)
+        return;
+    gitsvc__status_plan *plan = atomic_load_explicit(&j->plan, memory_order_acquire);
+    gitsvc_status workdir = j->conflicts;
+    gitsvc__status_join(&workdir, plan->results, plan->part_count, &j->mem[0]);
+    gitsvc_status *st = arena_alloc(&j->mem[0], sizeof *st);
+    *st = j->staged;
+    gitsvc__status_merge(st, &workdir, &j->mem[0]);
+    j->st = st;
+    if (j->format)
+        j->format(j->fctx, st, &j->json);
+}
+
+static void status_work(ecp_job *job, unsigned item)
+{
+    status_job *j = ecp_job_data(job);
+    status_item(job, item);
+    if (atomic_fetch_sub_explicit(&j->items_left, 1, memory_order_acq_rel) == 1)
+        status_finish(j);
+}
+
 static void add_alias(gitsvc__known *k, const char *path)
 {
     for (size_t i = 0; i < k->alias_count; i++)
@@ -379,20 +427,20 @@ static void add_alias(gitsvc__known *k, const char *path)
 static void status_done(ecp_job *job)
 {
     status_job *j = ecp_job_data(job);
-    gitsvc_error *err;
-    int rc = status_outcome(j, &err);
+    gitsvc_error *err = j->outcome_err;
+    int rc = j->outcome;
     if (rc == 0 && ecp_job_cancelled(job))
         rc = gitsvc__fail(err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled");
     if (rc) {
-        j->cb(j->ctx, rc, err, NULL, NULL);
+        j->cb(j->ctx, rc, err, NULL, NULL, NULL);
         return;
     }
-    gitsvc__status_plan *plan = atomic_load_explicit(&j->plan, memory_order_acquire);
-    gitsvc_status workdir = j->conflicts;
-    gitsvc__status_join(&workdir, plan->results, plan->part_count, &j->mem[0]);
-    gitsvc_status *st = arena_alloc(&j->mem[0], sizeof *st);
-    *st = j->staged;
-    gitsvc__status_merge(st, &workdir, &j->mem[0]);
+    gitsvc_status *st = j->st;
+    ecp_shared *json = NULL;
+    if (j->json.data) {
+        size_t len = j->json.len;
+        json = ecp_shared_adopt(buf_detach(&j->json), len);
+    }
     /* Kept only when the repository was already watched when the walk began
      * and nothing was heard since: a change made during the walk may or may
      * not be in it, and one seen for the first time was not watched at all. */
@@ -413,9 +461,14 @@ static void status_done(ecp_job *job)
             }
         }
         k->status = st;
+        ecp_shared_unref(k->json); /* a forced status replaces a fresh one */
+        k->json = json ? ecp_shared_ref(json) : NULL;
+        k->json_format = j->format;
+        k->json_fctx = j->fctx;
         k->announced = 0;
     }
-    j->cb(j->ctx, 0, NULL, k->root, st);
+    j->cb(j->ctx, 0, NULL, k->root, st, json);
+    ecp_shared_unref(json);
 }
 
 static void status_free(void *data)
@@ -429,6 +482,7 @@ static void status_free(void *data)
         arena_free(&j->mem[i]);
     }
     gitsvc__status_plan_free(atomic_load_explicit(&j->plan, memory_order_acquire));
+    buf_free(&j->json);
     free(j);
 }
 
@@ -446,19 +500,41 @@ static gitsvc__known *known_for_path(gitsvc *self, const char *path)
     return NULL;
 }
 
-void gitsvc_status_get(gitsvc *self, const char *path, bool force, gitsvc_status_cb cb, void *ctx, ecp_job **job)
+/* The cached status's answer as format renders it: rendered again (on the
+ * loop, once) only when the cache holds another formatter's. */
+static ecp_shared *cached_json(gitsvc__known *k, gitsvc_status_format format, void *fctx)
 {
-    *job = NULL;
+    if (!format)
+        return NULL;
+    if (!k->json || k->json_format != format || k->json_fctx != fctx) {
+        buf out = BUF_INIT;
+        format(fctx, k->status, &out);
+        size_t len = out.len;
+        ecp_shared_unref(k->json);
+        k->json = ecp_shared_adopt(buf_detach(&out), len);
+        k->json_format = format;
+        k->json_fctx = fctx;
+    }
+    return ecp_shared_ref(k->json);
+}
+
+ecp_job *gitsvc_status_start(gitsvc *self, const gitsvc_status_args *args, gitsvc_status_cb cb, void *ctx)
+{
+    const char *path = args->where.path;
     gitsvc__known *k = known_for_path(self, path);
-    if (k && k->status && !force) {
-        cb(ctx, 0, NULL, k->root, k->status);
-        return;
+    if (k && k->status && !args->force) {
+        ecp_shared *json = cached_json(k, args->format, args->fctx);
+        cb(ctx, 0, NULL, k->root, k->status, json);
+        ecp_shared_unref(json);
+        return NULL;
     }
     status_job *j = xcalloc(1, sizeof *j);
     j->svc = self;
     j->path = xstrdup(path);
     j->cb = cb;
     j->ctx = ctx;
+    j->format = args->format;
+    j->fctx = args->fctx;
     j->generation = k ? k->generation : UINT64_MAX;
     for (int i = 0; i < GITSVC_STATUS_ITEMS; i++) {
         if (k) {
@@ -469,7 +545,13 @@ void gitsvc_status_get(gitsvc *self, const char *path, bool force, gitsvc_status
     }
     atomic_init(&j->plan, NULL);
     atomic_init(&j->next_part, 0);
-    *job = ecp_job_new(self->jobs, &status_type, j);
+    atomic_init(&j->items_left, GITSVC_STATUS_ITEMS);
+    buf_init(&j->json);
+    ecp_job *job = ecp_job_new(self->jobs, &status_type, j);
+    if (args->where.serve)
+        ecp_job_serve(job, args->where.serve);
+    ecp_job_start(job, GITSVC_STATUS_ITEMS);
+    return job;
 }
 
 /* ----- a document's changes against HEAD ------------------------------------------------------- */
@@ -525,21 +607,27 @@ static void changes_free(void *data)
 static const ecp_job_type changes_type = {"git.documentChanges", ECP_LANE_SHORT, false, changes_work, changes_done,
                                           changes_free};
 
-int gitsvc_document_changes(gitsvc *self, const char *document_id, gitsvc_changes_cb cb, void *ctx, ecp_job **job,
-                            gitsvc_error *err)
+ecp_job *gitsvc_document_changes_start(gitsvc *self, const char *document_id, ecp_call *serve, gitsvc_changes_cb cb,
+                                       void *ctx, gitsvc_error *err)
 {
-    *job = NULL;
-    if (!self->documents)
-        return gitsvc__fail(err, ECP_ENOTSUP, GITSVC_COMMAND_FAILED, "No documents are available to the git service");
+    if (!self->documents) {
+        gitsvc__fail(err, ECP_ENOTSUP, GITSVC_COMMAND_FAILED, "No documents are available to the git service");
+        return NULL;
+    }
     ecp_error e;
     document_snapshot *snap = document_snapshot_take(self->documents, document_id, &e);
-    if (!snap)
-        return gitsvc__fail(err, e.status, GITSVC_COMMAND_FAILED, "%s", e.message);
+    if (!snap) {
+        gitsvc__fail(err, e.status, GITSVC_COMMAND_FAILED, "%s", e.message);
+        return NULL;
+    }
     changes_job *j = xcalloc(1, sizeof *j);
     j->snap = snap;
     j->cb = cb;
     j->ctx = ctx;
     arena_init(&j->mem);
-    *job = ecp_job_new(self->jobs, &changes_type, j);
-    return 0;
+    ecp_job *job = ecp_job_new(self->jobs, &changes_type, j);
+    if (serve)
+        ecp_job_serve(job, serve);
+    ecp_job_start(job, 1);
+    return job;
 }

@@ -1,8 +1,11 @@
 /* The git service's C API on a loop of its own: the cached status (kept
- * until a change, answered without a job), a document's unsaved text
- * against HEAD through a snapshot (what `document/viewport`'s gitChanges
- * shows), and the credentials an HTTP(S) remote gets from a token in the
- * session's secret store. */
+ * until a change, answered without a job, its formatted bytes kept with
+ * it), the operations as jobs of the service (a change told to listeners
+ * before the callback, a big answer formatted off the loop, no callback
+ * after the service is freed), a document's unsaved text against HEAD
+ * through a snapshot (what `document/viewport`'s gitChanges shows), the
+ * credentials an HTTP(S) remote gets from a token in the session's secret
+ * store, and the transfer deadline the service follows from the settings. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +26,7 @@
 #include "document/interface.h"
 #include "file/interface.h"
 #include "git/interface.h"
+#include "internal.h"
 #include "session/interface.h"
 #include "store/interface.h"
 
@@ -83,8 +87,10 @@ typedef struct status_seen {
     char branch[64];
 } status_seen;
 
-static void on_status(void *ctx, int status, const gitsvc_error *err, const char *root, const gitsvc_status *st)
+static void on_status(void *ctx, int status, const gitsvc_error *err, const char *root, const gitsvc_status *st,
+                      ecp_shared *json)
 {
+    (void)json;
     status_seen *s = ctx;
     s->calls++;
     s->status = status;
@@ -98,11 +104,10 @@ static void on_status(void *ctx, int status, const gitsvc_error *err, const char
 /* Asks for the status; returns whether it needed a job (not the cache). */
 static bool get_status(status_seen *s, bool force)
 {
-    ecp_job *job = NULL;
     int before = s->calls;
-    gitsvc_status_get(git, repo, force, on_status, s, &job);
+    gitsvc_status_args a = {.where = {repo, NULL}, .force = force};
+    ecp_job *job = gitsvc_status_start(git, &a, on_status, s);
     if (job) {
-        ecp_job_start(job, GITSVC_STATUS_ITEMS);
         while (s->calls == before)
             uv_run(&loop, UV_RUN_ONCE);
     }
@@ -141,11 +146,9 @@ static void test_status_cache(void **state)
     assert_int_equal(s.untracked, 1);
     assert_true(gitsvc_unsubscribe(git, &counter, &heard));
     /* not a repository */
-    ecp_job *job = NULL;
     status_seen t = {0};
-    gitsvc_status_get(git, "/", false, on_status, &t, &job);
-    assert_non_null(job);
-    ecp_job_start(job, GITSVC_STATUS_ITEMS);
+    gitsvc_status_args a = {.where = {"/", NULL}};
+    assert_non_null(gitsvc_status_start(git, &a, on_status, &t));
     while (!t.calls)
         uv_run(&loop, UV_RUN_ONCE);
     assert_int_not_equal(t.status, 0);
@@ -193,10 +196,8 @@ static void open_doc(const char *uri, const char *content, opened *o)
 
 static void changes_of(const char *id, changes_seen *c)
 {
-    ecp_job *job = NULL;
     gitsvc_error err;
-    assert_int_equal(gitsvc_document_changes(git, id, on_changes, c, &job, &err), 0);
-    ecp_job_start(job, 1);
+    assert_non_null(gitsvc_document_changes_start(git, id, NULL, on_changes, c, &err));
     while (!c->done)
         uv_run(&loop, UV_RUN_ONCE);
 }
@@ -232,10 +233,166 @@ static void test_document_changes(void **state)
     assert_int_equal(f.status, 0);
     assert_string_equal(f.text, "");
     /* not an open document */
-    ecp_job *job = NULL;
     gitsvc_error err;
-    assert_int_not_equal(gitsvc_document_changes(git, "doc-nope", on_changes, &f, &job, &err), 0);
-    assert_null(job);
+    changes_seen g = {0};
+    assert_null(gitsvc_document_changes_start(git, "doc-nope", NULL, on_changes, &g, &err));
+    assert_false(g.done);
+}
+
+/* ----- operations as jobs of the service ------------------------------------------------- */
+
+typedef struct op_seen {
+    int calls, status;
+    int heard_before; /* changes the listener had heard when the callback ran */
+    char json[256];
+    bool formatted_on_loop;
+    int formats;
+} op_seen;
+
+static int heard_changes;
+static uv_thread_t loop_thread;
+
+static void count_heard(void *ctx, const gitsvc_change *change)
+{
+    (void)ctx;
+    (void)change;
+    heard_changes++;
+}
+
+static const gitsvc_listener heard = {count_heard};
+
+static void on_done(void *ctx, int status, const gitsvc_error *err)
+{
+    op_seen *o = ctx;
+    o->calls++;
+    o->status = status;
+    o->heard_before = heard_changes;
+}
+
+static void run_until(const int *calls, int n)
+{
+    while (*calls < n)
+        uv_run(&loop, UV_RUN_ONCE);
+}
+
+static void test_a_change_is_told_before_its_callback(void **state)
+{
+    sh("echo new > staged.txt");
+    heard_changes = 0;
+    gitsvc_subscribe(git, &heard, NULL);
+    const char *paths[] = {"staged.txt"};
+    gitsvc_paths_args a = {.where = {repo, NULL}, .paths = paths, .count = 1};
+    op_seen o = {0};
+    assert_non_null(gitsvc_stage_start(git, &a, on_done, &o));
+    run_until(&o.calls, 1);
+    assert_int_equal(o.status, 0);
+    assert_int_equal(o.heard_before, 1);
+    /* a failure changes nothing and tells nobody */
+    const char *outside[] = {"/elsewhere/x"};
+    gitsvc_paths_args b = {.where = {repo, NULL}, .paths = outside, .count = 1};
+    op_seen f = {0};
+    assert_non_null(gitsvc_stage_start(git, &b, on_done, &f));
+    run_until(&f.calls, 1);
+    assert_int_not_equal(f.status, 0);
+    assert_int_equal(heard_changes, 1);
+    assert_true(gitsvc_unsubscribe(git, &heard, NULL));
+    sh("git diff --cached --name-only | grep -qx staged.txt");
+}
+
+static void format_log_count(void *fctx, const gitsvc_log_result *r, buf *out)
+{
+    op_seen *o = fctx;
+    uv_thread_t self = uv_thread_self();
+    o->formatted_on_loop = uv_thread_equal(&self, &loop_thread);
+    buf_appendf(out, "{\"commits\":%zu,\"first\":\"%s\"}", r->count, r->count ? r->commits[0].subject : "");
+}
+
+static void on_log(void *ctx, int status, const gitsvc_error *err, const gitsvc_log_result *r, ecp_shared *json)
+{
+    op_seen *o = ctx;
+    o->calls++;
+    o->status = status;
+    if (json)
+        snprintf(o->json, sizeof o->json, "%.*s", (int)ecp_shared_len(json), ecp_shared_data(json));
+}
+
+static void format_status_count(void *fctx, const gitsvc_status *st, buf *out)
+{
+    op_seen *o = fctx;
+    o->formats++; /* the test's loop waits while the job runs: no other thread touches it */
+    uv_thread_t self = uv_thread_self();
+    o->formatted_on_loop = uv_thread_equal(&self, &loop_thread);
+    buf_appendf(out, "{\"untracked\":%zu}", st->untracked_count);
+}
+
+static void on_formatted_status(void *ctx, int status, const gitsvc_error *err, const char *root,
+                                const gitsvc_status *st, ecp_shared *json)
+{
+    op_seen *o = ctx;
+    o->calls++;
+    o->status = status;
+    snprintf(o->json, sizeof o->json, "%.*s", json ? (int)ecp_shared_len(json) : 0, json ? ecp_shared_data(json) : "");
+}
+
+static void test_big_answers_are_formatted_off_the_loop(void **state)
+{
+    loop_thread = uv_thread_self();
+    op_seen o = {0};
+    gitsvc_log_args a = {.where = {repo, NULL}, .max = 10, .format = format_log_count, .fctx = &o};
+    assert_non_null(gitsvc_log_start(git, &a, on_log, &o));
+    run_until(&o.calls, 1);
+    assert_int_equal(o.status, 0);
+    assert_string_equal(o.json, "{\"commits\":1,\"first\":\"first\"}");
+    assert_false(o.formatted_on_loop);
+
+    /* the status: formatted by the job, then kept with the cached status */
+    sh("echo x > u1.txt && echo y > u2.txt");
+    op_seen s = {0};
+    gitsvc_status_args sa = {.where = {repo, NULL}, .format = format_status_count, .fctx = &s};
+    for (int i = 0; i < 2; i++) { /* the first makes the repository known; the second is kept */
+        sa.force = true;
+        assert_non_null(gitsvc_status_start(git, &sa, on_formatted_status, &s));
+        run_until(&s.calls, i + 1);
+    }
+    assert_int_equal(s.status, 0);
+    assert_string_equal(s.json, "{\"untracked\":2}");
+    assert_false(s.formatted_on_loop);
+    assert_int_equal(s.formats, 2);
+    sa.force = false;
+    assert_null(gitsvc_status_start(git, &sa, on_formatted_status, &s)); /* from the cache, at once */
+    assert_int_equal(s.calls, 3);
+    assert_string_equal(s.json, "{\"untracked\":2}");
+    assert_int_equal(s.formats, 2); /* not rendered again */
+    /* forced over a fresh one: computed and rendered again, the old bytes released */
+    sh("echo z > u3.txt");
+    sa.force = true;
+    assert_non_null(gitsvc_status_start(git, &sa, on_formatted_status, &s));
+    run_until(&s.calls, 4);
+    assert_string_equal(s.json, "{\"untracked\":3}");
+    assert_int_equal(s.formats, 3);
+}
+
+static int never_called;
+
+static void on_log_never(void *ctx, int status, const gitsvc_error *err, const gitsvc_log_result *r,
+                         ecp_shared *json)
+{
+    never_called++;
+}
+
+static void test_no_callback_after_the_service_is_freed(void **state)
+{
+    never_called = 0;
+    for (int i = 0; i < 8; i++) {
+        gitsvc_log_args a = {.where = {repo, NULL}, .max = 10};
+        assert_non_null(gitsvc_log_start(git, &a, on_log_never, NULL));
+    }
+    gitsvc_free(git);
+    git = gitsvc_new(pool, NULL, NULL, docs, NULL);
+    assert_non_null(git);
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    assert_int_equal(never_called, 0);
 }
 
 /* ----- credentials from the secret store ----------------------------------------------- */
@@ -367,6 +524,13 @@ static void test_credentials_from_the_secret_store(void **state)
     gitsvc_tokens_free(none);
     free(none);
 
+    /* the transfer deadline follows git.networkTimeoutMs, which the service hears itself */
+    assert_int_equal(w.git->transfer_timeout_ms, GITSVC_TRANSFER_TIMEOUT_MS);
+    assert_int_equal(session_setting_set(w.session, "git.networkTimeoutMs", "250", 3, NULL, &err), 0);
+    assert_int_equal(w.git->transfer_timeout_ms, 250);
+    assert_int_equal(session_setting_reset(w.session, "git.networkTimeoutMs", &err), 0);
+    assert_int_equal(w.git->transfer_timeout_ms, GITSVC_TRANSFER_TIMEOUT_MS);
+
     gitsvc_free(w.git);
     session_service_free(w.session);
     file_service_free(w.files);
@@ -379,6 +543,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_status_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_document_changes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_change_is_told_before_its_callback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_big_answers_are_formatted_off_the_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_callback_after_the_service_is_freed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_credentials_from_the_secret_store, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
