@@ -15,8 +15,10 @@
 #include "json_writer.h"
 #include "test_client.h"
 
-/* Quiet, predictable shells: no history file, no profile surprises in the prompt. */
-#define QUIET_ENV "\"env\":{\"HISTFILE\":\"/dev/null\",\"PS1\":\"$ \",\"ENV\":\"\"}"
+/* Quiet, predictable shells: no history file, no profile surprises in the prompt, and no
+ * ~/.bashrc: what the machine's user runs there (a version manager's rehash that waits on a lock a
+ * killed shell left behind) is not the terminal service's to test. */
+#define QUIET_ENV "\"env\":{\"HISTFILE\":\"/dev/null\",\"PS1\":\"$ \",\"ENV\":\"\",\"HOME\":\"/dev/null\"}"
 
 static inline long long th_now_ms(void)
 {

@@ -76,7 +76,7 @@ def start_shell_with_job(server):
     """A bash terminal running `sleep` in the background; returns (shell, job)."""
     server.request("notifications/subscribe", {"events": ["terminal/exit"]})
     tid = server.request("terminal/create", {
-        "shell": "/bin/bash", "env": {"HISTFILE": "/dev/null", "PS1": "$ "}})["terminalId"]
+        "shell": "/bin/bash", "env": {"HISTFILE": "/dev/null", "PS1": "$ ", "HOME": "/dev/null"}})["terminalId"]
     server.request("terminal/write", {"terminalId": tid, "data": "sleep 1234 & echo P''IDS:$$:$!:\r"})
     deadline = time.time() + 10
     while time.time() < deadline:
@@ -123,7 +123,7 @@ def start_shell_with_deaf_jobs(server):
     group of its own in the shell's session, one in a session of its own
     (setsid) that still has the terminal open. Returns (shell, job, detached)."""
     tid = server.request("terminal/create", {
-        "shell": "/bin/bash", "env": {"HISTFILE": "/dev/null", "PS1": "$ "}})["terminalId"]
+        "shell": "/bin/bash", "env": {"HISTFILE": "/dev/null", "PS1": "$ ", "HOME": "/dev/null"}})["terminalId"]
     pid_file = os.path.join(server.dir.name, "detached.pid")
     server.request("terminal/write", {"terminalId": tid, "data":
                    "(trap '' HUP; exec sleep 1235) & J=$!; "
