@@ -106,7 +106,10 @@
 #define TERMINAL_OUTPUT_CHUNK ((size_t)64 << 10)
 #define TERMINAL_BATCH_MS 32
 #define TERMINAL_TURN_BUDGET_MS 4
-#define TERMINAL_KILL_GRACE_MS 300
+/* Long enough for a program that handles SIGHUP to finish its clean-up (a
+ * shell's EXIT trap that removes a lock file, an editor writing its swap
+ * file): SIGKILL leaves such things behind for the user's next shell. */
+#define TERMINAL_KILL_GRACE_MS 1000
 
 typedef struct terminal_service terminal_service;
 
