@@ -14,6 +14,8 @@
 #include "json.h"
 #include "json_writer.h"
 #include "session/interface.h"
+#include "job.h"
+#include "shared.h"
 #include "uri.h"
 
 /* ----- documents on servers -------------------------------------------------------------- */
@@ -108,30 +110,174 @@ static void send_did_close(lsp_server *s, const char *uri)
     buf_free(&params);
 }
 
+/* ----- didChange, made off the loop when it is big ------------------------------------------ */
+
+/* A part of a didChange message: JSON text as it is, or text to write as the
+ * body of a JSON string (the snapshot's whole text when text is NULL). */
+typedef struct change_piece {
+    char *text;
+    size_t len;
+    bool escape;
+} change_piece;
+
+typedef struct change_job {
+    document_snapshot *snap; /* the whole text of a full-sync change, or NULL */
+    change_piece *pieces;
+    size_t count, cap;
+    size_t escaped_bytes; /* how much text is to be escaped: what decides whether a job makes it */
+    ecp_shared *out;      /* the framed message, pending until the job has made it */
+    char *framed;
+    size_t framed_len;
+} change_job;
+
+static void piece_add(change_job *j, char *text, size_t len, bool escape)
+{
+    if (j->count == j->cap) {
+        j->cap = j->cap ? j->cap * 2 : 4;
+        j->pieces = xrealloc(j->pieces, j->cap * sizeof *j->pieces);
+    }
+    j->pieces[j->count++] = (change_piece){text, len, escape};
+    if (escape)
+        j->escaped_bytes += text ? len : document_snapshot_length(j->snap);
+}
+
+/* Ends the JSON text gathered so far as a piece of its own. */
+static void piece_literal(change_job *j, buf *json)
+{
+    size_t len = json->len;
+    piece_add(j, buf_detach(json), len, false);
+}
+
+static void append_to(void *ctx, const char *chunk, size_t len) { buf_append(ctx, chunk, len); }
+
+/* Any thread: the framed message from its pieces. */
+static void change_build(change_job *j)
+{
+    buf body = BUF_INIT;
+    for (size_t i = 0; i < j->count; i++) {
+        const change_piece *pc = &j->pieces[i];
+        if (!pc->escape) {
+            buf_append(&body, pc->text ? pc->text : "", pc->len);
+        } else if (pc->text) {
+            json_escape_into(&body, pc->text, pc->len);
+        } else {
+            /* whole, so that no character is cut between two chunks */
+            buf text = BUF_INIT;
+            document_snapshot_read(j->snap, 0, document_snapshot_length(j->snap), append_to, &text, NULL);
+            json_escape_into(&body, text.data ? text.data : "", text.len);
+            buf_free(&text);
+        }
+    }
+    buf framed = BUF_INIT;
+    framing_encode(FRAMING_CONTENT_LENGTH, &framed, body.data ? body.data : "", body.len);
+    buf_free(&body);
+    j->framed_len = framed.len;
+    j->framed = framed.data ? buf_detach(&framed) : xstrdup("");
+}
+
+static void change_work(ecp_job *job, unsigned item)
+{
+    (void)item;
+    change_build(ecp_job_data(job));
+}
+
+static void change_done(ecp_job *job)
+{
+    change_job *j = ecp_job_data(job);
+    if (!j->framed) /* not made: the server is past hearing it */
+        j->framed = xstrdup("");
+    ecp_shared_fill(j->out, j->framed, j->framed_len);
+    j->framed = NULL;
+}
+
+static void change_free(void *data)
+{
+    change_job *j = data;
+    for (size_t i = 0; i < j->count; i++)
+        free(j->pieces[i].text);
+    free(j->pieces);
+    free(j->framed);
+    document_snapshot_release(j->snap);
+    ecp_shared_unref(j->out);
+    free(j);
+}
+
+static const ecp_job_type change_type = {"lsp.didChange", ECP_LANE_SHORT, false, change_work, change_done, change_free};
+
+/* Sends the didChange: made on the loop when it is small, else by a job, the
+ * messages sent to the server after it held until it is made, so that the
+ * server hears them in the order they were sent. Takes j. */
+static void send_change(lsp_server *s, change_job *j)
+{
+    lsp_service *svc = s->svc;
+    if (svc->jobs && s->proc && j->escaped_bytes >= LSP_OFF_LOOP_TEXT) {
+        j->out = ecp_shared_pending();
+        lsp_proc_write_shared(s->proc, j->out);
+        ecp_job_start(ecp_job_new(svc->jobs, &change_type, j), 1);
+        return;
+    }
+    change_build(j);
+    lsp_proc_write(s->proc, j->framed, j->framed_len);
+    change_free(j);
+}
+
+static void change_head(buf *json, const lsp_doc *d)
+{
+    buf_append_str(json, "{\"jsonrpc\":\"2.0\",\"method\":\"textDocument/didChange\",\"params\":{\"textDocument\":{\"uri\":\"");
+    json_escape_into(json, d->uri, strlen(d->uri));
+    buf_appendf(json, "\",\"version\":%lld},\"contentChanges\":[", (long long)d->version);
+}
+
+/* A whole-text didChange: of a document the editor holds, from a snapshot of
+ * it, escaped off the loop. */
 static void send_full_change(lsp_server *s, const lsp_doc *d)
 {
-    buf text, params;
-    buf_init(&text);
-    buf_init(&params);
-    doc_text(s->svc, d, &text);
-    json_writer w;
-    jw_init(&w, &params);
-    jw_object_begin(&w);
-    jw_key(&w, "textDocument");
-    jw_object_begin(&w);
-    jw_key_string(&w, "uri", d->uri);
-    jw_key_int(&w, "version", d->version);
-    jw_object_end(&w);
-    jw_key(&w, "contentChanges");
-    jw_array_begin(&w);
-    jw_object_begin(&w);
-    jw_key_string_n(&w, "text", text.data ? text.data : "", text.len);
-    jw_object_end(&w);
-    jw_array_end(&w);
-    jw_object_end(&w);
-    lsp_server_notify(s, "textDocument/didChange", params.data, params.len);
-    buf_free(&text);
-    buf_free(&params);
+    change_job *j = xcalloc(1, sizeof *j);
+    if (d->document_id && s->svc->documents)
+        j->snap = document_snapshot_take(s->svc->documents, d->document_id, NULL);
+    buf json = BUF_INIT;
+    change_head(&json, d);
+    buf_append_str(&json, "{\"text\":\"");
+    piece_literal(j, &json);
+    if (j->snap) {
+        piece_add(j, NULL, 0, true);
+    } else {
+        buf text = BUF_INIT;
+        doc_text(s->svc, d, &text);
+        size_t len = text.len;
+        piece_add(j, text.data ? buf_detach(&text) : xstrdup(""), len, true);
+    }
+    buf_append_str(&json, "\"}]}}");
+    piece_literal(j, &json);
+    send_change(s, j);
+}
+
+/* An incremental didChange: a huge text in it is escaped off the loop. */
+static void send_incremental_change(lsp_server *s, const lsp_doc *d, const document_change_event *event)
+{
+    change_job *j = xcalloc(1, sizeof *j);
+    buf json = BUF_INIT;
+    change_head(&json, d);
+    for (size_t i = 0; i < event->count; i++) {
+        const document_change *c = &event->changes[i];
+        buf_appendf(&json,
+                    "%s{\"range\":{\"start\":{\"line\":%zu,\"character\":%zu},\"end\":{\"line\":%zu,\"character\":%zu}},"
+                    "\"rangeLength\":%zu,\"text\":\"",
+                    i ? "," : "", c->start.line, c->start.column[s->enc], c->end.line, c->end.column[s->enc],
+                    c->range_length[s->enc]);
+        if (c->text_len >= LSP_OFF_LOOP_TEXT) {
+            piece_literal(j, &json);
+            char *copy = xmalloc(c->text_len + 1);
+            memcpy(copy, c->text, c->text_len);
+            piece_add(j, copy, c->text_len, true);
+        } else {
+            json_escape_into(&json, c->text, c->text_len);
+        }
+        buf_append_str(&json, "\"}");
+    }
+    buf_append_str(&json, "]}}");
+    piece_literal(j, &json);
+    send_change(s, j);
 }
 
 static void send_did_save(lsp_server *s, const lsp_doc *d)
@@ -314,42 +460,7 @@ static void on_doc_change(void *ctx, const document_change_event *event)
         send_full_change(s, d);
         return;
     }
-    buf params;
-    buf_init(&params);
-    json_writer w;
-    jw_init(&w, &params);
-    jw_object_begin(&w);
-    jw_key(&w, "textDocument");
-    jw_object_begin(&w);
-    jw_key_string(&w, "uri", d->uri);
-    jw_key_int(&w, "version", d->version);
-    jw_object_end(&w);
-    jw_key(&w, "contentChanges");
-    jw_array_begin(&w);
-    for (size_t i = 0; i < event->count; i++) {
-        const document_change *c = &event->changes[i];
-        jw_object_begin(&w);
-        jw_key(&w, "range");
-        jw_object_begin(&w);
-        jw_key(&w, "start");
-        jw_object_begin(&w);
-        jw_key_int(&w, "line", (int64_t)c->start.line);
-        jw_key_int(&w, "character", (int64_t)c->start.column[s->enc]);
-        jw_object_end(&w);
-        jw_key(&w, "end");
-        jw_object_begin(&w);
-        jw_key_int(&w, "line", (int64_t)c->end.line);
-        jw_key_int(&w, "character", (int64_t)c->end.column[s->enc]);
-        jw_object_end(&w);
-        jw_object_end(&w);
-        jw_key_int(&w, "rangeLength", (int64_t)c->range_length[s->enc]);
-        jw_key_string_n(&w, "text", c->text, c->text_len);
-        jw_object_end(&w);
-    }
-    jw_array_end(&w);
-    jw_object_end(&w);
-    lsp_server_notify(s, "textDocument/didChange", params.data, params.len);
-    buf_free(&params);
+    send_incremental_change(s, d, event);
 }
 
 static void on_doc_save(void *ctx, const char *document_id, const char *uri, uint64_t version)

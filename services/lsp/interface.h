@@ -48,6 +48,12 @@
  * The process must ignore SIGPIPE (ecpd does): a server that died between
  * two writes is then an error on the write, not the end of the process.
  *
+ * - Big changes off the loop. A didChange with much text to escape (the whole
+ *   text for a full-sync server, a huge inserted text) is made by a job from a
+ *   snapshot of the document (options.pool); what is sent to that server
+ *   after it waits until it is made, so a server hears every message in the
+ *   order it was sent.
+ *
  * Everything runs on the loop thread. Strings passed in are copied; strings
  * passed to callbacks are valid during the call only.
  */
@@ -66,11 +72,13 @@
 typedef struct lsp_service lsp_service;
 struct document_service;
 struct session_service;
+struct ecp_pool;
 
 /* ----- lifetime ---------------------------------------------------------------- */
 
 typedef struct lsp_service_options {
     uv_loop_t *loop;                        /* required; borrowed, outlives the service */
+    struct ecp_pool *pool;                  /* may be NULL (big didChange texts escaped on the loop); borrowed */
     ecp_logger *log;                        /* may be NULL; borrowed */
     struct document_service *documents;     /* may be NULL; borrowed, outlives the service */
     struct session_service *session;        /* may be NULL (no settings, no trust); borrowed, outlives the service */

@@ -7,9 +7,11 @@
 #include "event.h"
 #include "framing.h"
 #include "interface.h"
+#include "job.h"
 #include "json.h"
 #include "json_writer.h"
 #include "session/interface.h"
+#include "shared.h"
 
 /* The default request timeout, when neither the options nor the settings name one. */
 #define LSP_DEFAULT_TIMEOUT_MS 30000u
@@ -20,6 +22,9 @@
 /* Restarts allowed within LSP_RESTART_WINDOW_MS before a crashed server stays down. */
 #define LSP_MAX_RESTARTS 3
 #define LSP_RESTART_WINDOW_MS 60000u
+/* A didChange with at least this much text to escape (a whole document for a
+ * full-sync server, a huge paste) is made by a job, not on the loop. */
+#define LSP_OFF_LOOP_TEXT ((size_t)64 << 10)
 /* How long a stopped server has to exit by itself before it is killed. */
 #define LSP_STOP_GRACE_MS 1000u
 
@@ -69,6 +74,12 @@ typedef struct lsp_starter {
     struct lsp_starter *next;
 } lsp_starter;
 
+/* A message to a server held behind one still being made off the loop. */
+typedef struct lsp_held {
+    ecp_shared *bytes; /* framed; pending until made */
+    struct lsp_held *next;
+} lsp_held;
+
 /* One process of a server. It outlives its server when the server is stopped
  * or restarted: it is freed once its handles have closed. */
 typedef struct lsp_proc {
@@ -84,6 +95,7 @@ typedef struct lsp_proc {
     bool exited;
     framing_decoder decoder;
     buf err_line;
+    lsp_held *held, *held_tail; /* what waits, in order, for the first to be made */
 } lsp_proc;
 
 struct lsp_server {
@@ -134,6 +146,7 @@ struct lsp_service {
     lsp_diag_entry *diags;
     lsp_custom_config *configs;
     lsp_proc *procs; /* every process whose handles are open, its server's or detached */
+    ecp_job_set *jobs; /* NULL without a pool: everything is made on the loop */
     ecp_listeners listeners;
 };
 
@@ -146,7 +159,13 @@ void lsp_server_proc_gone(lsp_server *s, const char *why);
 
 /* rpc.c */
 void lsp_proc_close(lsp_proc *p);
+/* Writes framed bytes now, or after the messages held before them. */
 void lsp_proc_write(lsp_proc *p, const char *data, size_t len);
+/* Writes bytes that may still be in the making (ecp_shared_pending): they and
+ * everything written after them wait until they are filled. */
+void lsp_proc_write_shared(lsp_proc *p, ecp_shared *bytes);
+/* Forgets what is held: for a process that will hear nothing more that matters. */
+void lsp_proc_drop_held(lsp_proc *p);
 void lsp_proc_release(lsp_proc *p, bool kill_now);
 lsp_proc *lsp_proc_spawn(lsp_server *s, const char *file, const lsp_server_config *config, ecp_error *err);
 void lsp_server_send(lsp_server *s, const buf *json, bool before_ready);

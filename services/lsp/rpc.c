@@ -15,6 +15,7 @@
 #include "json.h"
 #include "json_writer.h"
 #include "session/interface.h"
+#include "shared.h"
 #include "uri.h"
 
 /* ----- the process ------------------------------------------------------------------ */
@@ -32,6 +33,7 @@ static void proc_handle_closed(uv_handle_t *h)
         if (p->next)
             p->next->prev = p->prev;
     }
+    lsp_proc_drop_held(p);
     framing_decoder_free(&p->decoder);
     buf_free(&p->err_line);
     free(p->language_id);
@@ -60,9 +62,11 @@ static void proc_kill_now(uv_timer_t *t)
         uv_process_kill(&p->process, SIGKILL);
 }
 
+/* A write in flight: its own copy of the bytes, or a reference to shared ones. */
 typedef struct write_req {
     uv_write_t req;
     char *data;
+    ecp_shared *shared;
 } write_req;
 
 static void write_done(uv_write_t *req, int status)
@@ -70,24 +74,94 @@ static void write_done(uv_write_t *req, int status)
     (void)status; /* a server that stopped reading is noticed by its exit */
     write_req *w = (write_req *)req;
     free(w->data);
+    ecp_shared_unref(w->shared);
     free(w);
 }
 
-void lsp_proc_write(lsp_proc *p, const char *data, size_t len)
+static void write_now(lsp_proc *p, const char *data, size_t len, ecp_shared *shared)
 {
     if (!p || p->exited || uv_is_closing((uv_handle_t *)&p->in))
         return;
-    write_req *w = xmalloc(sizeof *w);
-    w->data = xmalloc(len ? len : 1);
-    memcpy(w->data, data, len);
-    uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
+    write_req *w = xcalloc(1, sizeof *w);
+    if (shared) {
+        w->shared = ecp_shared_ref(shared);
+    } else {
+        w->data = xmalloc(len ? len : 1);
+        memcpy(w->data, data, len);
+        data = w->data;
+    }
+    uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
     if (uv_write(&w->req, (uv_stream_t *)&p->in, &b, 1, write_done) != 0) {
         free(w->data);
+        ecp_shared_unref(w->shared);
         free(w);
     }
 }
 
-static void server_message(lsp_server *s, const char *text, size_t len);
+static void held_flush(void *ctx)
+{
+    lsp_proc *p = ctx;
+    while (p->held && ecp_shared_ready(p->held->bytes)) {
+        lsp_held *h = p->held;
+        p->held = h->next;
+        if (!p->held)
+            p->held_tail = NULL;
+        write_now(p, ecp_shared_data(h->bytes), ecp_shared_len(h->bytes), h->bytes);
+        ecp_shared_unref(h->bytes);
+        free(h);
+    }
+}
+
+static void held_push(lsp_proc *p, ecp_shared *bytes)
+{
+    lsp_held *h = xcalloc(1, sizeof *h);
+    h->bytes = bytes;
+    if (p->held_tail)
+        p->held_tail->next = h;
+    else
+        p->held = h;
+    p->held_tail = h;
+    if (!ecp_shared_ready(bytes))
+        ecp_shared_when_ready(bytes, held_flush, p);
+}
+
+void lsp_proc_drop_held(lsp_proc *p)
+{
+    while (p->held) {
+        lsp_held *h = p->held;
+        p->held = h->next;
+        if (!ecp_shared_ready(h->bytes))
+            ecp_shared_forget(h->bytes, held_flush, p);
+        ecp_shared_unref(h->bytes);
+        free(h);
+    }
+    p->held_tail = NULL;
+}
+
+void lsp_proc_write(lsp_proc *p, const char *data, size_t len)
+{
+    if (!p || p->exited)
+        return;
+    if (!p->held) {
+        write_now(p, data, len, NULL);
+        return;
+    }
+    /* behind a message still being made: it goes out after it */
+    char *copy = xmalloc(len ? len : 1);
+    memcpy(copy, data, len);
+    held_push(p, ecp_shared_adopt(copy, len));
+}
+
+void lsp_proc_write_shared(lsp_proc *p, ecp_shared *bytes)
+{
+    if (!p || p->exited)
+        return;
+    if (!p->held && ecp_shared_ready(bytes)) {
+        write_now(p, ecp_shared_data(bytes), ecp_shared_len(bytes), bytes);
+        return;
+    }
+    held_push(p, ecp_shared_ref(bytes));
+}
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
@@ -95,6 +169,9 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
     b->base = xmalloc(suggested);
     b->len = suggested;
 }
+
+static void server_message(lsp_server *s, const char *text, size_t len);
+
 
 static void proc_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
 {

@@ -799,6 +799,8 @@ lsp_service *lsp_service_new(const lsp_service_options *o)
     self->extra_path = xstrdup(o->extra_path ? o->extra_path : ECPD_LSP_EXTRA_PATH);
     self->timeout_ms = o->timeout_ms;
     self->max_message = o->max_message ? o->max_message : (size_t)64 << 20;
+    if (o->pool)
+        self->jobs = ecp_job_set_new(o->pool);
     if (self->documents) {
         lsp_documents_follow(self);
     }
@@ -816,6 +818,13 @@ void lsp_service_free(lsp_service *self)
     if (self->documents) {
         lsp_documents_unfollow(self);
         document_service_set_encodings(self->documents, self, 0);
+    }
+    if (self->jobs) {
+        /* what was not made is never sent: the servers hear their shutdown now */
+        ecp_job_set_close(self->jobs);
+        for (lsp_server *s = self->servers; s; s = s->next)
+            if (s->proc)
+                lsp_proc_drop_held(s->proc);
     }
     while (self->servers) {
         lsp_server *s = self->servers;
