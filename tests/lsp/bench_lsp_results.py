@@ -60,7 +60,10 @@ class Ecpd:
             return self.answers[i]
 
     def call(self, method, params):
-        return self.wait(self.send(method, params))[1]
+        msg = self.wait(self.send(method, params))[1]
+        if "error" in msg:
+            raise AssertionError("%s: %s" % (method, msg["error"]))
+        return msg["result"]
 
 
 def measure(s, method, params):
@@ -100,6 +103,24 @@ def main():
             method, "links" if params.get("includeDeclaration") is False else "",
             sorted(r[0] for r in rows)[rounds // 2] * 1000, sorted(r[1] for r in rows)[rounds // 2] * 1000,
             rounds, rows[0][2]))
+    # a full-sync server and a big document: what each keystroke costs the loop
+    s.call("lsp/setServerConfig", {"languageId": "plaintext",
+                                   "config": {"command": sys.executable, "args": [FAKE, "fullsync"]}})
+    path = os.path.join(ws, "big.txt")
+    with open(path, "w") as f:
+        for i in range(400000):
+            f.write("line %08d with \"quotes\" and a tab\t\n" % i)
+    s.call("lsp/start", {"languageId": "plaintext"})
+    doc = s.call("document/open", {"uri": "file://" + path})["documentId"]
+    rows = []
+    for k in range(rounds * 3):
+        edit = {"documentId": doc, "edits": [{"range": {"start": {"line": 0, "column": 0},
+                                                        "end": {"line": 0, "column": 0}}, "text": "x"}]}
+        rows.append(measure(s, "document/edit", edit))
+        time.sleep(0.3)
+    print("%-15s : total %.0f ms, loop held at most %.0f ms (median of %d), a %d MB document, full sync" % (
+        "document/edit", sorted(r[0] for r in rows)[len(rows) // 2] * 1000,
+        sorted(r[1] for r in rows)[len(rows) // 2] * 1000, len(rows), os.path.getsize(path) >> 20))
     s.p.stdin.close()
     s.p.wait(10)
 
