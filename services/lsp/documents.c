@@ -9,7 +9,6 @@
 #include "buf.h"
 #include "document/interface.h"
 #include "event.h"
-#include "framing.h"
 #include "internal.h"
 #include "json.h"
 #include "json_writer.h"
@@ -169,7 +168,7 @@ static void change_build(change_job *j)
         }
     }
     buf framed = BUF_INIT;
-    framing_encode(FRAMING_CONTENT_LENGTH, &framed, body.data ? body.data : "", body.len);
+    lsp_frame(&framed, body.data ? body.data : "", body.len);
     buf_free(&body);
     j->framed_len = framed.len;
     j->framed = framed.data ? buf_detach(&framed) : xstrdup("");

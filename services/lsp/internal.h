@@ -159,6 +159,8 @@ void lsp_server_proc_gone(lsp_server *s, const char *why);
 
 /* rpc.c */
 void lsp_proc_close(lsp_proc *p);
+/* Appends one message with its Content-Length header. Any thread. */
+void lsp_frame(buf *out, const char *json, size_t len);
 /* Writes framed bytes now, or after the messages held before them. */
 void lsp_proc_write(lsp_proc *p, const char *data, size_t len);
 /* Writes bytes that may still be in the making (ecp_shared_pending): they and

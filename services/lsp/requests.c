@@ -10,7 +10,6 @@
 #include "buf.h"
 #include "document/interface.h"
 #include "event.h"
-#include "framing.h"
 #include "internal.h"
 #include "json.h"
 #include "json_writer.h"

@@ -346,14 +346,14 @@ lsp_proc *lsp_proc_spawn(lsp_server *s, const char *file, const lsp_server_confi
 
 /* ----- JSON-RPC to the server -------------------------------------------------------- */
 
-static void frame_into(buf *out, const buf *json) { framing_encode(FRAMING_CONTENT_LENGTH, out, json->data, json->len); }
+void lsp_frame(buf *out, const char *json, size_t len) { framing_encode(FRAMING_CONTENT_LENGTH, out, json, len); }
 
 /* Sends now, or holds the message until initialize has answered. */
 void lsp_server_send(lsp_server *s, const buf *json, bool before_ready)
 {
     buf framed;
     buf_init(&framed);
-    frame_into(&framed, json);
+    lsp_frame(&framed, json->data, json->len);
     if (s->status == LSP_READY || before_ready)
         lsp_proc_write(s->proc, framed.data, framed.len);
     else

@@ -10,7 +10,6 @@
 #include "buf.h"
 #include "document/interface.h"
 #include "event.h"
-#include "framing.h"
 #include "internal.h"
 #include "json.h"
 #include "json_writer.h"
@@ -592,8 +591,8 @@ static void server_end(lsp_server *s, bool at_teardown)
         static const char exit_msg[] = "{\"jsonrpc\":\"2.0\",\"method\":\"exit\"}";
         buf out;
         buf_init(&out);
-        framing_encode(FRAMING_CONTENT_LENGTH, &out, shutdown_msg, sizeof shutdown_msg - 1);
-        framing_encode(FRAMING_CONTENT_LENGTH, &out, exit_msg, sizeof exit_msg - 1);
+        lsp_frame(&out, shutdown_msg, sizeof shutdown_msg - 1);
+        lsp_frame(&out, exit_msg, sizeof exit_msg - 1);
         if (at_teardown) {
             uv_buf_t b = uv_buf_init(out.data, (unsigned)out.len);
             uv_try_write((uv_stream_t *)&p->in, &b, 1);
