@@ -198,7 +198,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
 
     /* Language servers follow the open documents and read their settings. */
     lsp_service_options lo = {
-        .loop = env->loop, .log = env->log, .documents = self->document, .session = self->session,
+        .loop = env->loop, .pool = env->pool, .log = env->log, .documents = self->document, .session = self->session,
         .workspace = env->workspace,
     };
     self->lsp = lsp_service_new(&lo);

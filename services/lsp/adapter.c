@@ -180,8 +180,6 @@ typedef struct pending_call {
     result_shape shape;
     lsp_service *svc;
     lsp_request *req;
-    char *uri;
-    ecp_position_encoding server_enc, client_enc;
 } pending_call;
 
 static void write_empty(json_writer *w, result_shape shape)
@@ -211,83 +209,79 @@ static void write_empty(json_writer *w, result_shape shape)
     }
 }
 
-static void write_location(json_writer *w, const json_doc *d, json_ref loc)
+static void write_location(json_writer *w, const lsp_location *loc)
 {
-    json_ref target = json_get(d, loc, "targetUri");
     jw_object_begin(w);
-    jw_key(w, "uri");
-    json_write_value(w, d, target != JSON_NO_REF ? target : json_get(d, loc, "uri"));
+    if (loc->uri)
+        jw_key_string(w, "uri", loc->uri);
+    else
+        jw_key_null(w, "uri");
     jw_key(w, "range");
-    json_ref range = target != JSON_NO_REF ? json_get(d, loc, "targetSelectionRange") : json_get(d, loc, "range");
-    if (range == JSON_NO_REF)
-        range = json_get(d, loc, "targetRange");
-    json_write_value(w, d, range);
+    if (!loc->has_range) {
+        jw_null(w);
+    } else {
+        jw_object_begin(w);
+        jw_key(w, "start");
+        jw_object_begin(w);
+        jw_key_int(w, "line", (int64_t)loc->start_line);
+        jw_key_int(w, "character", (int64_t)loc->start_character);
+        jw_object_end(w);
+        jw_key(w, "end");
+        jw_object_begin(w);
+        jw_key_int(w, "line", (int64_t)loc->end_line);
+        jw_key_int(w, "character", (int64_t)loc->end_character);
+        jw_object_end(w);
+        jw_object_end(w);
+    }
     jw_object_end(w);
 }
 
-static void write_shaped(json_writer *w, result_shape shape, const json_doc *d, json_ref r)
+/* The result in the catalogue's shape: the server's value quoted as it came
+ * (or as the service rendered it once), or locations rendered from structs. */
+static void write_shaped(json_writer *w, result_shape shape, const lsp_result *r)
 {
-    json_type t = json_type_of(d, r);
-    if (t == JSON_NULL || t == JSON_ABSENT) {
+    if (r->is_null) {
         write_empty(w, shape);
         return;
     }
+    const char *key = NULL;
     switch (shape) {
-    case SHAPE_ITEMS:
-        jw_object_begin(w);
-        jw_key(w, "items");
-        if (t == JSON_ARRAY)
-            json_write_value(w, d, r);
-        else if (json_type_of(d, json_get(d, r, "items")) == JSON_ARRAY)
-            json_write_value(w, d, json_get(d, r, "items"));
-        else
-            jw_array_begin(w), jw_array_end(w);
-        jw_object_end(w);
-        break;
     case SHAPE_LOCATIONS:
         jw_object_begin(w);
         jw_key(w, "locations");
         jw_array_begin(w);
-        if (t == JSON_ARRAY) {
-            for (json_ref e = json_first(d, r); e != JSON_NO_REF; e = json_next(d, e))
-                write_location(w, d, e);
-        } else if (t == JSON_OBJECT) {
-            write_location(w, d, r);
-        }
+        for (size_t i = 0; i < r->location_count; i++)
+            write_location(w, &r->locations[i]);
         jw_array_end(w);
         jw_object_end(w);
+        return;
+    case SHAPE_ITEMS:
+        key = "items";
         break;
     case SHAPE_SYMBOLS:
-        jw_object_begin(w);
-        jw_key(w, "symbols");
-        json_write_value(w, d, r);
-        jw_object_end(w);
+        key = "symbols";
         break;
     case SHAPE_EDIT:
-        jw_object_begin(w);
-        jw_key(w, "edit");
-        json_write_value(w, d, r);
-        jw_object_end(w);
+        key = "edit";
         break;
     case SHAPE_ARRAY:
     case SHAPE_RAW:
-        json_write_value(w, d, r);
         break;
     }
+    if (key) {
+        jw_object_begin(w);
+        jw_key(w, key);
+    }
+    jw_raw(w, r->json, r->len);
+    if (key)
+        jw_object_end(w);
 }
 
-static void answered(void *ctx, int status, const ecp_error *err, const char *result, size_t len)
+static void answered(void *ctx, int status, const ecp_error *err, const lsp_result *result)
 {
     pending_call *pc = ctx;
     ecp_call *call = pc->call;
     result_shape shape = pc->shape;
-    char *converted = NULL;
-    if (status == 0 && pc->server_enc != pc->client_enc) {
-        converted = lsp_json_convert(pc->svc, pc->uri, result, len, pc->server_enc, pc->client_enc, &len);
-        if (converted)
-            result = converted;
-    }
-    free(pc->uri);
     free(pc);
     if (status == ECP_ENOTFOUND) {
         /* no server has the document open: the catalogue's empty result */
@@ -301,18 +295,9 @@ static void answered(void *ctx, int status, const ecp_error *err, const char *re
                        "%s", err ? err->message : "Language server request failed");
         return;
     }
-    json_doc d = {0};
-    if (json_doc_parse(&d, result, len, NULL) != 0) {
-        json_doc_free(&d);
-        free(converted);
-        ecp_call_error(call, ECP_WIRE_LSP_REQUEST_FAILED, "The language server answered something that is not JSON");
-        return;
-    }
     json_writer *w = ecp_call_result(call);
-    write_shaped(w, shape, &d, json_root(&d));
+    write_shaped(w, shape, result);
     ecp_call_finish(call);
-    json_doc_free(&d);
-    free(converted);
 }
 
 static void abandoned(void *ctx)
@@ -333,11 +318,12 @@ static void forward(lsp_adapter *a, ecp_call *call, const char *uri, const char 
     pc->call = ecp_call_defer(call);
     pc->shape = shape;
     pc->svc = a->svc;
-    pc->uri = xstrdup(uri);
-    pc->server_enc = lsp_encoding_of(a->svc, uri);
-    pc->client_enc = ecp_call_encoding(call);
+    lsp_result_kind kind = shape == SHAPE_ITEMS       ? LSP_RESULT_ITEMS
+                           : shape == SHAPE_LOCATIONS ? LSP_RESULT_LOCATIONS
+                                                      : LSP_RESULT_VALUE;
     /* the callback may run (and free pc) before lsp_request_send returns */
-    lsp_request *req = lsp_request_send(a->svc, uri, method, params->data, answered, pc);
+    lsp_request *req =
+        lsp_request_send(a->svc, uri, method, params->data, kind, ecp_call_encoding(call), answered, pc);
     if (req) {
         pc->req = req;
         ecp_call_on_abandon(call, abandoned, pc);

@@ -48,6 +48,12 @@
  * The process must ignore SIGPIPE (ecpd does): a server that died between
  * two writes is then an error on the write, not the end of the process.
  *
+ * - Big changes off the loop. A didChange with much text to escape (the whole
+ *   text for a full-sync server, a huge inserted text) is made by a job from a
+ *   snapshot of the document (options.pool); what is sent to that server
+ *   after it waits until it is made, so a server hears every message in the
+ *   order it was sent.
+ *
  * Everything runs on the loop thread. Strings passed in are copied; strings
  * passed to callbacks are valid during the call only.
  */
@@ -66,11 +72,13 @@
 typedef struct lsp_service lsp_service;
 struct document_service;
 struct session_service;
+struct ecp_pool;
 
 /* ----- lifetime ---------------------------------------------------------------- */
 
 typedef struct lsp_service_options {
     uv_loop_t *loop;                        /* required; borrowed, outlives the service */
+    struct ecp_pool *pool;                  /* may be NULL (big didChange texts escaped on the loop); borrowed */
     ecp_logger *log;                        /* may be NULL; borrowed */
     struct document_service *documents;     /* may be NULL; borrowed, outlives the service */
     struct session_service *session;        /* may be NULL (no settings, no trust); borrowed, outlives the service */
@@ -162,20 +170,50 @@ int lsp_document_close(lsp_service *self, const char *uri);
 
 /* ----- requests -------------------------------------------------------------------- */
 
-/* The answer of a server: status 0 with result (JSON text of LSP's result, or
- * "null"); ECP_ENOTFOUND when no server has the document open (the caller
- * answers the empty result); ECP_ESTATE when its server is not running (err
- * says why); ECP_ETIMEDOUT; ECP_ENOTSUP when the server answered MethodNotFound;
- * ECP_EIO when it answered another error or went away; ECP_ECANCELED when cancelled through lsp_request_cancel or at
- * teardown. */
-typedef void (*lsp_result_cb)(void *ctx, int status, const ecp_error *err, const char *result, size_t len);
+/* What a request wants of the server's result. The result is read once, where
+ * the server's message is read: what the callback gets is either the
+ * server's own JSON text of it (when its strings are valid UTF-8 and no
+ * position has to change units) or one rendering of it, never a copy made
+ * by writing and reading it again. */
+typedef enum lsp_result_kind {
+    LSP_RESULT_VALUE,     /* the result as it is */
+    LSP_RESULT_ITEMS,     /* a CompletionItem[]: the result when it is an array, else its `items` array */
+    LSP_RESULT_LOCATIONS, /* Location, Location[] or LocationLink[], as lsp_location structs */
+} lsp_result_kind;
+
+/* One place in a file: a Location's uri and range, or a LocationLink's
+ * targetUri and targetSelectionRange (targetRange when it has none). */
+typedef struct lsp_location {
+    const char *uri; /* NULL when the server named none */
+    bool has_range;
+    size_t start_line, start_character, end_line, end_character; /* in the encoding asked for */
+} lsp_location;
+
+typedef struct lsp_result {
+    bool is_null;     /* the result was null or absent (ITEMS: also an object without an items array) */
+    const char *json; /* VALUE, ITEMS: JSON text of the value ("null" when is_null), positions in the
+                       * encoding asked for; LOCATIONS: NULL */
+    size_t len;
+    const lsp_location *locations; /* LOCATIONS: in the server's order */
+    size_t location_count;
+} lsp_result;
+
+/* The answer of a server: status 0 with result; ECP_ENOTFOUND when no server
+ * has the document open (the caller answers the empty result); ECP_ESTATE
+ * when its server is not running (err says why); ECP_ETIMEDOUT; ECP_ENOTSUP
+ * when the server answered MethodNotFound; ECP_EIO when it answered another
+ * error or went away; ECP_ECANCELED when cancelled through lsp_request_cancel
+ * or at teardown. result is NULL unless status is 0, and valid during the
+ * call only. */
+typedef void (*lsp_result_cb)(void *ctx, int status, const ecp_error *err, const lsp_result *result);
 typedef struct lsp_request lsp_request;
 
 /* Sends `method` with `params` (JSON text, whose "textDocument":{"uri"} names
- * the document) to the server that has `uri` open. Returns the request, valid
+ * the document) to the server that has `uri` open; the result comes as `kind`
+ * says, with its positions counted in `enc`. Returns the request, valid
  * until its callback has run, or NULL when the callback already ran. */
 lsp_request *lsp_request_send(lsp_service *self, const char *uri, const char *method, const char *params,
-                              lsp_result_cb cb, void *ctx);
+                              lsp_result_kind kind, ecp_position_encoding enc, lsp_result_cb cb, void *ctx);
 /* The callback runs now with ECP_ECANCELED, and the server gets $/cancelRequest. */
 void lsp_request_cancel(lsp_service *self, lsp_request *req);
 

@@ -2,7 +2,16 @@
 #ifndef ECPD_LSP_INTERNAL_H
 #define ECPD_LSP_INTERNAL_H
 
+#include "buf.h"
+#include "document/interface.h"
+#include "event.h"
+#include "framing.h"
 #include "interface.h"
+#include "job.h"
+#include "json.h"
+#include "json_writer.h"
+#include "session/interface.h"
+#include "shared.h"
 
 /* The default request timeout, when neither the options nor the settings name one. */
 #define LSP_DEFAULT_TIMEOUT_MS 30000u
@@ -13,7 +22,187 @@
 /* Restarts allowed within LSP_RESTART_WINDOW_MS before a crashed server stays down. */
 #define LSP_MAX_RESTARTS 3
 #define LSP_RESTART_WINDOW_MS 60000u
+/* A didChange with at least this much text to escape (a whole document for a
+ * full-sync server, a huge paste) is made by a job, not on the loop. */
+#define LSP_OFF_LOOP_TEXT ((size_t)64 << 10)
 /* How long a stopped server has to exit by itself before it is killed. */
 #define LSP_STOP_GRACE_MS 1000u
+
+typedef struct lsp_server lsp_server;
+
+/* A document the servers see: one of the document service's, or one a client holds. */
+typedef struct lsp_doc {
+    char *uri;
+    char *language_id;
+    char *document_id; /* NULL: the client holds the text, kept in text */
+    char *text;
+    size_t len;
+    int64_t version;
+    struct lsp_doc *next;
+} lsp_doc;
+
+/* One published Diagnostic (diagnostics.c). */
+typedef struct lsp_diag lsp_diag;
+
+typedef struct lsp_diag_entry {
+    char *uri;
+    lsp_diag *items;            /* as the server published them, in its order */
+    size_t count;
+    char *language_id;          /* of the server that published it */
+    ecp_position_encoding enc;  /* the server's */
+    struct lsp_diag_entry *next;
+} lsp_diag_entry;
+
+struct lsp_request {
+    uv_timer_t timer; /* first: the request is freed when the timer closes */
+    lsp_service *svc;
+    lsp_server *server;
+    int64_t id;
+    char *method;
+    unsigned timeout_ms;
+    lsp_result_cb cb;
+    void *ctx;
+    lsp_result_kind kind;
+    ecp_position_encoding enc; /* what the result's positions are counted in */
+    char *uri;                 /* the document asked about: whose lines a position without a uri is on */
+    struct lsp_request *next;
+};
+
+typedef struct lsp_starter {
+    lsp_start_cb cb;
+    void *ctx;
+    struct lsp_starter *next;
+} lsp_starter;
+
+/* A message to a server held behind one still being made off the loop. */
+typedef struct lsp_held {
+    ecp_shared *bytes; /* framed; pending until made */
+    struct lsp_held *next;
+} lsp_held;
+
+/* One process of a server. It outlives its server when the server is stopped
+ * or restarted: it is freed once its handles have closed. */
+typedef struct lsp_proc {
+    lsp_server *server; /* NULL once detached */
+    lsp_service *svc;   /* NULL once the service is gone */
+    struct lsp_proc *prev, *next; /* the service's live processes */
+    ecp_logger *log;
+    char *language_id;
+    uv_process_t process;
+    uv_pipe_t in, out, err;
+    uv_timer_t kill_timer;
+    int open_handles;
+    bool exited;
+    framing_decoder decoder;
+    buf err_line;
+    lsp_held *held, *held_tail; /* what waits, in order, for the first to be made */
+} lsp_proc;
+
+struct lsp_server {
+    lsp_service *svc;
+    char *language_id;
+    char *root_uri;
+    lsp_status status;
+    char *error;
+    char *capabilities;
+    lsp_proc *proc;
+    int64_t next_id;
+    int64_t init_id;
+    lsp_request *pending;
+    buf outbox; /* framed messages held until initialize has answered */
+    int sync_kind; /* 0 none, 1 full, 2 incremental */
+    bool save_text;
+    ecp_position_encoding enc;
+    lsp_starter *starters;
+    uint64_t restarts[LSP_MAX_RESTARTS];
+    size_t restart_count;
+    uv_timer_t *timer; /* initialize's deadline while starting, the restart's backoff after a crash */
+    bool was_ready;
+    struct lsp_server *next;
+};
+
+typedef struct lsp_custom_config {
+    char *language_id;
+    char *command;
+    char **args;
+    char *init_options;
+    char *settings;
+    char **env;
+    unsigned timeout_ms;
+    struct lsp_custom_config *next;
+} lsp_custom_config;
+
+struct lsp_service {
+    uv_loop_t *loop;
+    ecp_logger *log;
+    document_service *documents;
+    session_service *session;
+    char *workspace;
+    char *extra_path;
+    unsigned timeout_ms;
+    size_t max_message;
+    lsp_server *servers;
+    lsp_doc *docs;
+    lsp_diag_entry *diags;
+    lsp_custom_config *configs;
+    lsp_proc *procs; /* every process whose handles are open, its server's or detached */
+    ecp_job_set *jobs; /* NULL without a pool: everything is made on the loop */
+    ecp_listeners listeners;
+};
+
+/* servers.c */
+char *lsp_absolute_path_var(void);
+void lsp_server_info_fill(const lsp_server *s, lsp_server_info *out);
+void lsp_server_ready(lsp_server *s, const json_doc *doc, json_ref result);
+void lsp_server_notification_in(lsp_server *s, const json_doc *doc, json_ref method, json_ref params);
+void lsp_server_proc_gone(lsp_server *s, const char *why);
+
+/* rpc.c */
+void lsp_proc_close(lsp_proc *p);
+/* Appends one message with its Content-Length header. Any thread. */
+void lsp_frame(buf *out, const char *json, size_t len);
+/* Writes framed bytes now, or after the messages held before them. */
+void lsp_proc_write(lsp_proc *p, const char *data, size_t len);
+/* Writes bytes that may still be in the making (ecp_shared_pending): they and
+ * everything written after them wait until they are filled. */
+void lsp_proc_write_shared(lsp_proc *p, ecp_shared *bytes);
+/* Forgets what is held: for a process that will hear nothing more that matters. */
+void lsp_proc_drop_held(lsp_proc *p);
+void lsp_proc_release(lsp_proc *p, bool kill_now);
+lsp_proc *lsp_proc_spawn(lsp_server *s, const char *file, const lsp_server_config *config, ecp_error *err);
+void lsp_server_send(lsp_server *s, const buf *json, bool before_ready);
+void lsp_server_notify(lsp_server *s, const char *method, const char *params, size_t params_len);
+void lsp_request_finish(lsp_request *r, int status, const ecp_error *err, const lsp_result *result);
+void lsp_send_cancel(lsp_server *s, int64_t id);
+unsigned lsp_request_timeout_ms(lsp_server *s);
+lsp_request *lsp_server_request(lsp_server *s, const char *method, const char *params, size_t params_len, lsp_result_cb cb, void *ctx, bool before_ready);
+void lsp_fail_pending(lsp_server *s, int status, const char *why);
+void lsp_finish_starters(lsp_server *s, int status, const char *why);
+void lsp_server_reply(lsp_server *s, const json_doc *doc, json_ref id, const char *result_json);
+void lsp_server_reply_error(lsp_server *s, const json_doc *doc, json_ref id, int code, const char *message);
+
+/* requests.c */
+void lsp_server_request_in(lsp_server *s, const json_doc *doc, json_ref id, json_ref method, json_ref params);
+void lsp_server_response_in(lsp_server *s, const json_doc *doc, int64_t id, json_ref result, json_ref error);
+
+/* documents.c */
+char *lsp_doc_uri(const char *uri);
+lsp_doc *lsp_doc_find(lsp_service *self, const char *uri);
+lsp_server *lsp_server_find(lsp_service *self, const char *language_id);
+void lsp_send_did_open(lsp_server *s, const lsp_doc *d);
+void lsp_doc_remove(lsp_service *self, lsp_doc *d);
+/* Subscribes to the document service and opens the documents already open. */
+void lsp_documents_follow(lsp_service *self);
+void lsp_documents_unfollow(lsp_service *self);
+
+/* diagnostics.c */
+/* Replaces the diagnostics of uri with the Diagnostic[] at `diagnostics` of a server's message. */
+void lsp_diag_publish(lsp_service *self, const lsp_server *from, const char *uri, const json_doc *doc,
+                      json_ref diagnostics);
+void lsp_diag_unlink(lsp_diag_entry **pp);
+void lsp_diag_clear(lsp_service *self, const char *uri);
+void lsp_diag_clear_server(lsp_service *self, const char *language_id);
+/* A non-negative integer, else 0. */
+size_t lsp_json_size(const json_doc *doc, json_ref ref);
 
 #endif

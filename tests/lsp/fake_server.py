@@ -21,6 +21,15 @@ Usage: fake_server.py MODE [LOG]
   utf8            counts columns in UTF-8 bytes; answers every request with its own
                   params
   fullsync        asks for whole-text didChange; answers every request with null
+  pretty          counts columns in UTF-8 bytes; publishes, for every document opened,
+                  diagnostics with every kind of member (relatedInformation with
+                  positions, code, tags, data, a message in invalid UTF-8, an element
+                  that is not an object); answers hover with pretty-printed JSON (line
+                  breaks between tokens) whose string holds invalid UTF-8, and
+                  signatureHelp with the same on one line
+  big             answers completion with 100,000 items and references with 50,000
+                  locations (LocationLink when the context's includeDeclaration is
+                  false), others with null
 """
 import json
 import sys
@@ -62,6 +71,22 @@ def answer_of(req_id):
             return msg
 
 
+def big_answer(method, params):
+    def rng(line, character):
+        return {"start": {"line": line, "character": character}, "end": {"line": line, "character": character + 3}}
+    uri = params["textDocument"]["uri"]
+    if method == "textDocument/completion":
+        return {"isIncomplete": False,
+                "items": [{"label": "item%d" % i, "kind": 6, "detail": "int item%d" % i,
+                           "textEdit": {"range": rng(0, 0), "newText": "item%d" % i}} for i in range(100000)]}
+    if method == "textDocument/references":
+        if params.get("context", {}).get("includeDeclaration", True):
+            return [{"uri": uri, "range": rng(i % 3, i % 5)} for i in range(50000)]
+        return [{"targetUri": uri, "targetRange": rng(i % 3, 0), "targetSelectionRange": rng(i % 3, i % 5),
+                 "originSelectionRange": rng(0, 0)} for i in range(50000)]
+    return None
+
+
 huge_sent = False
 next_id = 1000
 while True:
@@ -73,7 +98,7 @@ while True:
         if mode == "exit-on-init":
             sys.exit(3)
         capabilities = {"textDocumentSync": 1 if mode == "fullsync" else 2, "hoverProvider": True}
-        if mode == "utf8":
+        if mode in ("utf8", "pretty"):
             capabilities["positionEncoding"] = "utf-8"
         write({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": capabilities}})
     elif method == "textDocument/didOpen" and mode == "diagnostics":
@@ -83,6 +108,18 @@ while True:
         write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
                "params": {"uri": msg["params"]["textDocument"]["uri"],
                           "diagnostics": [diag(0, 1, "first"), diag(5, 2, "second")]}})
+    elif method == "textDocument/didOpen" and mode == "pretty":
+        uri = msg["params"]["textDocument"]["uri"]
+        rng = {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 6}}
+        diags = [{"range": rng, "severity": 1, "code": "E1", "source": "fake", "message": "MSG",
+                  "tags": [1], "data": {"any": [1, 2]}, "codeDescription": {"href": "https://x.invalid/E1"},
+                  "relatedInformation": [{"location": {"uri": uri, "range": rng}, "message": "there"}]},
+                 {"range": rng, "message": "no severity", "code": 7},
+                 42]
+        body = json.dumps({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+                           "params": {"uri": uri, "diagnostics": diags}}).encode().replace(b"MSG", b"bad \xff byte")
+        out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        out.flush()
     elif method == "$/cancelRequest" and mode == "silent":
         write({"jsonrpc": "2.0", "method": "window/showMessage",
                "params": {"type": 3, "message": "cancelled %d" % msg["params"]["id"]}})
@@ -99,6 +136,17 @@ while True:
             continue
         if mode == "crash":
             sys.exit(9)
+        if mode == "pretty":
+            # signatureHelp: on one line, but not UTF-8
+            body = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": "CAFE"}},
+                              indent=None if method == "textDocument/signatureHelp" else 1)
+            body = body.encode().replace(b"CAFE", b"caf\xff")
+            out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            out.flush()
+            continue
+        if mode == "big":
+            write({"jsonrpc": "2.0", "id": msg["id"], "result": big_answer(method, msg["params"])})
+            continue
         if mode in ("utf8", "fullsync"):
             write({"jsonrpc": "2.0", "id": msg["id"], "result": msg["params"] if mode == "utf8" else None})
             continue

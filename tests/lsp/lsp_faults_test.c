@@ -353,6 +353,68 @@ static void test_the_server_hears_the_document_and_the_stop(void **state)
     free(ok("lsp/stop", "{\"languageId\":\"plaintext\"}"));
 }
 
+/* A whole-text change of a big document is made off the loop, from a
+ * snapshot, and so is a huge inserted text; what is sent after them (the
+ * next change, a request) still reaches the server after them, with the text
+ * each change had when it was made. */
+static void test_big_changes_reach_the_server_in_order(void **state)
+{
+    (void)state;
+    size_t lines = 20000; /* about 440 KiB: past what is made on the loop */
+    char *big = malloc(lines * 32 + 16);
+    char *p = big + sprintf(big, "first\n");
+    for (size_t i = 0; i < lines; i++)
+        p += sprintf(p, "line %08zu \"quoted\"\n", i);
+    write_at("big.txt", big);
+    free(big);
+    const char *edit = "{\"documentId\":\"%s\",\"edits\":[{\"range\":{\"start\":{\"line\":0,\"column\":0},"
+                       "\"end\":{\"line\":0,\"column\":0}},\"text\":\"%s\"}]}";
+
+    configure("plaintext", "fullsync", 10000);
+    free(ok("lsp/start", "{\"languageId\":\"plaintext\"}"));
+    char *id = open_document("big.txt");
+    char *u = uri_of("big.txt");
+    long opened = wait_logged("plaintext", 0, "\"textDocument/didOpen\"", "big.txt"), at = opened;
+    free(ok("document/edit", edit, id, "A"));
+    free(ok("document/edit", edit, id, "B"));
+    free(hover(u));
+    at = wait_logged("plaintext", at, "\"textDocument/didChange\"", "\"text\":\"Afirst\\nline 00000000 \\\"quoted");
+    at = wait_logged("plaintext", at + 1, "\"textDocument/didChange\"", "\"text\":\"BAfirst\\n");
+    wait_logged("plaintext", at + 1, "\"textDocument/hover\"", NULL);
+    assert_true(logged("plaintext", opened, "\"textDocument/hover\"", NULL) > at);
+    free(ok("document/close", "{\"documentId\":\"%s\"}", id));
+    free(id);
+    free(ok("lsp/stop", "{\"languageId\":\"plaintext\"}"));
+
+    /* an incremental server: the huge text of one change is escaped off the loop */
+    configure("plaintext", "utf8", 10000);
+    free(ok("lsp/start", "{\"languageId\":\"plaintext\"}"));
+    id = open_document("big.txt");
+    at = opened = wait_logged("plaintext", at, "\"textDocument/didOpen\"", "big.txt");
+    size_t n = 100000;
+    char *paste = malloc(n * 2 + 1);
+    for (size_t i = 0; i < n; i++)
+        memcpy(paste + 2 * i, "\\t", 2); /* a tab, escaped in the edit's JSON */
+    paste[n * 2] = '\0';
+    char *params = malloc(n * 2 + 512);
+    sprintf(params, edit, id, paste);
+    char *out = NULL;
+    assert_int_equal(test_client_request(cl, "document/edit", params, &out), 0);
+    free(out);
+    free(params);
+    free(paste);
+    free(ok("document/edit", edit, id, "C"));
+    free(hover(u));
+    at = wait_logged("plaintext", at, "\"textDocument/didChange\"", "\"rangeLength\":0,\"text\":\"\\t\\t\\t");
+    at = wait_logged("plaintext", at + 1, "\"textDocument/didChange\"", "\"text\":\"C\"");
+    wait_logged("plaintext", at + 1, "\"textDocument/hover\"", NULL);
+    assert_true(logged("plaintext", opened, "\"textDocument/hover\"", NULL) > at);
+    free(ok("document/close", "{\"documentId\":\"%s\"}", id));
+    free(id);
+    free(u);
+    free(ok("lsp/stop", "{\"languageId\":\"plaintext\"}"));
+}
+
 /* Change events carry only the columns someone reads: with every client
  * counting bytes, a server that counts UTF-16 units must still get its own.
  * "\U0001F600x": x is at UTF-16 column 2, byte 4. */
@@ -445,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_a_huge_message_is_dropped_and_the_server_kept),
         cmocka_unit_test(test_a_crashing_server_is_restarted_three_times_a_minute),
         cmocka_unit_test(test_the_server_hears_the_document_and_the_stop),
+        cmocka_unit_test(test_big_changes_reach_the_server_in_order),
         cmocka_unit_test(test_positions_reach_a_utf8_server_in_bytes),
         cmocka_unit_test(test_a_server_gets_its_units_when_every_client_counts_bytes),
         cmocka_unit_test(test_teardown_with_work_in_flight),
