@@ -87,22 +87,54 @@ static char *config_file(const database_service *svc, bool project)
     return buf_detach(&p);
 }
 
+/* A workspace's file is the repository's: it may be a symbolic link to
+ * /dev/zero or to the server's own stdin, or a FIFO, and reading any of them
+ * to its end would never end (or never begin). So only a regular file is
+ * read, without waiting to open it, and only up to a size no list of
+ * connections needs. */
+#define CONFIG_FILE_MAX (4u << 20)
+
+static bool read_config_text(database_service *svc, const char *path, buf *text)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= CONFIG_FILE_MAX;
+    if (!ok)
+        ecp_log(svc->log, ECP_LOG_WARN, "database: %s is not a regular file of at most %u bytes; not read", path,
+                CONFIG_FILE_MAX);
+    char chunk[8192];
+    while (ok) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            ok = n == 0;
+            break;
+        }
+        if (text->len + (size_t)n > CONFIG_FILE_MAX) { /* it grew while read */
+            ecp_log(svc->log, ECP_LOG_WARN, "database: %s grew past %u bytes; not read", path, CONFIG_FILE_MAX);
+            ok = false;
+            break;
+        }
+        buf_append(text, chunk, (size_t)n);
+    }
+    close(fd);
+    return ok;
+}
+
 static void load_configs(database_service *svc, bool project)
 {
     if (project && !svc->workspace)
         return;
     char *path = config_file(svc, project);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    buf text = BUF_INIT;
+    if (!read_config_text(svc, path, &text)) {
+        buf_free(&text);
         free(path);
         return;
     }
-    buf text = BUF_INIT;
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        buf_append(&text, chunk, n);
-    fclose(f);
     db_config *list;
     size_t count = db_configs_parse(text.data ? text.data : "", text.len, project, &list);
     if (count == 0 && text.len > 0)
