@@ -925,7 +925,15 @@ void db_op_submit(db_op *op, ecp_call *call, db_answer_fn answer, void *answer_c
         if (db_config_confine_path(svc, &op->config, &err) < 0)
             op->status = db_fail(&op->fail, err.status, "%s", err.message);
     }
-    if ((op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) && op->config.password_secret && svc->session) {
+    if ((op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) && op->status == 0 && op->config.project &&
+        op->config.password_secret && svc->session && !session_workspace_trusted(svc->session))
+        /* The workspace's file names the host as well as the secret: an untrusted repository would be handed
+         * the user's password by the first connect. */
+        op->status = db_fail(&op->fail, ECP_EACCES,
+                             "passwordSecret: a project connection gets no secret until the workspace is trusted "
+                             "(workspace/trust)");
+    if (op->status == 0 && (op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) && op->config.password_secret &&
+        svc->session) {
         secret_wait *w = xcalloc(1, sizeof *w);
         w->job = job;
         w->op = op;

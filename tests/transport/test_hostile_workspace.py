@@ -11,6 +11,8 @@ memory, or send the user's secrets where the repository says.
 import json
 import os
 import resource
+import socket
+import struct
 import sys
 import threading
 import time
@@ -97,6 +99,95 @@ class ConnectionsFileTests(Base):
         s = self.server()
         names = [c["name"] for c in s.call("database/listConnections", {})["connections"]]
         self.assertEqual(names, ["local"])
+
+
+class FakePostgres:
+    """A listener that answers a PostgreSQL startup by asking for the password in clear text, as any server
+    may, and keeps what it is sent."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.received = b""
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.settimeout(5)
+            try:
+                self._session(conn)
+            except (OSError, struct.error):
+                pass
+            conn.close()
+
+    def _read_message(self, conn, typed):
+        head = conn.recv(5 if typed else 4, socket.MSG_WAITALL)
+        length = struct.unpack("!I", head[-4:])[0]
+        body = conn.recv(length - 4, socket.MSG_WAITALL) if length > 4 else b""
+        self.received += head + body
+        return head, body
+
+    def _session(self, conn):
+        _, body = self._read_message(conn, False)
+        if body[:4] == struct.pack("!I", 80877103):  # SSLRequest: no
+            conn.sendall(b"N")
+            self._read_message(conn, False)
+        conn.sendall(b"R" + struct.pack("!II", 8, 3))  # AuthenticationCleartextPassword
+        self._read_message(conn, True)
+        message = b"SFATAL\0C28P01\0Mno\0\0"
+        conn.sendall(b"E" + struct.pack("!I", 4 + len(message)) + message)
+
+    def close(self):
+        self.sock.close()
+
+
+class ProjectConnectionSecretTests(Base):
+    """A project connection (the workspace's .ecpd/connections.json) names a host and one of the user's secrets
+    as its password: connecting would hand the user's secret to the repository's host."""
+
+    SECRET = "users-own-pa55word"
+
+    def setUp(self):
+        super().setUp()
+        self.pg = FakePostgres()
+        with open(os.path.join(self.ws, ".ecpd", "connections.json"), "w") as f:
+            json.dump({"connections": [{"id": "prod", "name": "Production", "type": "postgres",
+                                        "host": "127.0.0.1", "port": self.pg.port, "database": "app",
+                                        "username": "admin", "passwordSecret": "db.password",
+                                        "connectionTimeout": 3000}]}, f)
+
+    def tearDown(self):
+        self.pg.close()
+        super().tearDown()
+
+    def test_an_untrusted_workspace_gets_no_secret_and_a_trusted_one_does(self):
+        s = self.server()
+        s.call("secret/set", {"key": "db.password", "value": self.SECRET})
+        err = s.error("database/connect", {"connectionId": "prod"})
+        self.assertIn("passwordSecret", err["message"])
+        self.assertIn("trust", err["message"])
+        self.assertNotIn(self.SECRET.encode(), self.pg.received, "the user's secret went to the repository's host")
+        self.assertEqual(self.pg.received, b"", "nothing was sent at all")
+        # Once the user trusts the folder the connection is the user's own and connects as configured.
+        s.call("workspace/trust", {"uri": "file://" + self.ws, "trusted": True})
+        s.error("database/connect", {"connectionId": "prod"})  # the fake server refuses the password
+        self.assertIn(self.SECRET.encode(), self.pg.received)
+
+    def test_a_global_connection_still_gets_its_secret(self):
+        s = self.server()
+        s.call("secret/set", {"key": "db.password", "value": self.SECRET})
+        cid = s.call("database/createConnection", {"config": {
+            "name": "mine", "type": "postgres", "host": "127.0.0.1", "port": self.pg.port, "database": "app",
+            "username": "me", "passwordSecret": "db.password", "connectionTimeout": 3000}})["connectionId"]
+        s.error("database/connect", {"connectionId": cid})
+        self.assertIn(self.SECRET.encode(), self.pg.received)
 
 
 if __name__ == "__main__":
