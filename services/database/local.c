@@ -168,6 +168,51 @@ typedef struct save_job {
     char message[256];
 } save_job;
 
+/* Writes text as the file at path through "<path>.tmp" and a rename, both
+ * in the directory's descriptor; 0 or an errno. The project file's folder
+ * (.ecpd) and the temporary name are the repository's to fill: a symbolic
+ * link or a FIFO at the temporary name is removed, never written through or
+ * waited on, and a .ecpd that is a symbolic link is not written into (it may
+ * lead anywhere on the user's disk). The data directory is the user's own and
+ * may be a link. */
+static int write_config_file(const char *path, const char *text, bool project)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return EINVAL;
+    char *dir = xstrndup(path, (size_t)(slash - path));
+    const char *name = slash + 1;
+    mkdir(dir, 0700);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (project ? O_NOFOLLOW : 0));
+    int errnum = dfd < 0 ? (errno == ELOOP ? ENOTDIR : errno) : 0;
+    free(dir);
+    if (errnum)
+        return errnum;
+    buf tmp = BUF_INIT;
+    buf_appendf(&tmp, "%s.tmp", name);
+    if (unlinkat(dfd, tmp.data, 0) != 0 && errno != ENOENT)
+        errnum = errno;
+    int fd = errnum ? -1 : openat(dfd, tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (!errnum && fd < 0)
+        errnum = errno;
+    size_t len = strlen(text);
+    if (fd >= 0) {
+        ssize_t w = write(fd, text, len);
+        if (w != (ssize_t)len)
+            errnum = w < 0 ? errno : EIO;
+        else if (fsync(fd) != 0)
+            errnum = errno;
+        close(fd);
+        if (!errnum && renameat(dfd, tmp.data, dfd, name) != 0)
+            errnum = errno;
+        if (errnum)
+            unlinkat(dfd, tmp.data, 0);
+    }
+    buf_free(&tmp);
+    close(dfd);
+    return errnum;
+}
+
 static void save_work(ecp_job *job, unsigned item)
 {
     (void)item;
@@ -180,25 +225,11 @@ static void save_work(ecp_job *job, unsigned item)
         return;
     }
     j->svc->saved_generation[j->project] = j->generation;
-    char *slash = strrchr(j->path, '/');
-    if (slash) {
-        *slash = '\0';
-        mkdir(j->path, 0700);
-        *slash = '/';
-    }
-    buf tmp = BUF_INIT;
-    buf_appendf(&tmp, "%s.tmp", j->path);
-    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    size_t len = strlen(j->text);
-    bool ok = fd >= 0 && write(fd, j->text, len) == (ssize_t)len && fsync(fd) == 0;
-    if (fd >= 0)
-        close(fd);
-    if (!ok || rename(tmp.data, j->path) != 0) {
+    int errnum = write_config_file(j->path, j->text, j->project);
+    if (errnum) {
         j->status = -1;
-        snprintf(j->message, sizeof j->message, "%s", strerror(errno));
-        unlink(tmp.data);
+        snprintf(j->message, sizeof j->message, "%s", strerror(errnum));
     }
-    buf_free(&tmp);
     uv_mutex_unlock(&j->svc->save_lock);
 }
 

@@ -190,6 +190,57 @@ class ProjectConnectionSecretTests(Base):
         self.assertIn(self.SECRET.encode(), self.pg.received)
 
 
+class ConnectionsSaveTests(Base):
+    """Saving a project connection writes <workspace>/.ecpd/connections.json through a temporary file beside
+    it; the repository decides what is at that name and what .ecpd is."""
+
+    def create_project_connection(self, s, name="mine"):
+        return s.call("database/createConnection", {"config": {
+            "name": name, "type": "sqlite", "path": "x.db", "scope": "project"}})["connectionId"]
+
+    def saved_names(self, timeout=10):
+        path = os.path.join(self.ws, ".ecpd", "connections.json")
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                with open(path) as f:
+                    return [c["name"] for c in json.load(f)["connections"]]
+            except (OSError, ValueError):
+                time.sleep(0.05)
+        return None
+
+    def test_a_link_at_the_temporary_name_is_not_written_through(self):
+        victim = os.path.join(self.tmp, "victim.txt")
+        with open(victim, "w") as f:
+            f.write("the user's file\n")
+        os.symlink(victim, os.path.join(self.ws, ".ecpd", "connections.json.tmp"))
+        s = self.server()
+        self.create_project_connection(s)
+        self.assertEqual(self.saved_names(), ["mine"])
+        with open(victim) as f:
+            self.assertEqual(f.read(), "the user's file\n", "the save wrote through the repository's link")
+        self.assertFalse(os.path.islink(os.path.join(self.ws, ".ecpd", "connections.json")))
+
+    def test_a_fifo_at_the_temporary_name_holds_nothing_up(self):
+        os.mkfifo(os.path.join(self.ws, ".ecpd", "connections.json.tmp"))
+        s = self.server()
+        self.create_project_connection(s)
+        self.assertEqual(self.saved_names(), ["mine"], "the save waited on the FIFO")
+        self.assert_alive(s)
+
+    def test_a_linked_ecpd_folder_is_not_written_into(self):
+        elsewhere = os.path.join(self.tmp, "elsewhere")
+        os.makedirs(elsewhere)
+        os.rmdir(os.path.join(self.ws, ".ecpd"))
+        os.symlink(elsewhere, os.path.join(self.ws, ".ecpd"))
+        s = self.server()
+        self.create_project_connection(s)
+        s.call("database/listConnections", {})
+        time.sleep(0.5)
+        self.assertEqual(os.listdir(elsewhere), [], "the save followed the repository's link out of it")
+        self.assert_alive(s)
+
+
 if __name__ == "__main__":
     test_session.ECPD = sys.argv.pop(1)
     unittest.main(verbosity=2)
