@@ -242,6 +242,65 @@ class ConnectionsSaveTests(Base):
         self.assert_alive(s)
 
 
+class GrepTests(Base):
+    """file/grep over large files that change while they are searched."""
+
+    def test_a_file_shrinking_while_searched_leaves_the_server_serving(self):
+        # A mapped file that shrinks turns the pages past its new end into SIGBUS: a rotated log would end
+        # the server. Grep a 48 MiB file over and over while another process cuts it and grows it back.
+        big = os.path.join(self.ws, "big.log")
+        block = (b"x" * 1023 + b"\n") * 1024
+        with open(big, "wb") as f:
+            for _ in range(48):
+                f.write(block)
+        stop = threading.Event()
+
+        def churn():
+            while not stop.is_set():
+                os.truncate(big, 4096)
+                os.truncate(big, 48 << 20)
+
+        churner = threading.Thread(target=churn, daemon=True)
+        churner.start()
+        s = self.server()
+        try:
+            deadline = time.time() + 8
+            while time.time() < deadline:
+                answer = s.response(s.send("file/grep", {"pattern": "needle", "baseUri": "file://" + self.ws}))
+                self.assertIn("result", answer)
+        finally:
+            stop.set()
+            churner.join()
+        self.assert_alive(s)
+
+    def test_lines_across_the_pieces_of_a_large_file_are_found_with_their_numbers(self):
+        lines, size, expected = [], 0, []
+        piece = 16 << 20
+        marks = set()
+        i = 0
+        while size < 2 * piece + (4 << 20):
+            if piece - 300 < size < piece + 300 or 2 * piece - 300 < size < 2 * piece + 300:
+                marks.add(i)
+            if i == 1000:
+                line = "z" * (17 << 20) + " needle long"  # longer than a piece
+            elif i in marks or i % 50000 == 7:
+                line = "needle %d" % i
+            else:
+                line = "y" * (i % 190)
+            if "needle" in line:
+                expected.append((i, line.index("needle")))
+            lines.append(line)
+            size += len(line) + 1
+            i += 1
+        with open(os.path.join(self.ws, "big.txt"), "w") as f:
+            f.write("\n".join(lines))  # the last line has no newline
+        self.assertTrue(marks)
+        s = self.server()
+        found = s.call("file/grep", {"pattern": "needle", "baseUri": "file://" + self.ws, "maxResults": 10000})
+        got = [(m["line"], m["column"]) for m in found["matches"]]
+        self.assertEqual(got, expected)
+
+
 class GitBlameTests(Base):
     """git keeps symbolic links, so a clone's tracked file can be a link to /dev/zero."""
 
