@@ -266,6 +266,26 @@ class TrustTest(unittest.TestCase):
         c = self.start()
         self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False, "ignoredSettings": list(RESTRICTED)})
 
+    def test_trust_workspace_flag_does_not_cover_a_folder_initialize_names_later(self):
+        """The flag names the folder the server starts on; a client's initialize naming a clone afterwards
+        does not inherit it."""
+        other = os.path.join(self.tmp, "clone")
+        os.makedirs(os.path.join(other, ".ecpd"))
+        with open(os.path.join(other, ".ecpd", "settings.json"), "w") as f:
+            json.dump(self.workspace_settings, f)
+        c = self.start("--trust-workspace")
+        self.assertEqual(c.call("config/get", {"key": "agent.approval"}), {"value": "allow"})
+        c.call("initialize", {"processId": os.getpid(), "workspaceFolders": [{"uri": self.uri(other), "name": "c"}]})
+        deadline = time.time() + 10  # the new workspace's file is read off the loop
+        while c.call("workspace/isTrusted", {})["ignoredSettings"] == [] and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False, "ignoredSettings": list(RESTRICTED)})
+        self.assertEqual(c.call("config/get", {"key": "agent.approval"}),
+                         {"value": "ask", "restricted": True, "workspaceValue": "allow"})
+        self.assertEqual(c.call("workspace/isTrusted", {"uri": self.uri(self.ws)}), {"trusted": True})
+        self.assertEqual(c.call("workspace/isTrusted", {"uri": self.uri(self.ws + "/sub")}), {"trusted": True})
+        self.no_marks()
+
     def test_bad_params_are_refused_naming_the_field(self):
         c = self.start()
         a_file = os.path.join(self.ws, "a.txt")
