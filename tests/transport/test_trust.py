@@ -286,6 +286,29 @@ class TrustTest(unittest.TestCase):
         self.assertEqual(c.call("workspace/isTrusted", {"uri": self.uri(self.ws + "/sub")}), {"trusted": True})
         self.no_marks()
 
+    @unittest.skip("an MCP server's command is looked up with execvp, which searches empty and relative PATH "
+                   "entries, that is the workspace (services/agent/mcp.c, the server's uv_spawn)")
+    def test_the_users_mcp_command_is_not_found_in_the_workspace_through_a_relative_path_entry(self):
+        """The user's own MCP server applies untrusted; its bare command must not be found in the workspace
+        through an empty or "." PATH entry (the server runs in the workspace)."""
+        mark = os.path.join(self.tmp, "planted-ran")
+        planted = os.path.join(self.ws, "ecpd-test-mcp-tool")
+        with open(planted, "w") as f:
+            f.write("#!/bin/sh\necho ran >> '%s'\n" % mark)
+        os.chmod(planted, 0o755)
+        with open(self.config, "w") as f:
+            json.dump({"agent.approval": "ask", "agent.mcpServers": {"tool": {"command": "ecpd-test-mcp-tool"}}}, f)
+        env = self.env()
+        env["PATH"] = ".:" + env.get("PATH", "/usr/bin:/bin") + ":"
+        c = Client(self.data, self.ws, env, ["--config", self.config])
+        self.clients.append(c)
+        c.call("initialize", {"processId": os.getpid()})
+        self.mock.add({"text": ["ok"]})
+        c.call("chat/prompt", {"message": "hi"})
+        c.note("tool/serverUpdated", lambda p: p["name"] == "tool" and p["status"] != "starting", timeout=30)
+        time.sleep(0.3)
+        self.assertFalse(os.path.exists(mark), "the workspace's program ran as the user's MCP server")
+
     def test_bad_params_are_refused_naming_the_field(self):
         c = self.start()
         a_file = os.path.join(self.ws, "a.txt")
