@@ -228,6 +228,10 @@ class ConnectionsSaveTests(Base):
         with open(victim) as f:
             self.assertEqual(f.read(), "the user's file\n", "the save wrote through the repository's link")
         self.assertFalse(os.path.islink(os.path.join(self.ws, ".ecpd", "connections.json")))
+        s.kill()
+        s = self.server()  # what was saved is read again
+        names = [c["name"] for c in s.call("database/listConnections", {"scope": "project"})["connections"]]
+        self.assertEqual(names, ["mine"])
 
     def test_a_fifo_at_the_temporary_name_holds_nothing_up(self):
         os.mkfifo(os.path.join(self.ws, ".ecpd", "connections.json.tmp"))
