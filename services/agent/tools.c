@@ -664,12 +664,20 @@ static int write_beneath(tool_run *r, const char *data, size_t len)
     }
     if (fd < 0) {
         tmp[0] = '\0';
-        if ((errnum == EACCES || errnum == EPERM) && exists) {
+        if ((errnum == EACCES || errnum == EPERM) && exists && st.st_nlink > 1) {
+            /* Written in place, a hard link is every name of the file, and
+             * one of them may be outside the workspace. The rename below
+             * never writes through one; this would. */
+            set_error(r, "%s has other hard links and its directory refuses new files; not written in place",
+                      r->path);
+        } else if ((errnum == EACCES || errnum == EPERM) && exists) {
             /* The directory refuses new files but the file itself may be
-             * writable: write it in place, as the user could by hand. */
-            fd = openat(dfd, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+             * writable: write it in place, as the user could by hand. The
+             * links are counted again on what was opened, before truncating. */
+            fd = openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
             struct stat now;
-            if (fd >= 0 && (fstat(fd, &now) != 0 || !S_ISREG(now.st_mode)))
+            if (fd >= 0 && (fstat(fd, &now) != 0 || !S_ISREG(now.st_mode) || now.st_nlink > 1 ||
+                            ftruncate(fd, 0) != 0))
                 errnum = EINVAL;
             else if (fd >= 0)
                 errnum = write_all_fd(fd, data, len);

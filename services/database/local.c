@@ -38,22 +38,54 @@ static char *config_file(const database_service *svc, bool project)
     return buf_detach(&p);
 }
 
+/* A workspace's file is the repository's: it may be a symbolic link to
+ * /dev/zero or to the server's own stdin, or a FIFO, and reading any of them
+ * to its end would never end (or never begin). So only a regular file is
+ * read, without waiting to open it, and only up to a size no list of
+ * connections needs. */
+#define CONFIG_FILE_MAX (4u << 20)
+
+static bool read_config_text(database_service *svc, const char *path, buf *text)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= CONFIG_FILE_MAX;
+    if (!ok)
+        ecp_log(svc->log, ECP_LOG_WARN, "database: %s is not a regular file of at most %u bytes; not read", path,
+                CONFIG_FILE_MAX);
+    char chunk[8192];
+    while (ok) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            ok = n == 0;
+            break;
+        }
+        if (text->len + (size_t)n > CONFIG_FILE_MAX) { /* it grew while read */
+            ecp_log(svc->log, ECP_LOG_WARN, "database: %s grew past %u bytes; not read", path, CONFIG_FILE_MAX);
+            ok = false;
+            break;
+        }
+        buf_append(text, chunk, (size_t)n);
+    }
+    close(fd);
+    return ok;
+}
+
 static void load_configs(database_service *svc, bool project)
 {
     if (project && !svc->workspace)
         return;
     char *path = config_file(svc, project);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    buf text = BUF_INIT;
+    if (!read_config_text(svc, path, &text)) {
+        buf_free(&text);
         free(path);
         return;
     }
-    buf text = BUF_INIT;
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        buf_append(&text, chunk, n);
-    fclose(f);
     database_config *list;
     size_t count = db_configs_parse(text.data ? text.data : "", text.len, project, &list);
     if (count == 0 && text.len > 0)
@@ -87,6 +119,51 @@ typedef struct save_job {
     char message[256];
 } save_job;
 
+/* Writes text as the file at path through "<path>.tmp" and a rename, both
+ * in the directory's descriptor; 0 or an errno. The project file's folder
+ * (.ecpd) and the temporary name are the repository's to fill: a symbolic
+ * link or a FIFO at the temporary name is removed, never written through or
+ * waited on, and a .ecpd that is a symbolic link is not written into (it may
+ * lead anywhere on the user's disk). The data directory is the user's own and
+ * may be a link. */
+static int write_config_file(const char *path, const char *text, bool project)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return EINVAL;
+    char *dir = xstrndup(path, (size_t)(slash - path));
+    const char *name = slash + 1;
+    mkdir(dir, 0700);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (project ? O_NOFOLLOW : 0));
+    int errnum = dfd < 0 ? (errno == ELOOP ? ENOTDIR : errno) : 0;
+    free(dir);
+    if (errnum)
+        return errnum;
+    buf tmp = BUF_INIT;
+    buf_appendf(&tmp, "%s.tmp", name);
+    if (unlinkat(dfd, tmp.data, 0) != 0 && errno != ENOENT)
+        errnum = errno;
+    int fd = errnum ? -1 : openat(dfd, tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (!errnum && fd < 0)
+        errnum = errno;
+    size_t len = strlen(text);
+    if (fd >= 0) {
+        ssize_t w = write(fd, text, len);
+        if (w != (ssize_t)len)
+            errnum = w < 0 ? errno : EIO;
+        else if (fsync(fd) != 0)
+            errnum = errno;
+        close(fd);
+        if (!errnum && renameat(dfd, tmp.data, dfd, name) != 0)
+            errnum = errno;
+        if (errnum)
+            unlinkat(dfd, tmp.data, 0);
+    }
+    buf_free(&tmp);
+    close(dfd);
+    return errnum;
+}
+
 static void save_work(ecp_job *job, unsigned item)
 {
     (void)item;
@@ -99,25 +176,11 @@ static void save_work(ecp_job *job, unsigned item)
         return;
     }
     j->svc->saved_generation[j->project] = j->generation;
-    char *slash = strrchr(j->path, '/');
-    if (slash) {
-        *slash = '\0';
-        mkdir(j->path, 0700);
-        *slash = '/';
-    }
-    buf tmp = BUF_INIT;
-    buf_appendf(&tmp, "%s.tmp", j->path);
-    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    size_t len = strlen(j->text);
-    bool ok = fd >= 0 && write(fd, j->text, len) == (ssize_t)len && fsync(fd) == 0;
-    if (fd >= 0)
-        close(fd);
-    if (!ok || rename(tmp.data, j->path) != 0) {
+    int errnum = write_config_file(j->path, j->text, j->project);
+    if (errnum) {
         j->status = -1;
-        snprintf(j->message, sizeof j->message, "%s", strerror(errno));
-        unlink(tmp.data);
+        snprintf(j->message, sizeof j->message, "%s", strerror(errnum));
     }
-    buf_free(&tmp);
     uv_mutex_unlock(&j->svc->save_lock);
 }
 

@@ -549,7 +549,15 @@ static ecp_job *submit(db_op *op, ecp_call *serve)
     }
     if ((op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) && svc->workspace)
         op->workspace = xstrdup(svc->workspace);
-    if ((op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) && op->config.password_secret && svc->session) {
+    if ((op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) && op->status == 0 && op->config.project &&
+        op->config.password_secret && svc->session && !session_workspace_trusted(svc->session))
+        /* The workspace's file names the host as well as the secret: an untrusted repository would be handed
+         * the user's password by the first connect. */
+        op->status = db_fail(&op->fail, ECP_EACCES,
+                             "passwordSecret: a project connection gets no secret until the workspace is trusted "
+                             "(workspace/trust)");
+    if (op->status == 0 && (op->kind == DB_OP_CONNECT || op->kind == DB_OP_TEST) && op->config.password_secret &&
+        svc->session) {
         db_secret_wait *w = xcalloc(1, sizeof *w);
         w->job = job;
         w->op = op;

@@ -20,7 +20,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,8 +29,10 @@
 #define BATCH 16
 /* Binary detection looks this far. */
 #define BINARY_PROBE 8192
-/* Files larger than this are mapped instead of read. */
-#define MAP_THRESHOLD (16u << 20)
+/* Files are read and searched this much at a time (whole lines). */
+#define GREP_PIECE (16u << 20)
+/* A line is held whole up to this length; past it, it is searched in parts. */
+#define GREP_LONGEST_LINE (64u << 20)
 /* Defined bytes kept after a file's contents in the read buffer. */
 #define TAIL 64
 
@@ -195,13 +196,25 @@ static int match_in_line(grep_job *t, grep_worker *w, const char *data, size_t l
     return 1;
 }
 
-static void search_buffer(grep_job *t, grep_worker *w, const char *path, const char *data, size_t n)
+/* Where a file's search stands between the pieces it is read in. */
+typedef struct file_search {
+    size_t line;    /* 0-based line of the piece's first byte */
+    size_t gave_up; /* match attempts that hit the engine's bounds */
+    bool by_line;
+} file_search;
+
+/* Searches data[0..n), whole lines of one file starting at fs->line; false
+ * once the file is abandoned. */
+static bool search_buffer(grep_job *t, grep_worker *w, const char *path, const char *data, size_t n,
+                          file_search *fs)
 {
-    size_t pos = 0, line = 0, counted = 0, gave_up = 0;
+    size_t pos = 0, line = fs->line, counted = 0;
+    size_t gave_up = fs->gave_up;
     /* Searching the whole buffer at once is fast; once the engine gives up
      * (a pathological pattern), the rest of the file goes line by line, so
      * each line's effort is bounded by the engine's limits. */
-    bool by_line = false;
+    bool by_line = fs->by_line;
+    bool abandoned = false;
     while (pos < n && !grep_should_stop(t)) {
         size_t ms, me, ls, le;
         const char *eol;
@@ -213,8 +226,10 @@ static void search_buffer(grep_job *t, grep_worker *w, const char *path, const c
             if (found <= 0) {
                 /* a file where the engine keeps giving up is abandoned: its
                  * cost stays bounded whatever its length */
-                if (found < 0 && ++gave_up >= GREP_GIVE_UPS_PER_FILE)
+                if (found < 0 && ++gave_up >= GREP_GIVE_UPS_PER_FILE) {
+                    abandoned = true;
                     break;
+                }
                 pos = le + 1;
                 continue;
             }
@@ -242,6 +257,10 @@ static void search_buffer(grep_job *t, grep_worker *w, const char *path, const c
         add_match(t, w, path, line, data + ls, le - ls, ms - ls);
         pos = le + 1;
     }
+    fs->line = line + count_newlines(data + counted, n - counted);
+    fs->gave_up = gave_up;
+    fs->by_line = by_line;
+    return !abandoned;
 }
 
 static void grep_file(grep_job *t, grep_worker *w, const char *path)
@@ -256,43 +275,59 @@ static void grep_file(grep_job *t, grep_worker *w, const char *path)
         close(fd);
         return;
     }
-    size_t size = (size_t)st.st_size;
-    const char *data;
-    size_t n = 0;
-    void *map = NULL;
-    if (size >= MAP_THRESHOLD) {
-        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            close(fd);
-            return;
-        }
-        data = map;
-        n = size;
-    } else {
-        /* the JIT's vector loads may look a little past the subject's end:
-         * keep that tail allocated and defined */
-        if (w->cap < size + TAIL) {
+    /* The file is read, never mapped: a file that shrinks while it is
+     * searched (a log rotated, any process truncating it) would make a mapped
+     * page past its new end kill the server with SIGBUS. A large file is read
+     * in pieces of whole lines, so a worker holds one piece, not the file. */
+    size_t size = (size_t)st.st_size, done = 0, held = 0;
+    file_search fs = {0};
+    bool first = true;
+    while (done < size && !grep_should_stop(t)) {
+        size_t want = size - done < GREP_PIECE ? size - done : GREP_PIECE;
+        if (w->cap < held + want + TAIL) {
+            /* the JIT's vector loads may look a little past the subject's end:
+             * keep that tail allocated and defined */
+            size_t cap = held + want + TAIL > 65536 ? held + want + TAIL : 65536;
+            char *grown = xmalloc(cap);
+            if (held)
+                memcpy(grown, w->buf, held);
             free(w->buf);
-            w->cap = size + TAIL > 65536 ? size + TAIL : 65536;
-            w->buf = xmalloc(w->cap);
+            w->buf = grown;
+            w->cap = cap;
         }
-        /* read what is there now; a file that grows meanwhile is cut at its old size */
-        while (n < size) {
-            ssize_t r = read(fd, w->buf + n, size - n);
+        /* read what is there now; a file that grows meanwhile is cut at its old size, one that shrinks ends
+         * where it ends */
+        size_t got = 0;
+        while (got < want) {
+            ssize_t r = read(fd, w->buf + held + got, want - got);
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0)
                 break;
-            n += (size_t)r;
+            got += (size_t)r;
         }
-        memset(w->buf + n, 0, TAIL);
-        data = w->buf;
+        done += got;
+        size_t n = held + got;
+        bool last = got < want || done >= size;
+        if (first && memchr(w->buf, '\0', n < BINARY_PROBE ? n : BINARY_PROBE))
+            break;
+        first = false;
+        /* a piece ends after its last newline; the rest starts the next one. A line longer than a piece
+         * makes the next piece longer, up to GREP_LONGEST_LINE: then what is held is searched as it is, and
+         * the line's rest is searched as the same line */
+        const char *nl = last || n >= GREP_LONGEST_LINE ? NULL : memrchr(w->buf, '\n', n);
+        size_t whole = last || n >= GREP_LONGEST_LINE ? n : nl ? (size_t)(nl - w->buf) + 1 : 0;
+        if (whole > 0) {
+            memset(w->buf + n, 0, TAIL);
+            if (!search_buffer(t, w, path, w->buf, whole, &fs))
+                break;
+        }
+        held = n - whole;
+        memmove(w->buf, w->buf + whole, held);
+        if (last)
+            break;
     }
     close(fd);
-    if (!memchr(data, '\0', n < BINARY_PROBE ? n : BINARY_PROBE))
-        search_buffer(t, w, path, data, n);
-    if (map)
-        munmap(map, size);
 }
 
 /* ----- one directory ----------------------------------------------------------------- */

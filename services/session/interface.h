@@ -73,7 +73,7 @@ typedef struct session_service_options {
     const char *workspace;              /* may be NULL; copied */
     const char *config_path;            /* --config FILE, may be NULL; copied */
     const char *data_dir;               /* required (the secret key file lives there); copied */
-    bool trust_workspace;               /* trust whatever workspace this run serves (--trust-workspace) */
+    bool trust_workspace;               /* trust the workspace this run starts with (--trust-workspace) */
 } session_service_options;
 
 /* Loads the state from the store and the settings files and starts watching

@@ -93,7 +93,8 @@ struct session_service {
     /* workspace trust */
     char **trusted_folders;       /* real paths, as the store keeps them */
     size_t trusted_count;
-    bool trust_workspace;         /* --trust-workspace: whatever workspace this run serves */
+    char *flag_trusted;           /* --trust-workspace: the real path of the workspace the server started
+                                     with; a folder a client's initialize names later is not covered */
     char *layer_workspace;        /* the workspace whose file LAYER_WORKSPACE holds */
     bool workspace_trusted;       /* whether that workspace is trusted: its restricted values apply */
     char *noticed_workspace;      /* the workspace whose ignored keys on_message has named */

@@ -139,7 +139,7 @@ session_service *session_service_new(const session_service_options *o, ecp_error
     self->data_dir = xstrdup(o->data_dir);
     self->jobs = ecp_job_set_new(o->pool);
     self->instance_lock_fd = -1;
-    self->trust_workspace = o->trust_workspace;
+    self->flag_trusted = o->trust_workspace && self->workspace ? realpath(self->workspace, NULL) : NULL;
     if (session__trust_init(self, err) < 0 || session__settings_init(self, err) < 0 || session__keybindings_init(self, err) < 0 ||
         session__secrets_init(self, err) < 0 || session__journal_init(self, err) < 0)
         goto fail;

@@ -49,6 +49,8 @@ static bool covers(const char *ancestor, const char *folder)
 
 static bool real_path_trusted(const session_service *self, const char *real)
 {
+    if (self->flag_trusted && covers(self->flag_trusted, real))
+        return true;
     for (size_t i = 0; i < self->trusted_count; i++)
         if (covers(self->trusted_folders[i], real))
             return true;
@@ -59,8 +61,6 @@ bool session__path_trusted(session_service *self, const char *path)
 {
     if (!path)
         return false;
-    if (self->trust_workspace && self->workspace && strcmp(path, self->workspace) == 0)
-        return true;
     char *real = realpath(path, NULL);
     bool trusted = real && real_path_trusted(self, real);
     free(real);
@@ -151,8 +151,7 @@ int session_trust_query(session_service *self, const char *path, bool *trusted, 
     int status = real_folder(path, &real, err);
     if (status < 0)
         return status;
-    *trusted = real_path_trusted(self, real) ||
-               (self->trust_workspace && self->workspace && strcmp(path, self->workspace) == 0);
+    *trusted = real_path_trusted(self, real);
     free(real);
     return 0;
 }
@@ -221,5 +220,7 @@ void session__trust_free(session_service *self)
     self->trusted_count = 0;
     free(self->layer_workspace);
     free(self->noticed_workspace);
+    free(self->flag_trusted);
+    self->flag_trusted = NULL;
     self->layer_workspace = self->noticed_workspace = NULL;
 }

@@ -606,6 +606,42 @@ class AgentTest(Base):
             self.assertEqual(f.read(), "inside\n")
         self.assertEqual(c.call("chat/list", {})["chats"][0]["id"], chat)
 
+    def test_a_hard_link_to_a_file_outside_is_not_written_in_place(self):
+        """Where the directory refuses new files the write goes in place, into the file itself: a hard link
+        in that directory to a file outside the workspace is that outside file, and is not written."""
+        ro = os.path.join(self.ws, "ro")
+        os.makedirs(ro)
+        outside = os.path.join(self.tmp, "secret.txt")
+        os.link(outside, os.path.join(ro, "linked.txt"))
+        with open(os.path.join(ro, "own.txt"), "w") as f:
+            f.write("own\n")
+        # an immutable directory refuses new files even to root, as a read-only one does to its user
+        if subprocess.run(["chattr", "+i", ro], capture_output=True).returncode != 0:
+            self.skipTest("chattr +i is not available here")
+        self.addCleanup(subprocess.run, ["chattr", "-i", ro], capture_output=True)
+        self.mock.add(self.tool_reply("write_file", {"path": "ro/linked.txt", "content": "written\n"}),
+                      {"text": ["ok"]},
+                      self.tool_reply("write_file", {"path": "ro/own.txt", "content": "written\n"},
+                                      call_id="call_2"),
+                      {"text": ["ok"]})
+        c = self.start()
+        chat = self.prompt(c, "write")
+        _, run = self.approve_flow(c, True)
+        c.call("chat/toolCallApprove", {"chatId": chat, "toolCallId": run["id"]})
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertTrue(called["error"], called)
+        self.assertIn("hard link", called["outputs"][0]["text"])
+        with open(outside) as f:
+            self.assertEqual(f.read(), "outside\n")
+        # a file with one link is still written in place
+        self.prompt(c, "write own", chat)
+        _, run = self.approve_flow(c, True)
+        c.call("chat/toolCallApprove", {"chatId": chat, "toolCallId": run["id"]})
+        called = of_type(c.turn(), "toolCalled")[0]
+        self.assertFalse(called["error"], called)
+        with open(os.path.join(ro, "own.txt")) as f:
+            self.assertEqual(f.read(), "written\n")
+
     def test_a_symlink_that_stays_inside_is_followed_when_writing(self):
         """A directory swapped for a symlink to another directory of the workspace is still written to."""
         sub = os.path.join(self.ws, "sub")

@@ -266,6 +266,49 @@ class TrustTest(unittest.TestCase):
         c = self.start()
         self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False, "ignoredSettings": list(RESTRICTED)})
 
+    def test_trust_workspace_flag_does_not_cover_a_folder_initialize_names_later(self):
+        """The flag names the folder the server starts on; a client's initialize naming a clone afterwards
+        does not inherit it."""
+        other = os.path.join(self.tmp, "clone")
+        os.makedirs(os.path.join(other, ".ecpd"))
+        with open(os.path.join(other, ".ecpd", "settings.json"), "w") as f:
+            json.dump(self.workspace_settings, f)
+        c = self.start("--trust-workspace")
+        self.assertEqual(c.call("config/get", {"key": "agent.approval"}), {"value": "allow"})
+        c.call("initialize", {"processId": os.getpid(), "workspaceFolders": [{"uri": self.uri(other), "name": "c"}]})
+        deadline = time.time() + 10  # the new workspace's file is read off the loop
+        while c.call("workspace/isTrusted", {})["ignoredSettings"] == [] and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(c.call("workspace/isTrusted", {}), {"trusted": False, "ignoredSettings": list(RESTRICTED)})
+        self.assertEqual(c.call("config/get", {"key": "agent.approval"}),
+                         {"value": "ask", "restricted": True, "workspaceValue": "allow"})
+        self.assertEqual(c.call("workspace/isTrusted", {"uri": self.uri(self.ws)}), {"trusted": True})
+        self.assertEqual(c.call("workspace/isTrusted", {"uri": self.uri(self.ws + "/sub")}), {"trusted": True})
+        self.no_marks()
+
+    @unittest.skip("an MCP server's command is looked up with execvp, which searches empty and relative PATH "
+                   "entries, that is the workspace (services/agent/mcp.c, the server's uv_spawn)")
+    def test_the_users_mcp_command_is_not_found_in_the_workspace_through_a_relative_path_entry(self):
+        """The user's own MCP server applies untrusted; its bare command must not be found in the workspace
+        through an empty or "." PATH entry (the server runs in the workspace)."""
+        mark = os.path.join(self.tmp, "planted-ran")
+        planted = os.path.join(self.ws, "ecpd-test-mcp-tool")
+        with open(planted, "w") as f:
+            f.write("#!/bin/sh\necho ran >> '%s'\n" % mark)
+        os.chmod(planted, 0o755)
+        with open(self.config, "w") as f:
+            json.dump({"agent.approval": "ask", "agent.mcpServers": {"tool": {"command": "ecpd-test-mcp-tool"}}}, f)
+        env = self.env()
+        env["PATH"] = ".:" + env.get("PATH", "/usr/bin:/bin") + ":"
+        c = Client(self.data, self.ws, env, ["--config", self.config])
+        self.clients.append(c)
+        c.call("initialize", {"processId": os.getpid()})
+        self.mock.add({"text": ["ok"]})
+        c.call("chat/prompt", {"message": "hi"})
+        c.note("tool/serverUpdated", lambda p: p["name"] == "tool" and p["status"] != "starting", timeout=30)
+        time.sleep(0.3)
+        self.assertFalse(os.path.exists(mark), "the workspace's program ran as the user's MCP server")
+
     def test_bad_params_are_refused_naming_the_field(self):
         c = self.start()
         a_file = os.path.join(self.ws, "a.txt")
