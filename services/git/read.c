@@ -7,11 +7,15 @@
 #include "internal.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <git2/sys/mempack.h>
 #include <git2/sys/odb_backend.h>
@@ -876,30 +880,79 @@ static int on_map_hunk(const git_diff_delta *delta, const git_diff_hunk *hunk, v
     return 0;
 }
 
+/* The work tree's side of a blame, as git sees it: a regular file's bytes,
+ * or a symbolic link's target (git keeps links as their text, so a clone's
+ * tracked file may be a link to /dev/zero or to a FIFO, and following it would
+ * read without end or wait forever). Anything else is refused, and so is a
+ * file larger than any text worth blaming. */
+#define BLAME_TEXT_MAX ((size_t)256 << 20)
+
+static int work_tree_text(gitsvc_repo *repo, const char *rel_path, buf *text, gitsvc_error *err)
+{
+    buf path = BUF_INIT;
+    buf_appendf(&path, "%s/%s", repo->root, rel_path);
+    struct stat st;
+    int rc = 0;
+    if (lstat(path.data, &st) != 0) {
+        rc = gitsvc__fail(err, ECP_ENOTFOUND, GITSVC_FILE_NOT_FOUND, "No such file in the work tree: %s", rel_path);
+    } else if (S_ISLNK(st.st_mode)) {
+        char target[PATH_MAX];
+        ssize_t n = readlink(path.data, target, sizeof target);
+        if (n < 0)
+            rc = gitsvc__fail(err, ECP_EIO, GITSVC_COMMAND_FAILED, "Cannot read the link %s: %s", rel_path,
+                              strerror(errno));
+        else
+            buf_append(text, target, (size_t)n);
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = gitsvc__fail(err, ECP_EINVAL, GITSVC_COMMAND_FAILED, "Not a regular file: %s", rel_path);
+    } else {
+        int fd = open(path.data, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat opened;
+        if (fd < 0 || fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode)) {
+            rc = gitsvc__fail(err, ECP_ENOTFOUND, GITSVC_FILE_NOT_FOUND, "No such file in the work tree: %s",
+                              rel_path);
+        } else if ((size_t)opened.st_size > BLAME_TEXT_MAX) {
+            rc = gitsvc__fail(err, ECP_ETOOBIG, GITSVC_COMMAND_FAILED, "File too large to blame: %s", rel_path);
+        } else {
+            char chunk[65536];
+            for (;;) {
+                ssize_t n = read(fd, chunk, sizeof chunk);
+                if (n < 0 && errno == EINTR)
+                    continue;
+                if (n <= 0)
+                    break;
+                if (text->len + (size_t)n > BLAME_TEXT_MAX) { /* it grew while read */
+                    rc = gitsvc__fail(err, ECP_ETOOBIG, GITSVC_COMMAND_FAILED, "File too large to blame: %s",
+                                      rel_path);
+                    break;
+                }
+                buf_append(text, chunk, (size_t)n);
+            }
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    buf_free(&path);
+    return rc;
+}
+
 int gitsvc_blame_read(gitsvc_repo *repo, const char *rel_path, const ecp_job *job, arena *mem,
                       gitsvc_blame_line **lines, size_t *count, gitsvc_error *err)
 {
     *lines = NULL;
     *count = 0;
-    buf path = BUF_INIT;
-    buf_appendf(&path, "%s/%s", repo->root, rel_path);
-    FILE *f = fopen(path.data, "rb");
-    buf_free(&path);
-    if (!f)
-        return gitsvc__fail(err, ECP_ENOTFOUND, GITSVC_FILE_NOT_FOUND, "No such file in the work tree: %s",
-                            rel_path);
     buf text = BUF_INIT;
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        buf_append(&text, chunk, n);
-    fclose(f);
+    int rc = work_tree_text(repo, rel_path, &text, err);
+    if (rc) {
+        buf_free(&text);
+        return rc;
+    }
     const char *data = text.data ? text.data : "";
 
     git_blob *blob = NULL;
     git_blame *blame = NULL;
     line_map map = {0};
-    int rc = head_blob(repo, rel_path, &blob, err);
+    rc = head_blob(repo, rel_path, &blob, err);
     if (rc)
         goto end;
     if (!blob) {
