@@ -638,7 +638,7 @@ static const ecp_method mcp_methods[] = {
     {"mcp/startServer", m_mcp_start, "1.0",
      "Start an MCP server (stdio: a command; or streamable HTTP: a url) whose tools the model is then offered as "
      "mcp__<name>__<tool>; replaces a server of the same name. Its progress comes as tool/serverUpdated",
-     "{name: string, command?: string, args?: string[], env?: {[name: string]: string}, url?: string, "
+     "{name: string, command?: string, url?: string, args?: string[], env?: {[name: string]: string}, "
      "headers?: {[name: string]: string}}"},
     {"mcp/stopServer", m_mcp_stop, "1.0", "Stop an MCP server and withdraw its tools", "{name: string}"},
     {"mcp/listServers", m_mcp_list, "1.0", "The MCP servers, their state and their tools", "{}"},

@@ -1515,10 +1515,10 @@ static const ecp_method methods[] = {
      "{documentId: string}"},
     {"document/line", m_line, "1.0",
      "One line's text, without its line end",
-     "{documentId: string, lineNumber: integer}"},
+     "{documentId: string, lineNumber: integer >= 0}"},
     {"document/lines", m_lines, "1.0",
      "The lines from startLine up to endLine (exclusive), clamped to the document",
-     "{documentId: string, startLine: integer, endLine: integer}"},
+     "{documentId: string, startLine: integer >= 0, endLine: integer >= 0}"},
     {"document/textInRange", m_text_in_range, "1.0",
      "The text of a range",
      "{documentId: string, range: Range}"},
@@ -1585,7 +1585,7 @@ static const ecp_method methods[] = {
      "{documentId: string, position: Position}"},
     {"document/offsetToPosition", m_offset_to_position, "1.0",
      "The position of an offset, in units of the connection's encoding",
-     "{documentId: string, offset: integer}"},
+     "{documentId: string, offset: integer >= 0}"},
     {"document/wordAtPosition", m_word_at_position, "1.0",
      "The word ([A-Za-z0-9_]+) under a position with its range, or null",
      "{documentId: string, position: Position}"},
@@ -1605,7 +1605,7 @@ static const ecp_method methods[] = {
     {"document/viewport", m_viewport, "1.0",
      "The lines of one screen with the document's version and line count, and the tokens or diagnostics "
      "that include names",
-     "{documentId: string, startLine: integer, lineCount: integer, include?: string[]}"},
+     "{documentId: string, startLine: integer >= 0, lineCount: integer >= 0, include?: string[]}"},
 };
 
 static void adapter_destroy(void *ctx)

@@ -1323,7 +1323,8 @@ static const ecp_method keybinding_methods[] = {
      .handler = m_keybindings_add,
      .since = "1.0",
      .summary = "Add a key binding, replacing those of the same key",
-     .params = "{binding: {key: string, command: string, when?: string, args?: any}}"},
+     .params = "{binding?: {key: string, command: string, when?: string, args?: any}, key?: string, command?: string, "
+               "when?: string, args?: any}"},
     {.name = "keybindings/remove",
      .handler = m_keybindings_remove,
      .since = "1.0",

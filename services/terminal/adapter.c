@@ -546,7 +546,7 @@ static const ecp_method methods[] = {
     {"terminal/create", m_create, "1.0",
      "Start a shell (shell, else the configured one, $SHELL, /bin/sh) on a pseudo-terminal",
      "{shell?: string, cwd?: string, env?: {[name]: string}, cols?: integer, rows?: integer, "
-     "scrollback?: integer}"},
+     "scrollback?: integer >= 0}"},
     {"terminal/close", m_close, "1.0",
      "End a terminal and every process of its session; an unknown id succeeds",
      "{terminalId: string}"},
