@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "error.h"
 #include "json.h"
 #include "json_writer.h"
 #include "utf.h"
@@ -134,6 +135,19 @@ void ecp_call_reply_raw(ecp_call *call, const char *json, size_t len);
  * from where it lies, not copied (the call takes a reference to json). */
 void ecp_call_reply_shared(ecp_call *call, ecp_shared *json);
 void ecp_call_reply_success(ecp_call *call, bool success); /* {"success":<b>} */
+/* Results of one key: {}, {"<key>":<b>}, {"<key>":<n>}, {"<key>":"<s>"}
+ * (a NULL s writes null). */
+void ecp_call_reply_empty(ecp_call *call);
+void ecp_call_reply_bool(ecp_call *call, const char *key, bool value);
+void ecp_call_reply_int(ecp_call *call, const char *key, int64_t value);
+void ecp_call_reply_string(ecp_call *call, const char *key, const char *value);
+
+/* Answers a failure: the wire code is the one the adapter's map (count
+ * entries) gives status, -32603 when it lists none; the message is err's
+ * (the status's text without err). data_json may be NULL. */
+void ecp_call_reply_status(ecp_call *call, const ecp_wire_map *map, size_t count, int status, const ecp_error *err,
+                           const char *data_json);
+#define ECP_WIRE_MAP_COUNT(map) (sizeof(map) / sizeof((map)[0]))
 
 /* Answers with an error. `data_json` (may be NULL) is valid JSON text for the
  * error's `data` member. */
