@@ -594,7 +594,7 @@ typedef struct walk_frame {
 
 bool ecp_sig_check(const ecp_sig *sig, const json_doc *doc, json_ref params, char *message, size_t cap)
 {
-    if (sig->root == ECP_SIG_NONE || sig->nodes[sig->root].type != ECP_SIG_OBJECT)
+    if (!sig->nodes || sig->root == ECP_SIG_NONE || sig->nodes[sig->root].type != ECP_SIG_OBJECT)
         return true;
     checker c = {.sig = sig, .doc = doc, .message = message, .cap = cap};
     walk_frame stack[ECP_SIG_MAX_DEPTH + 1];
@@ -781,7 +781,7 @@ void ecp_sig_write_example(const ecp_sig *sig, uint32_t target, ecp_sig_flaw fla
     buf where = BUF_INIT;
     if (path && cap)
         path[0] = '\0';
-    if (sig->root == ECP_SIG_NONE || sig->nodes[sig->root].type != ECP_SIG_OBJECT)
+    if (!sig->nodes || sig->root == ECP_SIG_NONE || sig->nodes[sig->root].type != ECP_SIG_OBJECT)
         jw_object_begin(w), jw_object_end(w);
     else
         write_value(sig, sig->root, target, flaw, w, &where, path, cap);
