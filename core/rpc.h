@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "error.h"
 #include "json.h"
 #include "json_writer.h"
 #include "utf.h"
@@ -45,8 +46,13 @@ typedef struct ecp_method {
     const char *summary;  /* one line for a person: what the method does */
     /* The params the handler reads, as a compact signature: an object of
      * fields, `?` after an optional one, with string, integer, number,
-     * boolean, T[], {...} and the types the protocol names (Position, Range,
-     * Cursor): "{uri: string, readOnly?: boolean}". "{}" takes none. */
+     * boolean, object, any, T[], {...}, {[name]: T}, T|U, "literal", limits
+     * (integer >= 0) and the types the protocol names (Position, Range,
+     * Cursor): "{uri: string, readOnly?: boolean}". "{}" takes none, "any"
+     * anything. rpc_sig.h has the grammar. The router compiles it at
+     * registration and checks every request against it before the handler
+     * runs, so it must say exactly what the handler reads: a declared field
+     * reaches the handler present (when required) and of its type. */
     const char *params;
 } ecp_method;
 
@@ -61,7 +67,7 @@ typedef struct ecp_method {
 /* The router accepts an adapter only when its namespace is new, every method
  * name is "<ns>/<action>" (for the namespace "", a name without a slash),
  * no name is listed twice or already routed, and every method has a handler,
- * a summary and params. */
+ * a summary and params that compile. */
 typedef struct ecp_adapter {
     const char *ns;                  /* namespace, without the slash */
     const ecp_method *methods;
@@ -96,8 +102,12 @@ typedef struct ecp_str {
     size_t len;
 } ecp_str;
 
-/* Typed field readers. `obj` is the object to read from (ecp_call_params() for
- * top-level fields, or a nested object); `name` is the field's path as a
+/* Typed field readers. A field the method's signature declares has been
+ * checked before the handler runs, so reading it cannot fail; they still
+ * read, and check, fields a signature cannot describe.
+ *
+ * `obj` is the object to read from (ecp_call_params() for top-level fields,
+ * or a nested object); `name` is the field's path as a
  * client would name it ("position.line"): the part after the last '.' is the
  * key looked up in obj, and the whole path goes into the error message.
  *
@@ -134,6 +144,19 @@ void ecp_call_reply_raw(ecp_call *call, const char *json, size_t len);
  * from where it lies, not copied (the call takes a reference to json). */
 void ecp_call_reply_shared(ecp_call *call, ecp_shared *json);
 void ecp_call_reply_success(ecp_call *call, bool success); /* {"success":<b>} */
+/* Results of one key: {}, {"<key>":<b>}, {"<key>":<n>}, {"<key>":"<s>"}
+ * (a NULL s writes null). */
+void ecp_call_reply_empty(ecp_call *call);
+void ecp_call_reply_bool(ecp_call *call, const char *key, bool value);
+void ecp_call_reply_int(ecp_call *call, const char *key, int64_t value);
+void ecp_call_reply_string(ecp_call *call, const char *key, const char *value);
+
+/* Answers a failure: the wire code is the one the adapter's map (count
+ * entries) gives status, -32603 when it lists none; the message is err's
+ * (the status's text without err). data_json may be NULL. */
+void ecp_call_reply_status(ecp_call *call, const ecp_wire_map *map, size_t count, int status, const ecp_error *err,
+                           const char *data_json);
+#define ECP_WIRE_MAP_COUNT(map) (sizeof(map) / sizeof((map)[0]))
 
 /* Answers with an error. `data_json` (may be NULL) is valid JSON text for the
  * error's `data` member. */

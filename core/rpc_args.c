@@ -1,5 +1,5 @@
-/* The typed param readers of rpc.h: every -32602 message in the server comes
- * from here, so they all read alike: "<field>: required string",
+/* The typed param readers of rpc.h. Their -32602 messages and those of the
+ * signature checker (rpc_sig.c) read alike: "<field>: required string",
  * "<field>: expected integer, got string". */
 #include <stdint.h>
 #include <string.h>

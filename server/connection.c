@@ -565,7 +565,8 @@ static void dispatch(connection *conn, batch *b, char *text, size_t len, json_do
         if (b)
             b->outstanding++;
     }
-    method->handler(adapter->ctx, call);
+    if (server__router_admit(&srv->router, adapter, method, call))
+        method->handler(adapter->ctx, call);
     if (!ecp_call_answered(call) && !ecp_call_deferred(call)) {
         ecp_log(&srv->log, ECP_LOG_ERROR, "%s returned without answering", ecp_call_method(call));
         ecp_call_error(call, ECP_WIRE_INTERNAL_ERROR, "Internal error: %s did not answer", ecp_call_method(call));

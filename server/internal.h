@@ -8,6 +8,7 @@
 
 #include "call.h"
 #include "compose.h"
+#include "rpc_sig.h"
 #include "framing.h"
 #include "server.h"
 
@@ -15,6 +16,7 @@
 
 typedef struct router {
     ecp_adapter *adapters;
+    ecp_sig **signatures;      /* per adapter, its methods' compiled params */
     size_t count, cap;
     ecp_logger *log;           /* borrowed: where refused adapters are explained */
 } router;
@@ -30,6 +32,9 @@ void server__router_free(router *self);
 int server__router_register(void *self, const ecp_adapter *adapter, ecp_error *err);
 /* Finds a method; *adapter_out gets its adapter. NULL when unknown. */
 const ecp_method *server__router_find(const router *self, const char *method, const ecp_adapter **adapter_out);
+/* Checks call's params against the method's signature: true when they fit,
+ * else the call is answered with -32602 naming the field. */
+bool server__router_admit(const router *self, const ecp_adapter *adapter, const ecp_method *method, ecp_call *call);
 
 /* ----- connections ---------------------------------------------------------- */
 

@@ -386,7 +386,7 @@ static const ecp_method lifecycle_methods[] = {
     {"initialize", handle_initialize, "1.0",
      "Optional: pick the position encoding (the client's first that the server knows, else utf-16) "
      "and learn the server's namespaces and notifications",
-     "{processId?: integer, workspaceRoot?: string, workspaceFolders?: [{uri: string, name?: string}], clientInfo?: {name: string, version?: string}, "
+     "{processId?: integer, workspaceRoot?: string, workspaceFolders?: {uri?: string}[], clientInfo?: object, "
      "capabilities?: {positionEncodings?: string[]}}"},
     {"initialized", handle_initialized, "1.0",
      "The client is ready; nothing to do (answered with null when sent as a request)",

@@ -5,7 +5,10 @@
  *
  * Registration is where a table is checked, once: after it, dispatch may take
  * for granted that every name is routed to exactly one method and that every
- * method documents itself. */
+ * method documents itself. It is also where each method's params signature
+ * is compiled (rpc_sig.h), so that every request is checked against it
+ * before its handler runs: the signature ecp/methods prints is the one the
+ * server enforces. */
 #include <string.h>
 
 #include "internal.h"
@@ -16,12 +19,22 @@ void server__router_init(router *self, ecp_logger *log)
     self->log = log;
 }
 
+static void free_signatures(ecp_sig *sigs, size_t count)
+{
+    for (size_t m = 0; sigs && m < count; m++)
+        ecp_sig_free(&sigs[m]);
+    free(sigs);
+}
+
 void server__router_free(router *self)
 {
-    for (size_t i = self->count; i-- > 0;)
+    for (size_t i = self->count; i-- > 0;) {
         if (self->adapters[i].destroy)
             self->adapters[i].destroy(self->adapters[i].ctx);
+        free_signatures(self->signatures[i], self->adapters[i].method_count);
+    }
     free(self->adapters);
+    free(self->signatures);
     memset(self, 0, sizeof *self);
 }
 
@@ -43,8 +56,9 @@ static const ecp_adapter *adapter_of(const router *self, const char *ns)
     return NULL;
 }
 
-/* Fills err with why the router cannot take adapter; 0 when it can. */
-static int check(const router *self, const ecp_adapter *adapter, ecp_error *err)
+/* Fills err with why the router cannot take adapter; 0 when it can, with
+ * its methods' signatures compiled into sigs (method_count of them). */
+static int check(const router *self, const ecp_adapter *adapter, ecp_sig *sigs, ecp_error *err)
 {
     const char *ns = adapter->ns;
     if (!ns || strchr(ns, '/'))
@@ -69,6 +83,9 @@ static int check(const router *self, const ecp_adapter *adapter, ecp_error *err)
         if (server__router_find(self, name, &owner))
             return ecp_error_set(err, ECP_EINVAL, "method %s is already routed to namespace \"%s\"", name,
                                  owner->ns);
+        ecp_error why;
+        if (ecp_sig_compile(method->params, &sigs[m], &why) != 0)
+            return ecp_error_set(err, ECP_EINVAL, "method %s: %s", name, why.message);
     }
     if (adapter_of(self, ns))
         return ecp_error_set(err, ECP_EINVAL, "namespace \"%s\" is already registered", ns);
@@ -81,8 +98,10 @@ int server__router_register(void *opaque, const ecp_adapter *adapter, ecp_error 
     ecp_error local;
     if (!err)
         err = &local;
-    if (check(self, adapter, err) != 0) {
+    ecp_sig *sigs = xcalloc(adapter->method_count ? adapter->method_count : 1, sizeof *sigs);
+    if (check(self, adapter, sigs, err) != 0) {
         ecp_log(self->log, ECP_LOG_ERROR, "adapter refused: %s", err->message);
+        free_signatures(sigs, adapter->method_count);
         if (adapter->destroy)
             adapter->destroy(adapter->ctx);
         return err->status;
@@ -90,7 +109,9 @@ int server__router_register(void *opaque, const ecp_adapter *adapter, ecp_error 
     if (self->count == self->cap) {
         self->cap = self->cap ? self->cap * 2 : 16;
         self->adapters = xrealloc(self->adapters, self->cap * sizeof *self->adapters);
+        self->signatures = xrealloc(self->signatures, self->cap * sizeof *self->signatures);
     }
+    self->signatures[self->count] = sigs;
     self->adapters[self->count++] = *adapter;
     return 0;
 }
@@ -111,4 +132,14 @@ const ecp_method *server__router_find(const router *self, const char *method, co
         }
     }
     return NULL;
+}
+
+bool server__router_admit(const router *self, const ecp_adapter *adapter, const ecp_method *method, ecp_call *call)
+{
+    const ecp_sig *sig = &self->signatures[adapter - self->adapters][method - adapter->methods];
+    char message[400];
+    if (ecp_sig_check(sig, ecp_call_doc(call), ecp_call_params(call), message, sizeof message))
+        return true;
+    ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s", message);
+    return false;
 }

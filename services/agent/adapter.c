@@ -25,17 +25,7 @@ static const ecp_wire_map wire_codes[] = {
 
 static void reply_error(ecp_call *call, const ecp_error *err)
 {
-    ecp_call_error(call, ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], err->status,
-                                       ECP_WIRE_INTERNAL_ERROR),
-                   "%s", err->message);
-}
-
-static void reply_empty(ecp_call *call)
-{
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_status(call, wire_codes, ECP_WIRE_MAP_COUNT(wire_codes), err->status, err, NULL);
 }
 
 /* ----- notifications --------------------------------------------------------------------- */
@@ -200,7 +190,7 @@ static void tool_answer(void *ctx, ecp_call *call, bool approve)
     if (agent_tool_answer(a->svc, chat_id.ptr, tool_call_id.ptr, approve, &err) < 0)
         reply_error(call, &err);
     else
-        reply_empty(call);
+        ecp_call_reply_empty(call);
 }
 
 static void m_approve(void *ctx, ecp_call *call) { tool_answer(ctx, call, true); }
@@ -216,7 +206,7 @@ static void m_stop(void *ctx, ecp_call *call)
     if (agent_prompt_stop(a->svc, chat_id.ptr, &err) < 0)
         reply_error(call, &err);
     else
-        reply_empty(call);
+        ecp_call_reply_empty(call);
 }
 
 static void m_delete(void *ctx, ecp_call *call)
@@ -229,7 +219,7 @@ static void m_delete(void *ctx, ecp_call *call)
     if (agent_chat_delete(a->svc, chat_id.ptr, &err) < 0)
         reply_error(call, &err);
     else
-        reply_empty(call);
+        ecp_call_reply_empty(call);
 }
 
 typedef struct list_ctx {
@@ -616,7 +606,7 @@ static void m_mcp_stop(void *ctx, ecp_call *call)
     if (agent_mcp_stop(a->svc, name.ptr, &err) < 0)
         reply_error(call, &err);
     else
-        reply_empty(call);
+        ecp_call_reply_empty(call);
 }
 
 static void write_each_server(void *ctx, const agent_mcp_info *info) { write_server(ctx, info); }
@@ -638,7 +628,7 @@ static const ecp_method mcp_methods[] = {
     {"mcp/startServer", m_mcp_start, "1.0",
      "Start an MCP server (stdio: a command; or streamable HTTP: a url) whose tools the model is then offered as "
      "mcp__<name>__<tool>; replaces a server of the same name. Its progress comes as tool/serverUpdated",
-     "{name: string, command?: string, args?: string[], env?: {[name: string]: string}, url?: string, "
+     "{name: string, command?: string, url?: string, args?: string[], env?: {[name: string]: string}, "
      "headers?: {[name: string]: string}}"},
     {"mcp/stopServer", m_mcp_stop, "1.0", "Stop an MCP server and withdraw its tools", "{name: string}"},
     {"mcp/listServers", m_mcp_list, "1.0", "The MCP servers, their state and their tools", "{}"},

@@ -976,10 +976,12 @@ static void m_favorite(void *ctx, ecp_call *call)
 
 /* ----- the table ------------------------------------------------------------------------------------------ */
 
+#define SSL_PARAM "boolean|{rejectUnauthorized?: boolean, ca?: string, cert?: string, key?: string}"
+
 static const ecp_method methods[] = {
     {"database/createConnection", m_create, "1.0", "Save a connection config (sqlite: path; postgres: host...)",
      "{config: {id?: string, name: string, type: string, path?: string, host?: string, port?: integer, "
-     "database?: string, username?: string, passwordSecret?: string, ssl?: boolean, connectionTimeout?: integer, "
+     "database?: string, username?: string, passwordSecret?: string, ssl?: " SSL_PARAM ", connectionTimeout?: integer, "
      "queryTimeout?: integer, readOnly?: boolean, scope?: string}}"},
     {"database/connect", m_connect, "1.0", "Open a saved connection", "{connectionId: string}"},
     {"database/disconnect", m_disconnect, "1.0", "Close a connection after its queued work",
@@ -989,17 +991,20 @@ static const ecp_method methods[] = {
     {"database/getConnection", m_get, "1.0", "One connection's config and status (null when unknown)",
      "{connectionId: string}"},
     {"database/testConnection", m_test, "1.0", "Open a config once and report latency and version",
-     "{config: {name: string, type: string, path?: string, host?: string, port?: integer, database?: string, "
-     "username?: string, passwordSecret?: string, ssl?: boolean, connectionTimeout?: integer}}"},
+     "{config: {id?: string, name: string, type: string, path?: string, host?: string, port?: integer, database?: string, "
+     "username?: string, passwordSecret?: string, ssl?: " SSL_PARAM ", connectionTimeout?: integer, queryTimeout?: integer, "
+     "readOnly?: boolean, scope?: string}}"},
     {"database/updateConnection", m_update, "1.0", "Change a saved config (fields given replace the old ones)",
-     "{connectionId: string, config: {name?: string, path?: string, readOnly?: boolean, queryTimeout?: integer}}"},
+     "{connectionId: string, config: {name?: string, type?: string, path?: string, host?: string, port?: integer, "
+     "database?: string, username?: string, passwordSecret?: string, ssl?: " SSL_PARAM ", connectionTimeout?: integer, "
+     "queryTimeout?: integer, readOnly?: boolean, scope?: string}}"},
     {"database/query", m_query, "1.0", "Run SQL with bound params; answers the first page of rows",
      "{connectionId: string, sql: string, params?: any[]}"},
     {"database/transaction", m_transaction, "1.0", "Run queries in one transaction; roll back on the first error",
      "{connectionId: string, queries: {sql: string, params?: any[], label?: string}[]}"},
     {"database/cancel", m_cancel, "1.0", "Stop a running query", "{queryId: string}"},
     {"database/fetchRows", m_fetch, "1.0", "Another page of a query's rows",
-     "{queryId: string, offset: integer, limit: integer}"},
+     "{queryId: string, offset: integer >= 0, limit: integer >= 0}"},
     {"database/listSchemas", m_list_schemas, "1.0", "The schemas of a connection",
      "{connectionId: string, includeSystem?: boolean}"},
     {"database/listTables", m_list_tables, "1.0", "The tables and views of a schema",

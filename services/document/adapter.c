@@ -108,14 +108,9 @@ static const ecp_wire_map wire_codes[] = {
     {ECP_EREADONLY, ECP_WIRE_DOCUMENT_READ_ONLY},
 };
 
-static int wire_code(int status)
-{
-    return ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], status, ECP_WIRE_INTERNAL_ERROR);
-}
-
 static void reply_error(ecp_call *call, int status, const ecp_error *err)
 {
-    ecp_call_error(call, wire_code(status), "%s", err->message);
+    ecp_call_reply_status(call, wire_codes, ECP_WIRE_MAP_COUNT(wire_codes), status, err, NULL);
 }
 
 /* EditResult: a document-level refusal is a result, not an error; bad
@@ -869,11 +864,7 @@ static void m_version(void *ctx, ecp_call *call)
     document_info info;
     if (!arg_doc_info(ad, call, &id, &info))
         return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_int(w, "version", (int64_t)info.version);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_int(call, "version", (int64_t)info.version);
 }
 
 /* ----- edits --------------------------------------------------------------------------------- */
@@ -1377,11 +1368,7 @@ static void can(doc_adapter *ad, ecp_call *call, bool redo)
         return;
     bool can_undo, can_redo;
     document_history(ad->svc, id.ptr, &can_undo, &can_redo, NULL);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_bool(w, redo ? "canRedo" : "canUndo", redo ? can_redo : can_undo);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_bool(call, redo ? "canRedo" : "canUndo", redo ? can_redo : can_undo);
 }
 
 static void m_can_undo(void *ctx, ecp_call *call) { can(ctx, call, false); }
@@ -1395,11 +1382,7 @@ static void m_is_dirty(void *ctx, ecp_call *call)
     if (!arg_doc(call, &id))
         return;
     bool dirty = document_get_info(ad->svc, id.ptr, &info, NULL) == 0 && info.is_dirty;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_bool(w, "isDirty", dirty);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_bool(call, "isDirty", dirty);
 }
 
 static void m_mark_clean(void *ctx, ecp_call *call)
@@ -1429,11 +1412,7 @@ static void m_position_to_offset(void *ctx, ecp_call *call)
         reply_error(call, rc, &err);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_int(w, "offset", (int64_t)offset);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_int(call, "offset", (int64_t)offset);
 }
 
 static void m_offset_to_position(void *ctx, ecp_call *call)
@@ -1515,10 +1494,10 @@ static const ecp_method methods[] = {
      "{documentId: string}"},
     {"document/line", m_line, "1.0",
      "One line's text, without its line end",
-     "{documentId: string, lineNumber: integer}"},
+     "{documentId: string, lineNumber: integer >= 0}"},
     {"document/lines", m_lines, "1.0",
      "The lines from startLine up to endLine (exclusive), clamped to the document",
-     "{documentId: string, startLine: integer, endLine: integer}"},
+     "{documentId: string, startLine: integer >= 0, endLine: integer >= 0}"},
     {"document/textInRange", m_text_in_range, "1.0",
      "The text of a range",
      "{documentId: string, range: Range}"},
@@ -1585,7 +1564,7 @@ static const ecp_method methods[] = {
      "{documentId: string, position: Position}"},
     {"document/offsetToPosition", m_offset_to_position, "1.0",
      "The position of an offset, in units of the connection's encoding",
-     "{documentId: string, offset: integer}"},
+     "{documentId: string, offset: integer >= 0}"},
     {"document/wordAtPosition", m_word_at_position, "1.0",
      "The word ([A-Za-z0-9_]+) under a position with its range, or null",
      "{documentId: string, position: Position}"},
@@ -1605,7 +1584,7 @@ static const ecp_method methods[] = {
     {"document/viewport", m_viewport, "1.0",
      "The lines of one screen with the document's version and line count, and the tokens or diagnostics "
      "that include names",
-     "{documentId: string, startLine: integer, lineCount: integer, include?: string[]}"},
+     "{documentId: string, startLine: integer >= 0, lineCount: integer >= 0, include?: string[]}"},
 };
 
 static void adapter_destroy(void *ctx)

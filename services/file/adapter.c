@@ -1136,7 +1136,7 @@ static const ecp_method methods[] = {
      "{uri: string, encoding?: string}"},
     {"file/write", m_write, "1.0",
      "Write a file atomically, keeping its mode; overwrite:false refuses an existing file",
-     "{uri: string, content: string, encoding?: \"utf-8\", createParents?: boolean, overwrite?: boolean}"},
+     "{uri: string, content: string, encoding?: string, createParents?: boolean, overwrite?: boolean}"},
     {"file/stat", m_stat, "1.0",
      "Whether a path exists and what it is; a missing path is exists:false, not an error",
      "{uri: string}"},
@@ -1163,15 +1163,15 @@ static const ecp_method methods[] = {
      "{uri: string, recursive?: boolean}"},
     {"file/search", m_search, "1.0",
      "Files whose name holds pattern's characters in order, best first; includePatterns[0] is the directory",
-     "{pattern: string, maxResults?: integer, includePatterns?: string[], excludePatterns?: string[]}"},
+     "{pattern: string, maxResults?: integer >= 0, includePatterns?: string[], excludePatterns?: string[]}"},
     {"file/glob", m_glob, "1.0",
      "Paths under baseUri (default: the server's working directory) that match a glob pattern",
-     "{pattern: string, baseUri?: string, maxResults?: integer, includeDirectories?: boolean, "
+     "{pattern: string, baseUri?: string, maxResults?: integer >= 0, includeDirectories?: boolean, "
      "followSymlinks?: boolean, excludePatterns?: string[]}"},
     {"file/grep", m_grep, "1.0",
      "Lines of the text files under baseUri that contain pattern (a literal, or PCRE2 when regex)",
      "{pattern: string, baseUri?: string, regex?: boolean, caseSensitive?: boolean, "
-     "include?: string|string[], exclude?: string|string[], maxResults?: integer}"},
+     "include?: string|string[], exclude?: string|string[], maxResults?: integer >= 0}"},
     {"file/watch", m_watch, "1.0",
      "Watch a path (recursively by default); its changes go to this client only",
      "{uri: string, recursive?: boolean}"},
@@ -1192,7 +1192,7 @@ static const ecp_method methods[] = {
      "{uri: string}"},
     {"file/join", m_join, "1.0",
      "A base URI joined with path components, normalised",
-     "{baseUri: string, paths: string[]}"},
+     "{baseUri: string, paths: any[]}"},
 };
 
 static void adapter_client_closed(void *ctx, uint64_t client_id)

@@ -977,7 +977,7 @@ static const ecp_method methods[] = {
     {"git/amend", m_amend, "1.0", "Replace HEAD's commit with the index's tree; no message keeps HEAD's",
      "{" URI ", message?: string}"},
     {"git/log", m_log, "1.0", "Commits from HEAD, newest first (count, or maxCount; default 50)",
-     "{" URI ", count?: integer, maxCount?: integer}"},
+     "{" URI ", count?: integer >= 0, maxCount?: integer >= 0}"},
     {"git/branches", m_branches, "1.0", "Local branches with their upstreams and tips, and the current one",
      "{" URI "}"},
     {"git/createBranch", m_create_branch, "1.0", "Create a branch at HEAD and (by default) switch to it",

@@ -813,7 +813,7 @@ static const lsp_listener adapter_listener = {
 
 /* ----- the table ------------------------------------------------------------------------------ */
 
-#define POS "{uri: string, position: {line: integer, character: integer}}"
+#define POS "{uri: string, position: {line: integer, character?: integer, column?: integer}}"
 
 static const ecp_method methods[] = {
     {"lsp/start", m_start, "1.0", "Start the language server of a language and wait until it is ready",
@@ -834,16 +834,16 @@ static const ecp_method methods[] = {
     {"lsp/signatureHelp", m_signature_help, "1.0", "Signature help at a position, or null", POS},
     {"lsp/definition", m_definition, "1.0", "Where the symbol at a position is defined", POS},
     {"lsp/references", m_references, "1.0", "Every reference to the symbol at a position",
-     "{uri: string, position: {line: integer, character: integer}, includeDeclaration?: boolean}"},
+     "{uri: string, position: {line: integer, character?: integer, column?: integer}, includeDeclaration?: boolean}"},
     {"lsp/documentSymbol", m_document_symbol, "1.0", "The symbols of a document", "{uri: string}"},
     {"lsp/rename", m_rename, "1.0", "The workspace edit that renames the symbol at a position",
-     "{uri: string, position: {line: integer, character: integer}, newName: string}"},
+     "{uri: string, position: {line: integer, character?: integer, column?: integer}, newName: string}"},
     {"lsp/diagnostics", m_diagnostics, "1.0", "The last diagnostics published for a document", "{uri: string}"},
     {"lsp/allDiagnostics", m_all_diagnostics, "1.0", "The last diagnostics of every document", "{}"},
     {"lsp/diagnosticsSummary", m_diagnostics_summary, "1.0", "How many errors and warnings are published", "{}"},
     {"lsp/setServerConfig", m_set_server_config, "1.0", "Set the command and options of a language's server",
-     "{languageId: string, config: {command: string, args?: string[], initializationOptions?: object, "
-     "settings?: object, env?: object, requestTimeoutMs?: integer}}"},
+     "{languageId: string, config: {command: string, args?: string[], initializationOptions?: any, "
+     "settings?: any, env?: {[name]: string}, requestTimeoutMs?: integer >= 0}}"},
     {"lsp/getServerConfig", m_get_server_config, "1.0", "The configuration of a language's server, or null",
      "{languageId: string}"},
     {"lsp/getLanguageId", m_get_language_id, "1.0", "The language of a path by its extension, or null",
@@ -851,9 +851,9 @@ static const ecp_method methods[] = {
     {"lsp/hasServerFor", m_has_server_for, "1.0", "Whether a language has a server configured",
      "{languageId: string}"},
     {"lsp/format", m_format, "1.0", "The edits that format a whole document",
-     "{uri: string, options?: {tabSize: integer, insertSpaces: boolean}}"},
+     "{uri: string, options?: {tabSize?: integer, insertSpaces?: boolean}}"},
     {"lsp/codeAction", m_code_action, "1.0", "The code actions for a range",
-     "{uri: string, range: Range, context?: object}"},
+     "{uri: string, range: object, context?: object}"},
 };
 
 static const char *const notifications[] = {

@@ -52,7 +52,8 @@ static const ecp_wire_map workspace_codes[] = {
 
 #define COUNT(a) (sizeof a / sizeof a[0])
 
-static int wire_code(ecp_call *call, int status)
+/* The map of the method's namespace; NULL (count 0) for none. */
+static const ecp_wire_map *codes_of(ecp_call *call, size_t *count)
 {
     const char *method = ecp_call_method(call);
     static const struct {
@@ -66,15 +67,21 @@ static int wire_code(ecp_call *call, int status)
         {"keybindings/", keybinding_codes, COUNT(keybinding_codes)},
         {"workspace/", workspace_codes, COUNT(workspace_codes)},
     };
-    for (size_t i = 0; i < COUNT(tables); i++)
-        if (strncmp(method, tables[i].prefix, strlen(tables[i].prefix)) == 0)
-            return ecp_wire_code(tables[i].map, tables[i].count, status, ECP_WIRE_INTERNAL_ERROR);
-    return ECP_WIRE_INTERNAL_ERROR;
+    for (size_t i = 0; i < COUNT(tables); i++) {
+        if (strncmp(method, tables[i].prefix, strlen(tables[i].prefix)) == 0) {
+            *count = tables[i].count;
+            return tables[i].map;
+        }
+    }
+    *count = 0;
+    return NULL;
 }
 
 static void reply_error(ecp_call *call, int status, const ecp_error *err, const char *data_json)
 {
-    ecp_call_error_data(call, wire_code(call, status), data_json, "%s", err ? err->message : ecp_status_text(status));
+    size_t count;
+    const ecp_wire_map *map = codes_of(call, &count);
+    ecp_call_reply_status(call, map, count, status, err, data_json);
 }
 
 /* {"<name>": "<value>"} as error data. */
@@ -269,11 +276,7 @@ static void saved(void *ctx, int status, const ecp_error *err, const char *id)
         reply_error(call, status, err, NULL);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_string(w, "sessionId", id);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_string(call, "sessionId", id);
 }
 
 static void m_session_save(void *ctx, ecp_call *call)
@@ -968,11 +971,7 @@ static void secret_deleted(void *ctx, int status, const ecp_error *err, bool del
         reply_error(call, status, err, NULL);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_bool(w, "deleted", deleted);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_bool(call, "deleted", deleted);
 }
 
 static void m_secret_delete(void *ctx, ecp_call *call)
@@ -1105,11 +1104,7 @@ static void m_workspace_trust(void *ctx, ecp_call *call)
         if (status < 0) {
             reply_folder_error(call, status, &err, &uri);
         } else {
-            json_writer *w = ecp_call_result(call);
-            jw_object_begin(w);
-            jw_key_bool(w, "trusted", trusted);
-            jw_object_end(w);
-            ecp_call_finish(call);
+            ecp_call_reply_bool(call, "trusted", trusted);
         }
     }
     buf_free(&path);
@@ -1323,7 +1318,8 @@ static const ecp_method keybinding_methods[] = {
      .handler = m_keybindings_add,
      .since = "1.0",
      .summary = "Add a key binding, replacing those of the same key",
-     .params = "{binding: {key: string, command: string, when?: string, args?: any}}"},
+     .params = "{binding?: {key: string, command: string, when?: string, args?: any}, key?: string, command?: string, "
+               "when?: string, args?: any}"},
     {.name = "keybindings/remove",
      .handler = m_keybindings_remove,
      .since = "1.0",

@@ -691,13 +691,13 @@ static const ecp_method methods[] = {
     {"syntax/highlight", m_highlight, "1.0", "Highlight a text in one language; theme makes a theme current",
      "{languageId: string, content?: string, theme?: string}"},
     {"syntax/highlightLine", m_highlight_line, "1.0", "The tokens of one line of a text, parsed whole",
-     "{content: string, languageId: string, lineNumber: integer, theme?: string}"},
+     "{content: string, languageId: string, lineNumber: integer >= 0, theme?: string}"},
     {"syntax/createSession", m_create_session, "1.0", "Highlight a text and keep its tokens as a session",
      "{documentId: string, languageId: string, content: string}"},
     {"syntax/updateSession", m_update_session, "1.0", "Replace a session's text and highlight it again",
      "{sessionId: string, content: string}"},
     {"syntax/getSessionTokens", m_get_session_tokens, "1.0", "The tokens of one line of a session",
-     "{sessionId: string, lineNumber: integer}"},
+     "{sessionId: string, lineNumber: integer >= 0}"},
     {"syntax/getSessionAllTokens", m_get_session_all_tokens, "1.0", "The tokens of every line of a session",
      "{sessionId: string}"},
     {"syntax/disposeSession", m_dispose_session, "1.0", "Forget a session", "{sessionId: string}"},
@@ -718,7 +718,7 @@ static const ecp_method methods[] = {
     {"syntax/waitForReady", m_is_ready, "1.0", "Answers once the highlighter is ready", "{}"},
     {"syntax/documentTokens", m_document_tokens, "1.0",
      "The tokens of lines of an open document from its latest tree, without waiting for a parse",
-     "{documentId: string, startLine: integer, endLine: integer}"},
+     "{documentId: string, startLine: integer >= 0, endLine: integer >= 0}"},
 };
 
 static const char *const notifications[] = {"syntax/didChange", NULL};

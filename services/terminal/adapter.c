@@ -48,8 +48,8 @@ static const ecp_wire_map use_codes[] = {
 
 static void reply_error(ecp_call *call, const char *id, int status, const ecp_error *err)
 {
-    int code = ecp_wire_code(use_codes, sizeof use_codes / sizeof use_codes[0], status, ECP_WIRE_INTERNAL_ERROR);
-    if (code == ECP_WIRE_TERMINAL_NOT_FOUND) {
+    size_t count = ECP_WIRE_MAP_COUNT(use_codes);
+    if (ecp_wire_code(use_codes, count, status, ECP_WIRE_INTERNAL_ERROR) == ECP_WIRE_TERMINAL_NOT_FOUND) {
         reply_not_found(call, id);
         return;
     }
@@ -59,7 +59,7 @@ static void reply_error(ecp_call *call, const char *id, int status, const ecp_er
     jw_object_begin(&w);
     jw_key_string(&w, "terminalId", id);
     jw_object_end(&w);
-    ecp_call_error_data(call, code, data.data, "%s", err->message);
+    ecp_call_reply_status(call, use_codes, count, status, err, data.data);
     buf_free(&data);
 }
 
@@ -216,11 +216,7 @@ static void m_create(void *ctx, ecp_call *call)
         ecp_call_error(call, ECP_WIRE_TERMINAL_START_FAILED, "%s", err.message);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_string(w, "terminalId", id);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_string(call, "terminalId", id);
     free(id);
 }
 
@@ -384,11 +380,7 @@ static void m_exists(void *ctx, ecp_call *call)
     if (!arg_id(call, &id))
         return;
     terminal_info info;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_bool(w, "exists", terminal_get_info(ad->svc, id.ptr, &info) == 0);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_bool(call, "exists", terminal_get_info(ad->svc, id.ptr, &info) == 0);
 }
 
 static void m_is_running(void *ctx, ecp_call *call)
@@ -398,11 +390,7 @@ static void m_is_running(void *ctx, ecp_call *call)
     if (!arg_id(call, &id))
         return;
     terminal_info info;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_bool(w, "running", terminal_get_info(ad->svc, id.ptr, &info) == 0 && info.running);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_bool(call, "running", terminal_get_info(ad->svc, id.ptr, &info) == 0 && info.running);
 }
 
 /* ----- notifications ------------------------------------------------------------------------ */
@@ -546,7 +534,7 @@ static const ecp_method methods[] = {
     {"terminal/create", m_create, "1.0",
      "Start a shell (shell, else the configured one, $SHELL, /bin/sh) on a pseudo-terminal",
      "{shell?: string, cwd?: string, env?: {[name]: string}, cols?: integer, rows?: integer, "
-     "scrollback?: integer}"},
+     "scrollback?: integer >= 0}"},
     {"terminal/close", m_close, "1.0",
      "End a terminal and every process of its session; an unknown id succeeds",
      "{terminalId: string}"},

@@ -1,8 +1,9 @@
 /* Fuzzing every method of every adapter, through an in-process server.
  *
- * The target knows no method. At start it asks a server for `ecp/methods` and
- * learns each method's params from the server's own -32602 answers
- * ("position.line: required integer"), then from what a second try needs:
+ * The target knows no method. At start it asks a server for `ecp/methods`,
+ * compiles each method's params signature (rpc_sig.h) into the shape of its
+ * required fields, and learns what else it needs from the server's own -32602
+ * answers ("position.line: required integer"), then from what a second try needs:
  * a method whose params name a key that another method's result holds
  * ("documentId") is tried again after that method. A service is thus fuzzed
  * the day it is registered, with no change here.
@@ -70,6 +71,7 @@
 #include "framing.h"
 #include "json.h"
 #include "json_writer.h"
+#include "rpc_sig.h"
 #include "server.h"
 #include "uri.h"
 
@@ -1056,6 +1058,34 @@ static shape *shape_element(shape *arr)
     return arr->element;
 }
 
+/* The required fields of a method's compiled params signature (rpc_sig.h),
+ * as learning from the server's answers would find them one by one: a
+ * method starts with its whole declared shape. Alternatives take the first;
+ * a literal is a string. Bounded by the signature's depth. */
+static void shape_from_signature(shape *sh, const ecp_sig *sig, uint32_t node)
+{
+    const ecp_sig_node *n = &sig->nodes[node];
+    if (n->type == ECP_SIG_UNION)
+        n = &sig->nodes[node = n->child];
+    switch (n->type) {
+    case ECP_SIG_STRING:
+    case ECP_SIG_LITERAL: sh->type = T_STRING; break;
+    case ECP_SIG_INTEGER: sh->type = T_INTEGER; break;
+    case ECP_SIG_NUMBER: sh->type = T_NUMBER; break;
+    case ECP_SIG_BOOLEAN: sh->type = T_BOOLEAN; break;
+    case ECP_SIG_OBJECT:
+    case ECP_SIG_MAP: sh->type = T_OBJECT; break;
+    case ECP_SIG_ARRAY: shape_from_signature(shape_element(sh), sig, n->child); return;
+    case ECP_SIG_ANY:
+    case ECP_SIG_UNION: sh->type = T_ANY; return;
+    }
+    if (n->type != ECP_SIG_OBJECT)
+        return;
+    for (uint32_t f = n->child; f != ECP_SIG_NONE; f = sig->nodes[f].next)
+        if (!sig->nodes[f].optional)
+            shape_from_signature(shape_field(sh, sig->nodes[f].name, strlen(sig->nodes[f].name)), sig, f);
+}
+
 /* Learns from "<path>: required <type>", "<path>: expected <type>, got ..."
  * and "<path>: must be a <type>", where path is "a.b[0].c". Returns true when
  * the shape changed. */
@@ -1283,6 +1313,14 @@ static void find_methods(void)
         m->name = xstrdup(name);
         m->hash = fnv1a(m->name);
         m->params.type = T_OBJECT;
+        const char *params;
+        ecp_sig sig;
+        if (json_string(&doc, json_get(&doc, e, "params"), &a, &params, NULL) &&
+            ecp_sig_compile(params, &sig, NULL) == 0) {
+            if (sig.nodes[sig.root].type == ECP_SIG_OBJECT)
+                shape_from_signature(&m->params, &sig, sig.root);
+            ecp_sig_free(&sig);
+        }
     }
     arena_free(&a);
     json_doc_free(&doc);

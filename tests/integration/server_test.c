@@ -864,6 +864,25 @@ static void the_router_refuses_tables_that_would_mislead(void **state)
     assert_int_equal(r.destroyed, 14); /* the accepted one at teardown */
 }
 
+/* A params signature is what the router enforces, so one that does not
+ * parse keeps its adapter out, as a missing summary does. */
+static void the_router_refuses_a_signature_that_does_not_parse(void **state)
+{
+    router_fixture r;
+    router_fixture_start(&r);
+    const ecp_method unclosed[] = {{"test/a", handle_forgetful, "1.0", "A", "{uri: string"}};
+    expect_refused(&r, "test", unclosed, 1, "method test/a: params signature \"{uri: string\"");
+    const ecp_method unknown[] = {{"test/a", handle_forgetful, "1.0", "A", "{uri: str}"}};
+    expect_refused(&r, "test", unknown, 1, "unknown type");
+    const ecp_method second_bad[] = {
+        {"test/a", handle_forgetful, "1.0", "A", "{}"},
+        {"test/b", handle_forgetful, "1.0", "B", "{n: integer >= x}"},
+    };
+    expect_refused(&r, "test", second_bad, 2, "method test/b: params signature");
+    assert_int_equal(r.destroyed, 3);
+    router_fixture_stop(&r);
+}
+
 /* ----- the status-to-wire table ------------------------------------------------------- */
 
 static void a_wire_map_gives_the_first_listed_code_else_the_fallback(void **state)
@@ -908,6 +927,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_handler_that_forgets_to_answer_gets_an_internal_error, setup, teardown),
         cmocka_unit_test_setup_teardown(missing_params_name_the_field, setup, teardown),
         cmocka_unit_test(the_router_refuses_tables_that_would_mislead),
+        cmocka_unit_test(the_router_refuses_a_signature_that_does_not_parse),
         cmocka_unit_test(a_wire_map_gives_the_first_listed_code_else_the_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
