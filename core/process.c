@@ -20,7 +20,8 @@ struct ecp_process {
 static void handle_closed(uv_handle_t *h)
 {
     ecp_process *self = h->data;
-    if (--self->open_handles == 0 && self->released)
+    /* (a loop torn down by walking its handles closes them without us) */
+    if (--self->open_handles == 0 && self->closed)
         free(self);
 }
 
