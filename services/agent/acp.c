@@ -12,13 +12,12 @@
 #include "internal.h"
 #include "json.h"
 #include "json_writer.h"
+#include "peer.h"
 
 #define ACP_MAX_LINE ((size_t)64 << 20)
 #define READ_TEXT_MAX ((size_t)8 << 20)
 
 enum {
-    RPC_PARSE_ERROR = -32700,
-    RPC_INVALID_REQUEST = -32600,
     RPC_METHOD_NOT_FOUND = -32601,
     RPC_INVALID_PARAMS = -32602,
     RPC_INTERNAL_ERROR = -32603,
@@ -41,7 +40,7 @@ struct acp_session {
     standing_answer *answers;
     size_t answer_count;
     /* the prompt in progress */
-    char *prompt_id;         /* its request id as JSON text; NULL when none runs */
+    ecp_peer_request *prompt; /* its session/prompt, to answer at its end; NULL when none runs */
     bool cancelled;
     buf system_text;         /* the turn's own messages (a command's output), sent at its end */
     char **announced;        /* tool call ids already sent as tool_call */
@@ -61,8 +60,10 @@ typedef struct terminal_run terminal_run;
 /* A request we sent the client, waiting for its answer. */
 struct outgoing {
     outgoing *next;
+    acp_frontend *acp;
     int64_t id;
     outgoing_kind kind;
+    const char *method;
     acp_session *session;
     char *tool_id, *tool_name;
     void *token;             /* a hosted call's */
@@ -89,7 +90,7 @@ struct terminal_run {
 /* A session/new or session/load answered once its MCP servers are ready. */
 typedef struct waiting_answer {
     struct waiting_answer *next;
-    char *id_json;
+    ecp_peer_request *request;
     acp_session *session;
     bool with_id;
     char **servers;
@@ -105,16 +106,14 @@ struct acp_frontend {
     bool out_is_pipe;
     int open_handles;
     bool closing;
-    buf pending;             /* bytes of an incomplete line */
-    bool skipping;           /* discarding an oversized line up to its newline */
+    ecp_peer *peer;
     void (*on_eof)(void *ctx);
     void *ctx;
     const char *version;
     bool client_reads, client_writes, client_terminals;
     terminal_run *terminals;
     acp_session *sessions;
-    outgoing *outgoing;
-    int64_t next_id;
+    outgoing *outgoing;      /* requests to the client, until the peer completes them */
     waiting_answer *waiting;
 };
 
@@ -133,17 +132,18 @@ static void written(uv_write_t *req, int status)
     free(w);
 }
 
-/* Sends one message: its JSON (no newline inside) and the newline. */
-static void send_line(acp_frontend *acp, buf *msg)
+/* The peer's bytes: one framed message. */
+static void write_out(void *ctx, const char *data, size_t len, int64_t request_id)
 {
-    buf_push(msg, '\n');
+    acp_frontend *acp = ctx;
+    (void)request_id;
     if (acp->closing && !acp->out_is_pipe)
         return;
     if (!acp->out_is_pipe) {
         /* stdout is a file: written directly */
         size_t off = 0;
-        while (off < msg->len) {
-            ssize_t n = write(STDOUT_FILENO, msg->data + off, msg->len - off);
+        while (off < len) {
+            ssize_t n = write(STDOUT_FILENO, data + off, len - off);
             if (n <= 0)
                 break;
             off += (size_t)n;
@@ -151,8 +151,8 @@ static void send_line(acp_frontend *acp, buf *msg)
         return;
     }
     write_req *w = xmalloc(sizeof *w);
-    size_t len = msg->len;
-    w->data = buf_detach(msg);
+    w->data = xmalloc(len);
+    memcpy(w->data, data, len);
     uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
     if (uv_write(&w->req, (uv_stream_t *)&acp->out, &b, 1, written) != 0) {
         free(w->data);
@@ -160,72 +160,23 @@ static void send_line(acp_frontend *acp, buf *msg)
     }
 }
 
-static void message_begin(json_writer *w, buf *out)
-{
-    jw_init(w, out);
-    jw_object_begin(w);
-    jw_key_string(w, "jsonrpc", "2.0");
-}
+/* Begins a result value; result_send answers request with it. */
+static void result_begin(json_writer *w, buf *out) { jw_init(w, out); }
 
-static void message_send(acp_frontend *acp, json_writer *w, buf *out)
+static void result_send(ecp_peer_request *request, buf *out)
 {
-    jw_object_end(w);
-    send_line(acp, out);
+    ecp_peer_respond(request, out->data);
     buf_free(out);
 }
 
-/* Begins {"jsonrpc","id","result": ...}; the caller writes the result value. */
-static void result_begin(json_writer *w, buf *out, const char *id_json)
-{
-    message_begin(w, out);
-    jw_key(w, "id");
-    jw_raw(w, id_json, strlen(id_json));
-    jw_key(w, "result");
-}
+static void reply_empty(ecp_peer_request *request) { ecp_peer_respond(request, "{}"); }
 
-static void reply_empty(acp_frontend *acp, const char *id_json)
-{
-    buf out = BUF_INIT;
-    json_writer w;
-    result_begin(&w, &out, id_json);
-    jw_object_begin(&w);
-    jw_object_end(&w);
-    message_send(acp, &w, &out);
-}
+#define reply_error ecp_peer_respond_error
 
-static void reply_error(acp_frontend *acp, const char *id_json, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void reply_error(acp_frontend *acp, const char *id_json, int code, const char *fmt, ...)
-{
-    buf message = BUF_INIT;
-    va_list ap;
-    va_start(ap, fmt);
-    buf_vappendf(&message, fmt, ap);
-    va_end(ap);
-    buf out = BUF_INIT;
-    json_writer w;
-    message_begin(&w, &out);
-    jw_key(&w, "id");
-    if (id_json)
-        jw_raw(&w, id_json, strlen(id_json));
-    else
-        jw_null(&w);
-    jw_key(&w, "error");
-    jw_object_begin(&w);
-    jw_key_int(&w, "code", code);
-    jw_key_string(&w, "message", message.data ? message.data : "");
-    jw_object_end(&w);
-    message_send(acp, &w, &out);
-    buf_free(&message);
-}
-
-/* Begins a session/update notification and its update object, after the discriminator. */
+/* Begins a session/update notification's params and its update object, after the discriminator. */
 static void update_begin(json_writer *w, buf *out, const acp_session *s, const char *kind)
 {
-    message_begin(w, out);
-    jw_key_string(w, "method", "session/update");
-    jw_key(w, "params");
+    jw_init(w, out);
     jw_object_begin(w);
     jw_key_string(w, "sessionId", s->id);
     jw_key(w, "update");
@@ -237,7 +188,8 @@ static void update_send(acp_frontend *acp, json_writer *w, buf *out)
 {
     jw_object_end(w);
     jw_object_end(w);
-    message_send(acp, w, out);
+    ecp_peer_notify(acp->peer, "session/update", out->data);
+    buf_free(out);
 }
 
 static void send_text_chunk(acp_frontend *acp, const acp_session *s, const char *kind, const char *text, size_t len)
@@ -253,21 +205,27 @@ static void send_text_chunk(acp_frontend *acp, const acp_session *s, const char 
     update_send(acp, &w, &out);
 }
 
-/* Begins a request to the client; the caller writes the params object. */
+/* Begins a request to the client: the caller writes the params object, then request_send. */
 static outgoing *request_begin(acp_frontend *acp, json_writer *w, buf *out, const char *method, outgoing_kind kind,
                                acp_session *s)
 {
     outgoing *o = xcalloc(1, sizeof *o);
-    o->id = ++acp->next_id;
+    o->acp = acp;
+    o->method = method;
     o->kind = kind;
     o->session = s;
     o->next = acp->outgoing;
     acp->outgoing = o;
-    message_begin(w, out);
-    jw_key_int(w, "id", o->id);
-    jw_key_string(w, "method", method);
-    jw_key(w, "params");
+    jw_init(w, out);
     return o;
+}
+
+static void answered(void *ctx, int64_t id, const ecp_peer_answer *answer);
+
+static void request_send(acp_frontend *acp, outgoing *o, buf *out)
+{
+    o->id = ecp_peer_call(acp->peer, o->method, out->data, 0, answered, o);
+    buf_free(out);
 }
 
 static void outgoing_free(outgoing *o)
@@ -287,6 +245,15 @@ static void outgoing_remove(acp_frontend *acp, outgoing *o)
             *p = o->next;
             return;
         }
+}
+
+/* Forgets a request to the client: its answer, if one comes, is ignored. */
+static void withdraw(acp_frontend *acp, outgoing *o)
+{
+    if (!ecp_peer_cancel(acp->peer, o->id)) { /* never sent: the peer was closed */
+        outgoing_remove(acp, o);
+        outgoing_free(o);
+    }
 }
 
 /* ----- sessions ------------------------------------------------------------------------------ */
@@ -323,8 +290,7 @@ static void clear_diff(acp_session *s)
 static void clear_turn(acp_session *s)
 {
     buf_free(&s->system_text);
-    free(s->prompt_id);
-    s->prompt_id = NULL;
+    s->prompt = NULL; /* answered, or released with the peer */
     s->cancelled = false;
     for (size_t i = 0; i < s->announced_count; i++)
         free(s->announced[i]);
@@ -423,11 +389,11 @@ static void write_config_options(json_writer *w, acp_frontend *acp, const acp_se
     jw_array_end(w);
 }
 
-static void reply_session_state(acp_frontend *acp, const char *id_json, const acp_session *s, bool with_id)
+static void reply_session_state(acp_frontend *acp, ecp_peer_request *request, const acp_session *s, bool with_id)
 {
     buf out = BUF_INIT;
     json_writer w;
-    result_begin(&w, &out, id_json);
+    result_begin(&w, &out);
     jw_object_begin(&w);
     if (with_id)
         jw_key_string(&w, "sessionId", s->id);
@@ -436,7 +402,7 @@ static void reply_session_state(acp_frontend *acp, const char *id_json, const ac
     jw_key(&w, "configOptions");
     write_config_options(&w, acp, s);
     jw_object_end(&w);
-    message_send(acp, &w, &out);
+    result_send(request, &out);
 }
 
 /* ----- tool calls as updates ------------------------------------------------------------------ */
@@ -708,17 +674,17 @@ static void ask_permission(acp_frontend *acp, acp_session *s, const agent_conten
     }
     jw_array_end(&w);
     jw_object_end(&w);
-    message_send(acp, &w, &out);
+    request_send(acp, o, &out);
 }
 
 /* ----- the agent's events ------------------------------------------------------------------------ */
 
 static void finish_prompt(acp_frontend *acp, acp_session *s, const agent_content *c)
 {
-    if (!s->prompt_id)
+    if (!s->prompt)
         return;
     if (!s->cancelled && c->stop == AGENT_STOP_ERROR) {
-        reply_error(acp, s->prompt_id, RPC_INTERNAL_ERROR, "%s", c->error_message ? c->error_message : "the model's request failed");
+        reply_error(s->prompt, RPC_INTERNAL_ERROR, "%s", c->error_message ? c->error_message : "the model's request failed");
     } else {
         if (s->system_text.len)
             send_text_chunk(acp, s, "agent_message_chunk", s->system_text.data, s->system_text.len);
@@ -729,11 +695,11 @@ static void finish_prompt(acp_frontend *acp, acp_session *s, const agent_content
                                                                             : "end_turn";
         buf out = BUF_INIT;
         json_writer w;
-        result_begin(&w, &out, s->prompt_id);
+        result_begin(&w, &out);
         jw_object_begin(&w);
         jw_key_string(&w, "stopReason", reason);
         jw_object_end(&w);
-        message_send(acp, &w, &out);
+        result_send(s->prompt, &out);
     }
     clear_turn(s);
 }
@@ -742,7 +708,7 @@ static void on_content(void *ctx, const agent_content *c)
 {
     acp_frontend *acp = ctx;
     acp_session *s = find_session(acp, c->chat_id);
-    if (!s || !s->prompt_id)
+    if (!s || !s->prompt)
         return; /* a chat of another front end, or a turn no prompt of ours started */
     switch (c->type) {
     case AGENT_CONTENT_TEXT:
@@ -797,8 +763,7 @@ static void on_content(void *ctx, const agent_content *c)
         /* a permission request still out for it is void */
         for (outgoing *o = acp->outgoing; o; o = o->next)
             if (o->kind == OUT_PERMISSION && o->session == s && strcmp(o->tool_id, c->tool_id) == 0) {
-                outgoing_remove(acp, o);
-                outgoing_free(o);
+                withdraw(acp, o);
                 break;
             }
         break;
@@ -821,7 +786,7 @@ static void on_deleted(void *ctx, const char *chat_id)
     (void)chat_id;
 }
 
-static void reply_session_state(acp_frontend *acp, const char *id_json, const acp_session *s, bool with_id);
+static void reply_session_state(acp_frontend *acp, ecp_peer_request *request, const acp_session *s, bool with_id);
 
 typedef struct server_state {
     const char *name;
@@ -860,7 +825,6 @@ static void waiting_free(waiting_answer *w)
     for (size_t i = 0; i < w->server_count; i++)
         free(w->servers[i]);
     free(w->servers);
-    free(w->id_json);
     free(w);
 }
 
@@ -880,7 +844,7 @@ static void answer_ready(acp_frontend *acp)
             continue;
         }
         *p = w->next;
-        reply_session_state(acp, w->id_json, w->session, w->with_id);
+        reply_session_state(acp, w->request, w->session, w->with_id);
         send_commands(acp, w->session);
         waiting_free(w);
     }
@@ -912,7 +876,7 @@ static void write_file_request(acp_frontend *acp, acp_session *s, void *token, c
     jw_key_string(&w, "path", path);
     jw_key_string(&w, "content", content);
     jw_object_end(&w);
-    message_send(acp, &w, &out);
+    request_send(acp, o, &out);
 }
 
 static void error_output(const json_doc *d, json_ref error, buf *out);
@@ -936,9 +900,9 @@ static void terminal_simple(terminal_run *t, const char *method, outgoing_kind k
 {
     buf out = BUF_INIT;
     json_writer w;
-    terminal_request(t, method, kind, &w, &out);
+    outgoing *o = terminal_request(t, method, kind, &w, &out);
     jw_object_end(&w);
-    message_send(t->acp, &w, &out);
+    request_send(t->acp, o, &out);
 }
 
 static void terminal_timer_closed(uv_handle_t *h)
@@ -1022,7 +986,7 @@ static bool terminal_start(acp_frontend *acp, acp_session *s, const agent_host_c
         jw_key_string(&w, "cwd", acp->agent->workspace);
     jw_key_int(&w, "outputByteLimit", TERMINAL_OUTPUT_LIMIT);
     jw_object_end(&w);
-    message_send(acp, &w, &out);
+    request_send(acp, create, &out);
     uv_timer_start(&t->timer, terminal_timeout, (uint64_t)timeout_ms, 0);
     arena_free(&a);
     json_doc_free(&d);
@@ -1145,7 +1109,7 @@ static bool host_run(void *ctx, const agent_host_call *call, void *token)
                 json_bool(&d, all, &o->all_occurrences);
         }
         jw_object_end(&w);
-        message_send(acp, &w, &out);
+        request_send(acp, o, &out);
     }
     arena_free(&a);
     json_doc_free(&d);
@@ -1165,8 +1129,7 @@ static void host_cancel(void *ctx, void *token)
         }
     for (outgoing *o = acp->outgoing; o; o = o->next)
         if (o->token == token) {
-            outgoing_remove(acp, o);
-            outgoing_free(o);
+            withdraw(acp, o);
             return;
         }
 }
@@ -1244,18 +1207,18 @@ static void answered_permission(acp_frontend *acp, outgoing *o, const json_doc *
     agent_tool_answer(acp->agent, o->session->id, o->tool_id, allow, NULL);
 }
 
-static void handle_response(acp_frontend *acp, const json_doc *d, json_ref root, json_ref id)
+static void answered(void *ctx, int64_t id, const ecp_peer_answer *answer)
 {
-    int64_t n;
-    if (!json_int64(d, id, &n))
-        return;
-    outgoing *o = acp->outgoing;
-    while (o && o->id != n)
-        o = o->next;
-    if (!o)
-        return; /* withdrawn (cancelled) or never ours */
+    outgoing *o = ctx;
+    acp_frontend *acp = o->acp;
+    (void)id;
     outgoing_remove(acp, o);
-    json_ref result = json_get(d, root, "result"), error = json_get(d, root, "error");
+    if (answer->status != 0) {
+        outgoing_free(o); /* withdrawn, or the client is gone */
+        return;
+    }
+    const json_doc *d = answer->doc;
+    json_ref result = answer->result, error = answer->error;
     if (o->kind == OUT_PERMISSION) {
         if (error != JSON_NO_REF)
             agent_tool_answer(acp->agent, o->session->id, o->tool_id, false, NULL);
@@ -1271,40 +1234,40 @@ static void handle_response(acp_frontend *acp, const json_doc *d, json_ref root,
 
 /* ----- methods ------------------------------------------------------------------------------------- */
 
-typedef struct request {
+typedef struct method_call {
     acp_frontend *acp;
     const json_doc *doc;
     json_ref params;
-    const char *id; /* JSON text */
+    ecp_peer_request *request;
     arena *mem;
     char **server_names; /* the MCP servers session_place started */
     size_t server_count;
-} request;
+} method_call;
 
-static bool param_string(request *r, const char *key, bool required, const char **out)
+static bool param_string(method_call *r, const char *key, bool required, const char **out)
 {
     *out = NULL;
     json_ref v = r->params != JSON_NO_REF ? json_get(r->doc, r->params, key) : JSON_NO_REF;
     if (v == JSON_NO_REF || json_type_of(r->doc, v) == JSON_NULL) {
         if (required)
-            reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "missing parameter %s", key);
+            reply_error(r->request, RPC_INVALID_PARAMS, "missing parameter %s", key);
         return !required;
     }
     if (!json_string(r->doc, v, r->mem, out, NULL)) {
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "parameter %s must be a string", key);
+        reply_error(r->request, RPC_INVALID_PARAMS, "parameter %s must be a string", key);
         return false;
     }
     return true;
 }
 
-static acp_session *param_session(request *r)
+static acp_session *param_session(method_call *r)
 {
     const char *id;
     if (!param_string(r, "sessionId", true, &id))
         return NULL;
     acp_session *s = find_session(r->acp, id);
     if (!s)
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "no session %s", id);
+        reply_error(r->request, RPC_INVALID_PARAMS, "no session %s", id);
     return s;
 }
 
@@ -1315,7 +1278,7 @@ static bool flag(const json_doc *d, json_ref obj, const char *key)
     return v != JSON_NO_REF && json_bool(d, v, &b) && b;
 }
 
-static void m_initialize(request *r)
+static void m_initialize(method_call *r)
 {
     json_ref caps = r->params != JSON_NO_REF ? json_get(r->doc, r->params, "clientCapabilities") : JSON_NO_REF;
     json_ref fs = caps != JSON_NO_REF ? json_get(r->doc, caps, "fs") : JSON_NO_REF;
@@ -1324,7 +1287,7 @@ static void m_initialize(request *r)
     r->acp->client_terminals = flag(r->doc, caps, "terminal");
     buf out = BUF_INIT;
     json_writer w;
-    result_begin(&w, &out, r->id);
+    result_begin(&w, &out);
     jw_object_begin(&w);
     jw_key_int(&w, "protocolVersion", 1);
     jw_key(&w, "agentCapabilities");
@@ -1352,23 +1315,23 @@ static void m_initialize(request *r)
     jw_key_string(&w, "version", r->acp->version);
     jw_object_end(&w);
     jw_object_end(&w);
-    message_send(r->acp, &w, &out);
+    result_send(r->request, &out);
 }
 
 /* cwd and mcpServers, as session/new and session/load take them. */
-static bool session_place(request *r)
+static bool session_place(method_call *r)
 {
     const char *cwd;
     if (!param_string(r, "cwd", true, &cwd))
         return false;
     struct stat st;
     if (cwd[0] != '/' || stat(cwd, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "cwd must be an absolute path to a directory: %s", cwd);
+        reply_error(r->request, RPC_INVALID_PARAMS, "cwd must be an absolute path to a directory: %s", cwd);
         return false;
     }
     json_ref servers = json_get(r->doc, r->params, "mcpServers");
     if (servers != JSON_NO_REF && json_type_of(r->doc, servers) != JSON_ARRAY) {
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "mcpServers must be an array");
+        reply_error(r->request, RPC_INVALID_PARAMS, "mcpServers must be an array");
         return false;
     }
     char *real = realpath(cwd, NULL);
@@ -1391,17 +1354,17 @@ static bool session_place(request *r)
         agent_mcp_config *c = &configs[k];
         bool http = type != JSON_NO_REF && json_string_eq(r->doc, type, "http");
         if (name == JSON_NO_REF || !json_string(r->doc, name, r->mem, &c->name, NULL)) {
-            reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "an MCP server needs a name");
+            reply_error(r->request, RPC_INVALID_PARAMS, "an MCP server needs a name");
             ok = false;
         } else if (type != JSON_NO_REF && !http && !json_string_eq(r->doc, type, "stdio")) {
-            reply_error(r->acp, r->id, RPC_INVALID_PARAMS,
+            reply_error(r->request, RPC_INVALID_PARAMS,
                         "MCP server %s: the transport is stdio or http (sse is not supported)", c->name);
             ok = false;
         } else if (http && (url == JSON_NO_REF || !json_string(r->doc, url, r->mem, &c->url, NULL))) {
-            reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "MCP server %s: an http server needs a url", c->name);
+            reply_error(r->request, RPC_INVALID_PARAMS, "MCP server %s: an http server needs a url", c->name);
             ok = false;
         } else if (!http && (command == JSON_NO_REF || !json_string(r->doc, command, r->mem, &c->command, NULL))) {
-            reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "MCP server %s: a stdio server needs a command", c->name);
+            reply_error(r->request, RPC_INVALID_PARAMS, "MCP server %s: a stdio server needs a command", c->name);
             ok = false;
         }
         if (http) {
@@ -1431,7 +1394,7 @@ static bool session_place(request *r)
             }
         }
         if (!ok && c->name && (c->command || c->url))
-            reply_error(r->acp, r->id, RPC_INVALID_PARAMS,
+            reply_error(r->request, RPC_INVALID_PARAMS,
                         "MCP server %s: args must be strings, env and headers [{name, value}] of strings", c->name);
         if (http) {
             c->header_count = c->env_count;
@@ -1450,7 +1413,7 @@ static bool session_place(request *r)
         for (size_t i = 0; i < k && ok; i++) {
             ecp_error err = {0};
             if (agent_mcp_start(r->acp->agent, &configs[i], &err) < 0) {
-                reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "%s", err.message);
+                reply_error(r->request, RPC_INVALID_PARAMS, "%s", err.message);
                 ok = false;
             }
         }
@@ -1467,10 +1430,10 @@ static bool session_place(request *r)
 }
 
 /* The answer to session/new or session/load, once the session's MCP servers are ready. */
-static void answer_when_ready(request *r, acp_session *s, bool with_id)
+static void answer_when_ready(method_call *r, acp_session *s, bool with_id)
 {
     waiting_answer *w = xcalloc(1, sizeof *w);
-    w->id_json = xstrdup(r->id);
+    w->request = r->request;
     w->session = s;
     w->with_id = with_id;
     w->servers = r->server_names;
@@ -1496,7 +1459,7 @@ static char *new_session_id(void)
     return buf_detach(&b);
 }
 
-static void m_session_new(request *r)
+static void m_session_new(method_call *r)
 {
     if (r->params == JSON_NO_REF || !session_place(r))
         return;
@@ -1536,21 +1499,21 @@ static void replay_message(void *ctx, const agent_message_info *m)
     }
 }
 
-static void m_session_load(request *r)
+static void m_session_load(method_call *r)
 {
     const char *id;
     if (r->params == JSON_NO_REF || !param_string(r, "sessionId", true, &id))
         return;
     agent_chat_info info;
     if (agent_chat_open(r->acp->agent, id, &info, NULL, NULL, NULL) < 0) {
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "no session %s", id);
+        reply_error(r->request, RPC_INVALID_PARAMS, "no session %s", id);
         return;
     }
     if (!session_place(r))
         return;
     acp_session *s = add_session(r->acp, id);
-    if (s->prompt_id) {
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "session %s is answering a prompt", id);
+    if (s->prompt) {
+        reply_error(r->request, RPC_INVALID_PARAMS, "session %s is answering a prompt", id);
         return;
     }
     if (!s->model && info.model)
@@ -1561,7 +1524,7 @@ static void m_session_load(request *r)
 }
 
 /* The prompt's content blocks as the message's text. */
-static bool prompt_text(request *r, json_ref blocks, buf *text)
+static bool prompt_text(method_call *r, json_ref blocks, buf *text)
 {
     for (json_ref b = json_first(r->doc, blocks); b != JSON_NO_REF; b = json_next(r->doc, b)) {
         json_ref type = json_type_of(r->doc, b) == JSON_OBJECT ? json_get(r->doc, b, "type") : JSON_NO_REF;
@@ -1583,25 +1546,25 @@ static bool prompt_text(request *r, json_ref blocks, buf *text)
             json_ref t = res != JSON_NO_REF ? json_get(r->doc, res, "text") : JSON_NO_REF;
             if (u == JSON_NO_REF || t == JSON_NO_REF || !json_string(r->doc, u, r->mem, &uri, NULL) ||
                 !json_string(r->doc, t, r->mem, &s, &len)) {
-                reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "only text resources can be embedded");
+                reply_error(r->request, RPC_INVALID_PARAMS, "only text resources can be embedded");
                 return false;
             }
             buf_appendf(text, "%s<file uri=\"%s\">\n", text->len ? "\n" : "", uri);
             buf_append(text, s, len);
             buf_append_str(text, "\n</file>");
         } else {
-            reply_error(r->acp, r->id, RPC_INVALID_PARAMS,
+            reply_error(r->request, RPC_INVALID_PARAMS,
                         "prompt content must be text, resource_link or a text resource");
             return false;
         }
     }
     if (!text->len) {
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "the prompt is empty");
+        reply_error(r->request, RPC_INVALID_PARAMS, "the prompt is empty");
         return false;
     }
     return true;
 bad:
-    reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "a prompt content block is malformed");
+    reply_error(r->request, RPC_INVALID_PARAMS, "a prompt content block is malformed");
     return false;
 }
 
@@ -1616,9 +1579,9 @@ static void prompt_accepted(void *ctx, int status, const ecp_error *err, const c
     (void)model;
     accept_ctx *a = ctx;
     acp_session *s = find_session(a->acp, a->session_id);
-    if (s && s->prompt_id) {
+    if (s && s->prompt) {
         if (status < 0) {
-            reply_error(a->acp, s->prompt_id, status == ECP_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL_ERROR, "%s",
+            reply_error(s->prompt, status == ECP_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL_ERROR, "%s",
                         err ? err->message : "the prompt failed");
             clear_turn(s);
         } else if (s->cancelled) {
@@ -1629,18 +1592,18 @@ static void prompt_accepted(void *ctx, int status, const ecp_error *err, const c
     free(a);
 }
 
-static void m_session_prompt(request *r)
+static void m_session_prompt(method_call *r)
 {
     acp_session *s = param_session(r);
     if (!s)
         return;
     json_ref blocks = json_get(r->doc, r->params, "prompt");
     if (blocks == JSON_NO_REF || json_type_of(r->doc, blocks) != JSON_ARRAY) {
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "prompt must be an array of content blocks");
+        reply_error(r->request, RPC_INVALID_PARAMS, "prompt must be an array of content blocks");
         return;
     }
-    if (s->prompt_id) {
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "session %s is already answering a prompt", s->id);
+    if (s->prompt) {
+        reply_error(r->request, RPC_INVALID_PARAMS, "session %s is already answering a prompt", s->id);
         return;
     }
     buf text = BUF_INIT;
@@ -1648,15 +1611,15 @@ static void m_session_prompt(request *r)
         buf_free(&text);
         return;
     }
-    s->prompt_id = xstrdup(r->id);
+    s->prompt = r->request;
     accept_ctx *a = xcalloc(1, sizeof *a);
     a->acp = r->acp;
     a->session_id = xstrdup(s->id);
     ecp_error err = {0};
     if (agent_prompt(r->acp->agent, s->id, text.data, s->model, prompt_accepted, a, &err) < 0) {
-        reply_error(r->acp, r->id, err.status == ECP_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL_ERROR, "%s",
-                    err.message);
         clear_turn(s);
+        reply_error(r->request, err.status == ECP_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL_ERROR, "%s",
+                    err.message);
         free(a->session_id);
         free(a);
     }
@@ -1674,20 +1637,20 @@ static bool set_mode(acp_session *s, const char *mode)
     return true;
 }
 
-static void m_set_mode(request *r)
+static void m_set_mode(method_call *r)
 {
     acp_session *s = param_session(r);
     const char *mode;
     if (!s || !param_string(r, "modeId", true, &mode))
         return;
     if (!set_mode(s, mode)) {
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "unknown mode %s (ask or allow)", mode);
+        reply_error(r->request, RPC_INVALID_PARAMS, "unknown mode %s (ask or allow)", mode);
         return;
     }
-    reply_empty(r->acp, r->id);
+    reply_empty(r->request);
 }
 
-static void m_set_config_option(request *r)
+static void m_set_config_option(method_call *r)
 {
     acp_session *s = param_session(r);
     const char *config, *value;
@@ -1695,7 +1658,7 @@ static void m_set_config_option(request *r)
         return;
     if (strcmp(config, "mode") == 0) {
         if (!set_mode(s, value)) {
-            reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "unknown mode %s (ask or allow)", value);
+            reply_error(r->request, RPC_INVALID_PARAMS, "unknown mode %s (ask or allow)", value);
             return;
         }
     } else if (strcmp(config, "model") == 0) {
@@ -1703,23 +1666,23 @@ static void m_set_config_option(request *r)
         bool known = current && strcmp(current, value) == 0;
         free(current);
         if (!known) {
-            reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "model %s is not one of the configured models", value);
+            reply_error(r->request, RPC_INVALID_PARAMS, "model %s is not one of the configured models", value);
             return;
         }
         free(s->model);
         s->model = xstrdup(value);
     } else {
-        reply_error(r->acp, r->id, RPC_INVALID_PARAMS, "unknown config option %s (mode or model)", config);
+        reply_error(r->request, RPC_INVALID_PARAMS, "unknown config option %s (mode or model)", config);
         return;
     }
     buf out = BUF_INIT;
     json_writer w;
-    result_begin(&w, &out, r->id);
+    result_begin(&w, &out);
     jw_object_begin(&w);
     jw_key(&w, "configOptions");
     write_config_options(&w, r->acp, s);
     jw_object_end(&w);
-    message_send(r->acp, &w, &out);
+    result_send(r->request, &out);
 }
 
 static void n_cancel(acp_frontend *acp, const json_doc *d, json_ref params)
@@ -1729,18 +1692,14 @@ static void n_cancel(acp_frontend *acp, const json_doc *d, json_ref params)
     const char *sid;
     acp_session *s = id != JSON_NO_REF && json_string(d, id, &a, &sid, NULL) ? find_session(acp, sid) : NULL;
     arena_free(&a);
-    if (!s || !s->prompt_id)
+    if (!s || !s->prompt)
         return;
     s->cancelled = true;
     /* a permission request still out is withdrawn: its answer will be ignored */
-    for (outgoing **p = &acp->outgoing; *p;) {
-        outgoing *o = *p;
-        if (o->session == s && o->kind == OUT_PERMISSION) {
-            *p = o->next;
-            outgoing_free(o);
-        } else {
-            p = &o->next;
-        }
+    for (outgoing *o = acp->outgoing, *next; o; o = next) {
+        next = o->next;
+        if (o->session == s && o->kind == OUT_PERMISSION)
+            withdraw(acp, o);
     }
     /* (while the prompt waits for the secret store, prompt_accepted stops it) */
     agent_prompt_stop(acp->agent, s->id, NULL);
@@ -1748,7 +1707,7 @@ static void n_cancel(acp_frontend *acp, const json_doc *d, json_ref params)
 
 static const struct {
     const char *name;
-    void (*fn)(request *r);
+    void (*fn)(method_call *r);
 } methods[] = {
     {"initialize", m_initialize},
     {"session/new", m_session_new},
@@ -1758,71 +1717,30 @@ static const struct {
     {"session/set_config_option", m_set_config_option},
 };
 
-static void handle_line(acp_frontend *acp, const char *line, size_t len)
+static void on_request(void *ctx, ecp_peer_request *request, const char *name, const json_doc *d, json_ref params)
 {
-    json_doc d = {0};
-    ecp_error err = {0};
-    if (json_doc_parse(&d, line, len, &err) < 0) {
-        reply_error(acp, NULL, RPC_PARSE_ERROR, "Parse error: %s", err.message);
-        json_doc_free(&d);
+    acp_frontend *acp = ctx;
+    size_t i = 0, n = sizeof methods / sizeof methods[0];
+    while (i < n && strcmp(methods[i].name, name) != 0)
+        i++;
+    if (i == n) {
+        reply_error(request, RPC_METHOD_NOT_FOUND, "Method not found: %s", name);
         return;
-    }
-    json_ref root = json_root(&d);
-    if (json_type_of(&d, root) != JSON_OBJECT) {
-        reply_error(acp, NULL, RPC_INVALID_REQUEST, "Invalid request: a message is a JSON object");
-        json_doc_free(&d);
-        return;
-    }
-    json_ref method = json_get(&d, root, "method"), id = json_get(&d, root, "id");
-    if (method == JSON_NO_REF) {
-        if (id != JSON_NO_REF)
-            handle_response(acp, &d, root, id);
-        else
-            reply_error(acp, NULL, RPC_INVALID_REQUEST, "Invalid request: no method");
-        json_doc_free(&d);
-        return;
-    }
-    buf id_json = BUF_INIT;
-    if (id != JSON_NO_REF) {
-        json_type t = json_type_of(&d, id);
-        if (t != JSON_STRING && t != JSON_NUMBER && t != JSON_NULL) {
-            reply_error(acp, NULL, RPC_INVALID_REQUEST, "Invalid request: id must be a string or a number");
-            json_doc_free(&d);
-            return;
-        }
-        json_writer w;
-        jw_init(&w, &id_json);
-        json_write_value(&w, &d, id);
     }
     arena mem = ARENA_INIT;
-    const char *name;
-    json_ref params = json_get(&d, root, "params");
-    if (json_type_of(&d, method) != JSON_STRING || !json_string(&d, method, &mem, &name, NULL)) {
-        reply_error(acp, id_json.data, RPC_INVALID_REQUEST, "Invalid request: method must be a string");
-    } else if (params != JSON_NO_REF && json_type_of(&d, params) != JSON_OBJECT) {
-        if (id_json.data)
-            reply_error(acp, id_json.data, RPC_INVALID_PARAMS, "params must be an object");
-    } else if (!id_json.data) {
-        if (strcmp(name, "session/cancel") == 0)
-            n_cancel(acp, &d, params);
-        /* other notifications ($/cancel_request, extensions) are not ours to act on */
-    } else {
-        size_t i = 0, n = sizeof methods / sizeof methods[0];
-        while (i < n && strcmp(methods[i].name, name) != 0)
-            i++;
-        if (i == n) {
-            reply_error(acp, id_json.data, RPC_METHOD_NOT_FOUND, "Method not found: %s", name);
-        } else {
-            request r = {acp, &d, params, id_json.data, &mem, NULL, 0};
-            methods[i].fn(&r);
-            for (size_t k = 0; k < r.server_count; k++)
-                free(r.server_names[k]);
-            free(r.server_names);
-        }
-    }
+    method_call r = {acp, d, params, request, &mem, NULL, 0};
+    methods[i].fn(&r);
+    for (size_t k = 0; k < r.server_count; k++)
+        free(r.server_names[k]);
+    free(r.server_names);
     arena_free(&mem);
-    buf_free(&id_json);
-    json_doc_free(&d);
+}
+
+static void on_notification(void *ctx, const char *name, const json_doc *d, json_ref params)
+{
+    /* other notifications ($/cancel_request, extensions) are not ours to act on */
+    if (strcmp(name, "session/cancel") == 0)
+        n_cancel(ctx, d, params);
 }
 
 /* ----- input ----------------------------------------------------------------------------------------- */
@@ -1834,55 +1752,24 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
     b->len = suggested;
 }
 
-static void take_line(acp_frontend *acp, const char *line, size_t len)
-{
-    while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
-        len--;
-    size_t start = 0;
-    while (start < len && (line[start] == ' ' || line[start] == '\t'))
-        start++;
-    if (start < len)
-        handle_line(acp, line + start, len - start);
-}
-
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
     acp_frontend *acp = s->data;
+    if (n > 0 && !acp->closing)
+        ecp_peer_feed(acp->peer, b->base, (size_t)n);
+    free(b->base);
     if (n < 0) {
-        free(b->base);
         uv_read_stop(s);
-        if (acp->pending.len && !acp->skipping)
-            take_line(acp, acp->pending.data, acp->pending.len);
-        buf_clear(&acp->pending);
+        ecp_peer_feed_end(acp->peer);
         if (acp->on_eof)
             acp->on_eof(acp->ctx);
-        return;
     }
-    const char *p = b->base, *end = b->base + n;
-    while (p < end && !acp->closing) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl) {
-            if (!acp->skipping)
-                buf_append(&acp->pending, p, (size_t)(end - p));
-            if (acp->pending.len > ACP_MAX_LINE) {
-                buf_clear(&acp->pending);
-                acp->skipping = true;
-                reply_error(acp, NULL, RPC_INVALID_REQUEST, "a message is longer than %zu bytes", ACP_MAX_LINE);
-            }
-            break;
-        }
-        if (acp->skipping) {
-            acp->skipping = false;
-        } else if (acp->pending.len) {
-            buf_append(&acp->pending, p, (size_t)(nl - p));
-            take_line(acp, acp->pending.data, acp->pending.len);
-            buf_clear(&acp->pending);
-        } else {
-            take_line(acp, p, (size_t)(nl - p));
-        }
-        p = nl + 1;
-    }
-    free(b->base);
+}
+
+/* A withdrawn request's answer is simply ignored: ACP has no cancel notice for it. */
+static void send_no_cancel(void *ctx, ecp_peer *peer, int64_t id)
+{
+    (void)ctx, (void)peer, (void)id;
 }
 
 /* ----- lifetime -------------------------------------------------------------------------------------- */
@@ -1916,6 +1803,14 @@ acp_frontend *acp_frontend_open(uv_loop_t *loop, agent_service *agent, ecp_logge
     acp->on_eof = on_eof;
     acp->ctx = ctx;
     acp->version = version;
+    ecp_peer_options options = {
+        .framing = FRAMING_NEWLINE, .max_message = ACP_MAX_LINE, .answer_invalid = true, .params_object_only = true,
+    };
+    ecp_peer_handlers handlers = {
+        .ctx = acp, .write = write_out, .on_request = on_request, .on_notification = on_notification,
+        .send_cancel = send_no_cancel,
+    };
+    acp->peer = ecp_peer_new(loop, &options, &handlers);
     uv_pipe_init(loop, &acp->in, 0);
     acp->in.data = acp;
     acp->open_handles++;
@@ -1978,10 +1873,8 @@ void acp_frontend_free(acp_frontend *self)
         return;
     agent_set_tool_host(self->agent, NULL, NULL);
     agent_unsubscribe(self->agent, &listener, self);
-    for (outgoing *o = self->outgoing, *next; o; o = next) {
-        next = o->next;
-        outgoing_free(o);
-    }
+    /* completes (and frees) every request still out, and releases those unanswered */
+    ecp_peer_free(self->peer);
     for (waiting_answer *w = self->waiting, *next; w; w = next) {
         next = w->next;
         waiting_free(w);
@@ -1990,6 +1883,5 @@ void acp_frontend_free(acp_frontend *self)
         next = s->next;
         session_free(s);
     }
-    buf_free(&self->pending);
     free(self);
 }
