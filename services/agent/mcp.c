@@ -772,6 +772,10 @@ void agent_mcp_list(agent_service *self, void (*fn)(void *ctx, const agent_mcp_i
 
 void mcp_stop_all(agent_service *svc)
 {
+    /* the service is going, and the loop soon after it: no grace period would run out */
+    for (mcp_server *s = svc->mcp_servers; s; s = s->next)
+        if (s->process)
+            ecp_process_kill_now(s->process);
     while (svc->mcp_servers)
         detach(svc, svc->mcp_servers);
 }
