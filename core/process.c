@@ -147,7 +147,10 @@ void ecp_process_close(ecp_process *self)
         uv_read_stop((uv_stream_t *)out);
         close_handle(out);
     }
-    ecp_process_kill(self);
+    if (self->options.leave_running)
+        self->exited = true; /* as far as we are concerned */
+    else
+        ecp_process_kill(self);
     maybe_release(self);
 }
 

@@ -40,6 +40,9 @@ typedef struct ecp_process_options {
     int stderr_fd;
     bool own_group;
     uint64_t grace_ms;
+    /* Closing lets a child that still runs go on (it reads end of file on
+     * its stdin and is expected to leave), and forgets it at once. */
+    bool leave_running;
     void *ctx;
     /* stdout's bytes as they come (valid during the call) */
     void (*on_output)(void *ctx, const char *data, size_t len);
@@ -66,8 +69,8 @@ void ecp_process_kill(ecp_process *self);
 /* SIGKILL now. */
 void ecp_process_kill_now(ecp_process *self);
 
-/* Lets go of the child: stdin closes, the child is killed if it still runs,
- * and no callback runs again. */
+/* Lets go of the child: stdin closes, the child is killed if it still runs
+ * (unless leave_running), and no callback runs again. */
 void ecp_process_close(ecp_process *self);
 
 #endif

@@ -16,9 +16,6 @@
 #include "peer.h"
 #include "process.h"
 
-/* A private server that outlives its client this long after SIGTERM is killed. */
-#define SERVER_GRACE_MS 2000
-
 typedef struct reply_to {
     rpc_reply_fn reply;
     void *ctx;
@@ -187,7 +184,8 @@ rpc_client *rpc_spawn(uv_loop_t *loop, const char *server, const char *workspace
     ecp_process_options o = {
         .argv = argv, .pipe_stdin = true, .pipe_stdout = true,
         .stderr_to = err_fd >= 0 ? ECP_STDERR_FD : ECP_STDERR_IGNORE, .stderr_fd = err_fd,
-        .grace_ms = SERVER_GRACE_MS, .ctx = self,
+        .leave_running = true, /* it leaves by itself, saving what it must, at end of file */
+        .ctx = self,
         .on_output = server_output, .on_output_end = server_output_end, .on_exit = server_exited,
     };
     ecp_error err = {0};

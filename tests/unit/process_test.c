@@ -193,6 +193,28 @@ static void test_group_killed_whole(void **state)
     finish(&r);
 }
 
+static void test_leave_running(void **state)
+{
+    (void)state;
+    run r = {0};
+    uv_loop_init(&r.loop);
+    /* a child that leaves by itself once its stdin ends */
+    const char *argv[] = {"sh", "-c", "cat >/dev/null; sleep 0.3", NULL};
+    ecp_process_options o = {.argv = argv, .pipe_stdin = true, .pipe_stdout = true, .leave_running = true,
+                             .ctx = &r, .on_exit = on_exit_cb};
+    ecp_error err = {0};
+    ecp_process *p = ecp_process_start(&r.loop, &o, &err);
+    assert_non_null(p);
+    int pid = ecp_process_pid(p);
+    ecp_process_close(p);
+    finish(&r); /* everything is let go at once: the loop has nothing left */
+    assert_true(running(pid));
+    assert_int_equal(r.exits, 0);
+    for (int i = 0; i < 100 && running(pid); i++)
+        usleep(20000);
+    assert_false(running(pid));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_sigterm_ignored),
         cmocka_unit_test(test_close_kills_after_grace),
         cmocka_unit_test(test_group_killed_whole),
+        cmocka_unit_test(test_leave_running),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
