@@ -135,40 +135,43 @@ struct acp_frontend {
 extern const agent_listener acp__listener;
 extern const agent_tool_host acp__host;
 
-/* frontend.c */
-void acp__send_text_chunk(acp_frontend *acp, const acp_session *s, const char *kind, const char *text, size_t len);
-void acp__request_send(acp_frontend *acp, outgoing *o, buf *out);
-void acp__outgoing_remove(acp_frontend *acp, outgoing *o);
+/* frontend.c: writing to the client */
+void acp__result_begin(json_writer *w, buf *out);
+void acp__result_send(ecp_peer_request *request, buf *out);
 void acp__reply_empty(ecp_peer_request *request);
 void acp__update_begin(json_writer *w, buf *out, const acp_session *s, const char *kind);
-void acp__result_send(ecp_peer_request *request, buf *out);
-void acp__outgoing_free(outgoing *o);
-void acp__withdraw(acp_frontend *acp, outgoing *o);
-outgoing *acp__request_begin(acp_frontend *acp, json_writer *w, buf *out, const char *method, outgoing_kind kind, acp_session *s);
-void acp__result_begin(json_writer *w, buf *out);
 void acp__update_send(acp_frontend *acp, json_writer *w, buf *out);
+void acp__send_text_chunk(acp_frontend *acp, const acp_session *s, const char *kind, const char *text, size_t len);
+outgoing *acp__request_begin(acp_frontend *acp, json_writer *w, buf *out, const char *method, outgoing_kind kind,
+                             acp_session *s);
+void acp__request_send(acp_frontend *acp, outgoing *o, buf *out);
+void acp__outgoing_free(outgoing *o);
+void acp__outgoing_remove(acp_frontend *acp, outgoing *o);
+void acp__withdraw(acp_frontend *acp, outgoing *o);
 
-/* session.c */
+/* session.c: sessions and the methods the client calls */
+acp_session *acp__find_session(acp_frontend *acp, const char *id);
+void acp__clear_diff(acp_session *s);
 void acp__clear_turn(acp_session *s);
 void acp__session_free(acp_session *s);
 const standing_answer *acp__standing(const acp_session *s, const char *tool);
 void acp__remember(acp_session *s, const char *tool, bool allow);
-void acp__clear_diff(acp_session *s);
 void acp__reply_session_state(acp_frontend *acp, ecp_peer_request *request, const acp_session *s, bool with_id);
 void acp__on_request(void *ctx, ecp_peer_request *request, const char *name, const json_doc *d, json_ref params);
-acp_session *acp__find_session(acp_frontend *acp, const char *id);
 void acp__on_notification(void *ctx, const char *name, const json_doc *d, json_ref params);
 
-/* updates.c */
-void acp__send_call_update(acp_frontend *acp, acp_session *s, const char *tool_id, const char *status, const char *text, size_t text_len, bool with_diff);
-size_t acp__apply_edit(const char *text, const char *old, const char *new_text, bool all, buf *out);
+/* updates.c: the agent's events */
 const char *acp__argument(const json_doc *d, const char *key, arena *a);
-void acp__write_call_fields(json_writer *w, const acp_session *s, const char *tool_id, const char *name, const char *arguments, const char *workspace);
+void acp__write_call_fields(json_writer *w, const acp_session *s, const char *tool_id, const char *name,
+                            const char *arguments, const char *workspace);
+size_t acp__apply_edit(const char *text, const char *old, const char *new_text, bool all, buf *out);
+void acp__send_call_update(acp_frontend *acp, acp_session *s, const char *tool_id, const char *status,
+                           const char *text, size_t text_len, bool with_diff);
 void acp__waiting_free(waiting_answer *w);
 void acp__answer_ready(acp_frontend *acp);
 
-/* host.c */
-void acp__answered(void *ctx, int64_t id, const ecp_peer_answer *answer);
+/* host.c: tools on the client's side, and the client's answers to our requests */
 void acp__terminal_finish(terminal_run *t);
+void acp__answered(void *ctx, int64_t id, const ecp_peer_answer *answer);
 
 #endif
