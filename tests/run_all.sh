@@ -27,6 +27,6 @@ cmake --build build-tsan -j"$jobs"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan -L threads --output-on-failure
 
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON -DECPD_FUZZ_INSTRUMENT=ON >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_json fuzz_framing fuzz_dispatch fuzz_piece_tree fuzz_methods fuzz_syntax \
+cmake --build build-fuzz -j"$jobs" --target fuzz_json fuzz_framing fuzz_peer fuzz_dispatch fuzz_piece_tree fuzz_methods fuzz_syntax \
   fuzz_glob fuzz_when fuzz_settings fuzz_acp fuzz_eca
 sh tests/fuzz/run_fuzzers.sh build-fuzz "${FUZZ_SECONDS:-12}"

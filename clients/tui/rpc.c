@@ -12,30 +12,24 @@
 
 #include "buf.h"
 #include "error.h"
-#include "framing.h"
 #include "json_writer.h"
+#include "peer.h"
+#include "process.h"
 
-typedef struct pending {
-    int64_t id;
+typedef struct reply_to {
     rpc_reply_fn reply;
     void *ctx;
     uint64_t tag;
-} pending;
+} reply_to;
 
 struct rpc_client {
     uv_loop_t *loop;
     rpc_handlers handlers;
-    bool spawned;
-    uv_process_t process;
-    uv_pipe_t to_server;   /* the server's stdin, or the socket */
-    uv_pipe_t from_server; /* the server's stdout (spawned only) */
-    int open_handles;
+    ecp_process *server;   /* a spawned server */
+    uv_pipe_t socket;      /* or a running server's socket */
+    bool have_socket;
+    ecp_peer *peer;
     bool open;             /* messages can still be sent */
-    bool closing;          /* rpc_close was called: free once the handles are closed */
-    framing_decoder decoder;
-    int64_t next_id;
-    pending *pending;
-    size_t pending_len, pending_cap;
 };
 
 void rpc_vformat(buf *out, const char *fmt, va_list ap)
@@ -88,64 +82,124 @@ static void report_closed(rpc_client *self, const char *why)
     if (!self->open)
         return;
     self->open = false;
-    self->pending_len = 0;
+    ecp_peer_close(self->peer, why); /* the pending replies are dropped (take_reply) */
     if (self->handlers.on_closed)
         self->handlers.on_closed(self->handlers.ctx, why);
 }
 
-static void on_handle_closed(uv_handle_t *h)
+static void take_reply(void *ctx, int64_t id, const ecp_peer_answer *answer)
 {
-    rpc_client *self = h->data;
-    if (--self->open_handles > 0 || !self->closing)
+    reply_to *r = ctx;
+    (void)id;
+    if (answer->status == 0 && r->reply)
+        r->reply(r->ctx, r->tag, answer->doc, answer->result, answer->error);
+    free(r);
+}
+
+typedef struct write_req {
+    uv_write_t req;
+    char data[];
+} write_req;
+
+static void written(uv_write_t *req, int status)
+{
+    (void)status; /* a failed write shows as the read side closing */
+    free(req);
+}
+
+static void write_to_server(void *ctx, const char *data, size_t len, int64_t request_id)
+{
+    rpc_client *self = ctx;
+    (void)request_id;
+    if (self->server) {
+        ecp_process_write(self->server, data, len);
         return;
-    framing_decoder_free(&self->decoder);
-    free(self->pending);
-    free(self);
-}
-
-static void close_handles(rpc_client *self)
-{
-    uv_handle_t *handles[] = {(uv_handle_t *)&self->to_server, (uv_handle_t *)&self->from_server,
-                              (uv_handle_t *)&self->process};
-    for (size_t i = 0; i < 3; i++) {
-        if (handles[i]->data && !uv_is_closing(handles[i]))
-            uv_close(handles[i], on_handle_closed);
     }
+    uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+    /* small messages leave at once; the rest waits for the socket */
+    int n = uv_try_write((uv_stream_t *)&self->socket, &b, 1);
+    if (n == (int)len)
+        return;
+    size_t done = n > 0 ? (size_t)n : 0;
+    write_req *w = xmalloc(sizeof *w + len - done);
+    memcpy(w->data, data + done, len - done);
+    b = uv_buf_init(w->data, (unsigned)(len - done));
+    if (uv_write(&w->req, (uv_stream_t *)&self->socket, &b, 1, written) != 0)
+        free(w);
 }
 
-static void dispatch(rpc_client *self, const char *text, size_t len)
+static void on_notification(void *ctx, const char *method, const json_doc *doc, json_ref params)
 {
-    json_doc doc = {0};
+    rpc_client *self = ctx;
+    if (self->handlers.on_notify)
+        self->handlers.on_notify(self->handlers.ctx, method, doc, params);
+}
+
+static void on_problem(void *ctx, ecp_peer_problem problem, const char *detail)
+{
+    (void)detail;
+    if (problem == ECP_PEER_BROKEN)
+        report_closed(ctx, "the server sent a header that cannot be read");
+}
+
+static rpc_client *client_new(uv_loop_t *loop, rpc_handlers handlers)
+{
+    rpc_client *self = xcalloc(1, sizeof *self);
+    self->loop = loop;
+    self->handlers = handlers;
+    ecp_peer_options options = {.framing = FRAMING_UNKNOWN, .max_message = (size_t)512 << 20};
+    ecp_peer_handlers h = {.ctx = self, .write = write_to_server, .on_notification = on_notification,
+                           .on_problem = on_problem};
+    self->peer = ecp_peer_new(loop, &options, &h);
+    return self;
+}
+
+static void server_output(void *ctx, const char *data, size_t len)
+{
+    rpc_client *self = ctx;
+    ecp_peer_feed(self->peer, data, len);
+}
+
+static void server_output_end(void *ctx, int status)
+{
+    report_closed(ctx, status == 0 ? "the server closed the connection" : uv_strerror(status));
+}
+
+static void server_exited(void *ctx, int64_t status, int signal)
+{
+    char why[96];
+    if (signal)
+        snprintf(why, sizeof why, "the server was killed by signal %d", signal);
+    else
+        snprintf(why, sizeof why, "the server exited with status %lld", (long long)status);
+    report_closed(ctx, why);
+}
+
+rpc_client *rpc_spawn(uv_loop_t *loop, const char *server, const char *workspace, const char *server_log,
+                      rpc_handlers handlers, char **why)
+{
+    int err_fd = open(server_log ? server_log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    const char *argv[] = {server, "--stdio", "--workspace", workspace, NULL};
+    rpc_client *self = client_new(loop, handlers);
+    ecp_process_options o = {
+        .argv = argv, .pipe_stdin = true, .pipe_stdout = true,
+        .stderr_to = err_fd >= 0 ? ECP_STDERR_FD : ECP_STDERR_IGNORE, .stderr_fd = err_fd,
+        .leave_running = true, /* it leaves by itself, saving what it must, at end of file */
+        .ctx = self,
+        .on_output = server_output, .on_output_end = server_output_end, .on_exit = server_exited,
+    };
     ecp_error err = {0};
-    if (json_doc_parse(&doc, text, len, &err) != 0) {
-        json_doc_free(&doc);
-        return;
+    self->server = ecp_process_start(loop, &o, &err);
+    if (err_fd >= 0)
+        close(err_fd);
+    if (!self->server) {
+        *why = xstrdup(err.message);
+        ecp_peer_free(self->peer);
+        free(self);
+        return NULL;
     }
-    json_ref root = json_root(&doc);
-    json_ref method = json_get(&doc, root, "method");
-    json_ref id = json_get(&doc, root, "id");
-    if (method != JSON_NO_REF) {
-        arena a = ARENA_INIT;
-        const char *name;
-        size_t n;
-        if (id == JSON_NO_REF && json_string(&doc, method, &a, &name, &n) && self->handlers.on_notify)
-            self->handlers.on_notify(self->handlers.ctx, name, &doc, json_get(&doc, root, "params"));
-        arena_free(&a);
-    } else {
-        int64_t num;
-        if (json_int64(&doc, id, &num)) {
-            for (size_t i = 0; i < self->pending_len; i++) {
-                if (self->pending[i].id != num)
-                    continue;
-                pending p = self->pending[i];
-                self->pending[i] = self->pending[--self->pending_len];
-                if (p.reply)
-                    p.reply(p.ctx, p.tag, &doc, json_get(&doc, root, "result"), json_get(&doc, root, "error"));
-                break;
-            }
-        }
-    }
-    json_doc_free(&doc);
+    self->open = true;
+    return self;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
@@ -155,91 +209,16 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
     b->len = suggested;
 }
 
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b)
+static void on_socket_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b)
 {
     rpc_client *self = stream->data;
+    if (nread > 0)
+        ecp_peer_feed(self->peer, b->base, (size_t)nread);
+    free(b->base);
     if (nread < 0) {
-        free(b->base);
         uv_read_stop(stream);
         report_closed(self, nread == UV_EOF ? "the server closed the connection" : uv_strerror((int)nread));
-        return;
     }
-    framing_decoder_feed(&self->decoder, b->base, (size_t)nread);
-    free(b->base);
-    for (;;) {
-        char *msg;
-        size_t len;
-        frame_status st = framing_decoder_next(&self->decoder, &msg, &len);
-        if (st == FRAME_NEED_MORE || st == FRAME_BAD_HEADER)
-            break;
-        if (st == FRAME_MESSAGE) {
-            dispatch(self, msg, len);
-            free(msg);
-        }
-        if (!self->open)
-            break;
-    }
-}
-
-static void on_process_exit(uv_process_t *p, int64_t status, int signal)
-{
-    rpc_client *self = p->data;
-    char why[96];
-    if (signal)
-        snprintf(why, sizeof why, "the server was killed by signal %d", signal);
-    else
-        snprintf(why, sizeof why, "the server exited with status %lld", (long long)status);
-    report_closed(self, why);
-}
-
-static rpc_client *client_new(uv_loop_t *loop, rpc_handlers handlers)
-{
-    rpc_client *self = xcalloc(1, sizeof *self);
-    self->loop = loop;
-    self->handlers = handlers;
-    self->next_id = 1;
-    framing_decoder_init(&self->decoder, (size_t)512 << 20);
-    return self;
-}
-
-rpc_client *rpc_spawn(uv_loop_t *loop, const char *server, const char *workspace, const char *server_log,
-                      rpc_handlers handlers, char **why)
-{
-    rpc_client *self = client_new(loop, handlers);
-    self->spawned = true;
-    uv_pipe_init(loop, &self->to_server, 0);
-    uv_pipe_init(loop, &self->from_server, 0);
-    self->to_server.data = self->from_server.data = self;
-    self->open_handles = 2;
-    int err_fd = open(server_log ? server_log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    uv_stdio_container_t stdio[3] = {
-        {.flags = UV_CREATE_PIPE | UV_READABLE_PIPE, .data.stream = (uv_stream_t *)&self->to_server},
-        {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&self->from_server},
-        {.flags = err_fd >= 0 ? UV_INHERIT_FD : UV_IGNORE, .data.fd = err_fd},
-    };
-    char *args[] = {(char *)server, "--stdio", "--workspace", (char *)workspace, NULL};
-    uv_process_options_t opts = {
-        .file = server, .args = args, .exit_cb = on_process_exit, .stdio = stdio, .stdio_count = 3,
-    };
-    int rc = uv_spawn(loop, &self->process, &opts);
-    if (err_fd >= 0)
-        close(err_fd);
-    if (rc != 0) {
-        buf b = BUF_INIT;
-        buf_appendf(&b, "cannot start %s: %s", server, uv_strerror(rc));
-        *why = buf_detach(&b);
-        /* libuv wants even a process that never started closed. */
-        self->closing = true;
-        self->process.data = self;
-        self->open_handles = 3;
-        close_handles(self);
-        return NULL;
-    }
-    self->process.data = self;
-    self->open_handles = 3;
-    self->open = true;
-    uv_read_start((uv_stream_t *)&self->from_server, on_alloc, on_read);
-    return self;
 }
 
 rpc_client *rpc_connect(uv_loop_t *loop, const char *socket_path, rpc_handlers handlers, char **why)
@@ -270,59 +249,26 @@ rpc_client *rpc_connect(uv_loop_t *loop, const char *socket_path, rpc_handlers h
         return NULL;
     }
     rpc_client *self = client_new(loop, handlers);
-    uv_pipe_init(loop, &self->to_server, 0);
-    self->to_server.data = self;
-    self->open_handles = 1;
-    uv_pipe_open(&self->to_server, fd);
+    uv_pipe_init(loop, &self->socket, 0);
+    self->socket.data = self;
+    self->have_socket = true;
+    uv_pipe_open(&self->socket, fd);
     self->open = true;
-    uv_read_start((uv_stream_t *)&self->to_server, on_alloc, on_read);
+    uv_read_start((uv_stream_t *)&self->socket, on_alloc, on_socket_read);
     return self;
 }
 
-typedef struct write_req {
-    uv_write_t req;
-    char *data;
-} write_req;
-
-static void on_written(uv_write_t *req, int status)
+static bool send_v(rpc_client *self, const char *method, reply_to *reply, const char *fmt, va_list ap)
 {
-    write_req *w = (write_req *)req;
-    free(w->data);
-    free(w);
-    (void)status; /* a failed write shows as the read side closing */
-}
-
-static bool send_message(rpc_client *self, buf *msg)
-{
-    buf_push(msg, '\n');
-    write_req *w = xmalloc(sizeof *w);
-    size_t len = msg->len;
-    w->data = buf_detach(msg);
-    uv_buf_t ub = uv_buf_init(w->data, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&self->to_server, &ub, 1, on_written) != 0) {
-        free(w->data);
-        free(w);
-        return false;
-    }
-    return true;
-}
-
-static bool send_v(rpc_client *self, int64_t id, const char *method, const char *fmt, va_list ap)
-{
-    if (!self || !self->open)
-        return false;
-    buf msg = BUF_INIT;
-    buf_append_str(&msg, "{\"jsonrpc\":\"2.0\",");
-    if (id > 0)
-        buf_appendf(&msg, "\"id\":%lld,", (long long)id);
-    rpc_format(&msg, "\"method\":%J", method);
-    if (fmt) {
-        buf_append_str(&msg, ",\"params\":");
-        rpc_vformat(&msg, fmt, ap);
-    }
-    buf_push(&msg, '}');
-    bool ok = send_message(self, &msg);
-    buf_free(&msg);
+    buf params = BUF_INIT;
+    if (fmt)
+        rpc_vformat(&params, fmt, ap);
+    bool ok;
+    if (reply)
+        ok = ecp_peer_call(self->peer, method, fmt ? params.data : NULL, 0, take_reply, reply) > 0;
+    else
+        ok = ecp_peer_notify(self->peer, method, fmt ? params.data : NULL);
+    buf_free(&params);
     return ok;
 }
 
@@ -331,38 +277,42 @@ bool rpc_call(rpc_client *self, const char *method, rpc_reply_fn reply, void *ct
 {
     if (!self || !self->open)
         return false;
-    int64_t id = self->next_id++;
+    reply_to *r = xmalloc(sizeof *r);
+    *r = (reply_to){reply, ctx, tag};
     va_list ap;
     va_start(ap, params_fmt);
-    bool ok = send_v(self, id, method, params_fmt, ap);
+    bool ok = send_v(self, method, r, params_fmt, ap);
     va_end(ap);
     if (!ok)
-        return false;
-    if (self->pending_len == self->pending_cap) {
-        self->pending_cap = self->pending_cap ? self->pending_cap * 2 : 16;
-        self->pending = xrealloc(self->pending, self->pending_cap * sizeof *self->pending);
-    }
-    self->pending[self->pending_len++] = (pending){id, reply, ctx, tag};
-    return true;
+        free(r);
+    return ok;
 }
 
 bool rpc_notify(rpc_client *self, const char *method, const char *params_fmt, ...)
 {
+    if (!self || !self->open)
+        return false;
     va_list ap;
     va_start(ap, params_fmt);
-    bool ok = send_v(self, 0, method, params_fmt, ap);
+    bool ok = send_v(self, method, NULL, params_fmt, ap);
     va_end(ap);
     return ok;
 }
 
 bool rpc_is_open(const rpc_client *self) { return self && self->open; }
 
+static void socket_closed(uv_handle_t *h) { free(h->data); }
+
 void rpc_close(rpc_client *self)
 {
     if (!self)
         return;
     self->open = false;
-    self->pending_len = 0;
-    self->closing = true;
-    close_handles(self);
+    ecp_peer_free(self->peer);
+    if (self->server) {
+        ecp_process_close(self->server);
+        free(self);
+    } else if (!uv_is_closing((uv_handle_t *)&self->socket)) {
+        uv_close((uv_handle_t *)&self->socket, socket_closed);
+    }
 }

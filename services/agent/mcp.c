@@ -1,12 +1,13 @@
-/* mcp: Model Context Protocol servers as tool sources, over stdio.
+/* mcp: Model Context Protocol servers as tool sources, over stdio or streamable HTTP.
  *
  * Each server is a child process speaking newline-delimited JSON-RPC on its
- * stdin and stdout: initialize, notifications/initialized, tools/list (every
- * page), then tools/call for each call the model makes. A server that cannot
- * start, answers initialize with an error, or exits is "failed": its tools are
- * withdrawn at once and every call still waiting on it gets an error result,
- * so a turn never hangs on it. */
-#include <signal.h>
+ * stdin and stdout (core/process.h), or a URL each message is POSTed to; the
+ * JSON-RPC itself is core/peer.h's. The conversation: initialize,
+ * notifications/initialized, tools/list (every page), then tools/call for each
+ * call the model makes. A server that cannot start, answers initialize with an
+ * error, or exits is "failed": its tools are withdrawn at once and every call
+ * still waiting on it gets an error result, so a turn never hangs on it. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,12 +15,16 @@
 #include "internal.h"
 #include "json.h"
 #include "json_writer.h"
+#include "peer.h"
+#include "process.h"
 #include "session/interface.h"
 
 #define MCP_PROTOCOL_VERSION "2025-06-18"
 #define MCP_MAX_LINE ((size_t)32 << 20)
 #define MCP_OUTPUT_MAX ((size_t)256 << 10)
 #define MCP_START_TIMEOUT_MS 30000
+/* A stopped server that has not exited this long after SIGTERM is killed. */
+#define MCP_STOP_GRACE_MS 2000
 
 typedef enum mcp_state { MCP_STARTING, MCP_RUNNING, MCP_FAILED, MCP_STOPPED } mcp_state;
 
@@ -32,8 +37,8 @@ typedef struct mcp_post mcp_post;
 
 typedef enum mcp_request_kind { REQ_INITIALIZE, REQ_LIST, REQ_CALL } mcp_request_kind;
 
+/* A request of ours, until the peer completes it. */
 struct mcp_call {
-    mcp_call *next;
     mcp_server *server;
     int64_t id;
     mcp_request_kind kind;
@@ -46,17 +51,13 @@ struct mcp_server {
     mcp_server *next;
     char *name, *command;
     char **args; /* NULL-terminated, args[0] = command */
-    char **env;  /* NULL-terminated NAME=value, or NULL: ours */
+    char **env;  /* NULL-terminated NAME=value added to ours, or NULL */
     mcp_state state;
     char *error;
-    uv_process_t process;
-    uv_pipe_t in, out;
+    ecp_peer *peer;
+    ecp_process *process;     /* the stdio transport */
     uv_timer_t start_timer;
-    int open_handles;
-    bool exited;
-    buf pending;
-    int64_t next_id;
-    mcp_call *calls;
+    bool timer_closed;
     /* the streamable HTTP transport (url set): each message is a POST */
     char *url;
     char **headers;           /* NULL-terminated "Name: value" */
@@ -64,7 +65,6 @@ struct mcp_server {
     struct mcp_post *posts;   /* POSTs in flight */
     mcp_tool *tools;
     size_t tool_count;
-    bool listing;      /* tools/list pages still coming */
     bool from_setting; /* named by agent.mcpServers: it follows the setting, a client's server does not */
 };
 
@@ -98,6 +98,7 @@ static void strv_free(char **v)
 
 static void server_free(mcp_server *s)
 {
+    ecp_peer_free(s->peer);
     free(s->name);
     free(s->command);
     strv_free(s->args);
@@ -106,7 +107,6 @@ static void server_free(mcp_server *s)
     free(s->url);
     free(s->session_id);
     free(s->error);
-    buf_free(&s->pending);
     tools_free(s->tools, s->tool_count);
     free(s);
 }
@@ -144,107 +144,19 @@ static void announce(mcp_server *s)
         agent__mcp_settled(s->svc);
 }
 
-/* ----- output ---------------------------------------------------------------------------- */
-
-typedef struct mcp_write {
-    uv_write_t req;
-    char *data;
-} mcp_write;
-
-static void mcp_written(uv_write_t *req, int status)
-{
-    (void)status;
-    mcp_write *w = (mcp_write *)req;
-    free(w->data);
-    free(w);
-}
-
-static void post_message(mcp_server *s, buf *msg, int64_t id);
-
-/* Sends one message; id is that of the request it is (0: a notification or a response). */
-static void send_message_id(mcp_server *s, buf *msg, int64_t id)
-{
-    if (s->url) {
-        post_message(s, msg, id);
-        return;
-    }
-    buf_push(msg, '\n');
-    if (s->exited || uv_is_closing((uv_handle_t *)&s->in)) {
-        buf_free(msg);
-        return;
-    }
-    mcp_write *w = xmalloc(sizeof *w);
-    size_t len = msg->len;
-    w->data = buf_detach(msg);
-    uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&s->in, &b, 1, mcp_written) != 0) {
-        free(w->data);
-        free(w);
-    }
-}
-
-static void send_message(mcp_server *s, buf *msg) { send_message_id(s, msg, 0); }
-
-/* Sends a request; params_json is an object's JSON text (NULL: none). */
-static mcp_call *send_request(mcp_server *s, mcp_request_kind kind, const char *method, const char *params_json)
-{
-    mcp_call *c = xcalloc(1, sizeof *c);
-    c->server = s;
-    c->id = ++s->next_id;
-    c->kind = kind;
-    c->next = s->calls;
-    s->calls = c;
-    buf out = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &out);
-    jw_object_begin(&w);
-    jw_key_string(&w, "jsonrpc", "2.0");
-    jw_key_int(&w, "id", c->id);
-    jw_key_string(&w, "method", method);
-    if (params_json) {
-        jw_key(&w, "params");
-        jw_raw(&w, params_json, strlen(params_json));
-    }
-    jw_object_end(&w);
-    send_message_id(s, &out, c->id);
-    return c;
-}
-
-static void send_notification(mcp_server *s, const char *method, const char *params_json)
-{
-    buf out = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &out);
-    jw_object_begin(&w);
-    jw_key_string(&w, "jsonrpc", "2.0");
-    jw_key_string(&w, "method", method);
-    if (params_json) {
-        jw_key(&w, "params");
-        jw_raw(&w, params_json, strlen(params_json));
-    }
-    jw_object_end(&w);
-    send_message(s, &out);
-}
-
-static void unlink_call(mcp_server *s, mcp_call *c)
-{
-    for (mcp_call **p = &s->calls; *p; p = &(*p)->next)
-        if (*p == c) {
-            *p = c->next;
-            return;
-        }
-}
+static bool stopped(const mcp_server *s) { return s->state == MCP_FAILED || s->state == MCP_STOPPED; }
 
 /* ----- failure and stop ------------------------------------------------------------------- */
 
-static void handle_closed(uv_handle_t *h)
+static void timer_closed(uv_handle_t *h)
 {
     mcp_server *s = h->data;
-    if (--s->open_handles == 0 && !s->svc)
+    s->timer_closed = true;
+    if (!s->svc)
         server_free(s);
 }
 
-static void close_handles(mcp_server *s)
+static void close_transport(mcp_server *s)
 {
     while (s->posts) {
         mcp_post *p = s->posts;
@@ -253,55 +165,26 @@ static void close_handles(mcp_server *s)
         buf_free(&p->answers);
         free(p);
     }
-    if (s->url) {
-        if (!uv_is_closing((uv_handle_t *)&s->start_timer))
-            uv_close((uv_handle_t *)&s->start_timer, handle_closed);
-        return;
-    }
-    uv_handle_t *handles[] = {(uv_handle_t *)&s->in, (uv_handle_t *)&s->out, (uv_handle_t *)&s->start_timer};
-    for (size_t i = 0; i < 3; i++)
-        if (!uv_is_closing(handles[i]))
-            uv_close(handles[i], handle_closed);
-    if (!s->exited && !uv_is_closing((uv_handle_t *)&s->process))
-        uv_process_kill(&s->process, SIGKILL); /* its stdin is closing too; nothing of its state is ours to keep */
+    /* its stdin closes and it is asked to stop: nothing of its state is ours to keep */
+    ecp_process_close(s->process);
+    s->process = NULL;
+    if (!uv_is_closing((uv_handle_t *)&s->start_timer))
+        uv_close((uv_handle_t *)&s->start_timer, timer_closed);
 }
 
 /* Every call still waiting gets its error result; tools are withdrawn. */
 static void fail(mcp_server *s, mcp_state state, const char *why)
 {
-    if (s->state == MCP_FAILED || s->state == MCP_STOPPED)
+    if (stopped(s))
         return;
     s->state = state;
     free(s->error);
     s->error = why ? xstrdup(why) : NULL;
     if (s->svc && why)
         ecp_log(s->svc->log, ECP_LOG_WARN, "MCP server %s: %s", s->name, why);
-    close_handles(s);
-    while (s->calls) {
-        mcp_call *c = s->calls;
-        s->calls = c->next;
-        if (c->kind == REQ_CALL && c->done) {
-            buf out = BUF_INIT;
-            buf_appendf(&out, "Error: MCP server %s %s", s->name, why ? why : "was stopped");
-            c->done(c->ctx, true, out.data);
-            buf_free(&out);
-        }
-        free(c);
-    }
+    close_transport(s);
+    ecp_peer_close(s->peer, why ? why : "was stopped");
     announce(s);
-}
-
-static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
-{
-    mcp_server *s = p->data;
-    s->exited = true;
-    uv_close((uv_handle_t *)p, handle_closed);
-    char why[96];
-    if (term_signal)
-        snprintf(why, sizeof why, "exited (signal %d)", term_signal);
-    else
-        snprintf(why, sizeof why, "exited with status %lld", (long long)status);
-    fail(s, MCP_FAILED, why);
 }
 
 static void start_timed_out(uv_timer_t *t)
@@ -316,7 +199,26 @@ static void output_closed(uv_timer_t *t)
     fail(t->data, MCP_FAILED, "closed its output");
 }
 
-/* ----- input ------------------------------------------------------------------------------ */
+/* ----- requests ------------------------------------------------------------------------------ */
+
+static void answered(void *ctx, int64_t id, const ecp_peer_answer *answer);
+
+/* Sends a request; params_json is an object's JSON text (NULL: none). */
+static mcp_call *send_request(mcp_server *s, mcp_request_kind kind, const char *method, const char *params_json,
+                              tool_done_fn done, void *ctx)
+{
+    mcp_call *c = xcalloc(1, sizeof *c);
+    c->server = s;
+    c->kind = kind;
+    c->done = done;
+    c->ctx = ctx;
+    c->id = ecp_peer_call(s->peer, method, params_json, 0, answered, c);
+    if (!c->id) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
 
 static void list_page(mcp_server *s, const char *cursor)
 {
@@ -327,7 +229,7 @@ static void list_page(mcp_server *s, const char *cursor)
     if (cursor)
         jw_key_string(&w, "cursor", cursor);
     jw_object_end(&w);
-    send_request(s, REQ_LIST, "tools/list", params.data);
+    send_request(s, REQ_LIST, "tools/list", params.data, NULL, NULL);
     buf_free(&params);
 }
 
@@ -411,96 +313,114 @@ static void call_output(const json_doc *d, json_ref result, buf *out, bool *erro
     arena_free(&a);
 }
 
-static void handle_message(mcp_server *s, const char *line, size_t len)
+static void answered(void *ctx, int64_t id, const ecp_peer_answer *answer)
 {
-    json_doc d = {0};
-    if (json_doc_parse(&d, line, len, NULL) < 0 || json_type_of(&d, json_root(&d)) != JSON_OBJECT) {
-        json_doc_free(&d);
-        if (s->svc)
-            ecp_log(s->svc->log, ECP_LOG_DEBUG, "MCP server %s wrote a line that is not a JSON object", s->name);
+    mcp_call *c = ctx;
+    mcp_server *s = c->server;
+    (void)id;
+    if (answer->status == ECP_ECANCELED) {
+        free(c); /* withdrawn by mcp_call_cancel: its caller has let go */
         return;
     }
-    json_ref root = json_root(&d);
-    json_ref id = json_get(&d, root, "id"), method = json_get(&d, root, "method");
-    int64_t n;
-    if (method != JSON_NO_REF) {
-        /* a request of the server's (roots, sampling, ping): none is offered but ping */
-        if (id != JSON_NO_REF) {
-            buf out = BUF_INIT;
-            json_writer w;
-            jw_init(&w, &out);
-            jw_object_begin(&w);
-            jw_key_string(&w, "jsonrpc", "2.0");
-            jw_key(&w, "id");
-            json_write_value(&w, &d, id);
-            if (json_string_eq(&d, method, "ping")) {
-                jw_key(&w, "result");
-                jw_object_begin(&w);
-                jw_object_end(&w);
-            } else {
-                jw_key(&w, "error");
-                jw_object_begin(&w);
-                jw_key_int(&w, "code", -32601);
-                jw_key_string(&w, "message", "Method not found");
-                jw_object_end(&w);
-            }
-            jw_object_end(&w);
-            send_message(s, &out);
-        } else if (json_string_eq(&d, method, "notifications/tools/list_changed") && s->state == MCP_RUNNING) {
-            tools_free(s->tools, s->tool_count);
-            s->tools = NULL;
-            s->tool_count = 0;
-            s->state = MCP_STARTING;
-            list_page(s, NULL);
-        }
-        json_doc_free(&d);
-        return;
-    }
-    if (id == JSON_NO_REF || !json_int64(&d, id, &n)) {
-        json_doc_free(&d);
-        return;
-    }
-    mcp_call *c = s->calls;
-    while (c && c->id != n)
-        c = c->next;
-    if (!c) {
-        json_doc_free(&d);
-        return; /* a call cancelled since */
-    }
-    unlink_call(s, c);
-    json_ref result = json_get(&d, root, "result"), error = json_get(&d, root, "error");
-    arena a = ARENA_INIT;
-    const char *message = "an error without a message";
-    if (error != JSON_NO_REF && json_get(&d, error, "message") != JSON_NO_REF)
-        json_string(&d, json_get(&d, error, "message"), &a, &message, NULL);
+    bool failed = answer->status != 0 || answer->error != JSON_NO_REF || answer->result == JSON_NO_REF;
     if (c->kind == REQ_CALL) {
         buf out = BUF_INIT;
-        bool failed = true;
-        if (error != JSON_NO_REF || result == JSON_NO_REF)
-            buf_appendf(&out, "Error: %s", message);
+        if (answer->status != 0 && stopped(s))
+            buf_appendf(&out, "Error: MCP server %s %s", s->name, answer->message);
+        else if (failed)
+            buf_appendf(&out, "Error: %s", answer->message);
         else
-            call_output(&d, result, &out, &failed);
+            call_output(answer->doc, answer->result, &out, &failed);
         c->done(c->ctx, failed, out.data);
         buf_free(&out);
-    } else if (error != JSON_NO_REF || result == JSON_NO_REF) {
-        buf why = BUF_INIT;
-        buf_appendf(&why, "%s failed: %s", c->kind == REQ_INITIALIZE ? "initialize" : "tools/list", message);
-        free(c);
-        fail(s, MCP_FAILED, why.data);
-        buf_free(&why);
-        arena_free(&a);
-        json_doc_free(&d);
-        return;
+    } else if (failed) {
+        if (!stopped(s)) {
+            buf why = BUF_INIT;
+            buf_appendf(&why, "%s failed: %s", c->kind == REQ_INITIALIZE ? "initialize" : "tools/list",
+                        answer->message);
+            fail(s, MCP_FAILED, why.data);
+            buf_free(&why);
+        }
     } else if (c->kind == REQ_INITIALIZE) {
-        send_notification(s, "notifications/initialized", NULL);
+        ecp_peer_notify(s->peer, "notifications/initialized", NULL);
         list_page(s, NULL);
     } else {
-        take_tools(s, &d, result);
+        take_tools(s, answer->doc, answer->result);
     }
     free(c);
-    arena_free(&a);
-    json_doc_free(&d);
 }
+
+/* ----- what the server sends ------------------------------------------------------------------ */
+
+/* A request of the server's (roots, sampling, ping): none is offered but ping. */
+static void on_request(void *ctx, ecp_peer_request *request, const char *method, const json_doc *d, json_ref params)
+{
+    (void)ctx, (void)d, (void)params;
+    if (strcmp(method, "ping") == 0)
+        ecp_peer_respond(request, "{}");
+    else
+        ecp_peer_respond_error(request, -32601, "Method not found");
+}
+
+static void on_notification(void *ctx, const char *method, const json_doc *d, json_ref params)
+{
+    mcp_server *s = ctx;
+    (void)d, (void)params;
+    if (strcmp(method, "notifications/tools/list_changed") == 0 && s->state == MCP_RUNNING) {
+        tools_free(s->tools, s->tool_count);
+        s->tools = NULL;
+        s->tool_count = 0;
+        s->state = MCP_STARTING;
+        list_page(s, NULL);
+    }
+}
+
+static void on_problem(void *ctx, ecp_peer_problem problem, const char *detail)
+{
+    mcp_server *s = ctx;
+    if (problem == ECP_PEER_OVERSIZED)
+        fail(s, MCP_FAILED, "wrote a message longer than 32 MiB");
+    else if (s->svc && problem == ECP_PEER_MALFORMED)
+        ecp_log(s->svc->log, ECP_LOG_DEBUG, "MCP server %s wrote a message that is not JSON-RPC: %s", s->name, detail);
+}
+
+static void send_cancel(void *ctx, ecp_peer *peer, int64_t id)
+{
+    (void)ctx;
+    char params[96];
+    snprintf(params, sizeof params, "{\"requestId\":%" PRId64 ",\"reason\":\"stopped by the user\"}", id);
+    ecp_peer_notify(peer, "notifications/cancelled", params);
+}
+
+/* ----- stdio ------------------------------------------------------------------------------------- */
+
+static void process_output(void *ctx, const char *data, size_t len)
+{
+    mcp_server *s = ctx;
+    ecp_peer_feed(s->peer, data, len);
+}
+
+static void process_output_end(void *ctx, int status)
+{
+    mcp_server *s = ctx;
+    (void)status;
+    /* its exit, which says more, is most likely on its way */
+    if (!stopped(s) && !uv_is_closing((uv_handle_t *)&s->start_timer))
+        uv_timer_start(&s->start_timer, output_closed, 1000, 0);
+}
+
+static void process_exited(void *ctx, int64_t status, int term_signal)
+{
+    mcp_server *s = ctx;
+    char why[96];
+    if (term_signal)
+        snprintf(why, sizeof why, "exited (signal %d)", term_signal);
+    else
+        snprintf(why, sizeof why, "exited with status %lld", (long long)status);
+    fail(s, MCP_FAILED, why);
+}
+
+/* ----- streamable HTTP ----------------------------------------------------------------------------- */
 
 /* Kept until the POST ends: handling a message may stop the server, which
  * must not cancel the transfer whose callback this is. */
@@ -525,44 +445,25 @@ static void post_finished(void *ctx, const char *error, const llm_answer *answer
     int64_t id = p->id;
     buf answers = p->answers;
     free(p);
-    for (size_t at = 0; at < answers.len && s->state != MCP_FAILED && s->state != MCP_STOPPED;) {
+    for (size_t at = 0; at < answers.len && !stopped(s);) {
         size_t len = strlen(answers.data + at);
-        handle_message(s, answers.data + at, len);
+        ecp_peer_feed_message(s->peer, answers.data + at, len);
         at += len + 1;
     }
     buf_free(&answers);
-    if (!error || s->state == MCP_FAILED || s->state == MCP_STOPPED)
+    if (!error || stopped(s) || !id)
         return;
     static const char prefix[] = "LLM request failed: ";
     const char *why = strncmp(error, prefix, sizeof prefix - 1) == 0 ? error + sizeof prefix - 1 : error;
-    mcp_call *c = s->calls;
-    while (c && c->id != id)
-        c = c->next;
-    if (!c)
-        return; /* a notification, or a request answered meanwhile */
-    if (c->kind != REQ_CALL) {
-        buf b = BUF_INIT;
-        buf_appendf(&b, "%s failed: %s", c->kind == REQ_INITIALIZE ? "initialize" : "tools/list", why);
-        fail(s, MCP_FAILED, b.data);
-        buf_free(&b);
-        return;
-    }
-    unlink_call(s, c);
-    buf out = BUF_INIT;
-    buf_appendf(&out, "Error: %s", why);
-    c->done(c->ctx, true, out.data);
-    buf_free(&out);
-    free(c);
+    ecp_peer_fail_request(s->peer, id, why); /* unless it was answered meanwhile */
 }
 
 static const llm_callbacks post_callbacks = {.on_message = post_answer, .on_finish = post_finished};
 
-static void post_message(mcp_server *s, buf *msg, int64_t id)
+static void post_message(mcp_server *s, const char *data, size_t len, int64_t id)
 {
-    if (!s->svc || s->state == MCP_FAILED || s->state == MCP_STOPPED) {
-        buf_free(msg);
+    if (!s->svc || stopped(s))
         return;
-    }
     size_t n = 0;
     while (s->headers && s->headers[n])
         n++;
@@ -580,51 +481,22 @@ static void post_message(mcp_server *s, buf *msg, int64_t id)
     p->id = id;
     p->next = s->posts;
     s->posts = p;
+    buf body = BUF_INIT;
+    buf_append(&body, data, len);
     llm_endpoint ep = {.api = LLM_API_JSONRPC, .url = s->url, .headers = headers};
-    p->request = llm_request_start(s->svc->llm, &ep, msg->data, &post_callbacks, p);
+    p->request = llm_request_start(s->svc->llm, &ep, body.data, &post_callbacks, p);
     free(headers);
     buf_free(&session);
-    buf_free(msg);
+    buf_free(&body);
 }
 
-static void mcp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+static void write_message(void *ctx, const char *data, size_t len, int64_t request_id)
 {
-    (void)h;
-    b->base = xmalloc(suggested);
-    b->len = suggested;
-}
-
-static void mcp_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
-{
-    mcp_server *s = stream->data;
-    if (n < 0) {
-        free(b->base);
-        uv_read_stop(stream);
-        /* its exit, which says more, is most likely on its way */
-        if (!s->exited && !uv_is_closing((uv_handle_t *)&s->start_timer))
-            uv_timer_start(&s->start_timer, output_closed, 1000, 0);
-        return;
-    }
-    const char *p = b->base, *end = b->base + n;
-    while (p < end && s->state != MCP_FAILED && s->state != MCP_STOPPED) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl) {
-            buf_append(&s->pending, p, (size_t)(end - p));
-            if (s->pending.len > MCP_MAX_LINE)
-                fail(s, MCP_FAILED, "wrote a message longer than 32 MiB");
-            break;
-        }
-        if (s->pending.len) {
-            buf_append(&s->pending, p, (size_t)(nl - p));
-            char *line = buf_detach(&s->pending);
-            handle_message(s, line, strlen(line));
-            free(line);
-        } else if (nl > p) {
-            handle_message(s, p, (size_t)(nl - p));
-        }
-        p = nl + 1;
-    }
-    free(b->base);
+    mcp_server *s = ctx;
+    if (s->url)
+        post_message(s, data, len, request_id);
+    else if (s->process)
+        ecp_process_write(s->process, data, len);
 }
 
 /* ----- the service's side ------------------------------------------------------------------- */
@@ -648,7 +520,7 @@ static void detach(agent_service *svc, mcp_server *s)
         }
     fail(s, MCP_STOPPED, NULL);
     s->svc = NULL;
-    if (s->open_handles == 0)
+    if (s->timer_closed)
         server_free(s);
 }
 
@@ -696,7 +568,7 @@ static void send_initialize(mcp_server *s)
     buf params = BUF_INIT;
     buf_appendf(&params, "{\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"ecpd\","
                          "\"version\":\"1\"}}", MCP_PROTOCOL_VERSION);
-    send_request(s, REQ_INITIALIZE, "initialize", params.data);
+    send_request(s, REQ_INITIALIZE, "initialize", params.data, NULL, NULL);
     buf_free(&params);
 }
 
@@ -720,76 +592,51 @@ static int start_server(agent_service *self, const agent_mcp_config *config, boo
     s->svc = self;
     s->from_setting = from_setting;
     s->name = xstrdup(config->name);
-    if (config->url && config->url[0]) {
-        /* HTTP: no process; the first POST is initialize */
+    bool http = config->url && config->url[0];
+    ecp_peer_options options = {.framing = FRAMING_NEWLINE, .messages = http, .max_message = MCP_MAX_LINE};
+    ecp_peer_handlers handlers = {
+        .ctx = s, .write = write_message, .on_request = on_request, .on_notification = on_notification,
+        .send_cancel = send_cancel, .on_problem = on_problem,
+    };
+    s->peer = ecp_peer_new(self->loop, &options, &handlers);
+    uv_timer_init(self->loop, &s->start_timer);
+    s->start_timer.data = s;
+    s->next = self->mcp_servers;
+    self->mcp_servers = s;
+    if (http) {
+        /* no process; the first POST is initialize */
         s->url = xstrdup(config->url);
         s->args = xcalloc(2, sizeof *s->args); /* no command, no arguments */
         s->headers = xcalloc(config->header_count + 1, sizeof *s->headers);
         for (size_t i = 0; i < config->header_count; i++)
             s->headers[i] = xstrdup(config->headers[i]);
-        s->exited = true;
-        s->next = self->mcp_servers;
-        self->mcp_servers = s;
-        uv_timer_init(self->loop, &s->start_timer);
-        s->start_timer.data = s;
-        s->open_handles = 1;
-        uv_timer_start(&s->start_timer, start_timed_out, MCP_START_TIMEOUT_MS, 0);
-        announce(s);
-        send_initialize(s);
-        return 0;
-    }
-    s->command = xstrdup(config->command);
-    s->args = xcalloc(config->arg_count + 2, sizeof *s->args);
-    s->args[0] = xstrdup(config->command);
-    for (size_t i = 0; i < config->arg_count; i++)
-        s->args[i + 1] = xstrdup(config->args[i]);
-    if (config->env_count) {
-        /* ours, with the configured variables on top */
-        extern char **environ;
-        size_t base = 0;
-        while (environ[base])
-            base++;
-        s->env = xcalloc(base + config->env_count + 1, sizeof *s->env);
-        size_t k = 0;
-        for (size_t i = 0; i < config->env_count; i++)
-            s->env[k++] = xstrdup(config->env[i]);
-        for (size_t i = 0; i < base; i++) {
-            size_t name_len = strcspn(environ[i], "=");
-            bool overridden = false;
-            for (size_t j = 0; j < config->env_count && !overridden; j++)
-                overridden = strncmp(config->env[j], environ[i], name_len) == 0 && config->env[j][name_len] == '=';
-            if (!overridden)
-                s->env[k++] = xstrdup(environ[i]);
+    } else {
+        s->command = xstrdup(config->command);
+        s->args = xcalloc(config->arg_count + 2, sizeof *s->args);
+        s->args[0] = xstrdup(config->command);
+        for (size_t i = 0; i < config->arg_count; i++)
+            s->args[i + 1] = xstrdup(config->args[i]);
+        if (config->env_count) {
+            s->env = xcalloc(config->env_count + 1, sizeof *s->env);
+            for (size_t i = 0; i < config->env_count; i++)
+                s->env[i] = xstrdup(config->env[i]);
+        }
+        ecp_process_options o = {
+            .argv = (const char *const *)s->args, .env_add = (const char *const *)s->env, .cwd = self->workspace,
+            .pipe_stdin = true, .pipe_stdout = true, .stderr_to = ECP_STDERR_INHERIT, .grace_ms = MCP_STOP_GRACE_MS,
+            .ctx = s, .on_output = process_output, .on_output_end = process_output_end, .on_exit = process_exited,
+        };
+        ecp_error spawn_err = {0};
+        s->process = ecp_process_start(self->loop, &o, &spawn_err);
+        if (!s->process) {
+            buf why = BUF_INIT;
+            const char *reason = strstr(spawn_err.message, ": ");
+            buf_appendf(&why, "could not start %s: %s", s->command, reason ? reason + 2 : spawn_err.message);
+            fail(s, MCP_FAILED, why.data);
+            buf_free(&why);
+            return 0;
         }
     }
-    s->next = self->mcp_servers;
-    self->mcp_servers = s;
-
-    uv_pipe_init(self->loop, &s->in, 0);
-    uv_pipe_init(self->loop, &s->out, 0);
-    uv_timer_init(self->loop, &s->start_timer);
-    s->in.data = s->out.data = s->start_timer.data = s->process.data = s;
-    s->open_handles = 4;
-    uv_stdio_container_t stdio[3] = {
-        {.flags = UV_CREATE_PIPE | UV_READABLE_PIPE, .data.stream = (uv_stream_t *)&s->in},
-        {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&s->out},
-        {.flags = UV_INHERIT_FD, .data.fd = 2},
-    };
-    uv_process_options_t o = {
-        .file = s->command, .args = s->args, .env = s->env, .cwd = self->workspace, .exit_cb = on_exit_cb,
-        .stdio = stdio, .stdio_count = 3,
-    };
-    int rc = uv_spawn(self->loop, &s->process, &o);
-    if (rc < 0) {
-        s->exited = true;
-        uv_close((uv_handle_t *)&s->process, handle_closed);
-        buf why = BUF_INIT;
-        buf_appendf(&why, "could not start %s: %s", s->command, uv_strerror(rc));
-        fail(s, MCP_FAILED, why.data);
-        buf_free(&why);
-        return 0;
-    }
-    uv_read_start((uv_stream_t *)&s->out, mcp_alloc, mcp_read);
     uv_timer_start(&s->start_timer, start_timed_out, MCP_START_TIMEOUT_MS, 0);
     announce(s);
     send_initialize(s);
@@ -925,6 +772,10 @@ void agent_mcp_list(agent_service *self, void (*fn)(void *ctx, const agent_mcp_i
 
 void mcp_stop_all(agent_service *svc)
 {
+    /* the service is going, and the loop soon after it: no grace period would run out */
+    for (mcp_server *s = svc->mcp_servers; s; s = s->next)
+        if (s->process)
+            ecp_process_kill_now(s->process);
     while (svc->mcp_servers)
         detach(svc, svc->mcp_servers);
 }
@@ -992,19 +843,14 @@ mcp_call *mcp_call_start(agent_service *svc, const char *full_name, const char *
     jw_key(&w, "arguments");
     jw_raw(&w, arguments, strlen(arguments));
     jw_object_end(&w);
-    mcp_call *c = send_request(s, REQ_CALL, "tools/call", params.data);
+    mcp_call *c = send_request(s, REQ_CALL, "tools/call", params.data, done, ctx);
     buf_free(&params);
-    c->done = done;
-    c->ctx = ctx;
+    if (!c)
+        ecp_error_set(err, ECP_ENOTFOUND, "the MCP tool %s is not available (its server stopped)", full_name);
     return c;
 }
 
 void mcp_call_cancel(mcp_call *c)
 {
-    mcp_server *s = c->server;
-    char params[96];
-    snprintf(params, sizeof params, "{\"requestId\":%lld,\"reason\":\"stopped by the user\"}", (long long)c->id);
-    send_notification(s, "notifications/cancelled", params);
-    unlink_call(s, c);
-    free(c);
+    ecp_peer_cancel(c->server->peer, c->id); /* which frees c */
 }

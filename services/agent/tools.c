@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "json.h"
 #include "json_writer.h"
+#include "process.h"
 
 #define READ_MAX_BYTES (8u << 20)
 #define OUTPUT_MAX_BYTES (64u << 10)
@@ -298,11 +299,9 @@ struct tool_run {
     bool error;
     buf output;
     /* shell */
-    uv_process_t process;
-    uv_pipe_t pipe;
+    ecp_process *process;
     uv_timer_t timer;
-    int open_handles;
-    bool exited, timed_out;
+    bool exited, output_ended, timed_out;
     int64_t exit_status;
     int term_signal;
     int64_t timeout_ms;
@@ -1036,11 +1035,9 @@ static void grep_done(void *ctx, int status, const ecp_error *err, const file_gr
 
 /* ----- shell ------------------------------------------------------------------------------- */
 
-static void shell_handle_closed(uv_handle_t *h)
+static void shell_timer_closed(uv_handle_t *h)
 {
     tool_run *r = h->data;
-    if (--r->open_handles > 0)
-        return;
     if (!r->cancelled) {
         buf out = BUF_INIT;
         bool error = true;
@@ -1064,82 +1061,69 @@ static void shell_handle_closed(uv_handle_t *h)
     run_free(r);
 }
 
-static void shell_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+/* The result is whole once the command has exited and its output ended. */
+static void shell_maybe_finish(tool_run *r)
 {
-    (void)h;
-    b->base = xmalloc(suggested);
-    b->len = suggested;
-}
-
-static void shell_close_all(tool_run *r)
-{
+    if (!r->exited || !r->output_ended)
+        return;
+    ecp_process_close(r->process);
+    r->process = NULL;
     uv_timer_stop(&r->timer);
     if (!uv_is_closing((uv_handle_t *)&r->timer))
-        uv_close((uv_handle_t *)&r->timer, shell_handle_closed);
+        uv_close((uv_handle_t *)&r->timer, shell_timer_closed);
 }
 
-static void shell_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+static void shell_output(void *ctx, const char *data, size_t len) { append_capped(&((tool_run *)ctx)->output, data, len); }
+
+static void shell_output_end(void *ctx, int status)
 {
-    tool_run *r = s->data;
-    if (n > 0)
-        append_capped(&r->output, b->base, (size_t)n);
-    free(b->base);
-    if (n < 0) {
-        uv_close((uv_handle_t *)&r->pipe, shell_handle_closed);
-        if (r->exited)
-            shell_close_all(r);
-    }
+    tool_run *r = ctx;
+    (void)status;
+    r->output_ended = true;
+    shell_maybe_finish(r);
 }
 
-static void shell_exit(uv_process_t *p, int64_t status, int signal)
+static void shell_exit(void *ctx, int64_t status, int signal)
 {
-    tool_run *r = p->data;
+    tool_run *r = ctx;
     r->exited = true;
     r->exit_status = status;
     r->term_signal = r->timed_out ? 0 : signal;
-    uv_close((uv_handle_t *)p, shell_handle_closed);
-    if (uv_is_closing((uv_handle_t *)&r->pipe))
-        shell_close_all(r);
+    shell_maybe_finish(r);
 }
 
 static void shell_timeout(uv_timer_t *t)
 {
     tool_run *r = t->data;
     r->timed_out = true;
-    uv_kill(-r->process.pid, SIGKILL);
+    ecp_process_kill_now(r->process);
 }
 
 static int shell_start(tool_run *r, const char *command) /* always 0: a failure is the run's result */
 {
-    uv_pipe_init(r->svc->loop, &r->pipe, 0);
     uv_timer_init(r->svc->loop, &r->timer);
-    r->pipe.data = r->timer.data = r->process.data = r;
-    r->open_handles = 3;
+    r->timer.data = r;
     /* stdout and stderr, interleaved as they come, through one pipe */
     buf script = BUF_INIT;
     buf_appendf(&script, "exec 2>&1\n%s", command);
-    char *args[] = {"/bin/sh", "-c", script.data, NULL};
-    uv_stdio_container_t stdio[2] = {
-        {.flags = UV_IGNORE},
-        {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&r->pipe},
+    const char *argv[] = {"/bin/sh", "-c", script.data, NULL};
+    /* its own process group, so that a kill reaches what it started too */
+    ecp_process_options o = {
+        .argv = argv, .cwd = r->svc->workspace, .pipe_stdout = true, .own_group = true, .ctx = r,
+        .on_output = shell_output, .on_output_end = shell_output_end, .on_exit = shell_exit,
     };
-    uv_process_options_t o = {
-        .file = "/bin/sh", .args = args, .cwd = r->svc->workspace, .exit_cb = shell_exit,
-        .stdio = stdio, .stdio_count = 2, .flags = UV_PROCESS_DETACHED,
-    };
-    int rc = uv_spawn(r->svc->loop, &r->process, &o);
+    ecp_error err = {0};
+    r->process = ecp_process_start(r->svc->loop, &o, &err);
     buf_free(&script);
-    if (rc < 0) {
-        /* The handles are closed the ordinary way; the result says why. */
-        r->exited = true;
+    if (!r->process) {
+        /* The timer is closed the ordinary way; the result says why. */
+        const char *reason = strstr(err.message, ": ");
         r->exit_status = 127;
-        buf_appendf(&r->output, "the command could not start: %s\n", uv_strerror(rc));
-        uv_close((uv_handle_t *)&r->process, shell_handle_closed);
-        uv_close((uv_handle_t *)&r->pipe, shell_handle_closed);
-        uv_close((uv_handle_t *)&r->timer, shell_handle_closed);
+        buf_appendf(&r->output, "the command could not start: %s\n", reason ? reason + 2 : err.message);
+        r->exited = r->output_ended = true;
+        shell_maybe_finish(r);
         return 0;
     }
-    uv_read_start((uv_stream_t *)&r->pipe, shell_alloc, shell_read);
     uv_timer_start(&r->timer, shell_timeout, (uint64_t)r->timeout_ms, 0);
     return 0;
 }
@@ -1338,7 +1322,7 @@ void tool_cancel(tool_run *r)
     r->cancelled = true;
     if (r->kind == RUN_SHELL) {
         if (!r->exited)
-            uv_kill(-r->process.pid, SIGKILL);
+            ecp_process_kill_now(r->process);
     } else if (r->job) {
         ecp_job_cancel(r->job);
     }

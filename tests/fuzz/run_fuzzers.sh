@@ -8,7 +8,7 @@
 #                path is taken from the repository root), where
 #                the fuzz_* executables were built, e.g.
 #                  CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_FUZZ_INSTRUMENT=ON
-#                  cmake --build build-fuzz --target fuzz_json fuzz_framing fuzz_dispatch \
+#                  cmake --build build-fuzz --target fuzz_json fuzz_framing fuzz_peer fuzz_dispatch \
 #                      fuzz_piece_tree fuzz_methods fuzz_syntax fuzz_glob fuzz_when \
 #                      fuzz_settings fuzz_acp fuzz_eca
 #                (without ECPD_FUZZ_INSTRUMENT, libFuzzer sees only the
@@ -56,7 +56,7 @@ fi
 
 max_len_of() {
     case "$1" in
-    fuzz_framing) echo 2048 ;;
+    fuzz_framing | fuzz_peer) echo 2048 ;;
     fuzz_json | fuzz_dispatch) echo 4096 ;;
     *) echo 4096 ;;
     esac

@@ -1,0 +1,239 @@
+#include "process.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+
+struct ecp_process {
+    ecp_process_options options; /* argv, env_add and cwd are not kept */
+    uv_process_t child;
+    uv_pipe_t in, out;
+    uv_timer_t grace;
+    int open_handles;
+    bool exited;
+    bool closed;    /* the owner let go: no more callbacks */
+    bool released;  /* every handle is closing: freed when the last one is closed */
+};
+
+static void handle_closed(uv_handle_t *h)
+{
+    ecp_process *self = h->data;
+    /* (a loop torn down by walking its handles closes them without us) */
+    if (--self->open_handles == 0 && self->closed)
+        free(self);
+}
+
+static void close_handle(uv_handle_t *h)
+{
+    if (h->data && !uv_is_closing(h))
+        uv_close(h, handle_closed);
+}
+
+/* Once the owner has let go and the child is gone, everything closes. */
+static void maybe_release(ecp_process *self)
+{
+    if (!self->closed || !self->exited || self->released)
+        return;
+    self->released = true;
+    close_handle((uv_handle_t *)&self->in);
+    close_handle((uv_handle_t *)&self->out);
+    close_handle((uv_handle_t *)&self->grace);
+    close_handle((uv_handle_t *)&self->child);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+    (void)h;
+    b->base = xmalloc(suggested);
+    b->len = suggested;
+}
+
+static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
+{
+    ecp_process *self = stream->data;
+    if (n > 0 && !self->closed && self->options.on_output)
+        self->options.on_output(self->options.ctx, b->base, (size_t)n);
+    free(b->base);
+    if (n < 0) {
+        uv_read_stop(stream);
+        close_handle((uv_handle_t *)stream);
+        if (!self->closed && self->options.on_output_end)
+            self->options.on_output_end(self->options.ctx, n == UV_EOF ? 0 : (int)n);
+    }
+}
+
+static void child_exited(uv_process_t *child, int64_t status, int term_signal)
+{
+    ecp_process *self = child->data;
+    self->exited = true;
+    uv_timer_stop(&self->grace);
+    if (!self->closed && self->options.on_exit)
+        self->options.on_exit(self->options.ctx, status, term_signal);
+    maybe_release(self);
+}
+
+static void signal_child(ecp_process *self, int signum)
+{
+    if (self->exited)
+        return;
+    if (self->options.own_group)
+        uv_kill(-self->child.pid, signum);
+    else
+        uv_process_kill(&self->child, signum);
+}
+
+static void grace_over(uv_timer_t *t) { signal_child(t->data, SIGKILL); }
+
+void ecp_process_kill(ecp_process *self)
+{
+    if (self->exited)
+        return;
+    if (!self->options.grace_ms) {
+        signal_child(self, SIGKILL);
+        return;
+    }
+    signal_child(self, SIGTERM);
+    if (!uv_is_active((uv_handle_t *)&self->grace))
+        uv_timer_start(&self->grace, grace_over, self->options.grace_ms, 0);
+}
+
+void ecp_process_kill_now(ecp_process *self) { signal_child(self, SIGKILL); }
+
+int ecp_process_pid(const ecp_process *self) { return self->child.pid; }
+bool ecp_process_exited(const ecp_process *self) { return self->exited; }
+
+typedef struct write_req {
+    uv_write_t req;
+    char *data;
+} write_req;
+
+static void written(uv_write_t *req, int status)
+{
+    (void)status; /* a child that stops reading shows as its exit */
+    write_req *w = (write_req *)req;
+    free(w->data);
+    free(w);
+}
+
+bool ecp_process_write(ecp_process *self, const char *data, size_t len)
+{
+    uv_handle_t *in = (uv_handle_t *)&self->in;
+    if (!in->data || uv_is_closing(in) || self->closed)
+        return false;
+    write_req *w = xmalloc(sizeof *w);
+    w->data = xmalloc(len ? len : 1);
+    memcpy(w->data, data, len);
+    uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
+    if (uv_write(&w->req, (uv_stream_t *)&self->in, &b, 1, written) != 0) {
+        free(w->data);
+        free(w);
+        return false;
+    }
+    return true;
+}
+
+void ecp_process_close_stdin(ecp_process *self) { close_handle((uv_handle_t *)&self->in); }
+
+void ecp_process_close(ecp_process *self)
+{
+    if (!self || self->closed)
+        return;
+    self->closed = true;
+    ecp_process_close_stdin(self);
+    uv_handle_t *out = (uv_handle_t *)&self->out;
+    if (out->data && !uv_is_closing(out)) {
+        uv_read_stop((uv_stream_t *)out);
+        close_handle(out);
+    }
+    if (self->options.leave_running)
+        self->exited = true; /* as far as we are concerned */
+    else
+        ecp_process_kill(self);
+    maybe_release(self);
+}
+
+/* Our environment with env_add on top; NULL when nothing is added. */
+static char **environment(const char *const *env_add)
+{
+    if (!env_add || !env_add[0])
+        return NULL;
+    extern char **environ;
+    size_t base = 0, added = 0;
+    while (environ[base])
+        base++;
+    while (env_add[added])
+        added++;
+    char **env = xcalloc(base + added + 1, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < added; i++)
+        env[k++] = xstrdup(env_add[i]);
+    for (size_t i = 0; i < base; i++) {
+        size_t name_len = strcspn(environ[i], "=");
+        bool overridden = false;
+        for (size_t j = 0; j < added && !overridden; j++)
+            overridden = strncmp(env_add[j], environ[i], name_len) == 0 && env_add[j][name_len] == '=';
+        if (!overridden)
+            env[k++] = xstrdup(environ[i]);
+    }
+    return env;
+}
+
+static void strv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+ecp_process *ecp_process_start(uv_loop_t *loop, const ecp_process_options *options, ecp_error *err)
+{
+    ecp_process *self = xcalloc(1, sizeof *self);
+    self->options = *options;
+    self->options.argv = NULL;
+    self->options.env_add = NULL;
+    self->options.cwd = NULL;
+    uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE}, {.flags = UV_IGNORE}, {.flags = UV_IGNORE}};
+    if (options->pipe_stdin) {
+        uv_pipe_init(loop, &self->in, 0);
+        self->in.data = self;
+        self->open_handles++;
+        stdio[0] = (uv_stdio_container_t){.flags = UV_CREATE_PIPE | UV_READABLE_PIPE, .data.stream = (uv_stream_t *)&self->in};
+    }
+    if (options->pipe_stdout) {
+        uv_pipe_init(loop, &self->out, 0);
+        self->out.data = self;
+        self->open_handles++;
+        stdio[1] = (uv_stdio_container_t){.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&self->out};
+    }
+    if (options->stderr_to == ECP_STDERR_INHERIT)
+        stdio[2] = (uv_stdio_container_t){.flags = UV_INHERIT_FD, .data.fd = 2};
+    else if (options->stderr_to == ECP_STDERR_FD && options->stderr_fd >= 0)
+        stdio[2] = (uv_stdio_container_t){.flags = UV_INHERIT_FD, .data.fd = options->stderr_fd};
+    uv_timer_init(loop, &self->grace);
+    self->grace.data = self;
+    self->open_handles++;
+    char **env = environment(options->env_add);
+    uv_process_options_t o = {
+        .file = options->argv[0], .args = (char **)options->argv, .env = env, .cwd = options->cwd,
+        .exit_cb = child_exited, .stdio = stdio, .stdio_count = 3,
+        .flags = options->own_group ? UV_PROCESS_DETACHED : 0,
+    };
+    self->child.data = self;
+    self->open_handles++;
+    int rc = uv_spawn(loop, &self->child, &o);
+    strv_free(env);
+    if (rc < 0) {
+        ecp_error_set(err, rc == UV_ENOENT ? ECP_ENOTFOUND : rc == UV_EACCES ? ECP_EACCES : ECP_EIO,
+                      "cannot start %s: %s", options->argv[0], uv_strerror(rc));
+        /* libuv wants even a child that never started closed */
+        self->exited = true;
+        self->closed = true;
+        maybe_release(self);
+        return NULL;
+    }
+    if (options->pipe_stdout)
+        uv_read_start((uv_stream_t *)&self->out, on_alloc, on_read);
+    return self;
+}
