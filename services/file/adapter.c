@@ -735,38 +735,44 @@ static void m_search(void *ctx, ecp_call *call)
     walk_start(j, walk, rc, &err);
 }
 
+/* file/grep's result, written where the grep ends, off the loop. */
+static void format_grep(void *fctx, const file_grep_result *res, buf *out)
+{
+    (void)fctx;
+    json_writer jw, *w = &jw;
+    jw_init(w, out);
+    buf u = BUF_INIT;
+    const char *last = NULL;
+    jw_object_begin(w);
+    jw_key(w, "matches");
+    jw_array_begin(w);
+    for (size_t i = 0; i < res->count; i++) {
+        const file_grep_match *m = &res->matches[i];
+        if (!last || strcmp(last, m->path)) {
+            buf_clear(&u);
+            file_uri_from_path(&u, m->path);
+            last = m->path;
+        }
+        jw_object_begin(w);
+        jw_key_string_n(w, "uri", u.data, u.len);
+        jw_key_int(w, "line", (int64_t)m->line);
+        jw_key_int(w, "column", (int64_t)m->column);
+        jw_key_string(w, "text", m->text);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_key_bool(w, "truncated", res->truncated);
+    jw_object_end(w);
+    buf_free(&u);
+}
+
 static void grep_done(void *ctx, int status, const ecp_error *err, const file_grep_result *res)
 {
     walk_call *j = ctx;
-    if (status) {
+    if (status)
         reply_error(j->call, status, err->message, j->uri);
-    } else {
-        json_writer *w = ecp_call_result(j->call);
-        buf u = BUF_INIT;
-        const char *last = NULL;
-        jw_object_begin(w);
-        jw_key(w, "matches");
-        jw_array_begin(w);
-        for (size_t i = 0; i < res->count; i++) {
-            const file_grep_match *m = &res->matches[i];
-            if (!last || strcmp(last, m->path)) {
-                buf_clear(&u);
-                file_uri_from_path(&u, m->path);
-                last = m->path;
-            }
-            jw_object_begin(w);
-            jw_key_string_n(w, "uri", u.data, u.len);
-            jw_key_int(w, "line", (int64_t)m->line);
-            jw_key_int(w, "column", (int64_t)m->column);
-            jw_key_string(w, "text", m->text);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
-        jw_key_bool(w, "truncated", res->truncated);
-        jw_object_end(w);
-        buf_free(&u);
-        ecp_call_finish(j->call);
-    }
+    else
+        ecp_call_reply_shared(j->call, res->rendered);
 }
 
 static void m_grep(void *ctx, ecp_call *call)
@@ -800,6 +806,7 @@ static void m_grep(void *ctx, ecp_call *call)
     o.exclude_count = exclude.n;
     o.max_results = max;
     o.encoding = ecp_call_encoding(call);
+    o.format = format_grep;
     walk_call *j = walk_call_new(call, base);
     ecp_job *walk = NULL;
     ecp_error err;

@@ -43,6 +43,7 @@
 #include "error.h"
 #include "job.h"
 #include "log.h"
+#include "shared.h"
 #include "utf.h"
 
 typedef struct file_service file_service;
@@ -332,6 +333,8 @@ int file_search_prepare(file_service *self, const file_search_options *options, 
 int file_fuzzy_score(const char *pattern, size_t plen, const char *name, size_t nlen, file_search_range *ranges,
                      size_t max_ranges, size_t *range_count);
 
+typedef struct file_grep_result file_grep_result;
+
 typedef struct file_grep_options {
     const char *pattern;
     bool regex;                  /* PCRE2 syntax; false: a literal string */
@@ -345,6 +348,13 @@ typedef struct file_grep_options {
     ecp_position_encoding encoding; /* units of match columns */
     unsigned threads;            /* work items to spread files over (at most ECP_JOB_MAX_ITEMS); 0: one per
                                     core, no more than the pool lets long work hold */
+    /* May be NULL. Renders the result at the end of the job, on the pool
+     * thread that ends it, so that a big answer costs the loop nothing: it
+     * appends to out whatever the caller will send, which reaches the
+     * callback as result->rendered. It may read only r and fctx (borrowed
+     * until the callback has run). */
+    void (*format)(void *fctx, const file_grep_result *r, buf *out);
+    void *fctx;
 } file_grep_options;
 
 typedef struct file_grep_match {
@@ -356,12 +366,14 @@ typedef struct file_grep_match {
 
 #define FILE_GREP_TEXT_MAX 1000
 
-typedef struct file_grep_result {
+struct file_grep_result {
     file_grep_match *matches; /* sorted by path, then line */
     size_t count;
     bool truncated;           /* more lines matched than max_results */
     size_t files_searched;
-} file_grep_result;
+    ecp_shared *rendered;     /* what options.format wrote; NULL without it. The service's: take a reference
+                                 (ecp_shared_ref, or ecp_call_reply_shared) to keep it past the callback */
+};
 
 typedef void (*file_grep_cb)(void *ctx, int status, const ecp_error *err, const file_grep_result *result);
 
