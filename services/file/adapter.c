@@ -321,14 +321,13 @@ static op_call *arg_op(ecp_call *call)
     return path ? op_call_new(call, path, &uri) : NULL;
 }
 
-static void read_done(void *ctx, int status, const ecp_error *err, const file_read_result *r)
+/* file/read's result, written on the pool thread that read the file: the
+ * content of a big file is escaped there, not on the loop. */
+static void format_read(void *fctx, const file_read_result *r, buf *out)
 {
-    op_call *o = ctx;
-    if (status) {
-        op_error(o, status, err);
-        return;
-    }
-    json_writer *w = ecp_call_result(o->call);
+    const op_call *o = fctx;
+    json_writer jw, *w = &jw;
+    jw_init(w, out);
     jw_object_begin(w);
     if (o->base64) {
         jw_key(w, "content");
@@ -344,7 +343,15 @@ static void read_done(void *ctx, int status, const ecp_error *err, const file_re
     jw_key_double(w, "modTime", r->info.mod_time);
     jw_key_int(w, "size", (int64_t)r->len);
     jw_object_end(w);
-    ecp_call_finish(o->call);
+}
+
+static void read_done(void *ctx, int status, const ecp_error *err, const file_read_result *r)
+{
+    op_call *o = ctx;
+    if (status)
+        op_error(o, status, err);
+    else
+        ecp_call_reply_shared(o->call, r->rendered);
 }
 
 static void m_read(void *ctx, ecp_call *call)
@@ -362,7 +369,8 @@ static void m_read(void *ctx, ecp_call *call)
         return;
     }
     o->base64 = base64;
-    file_read_args args = {.path = o->path, .max_size = READ_MAX, .check_utf8 = !base64};
+    file_read_args args = {.path = o->path, .max_size = READ_MAX, .check_utf8 = !base64, .format = format_read,
+                           .fctx = o};
     op_start(file_read_prepare(ad->svc, &args, read_done, o), call);
 }
 

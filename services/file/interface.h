@@ -198,18 +198,28 @@ void file_job_start(ecp_job *job);
 /* How a job that returns nothing but its outcome ends. */
 typedef void (*file_done_cb)(void *ctx, int status, const ecp_error *err);
 
+typedef struct file_read_result file_read_result;
+
 typedef struct file_read_args {
     const char *path;
     size_t max_size;  /* larger files fail with ECP_ETOOBIG */
     bool check_utf8;  /* tell whether the bytes are valid UTF-8 */
+    /* May be NULL. Renders the result on the pool thread, after the read,
+     * so that a big file costs the loop nothing: it appends to out whatever
+     * the caller will send, which reaches the callback as result->rendered.
+     * It may read only r and fctx (borrowed until the callback has run). */
+    void (*format)(void *fctx, const file_read_result *r, buf *out);
+    void *fctx;
 } file_read_args;
 
-typedef struct file_read_result {
+struct file_read_result {
     const char *data; /* the bytes, NUL-terminated */
     size_t len;
     file_info info;
-    bool invalid_utf8; /* check_utf8 found bytes that are not UTF-8 */
-} file_read_result;
+    bool invalid_utf8;    /* check_utf8 found bytes that are not UTF-8 */
+    ecp_shared *rendered; /* what args.format wrote; NULL without it. The service's: take a reference
+                             (ecp_shared_ref, or ecp_call_reply_shared) to keep it past the callback */
+};
 
 typedef void (*file_read_cb)(void *ctx, int status, const ecp_error *err, const file_read_result *result);
 

@@ -30,9 +30,13 @@ typedef struct op_job {
         file_done_cb done;
     } cb;
     void *ctx;
+    void (*format_read)(void *fctx, const file_read_result *r, buf *out);
+    void *fctx;
     /* outcomes */
     file_read_result read;
     char *data;
+    buf rendered;
+    ecp_shared *shared; /* rendered, handed to the loop */
     file_write_result written;
     file_info info;
     file_dir_entry *entries;
@@ -46,6 +50,8 @@ static void op_free(void *data)
     free(j->path2);
     free(j->content);
     free(j->data);
+    buf_free(&j->rendered);
+    ecp_shared_unref(j->shared);
     if (j->entries)
         file_dir_entries_free(j->entries, j->count);
     free(j);
@@ -98,12 +104,19 @@ static void read_work(ecp_job *job, unsigned item)
         j->read.data = j->data;
         j->read.len = len;
         j->read.invalid_utf8 = j->check_utf8 && !utf8_is_valid(j->data, len);
+        if (j->format_read)
+            j->format_read(j->fctx, &j->read, &j->rendered);
     }
 }
 
 static void read_done(ecp_job *job)
 {
     op_job *j = op_outcome(job);
+    if (j->head.status == 0 && j->format_read) {
+        size_t len = j->rendered.len;
+        j->shared = ecp_shared_adopt(buf_detach(&j->rendered), len);
+        j->read.rendered = j->shared;
+    }
     j->cb.read(j->ctx, j->head.status, &j->head.err, j->head.status ? NULL : &j->read);
 }
 
@@ -116,6 +129,8 @@ ecp_job *file_read_prepare(file_service *self, const file_read_args *args, file_
     op_job *j = ecp_job_data(job);
     j->max_size = args->max_size;
     j->check_utf8 = args->check_utf8;
+    j->format_read = args->format;
+    j->fctx = args->fctx;
     j->cb.read = cb;
     return job;
 }

@@ -369,6 +369,40 @@ static void test_grep_renders_off_the_loop(void **state)
     assert_string_equal(probe.rendered, "{\"count\":6}");
 }
 
+static void render_read(void *fctx, const file_read_result *r, buf *out)
+{
+    render_probe *p = fctx;
+    p->formats++;
+    p->on_loop = pthread_equal(pthread_self(), p->loop_thread);
+    buf_appendf(out, "[%zu]", r->len);
+}
+
+static void on_rendered_read(void *ctx, int status, const ecp_error *err, const file_read_result *r)
+{
+    (void)err;
+    render_probe *p = ctx;
+    p->calls++;
+    if (status == 0 && r->rendered)
+        snprintf(p->rendered, sizeof p->rendered, "%.*s", (int)ecp_shared_len(r->rendered),
+                 ecp_shared_data(r->rendered));
+}
+
+/* So does a read: a big file's content is escaped off the loop. */
+static void test_read_renders_off_the_loop(void **state)
+{
+    fixture *f = *state;
+    char p[128];
+    snprintf(p, sizeof p, "%s/a.txt", f->dir);
+    write_file(p, "12345", 5);
+    render_probe probe = {.loop_thread = pthread_self()};
+    file_read_args ra = {.path = p, .max_size = 64, .format = render_read, .fctx = &probe};
+    file_job_start(file_read_prepare(f->svc, &ra, on_rendered_read, &probe));
+    assert_true(run_until(f, &probe.calls, 1, 5000));
+    assert_int_equal(probe.formats, 1);
+    assert_false(probe.on_loop);
+    assert_string_equal(probe.rendered, "[5]");
+}
+
 /* ----- walks ------------------------------------------------------------------------- */
 
 typedef struct grep_outcome {
@@ -671,6 +705,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_before_an_operation_begins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_operations_never_replace_a_fifo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_grep_renders_off_the_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_renders_off_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_items_follow_the_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_grep_items_admitted_one_at_a_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_a_walk, setup, teardown),
