@@ -616,27 +616,33 @@ static void walk_start(walk_call *w, ecp_job *walk, int rc, const ecp_error *err
     file_walk_start(walk);
 }
 
+/* file/glob's result, written where the walk ends, off the loop. */
+static void format_glob(void *fctx, const file_glob_result *res, buf *out)
+{
+    (void)fctx;
+    json_writer jw, *w = &jw;
+    jw_init(w, out);
+    buf u = BUF_INIT;
+    jw_object_begin(w);
+    jw_key(w, "uris");
+    jw_array_begin(w);
+    for (size_t i = 0; i < res->count; i++) {
+        buf_clear(&u);
+        file_uri_from_path(&u, res->paths[i]);
+        jw_string_n(w, u.data, u.len);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    buf_free(&u);
+}
+
 static void glob_done(void *ctx, int status, const ecp_error *err, const file_glob_result *res)
 {
     walk_call *j = ctx;
-    if (status) {
+    if (status)
         reply_error(j->call, status, err->message, j->uri);
-    } else {
-        json_writer *w = ecp_call_result(j->call);
-        buf u = BUF_INIT;
-        jw_object_begin(w);
-        jw_key(w, "uris");
-        jw_array_begin(w);
-        for (size_t i = 0; i < res->count; i++) {
-            buf_clear(&u);
-            file_uri_from_path(&u, res->paths[i]);
-            jw_string_n(w, u.data, u.len);
-        }
-        jw_array_end(w);
-        jw_object_end(w);
-        buf_free(&u);
-        ecp_call_finish(j->call);
-    }
+    else
+        ecp_call_reply_shared(j->call, res->rendered);
 }
 
 static void m_glob(void *ctx, ecp_call *call)
@@ -655,7 +661,7 @@ static void m_glob(void *ctx, ecp_call *call)
     const char *base = arg_base(call, p, "baseUri");
     if (!base)
         return;
-    file_glob_options o = {pattern.ptr, base, max, dirs, follow, exclude.items, exclude.n};
+    file_glob_options o = {pattern.ptr, base, max, dirs, follow, exclude.items, exclude.n, format_glob, NULL};
     walk_call *j = walk_call_new(call, base);
     ecp_job *walk = NULL;
     ecp_error err;

@@ -279,6 +279,8 @@ ecp_job *file_delete_dir_prepare(file_service *self, const char *path, bool recu
  * is file_job_start under the name walks have always used. */
 void file_walk_start(ecp_job *walk);
 
+typedef struct file_glob_result file_glob_result;
+
 typedef struct file_glob_options {
     const char *pattern;            /* see the syntax in glob.h: * ? ** [..] [!..] {a,b} */
     const char *base;               /* absolute directory the pattern is relative to */
@@ -287,13 +289,18 @@ typedef struct file_glob_options {
     bool follow_symlinks;           /* descend into symlinked directories (loops are cut) */
     const char *const *exclude;     /* patterns; a path matching one is skipped with all below it */
     size_t exclude_count;
+    /* May be NULL: renders the result at the end of the walk, on its pool
+     * thread, as file_grep_options.format does. */
+    void (*format)(void *fctx, const file_glob_result *r, buf *out);
+    void *fctx;
 } file_glob_options;
 
-typedef struct file_glob_result {
+struct file_glob_result {
     char **paths;  /* absolute, in walk order (each directory's entries sorted by name) */
     size_t count;
     bool truncated; /* max_results was reached */
-} file_glob_result;
+    ecp_shared *rendered; /* what options.format wrote; NULL without it (see file_grep_result) */
+};
 
 /* status is 0 or an error; result is NULL on error and valid only during the call. */
 typedef void (*file_glob_cb)(void *ctx, int status, const ecp_error *err, const file_glob_result *result);
