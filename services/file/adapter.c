@@ -673,41 +673,47 @@ static void m_glob(void *ctx, ecp_call *call)
     walk_start(j, walk, rc, &err);
 }
 
-static void search_done(void *ctx, int status, const ecp_error *err, const file_search_result *res)
+/* file/search's result, written where the walk ends, off the loop. */
+static void format_search(void *fctx, const file_search_result *res, buf *out)
 {
-    walk_call *j = ctx;
-    if (status) {
-        reply_error(j->call, status, err->message, j->uri);
-    } else {
-        json_writer *w = ecp_call_result(j->call);
-        buf u = BUF_INIT;
+    (void)fctx;
+    json_writer jw, *w = &jw;
+    jw_init(w, out);
+    buf u = BUF_INIT;
+    jw_object_begin(w);
+    jw_key(w, "results");
+    jw_array_begin(w);
+    for (size_t i = 0; i < res->count; i++) {
+        const file_search_hit *h = &res->hits[i];
         jw_object_begin(w);
-        jw_key(w, "results");
+        buf_clear(&u);
+        file_uri_from_path(&u, h->path);
+        jw_key_string_n(w, "uri", u.data, u.len);
+        jw_key_string(w, "name", h->name);
+        jw_key_int(w, "score", h->score);
+        jw_key(w, "matches");
         jw_array_begin(w);
-        for (size_t i = 0; i < res->count; i++) {
-            const file_search_hit *h = &res->hits[i];
+        for (size_t r = 0; r < h->range_count; r++) {
             jw_object_begin(w);
-            buf_clear(&u);
-            file_uri_from_path(&u, h->path);
-            jw_key_string_n(w, "uri", u.data, u.len);
-            jw_key_string(w, "name", h->name);
-            jw_key_int(w, "score", h->score);
-            jw_key(w, "matches");
-            jw_array_begin(w);
-            for (size_t r = 0; r < h->range_count; r++) {
-                jw_object_begin(w);
-                jw_key_int(w, "start", (int64_t)h->ranges[r].start);
-                jw_key_int(w, "end", (int64_t)h->ranges[r].end);
-                jw_object_end(w);
-            }
-            jw_array_end(w);
+            jw_key_int(w, "start", (int64_t)h->ranges[r].start);
+            jw_key_int(w, "end", (int64_t)h->ranges[r].end);
             jw_object_end(w);
         }
         jw_array_end(w);
         jw_object_end(w);
-        buf_free(&u);
-        ecp_call_finish(j->call);
     }
+    jw_array_end(w);
+    jw_object_end(w);
+    buf_free(&u);
+}
+
+static void search_done(void *ctx, int status, const ecp_error *err, const file_search_result *res)
+{
+    walk_call *j = ctx;
+    if (status)
+        reply_error(j->call, status, err->message, j->uri);
+    else
+        ecp_call_reply_shared(j->call, res->rendered);
 }
 
 static void m_search(void *ctx, ecp_call *call)
@@ -737,7 +743,8 @@ static void m_search(void *ctx, ecp_call *call)
     } else if (!(base = arg_base(call, JSON_NO_REF, "baseUri"))) {
         return;
     }
-    file_search_options o = {pattern.ptr, base, max, exclude.items, exclude.n, ecp_call_encoding(call)};
+    file_search_options o = {pattern.ptr, base, max, exclude.items, exclude.n, ecp_call_encoding(call), format_search,
+                             NULL};
     walk_call *j = walk_call_new(call, base);
     ecp_job *walk = NULL;
     ecp_error err;

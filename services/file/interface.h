@@ -310,6 +310,8 @@ typedef void (*file_glob_cb)(void *ctx, int status, const ecp_error *err, const 
 int file_glob_prepare(file_service *self, const file_glob_options *options, file_glob_cb cb, void *ctx,
                       ecp_job **walk, ecp_error *err);
 
+typedef struct file_search_result file_search_result;
+
 typedef struct file_search_options {
     const char *pattern;        /* compared with file names */
     const char *base;           /* absolute directory to search below */
@@ -317,6 +319,10 @@ typedef struct file_search_options {
     const char *const *exclude; /* a path containing one of these (or matching it, if it is a glob) is skipped */
     size_t exclude_count;
     ecp_position_encoding encoding; /* units of the match ranges */
+    /* May be NULL: renders the result at the end of the walk, on its pool
+     * thread, as file_grep_options.format does. */
+    void (*format)(void *fctx, const file_search_result *r, buf *out);
+    void *fctx;
 } file_search_options;
 
 typedef struct file_search_range {
@@ -331,10 +337,11 @@ typedef struct file_search_hit {
     size_t range_count;
 } file_search_hit;
 
-typedef struct file_search_result {
+struct file_search_result {
     file_search_hit *hits; /* best score first, then shorter names, then by path */
     size_t count;
-} file_search_result;
+    ecp_shared *rendered; /* what options.format wrote; NULL without it (see file_grep_result) */
+};
 
 typedef void (*file_search_cb)(void *ctx, int status, const ecp_error *err, const file_search_result *result);
 

@@ -441,6 +441,45 @@ static void test_glob_renders_off_the_loop(void **state)
     assert_string_equal(probe.rendered, "[4]");
 }
 
+static void render_search(void *fctx, const file_search_result *r, buf *out)
+{
+    render_probe *p = fctx;
+    p->formats++;
+    p->on_loop = pthread_equal(pthread_self(), p->loop_thread);
+    buf_appendf(out, "[%zu]", r->count);
+}
+
+static void on_rendered_search(void *ctx, int status, const ecp_error *err, const file_search_result *r)
+{
+    (void)err;
+    render_probe *p = ctx;
+    p->calls++;
+    if (status == 0 && r->rendered)
+        snprintf(p->rendered, sizeof p->rendered, "%.*s", (int)ecp_shared_len(r->rendered),
+                 ecp_shared_data(r->rendered));
+}
+
+/* And a search, which renders no more than max_results. */
+static void test_search_renders_off_the_loop(void **state)
+{
+    fixture *f = *state;
+    char p[128];
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/needle%d.txt", f->dir, i);
+        write_file(p, "x", 1);
+    }
+    render_probe probe = {.loop_thread = pthread_self()};
+    file_search_options o = {.pattern = "ndl", .base = f->dir, .max_results = 3, .format = render_search,
+                             .fctx = &probe};
+    ecp_job *walk = NULL;
+    assert_int_equal(file_search_prepare(f->svc, &o, on_rendered_search, &probe, &walk, NULL), 0);
+    file_walk_start(walk);
+    assert_true(run_until(f, &probe.calls, 1, 5000));
+    assert_int_equal(probe.formats, 1);
+    assert_false(probe.on_loop);
+    assert_string_equal(probe.rendered, "[3]");
+}
+
 /* ----- walks ------------------------------------------------------------------------- */
 
 typedef struct grep_outcome {
@@ -745,6 +784,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_grep_renders_off_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_renders_off_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_glob_renders_off_the_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_search_renders_off_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_items_follow_the_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_grep_items_admitted_one_at_a_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_a_walk, setup, teardown),
