@@ -34,15 +34,6 @@ static void apply_shell_setting(server_services *self)
     terminal_service_set_shell(self->terminal, shell && access(shell, X_OK) == 0 ? shell : NULL);
 }
 
-/* The files.exclude setting names the directories clients' recursive
- * watches stay out of. The file service comes before the session service
- * (which reads settings files through it), so it is handed the value. */
-static void apply_files_exclude(server_services *self)
-{
-    /* a pattern that does not compile is logged by the file service and left out */
-    file_service_set_watch_exclude(self->file, session_setting_json(self->session, "files.exclude"), NULL);
-}
-
 /* A whole-number setting, or fallback when it is unset (the schema has
  * already checked its range). */
 static size_t setting_count(const server_services *self, const char *key, size_t fallback)
@@ -66,8 +57,6 @@ static void setting_changed(void *ctx, const char *key, const char *value_json)
     (void)value_json;
     if (strcmp(key, "terminal.integrated.shell") == 0)
         apply_shell_setting(ctx);
-    else if (strcmp(key, "files.exclude") == 0)
-        apply_files_exclude(ctx);
     else if (strcmp(key, "editor.undoHistoryLimit") == 0 || strcmp(key, "editor.undoHistoryMaxBytes") == 0)
         apply_undo_settings(ctx);
 }
@@ -158,6 +147,9 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     self->session = session_service_new(&o, err);
     if (!self->session)
         return err ? err->status : ECP_ENOMEM;
+    /* The file service reads settings files for the session service, so it
+     * came first and follows its settings from here on. */
+    file_service_follow_settings(self->file, self->session);
     ecp_adapter session_adapters[SESSION_ADAPTER_COUNT];
     session_adapter_init(session_adapters, self->session, self->document, env->bus);
     for (size_t i = 0; i < SESSION_ADAPTER_COUNT; i++)
@@ -178,7 +170,6 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if (!self->terminal)
         return ecp_error_set(err, ECP_EIO, "could not create the terminal service: no SIGCHLD handler");
     apply_shell_setting(self);
-    apply_files_exclude(self);
     apply_undo_settings(self);
     session_subscribe(self->session, &settings_to_services, self);
     terminal_adapter_init(&adapter, self->terminal, env->bus);
@@ -252,6 +243,8 @@ void server_services_stop(server_services *self)
         terminal_service_free(self->terminal);
     if (self->git)
         gitsvc_free(self->git);
+    if (self->file)
+        file_service_follow_settings(self->file, NULL);
     if (self->session)
         session_service_free(self->session);
     /* The document service watches files through the file service: it goes first. */

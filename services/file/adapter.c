@@ -1,15 +1,15 @@
 /* adapter: the file service's JSON-RPC methods (the `file` namespace).
  *
- * Every method that touches the disk runs as a job of the service that
- * serves its call (core/job.h): a single operation in the short lane with
- * its own copies of its inputs, a walk in the long lane. The client's
- * $/cancelRequest or disconnect cancels the job, and the service's teardown
- * answers it. The URI helpers answer at once. Watches belong to the client
- * that made them: their notifications go to that client only, and they end
- * when it disconnects.
+ * Params in, result out: each handler reads its params, prepares the
+ * service's job for them (interface.h), lets the job serve its call, so the
+ * client's $/cancelRequest or disconnect cancels it and the service's
+ * teardown answers it, and renders the outcome in the job's callback. The
+ * URI helpers answer at once. Watches belong to the client that made them:
+ * their notifications go to that client only, and they end when it
+ * disconnects.
  */
 #include "adapter.h"
-#include "internal.h"
+#include "file/interface.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -222,90 +222,42 @@ static bool arg_strings(ecp_call *call, json_ref obj, const char *name, bool spl
     return true;
 }
 
-/* ----- single operations: short jobs --------------------------------------------------- */
+/* ----- single operations: jobs of the service ------------------------------------------ */
 
-typedef enum op_kind {
-    OP_READ,
-    OP_WRITE,
-    OP_STAT,
-    OP_EXISTS,
-    OP_DELETE,
-    OP_RENAME,
-    OP_COPY,
-    OP_READ_DIR,
-    OP_CREATE_DIR,
-    OP_DELETE_DIR,
-} op_kind;
+/* What an operation's callback needs of its call. It lives in the call's
+ * arena, which the job keeps alive until the callback has returned; when the
+ * service goes first, the callback never runs and the arena goes with the
+ * call. */
+typedef struct op_call {
+    ecp_call *call;
+    const char *path; /* as the service was given it */
+    const char *uri, *uri2; /* as the client wrote them, for error data */
+    bool base64;      /* read: answer the bytes in base64 */
+} op_call;
 
-#define OP_KINDS (OP_DELETE_DIR + 1)
-
-typedef struct op_job {
-    op_kind kind;
-    bool skipped; /* cancelled before it began */
-    char *path, *path2; /* copies: the work runs off the loop */
-    char *uri, *uri2;   /* as the client wrote them, for error data */
-    char *content;
-    size_t content_len;
-    bool create_parents, overwrite, recursive;
-    bool base64;   /* read: answer the bytes in base64 */
-    bool replaced; /* read as text: invalid UTF-8 had to be replaced */
-    int status;
-    ecp_error err;
-    file_info info;
-    char *data;
-    size_t len;
-    double mod_time;
-    file_dir_entry *entries;
-    size_t count;
-} op_job;
-
-static const ecp_job_type op_types[OP_KINDS];
-
-static void op_work(ecp_job *job, unsigned item)
+static op_call *op_call_new(ecp_call *call, const char *path, const ecp_str *uri)
 {
-    op_job *j = ecp_job_data(job);
-    ecp_error *err = &j->err;
-    /* Nothing has been read or changed yet: a cancelled operation need not
-     * begin, unless it must run to its end anyway. Once begun, nothing here
-     * looks at the flag again, so no change to the disk stops half-way. */
-    if (!op_types[j->kind].runs_to_end && ecp_job_cancelled(job)) {
-        j->skipped = true;
-        return;
-    }
-    switch (j->kind) {
-    case OP_READ:
-        j->status = file_read(j->path, READ_MAX, &j->data, &j->len, &j->info, err);
-        if (j->status == 0 && !j->base64)
-            j->replaced = !utf8_is_valid(j->data, j->len);
-        break;
-    case OP_WRITE: {
-        file_write_options o = {j->create_parents, j->overwrite};
-        j->status = file_write(j->path, j->content, j->content_len, &o, &j->mod_time, err);
-        break;
-    }
-    case OP_STAT:
-    case OP_EXISTS:
-        j->status = file_stat(j->path, &j->info, err);
-        break;
-    case OP_DELETE:
-        j->status = file_delete(j->path, err);
-        break;
-    case OP_RENAME:
-        j->status = file_rename(j->path, j->path2, err);
-        break;
-    case OP_COPY:
-        j->status = file_copy(j->path, j->path2, err);
-        break;
-    case OP_READ_DIR:
-        j->status = file_read_dir(j->path, &j->entries, &j->count, err);
-        break;
-    case OP_CREATE_DIR:
-        j->status = file_create_dir(j->path, j->recursive, err);
-        break;
-    case OP_DELETE_DIR:
-        j->status = file_delete_dir(j->path, j->recursive, err);
-        break;
-    }
+    arena *a = ecp_call_arena(call);
+    op_call *o = arena_alloc(a, sizeof *o);
+    memset(o, 0, sizeof *o);
+    o->call = call;
+    o->path = path;
+    o->uri = arena_strndup(a, uri->ptr, uri->len);
+    return o;
+}
+
+/* Makes the job serve its call (cancel and disconnect reach it) and starts it. */
+static void op_start(ecp_job *job, ecp_call *call)
+{
+    ecp_job_serve(job, call);
+    file_job_start(job);
+}
+
+/* Answers a failed operation: a missing source names the source; anything
+ * else the target. */
+static void op_error(const op_call *o, int status, const ecp_error *err)
+{
+    reply_error(o->call, status, err->message, o->uri2 && status != ECP_ENOTFOUND ? o->uri2 : o->uri);
 }
 
 static const char *type_name(file_type t)
@@ -351,177 +303,64 @@ static void write_base64(json_writer *w, const unsigned char *p, size_t len)
     jw_string_end(w);
 }
 
-static void op_reply(op_job *j, ecp_call *call)
+/* Operations that answer {success: true}. */
+static void success_done(void *ctx, int status, const ecp_error *err)
 {
-    if (j->status) {
-        /* a missing source names the source; everything else the target */
-        const char *uri = j->uri2 && j->status != ECP_ENOTFOUND ? j->uri2 : j->uri;
-        reply_error(call, j->status, j->err.message, uri);
-        return;
-    }
-    json_writer *w;
-    switch (j->kind) {
-    case OP_READ:
-        w = ecp_call_result(call);
-        jw_object_begin(w);
-        if (j->base64) {
-            jw_key(w, "content");
-            write_base64(w, (const unsigned char *)j->data, j->len);
-            jw_key_string(w, "encoding", "base64");
-        } else {
-            jw_key_string_n(w, "content", j->data, j->len);
-            jw_key_string(w, "encoding", "utf-8");
-            /* Said only when it happened: the text is not the file's bytes. */
-            if (j->replaced)
-                jw_key_bool(w, "replaced", true);
-        }
-        jw_key_double(w, "modTime", j->info.mod_time);
-        jw_key_int(w, "size", (int64_t)j->len);
-        jw_object_end(w);
-        ecp_call_finish(call);
-        break;
-    case OP_WRITE:
-        w = ecp_call_result(call);
-        jw_object_begin(w);
-        jw_key_bool(w, "success", true);
-        jw_key_double(w, "modTime", j->mod_time);
-        jw_key_int(w, "bytesWritten", (int64_t)j->content_len);
-        jw_object_end(w);
-        ecp_call_finish(call);
-        break;
-    case OP_STAT:
-        w = ecp_call_result(call);
-        jw_object_begin(w);
-        write_uri(w, "uri", j->path);
-        jw_key_bool(w, "exists", j->info.exists);
-        jw_key_bool(w, "isDirectory", j->info.is_directory);
-        jw_key_bool(w, "isFile", j->info.is_file);
-        jw_key_bool(w, "isSymlink", j->info.is_symlink);
-        jw_key_int(w, "size", (int64_t)j->info.size);
-        jw_key_double(w, "modTime", j->info.mod_time);
-        jw_key_double(w, "createTime", j->info.create_time);
-        jw_object_end(w);
-        ecp_call_finish(call);
-        break;
-    case OP_EXISTS:
-        w = ecp_call_result(call);
-        jw_object_begin(w);
-        jw_key_bool(w, "exists", j->info.exists);
-        jw_object_end(w);
-        ecp_call_finish(call);
-        break;
-    case OP_READ_DIR: {
-        w = ecp_call_result(call);
-        jw_object_begin(w);
-        jw_key(w, "entries");
-        jw_array_begin(w);
-        buf p = BUF_INIT;
-        for (size_t i = 0; i < j->count; i++) {
-            file_dir_entry *e = &j->entries[i];
-            jw_object_begin(w);
-            jw_key_string(w, "name", e->name);
-            file__join(&p, j->path, e->name);
-            write_uri(w, "uri", p.data);
-            jw_key_string(w, "type", type_name(e->type));
-            if (e->type == FILE_TYPE_FILE) {
-                jw_key_int(w, "size", (int64_t)e->size);
-                jw_key_double(w, "modTime", e->mod_time);
-            }
-            jw_object_end(w);
-        }
-        buf_free(&p);
-        jw_array_end(w);
-        jw_object_end(w);
-        ecp_call_finish(call);
-        break;
-    }
-    default:
-        ecp_call_reply_success(call, true);
-        break;
-    }
-}
-
-static void op_done(ecp_job *job)
-{
-    op_job *j = ecp_job_data(job);
-    if (j->skipped)
-        reply_error(ecp_job_call(job), ECP_ECANCELED, "Request cancelled", j->uri);
+    op_call *o = ctx;
+    if (status)
+        op_error(o, status, err);
     else
-        op_reply(j, ecp_job_call(job));
+        ecp_call_reply_success(o->call, true);
 }
 
-static void op_free(void *data)
-{
-    op_job *j = data;
-    free(j->path);
-    free(j->path2);
-    free(j->uri);
-    free(j->uri2);
-    free(j->content);
-    free(j->data);
-    if (j->entries)
-        file_dir_entries_free(j->entries, j->count);
-    free(j);
-}
-
-/* Closing the service's jobs (the server going down) waits for every
- * operation already on a thread, and none stops half-way (see op_work); what
- * runs_to_end decides is whether one that has not begun yet still runs. */
-#define OP_TYPE(kind_, name_, to_end_) [kind_] = {name_, ECP_LANE_SHORT, to_end_, op_work, op_done, op_free}
-static const ecp_job_type op_types[OP_KINDS] = {
-    /* Reads change nothing, and nobody is left to read the answer. */
-    OP_TYPE(OP_READ, "file.read", false),
-    OP_TYPE(OP_STAT, "file.stat", false),
-    OP_TYPE(OP_EXISTS, "file.exists", false),
-    OP_TYPE(OP_READ_DIR, "file.readDir", false),
-    /* The bytes of a write exist nowhere else: a save sent just before the
-     * client quit (or cancelled, with the answer no longer wanted) must land.
-     * It replaces the file atomically, so running it late harms nothing. */
-    OP_TYPE(OP_WRITE, "file.write", true),
-    /* The rest lose nothing by not beginning (the old path, the source, the
-     * parent still hold everything) and the client was told they were
-     * cancelled; a deletion or a copy of a big tree run behind a client
-     * that has gone would surprise it, and would hold up the shutdown. */
-    OP_TYPE(OP_DELETE, "file.delete", false),
-    OP_TYPE(OP_RENAME, "file.rename", false),
-    OP_TYPE(OP_COPY, "file.copy", false),
-    OP_TYPE(OP_CREATE_DIR, "file.createDir", false),
-    OP_TYPE(OP_DELETE_DIR, "file.deleteDir", false),
-};
-#undef OP_TYPE
-
-static op_job *op_new(op_kind kind, const char *path, const ecp_str *uri)
-{
-    op_job *j = xcalloc(1, sizeof *j);
-    j->kind = kind;
-    j->path = xstrdup(path);
-    j->uri = xstrndup(uri->ptr, uri->len);
-    return j;
-}
-
-static void op_start(file_adapter *ad, ecp_call *call, op_job *j)
-{
-    ecp_job *job = ecp_job_new(ad->svc->jobs, &op_types[j->kind], j);
-    ecp_job_serve(job, call);
-    ecp_job_start(job, 1);
-}
-
-/* Methods whose only param is `uri`. */
-static void simple_op(file_adapter *ad, ecp_call *call, op_kind kind)
+/* A required `uri`, as a path; NULL when the call was answered. */
+static op_call *arg_op(ecp_call *call)
 {
     ecp_str uri;
     const char *path = arg_path(call, ecp_call_params(call), "uri", &uri);
-    if (!path)
-        return;
-    op_start(ad, call, op_new(kind, path, &uri));
+    return path ? op_call_new(call, path, &uri) : NULL;
+}
+
+/* file/read's result, written on the pool thread that read the file: the
+ * content of a big file is escaped there, not on the loop. */
+static void format_read(void *fctx, const file_read_result *r, buf *out)
+{
+    const op_call *o = fctx;
+    json_writer jw, *w = &jw;
+    jw_init(w, out);
+    jw_object_begin(w);
+    if (o->base64) {
+        jw_key(w, "content");
+        write_base64(w, (const unsigned char *)r->data, r->len);
+        jw_key_string(w, "encoding", "base64");
+    } else {
+        jw_key_string_n(w, "content", r->data, r->len);
+        jw_key_string(w, "encoding", "utf-8");
+        /* Said only when it happened: the text is not the file's bytes. */
+        if (r->invalid_utf8)
+            jw_key_bool(w, "replaced", true);
+    }
+    jw_key_double(w, "modTime", r->info.mod_time);
+    jw_key_int(w, "size", (int64_t)r->len);
+    jw_object_end(w);
+}
+
+static void read_done(void *ctx, int status, const ecp_error *err, const file_read_result *r)
+{
+    op_call *o = ctx;
+    if (status)
+        op_error(o, status, err);
+    else
+        ecp_call_reply_shared(o->call, r->rendered);
 }
 
 static void m_read(void *ctx, ecp_call *call)
 {
+    file_adapter *ad = ctx;
     json_ref p = ecp_call_params(call);
-    ecp_str uri, encoding;
-    const char *path = arg_path(call, p, "uri", &uri);
-    if (!path || !ecp_arg_string_opt(call, p, "encoding", &encoding))
+    ecp_str encoding;
+    op_call *o = arg_op(call);
+    if (!o || !ecp_arg_string_opt(call, p, "encoding", &encoding))
         return;
     bool base64 = encoding.ptr && strcasecmp(encoding.ptr, "base64") == 0;
     if (encoding.ptr && !base64 && strcasecmp(encoding.ptr, "utf-8") && strcasecmp(encoding.ptr, "utf8")) {
@@ -529,22 +368,36 @@ static void m_read(void *ctx, ecp_call *call)
                        "encoding: unsupported encoding '%s' (\"utf-8\" or \"base64\")", encoding.ptr);
         return;
     }
-    op_job *j = op_new(OP_READ, path, &uri);
-    j->base64 = base64;
-    op_start(ctx, call, j);
+    o->base64 = base64;
+    file_read_args args = {.path = o->path, .max_size = READ_MAX, .check_utf8 = !base64, .format = format_read,
+                           .fctx = o};
+    op_start(file_read_prepare(ad->svc, &args, read_done, o), call);
 }
-static void m_stat(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_STAT); }
-static void m_exists(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_EXISTS); }
-static void m_delete(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_DELETE); }
-static void m_read_dir(void *ctx, ecp_call *call) { simple_op(ctx, call, OP_READ_DIR); }
+
+static void write_done(void *ctx, int status, const ecp_error *err, const file_write_result *r)
+{
+    op_call *o = ctx;
+    if (status) {
+        op_error(o, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(o->call);
+    jw_object_begin(w);
+    jw_key_bool(w, "success", true);
+    jw_key_double(w, "modTime", r->mod_time);
+    jw_key_int(w, "bytesWritten", (int64_t)r->bytes_written);
+    jw_object_end(w);
+    ecp_call_finish(o->call);
+}
 
 static void m_write(void *ctx, ecp_call *call)
 {
+    file_adapter *ad = ctx;
     json_ref p = ecp_call_params(call);
-    ecp_str uri, content, encoding;
+    ecp_str content, encoding;
     bool create_parents, overwrite;
-    const char *path = arg_path(call, p, "uri", &uri);
-    if (!path || !ecp_arg_string(call, p, "content", &content) || !ecp_arg_string_opt(call, p, "encoding", &encoding) ||
+    op_call *o = arg_op(call);
+    if (!o || !ecp_arg_string(call, p, "content", &content) || !ecp_arg_string_opt(call, p, "encoding", &encoding) ||
         !ecp_arg_bool_opt(call, p, "createParents", false, &create_parents) ||
         !ecp_arg_bool_opt(call, p, "overwrite", true, &overwrite))
         return;
@@ -553,22 +406,119 @@ static void m_write(void *ctx, ecp_call *call)
                        encoding.ptr);
         return;
     }
-    op_job *j = op_new(OP_WRITE, path, &uri);
-    j->content = xmalloc(content.len + 1);
-    memcpy(j->content, content.ptr, content.len + 1);
-    j->content_len = content.len;
-    j->create_parents = create_parents;
-    j->overwrite = overwrite;
-    op_start(ctx, call, j);
+    file_write_args args = {o->path, content.ptr, content.len, {create_parents, overwrite}};
+    op_start(file_write_prepare(ad->svc, &args, write_done, o), call);
 }
 
-/* rename and copy: two URIs of the same scheme. */
-static void two_path_op(file_adapter *ad, ecp_call *call, op_kind kind, const char *from_name, const char *to_name)
+static void stat_done(void *ctx, int status, const ecp_error *err, const file_info *info)
+{
+    op_call *o = ctx;
+    if (status) {
+        op_error(o, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(o->call);
+    jw_object_begin(w);
+    write_uri(w, "uri", o->path);
+    jw_key_bool(w, "exists", info->exists);
+    jw_key_bool(w, "isDirectory", info->is_directory);
+    jw_key_bool(w, "isFile", info->is_file);
+    jw_key_bool(w, "isSymlink", info->is_symlink);
+    jw_key_int(w, "size", (int64_t)info->size);
+    jw_key_double(w, "modTime", info->mod_time);
+    jw_key_double(w, "createTime", info->create_time);
+    jw_object_end(w);
+    ecp_call_finish(o->call);
+}
+
+static void m_stat(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    op_call *o = arg_op(call);
+    if (o)
+        op_start(file_stat_prepare(ad->svc, o->path, stat_done, o), call);
+}
+
+static void exists_done(void *ctx, int status, const ecp_error *err, const file_info *info)
+{
+    op_call *o = ctx;
+    if (status) {
+        op_error(o, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(o->call);
+    jw_object_begin(w);
+    jw_key_bool(w, "exists", info->exists);
+    jw_object_end(w);
+    ecp_call_finish(o->call);
+}
+
+static void m_exists(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    op_call *o = arg_op(call);
+    if (o)
+        op_start(file_stat_prepare(ad->svc, o->path, exists_done, o), call);
+}
+
+static void m_delete(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    op_call *o = arg_op(call);
+    if (o)
+        op_start(file_delete_prepare(ad->svc, o->path, success_done, o), call);
+}
+
+static void read_dir_done(void *ctx, int status, const ecp_error *err, const file_read_dir_result *r)
+{
+    op_call *o = ctx;
+    if (status) {
+        op_error(o, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(o->call);
+    jw_object_begin(w);
+    jw_key(w, "entries");
+    jw_array_begin(w);
+    buf p = BUF_INIT;
+    for (size_t i = 0; i < r->count; i++) {
+        const file_dir_entry *e = &r->entries[i];
+        jw_object_begin(w);
+        jw_key_string(w, "name", e->name);
+        buf_clear(&p);
+        buf_append_str(&p, o->path);
+        if (p.len == 0 || p.data[p.len - 1] != '/')
+            buf_push(&p, '/');
+        buf_append_str(&p, e->name);
+        write_uri(w, "uri", p.data);
+        jw_key_string(w, "type", type_name(e->type));
+        if (e->type == FILE_TYPE_FILE) {
+            jw_key_int(w, "size", (int64_t)e->size);
+            jw_key_double(w, "modTime", e->mod_time);
+        }
+        jw_object_end(w);
+    }
+    buf_free(&p);
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(o->call);
+}
+
+static void m_read_dir(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    op_call *o = arg_op(call);
+    if (o)
+        op_start(file_read_dir_prepare(ad->svc, o->path, read_dir_done, o), call);
+}
+
+/* rename and copy: two URIs of the same scheme; NULL when the call was answered. */
+static op_call *arg_two_paths(ecp_call *call, const char *from_name, const char *to_name, const char **to)
 {
     json_ref p = ecp_call_params(call);
     ecp_str from_uri, to_uri;
     if (!ecp_arg_string(call, p, from_name, &from_uri) || !ecp_arg_string(call, p, to_name, &to_uri))
-        return;
+        return NULL;
     const char *s1, *s2;
     size_t l1 = 4, l2 = 4;
     if (!uri_scheme(from_uri.ptr, from_uri.len, &s1, &l1))
@@ -577,38 +527,60 @@ static void two_path_op(file_adapter *ad, ecp_call *call, op_kind kind, const ch
         s2 = "file";
     if (l1 != l2 || strncasecmp(s1, s2, l1)) {
         reply_error(call, ECP_EBADURI, "Cannot move or copy between URI schemes", to_uri.ptr);
-        return;
+        return NULL;
     }
     const char *from = arg_path(call, p, from_name, NULL);
-    if (!from)
-        return;
-    const char *to = arg_path(call, p, to_name, NULL);
-    if (!to)
-        return;
-    op_job *j = op_new(kind, from, &from_uri);
-    j->path2 = xstrdup(to);
-    j->uri2 = xstrndup(to_uri.ptr, to_uri.len);
-    op_start(ad, call, j);
+    if (!from || !(*to = arg_path(call, p, to_name, NULL)))
+        return NULL;
+    op_call *o = op_call_new(call, from, &from_uri);
+    o->uri2 = arena_strndup(ecp_call_arena(call), to_uri.ptr, to_uri.len);
+    return o;
 }
 
-static void m_rename(void *ctx, ecp_call *call) { two_path_op(ctx, call, OP_RENAME, "oldUri", "newUri"); }
-static void m_copy(void *ctx, ecp_call *call) { two_path_op(ctx, call, OP_COPY, "sourceUri", "targetUri"); }
-
-static void dir_op(file_adapter *ad, ecp_call *call, op_kind kind)
+static void m_rename(void *ctx, ecp_call *call)
 {
-    json_ref p = ecp_call_params(call);
-    ecp_str uri;
-    bool recursive;
-    const char *path = arg_path(call, p, "uri", &uri);
-    if (!path || !ecp_arg_bool_opt(call, p, "recursive", false, &recursive))
-        return;
-    op_job *j = op_new(kind, path, &uri);
-    j->recursive = recursive;
-    op_start(ad, call, j);
+    file_adapter *ad = ctx;
+    const char *to;
+    op_call *o = arg_two_paths(call, "oldUri", "newUri", &to);
+    if (o)
+        op_start(file_rename_prepare(ad->svc, o->path, to, success_done, o), call);
 }
 
-static void m_create_dir(void *ctx, ecp_call *call) { dir_op(ctx, call, OP_CREATE_DIR); }
-static void m_delete_dir(void *ctx, ecp_call *call) { dir_op(ctx, call, OP_DELETE_DIR); }
+static void m_copy(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    const char *to;
+    op_call *o = arg_two_paths(call, "sourceUri", "targetUri", &to);
+    if (o)
+        op_start(file_copy_prepare(ad->svc, o->path, to, success_done, o), call);
+}
+
+/* createDir and deleteDir: a `uri` and an optional `recursive`; NULL when the call was answered. */
+static op_call *arg_dir(ecp_call *call, bool *recursive)
+{
+    op_call *o = arg_op(call);
+    if (!o || !ecp_arg_bool_opt(call, ecp_call_params(call), "recursive", false, recursive))
+        return NULL;
+    return o;
+}
+
+static void m_create_dir(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    bool recursive;
+    op_call *o = arg_dir(call, &recursive);
+    if (o)
+        op_start(file_create_dir_prepare(ad->svc, o->path, recursive, success_done, o), call);
+}
+
+static void m_delete_dir(void *ctx, ecp_call *call)
+{
+    file_adapter *ad = ctx;
+    bool recursive;
+    op_call *o = arg_dir(call, &recursive);
+    if (o)
+        op_start(file_delete_dir_prepare(ad->svc, o->path, recursive, success_done, o), call);
+}
 
 /* ----- walks: long jobs ---------------------------------------------------------------------- */
 
@@ -644,27 +616,33 @@ static void walk_start(walk_call *w, ecp_job *walk, int rc, const ecp_error *err
     file_walk_start(walk);
 }
 
+/* file/glob's result, written where the walk ends, off the loop. */
+static void format_glob(void *fctx, const file_glob_result *res, buf *out)
+{
+    (void)fctx;
+    json_writer jw, *w = &jw;
+    jw_init(w, out);
+    buf u = BUF_INIT;
+    jw_object_begin(w);
+    jw_key(w, "uris");
+    jw_array_begin(w);
+    for (size_t i = 0; i < res->count; i++) {
+        buf_clear(&u);
+        file_uri_from_path(&u, res->paths[i]);
+        jw_string_n(w, u.data, u.len);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    buf_free(&u);
+}
+
 static void glob_done(void *ctx, int status, const ecp_error *err, const file_glob_result *res)
 {
     walk_call *j = ctx;
-    if (status) {
+    if (status)
         reply_error(j->call, status, err->message, j->uri);
-    } else {
-        json_writer *w = ecp_call_result(j->call);
-        buf u = BUF_INIT;
-        jw_object_begin(w);
-        jw_key(w, "uris");
-        jw_array_begin(w);
-        for (size_t i = 0; i < res->count; i++) {
-            buf_clear(&u);
-            file_uri_from_path(&u, res->paths[i]);
-            jw_string_n(w, u.data, u.len);
-        }
-        jw_array_end(w);
-        jw_object_end(w);
-        buf_free(&u);
-        ecp_call_finish(j->call);
-    }
+    else
+        ecp_call_reply_shared(j->call, res->rendered);
 }
 
 static void m_glob(void *ctx, ecp_call *call)
@@ -683,7 +661,7 @@ static void m_glob(void *ctx, ecp_call *call)
     const char *base = arg_base(call, p, "baseUri");
     if (!base)
         return;
-    file_glob_options o = {pattern.ptr, base, max, dirs, follow, exclude.items, exclude.n};
+    file_glob_options o = {pattern.ptr, base, max, dirs, follow, exclude.items, exclude.n, format_glob, NULL};
     walk_call *j = walk_call_new(call, base);
     ecp_job *walk = NULL;
     ecp_error err;
@@ -695,41 +673,47 @@ static void m_glob(void *ctx, ecp_call *call)
     walk_start(j, walk, rc, &err);
 }
 
-static void search_done(void *ctx, int status, const ecp_error *err, const file_search_result *res)
+/* file/search's result, written where the walk ends, off the loop. */
+static void format_search(void *fctx, const file_search_result *res, buf *out)
 {
-    walk_call *j = ctx;
-    if (status) {
-        reply_error(j->call, status, err->message, j->uri);
-    } else {
-        json_writer *w = ecp_call_result(j->call);
-        buf u = BUF_INIT;
+    (void)fctx;
+    json_writer jw, *w = &jw;
+    jw_init(w, out);
+    buf u = BUF_INIT;
+    jw_object_begin(w);
+    jw_key(w, "results");
+    jw_array_begin(w);
+    for (size_t i = 0; i < res->count; i++) {
+        const file_search_hit *h = &res->hits[i];
         jw_object_begin(w);
-        jw_key(w, "results");
+        buf_clear(&u);
+        file_uri_from_path(&u, h->path);
+        jw_key_string_n(w, "uri", u.data, u.len);
+        jw_key_string(w, "name", h->name);
+        jw_key_int(w, "score", h->score);
+        jw_key(w, "matches");
         jw_array_begin(w);
-        for (size_t i = 0; i < res->count; i++) {
-            const file_search_hit *h = &res->hits[i];
+        for (size_t r = 0; r < h->range_count; r++) {
             jw_object_begin(w);
-            buf_clear(&u);
-            file_uri_from_path(&u, h->path);
-            jw_key_string_n(w, "uri", u.data, u.len);
-            jw_key_string(w, "name", h->name);
-            jw_key_int(w, "score", h->score);
-            jw_key(w, "matches");
-            jw_array_begin(w);
-            for (size_t r = 0; r < h->range_count; r++) {
-                jw_object_begin(w);
-                jw_key_int(w, "start", (int64_t)h->ranges[r].start);
-                jw_key_int(w, "end", (int64_t)h->ranges[r].end);
-                jw_object_end(w);
-            }
-            jw_array_end(w);
+            jw_key_int(w, "start", (int64_t)h->ranges[r].start);
+            jw_key_int(w, "end", (int64_t)h->ranges[r].end);
             jw_object_end(w);
         }
         jw_array_end(w);
         jw_object_end(w);
-        buf_free(&u);
-        ecp_call_finish(j->call);
     }
+    jw_array_end(w);
+    jw_object_end(w);
+    buf_free(&u);
+}
+
+static void search_done(void *ctx, int status, const ecp_error *err, const file_search_result *res)
+{
+    walk_call *j = ctx;
+    if (status)
+        reply_error(j->call, status, err->message, j->uri);
+    else
+        ecp_call_reply_shared(j->call, res->rendered);
 }
 
 static void m_search(void *ctx, ecp_call *call)
@@ -759,7 +743,8 @@ static void m_search(void *ctx, ecp_call *call)
     } else if (!(base = arg_base(call, JSON_NO_REF, "baseUri"))) {
         return;
     }
-    file_search_options o = {pattern.ptr, base, max, exclude.items, exclude.n, ecp_call_encoding(call)};
+    file_search_options o = {pattern.ptr, base, max, exclude.items, exclude.n, ecp_call_encoding(call), format_search,
+                             NULL};
     walk_call *j = walk_call_new(call, base);
     ecp_job *walk = NULL;
     ecp_error err;
@@ -771,38 +756,44 @@ static void m_search(void *ctx, ecp_call *call)
     walk_start(j, walk, rc, &err);
 }
 
+/* file/grep's result, written where the grep ends, off the loop. */
+static void format_grep(void *fctx, const file_grep_result *res, buf *out)
+{
+    (void)fctx;
+    json_writer jw, *w = &jw;
+    jw_init(w, out);
+    buf u = BUF_INIT;
+    const char *last = NULL;
+    jw_object_begin(w);
+    jw_key(w, "matches");
+    jw_array_begin(w);
+    for (size_t i = 0; i < res->count; i++) {
+        const file_grep_match *m = &res->matches[i];
+        if (!last || strcmp(last, m->path)) {
+            buf_clear(&u);
+            file_uri_from_path(&u, m->path);
+            last = m->path;
+        }
+        jw_object_begin(w);
+        jw_key_string_n(w, "uri", u.data, u.len);
+        jw_key_int(w, "line", (int64_t)m->line);
+        jw_key_int(w, "column", (int64_t)m->column);
+        jw_key_string(w, "text", m->text);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_key_bool(w, "truncated", res->truncated);
+    jw_object_end(w);
+    buf_free(&u);
+}
+
 static void grep_done(void *ctx, int status, const ecp_error *err, const file_grep_result *res)
 {
     walk_call *j = ctx;
-    if (status) {
+    if (status)
         reply_error(j->call, status, err->message, j->uri);
-    } else {
-        json_writer *w = ecp_call_result(j->call);
-        buf u = BUF_INIT;
-        const char *last = NULL;
-        jw_object_begin(w);
-        jw_key(w, "matches");
-        jw_array_begin(w);
-        for (size_t i = 0; i < res->count; i++) {
-            const file_grep_match *m = &res->matches[i];
-            if (!last || strcmp(last, m->path)) {
-                buf_clear(&u);
-                file_uri_from_path(&u, m->path);
-                last = m->path;
-            }
-            jw_object_begin(w);
-            jw_key_string_n(w, "uri", u.data, u.len);
-            jw_key_int(w, "line", (int64_t)m->line);
-            jw_key_int(w, "column", (int64_t)m->column);
-            jw_key_string(w, "text", m->text);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
-        jw_key_bool(w, "truncated", res->truncated);
-        jw_object_end(w);
-        buf_free(&u);
-        ecp_call_finish(j->call);
-    }
+    else
+        ecp_call_reply_shared(j->call, res->rendered);
 }
 
 static void m_grep(void *ctx, ecp_call *call)
@@ -836,6 +827,7 @@ static void m_grep(void *ctx, ecp_call *call)
     o.exclude_count = exclude.n;
     o.max_results = max;
     o.encoding = ecp_call_encoding(call);
+    o.format = format_grep;
     walk_call *j = walk_call_new(call, base);
     ecp_job *walk = NULL;
     ecp_error err;

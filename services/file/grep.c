@@ -97,7 +97,15 @@ typedef struct grep_job {
     ecp_position_encoding enc;
     file_grep_cb cb;
     void *ctx;
+    void (*format)(void *fctx, const file_grep_result *r, buf *out);
+    void *fctx;
+    /* made by the last work item to end, which every other has ended before */
+    bool finished;
+    file_grep_result result;
+    buf rendered;
+    ecp_shared *shared; /* rendered, handed to the loop */
     /* shared, under lock */
+    unsigned items_ended;
     uv_mutex_t lock;
     uv_cond_t cond;
     strlist dirs;  /* absolute paths still to list */
@@ -401,6 +409,33 @@ static void merge_found(grep_job *t, grep_worker *w)
     w->found.n = 0;
 }
 
+static int match_compare(const void *pa, const void *pb)
+{
+    const file_grep_match *a = pa, *b = pb;
+    int c = strcmp(a->path, b->path);
+    if (c)
+        return c;
+    return a->line < b->line ? -1 : a->line > b->line;
+}
+
+/* The last work item to end sorts what was found and, when asked, renders
+ * it, so that neither a big sort nor a big answer holds up the loop. */
+static void grep_finish(ecp_job *job, grep_job *t)
+{
+    if (t->walk.status || ecp_job_cancelled(job))
+        return;
+    if (t->matches.n > 1)
+        qsort(t->matches.items, t->matches.n, sizeof *t->matches.items, match_compare);
+    t->result = (file_grep_result){t->matches.items, t->matches.n, false, t->files_searched, NULL};
+    if (t->max_results && t->result.count > t->max_results) {
+        t->result.count = t->max_results;
+        t->result.truncated = true;
+    }
+    if (t->format)
+        t->format(t->fctx, &t->result, &t->rendered);
+    t->finished = true;
+}
+
 static void grep_work(ecp_job *job, unsigned item)
 {
     grep_job *t = ecp_job_data(job);
@@ -462,6 +497,7 @@ static void grep_work(ecp_job *job, unsigned item)
         uv_cond_wait(&t->cond, &t->lock);
     }
     uv_cond_broadcast(&t->cond);
+    bool last = ++t->items_ended == t->walk.items;
     uv_mutex_unlock(&t->lock);
     free(new_dirs.items);
     free(new_files.items);
@@ -472,15 +508,8 @@ static void grep_work(ecp_job *job, unsigned item)
     pcre2_match_context_free(w.mctx);
     if (w.stack)
         pcre2_jit_stack_free(w.stack);
-}
-
-static int match_compare(const void *pa, const void *pb)
-{
-    const file_grep_match *a = pa, *b = pb;
-    int c = strcmp(a->path, b->path);
-    if (c)
-        return c;
-    return a->line < b->line ? -1 : a->line > b->line;
+    if (last)
+        grep_finish(job, t);
 }
 
 static void grep_done(ecp_job *job)
@@ -491,14 +520,17 @@ static void grep_done(ecp_job *job)
         t->cb(t->ctx, status, &t->walk.err, NULL);
         return;
     }
-    if (t->matches.n > 1)
-        qsort(t->matches.items, t->matches.n, sizeof *t->matches.items, match_compare);
-    file_grep_result res = {t->matches.items, t->matches.n, false, t->files_searched};
-    if (t->max_results && res.count > t->max_results) {
-        res.count = t->max_results;
-        res.truncated = true;
+    if (!t->finished) {
+        /* every item ended without seeing a cancel, yet the job is cancelled now: nothing was sorted */
+        t->cb(t->ctx, ecp_error_set(&t->walk.err, ECP_ECANCELED, "Request cancelled"), &t->walk.err, NULL);
+        return;
     }
-    t->cb(t->ctx, 0, NULL, &res);
+    if (t->format) {
+        size_t len = t->rendered.len;
+        t->shared = ecp_shared_adopt(buf_detach(&t->rendered), len);
+        t->result.rendered = t->shared;
+    }
+    t->cb(t->ctx, 0, NULL, &t->result);
 }
 
 static void grep_free(void *data)
@@ -512,6 +544,8 @@ static void grep_free(void *data)
     strlist_free(&t->dirs);
     strlist_free(&t->files);
     matchlist_free(&t->matches);
+    buf_free(&t->rendered);
+    ecp_shared_unref(t->shared);
     file__idset_free(&t->seen);
     uv_mutex_destroy(&t->lock);
     uv_cond_destroy(&t->cond);
@@ -590,6 +624,8 @@ int file_grep_prepare(file_service *self, const file_grep_options *o, file_grep_
     t->enc = o->encoding;
     t->cb = cb;
     t->ctx = ctx;
+    t->format = o->format;
+    t->fctx = o->fctx;
     unsigned items = o->threads ? o->threads : file__walk_items(self);
     if (items > ECP_JOB_MAX_ITEMS)
         items = ECP_JOB_MAX_ITEMS;

@@ -5,20 +5,26 @@
  * pattern (glob) and by content (grep); and watches directory trees for
  * changes. It promises that a write which replaces a file is atomic (the file
  * holds either its old or its new contents, never a mix, and keeps its mode),
+ * that a write, a copy or a rename never replaces a FIFO, socket or device,
  * that tree walks never follow a directory symlink unless asked and never loop,
  * that searches stop as soon as they have what was asked and can be cancelled
- * at any time, and that a watch reports each creation, change and deletion of
- * a path exactly once (bursts of writes within about 50 ms are one change).
+ * at any time, that a pattern past the glob limits is refused with the limit
+ * named (file_glob_check), and that a watch reports each creation, change and
+ * deletion of a path exactly once (bursts of writes within about 50 ms are
+ * one change). It follows its own settings (files.exclude) once handed the
+ * session service (file_service_follow_settings).
  *
- * Three kinds of functions live here:
+ * Four kinds of functions live here:
  * - path helpers (pure string work; any thread);
- * - single operations (file_read, file_write, ...): blocking system calls that
- *   touch no service state, so they may run on any thread; the adapter runs
- *   each as a short job of the service (core/job.h);
- * - tree walks (file_glob_prepare, file_search_prepare, file_grep_prepare),
- *   long jobs of the service, and watches, which belong to a file_service and
- *   run their callbacks on its loop thread; listeners of the service hear
- *   every change its watches report.
+ * - blocking single operations (file_read, file_write, ...) that touch no
+ *   service state, for callers already off the loop (a job of another
+ *   service, a test);
+ * - the service's jobs: the same operations and the tree walks run off the
+ *   loop as jobs the service owns (core/job.h), each prepared, then started,
+ *   each calling back once on the loop;
+ * - watches, which belong to a file_service and run their callbacks on its
+ *   loop thread; listeners of the service hear every change its watches
+ *   report.
  *
  * Paths are absolute and '/'-separated; callers turn URIs into paths with
  * file_path_from_uri. Every function that can fail returns 0 or a negative
@@ -37,6 +43,7 @@
 #include "error.h"
 #include "job.h"
 #include "log.h"
+#include "shared.h"
 #include "utf.h"
 
 typedef struct file_service file_service;
@@ -47,6 +54,15 @@ typedef struct file_service file_service;
  * the pool's loop (both borrowed; they must outlive the service). log may be
  * NULL. Returns NULL only when out of memory. */
 file_service *file_service_new(ecp_pool *pool, ecp_logger *log);
+
+/* Follows the session service's settings the service reads (files.exclude,
+ * see file_service_set_watch_exclude): takes their values now and each
+ * change afterwards. session (borrowed) must outlive the following; NULL
+ * stops following, as the service must before the session service goes.
+ * The session service reads its files through this one, so it comes later
+ * and is handed over here rather than at creation. */
+struct session_service;
+void file_service_follow_settings(file_service *self, struct session_service *session);
 
 /* Ends every watch and closes the service's jobs: walks are cancelled, work
  * already on a thread is waited for, and so are writes that have not begun
@@ -157,27 +173,113 @@ int file_create_dir(const char *path, bool recursive, ecp_error *err);
  * removed, never followed). ECP_ENOTFOUND, ECP_ENOTDIR, ECP_ENOTEMPTY. */
 int file_delete_dir(const char *path, bool recursive, ecp_error *err);
 
+/* ----- the service's jobs (asynchronous; callbacks on the loop thread) ---------- */
+
+/* Every operation that touches the disk runs as a job of the service, off
+ * the loop. Starting one takes two steps: file_<op>_prepare copies the
+ * arguments (strings included: the caller's may go once it returns) and
+ * hands back the job, not started; file_job_start starts it. In between,
+ * the caller may make the job serve a call (ecp_job_serve), so that the
+ * client's $/cancelRequest or disconnect cancels it and the service's
+ * teardown answers it, while nothing here knows what a call is (a served
+ * call must be made before a job starts, hence the two steps).
+ *
+ * The job stays valid until its callback has returned: it is the handle to
+ * cancel (ecp_job_cancel). The callback runs once, on the loop: with the
+ * result (owned by the service, valid during the call only), with an error
+ * (a negative ECP_* status and a message for a person), or with
+ * ECP_ECANCELED when the job was cancelled before the operation began. Once
+ * begun, an operation runs to its end, so no change to the disk stops
+ * half-way. The callback never runs once the service is freed; a write that
+ * has not begun by then still runs (its bytes exist nowhere else), the other
+ * operations are dropped. A prepared job must be started. */
+void file_job_start(ecp_job *job);
+
+/* How a job that returns nothing but its outcome ends. */
+typedef void (*file_done_cb)(void *ctx, int status, const ecp_error *err);
+
+typedef struct file_read_result file_read_result;
+
+typedef struct file_read_args {
+    const char *path;
+    size_t max_size;  /* larger files fail with ECP_ETOOBIG */
+    bool check_utf8;  /* tell whether the bytes are valid UTF-8 */
+    /* May be NULL. Renders the result on the pool thread, after the read,
+     * so that a big file costs the loop nothing: it appends to out whatever
+     * the caller will send, which reaches the callback as result->rendered.
+     * It may read only r and fctx (borrowed until the callback has run). */
+    void (*format)(void *fctx, const file_read_result *r, buf *out);
+    void *fctx;
+} file_read_args;
+
+struct file_read_result {
+    const char *data; /* the bytes, NUL-terminated */
+    size_t len;
+    file_info info;
+    bool invalid_utf8;    /* check_utf8 found bytes that are not UTF-8 */
+    ecp_shared *rendered; /* what args.format wrote; NULL without it. The service's: take a reference
+                             (ecp_shared_ref, or ecp_call_reply_shared) to keep it past the callback */
+};
+
+typedef void (*file_read_cb)(void *ctx, int status, const ecp_error *err, const file_read_result *result);
+
+/* file_read as a job in the short lane. */
+ecp_job *file_read_prepare(file_service *self, const file_read_args *args, file_read_cb cb, void *ctx);
+
+typedef struct file_write_args {
+    const char *path;
+    const char *data;
+    size_t len;
+    file_write_options options;
+} file_write_args;
+
+typedef struct file_write_result {
+    double mod_time;
+    size_t bytes_written;
+} file_write_result;
+
+typedef void (*file_write_cb)(void *ctx, int status, const ecp_error *err, const file_write_result *result);
+
+/* file_write as a job in the short lane. A write that was asked for always
+ * runs, even cancelled or at the service's teardown: its bytes exist nowhere
+ * else, and it replaces the file atomically, so running late harms nothing. */
+ecp_job *file_write_prepare(file_service *self, const file_write_args *args, file_write_cb cb, void *ctx);
+
+typedef void (*file_stat_cb)(void *ctx, int status, const ecp_error *err, const file_info *info);
+
+/* file_stat as a job in the short lane. */
+ecp_job *file_stat_prepare(file_service *self, const char *path, file_stat_cb cb, void *ctx);
+
+typedef struct file_read_dir_result {
+    const file_dir_entry *entries; /* in file_read_dir's order */
+    size_t count;
+} file_read_dir_result;
+
+typedef void (*file_read_dir_cb)(void *ctx, int status, const ecp_error *err, const file_read_dir_result *result);
+
+/* file_read_dir as a job in the short lane. */
+ecp_job *file_read_dir_prepare(file_service *self, const char *path, file_read_dir_cb cb, void *ctx);
+
+/* file_delete, file_rename, file_copy, file_create_dir and file_delete_dir
+ * as jobs in the short lane. */
+ecp_job *file_delete_prepare(file_service *self, const char *path, file_done_cb cb, void *ctx);
+ecp_job *file_rename_prepare(file_service *self, const char *from, const char *to, file_done_cb cb, void *ctx);
+ecp_job *file_copy_prepare(file_service *self, const char *from, const char *to, file_done_cb cb, void *ctx);
+ecp_job *file_create_dir_prepare(file_service *self, const char *path, bool recursive, file_done_cb cb, void *ctx);
+ecp_job *file_delete_dir_prepare(file_service *self, const char *path, bool recursive, file_done_cb cb, void *ctx);
+
 /* ----- tree walks (asynchronous; callbacks on the loop thread) ------------------ */
 
-/* A walk is a job of the service (core/job.h) in the long lane, so that
- * however many walks run, reads and writes still find a free thread. Starting
- * one takes two steps. file_glob_prepare (and its siblings) copies the
- * options, compiles the patterns, fails at once on a bad one, and hands back
- * the walk's job, not started; file_walk_start starts it. In between, the
- * caller may make the job serve a call (ecp_job_serve). That is why there are
- * two steps: the adapter lets each walk serve its own call, so the client's
- * $/cancelRequest or disconnect cancels the walk and the service's teardown
- * answers the call, the same as for every other job, while nothing here
- * knows what a call is. A walk handle of our own, cancelled by the adapter,
- * would leave the adapter to keep its calls alive and answer them at
- * teardown by itself.
- *
- * The job stays valid until the walk's callback has returned: it is the
- * handle to stop the walk (ecp_job_cancel). The callback runs once, on the
- * loop, when the walk ends: with its result, with an error, or with
- * ECP_ECANCELED after a cancel. It never runs once the service is freed. A
- * prepared walk must be started. */
+/* A walk is a job of the service in the long lane, so that however many
+ * walks run, reads and writes still find a free thread. It is prepared and
+ * started as the jobs above are, except that file_glob_prepare (and its
+ * siblings) compiles the patterns first and fails at once on a bad one
+ * (then there is no job and the callback never runs). A walk stops as soon
+ * as it is cancelled; its callback then gets ECP_ECANCELED. file_walk_start
+ * is file_job_start under the name walks have always used. */
 void file_walk_start(ecp_job *walk);
+
+typedef struct file_glob_result file_glob_result;
 
 typedef struct file_glob_options {
     const char *pattern;            /* see the syntax in glob.h: * ? ** [..] [!..] {a,b} */
@@ -187,13 +289,18 @@ typedef struct file_glob_options {
     bool follow_symlinks;           /* descend into symlinked directories (loops are cut) */
     const char *const *exclude;     /* patterns; a path matching one is skipped with all below it */
     size_t exclude_count;
+    /* May be NULL: renders the result at the end of the walk, on its pool
+     * thread, as file_grep_options.format does. */
+    void (*format)(void *fctx, const file_glob_result *r, buf *out);
+    void *fctx;
 } file_glob_options;
 
-typedef struct file_glob_result {
+struct file_glob_result {
     char **paths;  /* absolute, in walk order (each directory's entries sorted by name) */
     size_t count;
     bool truncated; /* max_results was reached */
-} file_glob_result;
+    ecp_shared *rendered; /* what options.format wrote; NULL without it (see file_grep_result) */
+};
 
 /* status is 0 or an error; result is NULL on error and valid only during the call. */
 typedef void (*file_glob_cb)(void *ctx, int status, const ecp_error *err, const file_glob_result *result);
@@ -203,6 +310,8 @@ typedef void (*file_glob_cb)(void *ctx, int status, const ecp_error *err, const 
 int file_glob_prepare(file_service *self, const file_glob_options *options, file_glob_cb cb, void *ctx,
                       ecp_job **walk, ecp_error *err);
 
+typedef struct file_search_result file_search_result;
+
 typedef struct file_search_options {
     const char *pattern;        /* compared with file names */
     const char *base;           /* absolute directory to search below */
@@ -210,6 +319,10 @@ typedef struct file_search_options {
     const char *const *exclude; /* a path containing one of these (or matching it, if it is a glob) is skipped */
     size_t exclude_count;
     ecp_position_encoding encoding; /* units of the match ranges */
+    /* May be NULL: renders the result at the end of the walk, on its pool
+     * thread, as file_grep_options.format does. */
+    void (*format)(void *fctx, const file_search_result *r, buf *out);
+    void *fctx;
 } file_search_options;
 
 typedef struct file_search_range {
@@ -224,10 +337,11 @@ typedef struct file_search_hit {
     size_t range_count;
 } file_search_hit;
 
-typedef struct file_search_result {
+struct file_search_result {
     file_search_hit *hits; /* best score first, then shorter names, then by path */
     size_t count;
-} file_search_result;
+    ecp_shared *rendered; /* what options.format wrote; NULL without it (see file_grep_result) */
+};
 
 typedef void (*file_search_cb)(void *ctx, int status, const ecp_error *err, const file_search_result *result);
 
@@ -243,6 +357,8 @@ int file_search_prepare(file_service *self, const file_search_options *options, 
 int file_fuzzy_score(const char *pattern, size_t plen, const char *name, size_t nlen, file_search_range *ranges,
                      size_t max_ranges, size_t *range_count);
 
+typedef struct file_grep_result file_grep_result;
+
 typedef struct file_grep_options {
     const char *pattern;
     bool regex;                  /* PCRE2 syntax; false: a literal string */
@@ -256,6 +372,13 @@ typedef struct file_grep_options {
     ecp_position_encoding encoding; /* units of match columns */
     unsigned threads;            /* work items to spread files over (at most ECP_JOB_MAX_ITEMS); 0: one per
                                     core, no more than the pool lets long work hold */
+    /* May be NULL. Renders the result at the end of the job, on the pool
+     * thread that ends it, so that a big answer costs the loop nothing: it
+     * appends to out whatever the caller will send, which reaches the
+     * callback as result->rendered. It may read only r and fctx (borrowed
+     * until the callback has run). */
+    void (*format)(void *fctx, const file_grep_result *r, buf *out);
+    void *fctx;
 } file_grep_options;
 
 typedef struct file_grep_match {
@@ -267,12 +390,14 @@ typedef struct file_grep_match {
 
 #define FILE_GREP_TEXT_MAX 1000
 
-typedef struct file_grep_result {
+struct file_grep_result {
     file_grep_match *matches; /* sorted by path, then line */
     size_t count;
     bool truncated;           /* more lines matched than max_results */
     size_t files_searched;
-} file_grep_result;
+    ecp_shared *rendered;     /* what options.format wrote; NULL without it. The service's: take a reference
+                                 (ecp_shared_ref, or ecp_call_reply_shared) to keep it past the callback */
+};
 
 typedef void (*file_grep_cb)(void *ctx, int status, const ecp_error *err, const file_grep_result *result);
 

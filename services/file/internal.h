@@ -26,6 +26,7 @@ struct file_service {
     file__watcher *watcher;  /* NULL until the first watch */
     char **watch_exclude;    /* file_service_set_watch_exclude's patterns, each one valid */
     size_t watch_exclude_count;
+    struct session_service *session; /* borrowed while the service follows its settings, else NULL */
 };
 
 /* ----- walks ---------------------------------------------------------------------

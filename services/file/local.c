@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "glob.h"
+#include "session/interface.h"
 #include "uri.h"
 
 /* ----- the service ------------------------------------------------------------ */
@@ -29,10 +30,40 @@ file_service *file_service_new(ecp_pool *pool, ecp_logger *log)
     return self;
 }
 
+/* ----- settings ------------------------------------------------------------------ */
+
+/* files.exclude names the directories recursive watches stay out of. A
+ * pattern that does not compile is logged by set_watch_exclude and left out. */
+static void apply_files_exclude(file_service *self)
+{
+    file_service_set_watch_exclude(self, session_setting_json(self->session, "files.exclude"), NULL);
+}
+
+static void setting_changed(void *ctx, const char *key, const char *value_json)
+{
+    (void)value_json;
+    if (strcmp(key, "files.exclude") == 0)
+        apply_files_exclude(ctx);
+}
+
+static const session_listener settings_listener = {.on_setting = setting_changed};
+
+void file_service_follow_settings(file_service *self, session_service *session)
+{
+    if (self->session)
+        session_unsubscribe(self->session, &settings_listener, self);
+    self->session = session;
+    if (!session)
+        return;
+    apply_files_exclude(self);
+    session_subscribe(session, &settings_listener, self);
+}
+
 void file_service_free(file_service *self)
 {
     if (!self)
         return;
+    file_service_follow_settings(self, NULL);
     /* Jobs first: a walk's done would call back into whoever started it. */
     ecp_job_set_close(self->jobs);
     file__watcher_free(self->watcher);

@@ -111,6 +111,11 @@ typedef struct glob_job {
     bool include_dirs, follow;
     file_glob_cb cb;
     void *ctx;
+    void (*format)(void *fctx, const file_glob_result *r, buf *out);
+    void *fctx;
+    bool formatted;
+    buf rendered;
+    ecp_shared *shared; /* rendered, handed to the loop */
     char **paths;
     size_t count, cap;
     file__idset seen;
@@ -180,6 +185,11 @@ static void glob_work(ecp_job *job, unsigned item)
     if (!root_is_directory(&t->walk, t->root))
         return;
     glob_walk(t, t->root, "", 0);
+    if (t->format && !ecp_job_cancelled(job)) {
+        file_glob_result res = {t->paths, t->count, glob_full(t), NULL};
+        t->format(t->fctx, &res, &t->rendered);
+        t->formatted = true;
+    }
 }
 
 static void glob_done(ecp_job *job)
@@ -190,7 +200,18 @@ static void glob_done(ecp_job *job)
         t->cb(t->ctx, status, &t->walk.err, NULL);
         return;
     }
-    file_glob_result res = {t->paths, t->count, glob_full(t)};
+    file_glob_result res = {t->paths, t->count, glob_full(t), NULL};
+    if (t->format) {
+        if (!t->formatted) {
+            /* cancelled after the walk had looked */
+            status = ecp_error_set(&t->walk.err, ECP_ECANCELED, "Request cancelled");
+            t->cb(t->ctx, status, &t->walk.err, NULL);
+            return;
+        }
+        size_t len = t->rendered.len;
+        t->shared = ecp_shared_adopt(buf_detach(&t->rendered), len);
+        res.rendered = t->shared;
+    }
     t->cb(t->ctx, 0, NULL, &res);
 }
 
@@ -203,6 +224,8 @@ static void glob_free(void *data)
     for (size_t i = 0; i < t->count; i++)
         free(t->paths[i]);
     free(t->paths);
+    buf_free(&t->rendered);
+    ecp_shared_unref(t->shared);
     file__idset_free(&t->seen);
     free(t);
 }
@@ -271,6 +294,8 @@ int file_glob_prepare(file_service *self, const file_glob_options *o, file_glob_
     t->follow = o->follow_symlinks;
     t->cb = cb;
     t->ctx = ctx;
+    t->format = o->format;
+    t->fctx = o->fctx;
     t->walk.items = 1;
     t->job = ecp_job_new(self->jobs, &glob_type, t);
     *walk = t->job;
@@ -354,6 +379,11 @@ typedef struct search_job {
     ecp_position_encoding enc;
     file_search_cb cb;
     void *ctx;
+    void (*format)(void *fctx, const file_search_result *r, buf *out);
+    void *fctx;
+    bool formatted;
+    buf rendered;
+    ecp_shared *shared; /* rendered, handed to the loop */
     file_search_hit *hits;
     size_t count, cap, best; /* best: hits that scored 100 */
     file__idset seen;
@@ -440,6 +470,14 @@ static int hit_compare(const void *pa, const void *pb)
     return strcmp(a->path, b->path);
 }
 
+static file_search_result search_result(const search_job *t)
+{
+    size_t n = t->count;
+    if (t->max_results && n > t->max_results)
+        n = t->max_results;
+    return (file_search_result){t->hits, n, NULL};
+}
+
 static void search_work(ecp_job *job, unsigned item)
 {
     search_job *t = ecp_job_data(job);
@@ -448,6 +486,11 @@ static void search_work(ecp_job *job, unsigned item)
     search_walk(t, t->root, "", 0);
     if (t->count > 1)
         qsort(t->hits, t->count, sizeof *t->hits, hit_compare);
+    if (t->format && !ecp_job_cancelled(job)) {
+        file_search_result res = search_result(t);
+        t->format(t->fctx, &res, &t->rendered);
+        t->formatted = true;
+    }
 }
 
 static void search_done(ecp_job *job)
@@ -458,10 +501,18 @@ static void search_done(ecp_job *job)
         t->cb(t->ctx, status, &t->walk.err, NULL);
         return;
     }
-    size_t n = t->count;
-    if (t->max_results && n > t->max_results)
-        n = t->max_results;
-    file_search_result res = {t->hits, n};
+    file_search_result res = search_result(t);
+    if (t->format) {
+        if (!t->formatted) {
+            /* cancelled after the walk had looked */
+            status = ecp_error_set(&t->walk.err, ECP_ECANCELED, "Request cancelled");
+            t->cb(t->ctx, status, &t->walk.err, NULL);
+            return;
+        }
+        size_t len = t->rendered.len;
+        t->shared = ecp_shared_adopt(buf_detach(&t->rendered), len);
+        res.rendered = t->shared;
+    }
     t->cb(t->ctx, 0, NULL, &res);
 }
 
@@ -481,6 +532,8 @@ static void search_free(void *data)
         free(t->hits[i].ranges);
     }
     free(t->hits);
+    buf_free(&t->rendered);
+    ecp_shared_unref(t->shared);
     file__idset_free(&t->seen);
     free(t);
 }
@@ -521,6 +574,8 @@ int file_search_prepare(file_service *self, const file_search_options *o, file_s
     t->enc = o->encoding;
     t->cb = cb;
     t->ctx = ctx;
+    t->format = o->format;
+    t->fctx = o->fctx;
     t->walk.items = 1;
     t->job = ecp_job_new(self->jobs, &search_type, t);
     *walk = t->job;

@@ -1,6 +1,9 @@
-/* The file service through its C API on a loop and a pool of its own: walks
- * as jobs of the long lane (items admitted one at a time still end, a cancel
- * reaches them), listeners of the service's changes (called after the watch,
+/* The file service through its C API on a loop and a pool of its own: single
+ * operations as jobs of the service (each calls back once with its outcome;
+ * one cancelled before it began is dropped, unless it is a write; a FIFO is
+ * never replaced), walks as jobs of the long lane (items admitted one at a
+ * time still end, a cancel reaches them, a grep renders its answer on a pool
+ * thread), listeners of the service's changes (called after the watch,
  * safe to unsubscribe while called), and a teardown while walks run (no
  * callback afterwards, nothing left behind).
  *
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +111,373 @@ static int teardown(void **state)
         rc = -1;
     free(f);
     return rc == 0 ? 0 : -1;
+}
+
+
+/* ----- single operations ----------------------------------------------------------------- */
+
+typedef struct op_outcome {
+    int calls;
+    int status;
+    char message[600];
+    char *data; /* read */
+    size_t len;
+    bool invalid_utf8;
+    file_info info; /* stat */
+    double mod_time; /* write */
+    size_t written;
+    size_t entries; /* readDir */
+    char first[64];
+} op_outcome;
+
+static void note_status(op_outcome *o, int status, const ecp_error *err)
+{
+    o->calls++;
+    o->status = status;
+    snprintf(o->message, sizeof o->message, "%s", status && err ? err->message : "");
+}
+
+static void on_done(void *ctx, int status, const ecp_error *err) { note_status(ctx, status, err); }
+
+static void on_read(void *ctx, int status, const ecp_error *err, const file_read_result *r)
+{
+    op_outcome *o = ctx;
+    note_status(o, status, err);
+    if (r) {
+        o->data = strndup(r->data, r->len);
+        o->len = r->len;
+        o->invalid_utf8 = r->invalid_utf8;
+        o->info = r->info;
+    }
+}
+
+static void on_write(void *ctx, int status, const ecp_error *err, const file_write_result *r)
+{
+    op_outcome *o = ctx;
+    note_status(o, status, err);
+    if (r) {
+        o->mod_time = r->mod_time;
+        o->written = r->bytes_written;
+    }
+}
+
+static void on_stat(void *ctx, int status, const ecp_error *err, const file_info *info)
+{
+    op_outcome *o = ctx;
+    note_status(o, status, err);
+    if (info)
+        o->info = *info;
+}
+
+static void on_read_dir(void *ctx, int status, const ecp_error *err, const file_read_dir_result *r)
+{
+    op_outcome *o = ctx;
+    note_status(o, status, err);
+    if (r) {
+        o->entries = r->count;
+        snprintf(o->first, sizeof o->first, "%s", r->count ? r->entries[0].name : "");
+    }
+}
+
+/* Starts job and runs the loop until its callback has run once more. */
+static void run_op(fixture *f, ecp_job *job, op_outcome *o)
+{
+    int want = o->calls + 1;
+    file_job_start(job);
+    assert_true(run_until(f, &o->calls, want, 5000));
+}
+
+static void test_operations_as_jobs(void **state)
+{
+    fixture *f = *state;
+    char a[128], b[128], c[128], sub[128];
+    snprintf(a, sizeof a, "%s/a.txt", f->dir);
+    snprintf(b, sizeof b, "%s/b.txt", f->dir);
+    snprintf(c, sizeof c, "%s/c.txt", f->dir);
+    snprintf(sub, sizeof sub, "%s/sub/deeper", f->dir);
+
+    /* the service keeps its own copy of what it was given */
+    char *bytes = strdup("caf\xc3\xa9 \xff");
+    file_write_args wa = {.path = a, .data = bytes, .len = strlen(bytes), .options = {false, true}};
+    op_outcome w = {0};
+    ecp_job *job = file_write_prepare(f->svc, &wa, on_write, &w);
+    memset(bytes, 'x', strlen(bytes));
+    free(bytes);
+    run_op(f, job, &w);
+    assert_int_equal(w.status, 0);
+    assert_int_equal(w.written, 7);
+    assert_true(w.mod_time > 0);
+
+    op_outcome r = {0};
+    file_read_args ra = {.path = a, .max_size = 1024, .check_utf8 = true};
+    run_op(f, file_read_prepare(f->svc, &ra, on_read, &r), &r);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.data, "caf\xc3\xa9 \xff");
+    assert_true(r.invalid_utf8);
+    assert_int_equal(r.info.size, 7);
+    free(r.data);
+    r.data = NULL;
+    ra.max_size = 3;
+    run_op(f, file_read_prepare(f->svc, &ra, on_read, &r), &r);
+    assert_int_equal(r.status, ECP_ETOOBIG);
+    assert_null(r.data);
+
+    op_outcome s = {0};
+    run_op(f, file_stat_prepare(f->svc, a, on_stat, &s), &s);
+    assert_int_equal(s.status, 0);
+    assert_true(s.info.exists && s.info.is_file);
+    run_op(f, file_stat_prepare(f->svc, b, on_stat, &s), &s);
+    assert_int_equal(s.status, 0);
+    assert_false(s.info.exists);
+
+    op_outcome d = {0};
+    run_op(f, file_copy_prepare(f->svc, a, b, on_done, &d), &d);
+    assert_int_equal(d.status, 0);
+    run_op(f, file_rename_prepare(f->svc, b, c, on_done, &d), &d);
+    assert_int_equal(d.status, 0);
+    run_op(f, file_create_dir_prepare(f->svc, sub, true, on_done, &d), &d);
+    assert_int_equal(d.status, 0);
+
+    op_outcome l = {0};
+    run_op(f, file_read_dir_prepare(f->svc, f->dir, on_read_dir, &l), &l);
+    assert_int_equal(l.status, 0);
+    assert_int_equal(l.entries, 3); /* sub/, a.txt, c.txt */
+    assert_string_equal(l.first, "sub");
+
+    snprintf(sub, sizeof sub, "%s/sub", f->dir);
+    run_op(f, file_delete_dir_prepare(f->svc, sub, false, on_done, &d), &d);
+    assert_int_equal(d.status, ECP_ENOTEMPTY);
+    run_op(f, file_delete_dir_prepare(f->svc, sub, true, on_done, &d), &d);
+    assert_int_equal(d.status, 0);
+    run_op(f, file_delete_prepare(f->svc, c, on_done, &d), &d);
+    assert_int_equal(d.status, 0);
+    run_op(f, file_delete_prepare(f->svc, c, on_done, &d), &d);
+    assert_int_equal(d.status, ECP_ENOTFOUND);
+    assert_non_null(strstr(d.message, "c.txt"));
+    assert_int_equal(d.calls, 7);
+    assert_int_equal(ecp_job_set_count(f->svc->jobs), 0);
+}
+
+/* A cancel before the operation begins drops it and says so, except for a
+ * write, whose bytes exist nowhere else: it lands and reports how. */
+static void test_cancel_before_an_operation_begins(void **state)
+{
+    fixture *f = *state;
+    char a[128];
+    snprintf(a, sizeof a, "%s/a.txt", f->dir);
+    write_file(a, "old", 3);
+
+    op_outcome d = {0};
+    ecp_job *job = file_delete_prepare(f->svc, a, on_done, &d);
+    ecp_job_cancel(job);
+    run_op(f, job, &d);
+    assert_int_equal(d.status, ECP_ECANCELED);
+    assert_int_equal(access(a, F_OK), 0);
+
+    op_outcome w = {0};
+    file_write_args wa = {.path = a, .data = "new", .len = 3, .options = {false, true}};
+    job = file_write_prepare(f->svc, &wa, on_write, &w);
+    ecp_job_cancel(job);
+    run_op(f, job, &w);
+    assert_int_equal(w.status, 0);
+    op_outcome r = {0};
+    file_read_args ra = {.path = a, .max_size = 16};
+    run_op(f, file_read_prepare(f->svc, &ra, on_read, &r), &r);
+    assert_string_equal(r.data, "new");
+    free(r.data);
+}
+
+/* The jobs refuse a FIFO as the target of a write, a copy or a rename, as
+ * the blocking calls do, and leave it in place. */
+static void test_operations_never_replace_a_fifo(void **state)
+{
+    fixture *f = *state;
+    char fifo[128], src[128];
+    snprintf(fifo, sizeof fifo, "%s/pipe", f->dir);
+    snprintf(src, sizeof src, "%s/src.txt", f->dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    write_file(src, "data", 4);
+
+    op_outcome w = {0};
+    file_write_args wa = {.path = fifo, .data = "x", .len = 1, .options = {false, true}};
+    run_op(f, file_write_prepare(f->svc, &wa, on_write, &w), &w);
+    assert_int_equal(w.status, ECP_EIO);
+    op_outcome d = {0};
+    run_op(f, file_copy_prepare(f->svc, src, fifo, on_done, &d), &d);
+    assert_int_equal(d.status, ECP_EIO);
+    run_op(f, file_rename_prepare(f->svc, src, fifo, on_done, &d), &d);
+    assert_int_equal(d.status, ECP_EIO);
+    struct stat st;
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(access(src, F_OK), 0);
+}
+
+/* A grep asked to render its answer does it on the pool thread that ends it,
+ * and hands the bytes to the callback. */
+typedef struct render_probe {
+    pthread_t loop_thread;
+    int formats;
+    bool on_loop;
+    size_t count_seen;
+    int calls;
+    char rendered[64];
+} render_probe;
+
+static void render_count(void *fctx, const file_grep_result *r, buf *out)
+{
+    render_probe *p = fctx;
+    p->formats++;
+    p->on_loop = pthread_equal(pthread_self(), p->loop_thread);
+    p->count_seen = r->count;
+    buf_appendf(out, "{\"count\":%zu}", r->count);
+}
+
+static void on_rendered_grep(void *ctx, int status, const ecp_error *err, const file_grep_result *r)
+{
+    (void)err;
+    render_probe *p = ctx;
+    p->calls++;
+    if (status == 0 && r->rendered)
+        snprintf(p->rendered, sizeof p->rendered, "%.*s", (int)ecp_shared_len(r->rendered),
+                 ecp_shared_data(r->rendered));
+}
+
+static void test_grep_renders_off_the_loop(void **state)
+{
+    fixture *f = *state;
+    char p[128];
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/f%d.txt", f->dir, i);
+        write_file(p, "one needle\nnone\nneedle two\n", 27);
+    }
+    render_probe probe = {.loop_thread = pthread_self()};
+    file_grep_options o = {0};
+    o.pattern = "needle";
+    o.case_sensitive = true;
+    o.base = f->dir;
+    o.threads = 2;
+    o.format = render_count;
+    o.fctx = &probe;
+    ecp_job *walk = NULL;
+    assert_int_equal(file_grep_prepare(f->svc, &o, on_rendered_grep, &probe, &walk, NULL), 0);
+    file_walk_start(walk);
+    assert_true(run_until(f, &probe.calls, 1, 10000));
+    assert_int_equal(probe.formats, 1);
+    assert_false(probe.on_loop);
+    assert_int_equal(probe.count_seen, 6);
+    assert_string_equal(probe.rendered, "{\"count\":6}");
+}
+
+static void render_read(void *fctx, const file_read_result *r, buf *out)
+{
+    render_probe *p = fctx;
+    p->formats++;
+    p->on_loop = pthread_equal(pthread_self(), p->loop_thread);
+    buf_appendf(out, "[%zu]", r->len);
+}
+
+static void on_rendered_read(void *ctx, int status, const ecp_error *err, const file_read_result *r)
+{
+    (void)err;
+    render_probe *p = ctx;
+    p->calls++;
+    if (status == 0 && r->rendered)
+        snprintf(p->rendered, sizeof p->rendered, "%.*s", (int)ecp_shared_len(r->rendered),
+                 ecp_shared_data(r->rendered));
+}
+
+/* So does a read: a big file's content is escaped off the loop. */
+static void test_read_renders_off_the_loop(void **state)
+{
+    fixture *f = *state;
+    char p[128];
+    snprintf(p, sizeof p, "%s/a.txt", f->dir);
+    write_file(p, "12345", 5);
+    render_probe probe = {.loop_thread = pthread_self()};
+    file_read_args ra = {.path = p, .max_size = 64, .format = render_read, .fctx = &probe};
+    file_job_start(file_read_prepare(f->svc, &ra, on_rendered_read, &probe));
+    assert_true(run_until(f, &probe.calls, 1, 5000));
+    assert_int_equal(probe.formats, 1);
+    assert_false(probe.on_loop);
+    assert_string_equal(probe.rendered, "[5]");
+}
+
+static void render_glob(void *fctx, const file_glob_result *r, buf *out)
+{
+    render_probe *p = fctx;
+    p->formats++;
+    p->on_loop = pthread_equal(pthread_self(), p->loop_thread);
+    buf_appendf(out, "[%zu]", r->count);
+}
+
+static void on_rendered_glob(void *ctx, int status, const ecp_error *err, const file_glob_result *r)
+{
+    (void)err;
+    render_probe *p = ctx;
+    p->calls++;
+    if (status == 0 && r->rendered)
+        snprintf(p->rendered, sizeof p->rendered, "%.*s", (int)ecp_shared_len(r->rendered),
+                 ecp_shared_data(r->rendered));
+}
+
+/* And a glob. */
+static void test_glob_renders_off_the_loop(void **state)
+{
+    fixture *f = *state;
+    char p[128];
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/f%d.txt", f->dir, i);
+        write_file(p, "x", 1);
+    }
+    render_probe probe = {.loop_thread = pthread_self()};
+    file_glob_options o = {.pattern = "*.txt", .base = f->dir, .format = render_glob, .fctx = &probe};
+    ecp_job *walk = NULL;
+    assert_int_equal(file_glob_prepare(f->svc, &o, on_rendered_glob, &probe, &walk, NULL), 0);
+    file_walk_start(walk);
+    assert_true(run_until(f, &probe.calls, 1, 5000));
+    assert_int_equal(probe.formats, 1);
+    assert_false(probe.on_loop);
+    assert_string_equal(probe.rendered, "[4]");
+}
+
+static void render_search(void *fctx, const file_search_result *r, buf *out)
+{
+    render_probe *p = fctx;
+    p->formats++;
+    p->on_loop = pthread_equal(pthread_self(), p->loop_thread);
+    buf_appendf(out, "[%zu]", r->count);
+}
+
+static void on_rendered_search(void *ctx, int status, const ecp_error *err, const file_search_result *r)
+{
+    (void)err;
+    render_probe *p = ctx;
+    p->calls++;
+    if (status == 0 && r->rendered)
+        snprintf(p->rendered, sizeof p->rendered, "%.*s", (int)ecp_shared_len(r->rendered),
+                 ecp_shared_data(r->rendered));
+}
+
+/* And a search, which renders no more than max_results. */
+static void test_search_renders_off_the_loop(void **state)
+{
+    fixture *f = *state;
+    char p[128];
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/needle%d.txt", f->dir, i);
+        write_file(p, "x", 1);
+    }
+    render_probe probe = {.loop_thread = pthread_self()};
+    file_search_options o = {.pattern = "ndl", .base = f->dir, .max_results = 3, .format = render_search,
+                             .fctx = &probe};
+    ecp_job *walk = NULL;
+    assert_int_equal(file_search_prepare(f->svc, &o, on_rendered_search, &probe, &walk, NULL), 0);
+    file_walk_start(walk);
+    assert_true(run_until(f, &probe.calls, 1, 5000));
+    assert_int_equal(probe.formats, 1);
+    assert_false(probe.on_loop);
+    assert_string_equal(probe.rendered, "[3]");
 }
 
 /* ----- walks ------------------------------------------------------------------------- */
@@ -407,6 +778,13 @@ int main(void)
     /* before anything uses libuv's pool: three threads, one for long work */
     setenv("UV_THREADPOOL_SIZE", "3", 1);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_operations_as_jobs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_before_an_operation_begins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_operations_never_replace_a_fifo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grep_renders_off_the_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_renders_off_the_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_glob_renders_off_the_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_search_renders_off_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_items_follow_the_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_grep_items_admitted_one_at_a_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_a_walk, setup, teardown),
