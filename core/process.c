@@ -1,6 +1,8 @@
 #include "process.h"
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,6 +182,45 @@ static char **environment(const char *const *env_add)
     return env;
 }
 
+/* The program a bare name (no slash) stands for: the first executable file
+ * of that name in the absolute entries of PATH (the child's, when env sets
+ * one). An empty or relative entry ("", ".", "bin") names the working
+ * directory, and a child's working directory is often a workspace that
+ * nobody has trusted: its planted "node" or "clangd" must not be what runs.
+ * A name with a slash is the caller's explicit choice and is kept. NULL when
+ * nothing is found. */
+static char *program_path(const char *name, char *const *env)
+{
+    if (strchr(name, '/'))
+        return xstrdup(name);
+    const char *path = NULL;
+    for (size_t i = 0; env && env[i] && !path; i++)
+        if (strncmp(env[i], "PATH=", 5) == 0)
+            path = env[i] + 5;
+    if (!path)
+        path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    buf candidate = BUF_INIT;
+    char *found = NULL;
+    for (const char *dir = path; !found;) {
+        size_t n = strcspn(dir, ":");
+        if (n > 0 && dir[0] == '/') {
+            buf_clear(&candidate);
+            buf_append(&candidate, dir, n);
+            buf_appendf(&candidate, "/%s", name);
+            struct stat st;
+            if (stat(candidate.data, &st) == 0 && S_ISREG(st.st_mode) && access(candidate.data, X_OK) == 0)
+                found = xstrdup(candidate.data);
+        }
+        if (!dir[n])
+            break;
+        dir += n + 1;
+    }
+    buf_free(&candidate);
+    return found;
+}
+
 static void strv_free(char **v)
 {
     for (size_t i = 0; v && v[i]; i++)
@@ -215,14 +256,21 @@ ecp_process *ecp_process_start(uv_loop_t *loop, const ecp_process_options *optio
     self->grace.data = self;
     self->open_handles++;
     char **env = environment(options->env_add);
+    char *program = program_path(options->argv[0], env);
     uv_process_options_t o = {
-        .file = options->argv[0], .args = (char **)options->argv, .env = env, .cwd = options->cwd,
+        .file = program ? program : options->argv[0], .args = (char **)options->argv, .env = env, .cwd = options->cwd,
         .exit_cb = child_exited, .stdio = stdio, .stdio_count = 3,
         .flags = options->own_group ? UV_PROCESS_DETACHED : 0,
     };
-    self->child.data = self;
-    self->open_handles++;
-    int rc = uv_spawn(loop, &self->child, &o);
+    /* a bare name found nowhere is not handed to libuv, whose execvp would search the relative entries
+     * (and then the child handle was never made: nothing to close) */
+    int rc = UV_ENOENT;
+    if (program) {
+        self->child.data = self;
+        self->open_handles++;
+        rc = uv_spawn(loop, &self->child, &o);
+    }
+    free(program);
     strv_free(env);
     if (rc < 0) {
         ecp_error_set(err, rc == UV_ENOENT ? ECP_ENOTFOUND : rc == UV_EACCES ? ECP_EACCES : ECP_EIO,

@@ -286,8 +286,6 @@ class TrustTest(unittest.TestCase):
         self.assertEqual(c.call("workspace/isTrusted", {"uri": self.uri(self.ws + "/sub")}), {"trusted": True})
         self.no_marks()
 
-    @unittest.skip("an MCP server's command is looked up with execvp, which searches empty and relative PATH "
-                   "entries, that is the workspace (services/agent/mcp.c, the server's uv_spawn)")
     def test_the_users_mcp_command_is_not_found_in_the_workspace_through_a_relative_path_entry(self):
         """The user's own MCP server applies untrusted; its bare command must not be found in the workspace
         through an empty or "." PATH entry (the server runs in the workspace)."""
