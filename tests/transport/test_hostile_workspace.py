@@ -315,9 +315,6 @@ class GrepTests(Base):
 class AcpTests(Base):
     """`ecpd --acp`: the model's write_file is shown to the client as a diff against the file as it is."""
 
-    @unittest.skip("ecpd --acp reads the file a write_file or edit_file names with fopen on the loop, to show "
-                   "its diff: a FIFO in the workspace blocks the whole server before anyone approves "
-                   "(services/agent/acp.c, prepare_diff and read_whole)")
     def test_a_write_to_a_fifo_leaves_the_server_answering(self):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
         from mock_llm import MockLLM

@@ -1,6 +1,9 @@
 /* acp updates: the agent's events as session/update notifications, and permission requests. */
 #include "acp.h"
 
+#include <errno.h>
+#include <fcntl.h>
+
 /* ----- tool calls as updates ------------------------------------------------------------------ */
 
 static const char *tool_kind(const char *name)
@@ -119,20 +122,48 @@ static void announce(acp_frontend *acp, acp_session *s, const char *tool_id, con
     acp__update_send(acp, &w, &out);
 }
 
+/* The file as it is now, to show the diff against; NULL when it is missing
+ * (*missing) or is not a regular text file of at most READ_TEXT_MAX bytes.
+ * The path is the model's, inside a workspace nobody may have trusted: a
+ * FIFO there would block the loop in open or read, a link to /dev/zero would
+ * never end. So it is opened without waiting and read only when regular. */
 static char *read_whole(const char *path, bool *missing)
 {
     *missing = false;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *missing = true;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        *missing = errno == ENOENT;
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > READ_TEXT_MAX) {
+        close(fd);
         return NULL;
     }
     buf b = BUF_INIT;
     char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len < READ_TEXT_MAX)
-        buf_append(&b, chunk, n);
-    fclose(f);
+    bool whole = true;
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            whole = false;
+            break;
+        }
+        if (n == 0)
+            break;
+        if (b.len + (size_t)n > READ_TEXT_MAX) { /* it grew while read */
+            whole = false;
+            break;
+        }
+        buf_append(&b, chunk, (size_t)n);
+    }
+    close(fd);
+    if (!whole) {
+        buf_free(&b);
+        return NULL;
+    }
     if (!b.data)
         buf_append(&b, "", 0);
     return buf_detach(&b);
@@ -177,6 +208,8 @@ static void prepare_diff(acp_frontend *acp, acp_session *s, const char *tool_id,
         goto out;
     bool missing;
     char *current = read_whole(resolved, &missing);
+    if (!current && !missing)
+        goto out; /* not a file whose text can be shown: the call is shown without a diff */
     if (write) {
         const char *content = acp__argument(&d, "content", &a);
         if (content) {
