@@ -6,7 +6,8 @@
 #include <string.h>
 #include <wchar.h>
 
-#include "app.h"
+#include "editor.h"
+#include "input.h"
 #include "arena.h"
 
 /* ---- the prompt ---- */
@@ -197,13 +198,19 @@ static void on_search(void *ctx, uint64_t generation, const json_doc *doc, json_
     overlay_refilter(a);
 }
 
-void picker_query(app *a)
+static void picker_query(app *a)
 {
     overlay_state *o = &a->overlay;
     o->generation++;
     app_call(a, "file/search", on_search, o->generation,
              "{\"pattern\":%J,\"includePatterns\":[%J],\"maxResults\":%d}", o->query.data ? o->query.data : "",
              a->workspace, a->rows > 10 ? a->rows : 10);
+}
+
+void picker_open(app *a)
+{
+    overlay_open(a, OVERLAY_PICKER, "Open file");
+    picker_query(a);
 }
 
 static void on_grep(void *ctx, uint64_t generation, const json_doc *doc, json_ref result, json_ref error)
@@ -264,11 +271,11 @@ void palette_open(app *a)
 {
     overlay_open(a, OVERLAY_PALETTE, "Command palette (type to filter, Enter runs)");
     int n;
-    const char *const *names = command_names(&n);
+    const command_entry *commands = commands_all(&n);
     for (int i = 0; i < n; i++) {
         buf label = BUF_INIT;
-        buf_appendf(&label, "%-40s %s", command_title(names[i]), names[i]);
-        overlay_add(a, label.data, names[i], 0, 0, 0);
+        buf_appendf(&label, "%-40s %s", commands[i].help, commands[i].name);
+        overlay_add(a, label.data, commands[i].name, 0, 0, 0);
         buf_free(&label);
     }
     overlay_refilter(a);
@@ -278,11 +285,11 @@ void help_open(app *a)
 {
     overlay_open(a, OVERLAY_HELP, "Keys (type to filter, Esc closes); rebind any with keybindings/add {key, command}");
     int n;
-    const char *const *names = command_names(&n);
+    const command_entry *commands = commands_all(&n);
     for (int i = 0; i < n; i++) {
         buf keys = BUF_INIT;
         for (int b = 0; b < a->binding_count; b++) {
-            if (strcmp(a->bindings[b].command, names[i]) != 0)
+            if (strcmp(a->bindings[b].command, commands[i].name) != 0)
                 continue;
             /* A key counts for the command that its last binding names. */
             bool overridden = false;
@@ -293,8 +300,8 @@ void help_open(app *a)
                 buf_appendf(&keys, "%s%s", keys.len ? ", " : "", a->bindings[b].key);
         }
         buf label = BUF_INIT;
-        buf_appendf(&label, "%-28s %-40s %s", keys.len ? keys.data : "(unbound)", command_title(names[i]), names[i]);
-        overlay_add(a, label.data, names[i], 0, 0, 0);
+        buf_appendf(&label, "%-28s %-40s %s", keys.len ? keys.data : "(unbound)", commands[i].help, commands[i].name);
+        overlay_add(a, label.data, commands[i].name, 0, 0, 0);
         buf_free(&label);
         buf_free(&keys);
     }
@@ -539,7 +546,7 @@ bool overlay_key(app *a, const char *key, wint_t ch, bool printable)
         }
         overlay_close(a);
         if (data && kind == OVERLAY_PALETTE)
-            editor_run_command(a, data);
+            command_run(a, data);
         else if (data)
             editor_open_path(a, data, line, col);
         free(data);
@@ -652,6 +659,12 @@ static void on_terminal_created(void *ctx, uint64_t tag, const json_doc *doc, js
                  a->term.early_input.len);
     buf_clear(&a->term.early_input);
     request_buffer(a);
+}
+
+void terminal_hide(app *a)
+{
+    a->term.visible = a->term.focused = false;
+    terminal_layout(a);
 }
 
 void terminal_toggle(app *a)
@@ -774,7 +787,7 @@ static void on_recovered(void *ctx, uint64_t tag, const json_doc *doc, json_ref 
         }
         a->restarting = false;
         if (n > 0)
-            editor_run_command(a, "file.saveAs");
+            command_run(a, "file.saveAs");
         app_message(a, false, "The server is back; %d document%s recovered with %s unsaved text%s", n, n == 1 ? "" : "s",
                     n == 1 ? "its" : "their", n ? ": choose where to save it" : "");
     } else if (n) {
