@@ -297,16 +297,18 @@ void chain_end(app *a)
 {
     if (a->busy > 0)
         a->busy--;
-    /* Replay what waited, until a key starts another chain. */
-    int done = 0;
-    while (a->busy == 0 && done < a->queued_count) {
-        queued_key q = a->queued[done++];
-        handle_key(a, q.key, q.ch, q.printable);
-        free(q.key);
-    }
-    if (done) {
-        memmove(a->queued, a->queued + done, (size_t)(a->queued_count - done) * sizeof *a->queued);
-        a->queued_count -= done;
+    if (a->busy == 0 && a->queued_count > 0) {
+        /* The waiting keys leave the queue before any of them runs: a command that
+         * ends at once (its request could not be sent) ends its chain from inside
+         * this replay, and must find nothing left to replay. A key that starts a
+         * chain which waits sends the keys after it back to the queue, in order. */
+        int count;
+        queued_key *waiting = queue_take(a, &count);
+        for (int i = 0; i < count; i++) {
+            handle_key(a, waiting[i].key, waiting[i].ch, waiting[i].printable);
+            free(waiting[i].key);
+        }
+        free(waiting);
     }
     if (a->busy == 0)
         editor_flush_typed(a);
