@@ -1,6 +1,7 @@
 /* Tabs and editing: every edit, move and search is a request to the
- * document service; what comes back (notifications and answers) updates the
- * few lines and cursors kept for the screen. */
+ * document service; what comes back (notifications and answers) goes to the
+ * model's functions, which update the few lines and cursors kept for the
+ * screen. The commands table (commands.c) runs the editor_* operations here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

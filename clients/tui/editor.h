@@ -80,6 +80,5 @@ void chat_hide(app *a);
 void chat_key(app *a, const char *key, wint_t ch, bool printable);
 void chat_stop(app *a);
 void chat_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params);
-void chat_free(app *a);
 
 #endif

@@ -92,12 +92,7 @@ static void on_theme(void *ctx, uint64_t tag, const json_doc *doc, json_ref resu
 static void on_repo(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
-    bool is_repo = false;
-    json_bool(doc, json_get(doc, result, "isRepo"), &is_repo);
-    free(a->repo_root);
-    a->repo_root = is_repo ? json_dup_string(doc, json_get(doc, result, "rootUri")) : NULL;
-    if (!a->repo_root && is_repo)
-        a->repo_root = json_dup_string(doc, json_get(doc, result, "root"));
+    model_repository_arrived(a, doc, result);
     git_refresh_branch(a);
     for (int i = 0; i < a->tab_count; i++)
         tab_request_git(a, a->tabs[i]);
@@ -131,11 +126,7 @@ static void trust_chosen(app *a, int key)
 static void on_trust_state(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
-    bool trusted = true;
-    json_bool(doc, json_get(doc, result, "trusted"), &trusted);
-    json_ref ignored = json_get(doc, result, "ignoredSettings");
-    a->restricted = result != JSON_NO_REF && !trusted && ignored != JSON_NO_REF && json_length(doc, ignored) > 0;
-    a->need_paint = true;
+    model_trust_arrived(a, doc, result);
     if (!a->restricted || a->trust_asked || a->prompt.active)
         return;
     a->trust_asked = true;

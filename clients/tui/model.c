@@ -489,6 +489,206 @@ void model_document_saved(app *a, tab *t, const char *uri)
     app_message(a, false, "Saved %s", t->path ? t->path : t->uri);
 }
 
+/* ---- the workspace ---- */
+
+void model_repository_arrived(app *a, const json_doc *doc, json_ref result)
+{
+    bool is_repo = false;
+    json_bool(doc, json_get(doc, result, "isRepo"), &is_repo);
+    free(a->repo_root);
+    a->repo_root = is_repo ? json_dup_string(doc, json_get(doc, result, "rootUri")) : NULL;
+    if (!a->repo_root && is_repo)
+        a->repo_root = json_dup_string(doc, json_get(doc, result, "root"));
+}
+
+void model_branch_arrived(app *a, const json_doc *doc, json_ref result)
+{
+    char *branch = json_dup_string(doc, json_get(doc, result, "branch"));
+    free(a->branch);
+    a->branch = branch;
+    a->need_paint = true;
+}
+
+void model_trust_arrived(app *a, const json_doc *doc, json_ref result)
+{
+    bool trusted = true;
+    json_bool(doc, json_get(doc, result, "trusted"), &trusted);
+    json_ref ignored = json_get(doc, result, "ignoredSettings");
+    a->restricted = result != JSON_NO_REF && !trusted && ignored != JSON_NO_REF && json_length(doc, ignored) > 0;
+    a->need_paint = true;
+}
+
+/* ---- the terminal pane ---- */
+
+void model_terminal_screen_arrived(terminal_pane *tp, const json_doc *doc, json_ref b)
+{
+    json_ref cells = json_get(doc, b, "cells");
+    int rows = (int)json_length(doc, cells), cols = 0;
+    for (json_ref r = json_first(doc, cells); r != JSON_NO_REF; r = json_next(doc, r))
+        if ((int)json_length(doc, r) > cols)
+            cols = (int)json_length(doc, r);
+    free(tp->cells);
+    tp->cells = rows && cols ? xcalloc((size_t)rows * (size_t)cols, sizeof *tp->cells) : NULL;
+    tp->cell_rows = rows;
+    tp->cell_cols = cols;
+    arena ar = ARENA_INIT;
+    int y = 0;
+    for (json_ref r = json_first(doc, cells); r != JSON_NO_REF; r = json_next(doc, r), y++) {
+        int x = 0;
+        for (json_ref c = json_first(doc, r); c != JSON_NO_REF; c = json_next(doc, c), x++) {
+            term_cell *tc = &tp->cells[y * cols + x];
+            const char *s;
+            size_t n;
+            if (json_string(doc, json_get(doc, c, "char"), &ar, &s, &n) && n < sizeof tc->ch)
+                memcpy(tc->ch, s, n);
+            tc->fg = tc->bg = -1;
+            if (json_string(doc, json_get(doc, c, "fg"), &ar, &s, &n) && n == 7)
+                tc->fg = (int)strtol(s + 1, NULL, 16);
+            if (json_string(doc, json_get(doc, c, "bg"), &ar, &s, &n) && n == 7)
+                tc->bg = (int)strtol(s + 1, NULL, 16);
+            json_bool(doc, json_get(doc, c, "bold"), &tc->bold);
+            json_bool(doc, json_get(doc, c, "underline"), &tc->underline);
+            json_bool(doc, json_get(doc, c, "inverse"), &tc->inverse);
+            json_bool(doc, json_get(doc, c, "italic"), &tc->italic);
+        }
+    }
+    arena_free(&ar);
+    json_ref cur = json_get(doc, b, "cursor");
+    tp->cursor_x = json_int_or(doc, json_get(doc, cur, "x"), 0);
+    tp->cursor_y = json_int_or(doc, json_get(doc, cur, "y"), 0);
+}
+
+/* ---- the agent chat ---- */
+
+chat_entry *chat_add_entry(chat_pane *c, chat_role role, const char *text)
+{
+    c->entries = xrealloc(c->entries, (size_t)(c->entry_count + 1) * sizeof *c->entries);
+    chat_entry *e = &c->entries[c->entry_count++];
+    *e = (chat_entry){.role = role, .text = BUF_INIT};
+    if (text)
+        buf_append_str(&e->text, text);
+    c->scroll = 0; /* something new: show the end */
+    return e;
+}
+
+static chat_entry *tool_entry(chat_pane *c, const char *id)
+{
+    for (int i = c->entry_count - 1; id && i >= 0; i--)
+        if (c->entries[i].role == CHAT_TOOL && c->entries[i].tool_id && strcmp(c->entries[i].tool_id, id) == 0)
+            return &c->entries[i];
+    return NULL;
+}
+
+static void set_status(chat_entry *e, const char *status)
+{
+    free(e->status);
+    e->status = xstrdup(status);
+}
+
+void chat_clear_waiting(chat_pane *c)
+{
+    free(c->waiting_id);
+    free(c->waiting_label);
+    c->waiting_id = c->waiting_label = NULL;
+}
+
+void chat_free(app *a)
+{
+    chat_pane *c = &a->chat;
+    for (int i = 0; i < c->entry_count; i++) {
+        buf_free(&c->entries[i].text);
+        free(c->entries[i].tool_id);
+        free(c->entries[i].status);
+    }
+    free(c->entries);
+    c->entries = NULL;
+    c->entry_count = 0;
+    free(c->chat_id);
+    free(c->model);
+    c->chat_id = c->model = NULL;
+    chat_clear_waiting(c);
+    buf_free(&c->input);
+}
+
+void model_chat_tool_answered(chat_pane *c, bool approve)
+{
+    chat_entry *e = tool_entry(c, c->waiting_id);
+    if (e)
+        set_status(e, approve ? "approved" : "rejecting");
+    chat_clear_waiting(c);
+}
+
+void model_chat_content_arrived(app *a, const json_doc *doc, json_ref params)
+{
+    chat_pane *c = &a->chat;
+    json_ref content = json_get(doc, params, "content");
+    json_ref type = json_get(doc, content, "type");
+    a->need_paint = true;
+    if (json_string_eq(doc, type, "text")) {
+        char *text = json_dup_string(doc, json_get(doc, content, "text"));
+        if (!text)
+            return;
+        if (json_string_eq(doc, json_get(doc, params, "role"), "system"))
+            chat_add_entry(c, CHAT_SYSTEM, text);
+        else if (c->entry_count && c->entries[c->entry_count - 1].role == CHAT_ASSISTANT)
+            buf_append_str(&c->entries[c->entry_count - 1].text, text), c->scroll = 0;
+        else
+            chat_add_entry(c, CHAT_ASSISTANT, text);
+        free(text);
+    } else if (json_string_eq(doc, type, "progress")) {
+        c->running = !json_string_eq(doc, json_get(doc, content, "state"), "finished");
+        if (!c->running)
+            chat_clear_waiting(c);
+    } else if (json_string_eq(doc, type, "toolCallRun")) {
+        char *id = json_dup_string(doc, json_get(doc, content, "id"));
+        char *name = json_dup_string(doc, json_get(doc, content, "name"));
+        size_t len = 0;
+        const char *args = json_raw(doc, json_get(doc, content, "arguments"), &len);
+        buf label = BUF_INIT;
+        buf_appendf(&label, "%s ", name ? name : "?");
+        if (args)
+            buf_append(&label, args, len);
+        chat_entry *e = chat_add_entry(c, CHAT_TOOL, label.data);
+        e->tool_id = id;
+        bool manual = false;
+        json_bool(doc, json_get(doc, content, "manualApproval"), &manual);
+        set_status(e, manual ? "waits for approval" : "running");
+        if (manual) {
+            chat_clear_waiting(c);
+            c->waiting_id = xstrdup(id ? id : "");
+            c->waiting_label = buf_detach(&label);
+        }
+        buf_free(&label);
+        free(name);
+    } else if (json_string_eq(doc, type, "toolCallRunning") || json_string_eq(doc, type, "toolCalled") ||
+               json_string_eq(doc, type, "toolCallRejected")) {
+        char *id = json_dup_string(doc, json_get(doc, content, "id"));
+        chat_entry *e = tool_entry(c, id);
+        if (e && json_string_eq(doc, type, "toolCallRunning")) {
+            set_status(e, "running");
+        } else if (e && json_string_eq(doc, type, "toolCalled")) {
+            bool failed = false;
+            json_bool(doc, json_get(doc, content, "error"), &failed);
+            char *out = json_dup_string(doc, json_get(doc, json_array_at(doc, json_get(doc, content, "outputs"), 0), "text"));
+            buf status = BUF_INIT;
+            buf_appendf(&status, "%s: %s", failed ? "failed" : "done", out ? out : "");
+            set_status(e, status.data);
+            buf_free(&status);
+            free(out);
+        } else if (e) {
+            char *reason = json_dup_string(doc, json_get(doc, content, "reason"));
+            buf status = BUF_INIT;
+            buf_appendf(&status, "rejected%s%s", reason ? ": " : "", reason ? reason : "");
+            set_status(e, status.data);
+            buf_free(&status);
+            free(reason);
+        }
+        if (c->waiting_id && id && strcmp(c->waiting_id, id) == 0)
+            chat_clear_waiting(c);
+        free(id);
+    }
+}
+
 /* ---- the theme ---- */
 
 void colors_default(app *a)

@@ -310,6 +310,25 @@ bool refresh_begin(refresh_slot *r);
 /* Ends a refresh; true when another was wished for meanwhile. */
 bool refresh_end(refresh_slot *r);
 
+/* ---- the workspace (model.c) ---- */
+
+void model_repository_arrived(app *a, const json_doc *doc, json_ref result);
+void model_branch_arrived(app *a, const json_doc *doc, json_ref result);
+/* restricted: the workspace is untrusted and has settings that trust alone applies. */
+void model_trust_arrived(app *a, const json_doc *doc, json_ref result);
+
+/* ---- the panes (model.c) ---- */
+
+void model_terminal_screen_arrived(terminal_pane *tp, const json_doc *doc, json_ref buffer);
+/* A paragraph of the chat; the pane scrolls back to the end to show it. */
+chat_entry *chat_add_entry(chat_pane *c, chat_role role, const char *text);
+void chat_clear_waiting(chat_pane *c);
+/* The tool call that waited was approved or rejected here. */
+void model_chat_tool_answered(chat_pane *c, bool approve);
+/* chat/contentReceived: text streams in, a tool call is made, runs, ends. */
+void model_chat_content_arrived(app *a, const json_doc *doc, json_ref params);
+void chat_free(app *a);
+
 /* ---- the theme (model.c) ---- */
 
 void colors_default(app *a);

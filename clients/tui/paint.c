@@ -2,7 +2,9 @@
  * something changed, and ncurses sends the terminal only the cells that
  * differ, so an edit repaints the damaged lines and nothing else. Colours are
  * the theme's RGB: as they are on a direct-colour terminal, else the nearest
- * of the 256 (or 8) the terminal has. */
+ * of the 256 (or 8) the terminal has. This is the view: it reads the model
+ * and keeps nothing of its own but the overlay's and the chat's scroll, which
+ * follow the selection and the end of the text as the screen's size allows. */
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>

@@ -316,11 +316,7 @@ void help_open(app *a)
 
 static void on_branch(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
-    app *a = ctx;
-    char *branch = json_dup_string(doc, json_get(doc, result, "branch"));
-    free(a->branch);
-    a->branch = branch;
-    a->need_paint = true;
+    model_branch_arrived(ctx, doc, result);
 }
 
 void git_refresh_branch(app *a)
@@ -584,42 +580,8 @@ static void on_buffer(void *ctx, uint64_t tag, const json_doc *doc, json_ref res
     app *a = ctx;
     terminal_pane *tp = &a->term;
     json_ref b = json_get(doc, result, "buffer");
-    if (json_type_of(doc, b) == JSON_OBJECT) {
-        json_ref cells = json_get(doc, b, "cells");
-        int rows = (int)json_length(doc, cells), cols = 0;
-        for (json_ref r = json_first(doc, cells); r != JSON_NO_REF; r = json_next(doc, r))
-            if ((int)json_length(doc, r) > cols)
-                cols = (int)json_length(doc, r);
-        free(tp->cells);
-        tp->cells = rows && cols ? xcalloc((size_t)rows * (size_t)cols, sizeof *tp->cells) : NULL;
-        tp->cell_rows = rows;
-        tp->cell_cols = cols;
-        arena ar = ARENA_INIT;
-        int y = 0;
-        for (json_ref r = json_first(doc, cells); r != JSON_NO_REF; r = json_next(doc, r), y++) {
-            int x = 0;
-            for (json_ref c = json_first(doc, r); c != JSON_NO_REF; c = json_next(doc, c), x++) {
-                term_cell *tc = &tp->cells[y * cols + x];
-                const char *s;
-                size_t n;
-                if (json_string(doc, json_get(doc, c, "char"), &ar, &s, &n) && n < sizeof tc->ch)
-                    memcpy(tc->ch, s, n);
-                tc->fg = tc->bg = -1;
-                if (json_string(doc, json_get(doc, c, "fg"), &ar, &s, &n) && n == 7)
-                    tc->fg = (int)strtol(s + 1, NULL, 16);
-                if (json_string(doc, json_get(doc, c, "bg"), &ar, &s, &n) && n == 7)
-                    tc->bg = (int)strtol(s + 1, NULL, 16);
-                json_bool(doc, json_get(doc, c, "bold"), &tc->bold);
-                json_bool(doc, json_get(doc, c, "underline"), &tc->underline);
-                json_bool(doc, json_get(doc, c, "inverse"), &tc->inverse);
-                json_bool(doc, json_get(doc, c, "italic"), &tc->italic);
-            }
-        }
-        arena_free(&ar);
-        json_ref cur = json_get(doc, b, "cursor");
-        tp->cursor_x = json_int_or(doc, json_get(doc, cur, "x"), 0);
-        tp->cursor_y = json_int_or(doc, json_get(doc, cur, "y"), 0);
-    }
+    if (json_type_of(doc, b) == JSON_OBJECT)
+        model_terminal_screen_arrived(tp, doc, b);
     a->need_paint = true;
     tp->buffer.in_flight = false;
     if (tp->buffer.again && tp->id) {
