@@ -96,7 +96,7 @@ static bool char_key_name(wint_t ch, bool alt, char *out, size_t size)
 }
 
 /* A key as the keys read here are named: lower case, modifiers as ctrl+alt+shift+
- * (so Shift+Ctrl+Left and ctrl+shift+left are one key; meta and cmd are alt). */
+ * (so Shift+Ctrl+Left and ctrl+shift+left are one key; meta, cmd and super are alt). */
 char *key_canonical(const char *written)
 {
     char *lower = xstrdup(written);
@@ -109,10 +109,13 @@ char *key_canonical(const char *written)
         if (!plus || plus[1] == 0)
             break; /* the last part is the key, "+" itself included */
         size_t n = (size_t)(plus - rest);
-        if (n == 4 && strncmp(rest, "ctrl", 4) == 0)
+        /* The server's names for the modifiers too (control, option, super); a terminal tells
+         * no meta key from alt, so meta, cmd and super are alt here. */
+        if ((n == 4 && strncmp(rest, "ctrl", 4) == 0) || (n == 7 && strncmp(rest, "control", 7) == 0))
             ctrl = true;
-        else if ((n == 3 && strncmp(rest, "alt", 3) == 0) || (n == 4 && strncmp(rest, "meta", 4) == 0) ||
-                 (n == 3 && strncmp(rest, "cmd", 3) == 0))
+        else if ((n == 3 && strncmp(rest, "alt", 3) == 0) || (n == 6 && strncmp(rest, "option", 6) == 0) ||
+                 (n == 4 && strncmp(rest, "meta", 4) == 0) || (n == 3 && strncmp(rest, "cmd", 3) == 0) ||
+                 (n == 5 && strncmp(rest, "super", 5) == 0))
             alt = true;
         else if (n == 5 && strncmp(rest, "shift", 5) == 0)
             shift = true;

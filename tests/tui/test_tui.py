@@ -730,6 +730,10 @@ def test_commands_bound_from_another_client(work):
             bind_and_press("ctrl+k", "C-k", "select.top", lambda t: "Ln 1, Col 1" in status_line(t), "select.top")
             bind_and_press("ctrl+b", "C-b", "keys.bind", lambda t: "Bind the key" in t, "keys.bind")
             s.keys("Escape")
+            # The server takes control and option (and super) as modifiers' names: so does the editor.
+            bind_and_press("Control+K", "C-k", "select.bottom", lambda t: "Ln 11, Col 1" in status_line(t),
+                           "select.bottom under the name Control+K")
+            s.keys("Escape")
         finally:
             s.close()
     finally:
