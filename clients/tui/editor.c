@@ -11,8 +11,6 @@
 #include "input.h"
 #include "arena.h"
 
-#define TAB_WIDTH 4
-
 /* ---- answers ---- */
 
 static void scroll_to_primary(app *a, tab *t)

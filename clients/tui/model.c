@@ -11,8 +11,6 @@
 #include "arena.h"
 #include "model.h"
 
-#define TAB_WIDTH 4
-
 /* ---- the connection ---- */
 
 void app_message(app *a, bool error, const char *fmt, ...)
@@ -201,7 +199,6 @@ char *file_uri(const char *path)
 }
 
 /* ---- documents ---- */
-
 
 tab *app_tab(app *a) { return a->tab_count ? a->tabs[a->current] : NULL; }
 

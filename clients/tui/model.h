@@ -275,6 +275,8 @@ void model_server_lost(app *a, const char *why);
 
 /* ---- text columns (model.c): UTF-8 in, code point columns out ---- */
 
+#define TAB_WIDTH 4 /* display columns between tab stops */
+
 int utf8_next(const char *s, int *len);
 int text_display_col(const char *text, int col);
 int text_col_at_display(const char *text, int display);

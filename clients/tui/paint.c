@@ -12,8 +12,6 @@
 #include "view.h"
 #include "arena.h"
 
-#define TAB_WIDTH 4
-
 static int nearest_256(int rgb)
 {
     int r = (rgb >> 16) & 255, g = (rgb >> 8) & 255, b = rgb & 255;
