@@ -8,58 +8,8 @@
 #include <string.h>
 #include <wchar.h>
 
-#include "app.h"
+#include "editor.h"
 #include "arena.h"
-
-static chat_entry *add_entry(chat_pane *c, chat_role role, const char *text)
-{
-    c->entries = xrealloc(c->entries, (size_t)(c->entry_count + 1) * sizeof *c->entries);
-    chat_entry *e = &c->entries[c->entry_count++];
-    *e = (chat_entry){.role = role, .text = BUF_INIT};
-    if (text)
-        buf_append_str(&e->text, text);
-    c->scroll = 0; /* something new: show the end */
-    return e;
-}
-
-static chat_entry *tool_entry(chat_pane *c, const char *id)
-{
-    for (int i = c->entry_count - 1; id && i >= 0; i--)
-        if (c->entries[i].role == CHAT_TOOL && c->entries[i].tool_id && strcmp(c->entries[i].tool_id, id) == 0)
-            return &c->entries[i];
-    return NULL;
-}
-
-static void set_status(chat_entry *e, const char *status)
-{
-    free(e->status);
-    e->status = xstrdup(status);
-}
-
-static void clear_waiting(chat_pane *c)
-{
-    free(c->waiting_id);
-    free(c->waiting_label);
-    c->waiting_id = c->waiting_label = NULL;
-}
-
-void chat_free(app *a)
-{
-    chat_pane *c = &a->chat;
-    for (int i = 0; i < c->entry_count; i++) {
-        buf_free(&c->entries[i].text);
-        free(c->entries[i].tool_id);
-        free(c->entries[i].status);
-    }
-    free(c->entries);
-    c->entries = NULL;
-    c->entry_count = 0;
-    free(c->chat_id);
-    free(c->model);
-    c->chat_id = c->model = NULL;
-    clear_waiting(c);
-    buf_free(&c->input);
-}
 
 void chat_layout(app *a)
 {
@@ -108,7 +58,7 @@ static void on_prompted(void *ctx, uint64_t tag, const json_doc *doc, json_ref r
     a->need_paint = true;
     if (error != JSON_NO_REF) {
         char *msg = json_dup_string(doc, json_get(doc, error, "message"));
-        add_entry(c, CHAT_SYSTEM, msg ? msg : "the prompt failed");
+        chat_add_entry(c, CHAT_SYSTEM, msg ? msg : "the prompt failed");
         free(msg);
         c->running = false;
         return;
@@ -134,12 +84,12 @@ static void send_prompt(app *a)
         app_message(a, true, "The agent is still answering: Escape stops it");
         return;
     }
-    add_entry(c, CHAT_USER, c->input.data);
+    chat_add_entry(c, CHAT_USER, c->input.data);
     bool sent = c->chat_id ? app_call(a, "chat/prompt", on_prompted, 0, "{\"chatId\":%J,\"message\":%N}", c->chat_id,
                                       c->input.data, c->input.len)
                            : app_call(a, "chat/prompt", on_prompted, 0, "{\"message\":%N}", c->input.data, c->input.len);
     if (!sent) {
-        add_entry(c, CHAT_SYSTEM, "The server is not running");
+        chat_add_entry(c, CHAT_SYSTEM, "The server is not running");
         return;
     }
     c->prompting = c->running = true;
@@ -153,10 +103,7 @@ static void answer_tool_call(app *a, bool approve)
         return;
     app_call(a, approve ? "chat/toolCallApprove" : "chat/toolCallReject", NULL, 0, "{\"chatId\":%J,\"toolCallId\":%J}",
              c->chat_id, c->waiting_id);
-    chat_entry *e = tool_entry(c, c->waiting_id);
-    if (e)
-        set_status(e, approve ? "approved" : "rejecting");
-    clear_waiting(c);
+    model_chat_tool_answered(c, approve);
 }
 
 void chat_stop(app *a)
@@ -213,76 +160,6 @@ void chat_key(app *a, const char *key, wint_t ch, bool printable)
 
 /* ---- what the server streams ---- */
 
-static void on_content(app *a, const json_doc *doc, json_ref params)
-{
-    chat_pane *c = &a->chat;
-    json_ref content = json_get(doc, params, "content");
-    json_ref type = json_get(doc, content, "type");
-    a->need_paint = true;
-    if (json_string_eq(doc, type, "text")) {
-        char *text = json_dup_string(doc, json_get(doc, content, "text"));
-        if (!text)
-            return;
-        if (json_string_eq(doc, json_get(doc, params, "role"), "system"))
-            add_entry(c, CHAT_SYSTEM, text);
-        else if (c->entry_count && c->entries[c->entry_count - 1].role == CHAT_ASSISTANT)
-            buf_append_str(&c->entries[c->entry_count - 1].text, text), c->scroll = 0;
-        else
-            add_entry(c, CHAT_ASSISTANT, text);
-        free(text);
-    } else if (json_string_eq(doc, type, "progress")) {
-        c->running = !json_string_eq(doc, json_get(doc, content, "state"), "finished");
-        if (!c->running)
-            clear_waiting(c);
-    } else if (json_string_eq(doc, type, "toolCallRun")) {
-        char *id = json_dup_string(doc, json_get(doc, content, "id"));
-        char *name = json_dup_string(doc, json_get(doc, content, "name"));
-        size_t len = 0;
-        const char *args = json_raw(doc, json_get(doc, content, "arguments"), &len);
-        buf label = BUF_INIT;
-        buf_appendf(&label, "%s ", name ? name : "?");
-        if (args)
-            buf_append(&label, args, len);
-        chat_entry *e = add_entry(c, CHAT_TOOL, label.data);
-        e->tool_id = id;
-        bool manual = false;
-        json_bool(doc, json_get(doc, content, "manualApproval"), &manual);
-        set_status(e, manual ? "waits for approval" : "running");
-        if (manual) {
-            clear_waiting(c);
-            c->waiting_id = xstrdup(id ? id : "");
-            c->waiting_label = buf_detach(&label);
-        }
-        buf_free(&label);
-        free(name);
-    } else if (json_string_eq(doc, type, "toolCallRunning") || json_string_eq(doc, type, "toolCalled") ||
-               json_string_eq(doc, type, "toolCallRejected")) {
-        char *id = json_dup_string(doc, json_get(doc, content, "id"));
-        chat_entry *e = tool_entry(c, id);
-        if (e && json_string_eq(doc, type, "toolCallRunning")) {
-            set_status(e, "running");
-        } else if (e && json_string_eq(doc, type, "toolCalled")) {
-            bool failed = false;
-            json_bool(doc, json_get(doc, content, "error"), &failed);
-            char *out = json_dup_string(doc, json_get(doc, json_array_at(doc, json_get(doc, content, "outputs"), 0), "text"));
-            buf status = BUF_INIT;
-            buf_appendf(&status, "%s: %s", failed ? "failed" : "done", out ? out : "");
-            set_status(e, status.data);
-            buf_free(&status);
-            free(out);
-        } else if (e) {
-            char *reason = json_dup_string(doc, json_get(doc, content, "reason"));
-            buf status = BUF_INIT;
-            buf_appendf(&status, "rejected%s%s", reason ? ": " : "", reason ? reason : "");
-            set_status(e, status.data);
-            buf_free(&status);
-            free(reason);
-        }
-        if (c->waiting_id && id && strcmp(c->waiting_id, id) == 0)
-            clear_waiting(c);
-        free(id);
-    }
-}
 
 void chat_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params)
 {
@@ -295,7 +172,7 @@ void chat_handle_notification(app *a, const char *method, const json_doc *doc, j
     if (!c->chat_id || !json_string_eq(doc, id, c->chat_id))
         return; /* another client's chat */
     if (strcmp(method, "chat/contentReceived") == 0) {
-        on_content(a, doc, params);
+        model_chat_content_arrived(a, doc, params);
     } else if (strcmp(method, "chat/statusChanged") == 0) {
         c->running = json_string_eq(doc, json_get(doc, params, "status"), "running");
         a->need_paint = true;
@@ -303,138 +180,8 @@ void chat_handle_notification(app *a, const char *method, const json_doc *doc, j
         free(c->chat_id);
         c->chat_id = NULL;
         c->running = false;
-        clear_waiting(c);
-        add_entry(c, CHAT_SYSTEM, "The chat was deleted; the next prompt starts another");
+        chat_clear_waiting(c);
+        chat_add_entry(c, CHAT_SYSTEM, "The chat was deleted; the next prompt starts another");
         a->need_paint = true;
     }
-}
-
-/* ---- painting ---- */
-
-typedef struct shown_line {
-    char *text;
-    int rgb;
-    attr_t attr;
-} shown_line;
-
-typedef struct shown {
-    shown_line *lines;
-    int count;
-} shown;
-
-static void show(shown *s, const char *text, size_t len, int rgb, attr_t attr)
-{
-    s->lines = xrealloc(s->lines, (size_t)(s->count + 1) * sizeof *s->lines);
-    s->lines[s->count++] = (shown_line){xstrndup(text, len), rgb, attr};
-}
-
-/* Cuts text into lines of at most width columns, at its newlines and where it is too wide. */
-static void wrap(shown *s, const char *text, int width, int rgb, attr_t attr)
-{
-    if (width < 1)
-        width = 1;
-    const char *line = text;
-    while (*line) {
-        const char *p = line, *end = line;
-        int cols = 0;
-        while (*p && *p != '\n') {
-            wchar_t wc;
-            mbstate_t st = {0};
-            size_t n = mbrtowc(&wc, p, strlen(p), &st);
-            if (n == (size_t)-1 || n == (size_t)-2 || n == 0)
-                n = 1, wc = L'?';
-            int w = wcwidth(wc);
-            if (w < 0)
-                w = 1;
-            if (cols + w > width)
-                break;
-            cols += w;
-            p += n;
-            end = p;
-        }
-        show(s, line, (size_t)(end - line), rgb, attr);
-        line = end;
-        if (*line == '\n')
-            line++;
-        else if (end == line && *line)
-            line++; /* a character wider than the pane: skip it rather than loop */
-    }
-}
-
-void chat_paint(app *a, int top)
-{
-    chat_pane *c = &a->chat;
-    colors *k = &a->colors;
-    int head = pair_of(a, k->status_fg, k->status_bg);
-    fill(top, 0, a->cols, head);
-    buf title = BUF_INIT;
-    buf_appendf(&title, "AGENT%s%s  %s  (Enter sends, Esc stops, PgUp/PgDn scroll, Alt+A: %s)", c->model ? " " : "",
-                c->model ? c->model : "", c->running ? "answering..." : "idle", c->focused ? "back to the editor" : "focus");
-    put_text(a, top, 1, a->cols, title.data, c->focused ? A_BOLD : 0, head);
-    buf_free(&title);
-    int area = c->rows - 2, width = a->cols - 1;
-    shown s = {0};
-    for (int i = 0; i < c->entry_count; i++) {
-        chat_entry *e = &c->entries[i];
-        buf b = BUF_INIT;
-        int rgb = k->fg;
-        switch (e->role) {
-        case CHAT_USER: buf_appendf(&b, "you> %s", e->text.data ? e->text.data : ""); rgb = k->modified; break;
-        case CHAT_ASSISTANT: buf_append_str(&b, e->text.data ? e->text.data : ""); break;
-        case CHAT_TOOL:
-            buf_appendf(&b, "tool %s: %s", e->text.data ? e->text.data : "", e->status ? e->status : "");
-            rgb = e->status && (strncmp(e->status, "failed", 6) == 0 || strncmp(e->status, "rejected", 8) == 0) ? k->error
-                  : e->status && strncmp(e->status, "done", 4) == 0                                             ? k->added
-                                                                                                                : k->warning;
-            break;
-        case CHAT_SYSTEM: buf_appendf(&b, "! %s", e->text.data ? e->text.data : ""); rgb = k->error; break;
-        }
-        if (b.len)
-            wrap(&s, b.data, width, rgb, e->role == CHAT_USER ? A_BOLD : 0);
-        buf_free(&b);
-    }
-    if (c->scroll > s.count - area)
-        c->scroll = s.count - area > 0 ? s.count - area : 0;
-    int first = s.count - area - c->scroll;
-    if (first < 0)
-        first = 0;
-    for (int r = 0; r < area; r++) {
-        int y = top + 1 + r;
-        fill(y, 0, a->cols, pair_of(a, k->fg, k->bg));
-        if (first + r < s.count)
-            put_text(a, y, 1, a->cols, s.lines[first + r].text, s.lines[first + r].attr,
-                     pair_of(a, s.lines[first + r].rgb, k->bg));
-    }
-    for (int i = 0; i < s.count; i++)
-        free(s.lines[i].text);
-    free(s.lines);
-    int y = top + c->rows - 1;
-    fill(y, 0, a->cols, head);
-    if (c->waiting_id) {
-        buf q = BUF_INIT;
-        buf_appendf(&q, "Run %s ? y approves, n rejects, Esc stops", c->waiting_label ? c->waiting_label : "");
-        put_text(a, y, 0, a->cols, q.data, A_BOLD, pair_of(a, k->warning, k->status_bg));
-        buf_free(&q);
-    } else {
-        put_text(a, y, 0, a->cols, "> ", A_BOLD, head);
-        /* The end of a long prompt, where the typing is. */
-        const char *in = c->input.data ? c->input.data : "";
-        while (text_display_col(in, 1 << 30) > a->cols - 3 && *in) {
-            in++;
-            while (((unsigned char)*in & 0xC0) == 0x80)
-                in++;
-        }
-        put_text(a, y, 2, a->cols, in, 0, head);
-    }
-}
-
-/* The row and column of the prompt's caret, or -1 when the pane does not hold it. */
-int chat_cursor(app *a, int top, int *x)
-{
-    chat_pane *c = &a->chat;
-    if (!c->visible || !c->focused || c->waiting_id)
-        return -1;
-    int w = text_display_col(c->input.data, 1 << 30);
-    *x = 2 + (w > a->cols - 3 ? a->cols - 3 : w);
-    return top + c->rows - 1;
 }

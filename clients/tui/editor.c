@@ -1,242 +1,17 @@
 /* Tabs and editing: every edit, move and search is a request to the
- * document service; what comes back (notifications and answers) updates the
- * few lines and cursors kept for the screen. */
+ * document service; what comes back (notifications and answers) goes to the
+ * model's functions, which update the few lines and cursors kept for the
+ * screen. The commands table (commands.c) runs the editor_* operations here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
 
-#include "app.h"
+#include "editor.h"
+#include "input.h"
 #include "arena.h"
 
-#define TAB_WIDTH 4
-
-/* ---- text helpers (UTF-8 in, code point columns out) ---- */
-
-static int utf8_next(const char *s, int *len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    if (u[0] < 0x80) {
-        *len = 1;
-        return u[0];
-    }
-    int n = u[0] >= 0xF0 ? 4 : u[0] >= 0xE0 ? 3 : u[0] >= 0xC0 ? 2 : 0;
-    if (n == 0) {
-        *len = 1;
-        return 0xFFFD;
-    }
-    int cp = u[0] & (0x3F >> (n - 1));
-    for (int i = 1; i < n; i++) {
-        if ((u[i] & 0xC0) != 0x80) {
-            *len = 1;
-            return 0xFFFD;
-        }
-        cp = (cp << 6) | (u[i] & 0x3F);
-    }
-    *len = n;
-    return cp;
-}
-
-static int cp_width(int cp, int display)
-{
-    if (cp == '\t')
-        return TAB_WIDTH - display % TAB_WIDTH;
-    int w = wcwidth((wchar_t)cp);
-    return w < 0 ? 1 : w;
-}
-
-int text_display_col(const char *text, int col)
-{
-    int display = 0;
-    for (int i = 0; i < col && text && *text; i++) {
-        int len;
-        int cp = utf8_next(text, &len);
-        display += cp_width(cp, display);
-        text += len;
-    }
-    return display;
-}
-
-int text_col_at_display(const char *text, int target)
-{
-    int display = 0, col = 0;
-    while (text && *text) {
-        int len;
-        int cp = utf8_next(text, &len);
-        int w = cp_width(cp, display);
-        if (display + w > target && w > 0)
-            return col;
-        display += w;
-        text += len;
-        col++;
-    }
-    return col;
-}
-
-static int text_cols(const char *text)
-{
-    int col = 0;
-    while (text && *text) {
-        int len;
-        utf8_next(text, &len);
-        text += len;
-        col++;
-    }
-    return col;
-}
-
-/* Byte offset of a code point column in one line. */
-static size_t col_to_byte(const char *text, size_t len, int col)
-{
-    size_t i = 0;
-    for (int c = 0; c < col && i < len && text[i] != '\n'; c++) {
-        int n;
-        utf8_next(text + i, &n);
-        i += (size_t)n;
-    }
-    return i;
-}
-
-/* ---- tabs ---- */
-
-tab *app_tab(app *a) { return a->tab_count ? a->tabs[a->current] : NULL; }
-
-tab *tab_by_serial(app *a, uint64_t serial)
-{
-    for (int i = 0; i < a->tab_count; i++)
-        if (a->tabs[i]->serial == serial)
-            return a->tabs[i];
-    return NULL;
-}
-
-tab *tab_by_doc(app *a, const char *doc_id)
-{
-    for (int i = 0; doc_id && i < a->tab_count; i++)
-        if (a->tabs[i]->doc_id && strcmp(a->tabs[i]->doc_id, doc_id) == 0)
-            return a->tabs[i];
-    return NULL;
-}
-
-static void free_lines(tab *t)
-{
-    for (int i = 0; i < t->line_total; i++) {
-        free(t->lines[i].text);
-        free(t->lines[i].tokens);
-    }
-    free(t->lines);
-    t->lines = NULL;
-    t->line_total = 0;
-    for (int i = 0; i < t->diag_count; i++)
-        free(t->diags[i].message);
-    free(t->diags);
-    t->diags = NULL;
-    t->diag_count = 0;
-}
-
-void tab_free(tab *t)
-{
-    free_lines(t);
-    free(t->doc_id);
-    free(t->uri);
-    free(t->path);
-    free(t->language);
-    free(t->marks);
-    free(t->cursors);
-    free(t);
-}
-
-static void close_tab_at(app *a, int index)
-{
-    tab_free(a->tabs[index]);
-    memmove(a->tabs + index, a->tabs + index + 1, (size_t)(a->tab_count - index - 1) * sizeof *a->tabs);
-    a->tab_count--;
-    if (a->current >= a->tab_count)
-        a->current = a->tab_count ? a->tab_count - 1 : 0;
-    a->need_paint = true;
-}
-
-static const char *view_text(tab *t, int line)
-{
-    int i = line - t->lines_start;
-    return i >= 0 && i < t->line_total ? t->lines[i].text : NULL;
-}
-
-void editor_layout(app *a, int *top, int *height)
-{
-    *top = 1;
-    int h = a->rows - 2;
-    if (a->term.visible)
-        h -= a->term.rows + 1;
-    if (a->chat.visible)
-        h -= a->chat.rows;
-    *height = h < 1 ? 1 : h;
-}
-
-static char *path_of_uri(const char *uri)
-{
-    if (!uri)
-        return NULL;
-    if (uri[0] == '/')
-        return xstrdup(uri);
-    if (strncmp(uri, "file://", 7) != 0)
-        return NULL;
-    /* Undo the percent-encoding the server writes. */
-    buf b = BUF_INIT;
-    for (const char *p = uri + 7; *p; p++) {
-        if (p[0] == '%' && p[1] && p[2]) {
-            char hex[3] = {p[1], p[2], 0};
-            buf_push(&b, (char)strtol(hex, NULL, 16));
-            p += 2;
-        } else {
-            buf_push(&b, *p);
-        }
-    }
-    return buf_detach(&b);
-}
-
-char *file_uri(const char *path)
-{
-    buf b = BUF_INIT;
-    buf_append_str(&b, "file://");
-    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/-._~", *p))
-            buf_push(&b, (char)*p);
-        else
-            buf_appendf(&b, "%%%02X", *p);
-    }
-    return buf_detach(&b);
-}
-
 /* ---- answers ---- */
-
-static void parse_position(const json_doc *doc, json_ref pos, int *line, int *col)
-{
-    *line = json_int_or(doc, json_get(doc, pos, "line"), 0);
-    json_ref c = json_get(doc, pos, "column");
-    if (c == JSON_NO_REF)
-        c = json_get(doc, pos, "character");
-    *col = json_int_or(doc, c, 0);
-}
-
-void tab_parse_cursors(tab *t, const json_doc *doc, json_ref cursors)
-{
-    size_t n = json_length(doc, cursors);
-    free(t->cursors);
-    t->cursors = xcalloc(n ? n : 1, sizeof *t->cursors);
-    t->cursor_count = 0;
-    for (json_ref c = json_first(doc, cursors); c != JSON_NO_REF; c = json_next(doc, c)) {
-        cursor *k = &t->cursors[t->cursor_count++];
-        parse_position(doc, json_get(doc, c, "position"), &k->line, &k->col);
-        json_ref sel = json_get(doc, c, "selection");
-        if (sel != JSON_NO_REF) {
-            parse_position(doc, json_get(doc, sel, "anchor"), &k->anchor_line, &k->anchor_col);
-            int al, ac;
-            parse_position(doc, json_get(doc, sel, "active"), &al, &ac);
-            k->line = al, k->col = ac;
-            k->has_selection = k->anchor_line != k->line || k->anchor_col != k->col;
-        }
-    }
-}
 
 static void scroll_to_primary(app *a, tab *t)
 {
@@ -262,25 +37,6 @@ static void scroll_to_primary(app *a, tab *t)
         tab_request_viewport(a, t);
 }
 
-static bool begin_refresh(refresh_slot *r)
-{
-    if (r->in_flight) {
-        r->again = true;
-        return false;
-    }
-    r->in_flight = true;
-    return true;
-}
-
-/* Ends a refresh; true when another was wished for meanwhile. */
-static bool end_refresh(refresh_slot *r)
-{
-    r->in_flight = false;
-    bool again = r->again;
-    r->again = false;
-    return again;
-}
-
 static void on_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
@@ -288,63 +44,21 @@ static void on_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref
     if (!t)
         return;
     if (result != JSON_NO_REF)
-        tab_parse_cursors(t, doc, json_get(doc, result, "cursors"));
+        model_cursors_arrived(t, doc, json_get(doc, result, "cursors"));
     if (t->follow_cursor && t->cursor_count) {
         t->follow_cursor = false;
         scroll_to_primary(a, t);
     }
     a->need_paint = true;
-    if (end_refresh(&t->cursors_refresh))
+    if (refresh_end(&t->cursors_refresh))
         tab_request_cursors(a, t);
 }
 
 void tab_request_cursors(app *a, tab *t)
 {
-    if (begin_refresh(&t->cursors_refresh) &&
+    if (refresh_begin(&t->cursors_refresh) &&
         !app_call(a, "document/cursors", on_cursors, t->serial, "{\"documentId\":%J}", t->doc_id))
         t->cursors_refresh.in_flight = false;
-}
-
-static void parse_tokens(view_line *l, const json_doc *doc, json_ref tokens)
-{
-    size_t n = json_length(doc, tokens);
-    l->tokens = n ? xcalloc(n, sizeof *l->tokens) : NULL;
-    l->token_count = 0;
-    arena ar = ARENA_INIT;
-    for (json_ref k = json_first(doc, tokens); k != JSON_NO_REF; k = json_next(doc, k)) {
-        token *tk = &l->tokens[l->token_count++];
-        tk->start = json_int_or(doc, json_get(doc, k, "start"), 0);
-        tk->end = json_int_or(doc, json_get(doc, k, "end"), 0);
-        tk->rgb = -1;
-        const char *color;
-        size_t len;
-        if (json_string(doc, json_get(doc, k, "color"), &ar, &color, &len) && len >= 7 && color[0] == '#')
-            tk->rgb = (int)strtol(color + 1, NULL, 16) & 0xFFFFFF;
-    }
-    arena_free(&ar);
-}
-
-/* A line as it is painted: a NUL byte (a binary file's) would end the C string
- * early, so it becomes U+FFFD (one column, as the NUL was) and marks the file
- * binary: read-only here, the way git tells binary from text. */
-static char *line_text(const json_doc *doc, json_ref ref, tab *t)
-{
-    arena ar = ARENA_INIT;
-    const char *s;
-    size_t n;
-    buf out = BUF_INIT;
-    if (json_string(doc, ref, &ar, &s, &n)) {
-        for (size_t i = 0; i < n; i++) {
-            if (s[i] == 0) {
-                buf_append_str(&out, "\xEF\xBF\xBD");
-                t->binary = t->read_only = true;
-            } else {
-                buf_push(&out, s[i]);
-            }
-        }
-    }
-    arena_free(&ar);
-    return out.data ? buf_detach(&out) : xstrdup("");
 }
 
 static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
@@ -353,46 +67,10 @@ static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_re
     tab *t = tab_by_serial(a, serial);
     if (!t)
         return;
-    if (result != JSON_NO_REF) {
-        bool was_binary = t->binary;
-        free_lines(t);
-        json_ref lines = json_get(doc, result, "lines"), tokens = json_get(doc, result, "tokens");
-        t->lines_start = json_int_or(doc, json_get(doc, result, "startLine"), 0);
-        t->line_count = json_int_or(doc, json_get(doc, result, "lineCount"), t->line_count);
-        json_int64(doc, json_get(doc, result, "version"), &t->version);
-        size_t n = json_length(doc, lines);
-        t->lines = n ? xcalloc(n, sizeof *t->lines) : NULL;
-        json_ref tk = json_first(doc, tokens);
-        for (json_ref l = json_first(doc, lines); l != JSON_NO_REF; l = json_next(doc, l)) {
-            view_line *v = &t->lines[t->line_total++];
-            v->text = line_text(doc, json_get(doc, l, "text"), t);
-            if (tk != JSON_NO_REF) {
-                parse_tokens(v, doc, tk);
-                tk = json_next(doc, tk);
-            }
-        }
-        json_ref diags = json_get(doc, result, "diagnostics");
-        size_t dn = json_length(doc, diags);
-        t->diags = dn ? xcalloc(dn, sizeof *t->diags) : NULL;
-        for (json_ref d = json_first(doc, diags); d != JSON_NO_REF; d = json_next(doc, d)) {
-            diagnostic *g = &t->diags[t->diag_count++];
-            json_ref range = json_get(doc, d, "range");
-            parse_position(doc, json_get(doc, range, "start"), &g->start_line, &g->start_col);
-            parse_position(doc, json_get(doc, range, "end"), &g->end_line, &g->end_col);
-            g->severity = json_int_or(doc, json_get(doc, d, "severity"), 1);
-            g->message = json_dup_string(doc, json_get(doc, d, "message"));
-            if (!g->message)
-                g->message = xstrdup("");
-        }
-        if (t->binary && !was_binary)
-            app_message(a, false, "%s is a binary file: shown read-only", t->path ? t->path : t->uri);
-        if (t->top >= t->line_count && t->line_count > 0) {
-            t->top = t->line_count - 1;
-            t->viewport.again = true;
-        }
-    }
+    if (result != JSON_NO_REF)
+        model_viewport_arrived(a, t, doc, result);
     a->need_paint = true;
-    if (end_refresh(&t->viewport))
+    if (refresh_end(&t->viewport))
         tab_request_viewport(a, t);
 }
 
@@ -400,7 +78,7 @@ void tab_request_viewport(app *a, tab *t)
 {
     int top_row, height;
     editor_layout(a, &top_row, &height);
-    if (begin_refresh(&t->viewport) &&
+    if (refresh_begin(&t->viewport) &&
         !app_call(a, "document/viewport", on_viewport, t->serial,
                   "{\"documentId\":%J,\"startLine\":%d,\"lineCount\":%d,\"include\":[\"tokens\",\"diagnostics\"]}",
                   t->doc_id, t->top, height))
@@ -413,21 +91,16 @@ static void on_info(void *ctx, uint64_t serial, const json_doc *doc, json_ref re
     tab *t = tab_by_serial(a, serial);
     if (!t)
         return;
-    if (result != JSON_NO_REF) {
-        json_bool(doc, json_get(doc, result, "isDirty"), &t->dirty);
-        bool disk = false;
-        json_bool(doc, json_get(doc, result, "changedOnDisk"), &disk);
-        t->changed_on_disk = disk;
-        t->line_count = json_int_or(doc, json_get(doc, result, "lineCount"), t->line_count);
-    }
+    if (result != JSON_NO_REF)
+        model_info_arrived(t, doc, result);
     a->need_paint = true;
-    if (end_refresh(&t->info))
+    if (refresh_end(&t->info))
         app_call(a, "document/info", on_info, t->serial, "{\"documentId\":%J}", t->doc_id);
 }
 
 static void tab_request_info(app *a, tab *t)
 {
-    if (begin_refresh(&t->info) && !app_call(a, "document/info", on_info, t->serial, "{\"documentId\":%J}", t->doc_id))
+    if (refresh_begin(&t->info) && !app_call(a, "document/info", on_info, t->serial, "{\"documentId\":%J}", t->doc_id))
         t->info.in_flight = false;
 }
 
@@ -437,23 +110,10 @@ static void on_git_lines(void *ctx, uint64_t serial, const json_doc *doc, json_r
     tab *t = tab_by_serial(a, serial);
     if (!t)
         return;
-    if (result != JSON_NO_REF) {
-        json_ref changes = json_get(doc, result, "changes");
-        size_t n = json_length(doc, changes);
-        free(t->marks);
-        t->marks = n ? xcalloc(n, sizeof *t->marks) : NULL;
-        t->mark_count = 0;
-        for (json_ref c = json_first(doc, changes); c != JSON_NO_REF; c = json_next(doc, c)) {
-            line_mark *m = &t->marks[t->mark_count++];
-            m->line = json_int_or(doc, json_get(doc, c, "line"), 1) - 1; /* the service counts from 1 */
-            json_ref type = json_get(doc, c, "type");
-            m->mark = json_string_eq(doc, type, "added")      ? GIT_ADDED
-                      : json_string_eq(doc, type, "deleted")  ? GIT_DELETED
-                                                              : GIT_MODIFIED;
-        }
-    }
+    if (result != JSON_NO_REF)
+        model_git_lines_arrived(t, doc, result);
     a->need_paint = true;
-    if (end_refresh(&t->git))
+    if (refresh_end(&t->git))
         tab_request_git(a, t);
 }
 
@@ -464,7 +124,7 @@ void tab_request_git(app *a, tab *t)
     size_t n = strlen(a->repo_root);
     if (strncmp(t->path, a->repo_root, n) != 0 || t->path[n] != '/')
         return;
-    if (begin_refresh(&t->git) &&
+    if (refresh_begin(&t->git) &&
         !app_call(a, "git/diffBuffer", on_git_lines, t->serial, "{\"uri\":%J,\"path\":%J,\"documentId\":%J}",
                   a->repo_root, t->path + n + 1, t->doc_id))
         t->git.in_flight = false;
@@ -501,41 +161,9 @@ static void start_language(app *a, const char *language)
 
 void editor_adopt_document(app *a, const json_doc *doc, json_ref info, int line, int col)
 {
-    char *doc_id = json_dup_string(doc, json_get(doc, info, "documentId"));
-    char *uri = json_dup_string(doc, json_get(doc, info, "uri"));
-    if (!doc_id) {
-        free(uri);
+    tab *t = model_document_opened(a, doc, info);
+    if (!t)
         return;
-    }
-    char *path = path_of_uri(uri);
-    tab *t = tab_by_doc(a, doc_id);
-    for (int i = 0; !t && path && i < a->tab_count; i++)
-        if (a->tabs[i]->path && strcmp(a->tabs[i]->path, path) == 0)
-            t = a->tabs[i]; /* the same file under a restarted server */
-    if (!t) {
-        t = xcalloc(1, sizeof *t);
-        t->serial = a->next_serial++;
-        a->tabs = xrealloc(a->tabs, (size_t)(a->tab_count + 1) * sizeof *a->tabs);
-        a->tabs[a->tab_count++] = t;
-    }
-    for (int i = 0; i < a->tab_count; i++)
-        if (a->tabs[i] == t)
-            a->current = i;
-    free(t->doc_id);
-    free(t->uri);
-    free(t->path);
-    free(t->language);
-    t->doc_id = doc_id;
-    t->uri = uri;
-    t->path = path;
-    t->language = json_dup_string(doc, json_get(doc, info, "languageId"));
-    json_int64(doc, json_get(doc, info, "version"), &t->version);
-    json_bool(doc, json_get(doc, info, "isDirty"), &t->dirty);
-    bool read_only = false;
-    json_bool(doc, json_get(doc, info, "isReadOnly"), &read_only);
-    t->read_only = read_only || t->binary;
-    t->line_count = json_int_or(doc, json_get(doc, info, "lineCount"), 1);
-    t->viewport = t->cursors_refresh = t->git = t->info = (refresh_slot){0};
     start_language(a, t->language);
     if (line > 0 || col > 0) {
         if (line >= t->line_count)
@@ -604,18 +232,14 @@ void editor_handle_notification(app *a, const char *method, const json_doc *doc,
         refresh_tab(a, t);
         schedule_git(a);
     } else if (strcmp(method, "document/didChangeCursors") == 0 && t) {
-        tab_parse_cursors(t, doc, json_get(doc, params, "cursors"));
+        model_cursors_arrived(t, doc, json_get(doc, params, "cursors"));
         if (t->follow_cursor) {
             t->follow_cursor = false;
             scroll_to_primary(a, t);
         }
         a->need_paint = true;
     } else if (strcmp(method, "document/didClose") == 0 && t) {
-        for (int i = 0; i < a->tab_count; i++)
-            if (a->tabs[i] == t) {
-                close_tab_at(a, i);
-                break;
-            }
+        model_document_closed(a, t);
     } else if (strcmp(method, "document/didChangeOnDisk") == 0 && t) {
         tab_request_info(a, t);
         app_message(a, true, "%s changed on disk; saving will ask before overwriting it", t->path ? t->path : t->uri);
@@ -636,7 +260,7 @@ void editor_handle_notification(app *a, const char *method, const json_doc *doc,
         git_refresh_branch(a);
         schedule_git(a);
     } else if (strcmp(method, "theme/didChange") == 0) {
-        editor_run_command(a, "theme.reload");
+        editor_reload_theme(a);
     } else if (strcmp(method, "keybindings/didChange") == 0) {
         keybindings_reload(a); /* another client (or this one) rebound a key */
     } else if (strcmp(method, "$/showMessage") == 0 || strcmp(method, "lsp/didShowMessage") == 0) {
@@ -660,7 +284,7 @@ static void on_chain_cursors(void *ctx, uint64_t serial, const json_doc *doc, js
     app *a = ctx;
     tab *t = tab_by_serial(a, serial);
     if (t && result != JSON_NO_REF) {
-        tab_parse_cursors(t, doc, json_get(doc, result, "cursors"));
+        model_cursors_arrived(t, doc, json_get(doc, result, "cursors"));
         scroll_to_primary(a, t);
     }
     chain_end(a);
@@ -685,7 +309,7 @@ static tab *chain_tab(app *a, uint64_t serial, const json_doc *doc, json_ref res
 {
     tab *t = tab_by_serial(a, serial);
     if (t && result != JSON_NO_REF)
-        tab_parse_cursors(t, doc, json_get(doc, result, "cursors"));
+        model_cursors_arrived(t, doc, json_get(doc, result, "cursors"));
     return t;
 }
 
@@ -729,7 +353,7 @@ static void echo_locally(tab *t, const char *text, size_t len)
     }
 }
 
-static void refuse_edit(app *a, tab *t)
+void editor_refuse_edit(app *a, tab *t)
 {
     app_message(a, true, "%s is read-only%s", t->path ? t->path : t->uri, t->binary ? " (a binary file)" : "");
 }
@@ -740,7 +364,7 @@ void editor_flush_typed(app *a)
         return;
     tab *t = app_tab(a);
     if (t && t->read_only) {
-        refuse_edit(a, t);
+        editor_refuse_edit(a, t);
         buf_clear(&a->typed);
         return;
     }
@@ -1433,24 +1057,14 @@ static void on_saved(void *ctx, uint64_t tag, const json_doc *doc, json_ref resu
         return;
     }
     if (t) {
-        t->dirty = false;
         char *uri = json_dup_string(doc, json_get(doc, result, "uri"));
-        if (uri) {
-            free(t->uri);
-            free(t->path);
-            t->uri = uri;
-            t->path = path_of_uri(uri);
-        }
-        app_message(a, false, "Saved %s", t->path ? t->path : t->uri);
+        model_document_saved(a, t, uri);
+        free(uri);
         tab_request_info(a, t);
         schedule_git(a);
         if (then == THEN_CLOSE) {
             app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", t->doc_id);
-            for (int i = 0; i < a->tab_count; i++)
-                if (a->tabs[i] == t) {
-                    close_tab_at(a, i);
-                    break;
-                }
+            model_document_closed(a, t);
         }
     }
     if (then == THEN_QUIT && a->quit_after_saves && a->pending_saves == 0)
@@ -1504,7 +1118,7 @@ static void close_answered(app *a, int key)
         save_tab(a, t, NULL, false, THEN_CLOSE);
     } else if (key == 'n' || key == 'N') {
         app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", t->doc_id);
-        close_tab_at(a, a->current);
+        model_document_closed(a, t);
     }
 }
 
@@ -1631,179 +1245,108 @@ void editor_click(app *a, int row, int col)
     tab_request_cursors(a, t);
 }
 
-/* ---- commands ---- */
-
-static const struct {
-    const char *name, *title;
-} commands[] = {
-    {"file.save", "Save"}, {"file.saveAs", "Save as..."}, {"file.new", "New file"}, {"file.picker", "Open a file (fuzzy)"},
-    {"app.quit", "Quit"}, {"edit.undo", "Undo"}, {"edit.redo", "Redo"}, {"edit.cut", "Cut"}, {"edit.copy", "Copy"},
-    {"edit.paste", "Paste"}, {"edit.selectAll", "Select all"}, {"find.find", "Find in the document"},
-    {"find.next", "Find the next match"}, {"find.replace", "Replace all in the document"},
-    {"search.project", "Search in the project's files"}, {"nav.gotoLine", "Go to line"}, {"app.help", "Help: key bindings"},
-    {"app.palette", "Command palette"}, {"cursor.nextOccurrence", "Add a cursor at the next occurrence"},
-    {"cursor.addAbove", "Add a cursor above"}, {"cursor.addBelow", "Add a cursor below"},
-    {"cursor.single", "Back to one cursor"}, {"tab.close", "Close the tab"}, {"tab.next", "Next tab"},
-    {"tab.previous", "Previous tab"}, {"terminal.toggle", "Terminal: show, focus, hide"},
-    {"terminal.hide", "Terminal: hide"}, {"chat.toggle", "Agent chat: show, focus, back to the editor"},
-    {"chat.hide", "Agent chat: hide"}, {"keys.bind", "Bind a key to a command"}, {"keys.unbind", "Unbind a key"}, {"chat.stop", "Agent chat: stop the running answer"}, {"git.panel", "Git: status, stage, commit, diff"},
-    {"server.restart", "Restart the server"}, {"cursor.up", "Cursor up"}, {"cursor.down", "Cursor down"},
-    {"cursor.left", "Cursor left"}, {"cursor.right", "Cursor right"}, {"select.up", "Select up"},
-    {"select.down", "Select down"}, {"select.left", "Select left"}, {"select.right", "Select right"},
-    {"cursor.wordLeft", "Word left"}, {"cursor.wordRight", "Word right"}, {"select.wordLeft", "Select word left"},
-    {"select.wordRight", "Select word right"}, {"cursor.home", "Line start"}, {"cursor.end", "Line end"},
-    {"select.home", "Select to line start"}, {"select.end", "Select to line end"}, {"cursor.top", "Document start"},
-    {"cursor.bottom", "Document end"}, {"cursor.pageUp", "Page up"}, {"cursor.pageDown", "Page down"},
-    {"select.pageUp", "Select page up"}, {"select.pageDown", "Select page down"}, {"edit.newline", "New line (indented)"},
-    {"edit.tab", "Indent"}, {"edit.backspace", "Delete left"}, {"edit.delete", "Delete right"},
-};
-
-const char *const *command_names(int *count)
-{
-    static const char *names[sizeof commands / sizeof commands[0]];
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        names[i] = commands[i].name;
-    *count = (int)(sizeof commands / sizeof commands[0]);
-    return names;
-}
-
-const char *command_title(const char *command)
-{
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(commands[i].name, command) == 0)
-            return commands[i].title;
-    return command;
-}
+/* ---- what the commands do ---- */
 
 static void on_theme_reload(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
     if (result != JSON_NO_REF)
-        colors_from_theme(a, doc, json_get(doc, result, "theme"));
+        model_theme_arrived(a, doc, json_get(doc, result, "theme"));
     for (int i = 0; i < a->tab_count; i++)
         tab_request_viewport(a, a->tabs[i]);
 }
 
-void editor_run_command(app *a, const char *c)
+void editor_reload_theme(app *a) { app_call(a, "theme/current", on_theme_reload, 0, NULL); }
+
+void editor_quit(app *a) { quit(a); }
+
+void editor_new_file(app *a)
 {
-    tab *t = app_tab(a);
-    a->need_paint = true;
-    if (strcmp(c, "app.quit") == 0)
-        quit(a);
-    else if (strcmp(c, "app.help") == 0)
-        help_open(a);
-    else if (strcmp(c, "app.palette") == 0)
-        palette_open(a);
-    else if (strcmp(c, "file.picker") == 0)
-        overlay_open(a, OVERLAY_PICKER, "Open file"), picker_query(a);
-    else if (strcmp(c, "search.project") == 0)
-        grep_start(a);
-    else if (strcmp(c, "terminal.toggle") == 0)
-        terminal_toggle(a);
-    else if (strcmp(c, "terminal.hide") == 0)
-        a->term.visible = a->term.focused = false, terminal_layout(a);
-    else if (strcmp(c, "keys.bind") == 0)
-        keys_bind(a);
-    else if (strcmp(c, "keys.unbind") == 0)
-        keys_unbind(a);
-    else if (strcmp(c, "chat.toggle") == 0)
-        chat_toggle(a);
-    else if (strcmp(c, "chat.hide") == 0)
-        chat_hide(a);
-    else if (strcmp(c, "chat.stop") == 0)
-        chat_stop(a);
-    else if (strcmp(c, "git.panel") == 0)
-        git_panel_open(a);
-    else if (strcmp(c, "server.restart") == 0)
-        app_restart_server(a);
-    else if (strcmp(c, "theme.reload") == 0)
-        app_call(a, "theme/current", on_theme_reload, 0, NULL);
-    else if (strcmp(c, "file.new") == 0) {
-        static unsigned untitled;
-        char uri[48];
-        snprintf(uri, sizeof uri, "untitled:%d-%u", (int)getpid(), ++untitled);
-        app_call(a, "document/open", on_new, 0, "{\"uri\":%J,\"content\":\"\"}", uri);
-    } else if (a->server_dead && strcmp(c, "file.save") == 0)
-        app_restart_server(a);
-    else if (!t)
-        return;
-    else if (t->read_only && (strncmp(c, "edit.", 5) == 0 && strcmp(c, "edit.copy") != 0 && strcmp(c, "edit.selectAll") != 0))
-        refuse_edit(a, t);
-    else if (t->read_only && (strcmp(c, "find.replace") == 0 || strcmp(c, "file.save") == 0))
-        refuse_edit(a, t);
-    else if (strcmp(c, "file.save") == 0)
-        save_tab(a, t, NULL, false, THEN_NOTHING);
-    else if (strcmp(c, "file.saveAs") == 0)
-        prompt_ask(a, "Save as:", t->path ? t->path : a->workspace, save_as_answered);
-    else if (strcmp(c, "tab.close") == 0) {
-        if (t->dirty)
-            prompt_choose(a, "Save changes before closing? (y)es, (n)o, (c)ancel", "yYnNcC", close_answered);
-        else {
-            app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", t->doc_id);
-            close_tab_at(a, a->current);
-        }
-    } else if (strcmp(c, "tab.next") == 0 || strcmp(c, "tab.previous") == 0) {
-        a->current = (a->current + (c[4] == 'n' ? 1 : a->tab_count - 1)) % a->tab_count;
-        tab_request_viewport(a, app_tab(a));
-        tab_request_cursors(a, app_tab(a));
-    } else if (strcmp(c, "edit.undo") == 0 || strcmp(c, "edit.redo") == 0) {
-        app_call(a, c[5] == 'u' ? "document/undo" : "document/redo", NULL, 0, "{\"documentId\":%J}", t->doc_id);
-        follow(a, t);
-    } else if (strcmp(c, "edit.cut") == 0 || strcmp(c, "edit.copy") == 0)
-        copy_or_cut(a, t, c[6] == 'u');
-    else if (strcmp(c, "edit.paste") == 0) {
-        if (a->clipboard.len)
-            type_text(a, t, a->clipboard.data, a->clipboard.len);
-    } else if (strcmp(c, "edit.selectAll") == 0) {
-        app_call(a, "document/selectAll", NULL, 0, "{\"documentId\":%J}", t->doc_id);
-        tab_request_cursors(a, t);
-    } else if (strcmp(c, "edit.newline") == 0)
-        newline(a, t);
-    else if (strcmp(c, "edit.tab") == 0)
-        type_text(a, t, "    ", 4);
-    else if (strcmp(c, "edit.backspace") == 0)
-        delete_towards(a, t, "left");
-    else if (strcmp(c, "edit.delete") == 0)
-        delete_towards(a, t, "right");
-    else if (strcmp(c, "find.find") == 0)
-        prompt_ask(a, "Find:", a->last_search ? a->last_search : "", find_answered);
-    else if (strcmp(c, "find.next") == 0) {
-        if (a->last_search)
-            begin_search(a, t, FIND_NEXT);
-        else
-            prompt_ask(a, "Find:", "", find_answered);
-    } else if (strcmp(c, "find.replace") == 0)
-        prompt_ask(a, "Replace:", a->last_search ? a->last_search : "", replace_answered);
-    else if (strcmp(c, "nav.gotoLine") == 0)
-        prompt_ask(a, "Go to line:", "", goto_answered);
-    else if (strcmp(c, "cursor.nextOccurrence") == 0)
-        next_occurrence(a, t);
-    else if (strcmp(c, "cursor.addAbove") == 0)
-        add_cursor_vertical(a, t, -1);
-    else if (strcmp(c, "cursor.addBelow") == 0)
-        add_cursor_vertical(a, t, 1);
-    else if (strcmp(c, "cursor.single") == 0) {
-        if (t->cursor_count)
-            app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
-                     t->doc_id, t->cursors[0].line, t->cursors[0].col);
-        tab_request_cursors(a, t);
-    } else if (strcmp(c, "cursor.pageUp") == 0 || strcmp(c, "cursor.pageDown") == 0 || strcmp(c, "select.pageUp") == 0 ||
-               strcmp(c, "select.pageDown") == 0) {
-        page_move(a, t, strstr(c, "Down") ? 1 : -1, c[0] == 's');
-    } else if (strncmp(c, "cursor.", 7) == 0 || strncmp(c, "select.", 7) == 0) {
-        bool select = c[0] == 's';
-        const char *what = c + 7;
-        static const struct {
-            const char *what, *direction, *unit;
-        } moves[] = {{"up", "up", "character"},         {"down", "down", "character"},
-                     {"left", "left", "character"},     {"right", "right", "character"},
-                     {"wordLeft", "left", "word"},      {"wordRight", "right", "word"},
-                     {"home", "left", "line"},          {"end", "right", "line"},
-                     {"top", "up", "document"},         {"bottom", "down", "document"},
-                     {"pageUp", "up", "page"},          {"pageDown", "down", "page"}};
-        for (size_t i = 0; i < sizeof moves / sizeof moves[0]; i++)
-            if (strcmp(what, moves[i].what) == 0)
-                move_cursors(a, t, moves[i].direction, moves[i].unit, select);
-    } else
-        app_message(a, true, "Unknown command: %s", c);
+    static unsigned untitled;
+    char uri[48];
+    snprintf(uri, sizeof uri, "untitled:%d-%u", (int)getpid(), ++untitled);
+    app_call(a, "document/open", on_new, 0, "{\"uri\":%J,\"content\":\"\"}", uri);
 }
+
+void editor_save(app *a, tab *t) { save_tab(a, t, NULL, false, THEN_NOTHING); }
+
+void editor_save_as(app *a, tab *t) { prompt_ask(a, "Save as:", t->path ? t->path : a->workspace, save_as_answered); }
+
+void editor_close_tab(app *a, tab *t)
+{
+    if (t->dirty) {
+        prompt_choose(a, "Save changes before closing? (y)es, (n)o, (c)ancel", "yYnNcC", close_answered);
+    } else {
+        app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", t->doc_id);
+        model_document_closed(a, t);
+    }
+}
+
+void editor_switch_tab(app *a, int step)
+{
+    a->current = (a->current + (step > 0 ? 1 : a->tab_count - 1)) % a->tab_count;
+    tab_request_viewport(a, app_tab(a));
+    tab_request_cursors(a, app_tab(a));
+}
+
+void editor_undo(app *a, tab *t, bool redo)
+{
+    app_call(a, redo ? "document/redo" : "document/undo", NULL, 0, "{\"documentId\":%J}", t->doc_id);
+    follow(a, t);
+}
+
+void editor_copy(app *a, tab *t, bool cut) { copy_or_cut(a, t, cut); }
+
+void editor_paste(app *a, tab *t)
+{
+    if (a->clipboard.len)
+        type_text(a, t, a->clipboard.data, a->clipboard.len);
+}
+
+void editor_select_all(app *a, tab *t)
+{
+    app_call(a, "document/selectAll", NULL, 0, "{\"documentId\":%J}", t->doc_id);
+    tab_request_cursors(a, t);
+}
+
+void editor_type(app *a, tab *t, const char *text, size_t len) { type_text(a, t, text, len); }
+
+void editor_newline(app *a, tab *t) { newline(a, t); }
+
+void editor_delete(app *a, tab *t, const char *direction) { delete_towards(a, t, direction); }
+
+void editor_find(app *a, tab *t) { prompt_ask(a, "Find:", a->last_search ? a->last_search : "", find_answered); }
+
+void editor_find_next(app *a, tab *t)
+{
+    if (a->last_search)
+        begin_search(a, t, FIND_NEXT);
+    else
+        prompt_ask(a, "Find:", "", find_answered);
+}
+
+void editor_replace(app *a, tab *t)
+{
+    prompt_ask(a, "Replace:", a->last_search ? a->last_search : "", replace_answered);
+}
+
+void editor_goto_line(app *a, tab *t) { prompt_ask(a, "Go to line:", "", goto_answered); }
+
+void editor_next_occurrence(app *a, tab *t) { next_occurrence(a, t); }
+
+void editor_add_cursor(app *a, tab *t, int delta) { add_cursor_vertical(a, t, delta); }
+
+void editor_single_cursor(app *a, tab *t)
+{
+    if (t->cursor_count)
+        app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
+                 t->doc_id, t->cursors[0].line, t->cursors[0].col);
+    tab_request_cursors(a, t);
+}
+
+void editor_move(app *a, tab *t, const char *direction, const char *unit, bool select)
+{
+    move_cursors(a, t, direction, unit, select);
+}
+
+void editor_page(app *a, tab *t, int direction, bool select) { page_move(a, t, direction, select); }

@@ -2,15 +2,15 @@
  * something changed, and ncurses sends the terminal only the cells that
  * differ, so an edit repaints the damaged lines and nothing else. Colours are
  * the theme's RGB: as they are on a direct-colour terminal, else the nearest
- * of the 256 (or 8) the terminal has. */
+ * of the 256 (or 8) the terminal has. This is the view: it reads the model
+ * and keeps nothing of its own but the overlay's and the chat's scroll, which
+ * follow the selection and the end of the text as the screen's size allows. */
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
 
-#include "app.h"
+#include "view.h"
 #include "arena.h"
-
-#define TAB_WIDTH 4
 
 static int nearest_256(int rgb)
 {
@@ -51,53 +51,6 @@ int pair_of(app *a, int fg_rgb, int bg_rgb)
         return 0;
     int p = alloc_pair(color_index(a, fg_rgb), color_index(a, bg_rgb));
     return p < 0 ? 0 : p;
-}
-
-void colors_default(app *a)
-{
-    a->colors = (colors){
-        .fg = 0xabb2bf, .bg = 0x282c34, .line_number = 0x636d83, .line_number_active = 0xabb2bf,
-        .selection = 0x3e4451, .cursor_line = 0x2c313c, .status_fg = 0x9da5b4, .status_bg = 0x21252b,
-        .tab_active = 0x282c34, .tab_inactive = 0x21252b, .added = 0x98c379, .modified = 0x61afef,
-        .deleted = 0xe06c75, .error = 0xe06c75, .warning = 0xe5c07b,
-    };
-}
-
-void colors_from_theme(app *a, const json_doc *doc, json_ref theme)
-{
-    json_ref c = json_get(doc, theme, "colors");
-    struct {
-        const char *key;
-        int *slot;
-    } keys[] = {
-        {"editor.background", &a->colors.bg},
-        {"editor.foreground", &a->colors.fg},
-        {"editorLineNumber.foreground", &a->colors.line_number},
-        {"editorLineNumber.activeForeground", &a->colors.line_number_active},
-        {"editor.selectionBackground", &a->colors.selection},
-        {"editor.lineHighlightBackground", &a->colors.cursor_line},
-        {"statusBar.background", &a->colors.status_bg},
-        {"statusBar.foreground", &a->colors.status_fg},
-        {"tab.activeBackground", &a->colors.tab_active},
-        {"tab.inactiveBackground", &a->colors.tab_inactive},
-    };
-    arena ar = ARENA_INIT;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        const char *s;
-        size_t n;
-        if (json_string(doc, json_get(doc, c, keys[i].key), &ar, &s, &n) && n >= 7 && s[0] == '#')
-            *keys[i].slot = (int)strtol(s + 1, NULL, 16) & 0xFFFFFF;
-    }
-    arena_free(&ar);
-    a->need_paint = true;
-}
-
-int gutter_width(const tab *t)
-{
-    int digits = 1;
-    for (int n = t->line_count; n >= 10; n /= 10)
-        digits++;
-    return digits + 2; /* git mark, number, space */
 }
 
 /* One screen cell being built: a base character and the combining marks after it. */
@@ -377,6 +330,136 @@ static void paint_terminal(app *a, int top)
             x = col + 1;
         }
     }
+}
+
+/* ---- the agent chat pane ---- */
+
+typedef struct shown_line {
+    char *text;
+    int rgb;
+    attr_t attr;
+} shown_line;
+
+typedef struct shown {
+    shown_line *lines;
+    int count;
+} shown;
+
+static void show(shown *s, const char *text, size_t len, int rgb, attr_t attr)
+{
+    s->lines = xrealloc(s->lines, (size_t)(s->count + 1) * sizeof *s->lines);
+    s->lines[s->count++] = (shown_line){xstrndup(text, len), rgb, attr};
+}
+
+/* Cuts text into lines of at most width columns, at its newlines and where it is too wide. */
+static void wrap(shown *s, const char *text, int width, int rgb, attr_t attr)
+{
+    if (width < 1)
+        width = 1;
+    const char *line = text;
+    while (*line) {
+        const char *p = line, *end = line;
+        int cols = 0;
+        while (*p && *p != '\n') {
+            wchar_t wc;
+            mbstate_t st = {0};
+            size_t n = mbrtowc(&wc, p, strlen(p), &st);
+            if (n == (size_t)-1 || n == (size_t)-2 || n == 0)
+                n = 1, wc = L'?';
+            int w = wcwidth(wc);
+            if (w < 0)
+                w = 1;
+            if (cols + w > width)
+                break;
+            cols += w;
+            p += n;
+            end = p;
+        }
+        show(s, line, (size_t)(end - line), rgb, attr);
+        line = end;
+        if (*line == '\n')
+            line++;
+        else if (end == line && *line)
+            line++; /* a character wider than the pane: skip it rather than loop */
+    }
+}
+
+static void chat_paint(app *a, int top)
+{
+    chat_pane *c = &a->chat;
+    colors *k = &a->colors;
+    int head = pair_of(a, k->status_fg, k->status_bg);
+    fill(top, 0, a->cols, head);
+    buf title = BUF_INIT;
+    buf_appendf(&title, "AGENT%s%s  %s  (Enter sends, Esc stops, PgUp/PgDn scroll, Alt+A: %s)", c->model ? " " : "",
+                c->model ? c->model : "", c->running ? "answering..." : "idle", c->focused ? "back to the editor" : "focus");
+    put_text(a, top, 1, a->cols, title.data, c->focused ? A_BOLD : 0, head);
+    buf_free(&title);
+    int area = c->rows - 2, width = a->cols - 1;
+    shown s = {0};
+    for (int i = 0; i < c->entry_count; i++) {
+        chat_entry *e = &c->entries[i];
+        buf b = BUF_INIT;
+        int rgb = k->fg;
+        switch (e->role) {
+        case CHAT_USER: buf_appendf(&b, "you> %s", e->text.data ? e->text.data : ""); rgb = k->modified; break;
+        case CHAT_ASSISTANT: buf_append_str(&b, e->text.data ? e->text.data : ""); break;
+        case CHAT_TOOL:
+            buf_appendf(&b, "tool %s: %s", e->text.data ? e->text.data : "", e->status ? e->status : "");
+            rgb = e->status && (strncmp(e->status, "failed", 6) == 0 || strncmp(e->status, "rejected", 8) == 0) ? k->error
+                  : e->status && strncmp(e->status, "done", 4) == 0                                             ? k->added
+                                                                                                                : k->warning;
+            break;
+        case CHAT_SYSTEM: buf_appendf(&b, "! %s", e->text.data ? e->text.data : ""); rgb = k->error; break;
+        }
+        if (b.len)
+            wrap(&s, b.data, width, rgb, e->role == CHAT_USER ? A_BOLD : 0);
+        buf_free(&b);
+    }
+    if (c->scroll > s.count - area)
+        c->scroll = s.count - area > 0 ? s.count - area : 0;
+    int first = s.count - area - c->scroll;
+    if (first < 0)
+        first = 0;
+    for (int r = 0; r < area; r++) {
+        int y = top + 1 + r;
+        fill(y, 0, a->cols, pair_of(a, k->fg, k->bg));
+        if (first + r < s.count)
+            put_text(a, y, 1, a->cols, s.lines[first + r].text, s.lines[first + r].attr,
+                     pair_of(a, s.lines[first + r].rgb, k->bg));
+    }
+    for (int i = 0; i < s.count; i++)
+        free(s.lines[i].text);
+    free(s.lines);
+    int y = top + c->rows - 1;
+    fill(y, 0, a->cols, head);
+    if (c->waiting_id) {
+        buf q = BUF_INIT;
+        buf_appendf(&q, "Run %s ? y approves, n rejects, Esc stops", c->waiting_label ? c->waiting_label : "");
+        put_text(a, y, 0, a->cols, q.data, A_BOLD, pair_of(a, k->warning, k->status_bg));
+        buf_free(&q);
+    } else {
+        put_text(a, y, 0, a->cols, "> ", A_BOLD, head);
+        /* The end of a long prompt, where the typing is. */
+        const char *in = c->input.data ? c->input.data : "";
+        while (text_display_col(in, 1 << 30) > a->cols - 3 && *in) {
+            in++;
+            while (((unsigned char)*in & 0xC0) == 0x80)
+                in++;
+        }
+        put_text(a, y, 2, a->cols, in, 0, head);
+    }
+}
+
+/* The row and column of the prompt's caret, or -1 when the pane does not hold it. */
+static int chat_cursor(app *a, int top, int *x)
+{
+    chat_pane *c = &a->chat;
+    if (!c->visible || !c->focused || c->waiting_id)
+        return -1;
+    int w = text_display_col(c->input.data, 1 << 30);
+    *x = 2 + (w > a->cols - 3 ? a->cols - 3 : w);
+    return top + c->rows - 1;
 }
 
 static void paint_status(app *a, tab *t)

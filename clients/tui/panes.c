@@ -6,7 +6,8 @@
 #include <string.h>
 #include <wchar.h>
 
-#include "app.h"
+#include "editor.h"
+#include "input.h"
 #include "arena.h"
 
 /* ---- the prompt ---- */
@@ -197,13 +198,19 @@ static void on_search(void *ctx, uint64_t generation, const json_doc *doc, json_
     overlay_refilter(a);
 }
 
-void picker_query(app *a)
+static void picker_query(app *a)
 {
     overlay_state *o = &a->overlay;
     o->generation++;
     app_call(a, "file/search", on_search, o->generation,
              "{\"pattern\":%J,\"includePatterns\":[%J],\"maxResults\":%d}", o->query.data ? o->query.data : "",
              a->workspace, a->rows > 10 ? a->rows : 10);
+}
+
+void picker_open(app *a)
+{
+    overlay_open(a, OVERLAY_PICKER, "Open file");
+    picker_query(a);
 }
 
 static void on_grep(void *ctx, uint64_t generation, const json_doc *doc, json_ref result, json_ref error)
@@ -264,11 +271,11 @@ void palette_open(app *a)
 {
     overlay_open(a, OVERLAY_PALETTE, "Command palette (type to filter, Enter runs)");
     int n;
-    const char *const *names = command_names(&n);
+    const command_entry *commands = commands_all(&n);
     for (int i = 0; i < n; i++) {
         buf label = BUF_INIT;
-        buf_appendf(&label, "%-40s %s", command_title(names[i]), names[i]);
-        overlay_add(a, label.data, names[i], 0, 0, 0);
+        buf_appendf(&label, "%-40s %s", commands[i].help, commands[i].name);
+        overlay_add(a, label.data, commands[i].name, 0, 0, 0);
         buf_free(&label);
     }
     overlay_refilter(a);
@@ -278,11 +285,11 @@ void help_open(app *a)
 {
     overlay_open(a, OVERLAY_HELP, "Keys (type to filter, Esc closes); rebind any with keybindings/add {key, command}");
     int n;
-    const char *const *names = command_names(&n);
+    const command_entry *commands = commands_all(&n);
     for (int i = 0; i < n; i++) {
         buf keys = BUF_INIT;
         for (int b = 0; b < a->binding_count; b++) {
-            if (strcmp(a->bindings[b].command, names[i]) != 0)
+            if (strcmp(a->bindings[b].command, commands[i].name) != 0)
                 continue;
             /* A key counts for the command that its last binding names. */
             bool overridden = false;
@@ -293,8 +300,8 @@ void help_open(app *a)
                 buf_appendf(&keys, "%s%s", keys.len ? ", " : "", a->bindings[b].key);
         }
         buf label = BUF_INIT;
-        buf_appendf(&label, "%-28s %-40s %s", keys.len ? keys.data : "(unbound)", command_title(names[i]), names[i]);
-        overlay_add(a, label.data, names[i], 0, 0, 0);
+        buf_appendf(&label, "%-28s %-40s %s", keys.len ? keys.data : "(unbound)", commands[i].help, commands[i].name);
+        overlay_add(a, label.data, commands[i].name, 0, 0, 0);
         buf_free(&label);
         buf_free(&keys);
     }
@@ -309,11 +316,7 @@ void help_open(app *a)
 
 static void on_branch(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
-    app *a = ctx;
-    char *branch = json_dup_string(doc, json_get(doc, result, "branch"));
-    free(a->branch);
-    a->branch = branch;
-    a->need_paint = true;
+    model_branch_arrived(ctx, doc, result);
 }
 
 void git_refresh_branch(app *a)
@@ -539,7 +542,7 @@ bool overlay_key(app *a, const char *key, wint_t ch, bool printable)
         }
         overlay_close(a);
         if (data && kind == OVERLAY_PALETTE)
-            editor_run_command(a, data);
+            command_run(a, data);
         else if (data)
             editor_open_path(a, data, line, col);
         free(data);
@@ -577,42 +580,8 @@ static void on_buffer(void *ctx, uint64_t tag, const json_doc *doc, json_ref res
     app *a = ctx;
     terminal_pane *tp = &a->term;
     json_ref b = json_get(doc, result, "buffer");
-    if (json_type_of(doc, b) == JSON_OBJECT) {
-        json_ref cells = json_get(doc, b, "cells");
-        int rows = (int)json_length(doc, cells), cols = 0;
-        for (json_ref r = json_first(doc, cells); r != JSON_NO_REF; r = json_next(doc, r))
-            if ((int)json_length(doc, r) > cols)
-                cols = (int)json_length(doc, r);
-        free(tp->cells);
-        tp->cells = rows && cols ? xcalloc((size_t)rows * (size_t)cols, sizeof *tp->cells) : NULL;
-        tp->cell_rows = rows;
-        tp->cell_cols = cols;
-        arena ar = ARENA_INIT;
-        int y = 0;
-        for (json_ref r = json_first(doc, cells); r != JSON_NO_REF; r = json_next(doc, r), y++) {
-            int x = 0;
-            for (json_ref c = json_first(doc, r); c != JSON_NO_REF; c = json_next(doc, c), x++) {
-                term_cell *tc = &tp->cells[y * cols + x];
-                const char *s;
-                size_t n;
-                if (json_string(doc, json_get(doc, c, "char"), &ar, &s, &n) && n < sizeof tc->ch)
-                    memcpy(tc->ch, s, n);
-                tc->fg = tc->bg = -1;
-                if (json_string(doc, json_get(doc, c, "fg"), &ar, &s, &n) && n == 7)
-                    tc->fg = (int)strtol(s + 1, NULL, 16);
-                if (json_string(doc, json_get(doc, c, "bg"), &ar, &s, &n) && n == 7)
-                    tc->bg = (int)strtol(s + 1, NULL, 16);
-                json_bool(doc, json_get(doc, c, "bold"), &tc->bold);
-                json_bool(doc, json_get(doc, c, "underline"), &tc->underline);
-                json_bool(doc, json_get(doc, c, "inverse"), &tc->inverse);
-                json_bool(doc, json_get(doc, c, "italic"), &tc->italic);
-            }
-        }
-        arena_free(&ar);
-        json_ref cur = json_get(doc, b, "cursor");
-        tp->cursor_x = json_int_or(doc, json_get(doc, cur, "x"), 0);
-        tp->cursor_y = json_int_or(doc, json_get(doc, cur, "y"), 0);
-    }
+    if (json_type_of(doc, b) == JSON_OBJECT)
+        model_terminal_screen_arrived(tp, doc, b);
     a->need_paint = true;
     tp->buffer.in_flight = false;
     if (tp->buffer.again && tp->id) {
@@ -652,6 +621,12 @@ static void on_terminal_created(void *ctx, uint64_t tag, const json_doc *doc, js
                  a->term.early_input.len);
     buf_clear(&a->term.early_input);
     request_buffer(a);
+}
+
+void terminal_hide(app *a)
+{
+    a->term.visible = a->term.focused = false;
+    terminal_layout(a);
 }
 
 void terminal_toggle(app *a)
@@ -774,7 +749,7 @@ static void on_recovered(void *ctx, uint64_t tag, const json_doc *doc, json_ref 
         }
         a->restarting = false;
         if (n > 0)
-            editor_run_command(a, "file.saveAs");
+            command_run(a, "file.saveAs");
         app_message(a, false, "The server is back; %d document%s recovered with %s unsaved text%s", n, n == 1 ? "" : "s",
                     n == 1 ? "its" : "their", n ? ": choose where to save it" : "");
     } else if (n) {

@@ -8,6 +8,7 @@ usage: test_tui.py ECP_TUI [TEST ...]
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -585,6 +586,161 @@ def test_rebinding_applies_at_once(work):
         s.close()
 
 
+
+def tui_pid(screen):
+    out = subprocess.run(["pgrep", "-f", "--", "--server-log " + os.path.join(screen.dir, "server.log")],
+                         capture_output=True, text=True).stdout
+    pids = [int(p) for p in out.split() if int(p) != os.getpid()]
+    for pid in pids:
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() == "ecp-tui":
+                    return pid
+        except FileNotFoundError:
+            pass
+    return None
+
+
+def test_server_killed_while_keys_wait(work):
+    # Keys typed while a command waits for the server's answer wait behind it; the server dying then
+    # must leave the editor working (no key replayed twice, none freed twice), and a restart usable.
+    path = os.path.join(work, "q.txt")
+    with open(path, "w") as f:
+        f.write("alpha one\nalpha two\nalpha three\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("alpha three")
+        # The server stopped: Ctrl+D waits for the cursors, and the keys after it wait behind it.
+        pid = server_pid(work)
+        os.kill(pid, signal.SIGSTOP)
+        s.keys("C-d")
+        s.keys("M-Down", "C-d", "C-c", "x", "C-d", "M-Down")
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGKILL)
+        s.wait_for("The server stopped")
+        s.keys("C-s")  # restarts the server
+        s.wait(lambda t: "The server stopped" not in status_line(t), "the restart")
+        s.type("z")
+        s.wait_for("zalpha one")
+        # The editor stopped instead, with the keys in the terminal: it reads the keys and the
+        # server's end in the same turn, in whichever order the loop hands them over.
+        pid = server_pid(work)
+        editor = tui_pid(s)
+        os.kill(editor, signal.SIGSTOP)
+        s.keys("C-d", "M-Down", "C-d", "C-c", "y", "C-d")
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(0.3)
+        os.kill(editor, signal.SIGCONT)
+        s.wait_for("The server stopped")
+        s.type("w")
+        time.sleep(0.3)
+        if s.exited() is not None:
+            raise Failure("ecp-tui ended (%s) after the server did; screen:\n%s" % (s.exited(), s.text()))
+        # With unsaved text and no server, the first Ctrl+Q warns and the second quits.
+        s.keys("C-q")
+        s.wait(lambda t: s.exited() is not None or "The server is gone with" in t, "quit or its warning")
+        if s.exited() is None:
+            s.keys("C-q")
+        if s.wait_exit() != "0":
+            raise Failure("ecp-tui exited with %s" % s.exited())
+    finally:
+        s.close()
+
+
+
+def table_commands():
+    """The commands as the editor's one table lists them: (name, help line)."""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "tui", "commands.c")
+    with open(source) as f:
+        text = f.read()
+    table = text[text.index("commands[] = {"):]
+    table = table[:table.index("\n};")]
+    return re.findall(r'^\s*\{"([^"]+)", "((?:[^"\\]|\\.)*)", cmd_', table, re.M)
+
+
+def test_every_command_in_help(work):
+    commands = table_commands()
+    names = [name for name, _ in commands]
+    # The names the editor's dispatch once handled that its help did not list are in the table now.
+    for name in ("theme.reload", "select.top", "select.bottom", "keys.bind", "server.restart"):
+        if name not in names:
+            raise Failure("%s is not in the commands table" % name)
+    if len(commands) < 60 or len(set(names)) != len(names):
+        raise Failure("the commands table: %r" % names)
+    path = os.path.join(work, "h.txt")
+    with open(path, "w") as f:
+        f.write("help\n")
+    s = Screen([path], work, rows=40)
+    try:
+        s.wait_for("help")
+        s.keys("F1")
+        s.wait_for("Keys (type to filter")
+        for name, help_line in commands:
+            s.type(name)
+            s.wait(lambda t: any(line.split() and line.split()[-1] == name and help_line in line
+                                 for line in t.splitlines()), "%s with its help in F1's list" % name)
+            s.keys(*["BSpace"] * len(name))
+            s.wait(lambda t: line_of(t, "Keys (type to filter") is not None and name not in line_of(t, "Keys (type"),
+                   "the filter cleared after " + name)
+    finally:
+        s.close()
+
+
+def test_commands_bound_from_another_client(work):
+    # Commands that only the dispatch knew (not F1, not the palette) run when another client binds them.
+    ecpd = os.path.join(os.path.dirname(TUI), "..", "..", "server", "ecpd")
+    ecpctl = os.path.join(os.path.dirname(TUI), "..", "cli", "ecpctl")
+    sock = os.path.join(work, "ecpd.sock")
+    env = dict(os.environ, XDG_DATA_HOME=os.path.join(work, "data"))
+    server = subprocess.Popen([ecpd, "--socket", sock, "--workspace", work], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    path = os.path.join(work, "b.txt")
+    with open(path, "w") as f:
+        f.write("".join("row %d\n" % i for i in range(1, 11)))
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not os.path.exists(sock):
+            if time.monotonic() > deadline:
+                raise Failure("the socket server did not start")
+            time.sleep(0.01)
+        s = Screen(["--connect", sock, path], work)
+        try:
+            s.wait_for("row 10")
+
+            def bind_and_press(key, tmux_key, command, done, what):
+                subprocess.run([ecpctl, "--socket", sock, "keybindings/add",
+                                '{"key":"%s","command":"%s"}' % (key, command)], check=True, capture_output=True,
+                               timeout=TIMEOUT)
+                # The binding arrives as a notification, maybe after the key: press again until it ran.
+                deadline = time.monotonic() + TIMEOUT
+                while True:
+                    s.keys(tmux_key)
+                    pressed = time.monotonic()
+                    while not done(s.text()) and time.monotonic() - pressed < 1.0:
+                        time.sleep(0.05)
+                    screen = s.text()
+                    if "Unknown command" in screen:
+                        raise Failure("%s: %s" % (command, status_line(screen)))
+                    if done(screen):
+                        return
+                    if time.monotonic() > deadline:
+                        raise Failure("%s never ran %s; screen:\n%s" % (key, what, screen))
+
+            bind_and_press("ctrl+k", "C-k", "select.bottom", lambda t: "Ln 11, Col 1" in status_line(t), "select.bottom")
+            bind_and_press("ctrl+k", "C-k", "select.top", lambda t: "Ln 1, Col 1" in status_line(t), "select.top")
+            bind_and_press("ctrl+b", "C-b", "keys.bind", lambda t: "Bind the key" in t, "keys.bind")
+            s.keys("Escape")
+            # The server takes control and option (and super) as modifiers' names: so does the editor.
+            bind_and_press("Control+K", "C-k", "select.bottom", lambda t: "Ln 11, Col 1" in status_line(t),
+                           "select.bottom under the name Control+K")
+            s.keys("Escape")
+        finally:
+            s.close()
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def test_huge_file(work):
     # 100 MB in a million lines: open it, page down, jump to its end.
     path = os.path.join(work, "huge.txt")
@@ -848,7 +1004,8 @@ def test_untrusted_folder_asks_and_says_restricted(work):
 TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
          test_picker_search_find, test_agent_chat,
-         test_truecolor, test_rebinding_applies_at_once, test_huge_file, test_binary_file, test_mouse,
+         test_truecolor, test_rebinding_applies_at_once, test_server_killed_while_keys_wait,
+         test_every_command_in_help, test_commands_bound_from_another_client, test_huge_file, test_binary_file, test_mouse,
          test_git_panel_and_palette, test_untrusted_folder_asks_and_says_restricted]
 
 

@@ -1,4 +1,7 @@
-/* ecp-tui: a terminal editor that is a client of ecpd and nothing more.
+/* ecp-tui's model: what the client keeps of the server's state, and the
+ * functions through which it changes, each named for what happened.
+ *
+ * ecp-tui is a terminal editor that is a client of ecpd and nothing more.
  *
  * The server owns every document's text, cursors, undo history, tokens,
  * diagnostics and git state; this program keeps only what is on screen (the
@@ -7,9 +10,15 @@
  * ever waited for: each answer arrives on the libuv loop, and the screen is
  * painted once per loop turn (ncurses sends the terminal only the cells that
  * changed). Columns are code points (the connection asks for utf-32).
+ *
+ * Three layers, each with its header: this model (model.c), which the others
+ * include; the view (view.h, paint.c), which reads the model and paints it;
+ * the input (input.h: keys, the commands table) and the requests that keep
+ * the model in step with the server (editor.h). The view and the input do
+ * not include each other.
  */
-#ifndef ECP_TUI_APP_H
-#define ECP_TUI_APP_H
+#ifndef ECP_TUI_MODEL_H
+#define ECP_TUI_MODEL_H
 
 #define NCURSES_WIDECHAR 1
 #include <curses.h>
@@ -253,91 +262,94 @@ struct app {
     bool trust_asked;   /* "Trust this folder?" was asked: once per run */
 };
 
-/* main.c */
+/* ---- the connection (model.c) ---- */
+
 void app_message(app *a, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void app_quit_now(app *a);
+/* Sends a request; false when the connection is closed (nothing was sent). */
 bool app_call(app *a, const char *method, rpc_reply_fn reply, uint64_t tag, const char *fmt, ...);
 char *json_dup_string(const json_doc *doc, json_ref ref);
 int json_int_or(const json_doc *doc, json_ref ref, int fallback);
-void app_restart_server(app *a);
-void keybindings_reload(app *a);
-char *key_canonical(const char *written);
-void keys_bind(app *a);
-void keys_unbind(app *a);
-/* A command whose next step needs the server's answer (the selection, the
- * cursors) holds the keys typed meanwhile, so they apply after it, in order. */
-void chain_begin(app *a);
-void chain_end(app *a);
+/* The server went away: what depended on it (its terminal, a running chat
+ * turn, the keys waiting on a chain) is dropped; the documents stay. */
+void model_server_lost(app *a, const char *why);
 
-/* editor.c */
+/* ---- text columns (model.c): UTF-8 in, code point columns out ---- */
+
+#define TAB_WIDTH 4 /* display columns between tab stops */
+
+int utf8_next(const char *s, int *len);
+int text_display_col(const char *text, int col);
+int text_col_at_display(const char *text, int display);
+int text_cols(const char *text);
+/* Byte offset of a code point column in one line. */
+size_t col_to_byte(const char *text, size_t len, int col);
+/* file:// and the path percent-encoded, as the language servers want a document named. */
+char *file_uri(const char *path);
+
+/* ---- documents (model.c) ---- */
+
 tab *app_tab(app *a);
 tab *tab_by_serial(app *a, uint64_t serial);
 tab *tab_by_doc(app *a, const char *doc_id);
-void editor_open_path(app *a, const char *path, int line, int col);
-void editor_adopt_document(app *a, const json_doc *doc, json_ref info, int line, int col);
-void tab_request_viewport(app *a, tab *t);
-void tab_request_cursors(app *a, tab *t);
-void tab_request_git(app *a, tab *t);
-void tab_parse_cursors(tab *t, const json_doc *doc, json_ref cursors);
-void editor_flush_typed(app *a);
-void editor_run_command(app *a, const char *command);
-void editor_layout(app *a, int *top, int *height);
-void editor_click(app *a, int row, int col);
-void editor_scroll(app *a, int lines);
-void editor_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params);
+/* The text of a line if it is in the viewport kept, else NULL. */
+const char *view_text(const tab *t, int line);
+/* Where the editor's lines go on the screen: rows [top, top + height). */
+void editor_layout(const app *a, int *top, int *height);
+/* A document the server opened (or reopened after a restart): its tab,
+ * made if there is none for it yet, becomes the current one. */
+tab *model_document_opened(app *a, const json_doc *doc, json_ref info);
+void model_document_closed(app *a, tab *t);
+void model_viewport_arrived(app *a, tab *t, const json_doc *doc, json_ref result);
+void model_cursors_arrived(tab *t, const json_doc *doc, json_ref cursors);
+void model_info_arrived(tab *t, const json_doc *doc, json_ref result);
+void model_git_lines_arrived(tab *t, const json_doc *doc, json_ref result);
+/* uri: where it was saved when that changed, else NULL. */
+void model_document_saved(app *a, tab *t, const char *uri);
 void tab_free(tab *t);
-/* file:// and the path percent-encoded, as the language servers want a document named. */
-char *file_uri(const char *path);
-int text_display_col(const char *text, int col);
-int text_col_at_display(const char *text, int display);
-const char *const *command_names(int *count);
-const char *command_title(const char *command);
+void parse_position(const json_doc *doc, json_ref pos, int *line, int *col);
+/* A request kind whose answers replace each other: true when one may be sent now. */
+bool refresh_begin(refresh_slot *r);
+/* Ends a refresh; true when another was wished for meanwhile. */
+bool refresh_end(refresh_slot *r);
 
-/* terminfo.c */
-char *direct_colour_terminal(void);
+/* ---- the workspace (model.c) ---- */
 
-/* paint.c */
-void paint(app *a);
-void colors_from_theme(app *a, const json_doc *doc, json_ref theme);
-void colors_default(app *a);
-int color_index(app *a, int rgb);
-int gutter_width(const tab *t);
-int pair_of(app *a, int fg_rgb, int bg_rgb);
-void put_text(app *a, int y, int x, int max_x, const char *text, attr_t attr, int pair);
-void fill(int y, int x, int max_x, int pair);
+void model_repository_arrived(app *a, const json_doc *doc, json_ref result);
+void model_branch_arrived(app *a, const json_doc *doc, json_ref result);
+/* restricted: the workspace is untrusted and has settings that trust alone applies. */
+void model_trust_arrived(app *a, const json_doc *doc, json_ref result);
 
-/* panes.c */
-void prompt_ask(app *a, const char *label, const char *initial, prompt_done done);
-void prompt_choose(app *a, const char *question, const char *choices, choice_done choose);
-bool prompt_key(app *a, wint_t ch, bool is_key);
-void prompt_close(app *a);
-void overlay_open(app *a, overlay_kind kind, const char *title);
-void overlay_close(app *a);
-bool overlay_key(app *a, const char *key, wint_t ch, bool printable);
-void overlay_add(app *a, const char *label, const char *data, int line, int col, int attr);
-void overlay_refilter(app *a);
-void picker_query(app *a);
-void palette_open(app *a);
-void help_open(app *a);
-void grep_start(app *a);
-void git_panel_open(app *a);
-void terminal_toggle(app *a);
-void terminal_key(app *a, const char *key, wint_t ch, bool printable);
-void terminal_layout(app *a);
-void terminal_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params);
-void terminal_free(app *a);
-void git_refresh_branch(app *a);
+/* ---- the panes (model.c) ---- */
 
-/* chat.c */
-void chat_layout(app *a);
-void chat_toggle(app *a);
-void chat_hide(app *a);
-void chat_key(app *a, const char *key, wint_t ch, bool printable);
-void chat_stop(app *a);
-void chat_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params);
-void chat_paint(app *a, int top);
-int chat_cursor(app *a, int top, int *x);
+void model_terminal_screen_arrived(terminal_pane *tp, const json_doc *doc, json_ref buffer);
+/* A paragraph of the chat; the pane scrolls back to the end to show it. */
+chat_entry *chat_add_entry(chat_pane *c, chat_role role, const char *text);
+void chat_clear_waiting(chat_pane *c);
+/* The tool call that waited was approved or rejected here. */
+void model_chat_tool_answered(chat_pane *c, bool approve);
+/* chat/contentReceived: text streams in, a tool call is made, runs, ends. */
+void model_chat_content_arrived(app *a, const json_doc *doc, json_ref params);
 void chat_free(app *a);
-void recovery_offer(app *a);
+
+/* ---- the theme (model.c) ---- */
+
+void colors_default(app *a);
+void model_theme_arrived(app *a, const json_doc *doc, json_ref theme);
+/* Columns left of the text: git mark, line number, space. */
+int gutter_width(const tab *t);
+
+/* ---- key bindings as the server last told them (model.c) ---- */
+
+/* The command a key runs: its last binding. NULL when it is not bound. */
+const char *binding_command(const app *a, const char *key);
+void bindings_add(app *a, const char *key, const char *command);
+void bindings_clear(app *a);
+
+/* ---- the queue of keys behind a command waiting for the server (model.c) ---- */
+
+void queue_push(app *a, const char *key, wint_t ch, bool printable);
+/* Takes every waiting key out of the queue: the caller owns the array and its keys. */
+queued_key *queue_take(app *a, int *count);
+void queue_drop(app *a);
 
 #endif

@@ -1,0 +1,398 @@
+/* The input: keys read from the terminal, named as key bindings name them
+ * (ctrl+alt+shift+key), and run through the commands table; the key bindings
+ * kept by the server; the keys that wait while a command waits for it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "editor.h"
+#include "input.h"
+
+/* The modifiers xterm encodes in the names ncurses gives extended keys
+ * (kUP5 is ctrl+up): 2 shift, 3 alt, 4 alt+shift, 5 ctrl, 6 ctrl+shift,
+ * 7 ctrl+alt, 8 ctrl+alt+shift. */
+static const char *const modifier_prefix[] = {"", "", "shift+", "alt+", "alt+shift+", "ctrl+", "ctrl+shift+",
+                                              "ctrl+alt+", "ctrl+alt+shift+"};
+
+static bool extended_key_name(int code, char *out, size_t size)
+{
+    const char *name = keyname(code);
+    if (!name || name[0] != 'k')
+        return false;
+    static const struct {
+        const char *prefix, *key;
+    } names[] = {{"kUP", "up"},     {"kDN", "down"},     {"kLFT", "left"}, {"kRIT", "right"}, {"kHOM", "home"},
+                 {"kEND", "end"},   {"kNXT", "pagedown"}, {"kPRV", "pageup"}, {"kDC", "delete"}, {"kIC", "insert"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t n = strlen(names[i].prefix);
+        if (strncmp(name, names[i].prefix, n) == 0 && name[n] >= '2' && name[n] <= '8' && name[n + 1] == 0) {
+            snprintf(out, size, "%s%s", modifier_prefix[name[n] - '0'], names[i].key);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The canonical name of a function key (ctrl+alt+shift+key, as keybindings
+ * write it), or false for a key without one. */
+static bool function_key_name(int code, char *out, size_t size)
+{
+    static const struct {
+        int code;
+        const char *name;
+    } keys[] = {
+        {KEY_UP, "up"},           {KEY_DOWN, "down"},           {KEY_LEFT, "left"},       {KEY_RIGHT, "right"},
+        {KEY_SR, "shift+up"},     {KEY_SF, "shift+down"},       {KEY_SLEFT, "shift+left"}, {KEY_SRIGHT, "shift+right"},
+        {KEY_HOME, "home"},       {KEY_END, "end"},             {KEY_SHOME, "shift+home"}, {KEY_SEND, "shift+end"},
+        {KEY_PPAGE, "pageup"},    {KEY_NPAGE, "pagedown"},      {KEY_SPREVIOUS, "shift+pageup"},
+        {KEY_SNEXT, "shift+pagedown"}, {KEY_DC, "delete"},      {KEY_IC, "insert"},       {KEY_SDC, "shift+delete"},
+        {KEY_BACKSPACE, "backspace"}, {KEY_ENTER, "enter"},     {KEY_BTAB, "shift+tab"},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (keys[i].code == code) {
+            snprintf(out, size, "%s", keys[i].name);
+            return true;
+        }
+    }
+    if (code >= KEY_F(1) && code <= KEY_F(12)) {
+        snprintf(out, size, "f%d", code - KEY_F0);
+        return true;
+    }
+    if (code >= KEY_F(13) && code <= KEY_F(24)) {
+        snprintf(out, size, "shift+f%d", code - KEY_F(12));
+        return true;
+    }
+    if (code >= KEY_F(25) && code <= KEY_F(36)) {
+        snprintf(out, size, "ctrl+f%d", code - KEY_F(24));
+        return true;
+    }
+    return extended_key_name(code, out, size);
+}
+
+/* Names a control character or an Alt+character, or false for printable text. */
+static bool char_key_name(wint_t ch, bool alt, char *out, size_t size)
+{
+    const char *mod = alt ? "alt+" : "";
+    if (ch == '\r' || ch == '\n')
+        snprintf(out, size, "%senter", mod);
+    else if (ch == '\t')
+        snprintf(out, size, "%stab", mod);
+    else if (ch == 127 || ch == 8)
+        snprintf(out, size, "%sbackspace", mod);
+    else if (ch == 27)
+        snprintf(out, size, "%sescape", mod);
+    else if (ch == 0)
+        snprintf(out, size, "ctrl+%sspace", mod);
+    else if (ch >= 1 && ch <= 26)
+        snprintf(out, size, "ctrl+%s%c", mod, (char)('a' + ch - 1));
+    else if (ch >= 28 && ch <= 31)
+        snprintf(out, size, "ctrl+%s%c", mod, "\\]^_"[ch - 28]);
+    else if (alt && ch < 128)
+        snprintf(out, size, "alt+%c", (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch));
+    else
+        return false;
+    return true;
+}
+
+/* A key as the keys read here are named: lower case, modifiers as ctrl+alt+shift+
+ * (so Shift+Ctrl+Left and ctrl+shift+left are one key; meta, cmd and super are alt). */
+char *key_canonical(const char *written)
+{
+    char *lower = xstrdup(written);
+    for (char *p = lower; *p; p++)
+        *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    bool ctrl = false, alt = false, shift = false;
+    char *rest = lower;
+    for (;;) {
+        char *plus = strchr(rest, '+');
+        if (!plus || plus[1] == 0)
+            break; /* the last part is the key, "+" itself included */
+        size_t n = (size_t)(plus - rest);
+        /* The server's names for the modifiers too (control, option, super); a terminal tells
+         * no meta key from alt, so meta, cmd and super are alt here. */
+        if ((n == 4 && strncmp(rest, "ctrl", 4) == 0) || (n == 7 && strncmp(rest, "control", 7) == 0))
+            ctrl = true;
+        else if ((n == 3 && strncmp(rest, "alt", 3) == 0) || (n == 6 && strncmp(rest, "option", 6) == 0) ||
+                 (n == 4 && strncmp(rest, "meta", 4) == 0) || (n == 3 && strncmp(rest, "cmd", 3) == 0) ||
+                 (n == 5 && strncmp(rest, "super", 5) == 0))
+            alt = true;
+        else if (n == 5 && strncmp(rest, "shift", 5) == 0)
+            shift = true;
+        else
+            break;
+        rest = plus + 1;
+    }
+    buf out = BUF_INIT;
+    buf_appendf(&out, "%s%s%s%s", ctrl ? "ctrl+" : "", alt ? "alt+" : "", shift ? "shift+" : "", rest);
+    free(lower);
+    return buf_detach(&out);
+}
+
+/* The built-in keys, then the server's on top: what keybindings/get answers now. */
+static void on_keybindings(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    if (error != JSON_NO_REF)
+        return;
+    bindings_clear(a);
+    commands_bind_defaults(a);
+    json_ref list = json_get(doc, result, "bindings");
+    for (json_ref b = json_first(doc, list); b != JSON_NO_REF; b = json_next(doc, b)) {
+        char *key = json_dup_string(doc, json_get(doc, b, "key"));
+        char *command = json_dup_string(doc, json_get(doc, b, "command"));
+        if (key && command) {
+            char *canonical = key_canonical(key);
+            bindings_add(a, canonical, command); /* later entries win */
+            free(canonical);
+        }
+        free(key);
+        free(command);
+    }
+    if (a->overlay.kind == OVERLAY_HELP)
+        help_open(a);
+    a->need_paint = true;
+}
+
+void keybindings_reload(app *a)
+{
+    app_call(a, "keybindings/get", on_keybindings, 0, NULL);
+}
+
+/* ---- rebinding from here: the server keeps the binding, then it is read back ---- */
+
+static void on_bound(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    bool ok = error == JSON_NO_REF;
+    json_bool(doc, json_get(doc, result, "success"), &ok);
+    if (!ok) {
+        char *msg = json_dup_string(doc, json_get(doc, error, "message"));
+        app_message(a, true, "Not bound: %s", msg ? msg : "the server refused");
+        free(msg);
+    } else {
+        app_message(a, false, "%s", a->binding_note ? a->binding_note : "Bound");
+    }
+    free(a->binding_note);
+    a->binding_note = NULL;
+    keybindings_reload(a);
+}
+
+static void bind_command_answered(app *a, const char *command)
+{
+    char *key = a->binding_key;
+    a->binding_key = NULL;
+    if (!command || !*command || !key) {
+        free(key);
+        return;
+    }
+    if (!command_find(command)) {
+        app_message(a, true, "No command %s (the palette lists them)", command);
+        free(key);
+        return;
+    }
+    free(a->binding_note);
+    buf note = BUF_INIT;
+    buf_appendf(&note, "%s now runs %s", key, command);
+    a->binding_note = buf_detach(&note);
+    app_call(a, "keybindings/add", on_bound, 0, "{\"binding\":{\"key\":%J,\"command\":%J}}", key, command);
+    free(key);
+}
+
+static void bind_key_answered(app *a, const char *key)
+{
+    if (!key || !*key)
+        return;
+    free(a->binding_key);
+    a->binding_key = key_canonical(key);
+    buf label = BUF_INIT;
+    buf_appendf(&label, "%s runs the command:", a->binding_key);
+    const char *now = binding_command(a, a->binding_key);
+    prompt_ask(a, label.data, now ? now : "", bind_command_answered);
+    buf_free(&label);
+}
+
+static void unbind_answered(app *a, const char *key)
+{
+    if (!key || !*key)
+        return;
+    char *canonical = key_canonical(key);
+    free(a->binding_note);
+    buf note = BUF_INIT;
+    buf_appendf(&note, "%s runs what it ran before it was bound", canonical);
+    a->binding_note = buf_detach(&note);
+    app_call(a, "keybindings/remove", on_bound, 0, "{\"key\":%J}", canonical);
+    free(canonical);
+}
+
+void keys_bind(app *a)
+{
+    prompt_ask(a, "Bind the key (as ctrl+alt+shift+k, f5, alt+up):", "", bind_key_answered);
+}
+
+void keys_unbind(app *a)
+{
+    prompt_ask(a, "Unbind the key:", "", unbind_answered);
+}
+
+static void handle_key(app *a, const char *key, wint_t ch, bool printable)
+{
+    if (a->busy > 0) {
+        queue_push(a, key, ch, printable);
+        return;
+    }
+    if (a->prompt.active) {
+        editor_flush_typed(a);
+        /* The prompt reads characters: name the keys it knows as theirs. */
+        wint_t c = ch;
+        if (key && strcmp(key, "backspace") == 0)
+            c = 127;
+        else if (key && strcmp(key, "enter") == 0)
+            c = '\r';
+        else if (key && strcmp(key, "escape") == 0)
+            c = 27;
+        prompt_key(a, c, !printable && key != NULL);
+        return;
+    }
+    const char *command = key ? binding_command(a, key) : NULL;
+    /* A pane that has the keys takes them all but the few commands that move the keys elsewhere. */
+    const command_entry *pane_command = command_find(command);
+    if (a->term.visible && a->term.focused && a->overlay.kind == OVERLAY_NONE) {
+        if (pane_command && (pane_command->scopes & SCOPE_TERMINAL))
+            command_run(a, command);
+        else
+            terminal_key(a, key, ch, printable);
+        return;
+    }
+    if (a->chat.visible && a->chat.focused && a->overlay.kind == OVERLAY_NONE) {
+        if (pane_command && (pane_command->scopes & SCOPE_CHAT))
+            command_run(a, command);
+        else
+            chat_key(a, key, ch, printable);
+        return;
+    }
+    if (a->overlay.kind != OVERLAY_NONE) {
+        if (overlay_key(a, key, ch, printable))
+            return;
+    }
+    if (printable) {
+        char utf8[8];
+        mbstate_t st = {0};
+        size_t n = wcrtomb(utf8, (wchar_t)ch, &st);
+        if (n != (size_t)-1)
+            buf_append(&a->typed, utf8, n);
+        return;
+    }
+    editor_flush_typed(a);
+    if (command)
+        command_run(a, command);
+    else if (key)
+        app_message(a, false, "%s is not bound", key);
+}
+
+void chain_begin(app *a)
+{
+    editor_flush_typed(a);
+    a->busy++;
+}
+
+void chain_end(app *a)
+{
+    if (a->busy > 0)
+        a->busy--;
+    if (a->busy == 0 && a->queued_count > 0) {
+        /* The waiting keys leave the queue before any of them runs: a command that
+         * ends at once (its request could not be sent) ends its chain from inside
+         * this replay, and must find nothing left to replay. A key that starts a
+         * chain which waits sends the keys after it back to the queue, in order. */
+        int count;
+        queued_key *waiting = queue_take(a, &count);
+        for (int i = 0; i < count; i++) {
+            handle_key(a, waiting[i].key, waiting[i].ch, waiting[i].printable);
+            free(waiting[i].key);
+        }
+        free(waiting);
+    }
+    if (a->busy == 0)
+        editor_flush_typed(a);
+    a->need_paint = true;
+}
+
+void input_resized(app *a)
+{
+    editor_flush_typed(a);
+    getmaxyx(stdscr, a->rows, a->cols);
+    terminal_layout(a);
+    if (a->chat.visible)
+        chat_layout(a);
+    for (int i = 0; i < a->tab_count; i++) {
+        a->tabs[i]->follow_cursor = true;
+        tab_request_viewport(a, a->tabs[i]);
+        tab_request_cursors(a, a->tabs[i]);
+    }
+    clearok(curscr, TRUE);
+    a->need_paint = true;
+}
+
+void input_read(app *a)
+{
+    for (;;) {
+        wint_t ch;
+        int rc = wget_wch(stdscr, &ch);
+        if (rc == ERR)
+            break;
+        if (a->message && !a->message_is_error) {
+            free(a->message);
+            a->message = NULL;
+        }
+        a->need_paint = true;
+        char key[64];
+        if (rc == KEY_CODE_YES) {
+            if (ch == KEY_RESIZE) {
+                input_resized(a);
+                continue;
+            }
+            if (ch == KEY_MOUSE) {
+                MEVENT ev;
+                if (getmouse(&ev) != OK)
+                    continue;
+                editor_flush_typed(a);
+                if (ev.bstate & BUTTON4_PRESSED)
+                    editor_scroll(a, -3);
+                else if (ev.bstate & BUTTON5_PRESSED)
+                    editor_scroll(a, 3);
+                else if (ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON1_RELEASED))
+                    editor_click(a, ev.y, ev.x);
+                continue;
+            }
+            if (function_key_name((int)ch, key, sizeof key))
+                handle_key(a, key, 0, false);
+            continue;
+        }
+        if (ch == 27) {
+            /* Alt+key arrives as Escape and the key: take the key now if it came with it. */
+            wint_t next;
+            int rc2 = wget_wch(stdscr, &next);
+            /* Only Escape and a printable key read as Alt+key: Escape then Ctrl+E is two keys. */
+            if (rc2 == OK && next > 32 && next < 127 && char_key_name(next, true, key, sizeof key)) {
+                handle_key(a, key, next, false);
+                continue;
+            }
+            /* Escape then a function key is two keys: the terminal names Alt+arrows itself (kDN3). */
+            handle_key(a, "escape", 27, false);
+            if (rc2 == KEY_CODE_YES && function_key_name((int)next, key, sizeof key))
+                handle_key(a, key, 0, false);
+            else if (rc2 == OK && char_key_name(next, false, key, sizeof key))
+                handle_key(a, key, next, false);
+            else if (rc2 == OK)
+                handle_key(a, NULL, next, true);
+            continue;
+        }
+        if (char_key_name(ch, false, key, sizeof key))
+            handle_key(a, key, ch, false);
+        else
+            handle_key(a, NULL, ch, true);
+    }
+    editor_flush_typed(a);
+}
+
