@@ -2,7 +2,14 @@
 # benchmark (B3 memory, B4, B5) and, in a clang tree, its differential fuzzer.
 set(ECPD_PIECE_TREE_ROOT ${CMAKE_CURRENT_LIST_DIR}/../..)
 
-add_library(ecpd_piece_tree STATIC ${CMAKE_CURRENT_LIST_DIR}/piece_tree.c)
+# The tree and its edits; lines and columns; readers, lines in order and
+# snapshots; the invariant check. piece_tree_internal.h is what they share.
+set(ECPD_PIECE_TREE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/piece_tree.c
+  ${CMAKE_CURRENT_LIST_DIR}/piece_tree_lines.c
+  ${CMAKE_CURRENT_LIST_DIR}/piece_tree_iter.c
+  ${CMAKE_CURRENT_LIST_DIR}/piece_tree_check.c)
+add_library(ecpd_piece_tree STATIC ${ECPD_PIECE_TREE_SOURCES})
 target_include_directories(ecpd_piece_tree PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 
 add_executable(piece_tree_test ${ECPD_PIECE_TREE_ROOT}/tests/unit/piece_tree_test.c)
@@ -21,7 +28,7 @@ if(ECPD_FUZZ)
   # happen within a few bytes of input.
   add_executable(fuzz_piece_tree
     ${ECPD_PIECE_TREE_ROOT}/tests/fuzz/piece_tree_fuzz.c
-    ${CMAKE_CURRENT_LIST_DIR}/piece_tree.c)
+    ${ECPD_PIECE_TREE_SOURCES})
   target_include_directories(fuzz_piece_tree PRIVATE ${CMAKE_CURRENT_LIST_DIR})
   target_compile_definitions(fuzz_piece_tree PRIVATE
     PIECE_TREE_ORIGINAL_PIECE=8 PIECE_TREE_ADD_BLOCK_MIN=16 PIECE_TREE_ADD_BLOCK_MAX=64 PIECE_TREE_FANOUT=4)
