@@ -1,0 +1,14 @@
+/* adapter: the wordcount service on the wire (the `wordcount` namespace).
+ * The composition root (here, the example's test) is its only includer. */
+#ifndef ECPD_WORDCOUNT_ADAPTER_H
+#define ECPD_WORDCOUNT_ADAPTER_H
+
+#include "rpc.h"
+
+struct wordcount_service;
+
+/* Fills *out with the namespace's methods; svc is borrowed and must outlive
+ * the server. */
+void wordcount_adapter_init(ecp_adapter *out, struct wordcount_service *svc);
+
+#endif
