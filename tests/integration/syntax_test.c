@@ -878,6 +878,125 @@ static void test_edit_inside_a_fence(void **state)
     free(id);
 }
 
+/* ----- the parts the adapter renders ------------------------------------------------------------ */
+
+/* document/viewport's tokens are written by the syntax adapter as
+ * documentTokens' lines are: the same bytes for the same lines, colours
+ * included, and [] for the lines past what the service has. */
+static void test_viewport_tokens_are_document_tokens(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f, "file:///tmp/syntax-viewport.c",
+                        "\"#include <stdio.h>\\nstatic int x = 1; /* c */\\n\\nint main(void) { return \\\"s\\\"[0]; }\\n\"");
+    char *tokens = settled_tokens(f, id, 0, 4);
+    char *lines = test_json_raw(tokens, "lines");
+    char params[256];
+    snprintf(params, sizeof params,
+             "{\"documentId\":\"%s\",\"startLine\":0,\"lineCount\":5,\"include\":[\"tokens\"]}", id);
+    char *out = call(f, 0, "document/viewport", params);
+    char *painted = test_json_raw(out, "tokens");
+    assert_non_null(strstr(lines, "\"color\":\"#"));
+    assert_string_equal(painted, lines);
+    free(painted);
+    free(out);
+    free(lines);
+    free(tokens);
+    free(id);
+
+    /* A document in a language without a grammar: empty lines. */
+    id = open_doc(f, "file:///tmp/syntax-viewport.txt", "\"a\\nb\\n\"");
+    snprintf(params, sizeof params,
+             "{\"documentId\":\"%s\",\"startLine\":0,\"lineCount\":3,\"include\":[\"tokens\"]}", id);
+    out = call(f, 0, "document/viewport", params);
+    painted = test_json_raw(out, "tokens");
+    assert_string_equal(painted, "[[],[],[]]");
+    free(painted);
+    free(out);
+    free(id);
+}
+
+/* A C text of about `bytes` as a JSON string's contents. */
+static char *big_c_json(size_t bytes)
+{
+    static const char line[] = "static int f(int a) { return a * 2 + (a > 1 ? a : 0); } /* x */\\n";
+    size_t n = bytes / (sizeof line - 2) + 1;
+    char *out = malloc(n * (sizeof line - 1) + 1), *p = out;
+    for (size_t i = 0; i < n; i++, p += sizeof line - 1)
+        memcpy(p, line, sizeof line - 1);
+    *p = 0;
+    return out;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* $/cancelRequest reaches the service's job: the highlight is answered
+ * -32800, and the parse, though it runs on, is never counted, even long
+ * after it would have landed. */
+static void test_cancelled_highlight(void **state)
+{
+    fx *f = *state;
+    char *text = big_c_json(1u << 20);
+    size_t n = strlen(text) + 64;
+    char *params = malloc(n);
+    snprintf(params, n, "{\"languageId\":\"c\",\"content\":\"%s\"}", text);
+    double t0 = now_ms();
+    free(call(f, 0, "syntax/highlight", params));
+    int whole_ms = (int)(now_ms() - t0);
+    free(call(f, 0, "syntax/resetMetrics", "{}"));
+
+    int64_t id = test_client_send(f->c, "syntax/highlight", params);
+    char note[64];
+    snprintf(note, sizeof note, "{\"id\":%lld}", (long long)id);
+    test_client_notify(f->c, "$/cancelRequest", note);
+    char *out = NULL;
+    assert_int_equal(test_client_wait_response(f->c, id, 60000, &out), -32800);
+    free(out);
+    test_server_run_for(f->s, 2 * whole_ms + 200);
+    out = call(f, 0, "syntax/metrics", "{}");
+    int64_t parses = -1;
+    assert_true(test_json_int(out, "metrics.parseCount", &parses));
+    assert_int_equal(parses, 0);
+    free(out);
+    free(params);
+    free(text);
+}
+
+/* A session disposed while its update is parsed: the update is answered
+ * -32503, and the session does not come back. */
+static void test_session_disposed_during_update(void **state)
+{
+    fx *f = *state;
+    char *out = call(f, 0, "syntax/createSession", "{\"documentId\":\"d\",\"languageId\":\"c\",\"content\":\"int x;\"}");
+    char *sid = test_json_string(out, "session.sessionId");
+    free(out);
+    char *text = big_c_json(2u << 20);
+    size_t n = strlen(text) + 128;
+    char *params = malloc(n);
+    snprintf(params, n, "{\"sessionId\":\"%s\",\"content\":\"%s\"}", sid, text);
+    int64_t update = test_client_send(f->c, "syntax/updateSession", params);
+    char small[128];
+    snprintf(small, sizeof small, "{\"sessionId\":\"%s\"}", sid);
+    out = call(f, 0, "syntax/disposeSession", small);
+    assert_string_equal(out, "{\"success\":true}");
+    free(out);
+    assert_int_equal(test_client_wait_response(f->c, update, 60000, &out), -32503);
+    char want[128];
+    snprintf(want, sizeof want, "Session not found: %s", sid);
+    assert_non_null(strstr(out, want));
+    free(out);
+    out = call(f, 0, "syntax/getSession", small);
+    assert_string_equal(out, "{\"session\":null}");
+    free(out);
+    free(params);
+    free(text);
+    free(sid);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -900,6 +1019,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_html_script_and_style_are_injected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_markdown_inline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_edit_inside_a_fence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_viewport_tokens_are_document_tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancelled_highlight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_disposed_during_update, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
