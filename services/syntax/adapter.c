@@ -136,31 +136,47 @@ static void token_tails_free(token_tails *tails)
     free(tails);
 }
 
-static void write_text_line(syntax_service *svc, json_writer *w, token_tails *tails, const syntax_text *t,
-                            size_t line, ecp_position_encoding enc)
+/* A highlighted text's lines, from a session's (the loop's colours, the
+ * current theme) or a highlight's result (its own colours, in its format
+ * on the pool or its callback). */
+typedef struct text_lines {
+    syntax_service *svc;
+    const syntax_text *session_text;
+    const syntax_highlight_result *highlight;
+} text_lines;
+
+static size_t text_line_count(const text_lines *t)
+{
+    return syntax_text_line_count(t->highlight ? t->highlight->text : t->session_text);
+}
+
+static void write_text_line(json_writer *w, token_tails *tails, const text_lines *t, size_t line,
+                            ecp_position_encoding enc)
 {
     syntax_line out;
-    syntax_text_line_tokens(svc, t, line, enc, &out);
+    if (t->highlight)
+        syntax_highlight_line_tokens(t->highlight, line, enc, &out);
+    else
+        syntax_text_line_tokens(t->svc, t->session_text, line, enc, &out);
     write_line(w, tails, &out);
     free(out.tokens);
 }
 
-static void write_text_lines(syntax_service *svc, json_writer *w, const syntax_text *t, ecp_position_encoding enc)
+static void write_text_lines(json_writer *w, const text_lines *t, ecp_position_encoding enc)
 {
     token_tails *tails = token_tails_new();
     jw_array_begin(w);
-    for (size_t i = 0, n = syntax_text_line_count(t); i < n; i++)
-        write_text_line(svc, w, tails, t, i, enc);
+    for (size_t i = 0, n = text_line_count(t); i < n; i++)
+        write_text_line(w, tails, t, i, enc);
     jw_array_end(w);
     token_tails_free(tails);
 }
 
 /* One line as a separate answer. */
-static void write_one_text_line(syntax_service *svc, json_writer *w, const syntax_text *t, size_t line,
-                                ecp_position_encoding enc)
+static void write_one_text_line(json_writer *w, const text_lines *t, size_t line, ecp_position_encoding enc)
 {
     token_tails *tails = token_tails_new();
-    write_text_line(svc, w, tails, t, line, enc);
+    write_text_line(w, tails, t, line, enc);
     token_tails_free(tails);
 }
 
@@ -221,14 +237,15 @@ static bool apply_theme(syntax_adapter *ad, ecp_call *call, const ecp_str *theme
 
 /* ----- highlighting texts -------------------------------------------------------------------------- */
 
-/* What a job's callback needs to answer: in the call's arena, so that it
- * goes with the call if the service is freed first (the job set answers
- * the call then). The service, not the adapter: at teardown the adapter
- * goes first. */
+/* What a job's callback (and a highlight's format) needs to answer: in
+ * the call's arena, so that it goes with the call if the service is freed
+ * first (the job set answers the call then). The service, not the adapter:
+ * at teardown the adapter goes first. */
 typedef struct pending {
     syntax_service *svc;
     ecp_call *call;
-    size_t line; /* highlightLine's */
+    ecp_position_encoding enc; /* read on the pool by a format */
+    size_t line;               /* highlightLine's */
 } pending;
 
 static pending *pending_new(syntax_adapter *ad, ecp_call *call)
@@ -236,24 +253,34 @@ static pending *pending_new(syntax_adapter *ad, ecp_call *call)
     pending *p = arena_calloc(ecp_call_arena(call), sizeof *p);
     p->svc = ad->svc;
     p->call = call;
+    p->enc = ecp_call_encoding(call);
     return p;
 }
 
-static void highlighted(void *ctx, int status, const ecp_error *err, const syntax_highlight_result *r)
+/* On the pool: a highlight's whole answer, so that the tokens of a big
+ * text are not written on the loop. */
+static void format_highlight(void *fctx, const syntax_highlight_result *r, buf *out)
 {
+    const pending *p = fctx;
+    json_writer w;
+    jw_init(&w, out);
+    jw_object_begin(&w);
+    jw_key(&w, "lines");
+    write_text_lines(&w, &(text_lines){.highlight = r}, p->enc);
+    jw_key_string(&w, "languageId", r->language_id);
+    jw_key_double(&w, "timing", r->parse_ms);
+    jw_object_end(&w);
+}
+
+static void highlighted(void *ctx, int status, const ecp_error *err, const syntax_highlight_result *r,
+                        ecp_shared *answer)
+{
+    (void)r;
     pending *p = ctx;
-    if (status < 0) {
+    if (status < 0)
         reply_error(p->call, status, err, ECP_WIRE_INTERNAL_ERROR);
-        return;
-    }
-    json_writer *w = ecp_call_result(p->call);
-    jw_object_begin(w);
-    jw_key(w, "lines");
-    write_text_lines(p->svc, w, r->text, ecp_call_encoding(p->call));
-    jw_key_string(w, "languageId", r->language_id);
-    jw_key_double(w, "timing", r->parse_ms);
-    jw_object_end(w);
-    ecp_call_finish(p->call);
+    else
+        ecp_call_reply_shared(p->call, answer);
 }
 
 static void plaintext_answer(ecp_call *call)
@@ -283,12 +310,15 @@ static void m_highlight(void *ctx, ecp_call *call)
         plaintext_answer(call);
         return;
     }
-    syntax_highlight_args args = {language.ptr, content.ptr, content.len, call};
-    syntax_highlight_start(ad->svc, &args, highlighted, pending_new(ad, call));
+    pending *reply = pending_new(ad, call);
+    syntax_highlight_args args = {language.ptr, content.ptr, content.len, call, format_highlight, reply};
+    syntax_highlight_start(ad->svc, &args, highlighted, reply);
 }
 
-static void highlighted_line(void *ctx, int status, const ecp_error *err, const syntax_highlight_result *r)
+static void highlighted_line(void *ctx, int status, const ecp_error *err, const syntax_highlight_result *r,
+                             ecp_shared *answer)
 {
+    (void)answer;
     pending *p = ctx;
     if (status < 0) {
         reply_error(p->call, status, err, ECP_WIRE_INTERNAL_ERROR);
@@ -297,7 +327,7 @@ static void highlighted_line(void *ctx, int status, const ecp_error *err, const 
     json_writer *w = ecp_call_result(p->call);
     jw_object_begin(w);
     jw_key(w, "tokens");
-    write_one_text_line(p->svc, w, r->text, p->line, ecp_call_encoding(p->call));
+    write_one_text_line(w, &(text_lines){.highlight = r}, p->line, p->enc);
     jw_object_end(w);
     ecp_call_finish(p->call);
 }
@@ -315,7 +345,7 @@ static void m_highlight_line(void *ctx, ecp_call *call)
         return;
     pending *reply = pending_new(ad, call);
     reply->line = line;
-    syntax_highlight_args args = {language.ptr, content.ptr, content.len, call};
+    syntax_highlight_args args = {language.ptr, content.ptr, content.len, call, NULL, NULL};
     syntax_highlight_start(ad->svc, &args, highlighted_line, reply);
 }
 
@@ -398,7 +428,7 @@ static void m_get_session_tokens(void *ctx, ecp_call *call)
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "tokens");
-    write_one_text_line(ad->svc, w, t, line, ecp_call_encoding(call));
+    write_one_text_line(w, &(text_lines){.svc = ad->svc, .session_text = t}, line, ecp_call_encoding(call));
     jw_object_end(w);
     ecp_call_finish(call);
 }
@@ -413,7 +443,7 @@ static void m_get_session_all_tokens(void *ctx, ecp_call *call)
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "lines");
-    write_text_lines(ad->svc, w, t, ecp_call_encoding(call));
+    write_text_lines(w, &(text_lines){.svc = ad->svc, .session_text = t}, ecp_call_encoding(call));
     jw_object_end(w);
     ecp_call_finish(call);
 }

@@ -54,9 +54,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "error.h"
 #include "job.h"
 #include "log.h"
+#include "shared.h"
 #include "utf.h"
 
 struct document_service;
@@ -139,25 +141,40 @@ void syntax_text_line_tokens(syntax_service *self, const syntax_text *t, size_t 
  * never when the service is freed first; what it is handed is valid during
  * the call only. */
 
-typedef struct syntax_highlight_args {
-    const char *language_id; /* a catalogue id; one without a grammar gives plain text */
-    const char *content;     /* content_len bytes, NULs included; NULL is empty */
-    size_t content_len;
-    ecp_call *call;          /* may be NULL; see above */
-} syntax_highlight_args;
-
 typedef struct syntax_highlight_result {
     const syntax_text *text;
     const char *language_id; /* as asked, or "plaintext" when it stayed plain text */
     double parse_ms;         /* parse and highlight */
 } syntax_highlight_result;
 
+typedef struct syntax_highlight_args {
+    const char *language_id; /* a catalogue id; one without a grammar gives plain text */
+    const char *content;     /* content_len bytes, NULs included; NULL is empty */
+    size_t content_len;
+    ecp_call *call;          /* may be NULL; see above */
+    /* Optional: writes the answer for the result into out, on the pool
+     * thread at the end of the job, so that the tokens of a big text are not
+     * rendered on the loop; the callback then gets those bytes. It may read
+     * the result through syntax_highlight_line_tokens only. fctx is the
+     * caller's and must live until the callback (or the service's end). */
+    void (*format)(void *fctx, const syntax_highlight_result *result, buf *out);
+    void *fctx;
+} syntax_highlight_args;
+
+/* formatted: what args->format wrote (NULL without one, or when status is
+ * not 0); a reference the callback borrows (ecp_shared_ref to keep it). */
 typedef void (*syntax_highlight_cb)(void *ctx, int status, const ecp_error *err,
-                                    const syntax_highlight_result *result);
+                                    const syntax_highlight_result *result, ecp_shared *formatted);
 
 /* Highlights a text whole, off the loop (counted in the metrics as a parse). */
 ecp_job *syntax_highlight_start(syntax_service *self, const syntax_highlight_args *args, syntax_highlight_cb cb,
                                 void *ctx);
+
+/* Line `line` of a highlight's result as tokens (as syntax_text_line_tokens),
+ * coloured by the theme that was current when it was asked for. In a
+ * format (its pool thread) or the callback only. */
+void syntax_highlight_line_tokens(const syntax_highlight_result *result, size_t line, ecp_position_encoding enc,
+                                  syntax_line *out);
 
 /* ----- sessions: highlighted texts kept by id ---------------------------------------------------- */
 

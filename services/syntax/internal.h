@@ -205,15 +205,19 @@ struct syntax_text {
     double parse_ms;
 };
 
+/* Where the colour of a capture comes from: the loop's cache of the current
+ * theme (syntax_capture_color, ctx the service), or a job's own. */
+typedef const char *(*syntax_color_fn)(void *ctx, const syntax_grammar *g, uint32_t capture);
+
 /* Any thread: takes text (malloc'd) and highlights all of it. g NULL, a
  * query that does not load, a text over SYNTAX_MAX_BYTES or a parse that
  * times out give plain text. */
 syntax_text *syntax_text_build(syntax_grammars *grammars, syntax_grammar *g, char *text, size_t len);
 void syntax_text_free(syntax_text *self);
 
-/* Loop: one line's raw tokens as tokens in enc with the current theme's
- * colours (out->tokens malloc'd; NULL when there are none). */
-void syntax_render_line(syntax_service *self, const char *line, size_t len, const raw_line *raw,
+/* One line's raw tokens as tokens in enc with color's colours
+ * (out->tokens malloc'd; NULL when there are none). */
+void syntax_render_line(syntax_color_fn color, void *color_ctx, const char *line, size_t len, const raw_line *raw,
                         ecp_position_encoding enc, syntax_line *out);
 
 typedef struct syntax_session {
@@ -240,5 +244,9 @@ syntax_sessions *syntax_service_sessions(syntax_service *self);
 
 /* Loop: the current theme's colour of a capture (cached per grammar). */
 const char *syntax_capture_color(syntax_service *self, const syntax_grammar *g, uint32_t capture);
+/* The same as a syntax_color_fn, ctx the service. */
+const char *syntax_loop_color(void *ctx, const syntax_grammar *g, uint32_t capture);
+/* Loop: the current theme (static data), NULL without a session service. */
+const struct session_theme *syntax_service_theme(syntax_service *self);
 
 #endif

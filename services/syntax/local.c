@@ -475,6 +475,16 @@ const char *syntax_capture_color(syntax_service *self, const syntax_grammar *g, 
     return mg->capture_colors[capture];
 }
 
+const char *syntax_loop_color(void *ctx, const syntax_grammar *g, uint32_t capture)
+{
+    return syntax_capture_color(ctx, g, capture);
+}
+
+const session_theme *syntax_service_theme(syntax_service *self)
+{
+    return self->session ? session_theme_current(self->session) : NULL;
+}
+
 static void on_theme(void *ctx, const char *theme_id)
 {
     syntax_service *self = ctx;
@@ -656,7 +666,7 @@ int syntax_document_tokens(syntax_service *self, const char *document_id, size_t
                                  count, raw);
         for (size_t i = 0; i < count; i++) {
             size_t ls = doc->lines.starts[first + i], le = doc->lines.starts[first + i + 1] - 1;
-            syntax_render_line(self, doc->text + ls, le - ls, &raw[i], enc, &result[i]);
+            syntax_render_line(syntax_loop_color, self, doc->text + ls, le - ls, &raw[i], enc, &result[i]);
             free(raw[i].tokens);
         }
         free(raw);

@@ -4,8 +4,10 @@
  * service's set copies the text, parses it, finds its injected languages and
  * computes every line's raw tokens on a pool thread; the loop then hands the
  * text to the caller's callback, or keeps it as a session. Colours and
- * columns are added on the loop, line by line, when tokens are read: the
- * theme's colour cache is the loop's.
+ * columns are added line by line when tokens are read: on the loop from the
+ * current theme (the grammars' colour caches are the loop's), or, for a
+ * one-shot highlight whose answer is written on the pool, from the theme
+ * that was current when it was asked, with a cache of the job's own.
  */
 #include "internal.h"
 
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "session/interface.h"
 
 static double now_ms(void) { return (double)uv_hrtime() / 1e6; }
 
@@ -59,7 +62,7 @@ void syntax_text_free(syntax_text *self)
     free(self);
 }
 
-void syntax_render_line(syntax_service *self, const char *line, size_t len, const raw_line *raw,
+void syntax_render_line(syntax_color_fn color, void *color_ctx, const char *line, size_t len, const raw_line *raw,
                         ecp_position_encoding enc, syntax_line *out)
 {
     out->count = raw->count;
@@ -73,22 +76,108 @@ void syntax_render_line(syntax_service *self, const char *line, size_t len, cons
         const syntax_grammar *g = raw->tokens[i].grammar;
         out->tokens[i] = (syntax_token){starts[i], ends[i],
                                         ts_query_capture_name_for_id(g->query, raw->tokens[i].capture, &nlen),
-                                        syntax_capture_color(self, g, raw->tokens[i].capture)};
+                                        color(color_ctx, g, raw->tokens[i].capture)};
     }
     free(starts);
 }
 
 size_t syntax_text_line_count(const syntax_text *t) { return t ? t->lines.count : 0; }
 
-void syntax_text_line_tokens(syntax_service *self, const syntax_text *t, size_t line, ecp_position_encoding enc,
-                             syntax_line *out)
+static void text_line_tokens(syntax_color_fn color, void *color_ctx, const syntax_text *t, size_t line,
+                             ecp_position_encoding enc, syntax_line *out)
 {
     out->tokens = NULL;
     out->count = 0;
     if (!t || !t->grammar || !t->raw || line >= t->lines.count)
         return;
     size_t ls = t->lines.starts[line], le = t->lines.starts[line + 1] - 1;
-    syntax_render_line(self, t->text + ls, le - ls, &t->raw[line], enc, out);
+    syntax_render_line(color, color_ctx, t->text + ls, le - ls, &t->raw[line], enc, out);
+}
+
+void syntax_text_line_tokens(syntax_service *self, const syntax_text *t, size_t line, ecp_position_encoding enc,
+                             syntax_line *out)
+{
+    text_line_tokens(syntax_loop_color, self, t, line, enc, out);
+}
+
+/* ----- a highlight's own colours ------------------------------------------------------------ */
+
+typedef struct grammar_colors {
+    const syntax_grammar *grammar;
+    const char **color; /* per capture */
+    bool *known;
+} grammar_colors;
+
+/* The colours of one highlight: its job's pool thread, then its callback on
+ * the loop, use them in turn, never at once. */
+typedef struct text_colors {
+    const session_theme *theme; /* static data; NULL: no colours */
+    grammar_colors *items;
+    size_t count;
+} text_colors;
+
+static void text_colors_free(text_colors *c)
+{
+    for (size_t i = 0; i < c->count; i++) {
+        free(c->items[i].color);
+        free(c->items[i].known);
+    }
+    free(c->items);
+}
+
+/* The colour the session service's session_theme_token_color gives a
+ * capture, from theme rather than the current one: the longest listed
+ * prefix of "a.b.c" ("a.b", then "a"). */
+static const char *theme_color(const session_theme *theme, const char *capture)
+{
+    size_t len = strlen(capture);
+    for (;;) {
+        for (size_t i = 0; i < theme->token_color_count; i++) {
+            const session_token_color *c = &theme->token_colors[i];
+            if (strlen(c->capture) == len && strncmp(c->capture, capture, len) == 0)
+                return c->foreground;
+        }
+        const char *dot = memrchr(capture, '.', len);
+        if (!dot)
+            return NULL;
+        len = (size_t)(dot - capture);
+    }
+}
+
+static const char *job_color(void *ctx, const syntax_grammar *g, uint32_t capture)
+{
+    text_colors *c = ctx;
+    if (!c->theme)
+        return NULL;
+    grammar_colors *gc = NULL;
+    for (size_t i = 0; i < c->count && !gc; i++)
+        if (c->items[i].grammar == g)
+            gc = &c->items[i];
+    if (!gc) {
+        uint32_t n = ts_query_capture_count(g->query);
+        c->items = xrealloc(c->items, (c->count + 1) * sizeof *c->items);
+        gc = &c->items[c->count++];
+        *gc = (grammar_colors){g, xcalloc(n ? n : 1, sizeof *gc->color), xcalloc(n ? n : 1, sizeof *gc->known)};
+    }
+    if (!gc->known[capture]) {
+        uint32_t len;
+        gc->color[capture] = theme_color(c->theme, ts_query_capture_name_for_id(g->query, capture, &len));
+        gc->known[capture] = true;
+    }
+    return gc->color[capture];
+}
+
+/* What syntax_highlight_start's callback and format are handed. */
+typedef struct highlight_result {
+    syntax_highlight_result pub; /* first: the caller sees this part */
+    text_colors *colors;
+} highlight_result;
+
+void syntax_highlight_line_tokens(const syntax_highlight_result *result, size_t line, ecp_position_encoding enc,
+                                  syntax_line *out)
+{
+    const highlight_result *r = (const highlight_result *)result;
+    text_line_tokens(job_color, r->colors, r->pub.text, line, enc, out);
 }
 
 /* ----- sessions -------------------------------------------------------------------------------- */
@@ -197,6 +286,11 @@ typedef struct text_job {
     char *session_id;
     bool session_missing;    /* an update of an unknown session: nothing to do */
     syntax_text *result;
+    text_colors colors;      /* a highlight's */
+    void (*format)(void *fctx, const syntax_highlight_result *result, buf *out);
+    void *fctx;
+    bool formatted;          /* format has written answer */
+    buf answer;
     syntax_highlight_cb highlight_cb;
     syntax_session_cb session_cb;
     void *ctx;
@@ -212,6 +306,12 @@ static char *copy_bytes(const char *s, size_t n)
     return out;
 }
 
+static highlight_result highlight_result_of(text_job *j)
+{
+    return (highlight_result){{j->result, j->result->grammar ? j->language_id : "plaintext", j->result->parse_ms},
+                              &j->colors};
+}
+
 static void text_work(ecp_job *job, unsigned item)
 {
     (void)item;
@@ -220,12 +320,17 @@ static void text_work(ecp_job *job, unsigned item)
         return;
     j->result = syntax_text_build(syntax_service_grammars(j->svc), j->grammar, j->content, j->len);
     j->content = NULL; /* the result owns it */
+    if (j->format && !ecp_job_cancelled(job)) {
+        highlight_result r = highlight_result_of(j);
+        j->format(j->fctx, &r.pub, &j->answer);
+        j->formatted = true;
+    }
 }
 
 static void text_fail(text_job *j, int status, const ecp_error *err)
 {
     if (j->op == OP_HIGHLIGHT)
-        j->highlight_cb(j->ctx, status, err, NULL);
+        j->highlight_cb(j->ctx, status, err, NULL, NULL);
     else
         j->session_cb(j->ctx, status, err, NULL);
 }
@@ -250,9 +355,14 @@ static void text_done(ecp_job *job)
     syntax_sessions *sessions = syntax_service_sessions(self);
     switch (j->op) {
     case OP_HIGHLIGHT: {
-        syntax_highlight_result r = {j->result, j->result->grammar ? j->language_id : "plaintext",
-                                     j->result->parse_ms};
-        j->highlight_cb(j->ctx, 0, NULL, &r);
+        highlight_result r = highlight_result_of(j);
+        ecp_shared *answer = NULL;
+        if (j->formatted) {
+            size_t len = j->answer.len;
+            answer = ecp_shared_adopt(buf_detach(&j->answer), len);
+        }
+        j->highlight_cb(j->ctx, 0, NULL, &r.pub, answer);
+        ecp_shared_unref(answer);
         break;
     }
     case OP_SESSION_CREATE: {
@@ -283,6 +393,8 @@ static void text_free(void *data)
 {
     text_job *j = data;
     syntax_text_free(j->result);
+    text_colors_free(&j->colors);
+    buf_free(&j->answer);
     free(j->content);
     free(j->language_id);
     free(j->document_id);
@@ -320,6 +432,9 @@ ecp_job *syntax_highlight_start(syntax_service *self, const syntax_highlight_arg
     j->content = copy_bytes(args->content, args->content ? args->content_len : 0);
     j->len = args->content ? args->content_len : 0;
     j->language_id = xstrdup(args->language_id);
+    j->colors.theme = syntax_service_theme(self);
+    j->format = args->format;
+    j->fctx = args->fctx;
     j->highlight_cb = cb;
     j->ctx = ctx;
     return text_start(self, j, args->call);

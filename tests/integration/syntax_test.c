@@ -915,6 +915,38 @@ static void test_viewport_tokens_are_document_tokens(void **state)
     free(id);
 }
 
+/* syntax/highlight's answer is written off the loop with the colours of
+ * the theme current when it was asked; a session's tokens on the loop with
+ * the current theme's. For the same text and theme they are the same bytes:
+ * injected languages, non-ASCII columns and a theme set by the request
+ * itself included. */
+static void test_highlight_answer_is_session_tokens(void **state)
+{
+    fx *f = *state;
+    static const char content[] =
+        "# Tïtle *em* `code`\\n\\n```c\\nstatic int x = 1; // é\\n```\\n\\n<b>x</b>\\n```python\\ndef f(): return \\\"ü\\\"\\n```\\n";
+    char params[512];
+    snprintf(params, sizeof params, "{\"languageId\":\"markdown\",\"content\":\"%s\",\"theme\":\"one-light\"}",
+             content);
+    char *out = call(f, 0, "syntax/highlight", params);
+    char *highlighted = test_json_raw(out, "lines");
+    free(out);
+    snprintf(params, sizeof params, "{\"documentId\":\"d\",\"languageId\":\"markdown\",\"content\":\"%s\"}", content);
+    out = call(f, 0, "syntax/createSession", params);
+    char *sid = test_json_string(out, "session.sessionId");
+    free(out);
+    snprintf(params, sizeof params, "{\"sessionId\":\"%s\"}", sid);
+    out = call(f, 0, "syntax/getSessionAllTokens", params);
+    char *kept = test_json_raw(out, "lines");
+    free(out);
+    assert_non_null(strstr(highlighted, "\"scope\":\"keyword\""));
+    assert_non_null(strstr(highlighted, "\"color\":\"#"));
+    assert_string_equal(highlighted, kept);
+    free(kept);
+    free(highlighted);
+    free(sid);
+}
+
 /* A C text of about `bytes` as a JSON string's contents. */
 static char *big_c_json(size_t bytes)
 {
@@ -1020,6 +1052,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_markdown_inline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_edit_inside_a_fence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_viewport_tokens_are_document_tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_highlight_answer_is_session_tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancelled_highlight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_disposed_during_update, setup, teardown),
     };

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -606,8 +607,10 @@ typedef struct outcome {
     syntax_service *svc;
 } outcome;
 
-static void got_highlight(void *ctx, int status, const ecp_error *err, const syntax_highlight_result *r)
+static void got_highlight(void *ctx, int status, const ecp_error *err, const syntax_highlight_result *r,
+                          ecp_shared *formatted)
 {
+    assert_null(formatted);
     outcome *o = ctx;
     o->calls++;
     o->status = status;
@@ -619,7 +622,7 @@ static void got_highlight(void *ctx, int status, const ecp_error *err, const syn
     snprintf(o->language, sizeof o->language, "%s", r->language_id);
     o->lines = syntax_text_line_count(r->text);
     syntax_line line;
-    syntax_text_line_tokens(o->svc, r->text, 1, ECP_ENCODING_UTF16, &line);
+    syntax_highlight_line_tokens(r, 1, ECP_ENCODING_UTF16, &line);
     size_t at = 0;
     for (size_t i = 0; i < line.count && at < sizeof o->line1; i++)
         at += (size_t)snprintf(o->line1 + at, sizeof o->line1 - at, "%zu-%zu:%s ", line.tokens[i].start,
@@ -656,7 +659,7 @@ static void test_text_highlight(void **state)
     fx *f = *state;
     char text[] = "int x;\n/* c */ int y;\n";
     outcome o = {.svc = f->syntax};
-    syntax_highlight_args args = {"c", text, sizeof text - 1, NULL};
+    syntax_highlight_args args = {.language_id = "c", .content = text, .content_len = sizeof text - 1};
     ecp_job *job = syntax_highlight_start(f->syntax, &args, got_highlight, &o);
     assert_non_null(job);
     memset(text, 'z', sizeof text - 1); /* the service has its own copy */
@@ -674,7 +677,7 @@ static void test_text_highlight(void **state)
     assert_int_equal(m.parse_count, 0);
 
     outcome plain = {.svc = f->syntax};
-    syntax_highlight_args ruby = {"ruby", "x = 1\ny = 2", 11, NULL};
+    syntax_highlight_args ruby = {.language_id = "ruby", .content = "x = 1\ny = 2", .content_len = 11};
     syntax_highlight_start(f->syntax, &ruby, got_highlight, &plain);
     wait_outcome(f, &plain);
     assert_int_equal(plain.status, 0);
@@ -683,12 +686,58 @@ static void test_text_highlight(void **state)
     assert_string_equal(plain.line1, "");
 }
 
+typedef struct formatted {
+    pthread_t loop_thread;
+    bool off_loop;
+    int calls;
+    char answer[256];
+} formatted;
+
+static void format_line0(void *fctx, const syntax_highlight_result *r, buf *out)
+{
+    formatted *f = fctx;
+    f->off_loop = !pthread_equal(pthread_self(), f->loop_thread);
+    syntax_line line;
+    syntax_highlight_line_tokens(r, 0, ECP_ENCODING_UTF8, &line);
+    buf_appendf(out, "%s %zu:", r->language_id, syntax_text_line_count(r->text));
+    for (size_t i = 0; i < line.count; i++)
+        buf_appendf(out, " %s", line.tokens[i].scope);
+    free(line.tokens);
+}
+
+static void got_formatted(void *ctx, int status, const ecp_error *err, const syntax_highlight_result *r,
+                          ecp_shared *answer)
+{
+    (void)err;
+    formatted *f = ctx;
+    f->calls++;
+    assert_int_equal(status, 0);
+    assert_non_null(r);
+    assert_non_null(answer);
+    snprintf(f->answer, sizeof f->answer, "%.*s", (int)ecp_shared_len(answer), ecp_shared_data(answer));
+}
+
+/* A format writes the answer on the pool; the callback gets its bytes. */
+static void test_text_formatted_off_the_loop(void **state)
+{
+    fx *f = *state;
+    formatted out = {.loop_thread = pthread_self()};
+    syntax_highlight_args args = {.language_id = "c", .content = "int x; // c\n", .content_len = 12,
+                                  .format = format_line0, .fctx = &out};
+    syntax_highlight_start(f->syntax, &args, got_formatted, &out);
+    for (int i = 0; i < 100000 && !out.calls; i++)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_int_equal(out.calls, 1);
+    assert_true(out.off_loop);
+    assert_string_equal(out.answer, "c 2: type variable delimiter comment");
+}
+
 /* Cancelled through its job: the callback says so, and no parse counts. */
 static void test_text_cancelled(void **state)
 {
     fx *f = *state;
     outcome o = {.svc = f->syntax};
-    syntax_highlight_args args = {"c", "int x;", 6, NULL};
+    syntax_highlight_args args = {.language_id = "c", .content = "int x;", .content_len = 6};
     ecp_job_cancel(syntax_highlight_start(f->syntax, &args, got_highlight, &o));
     wait_outcome(f, &o);
     assert_int_equal(o.status, ECP_ECANCELED);
@@ -761,7 +810,7 @@ static void test_freed_with_text_in_flight(void **state)
     for (int i = 0; i < 20000; i++)
         buf_append_str(&text, "static int f(int a) { return a * 2; }\n");
     outcome o = {.svc = f->syntax};
-    syntax_highlight_args args = {"c", text.data, text.len, NULL};
+    syntax_highlight_args args = {.language_id = "c", .content = text.data, .content_len = text.len};
     syntax_highlight_start(f->syntax, &args, got_highlight, &o);
     outcome s = {.svc = f->syntax};
     syntax_session_create_args create = {"doc", "c", text.data, text.len, NULL};
@@ -797,6 +846,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tokens_of_broken_code_are_quick, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_line_is_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_text_highlight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_text_formatted_off_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_text_cancelled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_freed_with_text_in_flight, setup, teardown),
