@@ -2,8 +2,9 @@
  *
  * Params in, the service's calls, results out. Highlighting a text
  * (highlight, highlightLine, createSession, updateSession) is a job of the
- * service that serves the call; the rest answers on the loop from what the
- * service holds. Tokens are written as {start, end, scope, color?} in the
+ * service that serves the call, and highlight's answer, which may hold
+ * hundreds of thousands of tokens, is written by that job on the pool; the
+ * rest answers on the loop from what the service holds. Tokens are written as {start, end, scope, color?} in the
  * connection's position encoding, here and in document/viewport's `tokens`.
  */
 #include "adapter.h"
@@ -31,7 +32,7 @@ typedef struct syntax_adapter {
  * after its numbers, `,"scope":"…","color":"…"}`, is escaped once per scope
  * and colour of an answer and copied after that. The names are keyed by
  * their pointers, which stay valid while the answer is written (the
- * query's capture names, the current theme's colours). */
+ * query's capture names, the themes' colours: static data). */
 #define TAIL_SLOTS 512 /* a power of two; past three quarters full, tokens are written plainly */
 
 typedef struct token_tail {

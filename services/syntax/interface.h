@@ -43,7 +43,10 @@
  * - A text handed to it (a one-shot highlight, a session's text) is
  *   highlighted whole on the pool, as a job the service owns: the call
  *   returns the job at once and its callback runs once, on the loop, with
- *   the tokens. Sessions keep such a text and its tokens until disposed.
+ *   the tokens. A one-shot highlight's answer may be written on the pool
+ *   too (a format), coloured by the theme current when it was asked.
+ *   Sessions keep such a text and its tokens until disposed, coloured by
+ *   the current theme when read.
  *
  * Threads: every function runs on the loop thread.
  */

@@ -972,7 +972,7 @@ static double now_ms(void)
 static void test_cancelled_highlight(void **state)
 {
     fx *f = *state;
-    char *text = big_c_json(1u << 20);
+    char *text = big_c_json(256u << 10);
     size_t n = strlen(text) + 64;
     char *params = malloc(n);
     snprintf(params, n, "{\"languageId\":\"c\",\"content\":\"%s\"}", text);
@@ -1006,7 +1006,7 @@ static void test_session_disposed_during_update(void **state)
     char *out = call(f, 0, "syntax/createSession", "{\"documentId\":\"d\",\"languageId\":\"c\",\"content\":\"int x;\"}");
     char *sid = test_json_string(out, "session.sessionId");
     free(out);
-    char *text = big_c_json(2u << 20);
+    char *text = big_c_json(512u << 10);
     size_t n = strlen(text) + 128;
     char *params = malloc(n);
     snprintf(params, n, "{\"sessionId\":\"%s\",\"content\":\"%s\"}", sid, text);
