@@ -972,7 +972,7 @@ static double now_ms(void)
 static void test_cancelled_highlight(void **state)
 {
     fx *f = *state;
-    char *text = big_c_json(256u << 10);
+    char *text = big_c_json(128u << 10);
     size_t n = strlen(text) + 64;
     char *params = malloc(n);
     snprintf(params, n, "{\"languageId\":\"c\",\"content\":\"%s\"}", text);
