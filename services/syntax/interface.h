@@ -164,8 +164,9 @@ typedef struct syntax_highlight_args {
     void *fctx;
 } syntax_highlight_args;
 
-/* formatted: what args->format wrote (NULL without one, or when status is
- * not 0); a reference the callback borrows (ecp_shared_ref to keep it). */
+/* result and formatted are NULL unless status is 0. formatted: what
+ * args->format wrote (NULL without one); a reference the callback borrows
+ * (ecp_shared_ref to keep it). */
 typedef void (*syntax_highlight_cb)(void *ctx, int status, const ecp_error *err,
                                     const syntax_highlight_result *result, ecp_shared *formatted);
 

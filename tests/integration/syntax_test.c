@@ -966,6 +966,46 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The colour of line 0's first token of C text `content` under theme. */
+static char *first_colour(fx *f, const char *theme, const char *content)
+{
+    char *out = NULL;
+    assert_int_equal(test_client_requestf(f->c, "syntax/highlight", &out,
+                                          "{\"languageId\":\"c\",\"content\":\"%s\",\"theme\":\"%s\"}", content, theme),
+                     0);
+    char *colour = test_json_string(out, "lines[0][0].color");
+    free(out);
+    return colour;
+}
+
+/* A highlight is coloured with the theme current when it was asked: a
+ * theme made current while it parses does not reach it. */
+static void test_highlight_keeps_the_theme_it_was_asked_with(void **state)
+{
+    fx *f = *state;
+    char *light = first_colour(f, "one-light", "int x;"), *dark = first_colour(f, "one-dark", "int x;");
+    assert_non_null(light);
+    assert_non_null(dark);
+    assert_string_not_equal(light, dark);
+
+    char *text = big_c_json(512u << 10);
+    size_t n = strlen(text) + 128;
+    char *params = malloc(n);
+    snprintf(params, n, "{\"languageId\":\"c\",\"content\":\"int x;\\n%s\",\"theme\":\"one-light\"}", text);
+    int64_t id = test_client_send(f->c, "syntax/highlight", params);
+    free(call(f, 0, "syntax/setTheme", "{\"theme\":\"one-dark\"}"));
+    char *out = NULL;
+    assert_int_equal(test_client_wait_response(f->c, id, 60000, &out), 0);
+    char *colour = test_json_string(out, "lines[0][0].color");
+    assert_string_equal(colour, light);
+    free(colour);
+    free(out);
+    free(params);
+    free(text);
+    free(light);
+    free(dark);
+}
+
 /* $/cancelRequest reaches the service's job: the highlight is answered
  * -32800, and the parse, though it runs on, is never counted, even long
  * after it would have landed. */
@@ -1053,6 +1093,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_edit_inside_a_fence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_viewport_tokens_are_document_tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(test_highlight_answer_is_session_tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_highlight_keeps_the_theme_it_was_asked_with, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancelled_highlight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_disposed_during_update, setup, teardown),
     };
