@@ -988,7 +988,7 @@ static void test_highlight_keeps_the_theme_it_was_asked_with(void **state)
     assert_non_null(dark);
     assert_string_not_equal(light, dark);
 
-    char *text = big_c_json(512u << 10);
+    char *text = big_c_json(128u << 10);
     size_t n = strlen(text) + 128;
     char *params = malloc(n);
     snprintf(params, n, "{\"languageId\":\"c\",\"content\":\"int x;\\n%s\",\"theme\":\"one-light\"}", text);
@@ -1046,7 +1046,7 @@ static void test_session_disposed_during_update(void **state)
     char *out = call(f, 0, "syntax/createSession", "{\"documentId\":\"d\",\"languageId\":\"c\",\"content\":\"int x;\"}");
     char *sid = test_json_string(out, "session.sessionId");
     free(out);
-    char *text = big_c_json(512u << 10);
+    char *text = big_c_json(128u << 10);
     size_t n = strlen(text) + 128;
     char *params = malloc(n);
     snprintf(params, n, "{\"sessionId\":\"%s\",\"content\":\"%s\"}", sid, text);
