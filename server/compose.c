@@ -63,35 +63,6 @@ static void setting_changed(void *ctx, const char *key, const char *value_json)
 
 static const session_listener settings_to_services = {.on_setting = setting_changed};
 
-/* document/viewport's `tokens`: one array of Token per visible line, from the
- * syntax service's latest tree (never waiting for a parse). */
-static void write_viewport_tokens(void *ctx, const char *document_id, const char *uri, size_t first, size_t last,
-                                  ecp_position_encoding enc, json_writer *w)
-{
-    (void)uri;
-    syntax_line *lines = NULL;
-    size_t count = 0;
-    if (syntax_document_tokens(ctx, document_id, first, last - first, enc, &lines, &count, NULL) != 0)
-        count = 0; /* a document syntax does not follow: no tokens */
-    jw_array_begin(w);
-    for (size_t i = 0; i < last - first; i++) {
-        jw_array_begin(w);
-        for (size_t t = 0; i < count && t < lines[i].count; t++) {
-            const syntax_token *token = &lines[i].tokens[t];
-            jw_object_begin(w);
-            jw_key_int(w, "start", (int64_t)token->start);
-            jw_key_int(w, "end", (int64_t)token->end);
-            jw_key_string(w, "scope", token->scope);
-            if (token->color)
-                jw_key_string(w, "color", token->color);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
-    }
-    jw_array_end(w);
-    syntax_lines_free(lines, count);
-}
-
 static void write_diagnostic(void *ctx, const lsp_diagnostic *diagnostic)
 {
     jw_raw(ctx, diagnostic->json, diagnostic->json_len);
@@ -209,7 +180,8 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
         return status;
     document_adapter_add_viewport_part(&document_adapter,
-                                       &(document_viewport_part){"tokens", write_viewport_tokens, self->syntax});
+                                       &(document_viewport_part){"tokens", syntax_adapter_write_viewport_tokens,
+                                                                 self->syntax});
 
     agent_service_options ao = {
         .loop = env->loop, .log = env->log, .pool = env->pool, .store = self->store, .documents = self->document,

@@ -1,17 +1,20 @@
 /* adapter: the syntax service's JSON-RPC methods (the `syntax` namespace).
  *
- * Highlighting a text (highlight, highlightLine, createSession,
- * updateSession) parses it on the pool as a job that serves the call; the
- * rest answers on the loop from what the service holds. Tokens are written as
- * {start, end, scope, color?} in the connection's position encoding.
+ * Params in, the service's calls, results out. Highlighting a text
+ * (highlight, highlightLine, createSession, updateSession) is a job of the
+ * service that serves the call, and highlight's answer, which may hold
+ * hundreds of thousands of tokens, is written by that job on the pool; the
+ * rest answers on the loop from what the service holds. Tokens are written as {start, end, scope, color?} in the
+ * connection's position encoding, here and in document/viewport's `tokens`.
  */
 #include "adapter.h"
-#include "internal.h"
+#include "interface.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "buf.h"
 #include "json_writer.h"
 #include "rpc.h"
@@ -29,7 +32,7 @@ typedef struct syntax_adapter {
  * after its numbers, `,"scope":"…","color":"…"}`, is escaped once per scope
  * and colour of an answer and copied after that. The names are keyed by
  * their pointers, which stay valid while the answer is written (the
- * query's capture names, the current theme's colours). */
+ * query's capture names, the themes' colours: static data). */
 #define TAIL_SLOTS 512 /* a power of two; past three quarters full, tokens are written plainly */
 
 typedef struct token_tail {
@@ -121,44 +124,91 @@ static void write_line(json_writer *w, token_tails *tails, const syntax_line *li
     jw_array_end(w);
 }
 
-static void write_text_line(syntax_service *svc, json_writer *w, token_tails *tails, const syntax_text *t,
-                            size_t line, ecp_position_encoding enc)
+static token_tails *token_tails_new(void)
+{
+    token_tails *tails = xmalloc(sizeof *tails);
+    token_tails_init(tails);
+    return tails;
+}
+
+static void token_tails_free(token_tails *tails)
+{
+    buf_free(&tails->text);
+    free(tails);
+}
+
+/* A highlighted text's lines, from a session's (the loop's colours, the
+ * current theme) or a highlight's result (its own colours, in its format
+ * on the pool or its callback). */
+typedef struct text_lines {
+    syntax_service *svc;
+    const syntax_text *session_text;
+    const syntax_highlight_result *highlight;
+} text_lines;
+
+static size_t text_line_count(const text_lines *t)
+{
+    return syntax_text_line_count(t->highlight ? t->highlight->text : t->session_text);
+}
+
+static void write_text_line(json_writer *w, token_tails *tails, const text_lines *t, size_t line,
+                            ecp_position_encoding enc)
 {
     syntax_line out;
-    syntax_text_render_line(svc, t, line, enc, &out);
+    if (t->highlight)
+        syntax_highlight_line_tokens(t->highlight, line, enc, &out);
+    else
+        syntax_text_line_tokens(t->svc, t->session_text, line, enc, &out);
     write_line(w, tails, &out);
     free(out.tokens);
 }
 
-static void write_text_lines(syntax_service *svc, json_writer *w, const syntax_text *t, ecp_position_encoding enc)
+static void write_text_lines(json_writer *w, const text_lines *t, ecp_position_encoding enc)
 {
-    token_tails *tails = xmalloc(sizeof *tails);
-    token_tails_init(tails);
+    token_tails *tails = token_tails_new();
     jw_array_begin(w);
-    for (size_t i = 0; t && i < t->lines.count; i++)
-        write_text_line(svc, w, tails, t, i, enc);
+    for (size_t i = 0, n = text_line_count(t); i < n; i++)
+        write_text_line(w, tails, t, i, enc);
     jw_array_end(w);
-    buf_free(&tails->text);
-    free(tails);
+    token_tails_free(tails);
 }
 
-/* One line, or a few, as a separate answer. */
-static void write_one_text_line(syntax_service *svc, json_writer *w, const syntax_text *t, size_t line,
-                                ecp_position_encoding enc)
+/* One line as a separate answer. */
+static void write_one_text_line(json_writer *w, const text_lines *t, size_t line, ecp_position_encoding enc)
 {
-    token_tails *tails = xmalloc(sizeof *tails);
-    token_tails_init(tails);
-    write_text_line(svc, w, tails, t, line, enc);
-    buf_free(&tails->text);
-    free(tails);
+    token_tails *tails = token_tails_new();
+    write_text_line(w, tails, t, line, enc);
+    token_tails_free(tails);
 }
 
-/* The service's statuses as wire codes; the adapter's own sessions and
- * themes name their codes where it finds them missing. */
+static void write_lines(json_writer *w, const syntax_line *lines, size_t count)
+{
+    token_tails *tails = token_tails_new();
+    jw_array_begin(w);
+    for (size_t i = 0; i < count; i++)
+        write_line(w, tails, &lines[i]);
+    jw_array_end(w);
+    token_tails_free(tails);
+}
+
+/* ----- errors ------------------------------------------------------------------------------------ */
+
+/* The service's statuses as wire codes. What was not found decides the code
+ * of ECP_ENOTFOUND, so that one is the caller's: a document (-32001) or a
+ * session (-32503); an unknown theme carries data and is answered where it
+ * is asked. */
 static const ecp_wire_map wire_codes[] = {
-    {ECP_ENOTFOUND, ECP_WIRE_DOCUMENT_NOT_FOUND},
     {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
+    {ECP_EINVAL, ECP_WIRE_INVALID_PARAMS},
 };
+
+static void reply_error(ecp_call *call, int status, const ecp_error *err, int not_found)
+{
+    int code = status == ECP_ENOTFOUND ? not_found
+                                       : ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0],
+                                                       status, ECP_WIRE_INTERNAL_ERROR);
+    ecp_call_error(call, code, "%s", err && err->message[0] ? err->message : ecp_status_text(status));
+}
 
 /* ----- themes -------------------------------------------------------------------------------------- */
 
@@ -179,134 +229,59 @@ static bool apply_theme(syntax_adapter *ad, ecp_call *call, const ecp_str *theme
 {
     if (!theme->ptr)
         return true;
-    session_service *session = syntax_service_session(ad->svc);
-    ecp_error err = {0};
-    if (!session || !session_theme_find(theme->ptr) || session_theme_set(session, theme->ptr, &err) < 0) {
+    if (syntax_theme_set(ad->svc, theme->ptr, NULL) < 0) {
         theme_not_found(call, theme->ptr);
         return false;
     }
     return true;
 }
 
-/* ----- highlighting texts as jobs -------------------------------------------------------------- */
+/* ----- highlighting texts -------------------------------------------------------------------------- */
 
-typedef enum text_op { OP_HIGHLIGHT, OP_HIGHLIGHT_LINE, OP_CREATE_SESSION, OP_UPDATE_SESSION } text_op;
-
-typedef struct text_job {
-    /* The service, not the adapter: at teardown the adapter goes first,
-     * and the service closes its jobs (this one) after */
+/* What a job's callback (and a highlight's format) needs to answer: in
+ * the call's arena, so that it goes with the call if the service is freed
+ * first (the job set answers the call then). The service, not the adapter:
+ * at teardown the adapter goes first. */
+typedef struct pending {
     syntax_service *svc;
-    text_op op;
-    syntax_grammar *grammar;
-    char *content;
-    size_t len;
-    char *language_id;
-    char *document_id;
-    char *session_id;
-    size_t line;
-    syntax_text *result;
-} text_job;
+    ecp_call *call;
+    ecp_position_encoding enc; /* read on the pool by a format */
+    size_t line;               /* highlightLine's */
+} pending;
 
-/* The params' bytes, NULs included (a JSON string may hold \u0000). */
-static char *copy_bytes(const char *s, size_t n)
+static pending *pending_new(syntax_adapter *ad, ecp_call *call)
 {
-    char *out = xmalloc(n + 1);
-    memcpy(out, s, n);
-    out[n] = 0;
-    return out;
+    pending *p = arena_calloc(ecp_call_arena(call), sizeof *p);
+    p->svc = ad->svc;
+    p->call = call;
+    p->enc = ecp_call_encoding(call);
+    return p;
 }
 
-static void text_work(ecp_job *job, unsigned item)
+/* On the pool: a highlight's whole answer, so that the tokens of a big
+ * text are not written on the loop. */
+static void format_highlight(void *fctx, const syntax_highlight_result *r, buf *out)
 {
-    text_job *j = ecp_job_data(job);
-    if (ecp_job_cancelled(job))
-        return;
-    j->result = syntax_text_build(syntax_service_grammars(j->svc), j->grammar, j->content, j->len);
-    j->content = NULL; /* the result owns it */
+    const pending *p = fctx;
+    json_writer w;
+    jw_init(&w, out);
+    jw_object_begin(&w);
+    jw_key(&w, "lines");
+    write_text_lines(&w, &(text_lines){.highlight = r}, p->enc);
+    jw_key_string(&w, "languageId", r->language_id);
+    jw_key_double(&w, "timing", r->parse_ms);
+    jw_object_end(&w);
 }
 
-static void text_done(ecp_job *job)
+static void highlighted(void *ctx, int status, const ecp_error *err, const syntax_highlight_result *r,
+                        ecp_shared *answer)
 {
-    text_job *j = ecp_job_data(job);
-    ecp_call *call = ecp_job_call(job);
-    syntax_service *svc = j->svc;
-    if (ecp_job_cancelled(job) || !j->result) {
-        ecp_call_error(call, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");
-        return;
-    }
-    syntax_metrics *m = syntax_service_metrics(svc);
-    m->parse_count++;
-    m->cache_misses++;
-    m->parse_ms_total += j->result->parse_ms;
-    ecp_position_encoding enc = ecp_call_encoding(call);
-    json_writer *w = ecp_call_result(call);
-    switch (j->op) {
-    case OP_HIGHLIGHT:
-        jw_object_begin(w);
-        jw_key(w, "lines");
-        write_text_lines(svc, w, j->result, enc);
-        jw_key_string(w, "languageId", j->result->grammar ? j->language_id : "plaintext");
-        jw_key_double(w, "timing", j->result->parse_ms);
-        jw_object_end(w);
-        break;
-    case OP_HIGHLIGHT_LINE:
-        jw_object_begin(w);
-        jw_key(w, "tokens");
-        write_one_text_line(svc, w, j->result, j->line, enc);
-        jw_object_end(w);
-        break;
-    case OP_CREATE_SESSION: {
-        syntax_session *s = syntax_session_add(svc, j->document_id, j->language_id, j->result);
-        j->result = NULL;
-        jw_object_begin(w);
-        jw_key(w, "session");
-        jw_object_begin(w);
-        jw_key_string(w, "sessionId", s->id);
-        jw_key_string(w, "documentId", s->document_id);
-        jw_key_string(w, "languageId", s->language_id);
-        jw_key_int(w, "version", (int64_t)s->version);
-        jw_object_end(w);
-        jw_object_end(w);
-        break;
-    }
-    case OP_UPDATE_SESSION: {
-        syntax_session *s = syntax_session_find(svc, j->session_id);
-        if (!s) {
-            ecp_call_error(call, ECP_WIRE_SYNTAX_SESSION_NOT_FOUND, "Session not found: %s", j->session_id);
-            return;
-        }
-        syntax_text_free(s->text);
-        s->text = j->result;
-        j->result = NULL;
-        s->version++;
-        jw_object_begin(w);
-        jw_key_bool(w, "success", true);
-        jw_object_end(w);
-        break;
-    }
-    }
-    ecp_call_finish(call);
-}
-
-static void text_free(void *data)
-{
-    text_job *j = data;
-    syntax_text_free(j->result);
-    free(j->content);
-    free(j->language_id);
-    free(j->document_id);
-    free(j->session_id);
-    free(j);
-}
-
-static const ecp_job_type text_type = {"syntax.highlight", ECP_LANE_LONG, false, text_work, text_done, text_free};
-
-static void start_text_job(syntax_adapter *ad, ecp_call *call, text_job *j)
-{
-    j->svc = ad->svc;
-    ecp_job *job = ecp_job_new(syntax_service_jobs(ad->svc), &text_type, j);
-    ecp_job_serve(job, call);
-    ecp_job_start(job, 1);
+    (void)r;
+    pending *p = ctx;
+    if (status < 0)
+        reply_error(p->call, status, err, ECP_WIRE_INTERNAL_ERROR);
+    else
+        ecp_call_reply_shared(p->call, answer);
 }
 
 static void plaintext_answer(ecp_call *call)
@@ -332,18 +307,30 @@ static void m_highlight(void *ctx, ecp_call *call)
         return;
     if (!apply_theme(ad, call, &theme))
         return;
-    syntax_grammar *g = syntax_grammars_find(syntax_service_grammars(ad->svc), language.ptr);
-    if (!g || !syntax_language_supported(ad->svc, language.ptr)) {
+    if (!syntax_language_supported(ad->svc, language.ptr)) {
         plaintext_answer(call);
         return;
     }
-    text_job *j = xcalloc(1, sizeof *j);
-    j->op = OP_HIGHLIGHT;
-    j->grammar = g;
-    j->content = content.ptr ? copy_bytes(content.ptr, content.len) : xstrdup("");
-    j->len = content.ptr ? content.len : 0;
-    j->language_id = xstrndup(language.ptr, language.len);
-    start_text_job(ad, call, j);
+    pending *reply = pending_new(ad, call);
+    syntax_highlight_args args = {language.ptr, content.ptr, content.len, call, format_highlight, reply};
+    syntax_highlight_start(ad->svc, &args, highlighted, reply);
+}
+
+static void highlighted_line(void *ctx, int status, const ecp_error *err, const syntax_highlight_result *r,
+                             ecp_shared *answer)
+{
+    (void)answer;
+    pending *p = ctx;
+    if (status < 0) {
+        reply_error(p->call, status, err, ECP_WIRE_INTERNAL_ERROR);
+        return;
+    }
+    json_writer *w = ecp_call_result(p->call);
+    jw_object_begin(w);
+    jw_key(w, "tokens");
+    write_one_text_line(w, &(text_lines){.highlight = r}, p->line, p->enc);
+    jw_object_end(w);
+    ecp_call_finish(p->call);
 }
 
 static void m_highlight_line(void *ctx, ecp_call *call)
@@ -357,28 +344,37 @@ static void m_highlight_line(void *ctx, ecp_call *call)
         return;
     if (!apply_theme(ad, call, &theme))
         return;
-    text_job *j = xcalloc(1, sizeof *j);
-    j->op = OP_HIGHLIGHT_LINE;
-    j->grammar = syntax_language_supported(ad->svc, language.ptr)
-                     ? syntax_grammars_find(syntax_service_grammars(ad->svc), language.ptr)
-                     : NULL;
-    j->content = copy_bytes(content.ptr, content.len);
-    j->len = content.len;
-    j->language_id = xstrndup(language.ptr, language.len);
-    j->line = line;
-    start_text_job(ad, call, j);
+    pending *reply = pending_new(ad, call);
+    reply->line = line;
+    syntax_highlight_args args = {language.ptr, content.ptr, content.len, call, NULL, NULL};
+    syntax_highlight_start(ad->svc, &args, highlighted_line, reply);
 }
 
 /* ----- sessions ---------------------------------------------------------------------------------- */
 
-static void write_session(json_writer *w, const syntax_session *s)
+static void write_session(json_writer *w, const syntax_session_info *s)
 {
     jw_object_begin(w);
-    jw_key_string(w, "sessionId", s->id);
+    jw_key_string(w, "sessionId", s->session_id);
     jw_key_string(w, "documentId", s->document_id);
     jw_key_string(w, "languageId", s->language_id);
     jw_key_int(w, "version", (int64_t)s->version);
     jw_object_end(w);
+}
+
+static void session_created(void *ctx, int status, const ecp_error *err, const syntax_session_info *s)
+{
+    pending *p = ctx;
+    if (status < 0) {
+        reply_error(p->call, status, err, ECP_WIRE_SYNTAX_SESSION_NOT_FOUND);
+        return;
+    }
+    json_writer *w = ecp_call_result(p->call);
+    jw_object_begin(w);
+    jw_key(w, "session");
+    write_session(w, s);
+    jw_object_end(w);
+    ecp_call_finish(p->call);
 }
 
 static void m_create_session(void *ctx, ecp_call *call)
@@ -389,16 +385,18 @@ static void m_create_session(void *ctx, ecp_call *call)
     if (!ecp_arg_string(call, p, "documentId", &doc) || !ecp_arg_string(call, p, "languageId", &language) ||
         !ecp_arg_string(call, p, "content", &content))
         return;
-    text_job *j = xcalloc(1, sizeof *j);
-    j->op = OP_CREATE_SESSION;
-    j->grammar = syntax_language_supported(ad->svc, language.ptr)
-                     ? syntax_grammars_find(syntax_service_grammars(ad->svc), language.ptr)
-                     : NULL;
-    j->content = copy_bytes(content.ptr, content.len);
-    j->len = content.len;
-    j->language_id = xstrndup(language.ptr, language.len);
-    j->document_id = xstrndup(doc.ptr, doc.len);
-    start_text_job(ad, call, j);
+    syntax_session_create_args args = {doc.ptr, language.ptr, content.ptr, content.len, call};
+    syntax_session_create_start(ad->svc, &args, session_created, pending_new(ad, call));
+}
+
+static void session_updated(void *ctx, int status, const ecp_error *err, const syntax_session_info *s)
+{
+    (void)s;
+    pending *p = ctx;
+    if (status < 0)
+        reply_error(p->call, status, err, ECP_WIRE_SYNTAX_SESSION_NOT_FOUND);
+    else
+        ecp_call_reply_success(p->call, true);
 }
 
 static void m_update_session(void *ctx, ecp_call *call)
@@ -408,20 +406,15 @@ static void m_update_session(void *ctx, ecp_call *call)
     ecp_str id = {0}, content = {0};
     if (!ecp_arg_string(call, p, "sessionId", &id) || !ecp_arg_string(call, p, "content", &content))
         return;
-    syntax_session *s = syntax_session_find(ad->svc, id.ptr);
-    if (!s) {
-        ecp_call_error(call, ECP_WIRE_SYNTAX_SESSION_NOT_FOUND, "Session not found: %s", id.ptr);
+    syntax_session_info info;
+    ecp_error err = {0};
+    int status = syntax_session_get(ad->svc, id.ptr, &info, &err);
+    if (status < 0) { /* answered at once: nothing to parse */
+        reply_error(call, status, &err, ECP_WIRE_SYNTAX_SESSION_NOT_FOUND);
         return;
     }
-    text_job *j = xcalloc(1, sizeof *j);
-    j->op = OP_UPDATE_SESSION;
-    j->grammar = syntax_language_supported(ad->svc, s->language_id)
-                     ? syntax_grammars_find(syntax_service_grammars(ad->svc), s->language_id)
-                     : NULL;
-    j->content = copy_bytes(content.ptr, content.len);
-    j->len = content.len;
-    j->session_id = xstrndup(id.ptr, id.len);
-    start_text_job(ad, call, j);
+    syntax_session_update_args args = {id.ptr, content.ptr, content.len, call};
+    syntax_session_update_start(ad->svc, &args, session_updated, pending_new(ad, call));
 }
 
 static void m_get_session_tokens(void *ctx, ecp_call *call)
@@ -432,17 +425,11 @@ static void m_get_session_tokens(void *ctx, ecp_call *call)
     size_t line;
     if (!ecp_arg_string(call, p, "sessionId", &id) || !ecp_arg_index(call, p, "lineNumber", &line))
         return;
-    syntax_session *s = syntax_session_find(ad->svc, id.ptr);
+    const syntax_text *t = syntax_session_read(ad->svc, id.ptr);
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "tokens");
-    if (s) {
-        syntax_service_metrics(ad->svc)->cache_hits++;
-        write_one_text_line(ad->svc, w, s->text, line, ecp_call_encoding(call));
-    } else {
-        jw_array_begin(w);
-        jw_array_end(w);
-    }
+    write_one_text_line(w, &(text_lines){.svc = ad->svc, .session_text = t}, line, ecp_call_encoding(call));
     jw_object_end(w);
     ecp_call_finish(call);
 }
@@ -453,13 +440,11 @@ static void m_get_session_all_tokens(void *ctx, ecp_call *call)
     ecp_str id = {0};
     if (!ecp_arg_string(call, ecp_call_params(call), "sessionId", &id))
         return;
-    syntax_session *s = syntax_session_find(ad->svc, id.ptr);
+    const syntax_text *t = syntax_session_read(ad->svc, id.ptr);
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "lines");
-    if (s)
-        syntax_service_metrics(ad->svc)->cache_hits++;
-    write_text_lines(ad->svc, w, s ? s->text : NULL, ecp_call_encoding(call));
+    write_text_lines(w, &(text_lines){.svc = ad->svc, .session_text = t}, ecp_call_encoding(call));
     jw_object_end(w);
     ecp_call_finish(call);
 }
@@ -470,7 +455,7 @@ static void m_dispose_session(void *ctx, ecp_call *call)
     ecp_str id = {0};
     if (!ecp_arg_string(call, ecp_call_params(call), "sessionId", &id))
         return;
-    syntax_session_remove(ad->svc, id.ptr);
+    syntax_session_dispose(ad->svc, id.ptr);
     ecp_call_reply_success(call, true);
 }
 
@@ -480,12 +465,13 @@ static void m_get_session(void *ctx, ecp_call *call)
     ecp_str id = {0};
     if (!ecp_arg_string(call, ecp_call_params(call), "sessionId", &id))
         return;
-    syntax_session *s = syntax_session_find(ad->svc, id.ptr);
+    syntax_session_info info;
+    bool found = syntax_session_get(ad->svc, id.ptr, &info, NULL) == 0;
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "session");
-    if (s)
-        write_session(w, s);
+    if (found)
+        write_session(w, &info);
     else
         jw_null(w);
     jw_object_end(w);
@@ -513,25 +499,34 @@ static void m_document_tokens(void *ctx, ecp_call *call)
     int status = syntax_document_tokens(ad->svc, id.ptr, start, end - start + 1, ecp_call_encoding(call), &lines,
                                         &count, &err);
     if (status < 0) {
-        ecp_call_error(call, ecp_wire_code(wire_codes, sizeof wire_codes / sizeof wire_codes[0], status,
-                                           ECP_WIRE_INTERNAL_ERROR),
-                       "%s", err.message);
+        reply_error(call, status, &err, ECP_WIRE_DOCUMENT_NOT_FOUND);
         return;
     }
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "lines");
-    token_tails *tails = xmalloc(sizeof *tails);
-    token_tails_init(tails);
-    jw_array_begin(w);
-    for (size_t i = 0; i < count; i++)
-        write_line(w, tails, &lines[i]);
-    jw_array_end(w);
-    buf_free(&tails->text);
-    free(tails);
+    write_lines(w, lines, count);
     jw_key_bool(w, "settled", syntax_document_settled(ad->svc, id.ptr));
     jw_object_end(w);
     ecp_call_finish(call);
+    syntax_lines_free(lines, count);
+}
+
+void syntax_adapter_write_viewport_tokens(void *svc, const char *document_id, const char *uri, size_t first,
+                                          size_t last, ecp_position_encoding enc, json_writer *w)
+{
+    (void)uri;
+    syntax_line *lines = NULL;
+    size_t count = 0;
+    if (syntax_document_tokens(svc, document_id, first, last - first, enc, &lines, &count, NULL) != 0)
+        count = 0; /* a document syntax does not follow: no tokens */
+    token_tails *tails = token_tails_new();
+    static const syntax_line none = {NULL, 0};
+    jw_array_begin(w);
+    for (size_t i = 0; i < last - first; i++)
+        write_line(w, tails, i < count ? &lines[i] : &none);
+    jw_array_end(w);
+    token_tails_free(tails);
     syntax_lines_free(lines, count);
 }
 
@@ -606,10 +601,9 @@ static void m_set_theme(void *ctx, ecp_call *call)
 static void m_get_theme(void *ctx, ecp_call *call)
 {
     syntax_adapter *ad = ctx;
-    session_service *session = syntax_service_session(ad->svc);
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
-    jw_key_string(w, "theme", session ? session_theme_current(session)->id : "one-dark");
+    jw_key_string(w, "theme", syntax_theme_current(ad->svc));
     jw_object_end(w);
     ecp_call_finish(call);
 }
@@ -617,7 +611,8 @@ static void m_get_theme(void *ctx, ecp_call *call)
 static void m_metrics(void *ctx, ecp_call *call)
 {
     syntax_adapter *ad = ctx;
-    const syntax_metrics *m = syntax_service_metrics(ad->svc);
+    syntax_metrics metrics, *m = &metrics;
+    syntax_metrics_get(ad->svc, m);
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "metrics");
@@ -634,7 +629,7 @@ static void m_metrics(void *ctx, ecp_call *call)
 static void m_reset_metrics(void *ctx, ecp_call *call)
 {
     syntax_adapter *ad = ctx;
-    memset(syntax_service_metrics(ad->svc), 0, sizeof(syntax_metrics));
+    syntax_metrics_reset(ad->svc);
     ecp_call_reply_success(call, true);
 }
 

@@ -37,8 +37,16 @@
  *   unclosed tokens or comments in a row, stays plain text with a log line:
  *   a text of more than ~32,000 tokens is parsed under a watch of the parse
  *   stack that cancels it first.
- * - A theme change (the session service's current theme) recolours every
- *   document: on_tokens reports all of its lines.
+ * - A theme change (the session service's current theme, the
+ *   workbench.colorTheme setting, which the service follows itself)
+ *   recolours every document: on_tokens reports all of its lines.
+ * - A text handed to it (a one-shot highlight, a session's text) is
+ *   highlighted whole on the pool, as a job the service owns: the call
+ *   returns the job at once and its callback runs once, on the loop, with
+ *   the tokens. A one-shot highlight's answer may be written on the pool
+ *   too (a format), coloured by the theme current when it was asked.
+ *   Sessions keep such a text and its tokens until disposed, coloured by
+ *   the current theme when read.
  *
  * Threads: every function runs on the loop thread.
  */
@@ -49,9 +57,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "error.h"
 #include "job.h"
 #include "log.h"
+#include "shared.h"
 #include "utf.h"
 
 struct document_service;
@@ -108,6 +118,139 @@ int syntax_document_tokens(syntax_service *self, const char *document_id, size_t
 
 /* Whether a document has a tree at its current version (no parse pending). */
 bool syntax_document_settled(syntax_service *self, const char *document_id);
+
+/* ----- highlighting texts ---------------------------------------------------------------------- */
+
+/* A text highlighted whole: its bytes, its lines and their tokens. Owned by
+ * the service (a callback's result, or a session's text). */
+typedef struct syntax_text syntax_text;
+
+/* The lines of t (a text of n '\n' has n + 1). */
+size_t syntax_text_line_count(const syntax_text *t);
+
+/* Line `line` of t as tokens, coloured by the current theme: out->tokens is
+ * malloc'd (free it), empty for plain text and past the last line. */
+void syntax_text_line_tokens(syntax_service *self, const syntax_text *t, size_t line, ecp_position_encoding enc,
+                             syntax_line *out);
+
+/* Every start below takes a copy of what its args point at before it
+ * returns. `call` (may be NULL) is a request the job serves (ecp_job_serve,
+ * which must come before the job starts, hence here): $/cancelRequest and a
+ * disconnect cancel the job, the callback answers the call, and if the
+ * service is freed first the job set answers it instead. The job belongs to
+ * the service; the caller may ecp_job_cancel() it until its callback has
+ * run, after which the pointer is gone. Each callback runs once, on the
+ * loop, with status 0 or a negative ECP_* (ECP_ECANCELED when cancelled), or
+ * never when the service is freed first; what it is handed is valid during
+ * the call only. */
+
+typedef struct syntax_highlight_result {
+    const syntax_text *text;
+    const char *language_id; /* as asked, or "plaintext" when it stayed plain text */
+    double parse_ms;         /* parse and highlight */
+} syntax_highlight_result;
+
+typedef struct syntax_highlight_args {
+    const char *language_id; /* a catalogue id; one without a grammar gives plain text */
+    const char *content;     /* content_len bytes, NULs included; NULL is empty */
+    size_t content_len;
+    ecp_call *call;          /* may be NULL; see above */
+    /* Optional: writes the answer for the result into out, on the pool
+     * thread at the end of the job, so that the tokens of a big text are not
+     * rendered on the loop; the callback then gets those bytes. It may read
+     * the result through syntax_highlight_line_tokens only. fctx is the
+     * caller's and must live until the callback (or the service's end). */
+    void (*format)(void *fctx, const syntax_highlight_result *result, buf *out);
+    void *fctx;
+} syntax_highlight_args;
+
+/* result and formatted are NULL unless status is 0. formatted: what
+ * args->format wrote (NULL without one); a reference the callback borrows
+ * (ecp_shared_ref to keep it). */
+typedef void (*syntax_highlight_cb)(void *ctx, int status, const ecp_error *err,
+                                    const syntax_highlight_result *result, ecp_shared *formatted);
+
+/* Highlights a text whole, off the loop (counted in the metrics as a parse). */
+ecp_job *syntax_highlight_start(syntax_service *self, const syntax_highlight_args *args, syntax_highlight_cb cb,
+                                void *ctx);
+
+/* Line `line` of a highlight's result as tokens (as syntax_text_line_tokens),
+ * coloured by the theme that was current when it was asked for. In a
+ * format (its pool thread) or the callback only. */
+void syntax_highlight_line_tokens(const syntax_highlight_result *result, size_t line, ecp_position_encoding enc,
+                                  syntax_line *out);
+
+/* ----- sessions: highlighted texts kept by id ---------------------------------------------------- */
+
+typedef struct syntax_session_info {
+    const char *session_id;  /* "syntax-<n>-<ms>" */
+    const char *document_id; /* as the creator named it; not checked against the documents */
+    const char *language_id;
+    uint64_t version;        /* 1, and one more for every update */
+} syntax_session_info;
+
+/* result NULL unless status is 0. */
+typedef void (*syntax_session_cb)(void *ctx, int status, const ecp_error *err, const syntax_session_info *result);
+
+typedef struct syntax_session_create_args {
+    const char *document_id;
+    const char *language_id;
+    const char *content; /* content_len bytes */
+    size_t content_len;
+    ecp_call *call;      /* may be NULL; see above */
+} syntax_session_create_args;
+
+/* Highlights content off the loop and keeps it as a new session. */
+ecp_job *syntax_session_create_start(syntax_service *self, const syntax_session_create_args *args,
+                                     syntax_session_cb cb, void *ctx);
+
+typedef struct syntax_session_update_args {
+    const char *session_id;
+    const char *content; /* content_len bytes */
+    size_t content_len;
+    ecp_call *call;      /* may be NULL; see above */
+} syntax_session_update_args;
+
+/* Highlights content off the loop, in the session's language, and makes it
+ * the session's text. ECP_ENOTFOUND ("Session not found: <id>") when the
+ * session is unknown or disposed before the text lands. */
+ecp_job *syntax_session_update_start(syntax_service *self, const syntax_session_update_args *args,
+                                     syntax_session_cb cb, void *ctx);
+
+/* A session's ids, language and version (*out's strings valid until the
+ * session is updated or disposed); ECP_ENOTFOUND when unknown. */
+int syntax_session_get(syntax_service *self, const char *session_id, syntax_session_info *out, ecp_error *err);
+
+/* A session's text for reading its tokens, counted as a token read in the
+ * metrics; NULL when unknown. Valid until the session is updated or
+ * disposed. */
+const syntax_text *syntax_session_read(syntax_service *self, const char *session_id);
+
+/* Forgets a session (an unknown id is no error). Its update in flight then
+ * ends with ECP_ENOTFOUND. */
+void syntax_session_dispose(syntax_service *self, const char *session_id);
+
+/* ----- themes ------------------------------------------------------------------------------------ */
+
+/* Makes theme_id the current theme (the session service's: every client's).
+ * ECP_ENOTFOUND for an unknown theme, or when the service has no session
+ * service to keep one. */
+int syntax_theme_set(syntax_service *self, const char *theme_id, ecp_error *err);
+
+/* The current theme's id (static data); "one-dark" without a session service. */
+const char *syntax_theme_current(syntax_service *self);
+
+/* ----- metrics ----------------------------------------------------------------------------------- */
+
+typedef struct syntax_metrics {
+    uint64_t parse_count;  /* parses of documents and texts */
+    uint64_t cache_hits;   /* token reads from a kept tree or session */
+    uint64_t cache_misses; /* parses */
+    double parse_ms_total;
+} syntax_metrics;
+
+void syntax_metrics_get(syntax_service *self, syntax_metrics *out);
+void syntax_metrics_reset(syntax_service *self);
 
 /* ----- events ----------------------------------------------------------------------------------- */
 

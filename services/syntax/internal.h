@@ -6,7 +6,8 @@
  * the query over a byte range, evaluates the predicates the 0.20 runtime
  * leaves to its caller, lets the last pattern win on a node and an inner
  * node win over the node around it, and cuts the result into lines.
- * local.c follows documents and keeps the syntax sessions.
+ * local.c follows documents, their parses and the theme; texts.c
+ * highlights texts handed to the service and keeps them as sessions.
  */
 #ifndef ECPD_SYNTAX_INTERNAL_H
 #define ECPD_SYNTAX_INTERNAL_H
@@ -192,17 +193,21 @@ void syntax_highlight_layered(const syntax_grammar *g, const TSTree *tree, const
                               const char *text, size_t len, const line_index *lines, size_t first, size_t count,
                               raw_line *out);
 
-/* ----- highlighted texts: one-shot highlights and syntax sessions ---------------------------- */
+/* ----- highlighted texts: one-shot highlights and syntax sessions (texts.c) ------------------ */
 
 /* A text with its tokens, made in full on a pool thread. */
-typedef struct syntax_text {
+struct syntax_text {
     const syntax_grammar *grammar; /* NULL: plain text */
     char *text;
     size_t len;
     line_index lines;
     raw_line *raw; /* lines.count entries (NULL for plain text) */
     double parse_ms;
-} syntax_text;
+};
+
+/* Where the colour of a capture comes from: the loop's cache of the current
+ * theme (syntax_capture_color, ctx the service), or a job's own. */
+typedef const char *(*syntax_color_fn)(void *ctx, const syntax_grammar *g, uint32_t capture);
 
 /* Any thread: takes text (malloc'd) and highlights all of it. g NULL, a
  * query that does not load, a text over SYNTAX_MAX_BYTES or a parse that
@@ -210,9 +215,10 @@ typedef struct syntax_text {
 syntax_text *syntax_text_build(syntax_grammars *grammars, syntax_grammar *g, char *text, size_t len);
 void syntax_text_free(syntax_text *self);
 
-/* Loop: line `line` of t as tokens with colours (empty past the end). */
-void syntax_text_render_line(syntax_service *self, const syntax_text *t, size_t line, ecp_position_encoding enc,
-                             syntax_line *out);
+/* One line's raw tokens as tokens in enc with color's colours
+ * (out->tokens malloc'd; NULL when there are none). */
+void syntax_render_line(syntax_color_fn color, void *color_ctx, const char *line, size_t len, const raw_line *raw,
+                        ecp_position_encoding enc, syntax_line *out);
 
 typedef struct syntax_session {
     char *id;
@@ -222,24 +228,25 @@ typedef struct syntax_session {
     syntax_text *text;
 } syntax_session;
 
-syntax_session *syntax_session_find(syntax_service *self, const char *id);
-/* Takes text (built off the loop) and returns the new session. */
-syntax_session *syntax_session_add(syntax_service *self, const char *document_id, const char *language_id,
-                                   syntax_text *text);
-void syntax_session_remove(syntax_service *self, const char *id);
+/* The sessions, searched by id in a list: a client keeps a few. */
+typedef struct syntax_sessions {
+    syntax_session **items;
+    size_t count, cap;
+    uint64_t serial;
+} syntax_sessions;
 
-typedef struct syntax_metrics {
-    uint64_t parse_count, cache_hits, cache_misses;
-    double parse_ms_total;
-} syntax_metrics;
+void syntax_sessions_free(syntax_sessions *self);
 
 syntax_metrics *syntax_service_metrics(syntax_service *self);
 ecp_job_set *syntax_service_jobs(syntax_service *self);
 syntax_grammars *syntax_service_grammars(syntax_service *self);
-struct session_service *syntax_service_session(syntax_service *self);
-ecp_logger *syntax_service_log(syntax_service *self);
+syntax_sessions *syntax_service_sessions(syntax_service *self);
 
 /* Loop: the current theme's colour of a capture (cached per grammar). */
 const char *syntax_capture_color(syntax_service *self, const syntax_grammar *g, uint32_t capture);
+/* The same as a syntax_color_fn, ctx the service. */
+const char *syntax_loop_color(void *ctx, const syntax_grammar *g, uint32_t capture);
+/* Loop: the current theme (static data), NULL without a session service. */
+const struct session_theme *syntax_service_theme(syntax_service *self);
 
 #endif

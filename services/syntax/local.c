@@ -1,4 +1,4 @@
-/* local: the syntax service: documents followed, sessions kept, colours.
+/* local: the syntax service: documents followed, the theme followed.
  *
  * Each followed document keeps, on the loop, a contiguous copy of its text
  * (kept current from the change events) and its latest tree, edited with
@@ -49,9 +49,7 @@ struct syntax_service {
     ecp_listeners listeners;
     syntax_doc **docs;
     size_t doc_count, doc_cap;
-    syntax_session **sessions;
-    size_t session_count, session_cap;
-    uint64_t session_serial;
+    syntax_sessions sessions;
     syntax_metrics metrics;
 };
 
@@ -477,6 +475,16 @@ const char *syntax_capture_color(syntax_service *self, const syntax_grammar *g, 
     return mg->capture_colors[capture];
 }
 
+const char *syntax_loop_color(void *ctx, const syntax_grammar *g, uint32_t capture)
+{
+    return syntax_capture_color(ctx, g, capture);
+}
+
+const session_theme *syntax_service_theme(syntax_service *self)
+{
+    return self->session ? session_theme_current(self->session) : NULL;
+}
+
 static void on_theme(void *ctx, const char *theme_id)
 {
     syntax_service *self = ctx;
@@ -487,6 +495,18 @@ static void on_theme(void *ctx, const char *theme_id)
 }
 
 static const session_listener theme_listener = {.on_theme = on_theme};
+
+int syntax_theme_set(syntax_service *self, const char *theme_id, ecp_error *err)
+{
+    if (!self->session || !session_theme_find(theme_id))
+        return ecp_error_set(err, ECP_ENOTFOUND, "Theme not found: %s", theme_id);
+    return session_theme_set(self->session, theme_id, err);
+}
+
+const char *syntax_theme_current(syntax_service *self)
+{
+    return self->session ? session_theme_current(self->session)->id : "one-dark";
+}
 
 /* ----- lifetime ---------------------------------------------------------------------------------- */
 
@@ -520,15 +540,7 @@ void syntax_service_free(syntax_service *self)
         doc_free(self->docs[i]);
     }
     free(self->docs);
-    for (size_t i = 0; i < self->session_count; i++) {
-        syntax_session *s = self->sessions[i];
-        syntax_text_free(s->text);
-        free(s->id);
-        free(s->document_id);
-        free(s->language_id);
-        free(s);
-    }
-    free(self->sessions);
+    syntax_sessions_free(&self->sessions);
     ecp_listeners_free(&self->listeners);
     syntax_grammars_free(self->grammars);
     free(self);
@@ -547,8 +559,10 @@ void syntax_unsubscribe(syntax_service *self, const syntax_listener *listener, v
 syntax_metrics *syntax_service_metrics(syntax_service *self) { return &self->metrics; }
 ecp_job_set *syntax_service_jobs(syntax_service *self) { return self->jobs; }
 syntax_grammars *syntax_service_grammars(syntax_service *self) { return self->grammars; }
-session_service *syntax_service_session(syntax_service *self) { return self->session; }
-ecp_logger *syntax_service_log(syntax_service *self) { return self->log; }
+syntax_sessions *syntax_service_sessions(syntax_service *self) { return &self->sessions; }
+
+void syntax_metrics_get(syntax_service *self, syntax_metrics *out) { *out = self->metrics; }
+void syntax_metrics_reset(syntax_service *self) { memset(&self->metrics, 0, sizeof self->metrics); }
 
 /* ----- languages --------------------------------------------------------------------------------- */
 
@@ -623,25 +637,6 @@ void syntax_lines_free(syntax_line *lines, size_t count)
     free(lines);
 }
 
-static void render(syntax_service *self, const char *line, size_t len, const raw_line *raw,
-                   ecp_position_encoding enc, syntax_line *out)
-{
-    out->count = raw->count;
-    out->tokens = raw->count ? xcalloc(raw->count, sizeof *out->tokens) : NULL;
-    if (!raw->count)
-        return;
-    size_t *starts = xmalloc(2 * raw->count * sizeof *starts), *ends = starts + raw->count;
-    syntax_tokens_to_columns(line, len, raw->tokens, raw->count, enc, starts, ends);
-    for (size_t i = 0; i < raw->count; i++) {
-        uint32_t nlen;
-        const syntax_grammar *g = raw->tokens[i].grammar;
-        out->tokens[i] = (syntax_token){starts[i], ends[i],
-                                        ts_query_capture_name_for_id(g->query, raw->tokens[i].capture, &nlen),
-                                        syntax_capture_color(self, g, raw->tokens[i].capture)};
-    }
-    free(starts);
-}
-
 int syntax_document_tokens(syntax_service *self, const char *document_id, size_t first, size_t count,
                            ecp_position_encoding enc, syntax_line **out, size_t *out_count, ecp_error *err)
 {
@@ -671,7 +666,7 @@ int syntax_document_tokens(syntax_service *self, const char *document_id, size_t
                                  count, raw);
         for (size_t i = 0; i < count; i++) {
             size_t ls = doc->lines.starts[first + i], le = doc->lines.starts[first + i + 1] - 1;
-            render(self, doc->text + ls, le - ls, &raw[i], enc, &result[i]);
+            syntax_render_line(syntax_loop_color, self, doc->text + ls, le - ls, &raw[i], enc, &result[i]);
             free(raw[i].tokens);
         }
         free(raw);
@@ -690,102 +685,4 @@ bool syntax_document_settled(syntax_service *self, const char *document_id)
     if (!doc->grammar || doc->plain)
         return !doc->job;
     return doc->tree && !doc->job;
-}
-
-/* ----- highlighted texts ----------------------------------------------------------------------------- */
-
-syntax_text *syntax_text_build(syntax_grammars *grammars, syntax_grammar *g, char *text, size_t len)
-{
-    syntax_text *t = xcalloc(1, sizeof *t);
-    t->text = text;
-    t->len = len;
-    line_index_build(&t->lines, text, len);
-    if (!g || len > SYNTAX_MAX_BYTES || !syntax_grammar_ready(grammars, g))
-        return t;
-    double t0 = now_ms();
-    const char *why = NULL;
-    TSTree *tree = syntax_parse(g, NULL, text, len, NULL, &why);
-    if (!tree) {
-        ecp_log(syntax_grammars_log(grammars), ECP_LOG_WARN, "syntax: a %s text of %zu bytes stays plain text: %s",
-                g->name, len, why);
-        return t;
-    }
-    t->raw = xcalloc(t->lines.count, sizeof *t->raw);
-    syntax_layers layers;
-    syntax_layers_build(grammars, g, tree, text, len, NULL, &layers);
-    syntax_highlight_layered(g, tree, &layers, text, len, &t->lines, 0, t->lines.count, t->raw);
-    syntax_layers_free(&layers);
-    t->parse_ms = now_ms() - t0;
-    ts_tree_delete(tree);
-    t->grammar = g;
-    return t;
-}
-
-void syntax_text_free(syntax_text *self)
-{
-    if (!self)
-        return;
-    if (self->raw)
-        for (size_t i = 0; i < self->lines.count; i++)
-            free(self->raw[i].tokens);
-    free(self->raw);
-    line_index_free(&self->lines);
-    free(self->text);
-    free(self);
-}
-
-void syntax_text_render_line(syntax_service *self, const syntax_text *t, size_t line, ecp_position_encoding enc,
-                             syntax_line *out)
-{
-    out->tokens = NULL;
-    out->count = 0;
-    if (!t->grammar || !t->raw || line >= t->lines.count)
-        return;
-    size_t ls = t->lines.starts[line], le = t->lines.starts[line + 1] - 1;
-    render(self, t->text + ls, le - ls, &t->raw[line], enc, out);
-}
-
-/* ----- sessions ---------------------------------------------------------------------------------------- */
-
-syntax_session *syntax_session_find(syntax_service *self, const char *id)
-{
-    for (size_t i = 0; id && i < self->session_count; i++)
-        if (strcmp(self->sessions[i]->id, id) == 0)
-            return self->sessions[i];
-    return NULL;
-}
-
-syntax_session *syntax_session_add(syntax_service *self, const char *document_id, const char *language_id,
-                                   syntax_text *text)
-{
-    syntax_session *s = xcalloc(1, sizeof *s);
-    char id[64];
-    snprintf(id, sizeof id, "syntax-%llu-%llu", (unsigned long long)++self->session_serial,
-             (unsigned long long)(uv_hrtime() / 1000000u));
-    s->id = xstrdup(id);
-    s->document_id = xstrdup(document_id);
-    s->language_id = xstrdup(language_id);
-    s->version = 1;
-    s->text = text;
-    if (self->session_count == self->session_cap) {
-        self->session_cap = self->session_cap ? self->session_cap * 2 : 8;
-        self->sessions = xrealloc(self->sessions, self->session_cap * sizeof *self->sessions);
-    }
-    self->sessions[self->session_count++] = s;
-    return s;
-}
-
-void syntax_session_remove(syntax_service *self, const char *id)
-{
-    for (size_t i = 0; id && i < self->session_count; i++)
-        if (strcmp(self->sessions[i]->id, id) == 0) {
-            syntax_session *s = self->sessions[i];
-            self->sessions[i] = self->sessions[--self->session_count];
-            syntax_text_free(s->text);
-            free(s->id);
-            free(s->document_id);
-            free(s->language_id);
-            free(s);
-            return;
-        }
 }

@@ -878,6 +878,197 @@ static void test_edit_inside_a_fence(void **state)
     free(id);
 }
 
+/* ----- the parts the adapter renders ------------------------------------------------------------ */
+
+/* document/viewport's tokens are written by the syntax adapter as
+ * documentTokens' lines are: the same bytes for the same lines, colours
+ * included, and [] for the lines past what the service has. */
+static void test_viewport_tokens_are_document_tokens(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f, "file:///tmp/syntax-viewport.c",
+                        "\"#include <stdio.h>\\nstatic int x = 1; /* c */\\n\\nint main(void) { return \\\"s\\\"[0]; }\\n\"");
+    char *tokens = settled_tokens(f, id, 0, 4);
+    char *lines = test_json_raw(tokens, "lines");
+    char params[256];
+    snprintf(params, sizeof params,
+             "{\"documentId\":\"%s\",\"startLine\":0,\"lineCount\":5,\"include\":[\"tokens\"]}", id);
+    char *out = call(f, 0, "document/viewport", params);
+    char *painted = test_json_raw(out, "tokens");
+    assert_non_null(strstr(lines, "\"color\":\"#"));
+    assert_string_equal(painted, lines);
+    free(painted);
+    free(out);
+    free(lines);
+    free(tokens);
+    free(id);
+
+    /* A document in a language without a grammar: empty lines. */
+    id = open_doc(f, "file:///tmp/syntax-viewport.txt", "\"a\\nb\\n\"");
+    snprintf(params, sizeof params,
+             "{\"documentId\":\"%s\",\"startLine\":0,\"lineCount\":3,\"include\":[\"tokens\"]}", id);
+    out = call(f, 0, "document/viewport", params);
+    painted = test_json_raw(out, "tokens");
+    assert_string_equal(painted, "[[],[],[]]");
+    free(painted);
+    free(out);
+    free(id);
+}
+
+/* syntax/highlight's answer is written off the loop with the colours of
+ * the theme current when it was asked; a session's tokens on the loop with
+ * the current theme's. For the same text and theme they are the same bytes:
+ * injected languages, non-ASCII columns and a theme set by the request
+ * itself included. */
+static void test_highlight_answer_is_session_tokens(void **state)
+{
+    fx *f = *state;
+    static const char content[] =
+        "# Tïtle *em* `code`\\n\\n```c\\nstatic int x = 1; // é\\n```\\n\\n<b>x</b>\\n```python\\ndef f(): return \\\"ü\\\"\\n```\\n";
+    char params[512];
+    snprintf(params, sizeof params, "{\"languageId\":\"markdown\",\"content\":\"%s\",\"theme\":\"one-light\"}",
+             content);
+    char *out = call(f, 0, "syntax/highlight", params);
+    char *highlighted = test_json_raw(out, "lines");
+    free(out);
+    snprintf(params, sizeof params, "{\"documentId\":\"d\",\"languageId\":\"markdown\",\"content\":\"%s\"}", content);
+    out = call(f, 0, "syntax/createSession", params);
+    char *sid = test_json_string(out, "session.sessionId");
+    free(out);
+    snprintf(params, sizeof params, "{\"sessionId\":\"%s\"}", sid);
+    out = call(f, 0, "syntax/getSessionAllTokens", params);
+    char *kept = test_json_raw(out, "lines");
+    free(out);
+    assert_non_null(strstr(highlighted, "\"scope\":\"keyword\""));
+    assert_non_null(strstr(highlighted, "\"color\":\"#"));
+    assert_string_equal(highlighted, kept);
+    free(kept);
+    free(highlighted);
+    free(sid);
+}
+
+/* A C text of about `bytes` as a JSON string's contents. */
+static char *big_c_json(size_t bytes)
+{
+    static const char line[] = "static int f(int a) { return a * 2 + (a > 1 ? a : 0); } /* x */\\n";
+    size_t n = bytes / (sizeof line - 2) + 1;
+    char *out = malloc(n * (sizeof line - 1) + 1), *p = out;
+    for (size_t i = 0; i < n; i++, p += sizeof line - 1)
+        memcpy(p, line, sizeof line - 1);
+    *p = 0;
+    return out;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The colour of line 0's first token of C text `content` under theme. */
+static char *first_colour(fx *f, const char *theme, const char *content)
+{
+    char *out = NULL;
+    assert_int_equal(test_client_requestf(f->c, "syntax/highlight", &out,
+                                          "{\"languageId\":\"c\",\"content\":\"%s\",\"theme\":\"%s\"}", content, theme),
+                     0);
+    char *colour = test_json_string(out, "lines[0][0].color");
+    free(out);
+    return colour;
+}
+
+/* A highlight is coloured with the theme current when it was asked: a
+ * theme made current while it parses does not reach it. */
+static void test_highlight_keeps_the_theme_it_was_asked_with(void **state)
+{
+    fx *f = *state;
+    char *light = first_colour(f, "one-light", "int x;"), *dark = first_colour(f, "one-dark", "int x;");
+    assert_non_null(light);
+    assert_non_null(dark);
+    assert_string_not_equal(light, dark);
+
+    char *text = big_c_json(128u << 10);
+    size_t n = strlen(text) + 128;
+    char *params = malloc(n);
+    snprintf(params, n, "{\"languageId\":\"c\",\"content\":\"int x;\\n%s\",\"theme\":\"one-light\"}", text);
+    int64_t id = test_client_send(f->c, "syntax/highlight", params);
+    free(call(f, 0, "syntax/setTheme", "{\"theme\":\"one-dark\"}"));
+    char *out = NULL;
+    assert_int_equal(test_client_wait_response(f->c, id, 60000, &out), 0);
+    char *colour = test_json_string(out, "lines[0][0].color");
+    assert_string_equal(colour, light);
+    free(colour);
+    free(out);
+    free(params);
+    free(text);
+    free(light);
+    free(dark);
+}
+
+/* $/cancelRequest reaches the service's job: the highlight is answered
+ * -32800, and the parse, though it runs on, is never counted, even long
+ * after it would have landed. */
+static void test_cancelled_highlight(void **state)
+{
+    fx *f = *state;
+    char *text = big_c_json(128u << 10);
+    size_t n = strlen(text) + 64;
+    char *params = malloc(n);
+    snprintf(params, n, "{\"languageId\":\"c\",\"content\":\"%s\"}", text);
+    double t0 = now_ms();
+    free(call(f, 0, "syntax/highlight", params));
+    int whole_ms = (int)(now_ms() - t0);
+    free(call(f, 0, "syntax/resetMetrics", "{}"));
+
+    int64_t id = test_client_send(f->c, "syntax/highlight", params);
+    char note[64];
+    snprintf(note, sizeof note, "{\"id\":%lld}", (long long)id);
+    test_client_notify(f->c, "$/cancelRequest", note);
+    char *out = NULL;
+    assert_int_equal(test_client_wait_response(f->c, id, 60000, &out), -32800);
+    free(out);
+    test_server_run_for(f->s, 2 * whole_ms + 200);
+    out = call(f, 0, "syntax/metrics", "{}");
+    int64_t parses = -1;
+    assert_true(test_json_int(out, "metrics.parseCount", &parses));
+    assert_int_equal(parses, 0);
+    free(out);
+    free(params);
+    free(text);
+}
+
+/* A session disposed while its update is parsed: the update is answered
+ * -32503, and the session does not come back. */
+static void test_session_disposed_during_update(void **state)
+{
+    fx *f = *state;
+    char *out = call(f, 0, "syntax/createSession", "{\"documentId\":\"d\",\"languageId\":\"c\",\"content\":\"int x;\"}");
+    char *sid = test_json_string(out, "session.sessionId");
+    free(out);
+    char *text = big_c_json(128u << 10);
+    size_t n = strlen(text) + 128;
+    char *params = malloc(n);
+    snprintf(params, n, "{\"sessionId\":\"%s\",\"content\":\"%s\"}", sid, text);
+    int64_t update = test_client_send(f->c, "syntax/updateSession", params);
+    char small[128];
+    snprintf(small, sizeof small, "{\"sessionId\":\"%s\"}", sid);
+    out = call(f, 0, "syntax/disposeSession", small);
+    assert_string_equal(out, "{\"success\":true}");
+    free(out);
+    assert_int_equal(test_client_wait_response(f->c, update, 60000, &out), -32503);
+    char want[128];
+    snprintf(want, sizeof want, "Session not found: %s", sid);
+    assert_non_null(strstr(out, want));
+    free(out);
+    out = call(f, 0, "syntax/getSession", small);
+    assert_string_equal(out, "{\"session\":null}");
+    free(out);
+    free(params);
+    free(text);
+    free(sid);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -900,6 +1091,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_html_script_and_style_are_injected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_markdown_inline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_edit_inside_a_fence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_viewport_tokens_are_document_tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_highlight_answer_is_session_tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_highlight_keeps_the_theme_it_was_asked_with, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancelled_highlight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_disposed_during_update, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,10 @@
  * megabytes, come in bounded time; a watched parse (a text of many tokens,
  * lexed by the grammar's quiet copy of its language) gives the tree and
  * tokens a bare parse gives, whole, incremental and over an included range,
- * and still refuses the texts that would overflow a node's child count. */
+ * and still refuses the texts that would overflow a node's child count;
+ * texts and sessions are highlighted by the service's own jobs, copied when
+ * asked, handed back once on the loop, cancelled through their job, and
+ * never called back once the service is freed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -588,6 +592,248 @@ static void test_watched_parse_refuses_too_many_children(void **state)
     syntax_grammars_free(grammars);
 }
 
+/* ----- texts and sessions: the service's own jobs ------------------------------------------------ */
+
+typedef struct outcome {
+    int calls;
+    int status;
+    char message[512];
+    char language[32];
+    size_t lines;
+    char line1[256];       /* line 1's tokens: "start-end:scope " each */
+    char session_id[64];
+    char document_id[64];
+    uint64_t version;
+    syntax_service *svc;
+} outcome;
+
+static void got_highlight(void *ctx, int status, const ecp_error *err, const syntax_highlight_result *r,
+                          ecp_shared *formatted)
+{
+    assert_null(formatted);
+    outcome *o = ctx;
+    o->calls++;
+    o->status = status;
+    if (status < 0) {
+        assert_null(r);
+        snprintf(o->message, sizeof o->message, "%s", err ? err->message : "");
+        return;
+    }
+    snprintf(o->language, sizeof o->language, "%s", r->language_id);
+    o->lines = syntax_text_line_count(r->text);
+    syntax_line line;
+    syntax_highlight_line_tokens(r, 1, ECP_ENCODING_UTF16, &line);
+    size_t at = 0;
+    for (size_t i = 0; i < line.count && at < sizeof o->line1; i++)
+        at += (size_t)snprintf(o->line1 + at, sizeof o->line1 - at, "%zu-%zu:%s ", line.tokens[i].start,
+                               line.tokens[i].end, line.tokens[i].scope);
+    free(line.tokens);
+}
+
+static void got_session(void *ctx, int status, const ecp_error *err, const syntax_session_info *info)
+{
+    outcome *o = ctx;
+    o->calls++;
+    o->status = status;
+    if (status < 0) {
+        assert_null(info);
+        snprintf(o->message, sizeof o->message, "%s", err ? err->message : "");
+        return;
+    }
+    snprintf(o->session_id, sizeof o->session_id, "%s", info->session_id);
+    snprintf(o->document_id, sizeof o->document_id, "%s", info->document_id);
+    o->version = info->version;
+}
+
+static void wait_outcome(fx *f, outcome *o)
+{
+    for (int i = 0; i < 100000 && !o->calls; i++)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_int_equal(o->calls, 1);
+}
+
+/* A text is copied when asked, highlighted off the loop, and handed back
+ * once, on the loop; a language without a grammar is plain text. */
+static void test_text_highlight(void **state)
+{
+    fx *f = *state;
+    char text[] = "int x;\n/* c */ int y;\n";
+    outcome o = {.svc = f->syntax};
+    syntax_highlight_args args = {.language_id = "c", .content = text, .content_len = sizeof text - 1};
+    ecp_job *job = syntax_highlight_start(f->syntax, &args, got_highlight, &o);
+    assert_non_null(job);
+    memset(text, 'z', sizeof text - 1); /* the service has its own copy */
+    assert_int_equal(o.calls, 0);       /* never from inside the start */
+    wait_outcome(f, &o);
+    assert_int_equal(o.status, 0);
+    assert_string_equal(o.language, "c");
+    assert_int_equal(o.lines, 3);
+    assert_string_equal(o.line1, "0-7:comment 8-11:type 12-13:variable 13-14:delimiter ");
+    syntax_metrics m;
+    syntax_metrics_get(f->syntax, &m);
+    assert_int_equal(m.parse_count, 1);
+    syntax_metrics_reset(f->syntax);
+    syntax_metrics_get(f->syntax, &m);
+    assert_int_equal(m.parse_count, 0);
+
+    outcome plain = {.svc = f->syntax};
+    syntax_highlight_args ruby = {.language_id = "ruby", .content = "x = 1\ny = 2", .content_len = 11};
+    syntax_highlight_start(f->syntax, &ruby, got_highlight, &plain);
+    wait_outcome(f, &plain);
+    assert_int_equal(plain.status, 0);
+    assert_string_equal(plain.language, "plaintext");
+    assert_int_equal(plain.lines, 2);
+    assert_string_equal(plain.line1, "");
+}
+
+typedef struct formatted {
+    pthread_t loop_thread;
+    bool off_loop;
+    int calls;
+    char answer[256];
+} formatted;
+
+static void format_line0(void *fctx, const syntax_highlight_result *r, buf *out)
+{
+    formatted *f = fctx;
+    f->off_loop = !pthread_equal(pthread_self(), f->loop_thread);
+    syntax_line line;
+    syntax_highlight_line_tokens(r, 0, ECP_ENCODING_UTF8, &line);
+    buf_appendf(out, "%s %zu:", r->language_id, syntax_text_line_count(r->text));
+    for (size_t i = 0; i < line.count; i++)
+        buf_appendf(out, " %s", line.tokens[i].scope);
+    free(line.tokens);
+}
+
+static void got_formatted(void *ctx, int status, const ecp_error *err, const syntax_highlight_result *r,
+                          ecp_shared *answer)
+{
+    (void)err;
+    formatted *f = ctx;
+    f->calls++;
+    assert_int_equal(status, 0);
+    assert_non_null(r);
+    assert_non_null(answer);
+    snprintf(f->answer, sizeof f->answer, "%.*s", (int)ecp_shared_len(answer), ecp_shared_data(answer));
+}
+
+/* A format writes the answer on the pool; the callback gets its bytes. */
+static void test_text_formatted_off_the_loop(void **state)
+{
+    fx *f = *state;
+    formatted out = {.loop_thread = pthread_self()};
+    syntax_highlight_args args = {.language_id = "c", .content = "int x; // c\n", .content_len = 12,
+                                  .format = format_line0, .fctx = &out};
+    syntax_highlight_start(f->syntax, &args, got_formatted, &out);
+    for (int i = 0; i < 100000 && !out.calls; i++)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_int_equal(out.calls, 1);
+    assert_true(out.off_loop);
+    assert_string_equal(out.answer, "c 2: type variable delimiter comment");
+}
+
+/* Cancelled through its job: the callback says so, and no parse counts. */
+static void test_text_cancelled(void **state)
+{
+    fx *f = *state;
+    outcome o = {.svc = f->syntax};
+    syntax_highlight_args args = {.language_id = "c", .content = "int x;", .content_len = 6};
+    ecp_job_cancel(syntax_highlight_start(f->syntax, &args, got_highlight, &o));
+    wait_outcome(f, &o);
+    assert_int_equal(o.status, ECP_ECANCELED);
+    syntax_metrics m;
+    syntax_metrics_get(f->syntax, &m);
+    assert_int_equal(m.parse_count, 0);
+}
+
+/* A session is created, read, updated and disposed; an update of a
+ * session disposed meanwhile, or of one never made, is ECP_ENOTFOUND. */
+static void test_session_lifecycle(void **state)
+{
+    fx *f = *state;
+    outcome made = {.svc = f->syntax};
+    syntax_session_create_args create = {"doc-1", "c", "int x;\n// c\n", 12, NULL};
+    syntax_session_create_start(f->syntax, &create, got_session, &made);
+    wait_outcome(f, &made);
+    assert_int_equal(made.status, 0);
+    assert_int_equal(made.version, 1);
+    assert_string_equal(made.document_id, "doc-1");
+    assert_memory_equal(made.session_id, "syntax-", 7);
+
+    syntax_session_info info;
+    assert_int_equal(syntax_session_get(f->syntax, made.session_id, &info, NULL), 0);
+    assert_string_equal(info.language_id, "c");
+    const syntax_text *t = syntax_session_read(f->syntax, made.session_id);
+    assert_int_equal(syntax_text_line_count(t), 3);
+    syntax_line line;
+    syntax_text_line_tokens(f->syntax, t, 1, ECP_ENCODING_UTF8, &line);
+    assert_int_equal(line.count, 1);
+    assert_string_equal(line.tokens[0].scope, "comment");
+    free(line.tokens);
+    syntax_metrics m;
+    syntax_metrics_get(f->syntax, &m);
+    assert_int_equal(m.cache_hits, 1);
+
+    outcome updated = {.svc = f->syntax};
+    syntax_session_update_args update = {made.session_id, "int y;", 6, NULL};
+    syntax_session_update_start(f->syntax, &update, got_session, &updated);
+    wait_outcome(f, &updated);
+    assert_int_equal(updated.status, 0);
+    assert_int_equal(updated.version, 2);
+    assert_int_equal(syntax_text_line_count(syntax_session_read(f->syntax, made.session_id)), 1);
+
+    outcome late = {.svc = f->syntax};
+    syntax_session_update_start(f->syntax, &update, got_session, &late);
+    syntax_session_dispose(f->syntax, made.session_id);
+    wait_outcome(f, &late);
+    assert_int_equal(late.status, ECP_ENOTFOUND);
+    char want[128];
+    snprintf(want, sizeof want, "Session not found: %s", made.session_id);
+    assert_string_equal(late.message, want);
+    ecp_error err = {0};
+    assert_int_equal(syntax_session_get(f->syntax, made.session_id, &info, &err), ECP_ENOTFOUND);
+    assert_null(syntax_session_read(f->syntax, made.session_id));
+
+    outcome never = {.svc = f->syntax};
+    syntax_session_update_args unknown = {"syntax-0-0", "x", 1, NULL};
+    syntax_session_update_start(f->syntax, &unknown, got_session, &never);
+    wait_outcome(f, &never);
+    assert_int_equal(never.status, ECP_ENOTFOUND);
+}
+
+/* A service freed with a text in flight calls nobody back and leaks
+ * nothing (the ASan tree checks the second). */
+static void test_freed_with_text_in_flight(void **state)
+{
+    fx *f = *state;
+    buf text = BUF_INIT;
+    for (int i = 0; i < 20000; i++)
+        buf_append_str(&text, "static int f(int a) { return a * 2; }\n");
+    outcome o = {.svc = f->syntax};
+    syntax_highlight_args args = {.language_id = "c", .content = text.data, .content_len = text.len};
+    syntax_highlight_start(f->syntax, &args, got_highlight, &o);
+    outcome s = {.svc = f->syntax};
+    syntax_session_create_args create = {"doc", "c", text.data, text.len, NULL};
+    syntax_session_create_start(f->syntax, &create, got_session, &s);
+    buf_free(&text);
+    syntax_service_free(f->syntax);
+    f->syntax = NULL;
+    for (int i = 0; i < 50; i++)
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+    assert_int_equal(o.calls, 0);
+    assert_int_equal(s.calls, 0);
+}
+
+/* Without a session service there is no theme to set. */
+static void test_theme_without_session(void **state)
+{
+    fx *f = *state;
+    ecp_error err = {0};
+    assert_int_equal(syntax_theme_set(f->syntax, "one-light", &err), ECP_ENOTFOUND);
+    assert_string_equal(err.message, "Theme not found: one-light");
+    assert_string_equal(syntax_theme_current(f->syntax), "one-dark");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -599,6 +845,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_negated_predicates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tokens_of_broken_code_are_quick, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_line_is_cut, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_text_highlight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_text_formatted_off_the_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_text_cancelled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_lifecycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_freed_with_text_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_theme_without_session, setup, teardown),
         cmocka_unit_test(test_watched_parse_is_a_bare_parse),
         cmocka_unit_test(test_watched_parse_refuses_too_many_children),
     };
