@@ -9,7 +9,6 @@
 
 /* ----- text ------------------------------------------------------------------------------------ */
 
-
 typedef struct content_job {
     document_snapshot *snap;
     buf out;
