@@ -1,0 +1,82 @@
+/* adapter_internal.h: what the document adapter's files share (adapter.c,
+ * adapter_text.c, adapter_cursor.c); included by no other file. */
+#ifndef ECPD_DOCUMENT_ADAPTER_INTERNAL_H
+#define ECPD_DOCUMENT_ADAPTER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adapter.h"
+#include "interface.h"
+#include "rpc.h"
+
+struct pending;
+
+typedef struct doc_adapter {
+    document_service *svc;
+    ecp_bus *bus;
+    struct pending *running; /* requests the service has not answered yet */
+    struct set_content_job *contents; /* large setContents being made on the pool */
+    ecp_job_set *jobs;       /* big answers written off the loop */
+    document_viewport_part parts[DOCUMENT_VIEWPORT_PARTS]; /* what viewport's include may name */
+    size_t part_count;
+} doc_adapter;
+
+/* A document/content answer for a text larger than this is written on the
+ * thread pool from a snapshot, and a setContent of a text this large (as it
+ * stands in the message) is unescaped and built into a tree there, so the
+ * loop goes on serving everyone else. */
+#define CONTENT_OFF_LOOP_BYTES ((size_t)1 << 20)
+
+/* ----- writing, errors and params (adapter.c) ----- */
+
+void doc_adapter_write_chunk(void *ctx, const char *p, size_t len);
+void doc_adapter_write_snapshot_text(json_writer *w, const document_snapshot *snap, size_t offset, size_t len);
+void doc_adapter_write_position(json_writer *w, size_t line, size_t column);
+void doc_adapter_write_cursors(json_writer *w, const document_cursor *list, size_t count);
+void doc_adapter_reply_error(ecp_call *call, int status, const ecp_error *err);
+void doc_adapter_reply_edit(ecp_call *call, int status, uint64_t version, const ecp_error *err);
+bool doc_adapter_arg_doc(ecp_call *call, ecp_str *id);
+bool doc_adapter_arg_doc_info(doc_adapter *ad, ecp_call *call, ecp_str *id, document_info *info);
+bool doc_adapter_arg_position(ecp_call *call, json_ref obj, const char *name, document_position *out);
+bool doc_adapter_arg_range(ecp_call *call, json_ref obj, const char *name, document_range *out);
+unsigned doc_adapter_group_flag(ecp_call *call, bool *ok);
+
+/* adapter_text.c: the message's own JSON string for a large setContent's text. */
+bool doc_adapter_content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len,
+                                 ecp_shared **owner);
+
+/* ----- method handlers (adapter_text.c, adapter_cursor.c) ----- */
+
+void doc_method_content(void *ctx, ecp_call *call);
+void doc_method_line(void *ctx, ecp_call *call);
+void doc_method_lines(void *ctx, ecp_call *call);
+void doc_method_viewport(void *ctx, ecp_call *call);
+void doc_method_text_in_range(void *ctx, ecp_call *call);
+void doc_method_version(void *ctx, ecp_call *call);
+void doc_method_insert(void *ctx, ecp_call *call);
+void doc_method_delete(void *ctx, ecp_call *call);
+void doc_method_replace(void *ctx, ecp_call *call);
+void doc_method_set_content(void *ctx, ecp_call *call);
+void doc_method_edit(void *ctx, ecp_call *call);
+void doc_method_type(void *ctx, ecp_call *call);
+void doc_method_undo(void *ctx, ecp_call *call);
+void doc_method_redo(void *ctx, ecp_call *call);
+void doc_method_can_undo(void *ctx, ecp_call *call);
+void doc_method_can_redo(void *ctx, ecp_call *call);
+void doc_method_is_dirty(void *ctx, ecp_call *call);
+void doc_method_mark_clean(void *ctx, ecp_call *call);
+void doc_method_position_to_offset(void *ctx, ecp_call *call);
+void doc_method_offset_to_position(void *ctx, ecp_call *call);
+void doc_method_word_at_position(void *ctx, ecp_call *call);
+void doc_method_cursors(void *ctx, ecp_call *call);
+void doc_method_set_cursors(void *ctx, ecp_call *call);
+void doc_method_set_cursor(void *ctx, ecp_call *call);
+void doc_method_add_cursor(void *ctx, ecp_call *call);
+void doc_method_move_cursors(void *ctx, ecp_call *call);
+void doc_method_select_all(void *ctx, ecp_call *call);
+void doc_method_clear_selections(void *ctx, ecp_call *call);
+void doc_method_selections(void *ctx, ecp_call *call);
+
+#endif
