@@ -144,6 +144,33 @@ static void schedule_git(app *a)
 
 /* ---- opening ---- */
 
+/* -32410, LSP_WORKSPACE_NOT_TRUSTED in the server's error table */
+#define LSP_NOT_TRUSTED_CODE (-32410)
+
+/* A language server that is not installed answers an error, ignored; one refused because the folder is
+ * not trusted (it would run programs the folder names) is a reason to ask the user. */
+static void on_language_started(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    (void)tag, (void)result;
+    app *a = ctx;
+    int64_t code = 0;
+    if (error != JSON_NO_REF && json_int64(doc, json_get(doc, error, "code"), &code) && code == LSP_NOT_TRUSTED_CODE)
+        app_ask_trust(a, "Language servers run programs it names");
+}
+
+static void request_language_server(app *a, const char *language)
+{
+    char *root = file_uri(a->workspace);
+    app_call(a, "lsp/start", on_language_started, 0, "{\"languageId\":%J,\"workspaceUri\":%J}", language, root);
+    free(root);
+}
+
+void editor_start_languages_again(app *a)
+{
+    for (int i = 0; i < a->started_language_count; i++)
+        request_language_server(a, a->started_languages[i]);
+}
+
 static void start_language(app *a, const char *language)
 {
     if (!language || strcmp(language, "plaintext") == 0)
@@ -153,10 +180,8 @@ static void start_language(app *a, const char *language)
             return;
     a->started_languages = xrealloc(a->started_languages, (size_t)(a->started_language_count + 1) * sizeof(char *));
     a->started_languages[a->started_language_count++] = xstrdup(language);
-    /* Diagnostics come from the language's server; one that is not installed answers an error, ignored. */
-    char *root = file_uri(a->workspace);
-    app_call(a, "lsp/start", NULL, 0, "{\"languageId\":%J,\"workspaceUri\":%J}", language, root);
-    free(root);
+    /* diagnostics come from the language's server */
+    request_language_server(a, language);
 }
 
 void editor_adopt_document(app *a, const json_doc *doc, json_ref info, int line, int col)

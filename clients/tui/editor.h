@@ -9,8 +9,13 @@
 /* main.c: the connection */
 void app_quit_now(app *a);
 void app_restart_server(app *a);
+/* Asks once per run whether to trust the workspace; why says what trusting would let run. */
+void app_ask_trust(app *a, const char *why);
+
 
 /* editor.c: documents */
+/* Asks again for the language servers of the languages opened so far (after the folder is trusted). */
+void editor_start_languages_again(app *a);
 void editor_open_path(app *a, const char *path, int line, int col);
 void editor_adopt_document(app *a, const json_doc *doc, json_ref info, int line, int col);
 void tab_request_viewport(app *a, tab *t);

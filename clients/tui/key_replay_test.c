@@ -12,6 +12,7 @@
 /* main.c's, which this test does not link: nothing here quits or restarts. */
 void app_quit_now(app *a) { a->quitting = true; }
 void app_restart_server(app *a) { (void)a; }
+void app_ask_trust(app *a, const char *why) { (void)a, (void)why; }
 
 static int failures;
 

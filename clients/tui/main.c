@@ -108,7 +108,8 @@ static void on_trusted(void *ctx, uint64_t tag, const json_doc *doc, json_ref re
         app_message(a, true, "Could not trust the folder: %s", msg ? msg : "the server refused");
         free(msg);
     } else {
-        app_message(a, false, "Trusted %s: its settings apply", a->workspace);
+        app_message(a, false, "Trusted %s: its settings apply and its language servers start", a->workspace);
+        editor_start_languages_again(a);
     }
     trust_refresh(a);
 }
@@ -134,6 +135,16 @@ static void on_trust_state(void *ctx, uint64_t tag, const json_doc *doc, json_re
 }
 
 static void trust_refresh(app *a) { app_call(a, "workspace/isTrusted", on_trust_state, 0, NULL); }
+
+void app_ask_trust(app *a, const char *why)
+{
+    if (a->trust_asked || a->prompt.active)
+        return;
+    a->trust_asked = true;
+    char question[256];
+    snprintf(question, sizeof question, "Trust this folder? %s, so they start only then (y/n)", why);
+    prompt_choose(a, question, "yn", trust_chosen);
+}
 
 static bool connect_server(app *a)
 {

@@ -262,6 +262,29 @@ def test_clangd_diagnostic(work):
         s.close()
 
 
+def test_language_server_asks_for_trust(work):
+    """A fresh clone with no settings: the language server is what needs trust, so the editor asks then."""
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    path = os.path.join(work, "u.c")
+    with open(path, "w") as f:
+        f.write("int main(void) { return undeclared_thing; }\n")
+    s = Screen([path], work, env={"XDG_DATA_HOME": os.path.join(work, "data-home")})
+    try:
+        screen = s.wait_for("Trust this folder?")
+        if "Language servers" not in screen:
+            raise Failure("the question does not say why: " + screen)
+        if re.search(r"\x1b\[(?:[0-9;]*;)?4(?:;[0-9;]*)?m(?:\x1b\[[0-9;]*m)*undeclared_thing", s.colored()):
+            raise Failure("a language server ran before the folder was trusted")
+        s.type("y")
+        s.wait_for("Trusted")
+        s.wait(lambda t: re.search(r"\x1b\[(?:[0-9;]*;)?4(?:;[0-9;]*)?m(?:\x1b\[[0-9;]*m)*undeclared_thing", t) is not None,
+               "the diagnostic's underline once the folder is trusted", colored=True)
+    finally:
+        s.close()
+
+
 def git(work, *args):
     subprocess.run(["git", "-C", work, "-c", "user.name=t", "-c", "user.email=t@example.com"] + list(args), check=True,
                    capture_output=True)
@@ -1006,7 +1029,8 @@ TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, 
          test_picker_search_find, test_agent_chat,
          test_truecolor, test_rebinding_applies_at_once, test_server_killed_while_keys_wait,
          test_every_command_in_help, test_commands_bound_from_another_client, test_huge_file, test_binary_file, test_mouse,
-         test_git_panel_and_palette, test_untrusted_folder_asks_and_says_restricted]
+         test_git_panel_and_palette, test_untrusted_folder_asks_and_says_restricted,
+         test_language_server_asks_for_trust]
 
 
 def main():
