@@ -196,31 +196,23 @@ static void tool_answer(void *ctx, ecp_call *call, bool approve)
 static void m_approve(void *ctx, ecp_call *call) { tool_answer(ctx, call, true); }
 static void m_reject(void *ctx, ecp_call *call) { tool_answer(ctx, call, false); }
 
-static void m_stop(void *ctx, ecp_call *call)
+/* stop, delete and mcp/stop: one name in, {} or the failure out. */
+typedef int (*named_op_fn)(agent_service *svc, const char *name, ecp_error *err);
+
+static void named_op(adapter_ctx *a, ecp_call *call, const char *param, named_op_fn op)
 {
-    adapter_ctx *a = ctx;
-    ecp_str chat_id;
-    if (!ecp_arg_string(call, ecp_call_params(call), "chatId", &chat_id))
+    ecp_str name;
+    if (!ecp_arg_string(call, ecp_call_params(call), param, &name))
         return;
     ecp_error err = {0};
-    if (agent_prompt_stop(a->svc, chat_id.ptr, &err) < 0)
+    if (op(a->svc, name.ptr, &err) < 0)
         reply_error(call, &err);
     else
         ecp_call_reply_empty(call);
 }
 
-static void m_delete(void *ctx, ecp_call *call)
-{
-    adapter_ctx *a = ctx;
-    ecp_str chat_id;
-    if (!ecp_arg_string(call, ecp_call_params(call), "chatId", &chat_id))
-        return;
-    ecp_error err = {0};
-    if (agent_chat_delete(a->svc, chat_id.ptr, &err) < 0)
-        reply_error(call, &err);
-    else
-        ecp_call_reply_empty(call);
-}
+static void m_stop(void *ctx, ecp_call *call) { named_op(ctx, call, "chatId", agent_prompt_stop); }
+static void m_delete(void *ctx, ecp_call *call) { named_op(ctx, call, "chatId", agent_chat_delete); }
 
 typedef struct list_ctx {
     json_writer *w;
@@ -596,18 +588,7 @@ static void m_mcp_start(void *ctx, ecp_call *call)
     buf_free(&env_text);
 }
 
-static void m_mcp_stop(void *ctx, ecp_call *call)
-{
-    adapter_ctx *a = ctx;
-    ecp_str name;
-    if (!ecp_arg_string(call, ecp_call_params(call), "name", &name))
-        return;
-    ecp_error err = {0};
-    if (agent_mcp_stop(a->svc, name.ptr, &err) < 0)
-        reply_error(call, &err);
-    else
-        ecp_call_reply_empty(call);
-}
+static void m_mcp_stop(void *ctx, ecp_call *call) { named_op(ctx, call, "name", agent_mcp_stop); }
 
 static void write_each_server(void *ctx, const agent_mcp_info *info) { write_server(ctx, info); }
 

@@ -343,11 +343,7 @@ static void answer_created(void *ctx, int status, const ecp_error *err, const ch
         reply_refusal(call, status, err);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_string(w, "connectionId", connection_id);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_string(call, "connectionId", connection_id);
 }
 
 static void m_create(void *ctx, ecp_call *call)
@@ -653,11 +649,7 @@ static void m_cancel(void *ctx, ecp_call *call)
         reply_refusal(call, err.status, &err);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_bool(w, "cancelled", running);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_bool(call, "cancelled", running);
 }
 
 /* ----- schema browsing ------------------------------------------------------------------------------ */
@@ -934,11 +926,7 @@ static void cleared(void *ctx, int status, const ecp_error *err)
         reply_refusal(call, status, err);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_bool(w, "cleared", true);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_bool(call, "cleared", true);
 }
 
 static void m_clear_history(void *ctx, ecp_call *call)

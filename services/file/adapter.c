@@ -446,11 +446,7 @@ static void exists_done(void *ctx, int status, const ecp_error *err, const file_
         op_error(o, status, err);
         return;
     }
-    json_writer *w = ecp_call_result(o->call);
-    jw_object_begin(w);
-    jw_key_bool(w, "exists", info->exists);
-    jw_object_end(w);
-    ecp_call_finish(o->call);
+    ecp_call_reply_bool(o->call, "exists", info->exists);
 }
 
 static void m_exists(void *ctx, ecp_call *call)
@@ -605,9 +601,14 @@ static walk_call *walk_call_new(ecp_call *call, const char *base)
     return w;
 }
 
-/* Either answers a failed preparation or starts the walk serving its call. */
-static void walk_start(walk_call *w, ecp_job *walk, int rc, const ecp_error *err)
+/* Either answers a failed preparation or starts the walk serving its call;
+ * bad_param names the param an ECP_EINVAL is about. */
+static void walk_start(walk_call *w, ecp_job *walk, int rc, const ecp_error *err, const char *bad_param)
 {
+    if (rc == ECP_EINVAL) {
+        ecp_call_error(w->call, ECP_WIRE_INVALID_PARAMS, "%s: %s", bad_param, err->message);
+        return;
+    }
     if (rc) {
         reply_error(w->call, rc, err->message, w->uri);
         return;
@@ -636,13 +637,19 @@ static void format_glob(void *fctx, const file_glob_result *res, buf *out)
     buf_free(&u);
 }
 
-static void glob_done(void *ctx, int status, const ecp_error *err, const file_glob_result *res)
+/* Where a walk ends, on the loop: the failure, or the result its formatter
+ * wrote (a failure has no result, so rendered is NULL then). */
+static void walk_done(walk_call *j, int status, const ecp_error *err, ecp_shared *rendered)
 {
-    walk_call *j = ctx;
     if (status)
         reply_error(j->call, status, err->message, j->uri);
     else
-        ecp_call_reply_shared(j->call, res->rendered);
+        ecp_call_reply_shared(j->call, rendered);
+}
+
+static void glob_done(void *ctx, int status, const ecp_error *err, const file_glob_result *res)
+{
+    walk_done(ctx, status, err, status ? NULL : res->rendered);
 }
 
 static void m_glob(void *ctx, ecp_call *call)
@@ -666,11 +673,7 @@ static void m_glob(void *ctx, ecp_call *call)
     ecp_job *walk = NULL;
     ecp_error err;
     int rc = file_glob_prepare(ad->svc, &o, glob_done, j, &walk, &err);
-    if (rc == ECP_EINVAL) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "pattern: %s", err.message);
-        return;
-    }
-    walk_start(j, walk, rc, &err);
+    walk_start(j, walk, rc, &err, "pattern");
 }
 
 /* file/search's result, written where the walk ends, off the loop. */
@@ -709,11 +712,7 @@ static void format_search(void *fctx, const file_search_result *res, buf *out)
 
 static void search_done(void *ctx, int status, const ecp_error *err, const file_search_result *res)
 {
-    walk_call *j = ctx;
-    if (status)
-        reply_error(j->call, status, err->message, j->uri);
-    else
-        ecp_call_reply_shared(j->call, res->rendered);
+    walk_done(ctx, status, err, status ? NULL : res->rendered);
 }
 
 static void m_search(void *ctx, ecp_call *call)
@@ -749,11 +748,7 @@ static void m_search(void *ctx, ecp_call *call)
     ecp_job *walk = NULL;
     ecp_error err;
     int rc = file_search_prepare(ad->svc, &o, search_done, j, &walk, &err);
-    if (rc == ECP_EINVAL) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "excludePatterns: %s", err.message);
-        return;
-    }
-    walk_start(j, walk, rc, &err);
+    walk_start(j, walk, rc, &err, "excludePatterns");
 }
 
 /* file/grep's result, written where the grep ends, off the loop. */
@@ -789,11 +784,7 @@ static void format_grep(void *fctx, const file_grep_result *res, buf *out)
 
 static void grep_done(void *ctx, int status, const ecp_error *err, const file_grep_result *res)
 {
-    walk_call *j = ctx;
-    if (status)
-        reply_error(j->call, status, err->message, j->uri);
-    else
-        ecp_call_reply_shared(j->call, res->rendered);
+    walk_done(ctx, status, err, status ? NULL : res->rendered);
 }
 
 static void m_grep(void *ctx, ecp_call *call)
@@ -832,13 +823,8 @@ static void m_grep(void *ctx, ecp_call *call)
     ecp_job *walk = NULL;
     ecp_error err;
     int rc = file_grep_prepare(ad->svc, &o, grep_done, j, &walk, &err);
-    if (rc == ECP_EINVAL) {
-        bool glob_problem = !strncmp(err.message, "invalid glob", 12);
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: %s", glob_problem ? "include/exclude" : "pattern",
-                       err.message);
-    } else {
-        walk_start(j, walk, rc, &err);
-    }
+    bool glob_problem = rc == ECP_EINVAL && !strncmp(err.message, "invalid glob", 12);
+    walk_start(j, walk, rc, &err, glob_problem ? "include/exclude" : "pattern");
 }
 
 /* ----- watches ------------------------------------------------------------------------------ */
@@ -895,11 +881,7 @@ static void answer_watch(wire_watch *ww)
 {
     ecp_call *call = ww->call;
     ww->call = NULL;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_string(w, "watchId", ww->name);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_string(call, "watchId", ww->name);
 }
 
 /* The answer comes once the watch covers its whole tree, as it did when the
@@ -1090,11 +1072,7 @@ static void m_get_basename(void *ctx, ecp_call *call)
     const char *path = arg_path(call, ecp_call_params(call), "uri", NULL);
     if (!path)
         return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_string(w, "basename", strrchr(path, '/') + 1);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_string(call, "basename", strrchr(path, '/') + 1);
 }
 
 static void m_join(void *ctx, ecp_call *call)

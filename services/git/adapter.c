@@ -220,6 +220,25 @@ static void format_blame(void *fctx, const gitsvc_blame_result *r, buf *out)
 
 /* ----- answers (the loop; ctx is the call, which the job keeps alive) ------------------------------------ */
 
+/* Answers a failure, or opens the result object the caller fills and
+ * answer_end closes: NULL when the call is answered. */
+static json_writer *answer_object(ecp_call *call, int status, const gitsvc_error *err)
+{
+    if (status) {
+        reply_error(call, status, err);
+        return NULL;
+    }
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    return w;
+}
+
+static void answer_end(ecp_call *call, json_writer *w)
+{
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
 static void answer_shared(void *ctx, int status, const gitsvc_error *err, ecp_shared *json)
 {
     if (status)
@@ -257,20 +276,15 @@ static void answer_is_repo(void *ctx, int status, const gitsvc_error *err, const
 
 static void answer_head(void *ctx, int status, const gitsvc_error *err, const gitsvc_status *head)
 {
-    ecp_call *call = ctx;
-    if (status) {
-        reply_error(call, status, err);
+    json_writer *w = answer_object(ctx, status, err);
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
     jw_key_string(w, "branch", head->branch);
     if (head->tracking)
         jw_key_string(w, "tracking", head->tracking);
     jw_key_int(w, "ahead", (int64_t)head->ahead);
     jw_key_int(w, "behind", (int64_t)head->behind);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    answer_end(ctx, w);
 }
 
 static void answer_status(void *ctx, int status, const gitsvc_error *err, const char *root, const gitsvc_status *st,
@@ -303,46 +317,32 @@ static void answer_blame(void *ctx, int status, const gitsvc_error *err, const g
 static void answer_changes(void *ctx, int status, const gitsvc_error *err, const gitsvc_line_change *changes,
                            size_t count)
 {
-    ecp_call *call = ctx;
-    if (status) {
-        reply_error(call, status, err);
+    json_writer *w = answer_object(ctx, status, err);
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
     jw_key(w, "changes");
     write_change_array(w, changes, count);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    answer_end(ctx, w);
 }
 
 static void answer_commit(void *ctx, int status, const gitsvc_error *err, const gitsvc_commit_result *r)
 {
-    ecp_call *call = ctx;
-    if (status) {
-        reply_error(call, status, err);
+    json_writer *w = answer_object(ctx, status, err);
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
     jw_key_bool(w, "success", r->success);
     if (r->success)
         jw_key_string(w, "hash", r->hash);
     else
         jw_key_string(w, "error", r->error);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    answer_end(ctx, w);
 }
 
 static void answer_branches(void *ctx, int status, const gitsvc_error *err, const gitsvc_branches_result *r)
 {
-    ecp_call *call = ctx;
-    if (status) {
-        reply_error(call, status, err);
+    json_writer *w = answer_object(ctx, status, err);
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
     jw_key(w, "branches");
     jw_array_begin(w);
     for (size_t i = 0; i < r->count; i++) {
@@ -358,19 +358,14 @@ static void answer_branches(void *ctx, int status, const gitsvc_error *err, cons
     }
     jw_array_end(w);
     jw_key_string(w, "current", r->current);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    answer_end(ctx, w);
 }
 
 static void answer_remotes(void *ctx, int status, const gitsvc_error *err, const gitsvc_remotes_result *r)
 {
-    ecp_call *call = ctx;
-    if (status) {
-        reply_error(call, status, err);
+    json_writer *w = answer_object(ctx, status, err);
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
     jw_key(w, "remotes");
     jw_array_begin(w);
     for (size_t i = 0; i < r->count; i++) {
@@ -381,19 +376,14 @@ static void answer_remotes(void *ctx, int status, const gitsvc_error *err, const
         jw_object_end(w);
     }
     jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    answer_end(ctx, w);
 }
 
 static void answer_stashes(void *ctx, int status, const gitsvc_error *err, const gitsvc_stashes_result *r)
 {
-    ecp_call *call = ctx;
-    if (status) {
-        reply_error(call, status, err);
+    json_writer *w = answer_object(ctx, status, err);
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
     jw_key(w, "stashes");
     jw_array_begin(w);
     for (size_t i = 0; i < r->count; i++) {
@@ -408,43 +398,34 @@ static void answer_stashes(void *ctx, int status, const gitsvc_error *err, const
         jw_object_end(w);
     }
     jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    answer_end(ctx, w);
 }
 
 static void answer_conflicts(void *ctx, int status, const gitsvc_error *err, const char *const *paths, size_t count)
 {
-    ecp_call *call = ctx;
-    if (status) {
-        reply_error(call, status, err);
+    json_writer *w = answer_object(ctx, status, err);
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
     write_strings(w, "files", paths, count);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    answer_end(ctx, w);
 }
 
 static void answer_merge(void *ctx, int status, const gitsvc_error *err, const gitsvc_merge_result *r)
 {
-    ecp_call *call = ctx;
-    if (status) {
-        reply_error(call, status, err);
+    json_writer *w = answer_object(ctx, status, err);
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
     jw_key_bool(w, "success", r->success);
     write_strings(w, "conflicts", r->conflicts, r->conflict_count);
     jw_key_string(w, "message", r->message ? r->message : "");
-    jw_object_end(w);
-    ecp_call_finish(call);
+    answer_end(ctx, w);
 }
 
-static void write_sync(json_writer *w, const gitsvc_sync_result *r, bool pull)
+static void answer_sync(ecp_call *call, int status, const gitsvc_error *err, const gitsvc_sync_result *r, bool pull)
 {
-    jw_object_begin(w);
+    json_writer *w = answer_object(call, status, err);
+    if (!w)
+        return;
     jw_key_bool(w, "success", r->success);
     if (pull && r->success)
         jw_key_bool(w, "changed", r->changed);
@@ -454,27 +435,17 @@ static void write_sync(json_writer *w, const gitsvc_sync_result *r, bool pull)
     }
     if (!r->success && r->error)
         jw_key_string(w, "error", r->error);
-    jw_object_end(w);
+    answer_end(call, w);
 }
 
 static void answer_push(void *ctx, int status, const gitsvc_error *err, const gitsvc_sync_result *r)
 {
-    if (status) {
-        reply_error(ctx, status, err);
-        return;
-    }
-    write_sync(ecp_call_result(ctx), r, false);
-    ecp_call_finish(ctx);
+    answer_sync(ctx, status, err, r, false);
 }
 
 static void answer_pull(void *ctx, int status, const gitsvc_error *err, const gitsvc_sync_result *r)
 {
-    if (status) {
-        reply_error(ctx, status, err);
-        return;
-    }
-    write_sync(ecp_call_result(ctx), r, true);
-    ecp_call_finish(ctx);
+    answer_sync(ctx, status, err, r, true);
 }
 
 static void answer_fetch(void *ctx, int status, const gitsvc_error *err, const gitsvc_sync_result *r)
@@ -494,16 +465,11 @@ static void answer_stash_saved(void *ctx, int status, const gitsvc_error *err)
 
 static void answer_show(void *ctx, int status, const gitsvc_error *err, const char *content, size_t len)
 {
-    ecp_call *call = ctx;
-    if (status) {
-        reply_error(call, status, err);
+    json_writer *w = answer_object(ctx, status, err);
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
     jw_key_string_n(w, "content", content, len);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    answer_end(ctx, w);
 }
 
 /* ----- params ----------------------------------------------------------------------------------- */
@@ -519,7 +485,7 @@ static bool arg_where(ecp_call *call, gitsvc_where *where, bool is_repo)
     if (file_path_from_uri(uri.ptr, uri.len, &path, &e) != 0) {
         buf_free(&path);
         if (is_repo)
-            ecp_call_reply_raw(call, "{\"isRepo\":false}", 16);
+            ecp_call_reply_bool(call, "isRepo", false);
         else
             ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "uri: %s", e.message);
         return false;
@@ -678,12 +644,19 @@ static void m_branch(void *ctx, ecp_call *call)
         gitsvc_head_start(ad->svc, &where, answer_head, call);
 }
 
-static void m_stage(void *ctx, ecp_call *call)
+/* stage, unstage and discard: the same params, each its own operation. */
+typedef ecp_job *(*paths_start_fn)(gitsvc *svc, const gitsvc_paths_args *args, gitsvc_done_cb cb, void *ctx);
+
+static void paths_op(git_adapter *ad, ecp_call *call, paths_start_fn start)
 {
-    git_adapter *ad = ctx;
     gitsvc_paths_args a = {0};
     if (arg_where(call, &a.where, false) && arg_paths(call, &a))
-        gitsvc_stage_start(ad->svc, &a, answer_success, call);
+        start(ad->svc, &a, answer_success, call);
+}
+
+static void m_stage(void *ctx, ecp_call *call)
+{
+    paths_op(ctx, call, gitsvc_stage_start);
 }
 
 static void m_stage_all(void *ctx, ecp_call *call)
@@ -696,18 +669,12 @@ static void m_stage_all(void *ctx, ecp_call *call)
 
 static void m_unstage(void *ctx, ecp_call *call)
 {
-    git_adapter *ad = ctx;
-    gitsvc_paths_args a = {0};
-    if (arg_where(call, &a.where, false) && arg_paths(call, &a))
-        gitsvc_unstage_start(ad->svc, &a, answer_success, call);
+    paths_op(ctx, call, gitsvc_unstage_start);
 }
 
 static void m_discard(void *ctx, ecp_call *call)
 {
-    git_adapter *ad = ctx;
-    gitsvc_paths_args a = {0};
-    if (arg_where(call, &a.where, false) && arg_paths(call, &a))
-        gitsvc_discard_start(ad->svc, &a, answer_success, call);
+    paths_op(ctx, call, gitsvc_discard_start);
 }
 
 static void m_diff(void *ctx, ecp_call *call)

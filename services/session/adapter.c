@@ -98,6 +98,32 @@ static char *data_one(const char *name, const char *value)
 
 /* ----- shared writers -------------------------------------------------------------------------------- */
 
+/* Answers a failed completion; false when status is success. */
+static bool answered_failure(ecp_call *call, int status, const ecp_error *err)
+{
+    if (status >= 0)
+        return false;
+    reply_error(call, status, err, NULL);
+    return true;
+}
+
+/* Opens the result {"<key>": [ for the caller's items; end_list closes it. */
+static json_writer *begin_list(ecp_call *call, const char *key)
+{
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, key);
+    jw_array_begin(w);
+    return w;
+}
+
+static void end_list(ecp_call *call, json_writer *w)
+{
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
 static void write_info(json_writer *w, const document_info *info)
 {
     jw_object_begin(w);
@@ -272,10 +298,8 @@ static void m_config_schema(void *ctx, ecp_call *call)
 static void saved(void *ctx, int status, const ecp_error *err, const char *id)
 {
     ecp_call *call = ctx;
-    if (status < 0) {
-        reply_error(call, status, err, NULL);
+    if (answered_failure(call, status, err))
         return;
-    }
     ecp_call_reply_string(call, "sessionId", id);
 }
 
@@ -336,14 +360,9 @@ static void m_session_load(void *ctx, ecp_call *call)
 static void listed(void *ctx, int status, const ecp_error *err, const session_summary *list, size_t count)
 {
     ecp_call *call = ctx;
-    if (status < 0) {
-        reply_error(call, status, err, NULL);
+    if (answered_failure(call, status, err))
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "sessions");
-    jw_array_begin(w);
+    json_writer *w = begin_list(call, "sessions");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "id", list[i].id);
@@ -354,9 +373,7 @@ static void listed(void *ctx, int status, const ecp_error *err, const session_su
         jw_key_int(w, "documentCount", list[i].document_count);
         jw_object_end(w);
     }
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    end_list(call, w);
 }
 
 static void m_session_list(void *ctx, ecp_call *call)
@@ -447,14 +464,9 @@ static void m_session_restore(void *ctx, ecp_call *call)
 static void recoverable(void *ctx, int status, const ecp_error *err, const session_recoverable *list, size_t count)
 {
     ecp_call *call = ctx;
-    if (status < 0) {
-        reply_error(call, status, err, NULL);
+    if (answered_failure(call, status, err))
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "documents");
-    jw_array_begin(w);
+    json_writer *w = begin_list(call, "documents");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "uri", list[i].uri);
@@ -463,9 +475,7 @@ static void recoverable(void *ctx, int status, const ecp_error *err, const sessi
         jw_key_int(w, "bytes", list[i].bytes);
         jw_object_end(w);
     }
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    end_list(call, w);
 }
 
 static void m_session_recoverable(void *ctx, ecp_call *call)
@@ -765,10 +775,7 @@ static void m_theme_list(void *ctx, ecp_call *call)
 {
     size_t count;
     const session_theme *themes = session_themes(&count);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "themes");
-    jw_array_begin(w);
+    json_writer *w = begin_list(call, "themes");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "id", themes[i].id);
@@ -777,9 +784,7 @@ static void m_theme_list(void *ctx, ecp_call *call)
         jw_key_bool(w, "builtin", true);
         jw_object_end(w);
     }
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    end_list(call, w);
 }
 
 static void reply_theme(ecp_call *call, const session_theme *t)
@@ -878,10 +883,8 @@ static void got_secret(void *ctx, int status, const ecp_error *err, const char *
     ecp_call *call = sc->call;
     secret_reply kind = sc->kind;
     free(sc);
-    if (status < 0) {
-        reply_error(call, status, err, NULL);
+    if (answered_failure(call, status, err))
         return;
-    }
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     switch (kind) {
@@ -967,10 +970,8 @@ static void m_secret_set(void *ctx, ecp_call *call)
 static void secret_deleted(void *ctx, int status, const ecp_error *err, bool deleted)
 {
     ecp_call *call = ctx;
-    if (status < 0) {
-        reply_error(call, status, err, NULL);
+    if (answered_failure(call, status, err))
         return;
-    }
     ecp_call_reply_bool(call, "deleted", deleted);
 }
 
@@ -986,19 +987,12 @@ static void m_secret_delete(void *ctx, ecp_call *call)
 static void secret_listed(void *ctx, int status, const ecp_error *err, const char *const *keys, size_t count)
 {
     ecp_call *call = ctx;
-    if (status < 0) {
-        reply_error(call, status, err, NULL);
+    if (answered_failure(call, status, err))
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "keys");
-    jw_array_begin(w);
+    json_writer *w = begin_list(call, "keys");
     for (size_t i = 0; i < count; i++)
         jw_string(w, keys[i]);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    end_list(call, w);
 }
 
 static void m_secret_list(void *ctx, ecp_call *call)
@@ -1014,10 +1008,7 @@ static void m_secret_providers(void *ctx, ecp_call *call)
 {
     size_t count;
     const session_secret_provider *list = session_secret_providers(&count);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "providers");
-    jw_array_begin(w);
+    json_writer *w = begin_list(call, "providers");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "id", list[i].id);
@@ -1026,9 +1017,7 @@ static void m_secret_providers(void *ctx, ecp_call *call)
         jw_key_bool(w, "isReadOnly", list[i].read_only);
         jw_object_end(w);
     }
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    end_list(call, w);
 }
 
 /* ----- notifications ------------------------------------------------------------------------------------------ */
