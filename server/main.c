@@ -322,7 +322,11 @@ done:
     uv_close((uv_handle_t *)&a.sigterm, NULL);
     uv_close((uv_handle_t *)&a.sighup, NULL);
     server_free(a.srv);
-    drain(&a.loop, deadline, NULL);
+    /* The services' handles close on the loop's next turns: that takes
+     * moments, whatever freeing the services took (terminals get their grace
+     * period there), so it has a bound of its own, not what is left of the
+     * peers' second. */
+    drain(&a.loop, now_seconds() + 0.5, NULL);
     if (uv_loop_close(&a.loop) != 0)
         ecp_log(NULL, ECP_LOG_WARN, "loop still had handles at exit");
     if (a.log_file)
