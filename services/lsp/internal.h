@@ -10,6 +10,7 @@
 #include "job.h"
 #include "json.h"
 #include "json_writer.h"
+#include "map.h"
 #include "session/interface.h"
 #include "shared.h"
 
@@ -142,7 +143,10 @@ struct lsp_service {
     unsigned timeout_ms;
     size_t max_message;
     lsp_server *servers;
-    lsp_doc *docs;
+    lsp_doc *docs;            /* the most recently opened first */
+    ecp_map *docs_by_uri;     /* normalised uri -> the first of docs with it */
+    ecp_map *docs_by_id;      /* document id -> the doc that follows it */
+    bool doc_uris_shared;     /* two docs have had one uri: removing rescans */
     lsp_diag_entry *diags;
     lsp_custom_config *configs;
     lsp_proc *procs; /* every process whose handles are open, its server's or detached */
