@@ -194,8 +194,8 @@ static void key_index_rescan(document_service *svc, const char *key)
  * opened is the one found, as before the index existed. */
 static void key_index_add(document_service *svc, document *doc)
 {
-    document *holder = NULL;
-    if (!ecp_map_find(svc->by_key, doc->key, (void **)&holder)) {
+    void *holder = NULL;
+    if (!ecp_map_find(svc->by_key, doc->key, &holder)) {
         ecp_map_set(svc->by_key, doc->key, doc, NULL);
     } else if (holder != doc) {
         svc->keys_shared = true;
@@ -1413,9 +1413,10 @@ document_request *document_save(document_service *self, const char *document_id,
 
 int document_close(document_service *self, const char *document_id, ecp_error *err)
 {
-    document *doc = NULL;
-    if (!document_id || !ecp_map_remove(self->by_id, document_id, (void **)&doc))
+    void *found = NULL;
+    if (!document_id || !ecp_map_remove(self->by_id, document_id, &found))
         return ecp_error_set(err, ECP_ENOTFOUND, "Document not found");
+    document *doc = found;
     size_t i = 0;
     while (self->docs[i] != doc)
         i++;

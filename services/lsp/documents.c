@@ -65,8 +65,8 @@ static void uri_index_rescan(lsp_service *self, const char *uri)
  * the one found is the first in the list, as before the index existed. */
 static void uri_index_add(lsp_service *self, lsp_doc *d)
 {
-    lsp_doc *holder = NULL;
-    if (!ecp_map_find(self->docs_by_uri, d->uri, (void **)&holder)) {
+    void *holder = NULL;
+    if (!ecp_map_find(self->docs_by_uri, d->uri, &holder)) {
         ecp_map_set(self->docs_by_uri, d->uri, d, NULL);
     } else if (holder != d) {
         self->doc_uris_shared = true;

@@ -794,6 +794,7 @@ lsp_service *lsp_service_new(const lsp_service_options *o)
     self->log = o->log;
     self->docs_by_uri = ecp_map_new();
     self->docs_by_id = ecp_map_new();
+    self->diags = ecp_map_new();
     self->documents = o->documents;
     self->session = o->session;
     self->workspace = o->workspace ? xstrdup(o->workspace) : NULL;
@@ -847,8 +848,7 @@ void lsp_service_free(lsp_service *self)
         lsp_doc_remove(self, self->docs);
     ecp_map_free(self->docs_by_uri);
     ecp_map_free(self->docs_by_id);
-    while (self->diags)
-        lsp_diag_unlink(&self->diags);
+    lsp_diag_free_all(self);
     while (self->configs) {
         lsp_custom_config *c = self->configs;
         self->configs = c->next;
