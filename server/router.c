@@ -9,9 +9,18 @@
  * is compiled (rpc_sig.h), so that every request is checked against it
  * before its handler runs: the signature ecp/methods prints is the one the
  * server enforces. */
+#include <stdint.h>
 #include <string.h>
 
 #include "internal.h"
+#include "map.h"
+
+/* A route is the method's place, adapter and row, packed in the map's value
+ * (plus one, so that no route is NULL); the adapters array may move as it
+ * grows, the places do not. */
+#define ROUTE_PART_MAX 0xFFFFu
+
+static void *route_of(size_t adapter, size_t method) { return (void *)(uintptr_t)((adapter << 16 | method) + 1); }
 
 void server__router_init(router *self, ecp_logger *log)
 {
@@ -35,6 +44,7 @@ void server__router_free(router *self)
     }
     free(self->adapters);
     free(self->signatures);
+    ecp_map_free(self->routes);
     memset(self, 0, sizeof *self);
 }
 
@@ -89,6 +99,8 @@ static int check(const router *self, const ecp_adapter *adapter, ecp_sig *sigs, 
     }
     if (adapter_of(self, ns))
         return ecp_error_set(err, ECP_EINVAL, "namespace \"%s\" is already registered", ns);
+    if (self->count >= ROUTE_PART_MAX || adapter->method_count > ROUTE_PART_MAX)
+        return ecp_error_set(err, ECP_EINVAL, "namespace \"%s\" does not fit the router", ns);
     return 0;
 }
 
@@ -112,26 +124,25 @@ int server__router_register(void *opaque, const ecp_adapter *adapter, ecp_error 
         self->signatures = xrealloc(self->signatures, self->cap * sizeof *self->signatures);
     }
     self->signatures[self->count] = sigs;
+    if (!self->routes)
+        self->routes = ecp_map_new();
+    for (size_t m = 0; m < adapter->method_count; m++)
+        ecp_map_set(self->routes, adapter->methods[m].name, route_of(self->count, m), NULL);
     self->adapters[self->count++] = *adapter;
     return 0;
 }
 
 const ecp_method *server__router_find(const router *self, const char *method, const ecp_adapter **adapter_out)
 {
-    const char *slash = strchr(method, '/');
-    size_t ns_len = slash ? (size_t)(slash - method) : 0;
-    for (size_t i = 0; i < self->count; i++) {
-        const ecp_adapter *a = &self->adapters[i];
-        if (strlen(a->ns) != ns_len || strncmp(a->ns, method, ns_len) != 0)
-            continue;
-        for (size_t m = 0; m < a->method_count; m++) {
-            if (strcmp(a->methods[m].name, method) == 0) {
-                *adapter_out = a;
-                return &a->methods[m];
-            }
-        }
-    }
-    return NULL;
+    /* check() keeps every name in its own namespace and routed once, so the
+     * name alone finds the method */
+    uintptr_t route = self->routes ? (uintptr_t)ecp_map_get(self->routes, method) : 0;
+    if (!route)
+        return NULL;
+    route--;
+    const ecp_adapter *a = &self->adapters[route >> 16];
+    *adapter_out = a;
+    return &a->methods[route & ROUTE_PART_MAX];
 }
 
 bool server__router_admit(const router *self, const ecp_adapter *adapter, const ecp_method *method, ecp_call *call)

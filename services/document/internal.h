@@ -26,6 +26,7 @@
 #include "interface.h"
 #include "job.h"
 #include "log.h"
+#include "map.h"
 #include "piece_tree.h"
 #include "utf.h"
 
@@ -167,6 +168,9 @@ struct document_service {
     document **docs; /* in the order they were opened */
     size_t doc_count;
     size_t doc_cap;
+    ecp_map *by_id;  /* document id -> document: every request names one */
+    ecp_map *by_key; /* resolved path (or uri) -> the first document opened with it */
+    bool keys_shared; /* two documents have had one key (a save-as racing an open): closing rescans */
     ecp_listeners listeners; /* of document_listener */
     ecp_listeners disk_listeners; /* of document_disk_listener */
     uint64_t rng;           /* xorshift state for document ids */

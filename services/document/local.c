@@ -157,22 +157,12 @@ void document__read_bytes(const piece_tree *tree, size_t offset, size_t len, doc
 
 /* ----- registry ---------------------------------------------------------------------- */
 
-static size_t index_of(const document_service *svc, const char *id)
-{
-    for (size_t i = 0; i < svc->doc_count; i++)
-        if (strcmp(svc->docs[i]->id, id) == 0)
-            return i;
-    return SIZE_MAX;
-}
-
 document *document__find(document_service *svc, const char *id, ecp_error *err)
 {
-    size_t i = id ? index_of(svc, id) : SIZE_MAX;
-    if (i == SIZE_MAX) {
+    document *doc = id ? ecp_map_get(svc->by_id, id) : NULL;
+    if (!doc)
         ecp_error_set(err, ECP_ENOTFOUND, "Document not found");
-        return NULL;
-    }
-    return svc->docs[i];
+    return doc;
 }
 
 document *document__find_writable(document_service *svc, const char *id, ecp_error *err)
@@ -185,12 +175,43 @@ document *document__find_writable(document_service *svc, const char *id, ecp_err
     return doc;
 }
 
-static document *find_by_key(document_service *svc, const char *key)
+static document *find_by_key(document_service *svc, const char *key) { return ecp_map_get(svc->by_key, key); }
+
+/* Points key at the first document, in the order they were opened, that has
+ * it, or at none. */
+static void key_index_rescan(document_service *svc, const char *key)
 {
     for (size_t i = 0; i < svc->doc_count; i++)
-        if (strcmp(svc->docs[i]->key, key) == 0)
-            return svc->docs[i];
-    return NULL;
+        if (strcmp(svc->docs[i]->key, key) == 0) {
+            ecp_map_set(svc->by_key, key, svc->docs[i], NULL);
+            return;
+        }
+    ecp_map_remove(svc->by_key, key, NULL);
+}
+
+/* doc (in svc->docs) now has doc->key. Two documents may share a key for a
+ * while (a save-as finishing onto a file opened meanwhile); the first one
+ * opened is the one found, as before the index existed. */
+static void key_index_add(document_service *svc, document *doc)
+{
+    void *holder = NULL;
+    if (!ecp_map_find(svc->by_key, doc->key, &holder)) {
+        ecp_map_set(svc->by_key, doc->key, doc, NULL);
+    } else if (holder != doc) {
+        svc->keys_shared = true;
+        key_index_rescan(svc, doc->key);
+    }
+}
+
+/* doc (no longer in svc->docs, or no longer with this key) gives key up. */
+static void key_index_drop(document_service *svc, document *doc, const char *key)
+{
+    if (ecp_map_get(svc->by_key, key) != doc)
+        return;
+    if (svc->keys_shared)
+        key_index_rescan(svc, key);
+    else
+        ecp_map_remove(svc->by_key, key, NULL);
 }
 
 /* The document of a file: by its resolved path, else (another hard link, a
@@ -266,6 +287,8 @@ static document *doc_new(document_service *svc, const char *uri, const char *pat
         svc->docs = xrealloc(svc->docs, svc->doc_cap * sizeof *svc->docs);
     }
     svc->docs[svc->doc_count++] = doc;
+    ecp_map_set(svc->by_id, doc->id, doc, NULL);
+    key_index_add(svc, doc);
     return doc;
 }
 
@@ -307,6 +330,8 @@ document_service *document_service_new(ecp_pool *pool, ecp_logger *log)
         return NULL;
     svc->jobs = ecp_job_set_new(pool);
     svc->log = log;
+    svc->by_id = ecp_map_new();
+    svc->by_key = ecp_map_new();
     svc->undo_max_bytes = DOCUMENT_UNDO_MAX_BYTES;
     svc->undo_max_steps = DOCUMENT_UNDO_MAX_STEPS;
     svc->encodings = DOCUMENT_ENCODINGS_ALL;
@@ -331,6 +356,8 @@ void document_service_free(document_service *self)
         doc_free(self->docs[i]);
     }
     free(self->docs);
+    ecp_map_free(self->by_id);
+    ecp_map_free(self->by_key);
     free(self->encoding_readers);
     ecp_listeners_free(&self->listeners);
     ecp_listeners_free(&self->disk_listeners);
@@ -1268,12 +1295,15 @@ static void finish_save(document_service *svc, doc_task *t)
         doc->saved_id = t->state_id;
         if (t->uri) {
             stop_following(svc, doc);
+            char *old_key = doc->key;
+            doc->key = t->key;
+            key_index_drop(svc, doc, old_key);
+            key_index_add(svc, doc);
+            free(old_key);
             free(doc->uri);
             free(doc->path);
-            free(doc->key);
             doc->uri = t->uri;
             doc->path = t->path;
-            doc->key = t->key;
             t->uri = t->path = t->key = NULL;
         }
         matches_file(svc, doc, &t->written);
@@ -1383,12 +1413,16 @@ document_request *document_save(document_service *self, const char *document_id,
 
 int document_close(document_service *self, const char *document_id, ecp_error *err)
 {
-    size_t i = document_id ? index_of(self, document_id) : SIZE_MAX;
-    if (i == SIZE_MAX)
+    void *found = NULL;
+    if (!document_id || !ecp_map_remove(self->by_id, document_id, &found))
         return ecp_error_set(err, ECP_ENOTFOUND, "Document not found");
-    document *doc = self->docs[i];
+    document *doc = found;
+    size_t i = 0;
+    while (self->docs[i] != doc)
+        i++;
     memmove(self->docs + i, self->docs + i + 1, (self->doc_count - i - 1) * sizeof *self->docs);
     self->doc_count--;
+    key_index_drop(self, doc, doc->key);
     stop_following(self, doc);
     ECP_EMIT(&self->listeners, document_listener, on_close, doc->id, doc->uri);
     doc_free(doc);

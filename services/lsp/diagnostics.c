@@ -196,14 +196,20 @@ static void diag_write(lsp_service *self, const char *uri, const lsp_diag *d, ec
     jw_object_end(w);
 }
 
-static lsp_diag_entry **diag_slot(lsp_service *self, const char *uri)
+static lsp_diag_entry *diag_find(lsp_service *self, const char *uri)
 {
     char *want = lsp_doc_uri(uri);
-    lsp_diag_entry **pp = &self->diags;
-    while (*pp && strcmp((*pp)->uri, want) != 0)
-        pp = &(*pp)->next;
+    lsp_diag_entry *e = ecp_map_get(self->diags, want);
     free(want);
-    return pp;
+    return e;
+}
+
+static void diag_entry_free(lsp_diag_entry *e)
+{
+    free(e->uri);
+    diag_free_items(e->items, e->count);
+    free(e->language_id);
+    free(e);
 }
 
 void lsp_diag_publish(lsp_service *self, const lsp_server *from, const char *uri, const json_doc *doc,
@@ -214,35 +220,40 @@ void lsp_diag_publish(lsp_service *self, const lsp_server *from, const char *uri
     size_t count = 0;
     for (json_ref e = json_first(doc, diagnostics); e != JSON_NO_REF && count < n; e = json_next(doc, e))
         diag_read(doc, e, &items[count++]);
-    lsp_diag_entry **pp = diag_slot(self, uri);
-    if (!*pp) {
-        *pp = xcalloc(1, sizeof **pp);
-        (*pp)->uri = lsp_doc_uri(uri);
+    char *want = lsp_doc_uri(uri);
+    lsp_diag_entry *e = ecp_map_get(self->diags, want);
+    if (!e) {
+        e = xcalloc(1, sizeof *e);
+        e->uri = want;
+        want = NULL;
+        ecp_map_set(self->diags, e->uri, e, NULL);
     }
-    diag_free_items((*pp)->items, (*pp)->count);
-    free((*pp)->language_id);
-    (*pp)->items = items;
-    (*pp)->count = count;
-    (*pp)->language_id = xstrdup(from->language_id);
-    (*pp)->enc = from->enc;
+    free(want);
+    diag_free_items(e->items, e->count);
+    free(e->language_id);
+    e->items = items;
+    e->count = count;
+    e->language_id = xstrdup(from->language_id);
+    e->enc = from->enc;
     ECP_EMIT(&self->listeners, lsp_listener, on_diagnostics, uri);
 }
 
-void lsp_diag_unlink(lsp_diag_entry **pp)
+void lsp_diag_free_all(lsp_service *self)
 {
-    lsp_diag_entry *e = *pp;
-    *pp = e->next;
-    free(e->uri);
-    diag_free_items(e->items, e->count);
-    free(e->language_id);
-    free(e);
+    ecp_map_iter it = ECP_MAP_ITER_INIT;
+    while (ecp_map_next(self->diags, &it, NULL, NULL))
+        diag_entry_free(ecp_map_iter_remove(self->diags, &it));
+    ecp_map_free(self->diags);
+    self->diags = NULL;
 }
 
 void lsp_diag_clear(lsp_service *self, const char *uri)
 {
-    lsp_diag_entry **pp = diag_slot(self, uri);
-    if (*pp)
-        lsp_diag_unlink(pp);
+    char *want = lsp_doc_uri(uri);
+    void *e;
+    if (ecp_map_remove(self->diags, want, &e))
+        diag_entry_free(e);
+    free(want);
 }
 
 /* A server that stops or dies takes its diagnostics with it: they describe
@@ -251,13 +262,16 @@ void lsp_diag_clear(lsp_service *self, const char *uri)
 void lsp_diag_clear_server(lsp_service *self, const char *language_id)
 {
     for (;;) {
-        lsp_diag_entry **pp = &self->diags;
-        while (*pp && strcmp((*pp)->language_id, language_id) != 0)
-            pp = &(*pp)->next;
-        if (!*pp)
+        /* from the start each time: a listener may have published meanwhile */
+        ecp_map_iter it = ECP_MAP_ITER_INIT;
+        lsp_diag_entry *e = NULL;
+        for (void *v; !e && ecp_map_next(self->diags, &it, NULL, &v);)
+            if (strcmp(((lsp_diag_entry *)v)->language_id, language_id) == 0)
+                e = v;
+        if (!e)
             return;
-        char *uri = xstrdup((*pp)->uri);
-        lsp_diag_unlink(pp);
+        char *uri = xstrdup(e->uri);
+        diag_entry_free(ecp_map_iter_remove(self->diags, &it));
         ECP_EMIT(&self->listeners, lsp_listener, on_diagnostics, uri);
         free(uri);
     }
@@ -265,7 +279,7 @@ void lsp_diag_clear_server(lsp_service *self, const char *language_id)
 
 char *lsp_diagnostics_get(lsp_service *self, const char *uri, ecp_position_encoding enc)
 {
-    lsp_diag_entry *e = *diag_slot(self, uri);
+    lsp_diag_entry *e = diag_find(self, uri);
     buf out = BUF_INIT;
     json_writer w;
     jw_init(&w, &out);
@@ -278,8 +292,10 @@ char *lsp_diagnostics_get(lsp_service *self, const char *uri, ecp_position_encod
 
 void lsp_diagnostics_each(lsp_service *self, void (*fn)(void *ctx, const char *uri), void *ctx)
 {
-    for (lsp_diag_entry *e = self->diags; e; e = e->next)
-        fn(ctx, e->uri);
+    ecp_map_iter it = ECP_MAP_ITER_INIT;
+    const char *uri;
+    while (ecp_map_next(self->diags, &it, &uri, NULL))
+        fn(ctx, uri);
 }
 
 size_t lsp_json_size(const json_doc *doc, json_ref ref)
@@ -292,7 +308,7 @@ size_t lsp_diagnostics_in_lines(lsp_service *self, const char *uri, size_t first
                                 ecp_position_encoding enc, void (*fn)(void *ctx, const lsp_diagnostic *diagnostic),
                                 void *ctx)
 {
-    lsp_diag_entry *e = *diag_slot(self, uri);
+    lsp_diag_entry *e = diag_find(self, uri);
     size_t found = 0;
     buf json = BUF_INIT;
     for (size_t i = 0; e && i < e->count; i++) {
@@ -328,10 +344,14 @@ size_t lsp_diagnostics_in_lines(lsp_service *self, const char *uri, size_t first
 void lsp_diagnostics_summary(lsp_service *self, size_t *errors, size_t *warnings)
 {
     *errors = *warnings = 0;
-    for (lsp_diag_entry *e = self->diags; e; e = e->next)
+    ecp_map_iter it = ECP_MAP_ITER_INIT;
+    void *v;
+    while (ecp_map_next(self->diags, &it, NULL, &v)) {
+        const lsp_diag_entry *e = v;
         for (size_t i = 0; i < e->count; i++) {
             const lsp_diag *d = &e->items[i];
             *errors += d->has_severity && d->severity == 1;
             *warnings += d->has_severity && d->severity == 2;
         }
+    }
 }

@@ -39,20 +39,50 @@ char *lsp_doc_uri(const char *uri)
 lsp_doc *lsp_doc_find(lsp_service *self, const char *uri)
 {
     char *want = lsp_doc_uri(uri);
-    lsp_doc *found = NULL;
-    for (lsp_doc *d = self->docs; d && !found; d = d->next)
-        if (strcmp(d->uri, want) == 0)
-            found = d;
+    lsp_doc *found = ecp_map_get(self->docs_by_uri, want);
     free(want);
     return found;
 }
 
 static lsp_doc *doc_find_id(lsp_service *self, const char *document_id)
 {
+    return ecp_map_get(self->docs_by_id, document_id);
+}
+
+/* Points uri at the first doc in the list that has it, or at none. */
+static void uri_index_rescan(lsp_service *self, const char *uri)
+{
     for (lsp_doc *d = self->docs; d; d = d->next)
-        if (d->document_id && strcmp(d->document_id, document_id) == 0)
-            return d;
-    return NULL;
+        if (strcmp(d->uri, uri) == 0) {
+            ecp_map_set(self->docs_by_uri, uri, d, NULL);
+            return;
+        }
+    ecp_map_remove(self->docs_by_uri, uri, NULL);
+}
+
+/* d, in the list, has just taken d->uri. Two docs may share a uri for a while
+ * (an editor's document saved under the name of one opened by lsp/didOpen);
+ * the one found is the first in the list, as before the index existed. */
+static void uri_index_add(lsp_service *self, lsp_doc *d)
+{
+    void *holder = NULL;
+    if (!ecp_map_find(self->docs_by_uri, d->uri, &holder)) {
+        ecp_map_set(self->docs_by_uri, d->uri, d, NULL);
+    } else if (holder != d) {
+        self->doc_uris_shared = true;
+        uri_index_rescan(self, d->uri);
+    }
+}
+
+/* d, out of the list or renamed, gives uri up. */
+static void uri_index_drop(lsp_service *self, lsp_doc *d, const char *uri)
+{
+    if (ecp_map_get(self->docs_by_uri, uri) != d)
+        return;
+    if (self->doc_uris_shared)
+        uri_index_rescan(self, uri);
+    else
+        ecp_map_remove(self->docs_by_uri, uri, NULL);
 }
 
 lsp_server *lsp_server_find(lsp_service *self, const char *language_id)
@@ -318,6 +348,9 @@ static lsp_doc *doc_add(lsp_service *self, const char *uri, const char *language
     d->document_id = document_id ? xstrdup(document_id) : NULL;
     d->next = self->docs;
     self->docs = d;
+    uri_index_add(self, d);
+    if (d->document_id)
+        ecp_map_set(self->docs_by_id, d->document_id, d, NULL);
     return d;
 }
 
@@ -328,6 +361,9 @@ void lsp_doc_remove(lsp_service *self, lsp_doc *d)
             *pp = d->next;
             break;
         }
+    uri_index_drop(self, d, d->uri);
+    if (d->document_id && ecp_map_get(self->docs_by_id, d->document_id) == d)
+        ecp_map_remove(self->docs_by_id, d->document_id, NULL);
     free(d->uri);
     free(d->language_id);
     free(d->document_id);
@@ -476,8 +512,11 @@ static void on_doc_save(void *ctx, const char *document_id, const char *uri, uin
         if (ready)
             send_did_close(s, d->uri);
         lsp_diag_clear(self, d->uri);
-        free(d->uri);
+        char *old_uri = d->uri;
         d->uri = xstrdup(uri);
+        uri_index_drop(self, d, old_uri);
+        uri_index_add(self, d);
+        free(old_uri);
         if (ready)
             lsp_send_did_open(s, d);
     }

@@ -10,6 +10,7 @@
 #include "job.h"
 #include "json.h"
 #include "json_writer.h"
+#include "map.h"
 #include "session/interface.h"
 #include "shared.h"
 
@@ -50,7 +51,6 @@ typedef struct lsp_diag_entry {
     size_t count;
     char *language_id;          /* of the server that published it */
     ecp_position_encoding enc;  /* the server's */
-    struct lsp_diag_entry *next;
 } lsp_diag_entry;
 
 struct lsp_request {
@@ -142,8 +142,11 @@ struct lsp_service {
     unsigned timeout_ms;
     size_t max_message;
     lsp_server *servers;
-    lsp_doc *docs;
-    lsp_diag_entry *diags;
+    lsp_doc *docs;            /* the most recently opened first */
+    ecp_map *docs_by_uri;     /* normalised uri -> the first of docs with it */
+    ecp_map *docs_by_id;      /* document id -> the doc that follows it */
+    bool doc_uris_shared;     /* two docs have had one uri: removing rescans */
+    ecp_map *diags;           /* normalised uri -> lsp_diag_entry, in the order first published */
     lsp_custom_config *configs;
     lsp_proc *procs; /* every process whose handles are open, its server's or detached */
     ecp_job_set *jobs; /* NULL without a pool: everything is made on the loop */
@@ -199,7 +202,7 @@ void lsp_documents_unfollow(lsp_service *self);
 /* Replaces the diagnostics of uri with the Diagnostic[] at `diagnostics` of a server's message. */
 void lsp_diag_publish(lsp_service *self, const lsp_server *from, const char *uri, const json_doc *doc,
                       json_ref diagnostics);
-void lsp_diag_unlink(lsp_diag_entry **pp);
+void lsp_diag_free_all(lsp_service *self);
 void lsp_diag_clear(lsp_service *self, const char *uri);
 void lsp_diag_clear_server(lsp_service *self, const char *language_id);
 /* A non-negative integer, else 0. */

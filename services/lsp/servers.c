@@ -792,6 +792,9 @@ lsp_service *lsp_service_new(const lsp_service_options *o)
     lsp_service *self = xcalloc(1, sizeof *self);
     self->loop = o->loop;
     self->log = o->log;
+    self->docs_by_uri = ecp_map_new();
+    self->docs_by_id = ecp_map_new();
+    self->diags = ecp_map_new();
     self->documents = o->documents;
     self->session = o->session;
     self->workspace = o->workspace ? xstrdup(o->workspace) : NULL;
@@ -843,8 +846,9 @@ void lsp_service_free(lsp_service *self)
     self->procs = NULL;
     while (self->docs)
         lsp_doc_remove(self, self->docs);
-    while (self->diags)
-        lsp_diag_unlink(&self->diags);
+    ecp_map_free(self->docs_by_uri);
+    ecp_map_free(self->docs_by_id);
+    lsp_diag_free_all(self);
     while (self->configs) {
         lsp_custom_config *c = self->configs;
         self->configs = c->next;

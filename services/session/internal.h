@@ -74,6 +74,8 @@ struct session_service {
     keybinding_entry *bindings;
     size_t binding_count;
     session_keybinding *binding_views; /* rebuilt on change */
+    struct ecp_map *binding_last;      /* canonical key -> 1 + index of its last binding; rebuilt with the views */
+    size_t *binding_prev;              /* per binding: 1 + index of the one before it with its key, or 0 */
 
     /* sessions */
     char *current_id;    /* the current session's id, or NULL */
@@ -86,6 +88,7 @@ struct session_service {
 
     /* hot exit */
     journal_entry *journal;       /* one per dirty document being followed */
+    struct ecp_map *journal_by_id; /* document id -> its entry in journal (made with the first) */
     int instance_lock_fd;         /* held for the life of the server: the lock says we run */
     char *instance_lock_path;
     bool registered;              /* our row is in `instances` */

@@ -32,6 +32,7 @@
 #include <sodium.h>
 
 #include "internal.h"
+#include "map.h"
 
 #define DEBOUNCE_MS 250
 #define MAX_WAIT_MS 750
@@ -516,10 +517,7 @@ static void set_filter(journal_op *op, const char *const *uris, size_t count)
 
 static journal_entry *entry_of(session_service *self, const char *document_id)
 {
-    for (journal_entry *e = self->journal; e; e = e->next)
-        if (strcmp(e->document_id, document_id) == 0)
-            return e;
-    return NULL;
+    return self->journal_by_id ? ecp_map_get(self->journal_by_id, document_id) : NULL;
 }
 
 static void write_entry(journal_entry *e)
@@ -579,6 +577,7 @@ static void entry_drop(session_service *self, journal_entry *e, bool clear)
             break;
         }
     }
+    ecp_map_remove(self->journal_by_id, e->document_id, NULL);
     if (clear && e->written)
         clear_row(self, e->uri);
     uv_timer_stop(&e->timer);
@@ -608,6 +607,9 @@ static void on_change(void *ctx, const document_change_event *event)
         e->timer.data = e;
         e->next = self->journal;
         self->journal = e;
+        if (!self->journal_by_id)
+            self->journal_by_id = ecp_map_new();
+        ecp_map_set(self->journal_by_id, e->document_id, e, NULL);
     }
     uint64_t now = uv_now(ecp_pool_loop(self->pool));
     if (!e->armed) {
@@ -710,6 +712,8 @@ void session__journal_free(session_service *self)
         }
         entry_drop(self, e, false);
     }
+    ecp_map_free(self->journal_by_id);
+    self->journal_by_id = NULL;
     journal_op *op = new_op(self, JOURNAL_UNREGISTER);
     store_submit(self->store, &journal_type, op);
     store_flush(self->store);

@@ -13,11 +13,13 @@
  * once per '(', and a clause may come from any client or from the store.
  */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "map.h"
 
 /* ----- canonical keys ------------------------------------------------------------------------------ */
 
@@ -340,6 +342,17 @@ static void rebuild_views(session_service *self)
     self->binding_views = xcalloc(self->binding_count ? self->binding_count : 1, sizeof *self->binding_views);
     for (size_t i = 0; i < self->binding_count; i++)
         self->binding_views[i] = self->bindings[i].view;
+    /* Each key press looks its key up: by key, then back through that key's
+     * bindings, last first, as the `when` clauses are tried. */
+    ecp_map_free(self->binding_last);
+    free(self->binding_prev);
+    self->binding_last = ecp_map_new();
+    self->binding_prev = xcalloc(self->binding_count ? self->binding_count : 1, sizeof *self->binding_prev);
+    for (size_t i = 0; i < self->binding_count; i++) {
+        void *last = NULL;
+        ecp_map_set(self->binding_last, self->bindings[i].canonical, (void *)(uintptr_t)(i + 1), &last);
+        self->binding_prev[i] = (size_t)(uintptr_t)last;
+    }
 }
 
 typedef struct save_op {
@@ -513,10 +526,10 @@ const session_keybinding *session_keybinding_resolve(session_service *self, cons
     for (const char *c = press->key ? press->key : ""; *c; c++)
         buf_push(&key, (char)tolower((unsigned char)*c));
     const session_keybinding *found = NULL;
-    for (size_t i = self->binding_count; i-- > 0 && !found;) {
+    size_t at = key.data ? (size_t)(uintptr_t)ecp_map_get(self->binding_last, key.data) : 0;
+    for (; at && !found; at = self->binding_prev[at - 1]) {
+        size_t i = at - 1;
         keybinding_entry *e = &self->bindings[i];
-        if (!key.data || strcmp(e->canonical, key.data) != 0)
-            continue;
         bool holds = true;
         if (e->view.when && when_eval(e->view.when, context, context_count, &holds, NULL) < 0)
             holds = false;
@@ -608,7 +621,11 @@ void session__keybindings_free(session_service *self)
         entry_free(&self->bindings[i]);
     free(self->bindings);
     free(self->binding_views);
+    ecp_map_free(self->binding_last);
+    free(self->binding_prev);
     self->bindings = NULL;
     self->binding_views = NULL;
+    self->binding_last = NULL;
+    self->binding_prev = NULL;
     self->binding_count = 0;
 }

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 sh third_party/install-deps.sh --bench
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DECPD_WERROR=ON >/dev/null
 cmake --build build-bench -j"$(nproc)" --target ecpd bench_echo_floor bench_piece_tree bench_document_open bench_grep \
-  bench_git_status bench_terminal bench_syntax ecp-tui >/dev/null
+  bench_git_status bench_terminal bench_syntax bench_map ecp-tui >/dev/null
 
 want() { [ $# -eq 0 ] && return 0; for w in $selected; do [ "$w" = "$1" ] && return 0; done; return 1; }
 selected="$*"
@@ -33,6 +33,8 @@ b=build-bench
   if [ -z "$selected" ] || want B12; then /usr/bin/python3 tests/bench/bench_agent.py "$b/server/ecpd"; fi
   if [ -z "$selected" ] || want B13; then "$b/services/file/bench_grep"; fi
   if [ -z "$selected" ] || want B14; then /usr/bin/python3 tests/bench/bench_tui.py "$b/clients/tui/ecp-tui"; fi
+  if [ -z "$selected" ] || want B15; then /usr/bin/python3 tests/bench/bench_lookup.py "$b/server/ecpd"; fi
+  if [ -z "$selected" ] || want B16; then "$b/tests/bench/bench_map"; fi
 } | tee "$out"
 
 echo

@@ -1086,6 +1086,110 @@ static void test_vertical_moves_on_long_lines(void **state)
     free(text);
 }
 
+/* ----- the registry: finding documents by id and by file ------------------------ */
+
+typedef struct listed {
+    char ids[4096][40];
+    size_t n;
+} listed;
+
+static void list_into(void *ctx, const document_info *info)
+{
+    listed *l = ctx;
+    if (l->n < 4096)
+        snprintf(l->ids[l->n++], sizeof l->ids[0], "%s", info->document_id);
+}
+
+/* Opening a uri that is open gives its document back; the id of a closed one
+ * is gone and its uri opens a new document; the list keeps the open order. */
+static void test_registry_open_close_many(void **state)
+{
+    fx *f = *state;
+    enum { N = 3000 };
+    char (*ids)[64] = calloc(N, sizeof *ids);
+    char uri[64];
+    for (size_t i = 0; i < N; i++) {
+        snprintf(uri, sizeof uri, "memory://many/%zu", i);
+        open_text(f, uri, "x", ids[i]);
+    }
+    for (size_t i = 0; i < N; i += 2)
+        assert_int_equal(document_close(f->svc, ids[i], NULL), 0);
+    for (size_t i = 0; i < N; i++) {
+        document_info info;
+        ecp_error err;
+        int rc = document_get_info(f->svc, ids[i], &info, &err);
+        snprintf(uri, sizeof uri, "memory://many/%zu", i);
+        if (i % 2 == 0) {
+            assert_int_equal(rc, ECP_ENOTFOUND);
+            assert_int_equal(document_close(f->svc, ids[i], NULL), ECP_ENOTFOUND);
+        } else {
+            assert_int_equal(rc, 0);
+            assert_string_equal(info.uri, uri);
+        }
+        opened o = {0};
+        document_open_options opt = {.uri = uri, .content = "y", .content_len = 1};
+        assert_null(document_open(f->svc, &opt, on_opened, &o));
+        assert_int_equal(o.status, 0);
+        if (i % 2 == 0)
+            assert_string_not_equal(o.id, ids[i]);
+        else
+            assert_string_equal(o.id, ids[i]);
+    }
+    listed *l = calloc(1, sizeof *l);
+    document_list(f->svc, list_into, l);
+    assert_int_equal(l->n, N);
+    for (size_t k = 0; k < N / 2; k++)
+        assert_string_equal(l->ids[k], ids[2 * k + 1]);
+    free(l);
+    free(ids);
+}
+
+static void open_uri(fx *f, const char *uri, const char *text, opened *o)
+{
+    document_open_options opt = {.uri = uri, .content = text, .content_len = strlen(text)};
+    memset(o, 0, sizeof *o);
+    assert_null(document_open(f->svc, &opt, on_opened, o));
+    assert_int_equal(o->status, 0);
+}
+
+/* A document saved under a new name is found by it, and no longer by the
+ * old. When a save-as lands on a file opened meanwhile, two documents share
+ * the file: the one opened first is found, then, once it closes, the other. */
+static void test_registry_follows_save_as(void **state)
+{
+    fx *f = *state;
+    char moved[64], first[64], y_uri[160], x_uri[160];
+    snprintf(x_uri, sizeof x_uri, "file://%s/x.txt", f->dir);
+    snprintf(y_uri, sizeof y_uri, "file://%s/y.txt", f->dir);
+    open_text(f, "memory://moved", "moved", moved);
+    int status = 1;
+    assert_non_null(document_save(f->svc, moved, x_uri, saved_cb, &status));
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    assert_int_equal(status, 0);
+    opened o;
+    open_uri(f, x_uri, "", &o);
+    assert_string_equal(o.id, moved);
+    open_uri(f, "memory://moved", "new", &o);
+    assert_string_not_equal(o.id, moved);
+
+    open_text(f, "memory://first", "first", first);
+    status = 1;
+    assert_non_null(document_save(f->svc, first, y_uri, saved_cb, &status));
+    opened second;
+    open_uri(f, y_uri, "second", &second); /* before the save lands */
+    assert_string_not_equal(second.id, first);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    assert_int_equal(status, 0);
+    open_uri(f, y_uri, "", &o);
+    assert_string_equal(o.id, first);
+    assert_int_equal(document_close(f->svc, first, NULL), 0);
+    open_uri(f, y_uri, "", &o);
+    assert_string_equal(o.id, second.id);
+    assert_int_equal(document_close(f->svc, second.id, NULL), 0);
+    open_uri(f, y_uri, "", &o);
+    assert_string_not_equal(o.id, second.id);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1107,6 +1211,8 @@ int main(void)
         T(test_events_carry_the_encodings_in_use),
         T(test_read_lines),
         T(test_vertical_moves_on_long_lines),
+        T(test_registry_open_close_many),
+        T(test_registry_follows_save_as),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
