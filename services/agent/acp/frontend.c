@@ -187,6 +187,19 @@ static void out_shut(uv_shutdown_t *req, int status)
     uv_close((uv_handle_t *)&acp->out, handle_closed);
 }
 
+/* ACP is newline-delimited JSON-RPC whose params are objects; a malformed line is answered. */
+static ecp_peer *new_peer(uv_loop_t *loop, acp_frontend *acp)
+{
+    ecp_peer_options options = {
+        .framing = FRAMING_NEWLINE, .max_message = ACP_MAX_LINE, .answer_invalid = true, .params_object_only = true,
+    };
+    ecp_peer_handlers handlers = {
+        .ctx = acp, .write = write_out, .on_request = acp__on_request, .on_notification = acp__on_notification,
+        .send_cancel = send_no_cancel,
+    };
+    return ecp_peer_new(loop, &options, &handlers);
+}
+
 acp_frontend *acp_frontend_open(uv_loop_t *loop, agent_service *agent, ecp_logger *log, const char *version,
                                 void (*on_eof)(void *ctx), void *ctx, ecp_error *err)
 {
@@ -202,14 +215,7 @@ acp_frontend *acp_frontend_open(uv_loop_t *loop, agent_service *agent, ecp_logge
     acp->on_eof = on_eof;
     acp->ctx = ctx;
     acp->version = version;
-    ecp_peer_options options = {
-        .framing = FRAMING_NEWLINE, .max_message = ACP_MAX_LINE, .answer_invalid = true, .params_object_only = true,
-    };
-    ecp_peer_handlers handlers = {
-        .ctx = acp, .write = write_out, .on_request = acp__on_request, .on_notification = acp__on_notification,
-        .send_cancel = send_no_cancel,
-    };
-    acp->peer = ecp_peer_new(loop, &options, &handlers);
+    acp->peer = new_peer(loop, acp);
     uv_pipe_init(loop, &acp->in, 0);
     acp->in.data = acp;
     acp->open_handles++;
@@ -248,14 +254,7 @@ acp_frontend *acp__frontend_detached(uv_loop_t *loop, agent_service *agent, ecp_
     acp->log = log;
     acp->version = version;
     acp->sink = sink;
-    ecp_peer_options options = {
-        .framing = FRAMING_NEWLINE, .max_message = ACP_MAX_LINE, .answer_invalid = true, .params_object_only = true,
-    };
-    ecp_peer_handlers handlers = {
-        .ctx = acp, .write = write_out, .on_request = acp__on_request, .on_notification = acp__on_notification,
-        .send_cancel = send_no_cancel,
-    };
-    acp->peer = ecp_peer_new(loop, &options, &handlers);
+    acp->peer = new_peer(loop, acp);
     agent_subscribe(agent, &acp__listener, acp);
     agent_set_tool_host(agent, &acp__host, acp);
     return acp;
