@@ -24,7 +24,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON -DECPD_TSAN=ON >/dev/null
 cmake --build build-tsan -j"$jobs"
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan -L threads --output-on-failure
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp \
+  ctest --test-dir build-tsan -L threads --output-on-failure
 
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DECPD_WERROR=ON -DECPD_FUZZ_INSTRUMENT=ON >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_json fuzz_framing fuzz_peer fuzz_dispatch fuzz_piece_tree fuzz_methods fuzz_syntax \
