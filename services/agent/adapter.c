@@ -212,7 +212,20 @@ static void named_op(adapter_ctx *a, ecp_call *call, const char *param, named_op
 }
 
 static void m_stop(void *ctx, ecp_call *call) { named_op(ctx, call, "chatId", agent_prompt_stop); }
-static void m_delete(void *ctx, ecp_call *call) { named_op(ctx, call, "chatId", agent_chat_delete); }
+/* ECA defines no error here: deleting a chat that is gone (or never was, or
+ * none named) leaves what the client wants, so it is answered {} as well. */
+static void m_delete(void *ctx, ecp_call *call)
+{
+    adapter_ctx *a = ctx;
+    ecp_str id;
+    if (!ecp_arg_string_opt(call, ecp_call_params(call), "chatId", &id))
+        return;
+    ecp_error err = {0};
+    if (id.ptr && agent_chat_delete(a->svc, id.ptr, &err) < 0 && err.status != ECP_ENOTFOUND)
+        reply_error(call, &err);
+    else
+        ecp_call_reply_empty(call);
+}
 
 typedef struct list_ctx {
     json_writer *w;
@@ -420,7 +433,8 @@ static const ecp_method methods[] = {
     {"chat/promptStop", m_stop, "1.0",
      "Stop the chat's turn: the model's stream is closed and a pending approval withdrawn",
      "{chatId: string}"},
-    {"chat/delete", m_delete, "1.0", "Delete a chat and its stored messages", "{chatId: string}"},
+    {"chat/delete", m_delete, "1.0", "Delete a chat and its stored messages; {} also for a chat that does not exist",
+     "{chatId?: string}"},
     {"chat/list", m_list, "1.0", "The chats, most recently updated first", "{limit?: integer}"},
     {"chat/open", m_open, "1.0", "A chat's title, model and stored messages", "{chatId: string}"},
     {"chat/queryCommands", m_query_commands, "1.0",

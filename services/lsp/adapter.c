@@ -807,8 +807,43 @@ static void on_progress(void *ctx, const char *language_id, const char *token, c
     ecp_bus_notify(a->bus, "lsp/progress", render_progress, &s);
 }
 
+static void render_unavailable(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    (void)enc;
+    notification_text *s = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "languageId", s->a);
+    jw_key_string(w, "status", "unavailable");
+    jw_key_string(w, "reason", s->c);
+    jw_object_end(w);
+}
+
+static void render_unavailable_message(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    (void)enc;
+    notification_text *s = ctx;
+    buf message = BUF_INIT;
+    buf_appendf(&message, "No %s language server: %s was not found. Install it, or name another with lsp/setServerConfig.",
+                s->a, s->b);
+    jw_object_begin(w);
+    jw_key_int(w, "type", 2); /* warning, as LSP's MessageType */
+    jw_key_string_n(w, "message", message.data, message.len);
+    jw_object_end(w);
+    buf_free(&message);
+}
+
+/* A server that cannot be found: its status for clients that show servers, and words for the user. */
+static void on_unavailable(void *ctx, const char *language_id, const char *command, const char *reason)
+{
+    lsp_adapter *a = ctx;
+    notification_text s = {language_id, command, reason};
+    ecp_bus_notify(a->bus, "lsp/serverStatusChanged", render_unavailable, &s);
+    ecp_bus_notify(a->bus, "$/showMessage", render_unavailable_message, &s);
+}
+
 static const lsp_listener adapter_listener = {
     .on_diagnostics = on_diagnostics, .on_status = on_status, .on_message = on_message, .on_progress = on_progress,
+    .on_unavailable = on_unavailable,
 };
 
 /* ----- the table ------------------------------------------------------------------------------ */

@@ -406,7 +406,9 @@ int lsp_document_open(lsp_service *self, const char *uri, const char *language_i
             send_full_change(s, d);
         else
             lsp_send_did_open(s, d);
-    } else if (!s || s->status != LSP_STARTING) {
+    } else if (!s) {
+        lsp_autostart_document(self, language_id);
+    } else if (s->status != LSP_STARTING) { /* a server that failed is tried again */
         lsp_server_config config;
         if (lsp_config_get(self, language_id, &config))
             lsp_server_start(self, language_id, NULL, auto_started, NULL);

@@ -6,8 +6,10 @@
  * passes requests through to it.
  *
  * What it promises:
- * - Lifetimes. A server starts on lsp_server_start (or when a document of its
- *   language is opened through lsp_document_open) and runs until
+ * - Lifetimes. A server starts on lsp_server_start, or by itself when a
+ *   document of its language opens (the document service's, or one opened
+ *   through lsp_document_open) while lsp.enabled is true and no server of
+ *   the language exists, and runs until
  *   lsp_server_stop or the service is freed; both send `shutdown` and `exit`
  *   and then end the process, so no server outlives the service. The binary
  *   is found on PATH, then in ~/.cargo/bin, ~/.local/bin, /opt/homebrew/bin,
@@ -20,7 +22,12 @@
  *   folder's node_modules/typescript, the environment a pyrightconfig.json
  *   names), so it starts, by any road (lsp_server_start, lsp_document_open,
  *   a restart), only in a folder the session service says is trusted; a
- *   server without a root folder does not start at all. Withdrawing trust stops the servers
+ *   server without a root folder does not start at all. Trusting a folder
+ *   starts the servers of the documents already open. A command that is not
+ *   found is reported (on_unavailable) once per language and root, and not
+ *   looked for again at the next open; lsp_server_start still tries it.
+ *   Python's default is pylsp, else pyright-langserver when only that is
+ *   found. Withdrawing trust stops the servers
  *   whose root is no longer trusted, as lsp_server_stop does. Without a
  *   session service nothing is checked: the embedder answers for its roots.
  * - Documents. Every document of the document service whose language has a
@@ -268,6 +275,9 @@ typedef struct lsp_listener {
     void (*on_message)(void *ctx, const char *language_id, const char *params_json);
     /* $/progress: token and value as JSON text. */
     void (*on_progress)(void *ctx, const char *language_id, const char *token_json, const char *value_json);
+    /* A document's language has a server configured whose command is not
+     * found: said once per language and root, not at every open. */
+    void (*on_unavailable)(void *ctx, const char *language_id, const char *command, const char *reason);
 } lsp_listener;
 
 /* The listener struct is borrowed until lsp_unsubscribe with the same pair. */

@@ -30,6 +30,7 @@
 #define LSP_STOP_GRACE_MS 1000u
 
 typedef struct lsp_server lsp_server;
+typedef struct lsp_autostart lsp_autostart;
 
 /* A document the servers see: one of the document service's, or one a client holds. */
 typedef struct lsp_doc {
@@ -151,6 +152,7 @@ struct lsp_service {
     lsp_proc *procs; /* every process whose handles are open, its server's or detached */
     ecp_job_set *jobs; /* NULL without a pool: everything is made on the loop */
     ecp_listeners listeners;
+    lsp_autostart *autostart; /* NULL until made, and once freed */
 };
 
 /* servers.c */
@@ -159,6 +161,13 @@ void lsp_server_info_fill(const lsp_server *s, lsp_server_info *out);
 void lsp_server_ready(lsp_server *s, const json_doc *doc, json_ref result);
 void lsp_server_notification_in(lsp_server *s, const json_doc *doc, json_ref method, json_ref params);
 void lsp_server_proc_gone(lsp_server *s, const char *why);
+
+/* Where lsp_server_start looks: the served workspace as a file:// URI (malloc'd), or NULL. */
+char *lsp_served_root(lsp_service *self);
+/* 0 when a server may start rooted at root_uri; ECP_EACCES with err naming the folder when not. */
+int lsp_trust_check(lsp_service *self, const char *root_uri, ecp_error *err);
+/* The absolute path of a server's command into out, as a start would find it; false when it is not found. */
+bool lsp_command_find(lsp_service *self, const char *command, buf *out);
 
 /* rpc.c */
 void lsp_proc_close(lsp_proc *p);
@@ -197,6 +206,14 @@ void lsp_doc_remove(lsp_service *self, lsp_doc *d);
 /* Subscribes to the document service and opens the documents already open. */
 void lsp_documents_follow(lsp_service *self);
 void lsp_documents_unfollow(lsp_service *self);
+
+/* autostart.c */
+/* Subscribes to document opens, lsp.enabled and trust; starts the servers of the documents already open. */
+void lsp_autostart_init(lsp_service *self);
+void lsp_autostart_free(lsp_service *self);
+/* A document of language_id is open: starts its server when none exists, lsp.enabled is true and its
+ * folder is trusted; a command that is not found is reported once per language and root. */
+void lsp_autostart_document(lsp_service *self, const char *language_id);
 
 /* diagnostics.c */
 /* Replaces the diagnostics of uri with the Diagnostic[] at `diagnostics` of a server's message. */

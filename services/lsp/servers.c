@@ -47,6 +47,11 @@ static const default_config default_configs[] = {
     {"sql", "postgres-language-server", args_postgres},
 };
 
+/* What a language's default runs when its own command is not found and this one is. */
+static const default_config fallback_configs[] = {
+    {"python", "pyright-langserver", args_stdio},
+};
+
 static const struct {
     const char *ext;
     const char *language_id;
@@ -74,6 +79,8 @@ const char *lsp_language_of(const char *path)
             return extension_map[i].language_id;
     return NULL;
 }
+
+static bool resolve_command(lsp_service *self, const char *command, buf *out);
 
 static lsp_custom_config *custom_config(lsp_service *self, const char *language_id)
 {
@@ -149,6 +156,15 @@ bool lsp_config_get(lsp_service *self, const char *language_id, lsp_server_confi
         if (strcmp(default_configs[i].language_id, language_id) == 0) {
             out->command = default_configs[i].command;
             out->args = default_configs[i].args;
+            buf found = BUF_INIT;
+            for (size_t j = 0; j < sizeof fallback_configs / sizeof fallback_configs[0]; j++)
+                if (strcmp(fallback_configs[j].language_id, language_id) == 0 &&
+                    !resolve_command(self, out->command, &found) &&
+                    resolve_command(self, fallback_configs[j].command, &found)) {
+                    out->command = fallback_configs[j].command;
+                    out->args = fallback_configs[j].args;
+                }
+            buf_free(&found);
             return true;
         }
     return false;
@@ -213,6 +229,8 @@ static bool resolve_command(lsp_service *self, const char *command, buf *out)
     buf_free(&dirs);
     return found;
 }
+
+bool lsp_command_find(lsp_service *self, const char *command, buf *out) { return resolve_command(self, command, out); }
 
 static bool path_entry_append(void *ctx, const char *dir, size_t len)
 {
@@ -493,6 +511,11 @@ static int root_trust_check(lsp_service *self, const char *root_uri, ecp_error *
     return status;
 }
 
+int lsp_trust_check(lsp_service *self, const char *root_uri, ecp_error *err)
+{
+    return root_trust_check(self, root_uri, err);
+}
+
 /* Spawns the server's process and sends initialize. */
 static int server_launch(lsp_server *s, ecp_error *err)
 {
@@ -655,6 +678,8 @@ static char *workspace_uri(lsp_service *self)
     return buf_detach(&out);
 }
 
+char *lsp_served_root(lsp_service *self) { return workspace_uri(self); }
+
 void lsp_server_start(lsp_service *self, const char *language_id, const char *root_uri, lsp_start_cb cb, void *ctx)
 {
     ecp_error err = {0};
@@ -757,7 +782,7 @@ ecp_position_encoding lsp_server_encoding(lsp_service *self, const char *languag
 /* Trust withdrawn from a folder (and the folders beneath it) stops the servers
  * rooted there, as lsp_server_stop does; each root is asked again, so one
  * that an ancestor's trust still covers keeps its server. Trusting starts
- * nothing: clients start servers. */
+ * the servers of the open documents (autostart.c). */
 static void on_trust(void *ctx, const char *path, bool trusted)
 {
     lsp_service *self = ctx;
@@ -808,6 +833,7 @@ lsp_service *lsp_service_new(const lsp_service_options *o)
     }
     if (self->session)
         session_subscribe(self->session, &trust_listener, self);
+    lsp_autostart_init(self);
     return self;
 }
 
@@ -815,6 +841,7 @@ void lsp_service_free(lsp_service *self)
 {
     if (!self)
         return;
+    lsp_autostart_free(self);
     if (self->session)
         session_unsubscribe(self->session, &trust_listener, self);
     if (self->documents) {

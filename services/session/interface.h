@@ -217,7 +217,7 @@ typedef struct session_token_color {
 } session_token_color;
 
 typedef struct session_theme {
-    const char *id;   /* "one-dark" */
+    const char *id;   /* "One Dark", "catppuccin-frappe" */
     const char *name; /* "One Dark" */
     const char *type; /* "dark" or "light" */
     const char *const *color_names; /* SESSION_THEME_COLOR_COUNT names, the same for every theme */
@@ -228,6 +228,7 @@ typedef struct session_theme {
 
 /* The built-in themes (static data). */
 const session_theme *session_themes(size_t *count);
+/* By id, or by an alias settings files may have ("one-dark" for "One Dark"). */
 const session_theme *session_theme_find(const char *id);
 
 /* The current theme: never NULL. */

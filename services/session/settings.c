@@ -279,7 +279,9 @@ static const session_setting_schema schema[] = {
     BOOL("session.save.foldState", "true", "Sessions keep folds"),
     BOOL("session.save.uiLayout", "true", "Sessions keep the layout"),
     BOOL("session.save.unsavedContent", "true", "Sessions keep unsaved text"),
-    BOOL("lsp.enabled", "true", "Language servers"),
+    BOOL("lsp.enabled", "true",
+         "Language servers: a document's opening starts its language's server (in a trusted folder); "
+         "false starts none, and lsp/start answers -32409"),
     NUM("lsp.completionDebounceMs", "250", 50, 1000, "Completion delay in ms"),
     STR("lsp.triggerCharacters", "\".:/<@(\"", "Characters that trigger completion"),
     BOOL("lsp.signatureHelp.enabled", "true", "Signature help"),

@@ -100,8 +100,9 @@ PALETTE(github_light, "#ffffff", "#f6f8fa", "#f6f8fa", "#add6ff", "#1f2328", "#8
         "#0550ae", "#cf222e", "#1f2328", "#116329", "#0550ae", "#0550ae")
 
 static const session_theme themes[] = {
-    {"one-dark", "One Dark", "dark", color_names, one_dark_ui, one_dark_tokens, TOKEN_COUNT},
-    {"one-light", "One Light", "light", color_names, one_light_ui, one_light_tokens, TOKEN_COUNT},
+    /* the catalogue's ids for its two built-in themes are their names */
+    {"One Dark", "One Dark", "dark", color_names, one_dark_ui, one_dark_tokens, TOKEN_COUNT},
+    {"One Light", "One Light", "light", color_names, one_light_ui, one_light_tokens, TOKEN_COUNT},
     {"catppuccin-frappe", "Catppuccin Frappé", "dark", color_names, catppuccin_frappe_ui, catppuccin_frappe_tokens,
      TOKEN_COUNT},
     {"catppuccin-mocha", "Catppuccin Mocha", "dark", color_names, catppuccin_mocha_ui, catppuccin_mocha_tokens,
@@ -116,6 +117,15 @@ static const session_theme themes[] = {
 
 #define THEME_COUNT (sizeof themes / sizeof themes[0])
 
+/* Other names a theme is found by: settings files written before the ids
+ * were the catalogue's name One Dark and One Light by these slugs. */
+static const struct {
+    const char *alias, *id;
+} theme_aliases[] = {
+    {"one-dark", "One Dark"},
+    {"one-light", "One Light"},
+};
+
 static const session_theme *table(void) { return themes; }
 
 const session_theme *session_themes(size_t *count)
@@ -128,6 +138,9 @@ const session_theme *session_theme_find(const char *id)
 {
     if (!id)
         return NULL;
+    for (size_t i = 0; i < sizeof theme_aliases / sizeof theme_aliases[0]; i++)
+        if (strcmp(theme_aliases[i].alias, id) == 0)
+            id = theme_aliases[i].id;
     const session_theme *t = table();
     for (size_t i = 0; i < THEME_COUNT; i++)
         if (strcmp(t[i].id, id) == 0)
@@ -138,7 +151,7 @@ const session_theme *session_theme_find(const char *id)
 const session_theme *session_theme_current(session_service *self)
 {
     const session_theme *t = session_theme_find(session_setting_string(self, "workbench.colorTheme", NULL));
-    return t ? t : session_theme_find("one-dark");
+    return t ? t : session_theme_find("One Dark");
 }
 
 const session_token_color *session_theme_token_color(session_service *self, const char *capture)
@@ -158,12 +171,13 @@ const session_token_color *session_theme_token_color(session_service *self, cons
 
 int session_theme_set(session_service *self, const char *id, ecp_error *err)
 {
-    if (!session_theme_find(id))
+    const session_theme *theme = session_theme_find(id);
+    if (!theme)
         return ecp_error_set(err, ECP_ENOTFOUND, "Theme not found: %s", id);
     buf value = BUF_INIT;
     json_writer w;
     jw_init(&w, &value);
-    jw_string(&w, id);
+    jw_string(&w, theme->id); /* the id, not an alias it was named by */
     int status = session_setting_set(self, "workbench.colorTheme", value.data, value.len, NULL, err);
     buf_free(&value);
     return status;

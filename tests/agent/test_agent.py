@@ -1219,6 +1219,10 @@ class EcaTest(Base):
         self.assertEqual([os.path.basename(x["path"]) for x in found], ["eca.txt"])
         c.notify("chat/someFutureNotification", {})
         self.assertEqual(c.call("chat/delete", {"chatId": "eca-chat-1"}), {})
+        # ECA defines no error for chat/delete: a chat that is gone, or never was, is answered {} as well
+        self.assertEqual(c.call("chat/delete", {"chatId": "eca-chat-1"}), {})
+        self.assertEqual(c.call("chat/delete", {"chatId": "never-was"}), {})
+        self.assertEqual(c.call("chat/list", {})["chats"], [])
         self.assertIsNone(c.call("shutdown"))
         c.notify("exit", {})
         self.assertEqual(c.p.wait(timeout=10), 0)

@@ -536,11 +536,20 @@ static void test_themes(void **state)
     fx *f = *state;
     char *out = ok(f->c, "theme/list", NULL);
     assert_int_equal(test_json_length(out, "themes"), 8);
-    want_string(out, "themes[0].id", "one-dark");
+    /* the reference's ids: its two built-in themes are "One Dark" and "One Light" */
+    want_string(out, "themes[0].id", "One Dark");
     want_string(out, "themes[0].name", "One Dark");
     want_string(out, "themes[0].type", "dark");
     want_raw(out, "themes[0].builtin", "true");
-    want_string(out, "themes[1].id", "one-light");
+    want_string(out, "themes[1].id", "One Light");
+    free(out);
+    out = ok(f->c, "theme/get", "{\"themeId\":\"One Light\"}");
+    want_string(out, "theme.id", "One Light");
+    want_string(out, "theme.type", "light");
+    free(out);
+    /* the slugs settings files have stay accepted, and are answered with the ids */
+    out = ok(f->c, "theme/get", "{\"themeId\":\"one-dark\"}");
+    want_string(out, "theme.id", "One Dark");
     free(out);
 
     out = ok(f->c, "theme/current", NULL);
@@ -568,20 +577,26 @@ static void test_themes(void **state)
     char want_log[80];
     snprintf(want_log, sizeof want_log, "config/didChange,theme/didChange,#%lld", (long long)last_id);
     assert_string_equal(test_client_event_log(f->c), want_log);
-    assert_string_equal(note(f->c, "theme/didChange", 0), "{\"themeId\":\"one-light\"}");
-    assert_string_equal(note(f->c, "config/didChange", 0), "{\"key\":\"workbench.colorTheme\",\"value\":\"one-light\"}");
+    assert_string_equal(note(f->c, "theme/didChange", 0), "{\"themeId\":\"One Light\"}");
+    assert_string_equal(note(f->c, "config/didChange", 0), "{\"key\":\"workbench.colorTheme\",\"value\":\"One Light\"}");
 
     restart(f);
     out = ok(f->c, "theme/current", NULL);
-    want_string(out, "theme.id", "one-light");
+    want_string(out, "theme.id", "One Light");
     free(out);
+    /* a settings file's slug names the theme too */
+    free(ok(f->c, "config/set", "{\"key\":\"workbench.colorTheme\",\"value\":\"one-dark\"}"));
+    out = ok(f->c, "theme/current", NULL);
+    want_string(out, "theme.id", "One Dark");
+    free(out);
+    ok_equal(f->c, "theme/set", "{\"themeId\":\"One Light\"}", "{\"success\":true}");
 
     /* an unknown id in the setting falls back to One Dark */
     test_client_clear_notifications(f->c);
     free(ok(f->c, "config/set", "{\"key\":\"workbench.colorTheme\",\"value\":\"nope\"}"));
-    assert_string_equal(note(f->c, "theme/didChange", 0), "{\"themeId\":\"one-dark\"}");
+    assert_string_equal(note(f->c, "theme/didChange", 0), "{\"themeId\":\"One Dark\"}");
     out = ok(f->c, "theme/current", NULL);
-    want_string(out, "theme.id", "one-dark");
+    want_string(out, "theme.id", "One Dark");
     free(out);
 }
 

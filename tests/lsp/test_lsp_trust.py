@@ -170,9 +170,12 @@ class LspTrustTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.py_mark))
         self.assertEqual([v for v in s.call("lsp/status", {})["servers"] if v["status"] != "stopped"], [])
 
+        # trusting starts the servers of the open documents, unless lsp.enabled is false
+        s.call("config/set", {"key": "lsp.enabled", "value": False})
         self.assertTrue(s.call("workspace/trust", {"uri": "file://" + self.ws, "trusted": True})["trusted"])
         self.assertFalse(os.path.exists(self.ts_mark))  # trusting starts nothing by itself
         self.assertEqual(descendants(s.p.pid), [])
+        s.call("config/set", {"key": "lsp.enabled", "value": True})
         self.assertTrue(s.call("lsp/start", {"languageId": "typescript"})["ready"])
         self.assertTrue(s.call("lsp/start", {"languageId": "python"})["ready"])
         # typescript-language-server does run the workspace's tsserver.js, now that it is trusted (this
