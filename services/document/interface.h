@@ -9,7 +9,10 @@
  * - Every edit (insert, delete, replace, set content, multi-edit, typing) is
  *   one undoable step, bumps the version by one and makes the document dirty;
  *   undoing back to the saved state makes it clean again. Undo puts the
- *   cursors back where they were before the edit.
+ *   cursors of whoever undoes back where the edit's author had them before.
+ * - Many clients share the documents: a document is open while someone
+ *   holds it (document_hold), each client has its own cursors in it, and
+ *   unsaved edits are never closed because their client went away.
  * - The text is bytes: invalid UTF-8 is kept byte for byte from open to save.
  *   A file whose first line end is CRLF is held with LF and written back with
  *   CRLF; any other file is held exactly as it is on disk. A UTF-8 byte order
