@@ -190,13 +190,17 @@ class ManyClients(unittest.TestCase):
         uri = self.file("d.txt", "one\n")
         a, b = self.connect("a"), self.connect("b")
         doc = self.open(a, uri)
-        a.request("document/insert", {"documentId": doc, "position": at(0, 0), "text": "A"})
         self.open(b, uri)
+        # b's edit, saved: the document is clean when b goes, and a still holds it
+        b.request("document/insert", {"documentId": doc, "position": at(0, 0), "text": "B"})
+        self.assertTrue(b.request("document/save", {"documentId": doc})["success"])
         b.close()
         self.clients.remove(b)
         time.sleep(0.2)
-        self.assertEqual(self.content(a, doc), "Aone\n")
+        self.assertEqual(self.content(a, doc), "Bone\n")
         self.assertIn(doc, self.listed(a))
+        a.sync()
+        self.assertEqual(a.take("document/didClose"), [])
 
     def test_a_killed_client_process_keeps_the_document_for_the_others(self):
         uri = self.file("k.txt", "one\n")
