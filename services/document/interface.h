@@ -457,8 +457,8 @@ int document_close(document_service *self, const char *document_id, ecp_error *e
  * right after document_open; holding twice is one hold. Releasing the last
  * hold closes the document, except that a release that keeps dirty documents
  * (a client that went away) leaves unsaved edits open, held by nobody, until
- * someone closes them. A document nobody holds (one the session reopened,
- * say) is closed by whoever releases it. */
+ * someone closes them. A document nobody holds (its holders went away and
+ * left unsaved edits) is closed by whoever releases it. */
 int document_hold(document_service *self, const char *document_id, uint64_t owner, ecp_error *err);
 bool document_held_by(document_service *self, const char *document_id, uint64_t owner);
 

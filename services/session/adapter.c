@@ -430,8 +430,11 @@ static void reopened(void *ctx, int status, const ecp_error *err, const session_
     jw_array_begin(w);
     for (size_t i = 0; i < result->document_count; i++) {
         document_info info;
-        if (document_get_info(r->ad->docs, result->document_ids[i], &info, NULL) == 0)
-            write_info(w, &info);
+        if (document_get_info(r->ad->docs, result->document_ids[i], &info, NULL) != 0)
+            continue;
+        if (!ecp_call_abandoned(call)) /* the client that asked holds what came back, as if it had opened it */
+            document_hold(r->ad->docs, result->document_ids[i], ecp_call_client(call), NULL);
+        write_info(w, &info);
     }
     jw_array_end(w);
     jw_key(w, "missing");

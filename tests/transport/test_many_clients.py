@@ -247,6 +247,13 @@ class ManyClients(unittest.TestCase):
         self.assertEqual([d["uri"] for d in listed], [uri])
         back = c.request("session/recover", {"uris": [uri]})["documents"][0]["documentId"]
         self.assertEqual(self.content(c, back), "base\nunsaved\n")
+        # the client that recovered it holds it: another's open and close leave it open
+        d = self.connect("d")
+        self.assertEqual(self.open(d, uri), back)
+        d.request("document/close", {"documentId": back})
+        self.assertEqual(self.content(c, back), "base\nunsaved\n")
+        self.assertEqual([x["clientId"] for x in c.request("document/clients", {"documentId": back})["clients"]],
+                         [c.id])
 
     def test_a_clean_document_nobody_holds_closes_and_a_dirty_one_closes_by_id(self):
         clean, dirty = self.file("c.txt", "c\n"), self.file("d.txt", "d\n")
