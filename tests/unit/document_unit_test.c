@@ -168,6 +168,68 @@ static void test_change_event_in_every_encoding(void **state)
     assert_int_equal(rec.closes, 0);
 }
 
+/* Holds: a document stays open while anyone holds it, a release that keeps
+ * dirty documents leaves unsaved text open, and each owner has its own
+ * cursors, which every edit moves. */
+static void test_holds_and_cursors_per_owner(void **state)
+{
+    fx *f = *state;
+    recorder rec = {0};
+    document_subscribe(f->svc, &rec_listener, &rec);
+    char id[64];
+    open_text(f, "memory://h", "ab\ncd", id);
+    assert_int_equal(document_hold(f->svc, id, 7, NULL), 0);
+    assert_int_equal(document_hold(f->svc, id, 7, NULL), 0); /* twice is one hold */
+    assert_int_equal(document_hold(f->svc, id, 9, NULL), 0);
+    assert_true(document_held_by(f->svc, id, 9));
+    assert_false(document_held_by(f->svc, id, 8));
+    bool closed = true;
+    assert_int_equal(document_release(f->svc, id, 7, false, &closed, NULL), 0);
+    assert_false(closed);
+    assert_int_equal(document_release(f->svc, id, 8, false, &closed, NULL), 0); /* holds nothing: nothing */
+    assert_false(closed);
+    assert_int_equal(rec.closes, 0);
+
+    /* owner 9 at the end of line 1; owner 0 types above it */
+    document_cursor c9 = {{1, 2}, {1, 2}, false, 0};
+    assert_int_equal(document_set_cursors(f->svc, id, 9, &c9, 1, ECP_ENCODING_UTF8, NULL), 0);
+    assert_int_equal(document_type(f->svc, id, 0, "X\n", 2, 0, NULL, NULL), 0);
+    document_cursor *list = NULL;
+    size_t count = 0;
+    assert_int_equal(document_get_cursors(f->svc, id, 9, ECP_ENCODING_UTF8, &list, &count, NULL), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(list[0].active.line, 2);
+    assert_int_equal(list[0].active.column, 2);
+    free(list);
+    assert_int_equal(document_get_cursors(f->svc, id, 0, ECP_ENCODING_UTF8, &list, &count, NULL), 0);
+    assert_int_equal(list[0].active.line, 1);
+    assert_int_equal(list[0].active.column, 0);
+    free(list);
+    /* 9 undoes 0's step: its cursors become those 0 had before it */
+    assert_int_equal(document_undo(f->svc, id, 9, NULL, NULL), 0);
+    assert_int_equal(document_get_cursors(f->svc, id, 9, ECP_ENCODING_UTF8, &list, &count, NULL), 0);
+    assert_int_equal(list[0].active.line, 0);
+    assert_int_equal(list[0].active.column, 0);
+    free(list);
+
+    /* the last holder gone, unsaved edits keep it open; a clean one closes */
+    assert_int_equal(document_type(f->svc, id, 9, "!", 1, 0, NULL, NULL), 0);
+    document_release_all(f->svc, 9);
+    document_info info;
+    assert_int_equal(document_get_info(f->svc, id, &info, NULL), 0);
+    assert_true(info.is_dirty);
+    assert_int_equal(rec.closes, 0);
+    assert_int_equal(document_release(f->svc, id, 5, false, &closed, NULL), 0); /* nobody holds: closes */
+    assert_true(closed);
+    assert_int_equal(rec.closes, 1);
+    open_text(f, "memory://clean", "c", id);
+    assert_int_equal(document_hold(f->svc, id, 3, NULL), 0);
+    document_release_all(f->svc, 3);
+    assert_int_equal(rec.closes, 2);
+    assert_int_equal(document_release(f->svc, id, 3, false, &closed, NULL), ECP_ENOTFOUND);
+    document_unsubscribe(f->svc, &rec_listener, &rec);
+}
+
 /* Subscriptions changed by a listener during an event, as event.h promises:
  * one removed is not called after its removal, one added is called from the
  * next event on. */
@@ -1195,6 +1257,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_change_event_in_every_encoding),
+        T(test_holds_and_cursors_per_owner),
         T(test_listeners_change_during_an_event),
         T(test_cancelled_save_still_writes),
         T(test_free_answers_pending_requests),
