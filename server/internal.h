@@ -161,9 +161,6 @@ void server__handle_released(server *self);
 
 connection *server__connection_by_id(server *self, uint64_t id);
 
-/* Sends a notification as the bus does, to every connection but `except`
- * (another client came or went). */
-void server__notify_others(server *self, uint64_t except, const char *method, ecp_render_fn render, void *ctx);
 /* client/didConnect or client/didDisconnect about conn, to every other connection. */
 void server__announce_client(server *self, const connection *conn, const char *method);
 

@@ -79,11 +79,6 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
     notify_where(owner, client_id, 0, method, render, ctx);
 }
 
-void server__notify_others(server *self, uint64_t except, const char *method, ecp_render_fn render, void *ctx)
-{
-    notify_where(self, 0, except, method, render, ctx);
-}
-
 static void render_client(void *ctx, ecp_position_encoding enc, json_writer *w)
 {
     (void)enc;
