@@ -239,8 +239,9 @@ static void on_reconnect_timer(uv_timer_t *h)
         recovery_offer(a);
         return;
     }
-    /* Nobody answers: start a server once per outage (another client may have started one meanwhile). */
-    if (!a->started_socket_server && a->reconnect_tries >= 1) {
+    /* Nobody answers: start a server once per outage. Editors that lost the same server wait each a
+     * different while first (by process id), so that one starts it and the others find it. */
+    if (!a->started_socket_server && a->reconnect_tries >= 1 + (int)(getpid() % 5)) {
         char *start_why = NULL;
         a->started_socket_server = true;
         if (!rpc_start_socket_server(a->loop, a->server_path, a->socket_path, a->workspace, a->server_log, &start_why))
