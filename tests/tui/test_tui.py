@@ -837,6 +837,56 @@ def test_shared_server_killed_while_typing(work):
             os.kill(other, signal.SIGKILL)
 
 
+def socket_server_pids(sock):
+    out = subprocess.run(["pgrep", "-f", "ecpd --socket " + sock], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_shared_server_killed_under_two_editors(work):
+    # Both editors lose the server; one new server comes up for both, and both find the unsaved text,
+    # with the keys one typed meanwhile.
+    sock = os.path.join(work, "ecpd.sock")
+    path = os.path.join(work, "two.txt")
+    with open(path, "w") as f:
+        f.write("alpha\n")
+    env = {"XDG_DATA_HOME": os.path.join(work, "data")}
+    a = Screen(["--connect", sock, path], work, env=env)
+    b = None
+    try:
+        a.wait_for("alpha")
+        b = Screen(["--connect", sock, path], work, env=env)
+        b.wait_for("alpha")
+        a.type("one ")
+        b.wait_for("one alpha")
+        time.sleep(1.5)  # journaled for recovery
+        first = socket_server_pids(sock)
+        for pid in first:
+            os.kill(pid, signal.SIGKILL)
+        a.wait_for("The server")
+        a.type("two ")
+        a.wait_for("one two alpha")
+        b.wait_for("one two alpha")
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+        running = socket_server_pids(sock)
+        if len(running) != 1 or running[0] in first:
+            raise Failure("socket servers running after the restart: %r (the killed: %r)" % (running, first))
+        a.keys("C-s")
+        a.wait_for("Saved")
+        b.wait(lambda t: "●" not in tab_bar(t), "B's mark cleared by A's save")
+        with open(path) as f:
+            got = f.read()
+        if got != "one two alpha\n":
+            raise Failure("file on disk: %r" % got)
+    finally:
+        for s in (a, b):
+            if s:
+                s.close()
+        for pid in socket_server_pids(sock):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_keys_typed_while_server_gone(work):
     # Its own server on stdio: keys typed while it is gone wait, unseen, and apply once Ctrl+S brought
     # it back with the unsaved text.
@@ -1248,7 +1298,7 @@ TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, 
          test_every_command_in_help, test_commands_bound_from_another_client, test_huge_file, test_binary_file, test_mouse,
          test_git_panel_and_palette, test_untrusted_folder_asks_and_says_restricted,
          test_language_server_asks_for_trust, test_two_clients_one_file, test_shared_server_killed_while_typing,
-         test_keys_typed_while_server_gone, test_quick_quit_after_typing_asks]
+         test_keys_typed_while_server_gone, test_quick_quit_after_typing_asks, test_shared_server_killed_under_two_editors]
 
 
 def main():
