@@ -58,7 +58,7 @@ class Screen:
     def tmux(self, *args):
         done = subprocess.run(["tmux", "-S", self.socket] + list(args), capture_output=True, text=True)
         if done.returncode != 0:
-            raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+            raise Failure("tmux %s: exit %d: %s" % (" ".join(args[:2]), done.returncode, done.stderr.strip()))
         return done.stdout
 
     def keys(self, *keys, literal=False):
@@ -106,7 +106,7 @@ class Screen:
     def close(self):
         try:
             self.tmux("kill-server")
-        except subprocess.CalledProcessError:
+        except Failure:
             pass
         reports = [os.path.join(self.sanitizer_dir, f) for f in os.listdir(self.sanitizer_dir)]
         text = "".join(open(r, errors="replace").read() for r in reports)
