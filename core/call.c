@@ -309,6 +309,11 @@ void ecp_bus_notify_client(ecp_bus *bus, uint64_t client_id, const char *method,
         bus->notify(bus->owner, client_id, method, render, ctx);
 }
 
+const char *ecp_bus_client_name(ecp_bus *bus, uint64_t client_id)
+{
+    return bus && bus->client_name ? bus->client_name(bus->owner, client_id) : NULL;
+}
+
 bool ecp_bus_backed_up(ecp_bus *bus, const char *method)
 {
     return bus && bus->backed_up && bus->backed_up(bus->owner, method);

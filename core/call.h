@@ -62,6 +62,8 @@ struct ecp_bus {
     bool (*backed_up)(void *owner, const char *method);
     void (*when_drained)(void *owner, const char *method, ecp_drained_fn fn, void *ctx);
     void (*cancel_when_drained)(void *owner, ecp_drained_fn fn, void *ctx);
+    /* The name a client gave itself (rpc.h); NULL: no names known. */
+    const char *(*client_name)(void *owner, uint64_t client_id);
 };
 
 /* Writes a complete error response for id_raw (may be NULL: id null) to out. */

@@ -203,6 +203,11 @@ void ecp_bus_notify(ecp_bus *bus, const char *method, ecp_render_fn render, void
 void ecp_bus_notify_client(ecp_bus *bus, uint64_t client_id, const char *method, ecp_render_fn render,
                            void *ctx);
 
+/* The name client_id gave itself in `initialize` (clientInfo's name, and
+ * version after a space), "" when it gave none; NULL for an id no connection
+ * has. Valid until the next loop turn. */
+const char *ecp_bus_client_name(ecp_bus *bus, uint64_t client_id);
+
 /* ----- flow control --------------------------------------------------------- *
  *
  * A client that stops reading does not stop a producer by itself: what the

@@ -820,6 +820,8 @@ void connection_close(connection *conn)
     if (conn->paused)
         server__output_drained(srv); /* it holds nobody up any more */
     drop_held(conn);
+    if (conn->initialized)
+        server__announce_client(srv, conn, "client/didDisconnect");
     for (size_t i = 0; i < srv->router.count; i++)
         if (srv->router.adapters[i].client_closed)
             srv->router.adapters[i].client_closed(srv->router.adapters[i].ctx, conn->id);
@@ -840,6 +842,7 @@ void connection_close(connection *conn)
     buf_free(&conn->framed);
     subscription_list_free(&conn->subscribed);
     subscription_list_free(&conn->excluded);
+    free(conn->name);
     free(conn);
 }
 

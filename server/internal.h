@@ -80,6 +80,8 @@ struct connection {
     bool watching_process;     /* its `processId` is watched */
     bool spoke;                /* it has completed a message */
     uint64_t last_input;       /* the loop's time when bytes last arrived (or it opened) */
+    bool initialized;          /* its initialize was answered: the others were told it came */
+    char *name;                /* clientInfo's name [+ " " version], bounded; NULL before initialize */
     size_t input_held;         /* its part of server.input_held */
     struct connection *prev, *next;
 };
@@ -158,6 +160,12 @@ void server__forget_all_processes(server *self);
 void server__handle_released(server *self);
 
 connection *server__connection_by_id(server *self, uint64_t id);
+
+/* Sends a notification as the bus does, to every connection but `except`
+ * (another client came or went). */
+void server__notify_others(server *self, uint64_t except, const char *method, ecp_render_fn render, void *ctx);
+/* client/didConnect or client/didDisconnect about conn, to every other connection. */
+void server__announce_client(server *self, const connection *conn, const char *method);
 
 /* A connection stopped being backed up (its queue drained, or it is going):
  * the producers waiting for that are looked at in a later loop turn. */

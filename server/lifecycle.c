@@ -144,6 +144,37 @@ static void write_capabilities(server *self, json_writer *w)
     jw_object_end(w);
 }
 
+/* The name other clients see: clientInfo's name, and its version after a
+ * space, cut to CLIENT_NAME_MAX bytes at a character's start. */
+#define CLIENT_NAME_MAX 256
+
+static void remember_name(connection *conn, const json_doc *doc, json_ref client_info, arena *a)
+{
+    const char *name = NULL, *version = NULL;
+    size_t name_len = 0, version_len = 0;
+    if (client_info != JSON_NO_REF) {
+        json_ref n = json_get(doc, client_info, "name"), v = json_get(doc, client_info, "version");
+        if (n != JSON_NO_REF && json_type_of(doc, n) == JSON_STRING)
+            json_string(doc, n, a, &name, &name_len);
+        if (v != JSON_NO_REF && json_type_of(doc, v) == JSON_STRING)
+            json_string(doc, v, a, &version, &version_len);
+    }
+    buf out = BUF_INIT;
+    if (name)
+        buf_append(&out, name, name_len);
+    if (name && version && version_len)
+        buf_append(&out, " ", 1), buf_append(&out, version, version_len);
+    size_t len = out.len;
+    if (len > CLIENT_NAME_MAX) {
+        len = CLIENT_NAME_MAX;
+        while (len > 0 && ((unsigned char)out.data[len] & 0xC0) == 0x80)
+            len--;
+    }
+    free(conn->name);
+    conn->name = xstrndup(out.data ? out.data : "", len);
+    buf_free(&out);
+}
+
 static void handle_initialize(void *ctx, ecp_call *call)
 {
     server *self = ctx;
@@ -174,6 +205,8 @@ static void handle_initialize(void *ctx, ecp_call *call)
             break;
     }
     connection *conn = caller(self, call);
+    if (conn)
+        remember_name(conn, doc, client_info, ecp_call_arena(call));
     if (conn && conn->encoding != enc) {
         conn->encoding = enc;
         server__client_encodings_changed(self);
@@ -199,10 +232,16 @@ static void handle_initialize(void *ctx, ecp_call *call)
     jw_key_string(w, "version", ECPD_VERSION);
     jw_object_end(w);
     jw_key_string(w, "positionEncoding", ecp_encoding_name(enc));
+    jw_key_int(w, "clientId", (int64_t)ecp_call_client(call));
     jw_key(w, "capabilities");
     write_capabilities(self, w);
     jw_object_end(w);
     ecp_call_finish(call);
+    /* the others learn of it once, after it has its own id */
+    if (conn && !conn->initialized) {
+        conn->initialized = true;
+        server__announce_client(self, conn, "client/didConnect");
+    }
     /* after the answer: a process already gone may close the connection */
     watch_process(self, conn, (int)pid);
 }
@@ -233,6 +272,17 @@ static void handle_exit(void *ctx, ecp_call *call)
         return;
     }
     server_request_exit(self, self->shutting_down ? 0 : 1);
+}
+
+static void handle_whoami(void *ctx, ecp_call *call)
+{
+    connection *conn = caller(ctx, call);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key_int(w, "clientId", (int64_t)ecp_call_client(call));
+    jw_key_string(w, "name", conn && conn->name ? conn->name : "");
+    jw_object_end(w);
+    ecp_call_finish(call);
 }
 
 static void handle_stop(void *ctx, ecp_call *call)
@@ -409,6 +459,9 @@ static const ecp_method ecp_methods[] = {
     {"ecp/stop", handle_stop, "1.0",
      "Stop the server for every client (a shared server's exit ends only the caller's session)",
      "{}"},
+    {"ecp/whoami", handle_whoami, "1.0",
+     "This connection's clientId (the one initialize answered) and the name it gave in clientInfo",
+     "{}"},
 };
 
 static const ecp_method notification_methods[] = {
@@ -420,12 +473,15 @@ static const ecp_method notification_methods[] = {
      "{events: string[]}"},
 };
 
+static const char *const client_notifications[] = {"client/didConnect", "client/didDisconnect", NULL};
+
 #define COUNT(table) (sizeof table / sizeof table[0])
 
 int server__lifecycle_register(server *self, ecp_error *err)
 {
     const ecp_adapter adapters[] = {
-        {.ns = "", .methods = lifecycle_methods, .method_count = COUNT(lifecycle_methods), .ctx = self},
+        {.ns = "", .methods = lifecycle_methods, .method_count = COUNT(lifecycle_methods), .ctx = self,
+         .notifications = client_notifications},
         {.ns = "ecp", .methods = ecp_methods, .method_count = COUNT(ecp_methods), .ctx = self},
         {.ns = "notifications", .methods = notification_methods, .method_count = COUNT(notification_methods),
          .ctx = self},

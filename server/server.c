@@ -16,9 +16,9 @@
 /* Renders a notification once per position encoding in use and queues it on
  * every connection that wants it. Being synchronous is what puts a request's
  * notifications ahead of its response on every connection. */
-static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_render_fn render, void *ctx)
+static void notify_where(server *self, uint64_t client_id, uint64_t except, const char *method, ecp_render_fn render,
+                         void *ctx)
 {
-    server *self = owner;
     /* The server's buffers are reused from one notification to the next (a
      * notification rendered while one is being sent gets its own). */
     buf local[3] = {BUF_INIT, BUF_INIT, BUF_INIT};
@@ -30,7 +30,8 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
     for (int i = 0; i < 3; i++)
         buf_clear(&rendered[i]);
     for (connection *conn = self->connections; conn; conn = conn->next) {
-        if (conn->closing || (client_id && conn->id != client_id) || !server__connection_wants(conn, method))
+        if (conn->closing || (client_id && conn->id != client_id) || (except && conn->id == except) ||
+            !server__connection_wants(conn, method))
             continue;
         buf *msg = &rendered[conn->encoding];
         jw_splices *splices = &spliced[conn->encoding];
@@ -71,6 +72,37 @@ static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_
         if (spliced == local_spliced)
             jw_splices_free(&spliced[i]);
     }
+}
+
+static void bus_notify(void *owner, uint64_t client_id, const char *method, ecp_render_fn render, void *ctx)
+{
+    notify_where(owner, client_id, 0, method, render, ctx);
+}
+
+void server__notify_others(server *self, uint64_t except, const char *method, ecp_render_fn render, void *ctx)
+{
+    notify_where(self, 0, except, method, render, ctx);
+}
+
+static void render_client(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    (void)enc;
+    const connection *conn = ctx;
+    jw_object_begin(w);
+    jw_key_int(w, "clientId", (int64_t)conn->id);
+    jw_key_string(w, "name", conn->name ? conn->name : "");
+    jw_object_end(w);
+}
+
+void server__announce_client(server *self, const connection *conn, const char *method)
+{
+    notify_where(self, 0, conn->id, method, render_client, (void *)conn);
+}
+
+static const char *bus_client_name(void *owner, uint64_t client_id)
+{
+    connection *conn = server__connection_by_id(owner, client_id);
+    return conn ? (conn->name ? conn->name : "") : NULL;
 }
 
 void server__client_encodings_changed(server *self)
@@ -316,6 +348,7 @@ server *server_new(uv_loop_t *loop, const server_options *options, ecp_error *er
     self->bus.backed_up = bus_backed_up;
     self->bus.when_drained = bus_when_drained;
     self->bus.cancel_when_drained = bus_cancel_when_drained;
+    self->bus.client_name = bus_client_name;
     server__router_init(&self->router, &self->log);
     if (server__lifecycle_register(self, err) < 0)
         goto fail;

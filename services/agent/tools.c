@@ -963,7 +963,7 @@ static void run_on_document(tool_run *r, const char *document_id)
     ecp_error err = {0};
     buf text = BUF_INIT;
     if (r->kind == RUN_WRITE) {
-        if (document_set_content(docs, document_id, r->content, r->content_len, NULL, &err) < 0)
+        if (document_set_content(docs, document_id, 0, r->content, r->content_len, NULL, &err) < 0)
             set_error(r, "%s", err.message);
         else
             buf_appendf(&r->output, "Wrote %zu bytes to the open document %s", r->content_len, r->path);
@@ -991,7 +991,7 @@ static void run_on_document(tool_run *r, const char *document_id)
                 e->len = r->new_len;
                 i += r->old_len;
             }
-            if (document_apply_edits(docs, document_id, edits, n, ECP_ENCODING_UTF8, 0, NULL, &err) < 0)
+            if (document_apply_edits(docs, document_id, 0, edits, n, ECP_ENCODING_UTF8, 0, NULL, &err) < 0)
                 set_error(r, "%s", err.message);
             free(edits);
         }

@@ -190,6 +190,7 @@ unsigned doc_adapter_group_flag(ecp_call *call, bool *ok)
 typedef struct cursors_note {
     doc_adapter *ad;
     const char *id;
+    uint64_t owner;
 } cursors_note;
 
 static void render_open(void *ctx, ecp_position_encoding enc, json_writer *w)
@@ -340,8 +341,9 @@ static void render_cursors(void *ctx, ecp_position_encoding enc, json_writer *w)
     size_t count = 0;
     jw_object_begin(w);
     jw_key_string(w, "documentId", note->id);
+    jw_key_int(w, "clientId", (int64_t)note->owner);
     jw_key(w, "cursors");
-    if (document_get_cursors(note->ad->svc, note->id, enc, &list, &count, NULL) == 0)
+    if (document_get_cursors(note->ad->svc, note->id, note->owner, enc, &list, &count, NULL) == 0)
         doc_adapter_write_cursors(w, list, count);
     else
         doc_adapter_write_cursors(w, NULL, 0);
@@ -349,9 +351,9 @@ static void render_cursors(void *ctx, ecp_position_encoding enc, json_writer *w)
     free(list);
 }
 
-static void on_cursors(void *ctx, const char *document_id)
+static void on_cursors(void *ctx, const char *document_id, uint64_t owner)
 {
-    cursors_note note = {ctx, document_id};
+    cursors_note note = {ctx, document_id, owner};
     ecp_bus_notify(note.ad->bus, "document/didChangeCursors", render_cursors, &note);
 }
 
@@ -376,11 +378,36 @@ static void on_close(void *ctx, const char *document_id, const char *uri)
     ecp_bus_notify(ad->bus, "document/didClose", render_close, &note);
 }
 
+typedef struct save_note {
+    const char *id;
+    const char *uri;
+    uint64_t version;
+} save_note;
+
+static void render_save(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    const save_note *note = ctx;
+    jw_object_begin(w);
+    jw_key_string(w, "documentId", note->id);
+    jw_key_string(w, "uri", note->uri);
+    jw_key_int(w, "version", (int64_t)note->version);
+    jw_object_end(w);
+}
+
+/* Whoever saved, everyone sharing the document learns it is clean now. */
+static void on_save(void *ctx, const char *document_id, const char *uri, uint64_t version)
+{
+    doc_adapter *ad = ctx;
+    save_note note = {document_id, uri, version};
+    ecp_bus_notify(ad->bus, "document/didSave", render_save, &note);
+}
+
 static const document_listener listener = {
     .on_open = on_open,
     .on_change = on_change,
     .on_cursors = on_cursors,
     .on_close = on_close,
+    .on_save = on_save,
 };
 
 static void on_disk_change(void *ctx, const char *document_id, const char *uri)
@@ -460,6 +487,9 @@ static void opened(void *ctx, int status, const ecp_error *err, const char *docu
                        status == ECP_EBADURI ? "uri: " : "", err->message);
         return;
     }
+    /* a client gone meanwhile never holds it: a hold nobody can release */
+    if (!ecp_call_abandoned(call))
+        document_hold(p->ad->svc, document_id, ecp_call_client(call), NULL);
     document_info info;
     document_get_info(p->ad->svc, document_id, &info, NULL);
     json_writer *w = ecp_call_result(call);
@@ -562,7 +592,49 @@ static void m_close(void *ctx, ecp_call *call)
     ecp_str id;
     if (!doc_adapter_arg_doc(call, &id))
         return;
-    ecp_call_reply_success(call, document_close(ad->svc, id.ptr, NULL) == 0);
+    /* the caller lets go; the document closes when nobody else holds it */
+    ecp_call_reply_success(call, document_release(ad->svc, id.ptr, ecp_call_client(call), false, NULL, NULL) == 0);
+}
+
+typedef struct clients_list {
+    doc_adapter *ad;
+    json_writer *w;
+} clients_list;
+
+static void write_client(void *ctx, uint64_t owner, const document_cursor *cursors, size_t count)
+{
+    clients_list *l = ctx;
+    const char *name = owner ? ecp_bus_client_name(l->ad->bus, owner) : "ecpd";
+    jw_object_begin(l->w);
+    jw_key_int(l->w, "clientId", (int64_t)owner);
+    jw_key_string(l->w, "name", name ? name : "");
+    jw_key(l->w, "cursors");
+    doc_adapter_write_cursors(l->w, cursors, count);
+    jw_object_end(l->w);
+}
+
+/* Presence: who has the document open, and where their cursors are. */
+static void m_clients(void *ctx, ecp_call *call)
+{
+    doc_adapter *ad = ctx;
+    ecp_str id;
+    document_info info;
+    if (!doc_adapter_arg_doc_info(ad, call, &id, &info))
+        return;
+    clients_list l = {ad, ecp_call_result(call)};
+    jw_object_begin(l.w);
+    jw_key(l.w, "clients");
+    jw_array_begin(l.w);
+    document_holders(ad->svc, id.ptr, ecp_call_encoding(call), write_client, &l, NULL);
+    jw_array_end(l.w);
+    jw_object_end(l.w);
+    ecp_call_finish(call);
+}
+
+static void client_closed(void *ctx, uint64_t client_id)
+{
+    doc_adapter *ad = ctx;
+    document_release_all(ad->svc, client_id);
 }
 
 static void m_info(void *ctx, ecp_call *call)
@@ -597,7 +669,10 @@ static const ecp_method methods[] = {
      "Open a document: content if given, else a file:// uri's file; an open uri gives its document",
      "{uri: string, content?: string, languageId?: string, readOnly?: boolean}"},
     {"document/close", m_close, "1.0",
-     "Close a document for every client; success is false for an unknown id",
+     "Let go of a document; it closes once no client holds it (success is false for an unknown id)",
+     "{documentId: string}"},
+    {"document/clients", m_clients, "1.0",
+     "The clients that hold the document open, with their names and cursors",
      "{documentId: string}"},
     {"document/info", m_info, "1.0",
      "The document's DocumentInfo",
@@ -717,7 +792,7 @@ static void adapter_destroy(void *ctx)
 
 static const char *const notifications[] = {
     "document/didOpen", "document/didClose", "document/didChange", "document/didChangeCursors",
-    "document/didChangeOnDisk", NULL,
+    "document/didChangeOnDisk", "document/didSave", NULL,
 };
 
 bool document_adapter_add_viewport_part(const ecp_adapter *adapter, const document_viewport_part *part)
@@ -746,5 +821,6 @@ void document_adapter_init(ecp_adapter *out, document_service *svc, ecp_bus *bus
     out->method_count = sizeof methods / sizeof methods[0];
     out->ctx = ad;
     out->destroy = adapter_destroy;
+    out->client_closed = client_closed;
     out->notifications = notifications;
 }

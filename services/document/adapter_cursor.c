@@ -17,7 +17,7 @@ void doc_method_cursors(void *ctx, ecp_call *call)
     size_t count;
     if (!doc_adapter_arg_doc(call, &id))
         return;
-    int rc = document_get_cursors(ad->svc, id.ptr, ecp_call_encoding(call), &list, &count, &err);
+    int rc = document_get_cursors(ad->svc, id.ptr, ecp_call_client(call), ecp_call_encoding(call), &list, &count, &err);
     if (rc != 0) {
         doc_adapter_reply_error(call, rc, &err);
         return;
@@ -90,7 +90,8 @@ void doc_method_set_cursors(void *ctx, ecp_call *call)
             return;
     }
     ecp_error err;
-    reply_cursor_change(call, document_set_cursors(ad->svc, id.ptr, list, count, ecp_call_encoding(call), &err), &err);
+    int rc = document_set_cursors(ad->svc, id.ptr, ecp_call_client(call), list, count, ecp_call_encoding(call), &err);
+    reply_cursor_change(call, rc, &err);
 }
 
 void doc_method_set_cursor(void *ctx, ecp_call *call)
@@ -107,7 +108,8 @@ void doc_method_set_cursor(void *ctx, ecp_call *call)
         (!doc_adapter_arg_position(call, sel, "selection.anchor", &c.anchor) || !doc_adapter_arg_position(call, sel, "selection.active", &c.active)))
         return;
     ecp_error err;
-    reply_cursor_change(call, document_set_cursors(ad->svc, id.ptr, &c, 1, ecp_call_encoding(call), &err), &err);
+    int rc = document_set_cursors(ad->svc, id.ptr, ecp_call_client(call), &c, 1, ecp_call_encoding(call), &err);
+    reply_cursor_change(call, rc, &err);
 }
 
 void doc_method_add_cursor(void *ctx, ecp_call *call)
@@ -118,7 +120,8 @@ void doc_method_add_cursor(void *ctx, ecp_call *call)
     if (!doc_adapter_arg_doc(call, &id) || !doc_adapter_arg_position(call, ecp_call_params(call), "position", &pos))
         return;
     ecp_error err;
-    reply_cursor_change(call, document_add_cursor(ad->svc, id.ptr, &pos, ecp_call_encoding(call), &err), &err);
+    int rc = document_add_cursor(ad->svc, id.ptr, ecp_call_client(call), &pos, ecp_call_encoding(call), &err);
+    reply_cursor_change(call, rc, &err);
 }
 
 void doc_method_move_cursors(void *ctx, ecp_call *call)
@@ -150,7 +153,8 @@ void doc_method_move_cursors(void *ctx, ecp_call *call)
         }
     }
     ecp_error err;
-    int rc = document_move_cursors(ad->svc, id.ptr, (document_direction)dir, (document_unit)unit, select, &err);
+    int rc = document_move_cursors(ad->svc, id.ptr, ecp_call_client(call), (document_direction)dir, (document_unit)unit,
+                                   select, &err);
     reply_cursor_change(call, rc, &err);
 }
 
@@ -160,7 +164,7 @@ void doc_method_select_all(void *ctx, ecp_call *call)
     ecp_str id;
     ecp_error err;
     if (doc_adapter_arg_doc(call, &id))
-        reply_cursor_change(call, document_select_all(ad->svc, id.ptr, &err), &err);
+        reply_cursor_change(call, document_select_all(ad->svc, id.ptr, ecp_call_client(call), &err), &err);
 }
 
 void doc_method_clear_selections(void *ctx, ecp_call *call)
@@ -169,7 +173,7 @@ void doc_method_clear_selections(void *ctx, ecp_call *call)
     ecp_str id;
     ecp_error err;
     if (doc_adapter_arg_doc(call, &id))
-        reply_cursor_change(call, document_clear_selections(ad->svc, id.ptr, &err), &err);
+        reply_cursor_change(call, document_clear_selections(ad->svc, id.ptr, ecp_call_client(call), &err), &err);
 }
 
 void doc_method_selections(void *ctx, ecp_call *call)
@@ -181,7 +185,7 @@ void doc_method_selections(void *ctx, ecp_call *call)
     size_t count;
     if (!doc_adapter_arg_doc(call, &id))
         return;
-    int rc = document_get_cursors(ad->svc, id.ptr, ECP_ENCODING_UTF8, &list, &count, &err);
+    int rc = document_get_cursors(ad->svc, id.ptr, ecp_call_client(call), ECP_ENCODING_UTF8, &list, &count, &err);
     if (rc != 0) {
         doc_adapter_reply_error(call, rc, &err);
         return;
@@ -193,7 +197,7 @@ void doc_method_selections(void *ctx, ecp_call *call)
     jw_array_begin(w);
     for (size_t i = 0; i < count; i++) {
         jw_string_begin(w);
-        document_read_selection(ad->svc, id.ptr, i, doc_adapter_write_chunk, w, NULL);
+        document_read_selection(ad->svc, id.ptr, ecp_call_client(call), i, doc_adapter_write_chunk, w, NULL);
         jw_string_end(w);
     }
     jw_array_end(w);

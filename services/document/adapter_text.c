@@ -273,7 +273,8 @@ static void edit_one(doc_adapter *ad, ecp_call *call, const char *id, const docu
     document_edit e = {*range, text->ptr ? text->ptr : "", text->len};
     ecp_error err;
     uint64_t version;
-    int rc = document_apply_edits(ad->svc, id, &e, 1, ecp_call_encoding(call), flags, &version, &err);
+    int rc = document_apply_edits(ad->svc, id, ecp_call_client(call), &e, 1, ecp_call_encoding(call), flags, &version,
+                                  &err);
     doc_adapter_reply_edit(call, rc, version, &err);
 }
 
@@ -455,7 +456,7 @@ void doc_method_set_content(void *ctx, ecp_call *call)
     size_t raw_len = 0;
     const char *raw = json_type_of(jd, ref) == JSON_STRING ? json_raw(jd, ref, &raw_len) : NULL;
     if (raw && raw_len >= CONTENT_OFF_LOOP_BYTES) {
-        document_replacement *r = document_replacement_begin(ad->svc, id.ptr, &err);
+        document_replacement *r = document_replacement_begin(ad->svc, id.ptr, ecp_call_client(call), &err);
         if (!r) {
             uint64_t now = 0;
             document_info info;
@@ -480,7 +481,7 @@ void doc_method_set_content(void *ctx, ecp_call *call)
     }
     if (!ecp_arg_string(call, ecp_call_params(call), "content", &content))
         return;
-    int rc = document_set_content(ad->svc, id.ptr, content.ptr, content.len, &version, &err);
+    int rc = document_set_content(ad->svc, id.ptr, ecp_call_client(call), content.ptr, content.len, &version, &err);
     doc_adapter_reply_edit(call, rc, version, &err);
 }
 
@@ -520,7 +521,8 @@ void doc_method_edit(void *ctx, ecp_call *call)
     }
     ecp_error err;
     uint64_t version;
-    int rc = document_apply_edits(ad->svc, id.ptr, list, count, ecp_call_encoding(call), flags, &version, &err);
+    int rc = document_apply_edits(ad->svc, id.ptr, ecp_call_client(call), list, count, ecp_call_encoding(call), flags,
+                                  &version, &err);
     doc_adapter_reply_edit(call, rc, version, &err);
 }
 
@@ -536,7 +538,7 @@ void doc_method_type(void *ctx, ecp_call *call)
         return;
     ecp_error err;
     uint64_t version;
-    int rc = document_type(ad->svc, id.ptr, text.ptr, text.len, flags, &version, &err);
+    int rc = document_type(ad->svc, id.ptr, ecp_call_client(call), text.ptr, text.len, flags, &version, &err);
     doc_adapter_reply_edit(call, rc, version, &err);
 }
 
@@ -549,7 +551,9 @@ static void undo_redo(doc_adapter *ad, ecp_call *call, bool redo)
         return;
     uint64_t version = 0;
     bool can_undo = false, can_redo = false;
-    int rc = redo ? document_redo(ad->svc, id.ptr, &version, NULL) : document_undo(ad->svc, id.ptr, &version, NULL);
+    uint64_t client = ecp_call_client(call);
+    int rc = redo ? document_redo(ad->svc, id.ptr, client, &version, NULL)
+                  : document_undo(ad->svc, id.ptr, client, &version, NULL);
     document_history(ad->svc, id.ptr, &can_undo, &can_redo, NULL);
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);

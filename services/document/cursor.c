@@ -79,6 +79,56 @@ void document__cursors_shift(doc_cursor_set *set, size_t offset, size_t deleted,
     }
 }
 
+/* ----- parties: one set of cursors per client --------------------------------- */
+
+doc_party *document__party(const document *doc, uint64_t owner)
+{
+    for (size_t i = 0; i < doc->party_count; i++)
+        if (doc->parties[i]->owner == owner)
+            return doc->parties[i];
+    return NULL;
+}
+
+doc_cursor_set *document__cursors_of(document *doc, uint64_t owner)
+{
+    doc_party *party = document__party(doc, owner);
+    if (party)
+        return &party->cursors;
+    if (doc->party_count == doc->party_cap) {
+        doc->party_cap = doc->party_cap ? doc->party_cap * 2 : 4;
+        doc->parties = xrealloc(doc->parties, doc->party_cap * sizeof *doc->parties);
+    }
+    party = xcalloc(1, sizeof *party);
+    party->owner = owner;
+    document__cursors_init(&party->cursors);
+    doc->parties[doc->party_count++] = party;
+    return &party->cursors;
+}
+
+void document__party_drop(document *doc, uint64_t owner)
+{
+    for (size_t i = 0; i < doc->party_count; i++) {
+        if (doc->parties[i]->owner != owner)
+            continue;
+        document__cursors_free(&doc->parties[i]->cursors);
+        free(doc->parties[i]);
+        memmove(doc->parties + i, doc->parties + i + 1, (doc->party_count - i - 1) * sizeof *doc->parties);
+        doc->party_count--;
+        return;
+    }
+}
+
+void document__parties_free(document *doc)
+{
+    for (size_t i = 0; i < doc->party_count; i++) {
+        document__cursors_free(&doc->parties[i]->cursors);
+        free(doc->parties[i]);
+    }
+    free(doc->parties);
+    doc->parties = NULL;
+    doc->party_count = doc->party_cap = 0;
+}
+
 typedef struct span {
     size_t lo, hi, index;
 } span;
@@ -241,13 +291,14 @@ static size_t vertical(const document *doc, size_t p, long lines, size_t *desire
     return out;
 }
 
-int document__cursors_move(document *doc, document_direction dir, document_unit unit, bool select)
+int document__cursors_move(document *doc, doc_cursor_set *set, document_direction dir, document_unit unit,
+                           bool select)
 {
     const piece_tree *t = doc->tree;
     size_t length = piece_tree_length(t);
     bool horizontal = dir == DOCUMENT_LEFT || dir == DOCUMENT_RIGHT;
-    for (size_t i = 0; i < doc->cursors.count; i++) {
-        doc_cursor *c = &doc->cursors.items[i];
+    for (size_t i = 0; i < set->count; i++) {
+        doc_cursor *c = &set->items[i];
         size_t p = c->active;
         size_t desired = c->desired;
         if (horizontal) {
@@ -289,7 +340,7 @@ int document__cursors_move(document *doc, document_direction dir, document_unit 
             c->anchor = p;
         c->desired = desired;
     }
-    document__cursors_normalize(&doc->cursors, length);
+    document__cursors_normalize(set, length);
     return 0;
 }
 
@@ -327,15 +378,19 @@ static size_t desired_from_enc(const document *doc, size_t active, size_t column
     return all.u32 + (column - doc_units_get(&all, enc));
 }
 
-int document_get_cursors(document_service *self, const char *document_id, ecp_position_encoding enc,
+int document_get_cursors(document_service *self, const char *document_id, uint64_t owner, ecp_position_encoding enc,
                          document_cursor **out, size_t *count, ecp_error *err)
 {
     document *doc = document__find(self, document_id, err);
     if (!doc)
         return ECP_ENOTFOUND;
-    document_cursor *list = xmalloc(doc->cursors.count * sizeof *list);
-    for (size_t i = 0; i < doc->cursors.count; i++) {
-        const doc_cursor *c = &doc->cursors.items[i];
+    /* a client that never moved its cursors here has its caret at the start */
+    doc_party *party = document__party(doc, owner);
+    doc_cursor start = {0, 0, DOC_NO_DESIRED};
+    const doc_cursor_set *mine = party ? &party->cursors : &(doc_cursor_set){&start, 1, 1};
+    document_cursor *list = xmalloc(mine->count * sizeof *list);
+    for (size_t i = 0; i < mine->count; i++) {
+        const doc_cursor *c = &mine->items[i];
         document__position_of(doc, c->active, enc, &list[i].active);
         if (c->anchor == c->active)
             list[i].anchor = list[i].active;
@@ -345,16 +400,17 @@ int document_get_cursors(document_service *self, const char *document_id, ecp_po
         list[i].desired_column = list[i].has_desired_column ? desired_to_enc(doc, c->active, c->desired, enc) : 0;
     }
     *out = list;
-    *count = doc->cursors.count;
+    *count = mine->count;
     return 0;
 }
 
-int document_set_cursors(document_service *self, const char *document_id, const document_cursor *cursors,
-                         size_t count, ecp_position_encoding enc, ecp_error *err)
+int document_set_cursors(document_service *self, const char *document_id, uint64_t owner,
+                         const document_cursor *cursors, size_t count, ecp_position_encoding enc, ecp_error *err)
 {
     document *doc = document__find(self, document_id, err);
     if (!doc)
         return ECP_ENOTFOUND;
+    doc_cursor_set *mine = document__cursors_of(doc, owner);
     if (count == 0)
         return ecp_error_set(err, ECP_EINVAL, "At least one cursor is required");
     doc_cursor_set set = {0};
@@ -371,71 +427,79 @@ int document_set_cursors(document_service *self, const char *document_id, const 
                              : DOC_NO_DESIRED;
         document__cursors_push(&set, anchor, active, desired);
     }
-    document__cursors_free(&doc->cursors);
-    doc->cursors = set;
-    document__cursors_normalize(&doc->cursors, piece_tree_length(doc->tree));
-    document__emit_cursors(self, doc);
+    document__cursors_free(mine);
+    *mine = set;
+    document__cursors_normalize(mine, piece_tree_length(doc->tree));
+    document__emit_cursors(self, doc, owner);
     return 0;
 }
 
-int document_add_cursor(document_service *self, const char *document_id, const document_position *pos,
+int document_add_cursor(document_service *self, const char *document_id, uint64_t owner, const document_position *pos,
                         ecp_position_encoding enc, ecp_error *err)
 {
     document *doc = document__find(self, document_id, err);
     if (!doc)
         return ECP_ENOTFOUND;
+    doc_cursor_set *mine = document__cursors_of(doc, owner);
     size_t at;
     int rc = document__offset_of(doc, pos, enc, &at, err);
     if (rc != 0)
         return rc;
-    document__cursors_push(&doc->cursors, at, at, DOC_NO_DESIRED);
-    document__cursors_normalize(&doc->cursors, piece_tree_length(doc->tree));
-    document__emit_cursors(self, doc);
+    document__cursors_push(mine, at, at, DOC_NO_DESIRED);
+    document__cursors_normalize(mine, piece_tree_length(doc->tree));
+    document__emit_cursors(self, doc, owner);
     return 0;
 }
 
-int document_move_cursors(document_service *self, const char *document_id, document_direction dir,
+int document_move_cursors(document_service *self, const char *document_id, uint64_t owner, document_direction dir,
                           document_unit unit, bool select, ecp_error *err)
 {
     document *doc = document__find(self, document_id, err);
     if (!doc)
         return ECP_ENOTFOUND;
-    document__cursors_move(doc, dir, unit, select);
-    document__emit_cursors(self, doc);
+    doc_cursor_set *mine = document__cursors_of(doc, owner);
+    document__cursors_move(doc, mine, dir, unit, select);
+    document__emit_cursors(self, doc, owner);
     return 0;
 }
 
-int document_select_all(document_service *self, const char *document_id, ecp_error *err)
+int document_select_all(document_service *self, const char *document_id, uint64_t owner, ecp_error *err)
 {
     document *doc = document__find(self, document_id, err);
     if (!doc)
         return ECP_ENOTFOUND;
-    document__cursors_reset(&doc->cursors, 0, piece_tree_length(doc->tree));
-    document__emit_cursors(self, doc);
+    doc_cursor_set *mine = document__cursors_of(doc, owner);
+    document__cursors_reset(mine, 0, piece_tree_length(doc->tree));
+    document__emit_cursors(self, doc, owner);
     return 0;
 }
 
-int document_clear_selections(document_service *self, const char *document_id, ecp_error *err)
+int document_clear_selections(document_service *self, const char *document_id, uint64_t owner, ecp_error *err)
 {
     document *doc = document__find(self, document_id, err);
     if (!doc)
         return ECP_ENOTFOUND;
-    for (size_t i = 0; i < doc->cursors.count; i++)
-        doc->cursors.items[i].anchor = doc->cursors.items[i].active;
-    document__cursors_normalize(&doc->cursors, piece_tree_length(doc->tree));
-    document__emit_cursors(self, doc);
+    doc_cursor_set *mine = document__cursors_of(doc, owner);
+    for (size_t i = 0; i < mine->count; i++)
+        mine->items[i].anchor = mine->items[i].active;
+    document__cursors_normalize(mine, piece_tree_length(doc->tree));
+    document__emit_cursors(self, doc, owner);
     return 0;
 }
 
-int document_read_selection(document_service *self, const char *document_id, size_t index, document_chunk_fn fn,
-                            void *ctx, ecp_error *err)
+int document_read_selection(document_service *self, const char *document_id, uint64_t owner, size_t index,
+                            document_chunk_fn fn, void *ctx, ecp_error *err)
 {
     document *doc = document__find(self, document_id, err);
     if (!doc)
         return ECP_ENOTFOUND;
-    if (index >= doc->cursors.count)
-        return ecp_error_set(err, ECP_ERANGE, "No cursor %zu (the document has %zu)", index, doc->cursors.count);
-    const doc_cursor *c = &doc->cursors.items[index];
+    /* a client that never moved its cursors here has its caret at the start */
+    doc_party *party = document__party(doc, owner);
+    doc_cursor start = {0, 0, DOC_NO_DESIRED};
+    const doc_cursor_set *mine = party ? &party->cursors : &(doc_cursor_set){&start, 1, 1};
+    if (index >= mine->count)
+        return ecp_error_set(err, ECP_ERANGE, "No cursor %zu (the document has %zu)", index, mine->count);
+    const doc_cursor *c = &mine->items[index];
     size_t lo = c->anchor < c->active ? c->anchor : c->active;
     size_t hi = c->anchor < c->active ? c->active : c->anchor;
     document__read_bytes(doc->tree, lo, hi - lo, fn, ctx);

@@ -318,8 +318,8 @@ static bool is_keystroke(const doc_edit *e)
     return k == e->len && !(cp == 0xFFFD && k == 1 && (unsigned char)e->text[0] >= 0x80);
 }
 
-static void history_push(document_service *svc, document *doc, doc_undo_change *changes, size_t count,
-                         doc_cursor_set *before, const doc_edit *edits, bool group, size_t *ends)
+static void history_push(document_service *svc, document *doc, uint64_t owner, doc_undo_change *changes,
+                         size_t count, doc_cursor_set *before, const doc_edit *edits, bool group, size_t *ends)
 {
     doc_history *h = &doc->history;
     for (size_t i = h->applied; i < h->count; i++) {
@@ -331,8 +331,9 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
     bool typing = ends != NULL;
     uint64_t now = document__now_ns();
     doc_undo_step *top = h->applied ? &h->steps[h->applied - 1] : NULL;
+    const doc_cursor_set *mine = document__cursors_of(doc, owner);
     bool join = false;
-    if (top && h->fresh) {
+    if (top && h->fresh && top->owner == owner) {
         if (group) {
             join = true;
         } else if (typing && top->typing && top->id != doc->saved_id && top->id != doc->snapshot_id &&
@@ -354,7 +355,7 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
         free(changes);
         document__cursors_free(before);
         document__cursors_free(&top->after);
-        document__cursors_copy(&top->after, &doc->cursors);
+        document__cursors_copy(&top->after, mine);
         top->id = document__new_state_id(svc);
         top->last_ns = now;
         free(top->typing_ends);
@@ -382,7 +383,8 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
         s->changes = changes;
         s->count = s->cap = count;
         s->before = *before;
-        document__cursors_copy(&s->after, &doc->cursors);
+        s->owner = owner;
+        document__cursors_copy(&s->after, mine);
         s->typing = typing;
         s->typing_ends = ends;
         s->count_ends = typing ? count : 0;
@@ -400,7 +402,7 @@ static void history_push(document_service *svc, document *doc, doc_undo_change *
  * NULL, holds the text that edits[0], the only edit, puts in place of the
  * whole text: it becomes the document's tree and the old one is kept for
  * undo. */
-static int apply_with(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
+static int apply_with(document_service *svc, document *doc, uint64_t owner, doc_edit *edits, size_t count, bool group,
                       doc_cursor_policy policy, piece_tree *whole, const doc_whole_measure *measure, ecp_error *err)
 {
     int rc = 0;
@@ -446,7 +448,8 @@ static int apply_with(document_service *svc, document *doc, doc_edit *edits, siz
     if (typing)
         ends = xmalloc(count * sizeof *ends);
 
-    document__cursors_copy(&before, &doc->cursors);
+    doc_cursor_set *mine = document__cursors_of(doc, owner);
+    document__cursors_copy(&before, mine);
     rc = run(doc, prims, count, events, err);
     if (rc != 0)
         goto done;
@@ -456,8 +459,10 @@ static int apply_with(document_service *svc, document *doc, doc_edit *edits, siz
         swap_measured(doc, &undo[0], &events[0],
                       came ? (doc_swap_measure){true, measure->came_gone, measure->came_tail} : (doc_swap_measure){0});
     }
-    for (size_t a = 0; a < count; a++)
-        document__cursors_shift(&doc->cursors, prims[a].offset, prims[a].del_len, prims[a].ins_len);
+    /* every client's cursors follow the text; a reload keeps them all where they were */
+    for (size_t p = 0; p < doc->party_count && policy != DOC_CURSORS_KEEP; p++)
+        for (size_t a = 0; a < count; a++)
+            document__cursors_shift(&doc->parties[p]->cursors, prims[a].offset, prims[a].del_len, prims[a].ins_len);
 
     /* Where each edit's text ends once all of them are in. */
     size_t delta_add = 0, delta_sub = 0;
@@ -465,23 +470,20 @@ static int apply_with(document_service *svc, document *doc, doc_edit *edits, siz
         size_t end = edits[k].start + edits[k].len + delta_add - delta_sub;
         if (ends)
             ends[k] = end;
-        if (policy == DOC_CURSORS_EACH_END && edits[k].order < doc->cursors.count)
-            doc->cursors.items[edits[k].order] = (doc_cursor){end, end, DOC_NO_DESIRED};
+        if (policy == DOC_CURSORS_EACH_END && edits[k].order < mine->count)
+            mine->items[edits[k].order] = (doc_cursor){end, end, DOC_NO_DESIRED};
         if (policy == DOC_CURSORS_PRIMARY_END && k == 0)
-            doc->cursors.items[0] = (doc_cursor){end, end, DOC_NO_DESIRED};
+            mine->items[0] = (doc_cursor){end, end, DOC_NO_DESIRED};
         delta_add += edits[k].len;
         delta_sub += edits[k].end - edits[k].start;
     }
     size_t length = piece_tree_length(doc->tree);
     if (policy == DOC_CURSORS_DOCUMENT_END)
-        document__cursors_reset(&doc->cursors, length, length);
-    if (policy == DOC_CURSORS_KEEP) {
-        document__cursors_free(&doc->cursors);
-        document__cursors_copy(&doc->cursors, &before);
-    }
-    document__cursors_normalize(&doc->cursors, length);
+        document__cursors_reset(mine, length, length);
+    for (size_t p = 0; p < doc->party_count; p++)
+        document__cursors_normalize(&doc->parties[p]->cursors, length);
     doc->version++;
-    history_push(svc, doc, undo, count, &before, edits, group, ends);
+    history_push(svc, doc, owner, undo, count, &before, edits, group, ends);
     undo = NULL;
     ends = NULL;
     before.items = NULL;
@@ -504,13 +506,13 @@ done:
     return rc;
 }
 
-int document__apply(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
+int document__apply(document_service *svc, document *doc, uint64_t owner, doc_edit *edits, size_t count, bool group,
                     doc_cursor_policy policy, ecp_error *err)
 {
     size_t length = piece_tree_length(doc->tree);
     if (count != 1 || group || edits[0].start != 0 || edits[0].end != length ||
         edits[0].len + length < WHOLE_TEXT_MIN)
-        return apply_with(svc, doc, edits, count, group, policy, NULL, NULL, err);
+        return apply_with(svc, doc, owner, edits, count, group, policy, NULL, NULL, err);
     /* A new tree over one copy of the text: the undo step keeps the old tree
      * itself, and the change event shows the new tree's bytes. */
     char *copy = malloc(edits[0].len + 1);
@@ -525,10 +527,11 @@ int document__apply(document_service *svc, document *doc, doc_edit *edits, size_
         return ecp_error_set(err, ECP_ENOMEM, "Out of memory: cannot hold %zu bytes", edits[0].len);
     }
     doc_edit whole = {0, length, piece_tree_flat(tree), edits[0].len, edits[0].order};
-    return apply_with(svc, doc, &whole, 1, false, policy, tree, NULL, err);
+    return apply_with(svc, doc, owner, &whole, 1, false, policy, tree, NULL, err);
 }
 
-int document__replace_tree(document_service *svc, document *doc, piece_tree *tree, doc_cursor_policy policy,
+int document__replace_tree(document_service *svc, document *doc, uint64_t owner, piece_tree *tree,
+                           doc_cursor_policy policy,
                            const doc_whole_measure *measure, ecp_error *err)
 {
     const char *flat = piece_tree_flat(tree);
@@ -543,12 +546,12 @@ int document__replace_tree(document_service *svc, document *doc, piece_tree *tre
         flat = copy;
     }
     doc_edit whole = {0, piece_tree_length(doc->tree), flat, len, 0};
-    int rc = apply_with(svc, doc, &whole, 1, false, policy, tree, measure, err);
+    int rc = apply_with(svc, doc, owner, &whole, 1, false, policy, tree, measure, err);
     free(copy);
     return rc;
 }
 
-int document__undo(document_service *svc, document *doc, bool redo)
+int document__undo(document_service *svc, document *doc, uint64_t owner, bool redo)
 {
     doc_history *h = &doc->history;
     if (redo ? h->applied == h->count : h->applied == 0)
@@ -594,9 +597,17 @@ int document__undo(document_service *svc, document *doc, bool redo)
             swap_measured(doc, c, &events[i], c->measures ? c->measures[1] : (doc_swap_measure){0});
     }
     if (rc == 0) {
-        document__cursors_free(&doc->cursors);
-        document__cursors_copy(&doc->cursors, redo ? &s->after : &s->before);
-        document__cursors_normalize(&doc->cursors, piece_tree_length(doc->tree));
+        /* the caller's cursors go back to where the step's author had them;
+         * everyone else's follow the text */
+        doc_cursor_set *mine = document__cursors_of(doc, owner);
+        for (size_t p = 0; p < doc->party_count; p++)
+            for (size_t i = 0; i < s->count && &doc->parties[p]->cursors != mine; i++)
+                document__cursors_shift(&doc->parties[p]->cursors, prims[i].offset, prims[i].del_len,
+                                        prims[i].ins_len);
+        document__cursors_free(mine);
+        document__cursors_copy(mine, redo ? &s->after : &s->before);
+        for (size_t p = 0; p < doc->party_count; p++)
+            document__cursors_normalize(&doc->parties[p]->cursors, piece_tree_length(doc->tree));
         h->applied += redo ? 1 : -1;
         h->fresh = false;
         doc->version++;
@@ -635,7 +646,7 @@ int document__replace_all(document_service *svc, document *doc, const char *text
          * undo takes back exactly the reload. */
         doc->history.fresh = false;
         doc_edit e = {0, piece_tree_length(doc->tree), text, len, 0};
-        int rc = document__apply(svc, doc, &e, 1, false, DOC_CURSORS_KEEP, err);
+        int rc = document__apply(svc, doc, 0, &e, 1, false, DOC_CURSORS_KEEP, err);
         if (rc != 0)
             return rc;
         doc->history.fresh = false;
@@ -671,8 +682,8 @@ static int writable(document_service *svc, const char *id, uint64_t *version, do
     return 0;
 }
 
-static int apply_sorted(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
-                        doc_cursor_policy policy, uint64_t *version, ecp_error *err)
+static int apply_sorted(document_service *svc, document *doc, uint64_t owner, doc_edit *edits, size_t count,
+                        bool group, doc_cursor_policy policy, uint64_t *version, ecp_error *err)
 {
     qsort(edits, count, sizeof *edits, edit_cmp);
     for (size_t k = 1; k < count; k++)
@@ -683,14 +694,14 @@ static int apply_sorted(document_service *svc, document *doc, doc_edit *edits, s
     for (size_t k = 0; k < count; k++)
         if (edits[k].start != edits[k].end || edits[k].len)
             edits[n++] = edits[k];
-    int rc = n ? document__apply(svc, doc, edits, n, group, policy, err) : 0;
+    int rc = n ? document__apply(svc, doc, owner, edits, n, group, policy, err) : 0;
     if (version)
         *version = doc->version;
     return rc;
 }
 
-int document_apply_edits(document_service *self, const char *document_id, const document_edit *edits, size_t count,
-                         ecp_position_encoding enc, unsigned flags, uint64_t *version, ecp_error *err)
+int document_apply_edits(document_service *self, const char *document_id, uint64_t owner, const document_edit *edits,
+                         size_t count, ecp_position_encoding enc, unsigned flags, uint64_t *version, ecp_error *err)
 {
     document *doc;
     int status = writable(self, document_id, version, &doc, err);
@@ -715,51 +726,54 @@ int document_apply_edits(document_service *self, const char *document_id, const 
         if (list[k].end < list[k].start)
             list[k].end = list[k].start;
     }
-    rc = apply_sorted(self, doc, list, count, flags & DOCUMENT_EDIT_GROUP,
+    rc = apply_sorted(self, doc, owner, list, count, flags & DOCUMENT_EDIT_GROUP,
                       flags & DOCUMENT_EDIT_MOVE_CURSOR ? DOC_CURSORS_PRIMARY_END : DOC_CURSORS_FOLLOW, version, err);
 done:
     free(list);
     return rc;
 }
 
-int document_set_content(document_service *self, const char *document_id, const char *text, size_t len,
-                         uint64_t *version, ecp_error *err)
+int document_set_content(document_service *self, const char *document_id, uint64_t owner, const char *text,
+                         size_t len, uint64_t *version, ecp_error *err)
 {
     document *doc;
     int status = writable(self, document_id, version, &doc, err);
     if (status != 0)
         return status;
     doc_edit e = {0, piece_tree_length(doc->tree), text, len, 0};
-    return apply_sorted(self, doc, &e, 1, false, DOC_CURSORS_DOCUMENT_END, version, err);
+    return apply_sorted(self, doc, owner, &e, 1, false, DOC_CURSORS_DOCUMENT_END, version, err);
 }
 
-int document_type(document_service *self, const char *document_id, const char *text, size_t len, unsigned flags,
-                  uint64_t *version, ecp_error *err)
+int document_type(document_service *self, const char *document_id, uint64_t owner, const char *text, size_t len,
+                  unsigned flags, uint64_t *version, ecp_error *err)
 {
     document *doc;
     int status = writable(self, document_id, version, &doc, err);
     if (status != 0)
         return status;
-    size_t count = doc->cursors.count;
+    const doc_cursor_set *mine = document__cursors_of(doc, owner);
+    size_t count = mine->count;
     doc_edit *list = xmalloc(count * sizeof *list);
     for (size_t i = 0; i < count; i++) {
-        const doc_cursor *c = &doc->cursors.items[i];
+        const doc_cursor *c = &mine->items[i];
         size_t lo = c->anchor < c->active ? c->anchor : c->active;
         size_t hi = c->anchor < c->active ? c->active : c->anchor;
         list[i] = (doc_edit){lo, hi, text, len, i};
     }
-    int rc = apply_sorted(self, doc, list, count, flags & DOCUMENT_EDIT_GROUP, DOC_CURSORS_EACH_END, version, err);
+    int rc = apply_sorted(self, doc, owner, list, count, flags & DOCUMENT_EDIT_GROUP, DOC_CURSORS_EACH_END, version,
+                          err);
     free(list);
     return rc;
 }
 
-static int undo_redo(document_service *self, const char *document_id, bool redo, uint64_t *version, ecp_error *err)
+static int undo_redo(document_service *self, const char *document_id, uint64_t owner, bool redo, uint64_t *version,
+                     ecp_error *err)
 {
     document *doc;
     int status = writable(self, document_id, version, &doc, err);
     if (status != 0)
         return status;
-    int rc = document__undo(self, doc, redo);
+    int rc = document__undo(self, doc, owner, redo);
     if (version)
         *version = doc->version;
     if (rc == ECP_ESTATE)
@@ -769,14 +783,14 @@ static int undo_redo(document_service *self, const char *document_id, bool redo,
     return 0;
 }
 
-int document_undo(document_service *self, const char *document_id, uint64_t *version, ecp_error *err)
+int document_undo(document_service *self, const char *document_id, uint64_t owner, uint64_t *version, ecp_error *err)
 {
-    return undo_redo(self, document_id, false, version, err);
+    return undo_redo(self, document_id, owner, false, version, err);
 }
 
-int document_redo(document_service *self, const char *document_id, uint64_t *version, ecp_error *err)
+int document_redo(document_service *self, const char *document_id, uint64_t owner, uint64_t *version, ecp_error *err)
 {
-    return undo_redo(self, document_id, true, version, err);
+    return undo_redo(self, document_id, owner, true, version, err);
 }
 
 int document_history(document_service *self, const char *document_id, bool *can_undo, bool *can_redo, ecp_error *err)

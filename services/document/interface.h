@@ -9,7 +9,10 @@
  * - Every edit (insert, delete, replace, set content, multi-edit, typing) is
  *   one undoable step, bumps the version by one and makes the document dirty;
  *   undoing back to the saved state makes it clean again. Undo puts the
- *   cursors back where they were before the edit.
+ *   cursors of whoever undoes back where the edit's author had them before.
+ * - Many clients share the documents: a document is open while someone
+ *   holds it (document_hold), each client has its own cursors in it, and
+ *   unsaved edits are never closed because their client went away.
  * - The text is bytes: invalid UTF-8 is kept byte for byte from open to save.
  *   A file whose first line end is CRLF is held with LF and written back with
  *   CRLF; any other file is held exactly as it is on disk. A UTF-8 byte order
@@ -276,17 +279,21 @@ enum {
     DOCUMENT_EDIT_MOVE_CURSOR = 1 << 1,
 };
 
-/* Applies several edits as one step. Ranges are in the coordinates before any
+/* Edits are made by `owner` (see cursors below): its cursors are the ones a
+ * flag or a policy places and the ones the undo step records, and an edit
+ * never joins a step another owner made.
+ *
+ * Applies several edits as one step. Ranges are in the coordinates before any
  * of them; all are validated before anything changes, and edits that overlap
  * are refused with ECP_EINVAL (two inserts at one point are fine: they land in
  * the order given). Cursors follow the text unless flags say otherwise.
  * *version (may be NULL) receives the version afterwards, also on failure. */
-int document_apply_edits(document_service *self, const char *document_id, const document_edit *edits, size_t count,
-                         ecp_position_encoding enc, unsigned flags, uint64_t *version, ecp_error *err);
+int document_apply_edits(document_service *self, const char *document_id, uint64_t owner, const document_edit *edits,
+                         size_t count, ecp_position_encoding enc, unsigned flags, uint64_t *version, ecp_error *err);
 
 /* Replaces the whole text; the cursor goes to the end. */
-int document_set_content(document_service *self, const char *document_id, const char *text, size_t len,
-                         uint64_t *version, ecp_error *err);
+int document_set_content(document_service *self, const char *document_id, uint64_t owner, const char *text,
+                         size_t len, uint64_t *version, ecp_error *err);
 
 /* document_set_content for a large text, in steps, so that what costs
  * (making the new text's tree, measuring what it replaces) runs on the pool
@@ -306,7 +313,8 @@ int document_set_content(document_service *self, const char *document_id, const 
  *     closed meanwhile.
  *   free (loop): drops an r that will not be finished. */
 typedef struct document_replacement document_replacement;
-document_replacement *document_replacement_begin(document_service *self, const char *document_id, ecp_error *err);
+document_replacement *document_replacement_begin(document_service *self, const char *document_id, uint64_t owner,
+                                                 ecp_error *err);
 int document_replacement_build(document_replacement *r, char *text, size_t len, ecp_error *err);
 int document_replacement_finish(document_service *self, document_replacement *r, uint64_t *version, ecp_error *err);
 void document_replacement_free(document_replacement *r);
@@ -316,12 +324,14 @@ const char *document_replacement_document(const document_replacement *r);
 /* Types text at every cursor, replacing its selection; each cursor ends after
  * its text. One-character typing within 300 ms, adjacent, on one line, joins
  * the previous step. */
-int document_type(document_service *self, const char *document_id, const char *text, size_t len, unsigned flags,
-                  uint64_t *version, ecp_error *err);
+int document_type(document_service *self, const char *document_id, uint64_t owner, const char *text, size_t len,
+                  unsigned flags, uint64_t *version, ecp_error *err);
 
-/* Undo and redo. ECP_ESTATE when there is nothing to undo (redo). */
-int document_undo(document_service *self, const char *document_id, uint64_t *version, ecp_error *err);
-int document_redo(document_service *self, const char *document_id, uint64_t *version, ecp_error *err);
+/* Undo and redo, asked by owner: its cursors go back to those the step
+ * recorded (its author's); everyone else's follow the text. ECP_ESTATE when
+ * there is nothing to undo (redo). */
+int document_undo(document_service *self, const char *document_id, uint64_t owner, uint64_t *version, ecp_error *err);
+int document_redo(document_service *self, const char *document_id, uint64_t owner, uint64_t *version, ecp_error *err);
 int document_history(document_service *self, const char *document_id, bool *can_undo, bool *can_redo,
                      ecp_error *err);
 
@@ -352,24 +362,30 @@ typedef enum document_unit {
     DOCUMENT_BY_DOCUMENT,
 } document_unit;
 
-/* The cursors, primary first: *out is malloc'd (the caller frees it). */
-int document_get_cursors(document_service *self, const char *document_id, ecp_position_encoding enc,
+/* Cursors belong to a client: `owner` names it (a connection's id; 0 is the
+ * server itself: agent tools, a language server's edits), and each owner has
+ * its own cursors in each document, a caret at the start until it moves
+ * them. Every edit, whoever makes it, moves every owner's cursors as it moves
+ * the text.
+ *
+ * The cursors, primary first: *out is malloc'd (the caller frees it). */
+int document_get_cursors(document_service *self, const char *document_id, uint64_t owner, ecp_position_encoding enc,
                          document_cursor **out, size_t *count, ecp_error *err);
 
 /* Replaces every cursor (count >= 1; the first is primary). Cursors that
  * overlap are merged. Fires on_cursors. */
-int document_set_cursors(document_service *self, const char *document_id, const document_cursor *cursors,
-                         size_t count, ecp_position_encoding enc, ecp_error *err);
-int document_add_cursor(document_service *self, const char *document_id, const document_position *pos,
-                        ecp_position_encoding enc, ecp_error *err);
-int document_move_cursors(document_service *self, const char *document_id, document_direction dir,
+int document_set_cursors(document_service *self, const char *document_id, uint64_t owner,
+                         const document_cursor *cursors, size_t count, ecp_position_encoding enc, ecp_error *err);
+int document_add_cursor(document_service *self, const char *document_id, uint64_t owner,
+                        const document_position *pos, ecp_position_encoding enc, ecp_error *err);
+int document_move_cursors(document_service *self, const char *document_id, uint64_t owner, document_direction dir,
                           document_unit unit, bool select, ecp_error *err);
-int document_select_all(document_service *self, const char *document_id, ecp_error *err);
-int document_clear_selections(document_service *self, const char *document_id, ecp_error *err);
+int document_select_all(document_service *self, const char *document_id, uint64_t owner, ecp_error *err);
+int document_clear_selections(document_service *self, const char *document_id, uint64_t owner, ecp_error *err);
 
 /* The selected text of cursor `index` (empty when it selects nothing). */
-int document_read_selection(document_service *self, const char *document_id, size_t index, document_chunk_fn fn,
-                            void *ctx, ecp_error *err);
+int document_read_selection(document_service *self, const char *document_id, uint64_t owner, size_t index,
+                            document_chunk_fn fn, void *ctx, ecp_error *err);
 
 /* ----- opening, saving, reloading, closing ------------------------------------ */
 
@@ -430,8 +446,39 @@ typedef void (*document_reload_cb)(void *ctx, int status, const ecp_error *err, 
 document_request *document_reload(document_service *self, const char *document_id, bool force,
                                   document_reload_cb cb, void *ctx);
 
-/* Fires on_close. */
+/* Closes the document whoever holds it. Fires on_close. */
 int document_close(document_service *self, const char *document_id, ecp_error *err);
+
+/* ----- holds: who has a document open -------------------------------------------
+ *
+ * Several clients share one server, so a document is open for as long as
+ * someone holds it. Whoever opens a document for someone (a client's
+ * document/open, the server's own tools as owner 0) holds it for that owner
+ * right after document_open; holding twice is one hold. Releasing the last
+ * hold closes the document, except that a release that keeps dirty documents
+ * (a client that went away) leaves unsaved edits open, held by nobody, until
+ * someone closes them. A document nobody holds (one the session reopened,
+ * say) is closed by whoever releases it. */
+int document_hold(document_service *self, const char *document_id, uint64_t owner, ecp_error *err);
+bool document_held_by(document_service *self, const char *document_id, uint64_t owner);
+
+/* Drops owner's hold and cursors, then closes the document when nobody holds
+ * it any more (and, with keep_dirty, it has no unsaved edits). A release by
+ * an owner that holds nothing while others hold the document changes
+ * nothing. *closed (may be NULL) says whether it closed. ECP_ENOTFOUND for
+ * an unknown id. */
+int document_release(document_service *self, const char *document_id, uint64_t owner, bool keep_dirty, bool *closed,
+                     ecp_error *err);
+
+/* The owner is gone: every hold of it is released keeping dirty documents,
+ * and its cursors everywhere are forgotten. */
+void document_release_all(document_service *self, uint64_t owner);
+
+/* Calls fn for every owner that holds the document, in the order they came,
+ * with its cursors in enc (valid during the call). */
+int document_holders(document_service *self, const char *document_id, ecp_position_encoding enc,
+                     void (*fn)(void *ctx, uint64_t owner, const document_cursor *cursors, size_t count), void *ctx,
+                     ecp_error *err);
 
 /* ----- events ------------------------------------------------------------------- */
 
@@ -472,7 +519,7 @@ typedef struct document_listener {
     void (*on_change)(void *ctx, const document_change_event *event);
     /* Cursors were set, added or moved through this interface (not the
      * cursor moves that edits make). */
-    void (*on_cursors)(void *ctx, const char *document_id);
+    void (*on_cursors)(void *ctx, const char *document_id, uint64_t owner); /* whose cursors */
     void (*on_close)(void *ctx, const char *document_id, const char *uri);
     void (*on_save)(void *ctx, const char *document_id, const char *uri, uint64_t version);
 } document_listener;

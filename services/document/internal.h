@@ -45,6 +45,15 @@ typedef struct doc_cursor_set {
     size_t cap;
 } doc_cursor_set;
 
+/* One client's part in a document: its own cursors, and whether it holds the
+ * document open. A client that only moved cursors in a document it never
+ * opened has cursors and no hold. Owner 0 is the server itself. */
+typedef struct doc_party {
+    uint64_t owner;
+    bool holds;
+    doc_cursor_set cursors;
+} doc_party;
+
 /* One primitive replacement, in the coordinates of the text just before it. */
 typedef struct doc_undo_change {
     size_t offset;
@@ -73,8 +82,9 @@ typedef struct doc_undo_step {
     doc_undo_change *changes;
     size_t count;
     size_t cap;
-    doc_cursor_set before;
+    doc_cursor_set before; /* the cursors of the client that made the step */
     doc_cursor_set after;
+    uint64_t owner;        /* that client: another's edit never joins the step */
     /* Typing grouping: a step made only of one-character inserts remembers
      * where each of them ended, so the next keystroke can join it. */
     bool typing;
@@ -141,7 +151,9 @@ typedef struct document {
     unsigned saves_pending; /* saves asked for and not finished */
     bool recheck;         /* a change was heard while saves were pending: look again after them */
     struct doc_task *following; /* a reload started because the file changed, or NULL */
-    doc_cursor_set cursors;
+    doc_party **parties; /* in the order they came; each is the document's */
+    size_t party_count;
+    size_t party_cap;
     doc_history history;
     uint64_t saved_id;    /* the history state the file on disk holds */
     uint64_t snapshot_id; /* the state the latest save in flight is writing */
@@ -353,7 +365,16 @@ void document__cursors_shift(doc_cursor_set *set, size_t offset, size_t deleted,
  * the primary survives a merge. */
 void document__cursors_normalize(doc_cursor_set *set, size_t length);
 
-int document__cursors_move(document *doc, document_direction dir, document_unit unit, bool select);
+int document__cursors_move(document *doc, doc_cursor_set *set, document_direction dir, document_unit unit,
+                           bool select);
+
+/* The party of owner, or NULL. */
+doc_party *document__party(const document *doc, uint64_t owner);
+/* The cursors of owner, made (one caret at the start) when it has none yet. */
+doc_cursor_set *document__cursors_of(document *doc, uint64_t owner);
+/* Forgets owner's part (cursors and hold). */
+void document__party_drop(document *doc, uint64_t owner);
+void document__parties_free(document *doc);
 
 /* ----- edit.c -------------------------------------------------------------- */
 
@@ -379,9 +400,13 @@ typedef enum doc_cursor_policy {
     DOC_CURSORS_KEEP, /* every cursor keeps its offsets, clamped to the new length (a reload) */
 } doc_cursor_policy;
 
-int document__apply(document_service *svc, document *doc, doc_edit *edits, size_t count, bool group,
+/* `owner` made the edit: its cursors are the ones the policy places and the
+ * undo step records; everyone else's follow the text. */
+int document__apply(document_service *svc, document *doc, uint64_t owner, doc_edit *edits, size_t count, bool group,
                     doc_cursor_policy policy, ecp_error *err);
-int document__undo(document_service *svc, document *doc, bool redo);
+/* owner's cursors go back to where the step left them; everyone else's
+ * follow the text. */
+int document__undo(document_service *svc, document *doc, uint64_t owner, bool redo);
 
 /* Makes the text what the file holds (a reload): one undoable step that
  * replaces the whole text (none when the text is the same), after which the
@@ -409,7 +434,8 @@ typedef struct doc_swap_measure {
  * undoable step; the old tree is kept by the step, not copied. measure may
  * be NULL, or describe the text at a version that is no longer current:
  * then what is deleted is measured here. */
-int document__replace_tree(document_service *svc, document *doc, piece_tree *tree, doc_cursor_policy policy,
+int document__replace_tree(document_service *svc, document *doc, uint64_t owner, piece_tree *tree,
+                           doc_cursor_policy policy,
                            const doc_whole_measure *measure, ecp_error *err);
 
 /* Drops the oldest steps until the history holds no more than the service's
@@ -435,7 +461,7 @@ void document__read_bytes(const piece_tree *tree, size_t offset, size_t len, doc
 uint64_t document__now_ns(void);
 uint64_t document__new_state_id(document_service *svc);
 void document__emit_change(document_service *svc, document *doc, const document_change *changes, size_t count);
-void document__emit_cursors(document_service *svc, document *doc);
+void document__emit_cursors(document_service *svc, document *doc, uint64_t owner);
 /* The file as it is now is what the text is (markClean): recorded, followed,
  * and no longer flagged. Nothing for a document without a file. */
 void document__adopt_disk(document_service *svc, document *doc);

@@ -279,7 +279,6 @@ static document *doc_new(document_service *svc, const char *uri, const char *pat
     doc->version = 1;
     doc->read_only = read_only;
     doc->crlf = crlf;
-    document__cursors_init(&doc->cursors);
     document__history_init(&doc->history, document__new_state_id(svc));
     doc->saved_id = doc->history.base_id;
     if (svc->doc_count == svc->doc_cap) {
@@ -300,7 +299,7 @@ static void doc_free(document *doc)
     free(doc->key);
     free(doc->language_id);
     piece_tree_free(doc->tree);
-    document__cursors_free(&doc->cursors);
+    document__parties_free(doc);
     document__history_free(&doc->history);
     free(doc->checkpoints);
     document__columns_free(doc->columns);
@@ -394,9 +393,9 @@ void document__emit_change(document_service *svc, document *doc, const document_
     ECP_EMIT(&svc->listeners, document_listener, on_change, &ev);
 }
 
-void document__emit_cursors(document_service *svc, document *doc)
+void document__emit_cursors(document_service *svc, document *doc, uint64_t owner)
 {
-    ECP_EMIT(&svc->listeners, document_listener, on_cursors, doc->id);
+    ECP_EMIT(&svc->listeners, document_listener, on_cursors, doc->id, owner);
 }
 
 static void emit_open(document_service *svc, document *doc)
@@ -1167,6 +1166,7 @@ document_request *document_reload(document_service *self, const char *document_i
 
 struct document_replacement {
     char *doc_id;
+    uint64_t owner;                /* whose cursor goes to the end */
     piece_tree_snapshot *old_text; /* what it replaces, to measure */
     unsigned encodings;            /* those in use when it began */
     bool measured;                 /* measure holds what the old text spans */
@@ -1174,7 +1174,8 @@ struct document_replacement {
     piece_tree *tree;              /* the new text, once built */
 };
 
-document_replacement *document_replacement_begin(document_service *self, const char *document_id, ecp_error *err)
+document_replacement *document_replacement_begin(document_service *self, const char *document_id, uint64_t owner,
+                                                 ecp_error *err)
 {
     document *doc = document__find_writable(self, document_id, err);
     if (!doc)
@@ -1187,6 +1188,7 @@ document_replacement *document_replacement_begin(document_service *self, const c
         return NULL;
     }
     r->doc_id = xstrdup(doc->id);
+    r->owner = owner;
     r->measure.version = doc->version;
     r->encodings = self->encodings;
     return r;
@@ -1232,7 +1234,8 @@ int document_replacement_finish(document_service *self, document_replacement *r,
          * replacement checks the version.) */
         piece_tree *tree = r->tree;
         r->tree = NULL;
-        rc = document__replace_tree(self, doc, tree, DOC_CURSORS_DOCUMENT_END, r->measured ? &r->measure : NULL, err);
+        rc = document__replace_tree(self, doc, r->owner, tree, DOC_CURSORS_DOCUMENT_END,
+                                    r->measured ? &r->measure : NULL, err);
         if (version)
             *version = doc->version;
     }
@@ -1426,5 +1429,92 @@ int document_close(document_service *self, const char *document_id, ecp_error *e
     stop_following(self, doc);
     ECP_EMIT(&self->listeners, document_listener, on_close, doc->id, doc->uri);
     doc_free(doc);
+    return 0;
+}
+
+/* ----- holds ------------------------------------------------------------------------------------------------ */
+
+int document_hold(document_service *self, const char *document_id, uint64_t owner, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    document__cursors_of(doc, owner);
+    document__party(doc, owner)->holds = true;
+    return 0;
+}
+
+static bool anyone_holds(const document *doc)
+{
+    for (size_t i = 0; i < doc->party_count; i++)
+        if (doc->parties[i]->holds)
+            return true;
+    return false;
+}
+
+bool document_held_by(document_service *self, const char *document_id, uint64_t owner)
+{
+    document *doc = document__find(self, document_id, NULL);
+    doc_party *party = doc ? document__party(doc, owner) : NULL;
+    return party && party->holds;
+}
+
+int document_release(document_service *self, const char *document_id, uint64_t owner, bool keep_dirty, bool *closed,
+                     ecp_error *err)
+{
+    if (closed)
+        *closed = false;
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    doc_party *party = document__party(doc, owner);
+    if (party && party->holds)
+        document__party_drop(doc, owner);
+    if (anyone_holds(doc))
+        return 0; /* someone else still has it open */
+    document_info info;
+    fill_info(doc, &info);
+    if (keep_dirty && info.is_dirty)
+        return 0; /* unsaved edits outlive their client: listed and journaled until someone closes them */
+    if (closed)
+        *closed = true;
+    return document_close(self, document_id, err);
+}
+
+void document_release_all(document_service *self, uint64_t owner)
+{
+    /* ids first: releasing closes documents, which reorders the list */
+    size_t count = 0;
+    char **ids = xmalloc((self->doc_count + 1) * sizeof *ids);
+    for (size_t i = 0; i < self->doc_count; i++) {
+        doc_party *party = document__party(self->docs[i], owner);
+        if (party && party->holds)
+            ids[count++] = xstrdup(self->docs[i]->id);
+        else if (party)
+            document__party_drop(self->docs[i], owner);
+    }
+    for (size_t i = 0; i < count; i++) {
+        document_release(self, ids[i], owner, true, NULL, NULL);
+        free(ids[i]);
+    }
+    free(ids);
+}
+
+int document_holders(document_service *self, const char *document_id, ecp_position_encoding enc,
+                     void (*fn)(void *ctx, uint64_t owner, const document_cursor *cursors, size_t count), void *ctx,
+                     ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    for (size_t i = 0; i < doc->party_count; i++) {
+        if (!doc->parties[i]->holds)
+            continue;
+        document_cursor *list = NULL;
+        size_t count = 0;
+        document_get_cursors(self, document_id, doc->parties[i]->owner, enc, &list, &count, NULL);
+        fn(ctx, doc->parties[i]->owner, list, count);
+        free(list);
+    }
     return 0;
 }

@@ -79,7 +79,7 @@ static bool apply_text_edits(lsp_server *s, const json_doc *doc, const char *uri
         }
     }
     ecp_error err = {0};
-    int rc = document_apply_edits(svc->documents, d->document_id, list, n, s->enc, 0, NULL, &err);
+    int rc = document_apply_edits(svc->documents, d->document_id, 0, list, n, s->enc, 0, NULL, &err);
     if (rc)
         buf_appendf(why, "%s: %s", uri, err.message);
     arena_free(&a);

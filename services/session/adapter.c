@@ -315,7 +315,7 @@ static void m_session_save(void *ctx, ecp_call *call)
         return;
     }
     char *state_text = state != JSON_NO_REF ? value_text(call, state) : NULL;
-    session_save(ad->svc, name.ptr, state_text, saved, ecp_call_defer(call));
+    session_save(ad->svc, ecp_call_client(call), name.ptr, state_text, saved, ecp_call_defer(call));
     free(state_text);
 }
 
@@ -458,7 +458,7 @@ static void m_session_restore(void *ctx, ecp_call *call)
     ecp_str id;
     if (!arg_session_id(call, &id))
         return;
-    session_restore(ad->svc, id.ptr, reopened, new_reopen_reply(ad, call));
+    session_restore(ad->svc, ecp_call_client(call), id.ptr, reopened, new_reopen_reply(ad, call));
 }
 
 static void recoverable(void *ctx, int status, const ecp_error *err, const session_recoverable *list, size_t count)

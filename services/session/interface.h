@@ -306,13 +306,14 @@ typedef struct session_summary {
 /* status 0: id is the saved session's id. */
 typedef void (*session_save_cb)(void *ctx, int status, const ecp_error *err, const char *id);
 
-/* Captures the open documents (uri, cursors, and unsaved text when
+/* Captures the open documents (uri, the cursors of `client`, a connection's
+ * id, and unsaved text when
  * session.save.unsavedContent is on) and the client's state (JSON text,
  * may be NULL) and saves them as `named-<name>` or, without a name, as the
  * workspace's session (ECP_ESTATE when there is no workspace). It becomes the
  * current session. */
-void session_save(session_service *self, const char *name, const char *client_state_json, session_save_cb cb,
-                  void *ctx);
+void session_save(session_service *self, uint64_t client, const char *name, const char *client_state_json,
+                  session_save_cb cb, void *ctx);
 
 /* state_json is the SessionState JSON text (valid during the call). */
 typedef void (*session_load_cb)(void *ctx, int status, const ecp_error *err, const char *state_json);
@@ -341,8 +342,9 @@ typedef struct session_reopened {
 
 typedef void (*session_reopen_cb)(void *ctx, int status, const ecp_error *err, const session_reopened *result);
 
-/* Reopens a saved session's documents with their unsaved text and cursors. */
-void session_restore(session_service *self, const char *id, session_reopen_cb cb, void *ctx);
+/* Reopens a saved session's documents with their unsaved text, and with
+ * the cursors saved as `client`'s (a connection's id). */
+void session_restore(session_service *self, uint64_t client, const char *id, session_reopen_cb cb, void *ctx);
 
 /* ----- recovery (hot exit) --------------------------------------------------------------------------- */
 

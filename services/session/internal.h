@@ -167,8 +167,9 @@ typedef struct reopen_item {
  * or NULL when it could not be opened. */
 typedef void (*reopen_item_cb)(session_service *self, const reopen_item *item, const char *document_id);
 
-void session__reopen(session_service *self, reopen_item *items, size_t count, reopen_item_cb each, session_reopen_cb cb,
-                     void *ctx);
+/* client: whose cursors the items' cursors become. */
+void session__reopen(session_service *self, uint64_t client, reopen_item *items, size_t count, reopen_item_cb each,
+                     session_reopen_cb cb, void *ctx);
 
 /* ----- secrets (secrets.c) ------------------------------------------------------------------------ */
 

@@ -456,7 +456,7 @@ static void journal_done(void *data, int status, const ecp_error *err)
             it->content_len = (size_t)f->bytes;
             it->has_content = true;
         }
-        session__reopen(op->svc, items, n, recovered_item, op->reopen_cb, op->ctx);
+        session__reopen(op->svc, 0, items, n, recovered_item, op->reopen_cb, op->ctx);
         break;
     }
     case JOURNAL_DISCARD: op->status_cb(op->ctx, status, err); break;

@@ -63,6 +63,7 @@ typedef struct captured_doc {
 /* Everything a SessionState holds, gathered on the loop. */
 typedef struct capture {
     session_service *svc;
+    uint64_t client; /* whose cursors are kept */
     bool keep_cursors, keep_unsaved;
     captured_doc *docs;
     size_t count, cap;
@@ -124,7 +125,8 @@ static void capture_document(void *ctx, const document_info *info)
     document_cursor *cursors = NULL;
     size_t count = 0;
     if (c->keep_cursors &&
-        document_get_cursors(c->svc->docs, info->document_id, ECP_ENCODING_UTF16, &cursors, &count, NULL) == 0 && count) {
+        document_get_cursors(c->svc->docs, info->document_id, c->client, ECP_ENCODING_UTF16, &cursors, &count, NULL) == 0 &&
+        count) {
         d->cursors_json = cursors_json(cursors, count);
         d->cursor_line = cursors[0].active.line;
         d->cursor_column = cursors[0].active.column;
@@ -134,10 +136,11 @@ static void capture_document(void *ctx, const document_info *info)
         d->unsaved = document_snapshot_take(c->svc->docs, info->document_id, NULL);
 }
 
-static capture *capture_now(session_service *self, const char *name, const char *client_state)
+static capture *capture_now(session_service *self, uint64_t client, const char *name, const char *client_state)
 {
     capture *c = xcalloc(1, sizeof *c);
     c->svc = self;
+    c->client = client;
     c->keep_cursors = session_setting_bool(self, "session.save.cursorPositions", true);
     c->keep_unsaved = session_setting_bool(self, "session.save.unsavedContent", true);
     if (session_setting_bool(self, "session.save.openFiles", true))
@@ -420,8 +423,8 @@ static session_op *new_op(session_service *self, session_action action, const ch
 
 /* ----- the API ------------------------------------------------------------------------------------------- */
 
-void session_save(session_service *self, const char *name, const char *client_state_json, session_save_cb cb,
-                  void *ctx)
+void session_save(session_service *self, uint64_t client, const char *name, const char *client_state_json,
+                  session_save_cb cb, void *ctx)
 {
     if (!name && !self->workspace) {
         ecp_error err;
@@ -435,7 +438,7 @@ void session_save(session_service *self, const char *name, const char *client_st
     free(id);
     op->name = name ? xstrdup(name) : NULL;
     op->workspace = self->workspace ? xstrdup(self->workspace) : NULL;
-    op->capture = capture_now(self, name, client_state_json);
+    op->capture = capture_now(self, client, name, client_state_json);
     op->saved_at = op->capture->timestamp;
     op->document_count = (int64_t)op->capture->count;
     op->save_cb = cb;
@@ -475,6 +478,7 @@ void session__sessions_free(session_service *self) { set_current(self, NULL, NUL
 
 typedef struct reopen_run {
     session_service *svc;
+    uint64_t client; /* whose cursors the saved ones become */
     reopen_item *items;
     size_t count, next;
     char **ids;
@@ -499,7 +503,7 @@ static bool same_text(session_service *self, const char *id, const char *text, s
     return same;
 }
 
-static void apply_cursors(session_service *self, const char *id, const char *json)
+static void apply_cursors(session_service *self, uint64_t client, const char *id, const char *json)
 {
     json_doc doc = {0};
     if (!json || json_doc_parse(&doc, json, strlen(json), NULL) < 0) {
@@ -525,7 +529,8 @@ static void apply_cursors(session_service *self, const char *id, const char *jso
             cur->anchor = (document_position){(size_t)al, (size_t)ac};
     }
     if (k)
-        document_set_cursors(self->docs, id, cursors, k, ECP_ENCODING_UTF16, NULL); /* stale positions: left as they are */
+        /* stale positions: left as they are */
+        document_set_cursors(self->docs, id, client, cursors, k, ECP_ENCODING_UTF16, NULL);
     free(cursors);
     json_doc_free(&doc);
 }
@@ -544,8 +549,8 @@ static void opened(void *ctx, int status, const ecp_error *err, const char *docu
     run->waiting = false;
     if (status == 0) {
         if (item->has_content && !same_text(self, document_id, item->content, item->content_len))
-            document_set_content(self->docs, document_id, item->content, item->content_len, NULL, NULL);
-        apply_cursors(self, document_id, item->cursors_json);
+            document_set_content(self->docs, document_id, 0, item->content, item->content_len, NULL, NULL);
+        apply_cursors(self, run->client, document_id, item->cursors_json);
         push(&run->ids, &run->id_count, document_id);
     } else {
         ecp_log(self->log, ECP_LOG_WARN, "session: cannot reopen %s: %s", item->uri, err ? err->message : "?");
@@ -606,11 +611,12 @@ static void step(reopen_run *run)
         finish(run);
 }
 
-void session__reopen(session_service *self, reopen_item *items, size_t count, reopen_item_cb each, session_reopen_cb cb,
-                     void *ctx)
+void session__reopen(session_service *self, uint64_t client, reopen_item *items, size_t count, reopen_item_cb each,
+                     session_reopen_cb cb, void *ctx)
 {
     reopen_run *run = xcalloc(1, sizeof *run);
     run->svc = self;
+    run->client = client;
     run->items = items;
     run->count = count;
     run->each = each;
@@ -623,6 +629,7 @@ void session__reopen(session_service *self, reopen_item *items, size_t count, re
 
 typedef struct restore_ctx {
     session_service *svc;
+    uint64_t client;
     session_reopen_cb cb;
     void *ctx;
 } restore_ctx;
@@ -666,14 +673,15 @@ static void restore_loaded(void *ctx, int status, const ecp_error *err, const ch
         arena_free(&a);
     }
     json_doc_free(&doc);
-    session__reopen(r->svc, items, n, NULL, r->cb, r->ctx);
+    session__reopen(r->svc, r->client, items, n, NULL, r->cb, r->ctx);
     free(r);
 }
 
-void session_restore(session_service *self, const char *id, session_reopen_cb cb, void *ctx)
+void session_restore(session_service *self, uint64_t client, const char *id, session_reopen_cb cb, void *ctx)
 {
     restore_ctx *r = xcalloc(1, sizeof *r);
     r->svc = self;
+    r->client = client;
     r->cb = cb;
     r->ctx = ctx;
     session_load(self, id, restore_loaded, r);

@@ -217,7 +217,7 @@ static void b8(const char *text, size_t len)
         document_edit e = k % 2 ? (document_edit){{{caret_line, col}, {caret_line, col + 1}}, "", 0}
                                 : (document_edit){{{caret_line, col}, {caret_line, col}}, "x", 1};
         double t0 = now_ms();
-        if (document_apply_edits(docs, o.id, &e, 1, ECP_ENCODING_UTF16, 0, NULL, NULL) != 0) {
+        if (document_apply_edits(docs, o.id, 0, &e, 1, ECP_ENCODING_UTF16, 0, NULL, NULL) != 0) {
             fprintf(stderr, "edit failed\n");
             exit(1);
         }

@@ -147,14 +147,14 @@ static void test_encodings(void **state)
     /* The same cursor, in each client's units. */
     OK(c16, "document/setCursor", "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":5}}", id);
     char want[256];
-    snprintf(want, sizeof want, "{\"documentId\":\"%s\",\"cursors\":[" AT(0, 5) "]}", id);
+    snprintf(want, sizeof want, "{\"documentId\":\"%s\",\"clientId\":1,\"cursors\":[" AT(0, 5) "]}", id);
     expect_note(c16, 0, "document/didChangeCursors", want);
-    snprintf(want, sizeof want, "{\"documentId\":\"%s\",\"cursors\":[" AT(0, 9) "]}", id);
+    snprintf(want, sizeof want, "{\"documentId\":\"%s\",\"clientId\":1,\"cursors\":[" AT(0, 9) "]}", id);
     expect_note(c8, 0, "document/didChangeCursors", want);
-    snprintf(want, sizeof want, "{\"documentId\":\"%s\",\"cursors\":[" AT(0, 4) "]}", id);
+    snprintf(want, sizeof want, "{\"documentId\":\"%s\",\"clientId\":1,\"cursors\":[" AT(0, 4) "]}", id);
     expect_note(c32, 0, "document/didChangeCursors", want);
-    char *r = ok(c8, "document/cursors", "{\"documentId\":\"%s\"}", id);
-    expect_raw(r, "cursors", "[" AT(0, 9) "]");
+    char *r = ok(c8, "document/clients", "{\"documentId\":\"%s\"}", id);
+    expect_raw(r, "clients[0].cursors", "[" AT(0, 9) "]");
     free(r);
 
     /* Offsets count the client's units too. */
@@ -306,10 +306,10 @@ static void test_two_clients(void **state)
     expect_content(c1, id, "HELLO world");
     expect_content(c2, id, "HELLO world");
 
-    /* Cursors are the document's: one client's move reaches the other, and an
-     * edit by one moves them for both. */
+    /* Each client has its own cursors: a move is heard by every client, with
+     * whose it was, and an edit by one moves the other's. */
     OK(c2, "document/setCursor", "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":3}}", id);
-    snprintf(want, sizeof want, "{\"documentId\":\"%s\",\"cursors\":[" AT(0, 3) "]}", id);
+    snprintf(want, sizeof want, "{\"documentId\":\"%s\",\"clientId\":2,\"cursors\":[" AT(0, 3) "]}", id);
     expect_note(c1, 0, "document/didChangeCursors", want);
     OK(c1, "document/edit",
        "{\"documentId\":\"%s\",\"edits\":[{\"range\":" RANGE(0, 0, 0, 0) ",\"text\":\"> \"}]}", id);
@@ -328,11 +328,17 @@ static void test_two_clients(void **state)
     expect_content(c1, id, "HELLO world");
     test_client_clear_notifications(c1);
 
+    /* Both hold it: one's close leaves it to the other, whose close closes it. */
     OK(c1, "document/close", "{\"documentId\":\"%s\"}", id);
+    expect_content(c2, id, "HELLO world");
+    assert_int_equal(test_client_notification_count(c2, "document/didClose"), 0);
+    test_client_clear_notifications(c2);
+    OK(c2, "document/close", "{\"documentId\":\"%s\"}", id);
     snprintf(want, sizeof want, "{\"documentId\":\"%s\",\"uri\":\"memory://shared.txt\"}", id);
-    expect_note(c2, 0, "document/didClose", want);
-    /* A client going away closes nothing for the others. */
+    expect_note(c1, 0, "document/didClose", want);
+    /* A client going away closes nothing the others hold. */
     char *id2 = open_doc(c2, "memory://other.txt", "\"x\"");
+    free(open_doc(c1, "memory://other.txt", NULL));
     test_client_disconnect(c2);
     expect_content(c1, id2, "x");
     free(id2);

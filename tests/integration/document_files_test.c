@@ -67,7 +67,7 @@ static void test_save_round_trip(void **state)
     snprintf(want, sizeof want, "{\"success\":true,\"version\":2,\"uri\":\"file://%s\"}", path);
     expect_raw(r, "", want);
     free(r);
-    expect_events(f->c, "#");
+    expect_events(f->c, "document/didSave,#");
     /* CRLF and the invalid bytes are back, and the mode is kept. */
     const char edited[] = "first\r\nsec\xff\xfeond\r\nthird!\r\n";
     expect_file(path, edited, sizeof edited - 1);

@@ -687,7 +687,7 @@ static void test_cursor_methods(void **state)
     expect_call(f->c, "document/setCursor",
                 (snprintf(p, sizeof p, "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":5}}", id), p),
                 "{\"success\":true}");
-    snprintf(want, sizeof want, "{\"documentId\":\"%s\",\"cursors\":[{\"position\":{\"line\":0,\"column\":5}}]}", id);
+    snprintf(want, sizeof want, "{\"documentId\":\"%s\",\"clientId\":1,\"cursors\":[{\"position\":{\"line\":0,\"column\":5}}]}", id);
     expect_note(f->c, 0, "document/didChangeCursors", want);
     expect_events(f->c, "document/didChangeCursors,#");
 
@@ -734,7 +734,7 @@ static void test_cursor_methods(void **state)
     snprintf(p, sizeof p, "{\"documentId\":\"%s\"}", id);
     expect_call(f->c, "document/selections", p, "{\"selections\":[\"\",\"second\"]}");
     snprintf(want, sizeof want,
-             "{\"documentId\":\"%s\",\"cursors\":[{\"position\":{\"line\":0,\"column\":1}},{\"position\":{\"line\":1,"
+             "{\"documentId\":\"%s\",\"clientId\":1,\"cursors\":[{\"position\":{\"line\":0,\"column\":1}},{\"position\":{\"line\":1,"
              "\"column\":6},\"selection\":{\"anchor\":{\"line\":1,\"column\":0},\"active\":{\"line\":1,\"column\":6}}}]}",
              id);
     expect_note(f->c, test_client_notification_count(f->c, "document/didChangeCursors") - 1,
@@ -1060,7 +1060,7 @@ static void test_methods_listed(void **state)
 {
     fx *f = *state;
     static const char *const names[] = {
-        "open",       "close",       "info",        "list",         "content",         "line",
+        "open",       "close",       "clients",     "info",        "list",         "content",         "line",
         "lines",      "textInRange", "version",     "insert",       "delete",          "replace",
         "setContent", "cursors",     "setCursors",  "setCursor",    "addCursor",       "moveCursors",
         "selectAll",  "clearSelections", "selections", "undo",      "redo",            "canUndo",

@@ -266,11 +266,12 @@ static void methods_lists_what_is_routed(void **state)
     fixture *f = *state;
     char *out;
     REQUEST_OK(f->a, "ecp/methods", "{\"namespace\":\"ecp\"}", &out);
-    assert_int_equal(test_json_length(out, "methods"), 3);
+    assert_int_equal(test_json_length(out, "methods"), 4);
     check_string(out, "methods[0].name", "ecp/methods");
     check_string(out, "methods[0].since", "1.0");
     check_string(out, "methods[1].name", "ecp/ping");
     check_string(out, "methods[2].name", "ecp/stop");
+    check_string(out, "methods[3].name", "ecp/whoami");
     free(out);
     REQUEST_OK(f->a, "ecp/methods", NULL, &out);
     long all = test_json_length(out, "methods");

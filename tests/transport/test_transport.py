@@ -984,7 +984,9 @@ class SocketTests(unittest.TestCase):
                           "Every method this server routes, with its summary and params, optionally of one namespace",
                           "ecp/ping     any -- Echo params back (null without them): a latency probe",
                           "ecp/stop     {} -- Stop the server for every client "
-                          "(a shared server's exit ends only the caller's session)"])
+                          "(a shared server's exit ends only the caller's session)",
+                          "ecp/whoami   {} -- "
+                          "This connection's clientId (the one initialize answered) and the name it gave in clientInfo"])
         # a server that cannot start answers nothing (or takes no request): a connection problem
         out = subprocess.run([ECPCTL, "--spawn", "ecp/ping"], capture_output=True, timeout=10,
                              env=dict(env, ECPD=os.path.join(self.tmp, "no-such-ecpd")))

@@ -117,20 +117,20 @@ static void test_history_is_bounded_in_bytes(void **state)
     document *doc = document__find(f->svc, id, NULL);
     for (int i = 1; i <= EDITS; i++) {
         texts[i] = text_number(len, i);
-        assert_int_equal(document_set_content(f->svc, id, texts[i], len, NULL, NULL), 0);
+        assert_int_equal(document_set_content(f->svc, id, 0, texts[i], len, NULL, NULL), 0);
         assert_true(doc->history.bytes <= limit);
         /* The text is one fresh tree, not every version behind an add buffer. */
         assert_true(piece_tree_piece_count(doc->tree) <= len / 1024);
     }
     /* The newest steps are kept, the oldest went first. */
     int undone = 0;
-    while (document_undo(f->svc, id, NULL, NULL) == 0) {
+    while (document_undo(f->svc, id, 0, NULL, NULL) == 0) {
         undone++;
         assert_true(text_is(f, id, texts[EDITS - undone], len));
     }
     assert_int_equal(undone, 2);
     /* Redo still works, and the redo branch counts against the limit too. */
-    assert_int_equal(document_redo(f->svc, id, NULL, NULL), 0);
+    assert_int_equal(document_redo(f->svc, id, 0, NULL, NULL), 0);
     assert_true(text_is(f, id, texts[EDITS - 1], len));
     assert_true(doc->history.bytes <= limit);
 
@@ -142,7 +142,7 @@ static void test_history_is_bounded_in_bytes(void **state)
     assert_int_equal(document_history(f->svc, id, &can_undo, &can_redo, NULL), 0);
     assert_false(can_undo);
     document_service_set_undo_limit(f->svc, 1u << 20);
-    assert_int_equal(document_set_content(f->svc, id, texts[3], len, NULL, NULL), 0);
+    assert_int_equal(document_set_content(f->svc, id, 0, texts[3], len, NULL, NULL), 0);
     assert_int_equal(doc->history.bytes, 0);
     assert_int_equal(document_history(f->svc, id, &can_undo, &can_redo, NULL), 0);
     assert_false(can_undo);
@@ -154,10 +154,10 @@ static void test_history_is_bounded_in_bytes(void **state)
     /* Small edits keep their steps under a small limit. */
     for (int i = 0; i < 100; i++) {
         document_edit e = {{{0, 0}, {0, 0}}, "x\n", 2};
-        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+        assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     }
     int small = 0;
-    while (document_undo(f->svc, id, NULL, NULL) == 0)
+    while (document_undo(f->svc, id, 0, NULL, NULL) == 0)
         small++;
     assert_int_equal(small, 100);
     assert_true(text_is(f, id, texts[3], len));
@@ -174,7 +174,7 @@ static void test_joined_steps_are_counted(void **state)
     document *doc = document__find(f->svc, id, NULL);
     size_t before = doc->history.bytes;
     for (int i = 0; i < 50; i++)
-        assert_int_equal(document_type(f->svc, id, "a", 1, 0, NULL, NULL), 0);
+        assert_int_equal(document_type(f->svc, id, 0, "a", 1, 0, NULL, NULL), 0);
     assert_int_equal(doc->history.count, 1); /* one quick burst of typing */
     assert_true(doc->history.bytes >= before + 50);
     assert_int_equal(doc->history.bytes, doc->history.steps[0].bytes);
@@ -233,7 +233,7 @@ static void test_saves_are_queued(void **state)
     save_ctx ctx[5];
     for (int i = 0; i < 5; i++) {
         ctx[i] = (save_ctx){&log, i};
-        assert_int_equal(document_set_content(f->svc, id, texts[i], len, NULL, NULL), 0);
+        assert_int_equal(document_set_content(f->svc, id, 0, texts[i], len, NULL, NULL), 0);
         /* Saved as the file while the first save has not made it the
          * document's yet: every one of them names the file. */
         assert_non_null(document_save(f->svc, id, uri, on_saved, &ctx[i]));
@@ -259,7 +259,7 @@ static void test_saves_are_queued(void **state)
     saves gone = {0};
     for (int i = 0; i < 3; i++) {
         ctx[i] = (save_ctx){&gone, i};
-        assert_int_equal(document_set_content(f->svc, id, texts[i], len, NULL, NULL), 0);
+        assert_int_equal(document_set_content(f->svc, id, 0, texts[i], len, NULL, NULL), 0);
         assert_non_null(document_save(f->svc, id, NULL, on_saved, &ctx[i]));
     }
     document_service_free(f->svc);

@@ -99,7 +99,7 @@ typedef struct recorder {
 } recorder;
 
 static void rec_open(void *ctx, const document_info *info) { ((recorder *)ctx)->opens++; }
-static void rec_cursors(void *ctx, const char *id) { ((recorder *)ctx)->cursors++; }
+static void rec_cursors(void *ctx, const char *id, uint64_t owner) { ((recorder *)ctx)->cursors++; }
 static void rec_close(void *ctx, const char *id, const char *uri) { ((recorder *)ctx)->closes++; }
 static void rec_save(void *ctx, const char *id, const char *uri, uint64_t v) { ((recorder *)ctx)->saves++; }
 
@@ -129,7 +129,7 @@ static void test_change_event_in_every_encoding(void **state)
     /* Replace from after the emoji (line 1) to the start of "last". */
     document_edit e = {{{1, 3}, {2, 0}}, "NEW", 3};
     uint64_t version;
-    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF16, 0, &version, NULL), 0);
+    assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF16, 0, &version, NULL), 0);
     assert_int_equal(version, 2);
     assert_int_equal(rec.changes, 1);
     assert_int_equal(rec.version, 2);
@@ -152,7 +152,7 @@ static void test_change_event_in_every_encoding(void **state)
 
     /* Cursor events come from the cursor functions only. */
     document_position at = {0, 2};
-    assert_int_equal(document_add_cursor(f->svc, id, &at, ECP_ENCODING_UTF16, NULL), 0);
+    assert_int_equal(document_add_cursor(f->svc, id, 0, &at, ECP_ENCODING_UTF16, NULL), 0);
     assert_int_equal(rec.cursors, 1);
     assert_int_equal(rec.changes, 1);
 
@@ -160,9 +160,9 @@ static void test_change_event_in_every_encoding(void **state)
     rec.svc = f->svc;
     rec.self = &rec_listener;
     rec.leave_on_change = true;
-    assert_int_equal(document_set_content(f->svc, id, "z", 1, NULL, NULL), 0);
+    assert_int_equal(document_set_content(f->svc, id, 0, "z", 1, NULL, NULL), 0);
     assert_int_equal(rec.changes, 2);
-    assert_int_equal(document_set_content(f->svc, id, "zz", 2, NULL, NULL), 0);
+    assert_int_equal(document_set_content(f->svc, id, 0, "zz", 2, NULL, NULL), 0);
     assert_int_equal(rec.changes, 2);
     assert_int_equal(document_close(f->svc, id, NULL), 0);
     assert_int_equal(rec.closes, 0);
@@ -210,10 +210,10 @@ static void test_listeners_change_during_an_event(void **state)
     document_subscribe(f->svc, &juggle_listener, &c);
     char id[64];
     open_text(f, "memory://j", "text", id);
-    assert_int_equal(document_set_content(f->svc, id, "one", 3, NULL, NULL), 0);
+    assert_int_equal(document_set_content(f->svc, id, 0, "one", 3, NULL, NULL), 0);
     assert_string_equal(journal, "ab");
     journal[0] = '\0';
-    assert_int_equal(document_set_content(f->svc, id, "two", 3, NULL, NULL), 0);
+    assert_int_equal(document_set_content(f->svc, id, 0, "two", 3, NULL, NULL), 0);
     assert_string_equal(journal, "bd");
     document_unsubscribe(f->svc, &juggle_listener, &b);
     document_unsubscribe(f->svc, &juggle_listener, &d);
@@ -314,7 +314,7 @@ static void test_free_answers_pending_requests(void **state)
     document_list(f->svc, copy_id, id); /* the only open document */
     assert_true(id[0] != '\0');
     document_edit e = {{{0, 0}, {0, 0}}, "edited\n", 7};
-    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
 
     answers a = {0};
     snprintf(uri, sizeof uri, "file://%s", big);
@@ -431,7 +431,7 @@ static void test_offsets_over_checkpoints(void **state)
         assert_true(doc->checkpoint_count >= 3);
         /* An edit early on invalidates what follows it, and only that. */
         document_edit ed = {{{0, 0}, {0, 0}}, "\xF0\x9F\x98\x80", 4};
-        assert_int_equal(document_apply_edits(f->svc, id, &ed, 1, ECP_ENCODING_UTF16, 0, NULL, NULL), 0);
+        assert_int_equal(document_apply_edits(f->svc, id, 0, &ed, 1, ECP_ENCODING_UTF16, 0, NULL, NULL), 0);
         assert_int_equal(doc->checkpoint_count, 0);
         buf fresh = BUF_INIT;
         buf_append(&fresh, "\xF0\x9F\x98\x80", 4);
@@ -460,10 +460,10 @@ static void test_undo_limit(void **state)
      * default limit, DOCUMENT_UNDO_MAX_STEPS) are kept. */
     for (int i = 0; i < 1100; i++) {
         document_edit e = {{{(size_t)i, 0}, {(size_t)i, 0}}, "\n", 1};
-        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+        assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     }
     int undone = 0;
-    while (document_undo(f->svc, id, NULL, NULL) == 0)
+    while (document_undo(f->svc, id, 0, NULL, NULL) == 0)
         undone++;
     assert_int_equal(undone, 1000);
     document_info info;
@@ -472,7 +472,7 @@ static void test_undo_limit(void **state)
     /* The oldest steps are gone, so the opened state is out of reach: dirty. */
     assert_true(info.is_dirty);
     int redone = 0;
-    while (document_redo(f->svc, id, NULL, NULL) == 0)
+    while (document_redo(f->svc, id, 0, NULL, NULL) == 0)
         redone++;
     assert_int_equal(redone, 1000);
     document_get_info(f->svc, id, &info, NULL);
@@ -491,11 +491,11 @@ static void test_undo_step_limit(void **state)
     assert_int_equal(document_service_undo_steps(f->svc), 16);
     for (int i = 0; i < 200; i++) {
         document_edit e = {{{(size_t)i, 0}, {(size_t)i, 0}}, "\n", 1};
-        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+        assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     }
     document_info info;
     int undone = 0;
-    while (document_undo(f->svc, id, NULL, NULL) == 0) {
+    while (document_undo(f->svc, id, 0, NULL, NULL) == 0) {
         undone++;
         document_get_info(f->svc, id, &info, NULL);
         assert_int_equal(info.line_count, 201 - undone);
@@ -504,7 +504,7 @@ static void test_undo_step_limit(void **state)
     /* lowering the limit trims an open document at once, redo steps included */
     document_service_set_undo_steps(f->svc, 4);
     int redone = 0;
-    while (document_redo(f->svc, id, NULL, NULL) == 0)
+    while (document_redo(f->svc, id, 0, NULL, NULL) == 0)
         redone++;
     assert_int_equal(redone, 4);
     document_service_set_undo_steps(f->svc, DOCUMENT_UNDO_MAX_STEPS);
@@ -551,7 +551,7 @@ static void test_random_edits_against_model(void **state)
             document__position_of(doc, a, ECP_ENCODING_UTF16, &r.start);
             document__position_of(doc, b, ECP_ENCODING_UTF16, &r.end);
             document_edit e = {r, ins, strlen(ins)};
-            assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF16, 0, NULL, NULL), 0);
+            assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF16, 0, NULL, NULL), 0);
             char *next = malloc(len - (b - a) + strlen(ins) + 1);
             memcpy(next, cur, a);
             strcpy(next + a, ins);
@@ -561,10 +561,10 @@ static void test_random_edits_against_model(void **state)
             states[++applied].text = next;
             count = applied + 1;
         } else if (op < 9) {
-            assert_int_equal(document_undo(f->svc, id, NULL, NULL), 0);
+            assert_int_equal(document_undo(f->svc, id, 0, NULL, NULL), 0);
             applied--;
         } else if (applied + 1 < count) {
-            assert_int_equal(document_redo(f->svc, id, NULL, NULL), 0);
+            assert_int_equal(document_redo(f->svc, id, 0, NULL, NULL), 0);
             applied++;
         }
         char *t = text_of(f, id);
@@ -669,8 +669,8 @@ static void test_snapshot_api(void **state)
     assert_non_null(snap);
     /* The document goes on changing; the snapshot does not. */
     document_edit e = {{{1, 0}, {2, 2}}, "X\nY\nZ", 5};
-    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
-    assert_int_equal(document_type(f->svc, id, "typed", 5, 0, NULL, NULL), 0);
+    assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(document_type(f->svc, id, 0, "typed", 5, 0, NULL, NULL), 0);
     document_snapshot *later = document_snapshot_take(f->svc, id, &err);
     assert_non_null(later);
 
@@ -869,7 +869,7 @@ static void test_columns_on_a_long_line(void **state)
         if (at + del > len)
             del = len - at;
         document_edit e = {{{0, at}, {0, at + del}}, ins, n};
-        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+        assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
         /* a column inside a character snaps back: take the text as it is */
         char *text = text_of(f, id);
         len = strlen(text);
@@ -887,7 +887,7 @@ static void test_columns_on_a_long_line(void **state)
     double t = now_s();
     for (int i = 0; i < 1000; i++) {
         document_edit e = {{{0, len}, {0, len}}, "\xC3\xA9", 2};
-        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+        assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
         memcpy(model + len, "\xC3\xA9", 2);
         len += 2;
         document__position_of(doc, len, ECP_ENCODING_UTF16, &last);
@@ -898,7 +898,7 @@ static void test_columns_on_a_long_line(void **state)
     t = now_s();
     for (int i = 0; i < 1000; i++) {
         document_edit e = {{{0, 0}, {0, 0}}, "x", 1};
-        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+        assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
         len++;
         document__position_of(doc, len, ECP_ENCODING_UTF32, &last);
     }
@@ -934,7 +934,7 @@ static void test_events_carry_the_encodings_in_use(void **state)
     open_text(f, "memory://enc", "\xF0\x9F\x98\x80\xC3\xA9x", id); /* U+1F600 U+00E9 x */
     /* Until told otherwise, every encoding. */
     document_edit e = {{{0, 6}, {0, 7}}, "y", 1};
-    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF8], 6);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF16], 3);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF32], 2);
@@ -942,7 +942,7 @@ static void test_events_carry_the_encodings_in_use(void **state)
     int client_side, server_side; /* two readers' keys */
     document_service_set_encodings(f->svc, &client_side, 1u << ECP_ENCODING_UTF8);
     e = (document_edit){{{0, 4}, {0, 7}}, "z", 1};
-    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF8], 4);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF16], 4);
     assert_int_equal(l.c.range_length[ECP_ENCODING_UTF8], 3);
@@ -950,14 +950,14 @@ static void test_events_carry_the_encodings_in_use(void **state)
     /* UTF-16 in use again, by another reader: its columns are real. */
     document_service_set_encodings(f->svc, &server_side, 1u << ECP_ENCODING_UTF16);
     e = (document_edit){{{0, 4}, {0, 5}}, "", 0};
-    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF8], 4);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF16], 2);
     assert_int_equal(l.c.end.column[ECP_ENCODING_UTF16], 3);
     /* That reader gone, the other still reading bytes only: bytes again. */
     document_service_set_encodings(f->svc, &server_side, 0);
     e = (document_edit){{{0, 4}, {0, 4}}, "w", 1};
-    assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     assert_int_equal(l.c.start.column[ECP_ENCODING_UTF16], 4);
     assert_int_equal(l.count, 4);
     document_unsubscribe(f->svc, &keep_listener, &l);
@@ -1010,7 +1010,7 @@ static void test_read_lines(void **state)
         const char *texts[] = {"\n", "ab", "c\nd", "\n\n", "\xC3\xA9xyz\n"};
         const char *t = texts[rnd(5)];
         document_edit e = {{{line, 0}, {line, 0}}, t, strlen(t)};
-        assert_int_equal(document_apply_edits(f->svc, id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+        assert_int_equal(document_apply_edits(f->svc, id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     }
     document_info info;
     assert_int_equal(document_get_info(f->svc, id, &info, NULL), 0);
@@ -1071,12 +1071,12 @@ static void test_vertical_moves_on_long_lines(void **state)
         size_t want32 = utf_column_count(lines[0], at, ECP_ENCODING_UTF32);
         document_position pos = {0, col16};
         document_cursor cur = {pos, pos, false, 0};
-        assert_int_equal(document_set_cursors(f->svc, id, &cur, 1, ECP_ENCODING_UTF16, NULL), 0);
+        assert_int_equal(document_set_cursors(f->svc, id, 0, &cur, 1, ECP_ENCODING_UTF16, NULL), 0);
         for (size_t line = 1; line < 3; line++) {
-            assert_int_equal(document_move_cursors(f->svc, id, DOCUMENT_DOWN, DOCUMENT_BY_LINE, false, NULL), 0);
+            assert_int_equal(document_move_cursors(f->svc, id, 0, DOCUMENT_DOWN, DOCUMENT_BY_LINE, false, NULL), 0);
             document_cursor *list;
             size_t count;
-            assert_int_equal(document_get_cursors(f->svc, id, ECP_ENCODING_UTF32, &list, &count, NULL), 0);
+            assert_int_equal(document_get_cursors(f->svc, id, 0, ECP_ENCODING_UTF32, &list, &count, NULL), 0);
             size_t total32 = utf_column_count(lines[line], lens[line], ECP_ENCODING_UTF32);
             assert_int_equal(list[0].active.line, line);
             assert_int_equal(list[0].active.column, want32 < total32 ? want32 : total32);

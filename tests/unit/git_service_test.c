@@ -214,7 +214,7 @@ static void test_document_changes(void **state)
     assert_string_equal(c.text, "");
     /* unsaved edits: a line changed, one added at the end */
     document_edit edits[] = {{{{1, 0}, {1, 3}}, "TWO", 3}, {{{3, 0}, {3, 0}}, "four\n", 5}};
-    assert_int_equal(document_apply_edits(docs, o.id, edits, 2, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(document_apply_edits(docs, o.id, 0, edits, 2, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     changes_seen d = {0};
     changes_of(o.id, &d);
     assert_string_equal(d.text, "2:modified 4:added ");

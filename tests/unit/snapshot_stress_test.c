@@ -258,7 +258,7 @@ static void random_text(char *out, size_t n)
 static void replace(stress *st, size_t from, size_t to, const char *text, size_t len)
 {
     document_edit e = {{position_of(st, from), position_of(st, to)}, text, len};
-    if (document_apply_edits(st->svc, st->id, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL) != 0)
+    if (document_apply_edits(st->svc, st->id, 0, &e, 1, ECP_ENCODING_UTF8, 0, NULL, NULL) != 0)
         die("edit failed");
 }
 
@@ -268,7 +268,7 @@ static void type_with_backspaces(stress *st, size_t at)
 {
     document_position pos = position_of(st, at);
     document_cursor cur = {pos, pos, false, 0};
-    if (document_set_cursors(st->svc, st->id, &cur, 1, ECP_ENCODING_UTF8, NULL) != 0)
+    if (document_set_cursors(st->svc, st->id, 0, &cur, 1, ECP_ENCODING_UTF8, NULL) != 0)
         die("cursor failed");
     for (size_t i = 1 + below(24); i > 0; i--) {
         if (below(3) == 0 && at > 0) {
@@ -277,7 +277,7 @@ static void type_with_backspaces(stress *st, size_t at)
         } else {
             char c;
             random_text(&c, 1);
-            if (document_type(st->svc, st->id, &c, 1, 0, NULL, NULL) != 0)
+            if (document_type(st->svc, st->id, 0, &c, 1, 0, NULL, NULL) != 0)
                 die("typing failed");
             at++;
         }
@@ -285,7 +285,7 @@ static void type_with_backspaces(stress *st, size_t at)
             start_check(st); /* in the middle of a word being typed */
         pos = position_of(st, at);
         cur = (document_cursor){pos, pos, false, 0};
-        document_set_cursors(st->svc, st->id, &cur, 1, ECP_ENCODING_UTF8, NULL);
+        document_set_cursors(st->svc, st->id, 0, &cur, 1, ECP_ENCODING_UTF8, NULL);
     }
 }
 

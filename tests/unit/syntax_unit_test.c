@@ -165,9 +165,9 @@ static void random_edits(void **state, const char *uri, const char *const *snipp
             const char *ins = snippets[next(&seed) % nsnippets];
             document_edit edit = {{{line, col}, {line, col + del}}, ins, strlen(ins)};
             /* A deletion reaching past the line's end joins it with the next. */
-            if (document_apply_edits(f->docs, a.id, &edit, 1, ECP_ENCODING_UTF8, 0, NULL, NULL) != 0) {
+            if (document_apply_edits(f->docs, a.id, 0, &edit, 1, ECP_ENCODING_UTF8, 0, NULL, NULL) != 0) {
                 edit.range.end = edit.range.start;
-                assert_int_equal(document_apply_edits(f->docs, a.id, &edit, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+                assert_int_equal(document_apply_edits(f->docs, a.id, 0, &edit, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
             }
             /* Sometimes let the reparse start in between. */
             if (next(&seed) % 2)
@@ -182,7 +182,7 @@ static void random_edits(void **state, const char *uri, const char *const *snipp
          * time, and the result must match the full parse the document had
          * when it opened. Redone, the edits go on from where they were. */
         int undone = 0;
-        while (document_undo(f->docs, a.id, NULL, NULL) == 0) {
+        while (document_undo(f->docs, a.id, 0, NULL, NULL) == 0) {
             undone++;
             if (undone % 3 == 0)
                 settle(f, a.id);
@@ -193,7 +193,7 @@ static void random_edits(void **state, const char *uri, const char *const *snipp
         if (now.len != original.len || memcmp(now.data, original.data, now.len) != 0)
             fail_msg("after burst %d and %d undos the tokens differ from those of the first parse", burst, undone);
         buf_free(&now);
-        while (document_redo(f->docs, a.id, NULL, NULL) == 0)
+        while (document_redo(f->docs, a.id, 0, NULL, NULL) == 0)
             ;
         settle(f, a.id);
     }
@@ -222,7 +222,7 @@ static void test_stale_tokens_are_shifted(void **state)
     opened a;
     open_doc(f, "file:///tmp/syntax-shift.c", "int a;\nint b;\n", 14, &a);
     document_edit edit = {{{0, 0}, {0, 0}}, "\n\n  ", 4};
-    assert_int_equal(document_apply_edits(f->docs, a.id, &edit, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
+    assert_int_equal(document_apply_edits(f->docs, a.id, 0, &edit, 1, ECP_ENCODING_UTF8, 0, NULL, NULL), 0);
     assert_false(syntax_document_settled(f->syntax, a.id)); /* the reparse has not landed */
     syntax_line *lines;
     size_t count;
