@@ -434,8 +434,8 @@ void editor_handle_notification(app *a, const char *method, const json_doc *doc,
         int64_t client = -1;
         json_int64(doc, json_get(doc, params, "clientId"), &client);
         if (client >= 0 && client != a->client_id) {
-            if (a->client_id < 0)
-                return; /* whose, we learn from initialize's answer; ours are asked for after it */
+            if (a->client_id < 0 || client == 0)
+                return; /* whose, we learn from initialize's answer (ours are asked for after it); 0 is the server's own */
             bool known = false;
             for (int i = 0; i < t->other_count; i++)
                 known = known || t->others[i].client_id == client;

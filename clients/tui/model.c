@@ -384,7 +384,8 @@ void model_clients_arrived(tab *t, int64_t self_id, const json_doc *doc, json_re
     others_clear(t);
     for (json_ref c = json_first(doc, clients); c != JSON_NO_REF; c = json_next(doc, c)) {
         int64_t id = -1;
-        if (!json_int64(doc, json_get(doc, c, "clientId"), &id) || id == self_id)
+        /* Client 0 is the server itself (the agent's tools, a language server's edits): not a person here. */
+        if (!json_int64(doc, json_get(doc, c, "clientId"), &id) || id == self_id || id == 0)
             continue;
         char *name = json_dup_string(doc, json_get(doc, c, "name"));
         model_other_cursors_arrived(t, id, name ? name : "", doc, json_get(doc, c, "cursors"));

@@ -730,8 +730,14 @@ static void on_recovered(void *ctx, uint64_t tag, const json_doc *doc, json_ref 
     app *a = ctx;
     json_ref docs = json_get(doc, result, "documents");
     int n = 0;
-    for (json_ref d = json_first(doc, docs); d != JSON_NO_REF; d = json_next(doc, d), n++)
+    for (json_ref d = json_first(doc, docs); d != JSON_NO_REF; d = json_next(doc, d), n++) {
         editor_adopt_document(a, doc, d, 0, 0);
+        /* A recovered document is nobody's until opened: this client holds it from now on. */
+        char *uri = json_dup_string(doc, json_get(doc, d, "uri"));
+        if (uri)
+            app_call(a, "document/open", NULL, 0, "{\"uri\":%J}", uri);
+        free(uri);
+    }
     if (a->restarting) {
         editor_restore_tabs(a, doc, docs, n);
     } else if (n) {
