@@ -27,8 +27,8 @@ static const char usage[] =
     "Without --connect it runs its own ecpd on stdio: $ECPD, else the one beside ecp-tui\n"
     "(or in the build tree beside it), else ecpd from PATH. --connect shares a running\n"
     "server (ecpd --socket); without SOCKET (a socket, or a path ending in .sock), the\n"
-    "workspace's default socket. With none\n"
-    "running there, it starts one, and starts one again if that one stops.\n"
+    "workspace's default socket. With no server there it starts one, and starts one\n"
+    "again if that one stops.\n"
     "F1 lists the keys; every one can be rebound through the server's keybindings.\n";
 
 /* libuv owns SIGWINCH (ncurses' handler would only be heard at the next key). */
