@@ -2,6 +2,7 @@
  * document service; what comes back (notifications and answers) goes to the
  * model's functions, which update the few lines and cursors kept for the
  * screen. The commands table (commands.c) runs the editor_* operations here. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,8 @@ void tab_request_viewport(app *a, tab *t)
         t->viewport.in_flight = false;
 }
 
+static void tab_request_info(app *a, tab *t);
+
 static void on_info(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
@@ -95,13 +98,106 @@ static void on_info(void *ctx, uint64_t serial, const json_doc *doc, json_ref re
         model_info_arrived(t, doc, result);
     a->need_paint = true;
     if (refresh_end(&t->info))
-        app_call(a, "document/info", on_info, t->serial, "{\"documentId\":%J}", t->doc_id);
+        tab_request_info(a, t);
 }
 
 static void tab_request_info(app *a, tab *t)
 {
-    if (refresh_begin(&t->info) && !app_call(a, "document/info", on_info, t->serial, "{\"documentId\":%J}", t->doc_id))
+    if (!refresh_begin(&t->info))
+        return;
+    t->info_asked_at = t->edits_sent;
+    if (!app_call(a, "document/info", on_info, t->serial, "{\"documentId\":%J}", t->doc_id))
         t->info.in_flight = false;
+}
+
+/* ---- the other clients on a document ---- */
+
+static void on_clients(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    if (!t)
+        return;
+    if (result != JSON_NO_REF && a->client_id >= 0)
+        model_clients_arrived(t, a->client_id, doc, json_get(doc, result, "clients"));
+    a->need_paint = true;
+    if (refresh_end(&t->clients))
+        tab_request_clients(a, t);
+}
+
+/* A server that does not know document/clients answers an error: nobody else is shown. */
+void tab_request_clients(app *a, tab *t)
+{
+    if (a->client_id < 0 || t->reopening)
+        return;
+    if (refresh_begin(&t->clients) &&
+        !app_call(a, "document/clients", on_clients, t->serial, "{\"documentId\":%J}", t->doc_id))
+        t->clients.in_flight = false;
+}
+
+/* ---- edits: each is remembered until answered, so that a new server gets those the old one never answered ---- */
+
+static void on_edit_answered(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, tag >> 32);
+    if (!t)
+        return;
+    model_edit_answered(t, tag & 0xFFFFFFFFu);
+    tab_request_info(a, t); /* an edit that changed nothing leaves the document as clean as it was */
+    a->need_paint = true;
+}
+
+static bool send_edit_params(app *a, tab *t, const char *method, const char *params)
+{
+    uint64_t seq = (t->edits_sent + 1) & 0xFFFFFFFFu;
+    if (!app_call(a, method, on_edit_answered, (t->serial << 32) | seq, "{\"documentId\":%J%s%s}", t->doc_id,
+                  *params ? "," : "", params))
+        return false;
+    model_edit_sent(t, seq, method, params);
+    return true;
+}
+
+/* Sends an edit: params_fmt (rpc_format's) gives the members after documentId. */
+static bool send_edit(app *a, tab *t, const char *method, const char *params_fmt, ...)
+{
+    buf params = BUF_INIT;
+    va_list ap;
+    va_start(ap, params_fmt);
+    rpc_vformat(&params, params_fmt, ap);
+    va_end(ap);
+    bool sent = send_edit_params(a, t, method, params.data ? params.data : "");
+    buf_free(&params);
+    return sent;
+}
+
+/* Under a new server: the cursors where the old one last said they were, then
+ * the edits it never answered, in order. */
+static void resend_unanswered(app *a, tab *t)
+{
+    if (t->known_cursor_count) {
+        buf list = BUF_INIT;
+        for (int i = 0; i < t->known_cursor_count; i++) {
+            cursor *k = &t->known_cursors[i];
+            rpc_format(&list, "%s{\"position\":{\"line\":%d,\"column\":%d}", i ? "," : "", k->line, k->col);
+            if (k->has_selection)
+                rpc_format(&list, ",\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}",
+                           k->anchor_line, k->anchor_col, k->line, k->col);
+            buf_push(&list, '}');
+        }
+        app_call(a, "document/setCursors", NULL, 0, "{\"documentId\":%J,\"cursors\":[%s]}", t->doc_id, list.data);
+        buf_free(&list);
+    }
+    pending_edit *edits = t->edits;
+    int count = t->edit_count;
+    t->edits = NULL;
+    t->edit_count = 0;
+    for (int i = 0; i < count; i++) {
+        send_edit_params(a, t, edits[i].method, edits[i].params);
+        free(edits[i].method);
+        free(edits[i].params);
+    }
+    free(edits);
 }
 
 static void on_git_lines(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
@@ -203,6 +299,7 @@ void editor_adopt_document(app *a, const json_doc *doc, json_ref info, int line,
     tab_request_viewport(a, t);
     tab_request_cursors(a, t);
     tab_request_git(a, t);
+    tab_request_clients(a, t);
     a->need_paint = true;
 }
 
@@ -239,6 +336,66 @@ void editor_open_path(app *a, const char *path, int line, int col)
     free(uri);
 }
 
+/* ---- a new server ---- */
+
+static void restore_finish(app *a)
+{
+    for (int i = 0; i < a->tab_count; i++)
+        resend_unanswered(a, a->tabs[i]);
+    int replayed = a->queued_count, n = a->recovered_count;
+    /* The tab that was in front comes back to the front, unless Save as is about to ask for a recovered one. */
+    for (int i = 0; i < a->tab_count && !(n > 0 && !a->connected_to_socket); i++)
+        if (a->tabs[i]->serial == a->restore_current)
+            a->current = i;
+    a->restarting = false;
+    keys_replay(a);
+    if (n > 0 && !a->connected_to_socket)
+        command_run(a, "file.saveAs");
+    app_message(a, false, "The server is back; %d document%s recovered with %s unsaved text%s%s", n, n == 1 ? "" : "s",
+                n == 1 ? "its" : "their", replayed ? ", the keys typed meanwhile applied" : "",
+                n && !a->connected_to_socket ? ": choose where to save it" : "");
+}
+
+static void on_reopened(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    if (t)
+        t->reopening = false;
+    if (error != JSON_NO_REF) {
+        char *msg = json_dup_string(doc, json_get(doc, error, "message"));
+        app_message(a, true, "Not opened again: %s", msg ? msg : "the server refused");
+        free(msg);
+    } else if (t) {
+        editor_adopt_document(a, doc, json_get(doc, result, "info"), 0, 0);
+    }
+    if (a->reopen_count > 0 && --a->reopen_count == 0)
+        restore_finish(a);
+}
+
+void editor_restore_tabs(app *a, const json_doc *doc, json_ref recovered, int recovered_count)
+{
+    a->recovered_count = recovered_count;
+    a->reopen_count = 0;
+    for (int i = 0; i < a->tab_count; i++) {
+        tab *t = a->tabs[i];
+        if (!t->path)
+            continue;
+        bool back = false;
+        for (json_ref d = json_first(doc, recovered); d != JSON_NO_REF && !back; d = json_next(doc, d))
+            back = json_string_eq(doc, json_get(doc, d, "uri"), t->uri);
+        if (back)
+            continue;
+        /* Its text is the file's, or another client's under this server already. */
+        if (app_call(a, "document/open", on_reopened, t->serial, "{\"uri\":%J}", t->uri)) {
+            t->reopening = true;
+            a->reopen_count++;
+        }
+    }
+    if (a->reopen_count == 0)
+        restore_finish(a);
+}
+
 /* ---- notifications ---- */
 
 static void refresh_tab(app *a, tab *t)
@@ -256,7 +413,38 @@ void editor_handle_notification(app *a, const char *method, const json_doc *doc,
     if (strcmp(method, "document/didChange") == 0 && t) {
         refresh_tab(a, t);
         schedule_git(a);
+        if (t->other_count)
+            tab_request_clients(a, t); /* the edit moved their cursors too */
+    } else if (strcmp(method, "document/didSave") == 0 && t) {
+        /* Saved by whoever: clean, unless an edit of ours is still on its way. */
+        if (t->edit_count == 0)
+            t->dirty = false;
+        tab_request_info(a, t);
+        schedule_git(a);
+        a->need_paint = true;
+    } else if (strcmp(method, "document/didOpen") == 0 && t) {
+        tab_request_clients(a, t); /* someone else opened it too */
+    } else if (strcmp(method, "client/didDisconnect") == 0) {
+        int64_t client = -1;
+        if (json_int64(doc, json_get(doc, params, "clientId"), &client))
+            model_client_left(a, client);
+        for (int i = 0; i < a->tab_count; i++)
+            tab_request_clients(a, a->tabs[i]);
     } else if (strcmp(method, "document/didChangeCursors") == 0 && t) {
+        int64_t client = -1;
+        json_int64(doc, json_get(doc, params, "clientId"), &client);
+        if (client >= 0 && client != a->client_id) {
+            if (a->client_id < 0 || client == 0)
+                return; /* whose, we learn from initialize's answer (ours are asked for after it); 0 is the server's own */
+            bool known = false;
+            for (int i = 0; i < t->other_count; i++)
+                known = known || t->others[i].client_id == client;
+            model_other_cursors_arrived(t, client, NULL, doc, json_get(doc, params, "cursors"));
+            if (!known)
+                tab_request_clients(a, t); /* its name */
+            a->need_paint = true;
+            return;
+        }
         model_cursors_arrived(t, doc, json_get(doc, params, "cursors"));
         if (t->follow_cursor) {
             t->follow_cursor = false;
@@ -393,18 +581,19 @@ void editor_flush_typed(app *a)
         buf_clear(&a->typed);
         return;
     }
-    if (t)
+    /* Shown only once it is on its way: text the server never gets is never shown. */
+    if (t && send_edit(a, t, "document/type", "\"text\":%N", a->typed.data, a->typed.len)) {
         echo_locally(t, a->typed.data, a->typed.len);
-    if (t)
-        app_call(a, "document/type", NULL, 0, "{\"documentId\":%J,\"text\":%N}", t->doc_id, a->typed.data, a->typed.len);
-    if (t)
         follow(a, t);
+    } else if (t) {
+        app_message(a, true, "Not typed: the server is gone");
+    }
     buf_clear(&a->typed);
 }
 
 static void type_text(app *a, tab *t, const char *text, size_t len)
 {
-    app_call(a, "document/type", NULL, 0, "{\"documentId\":%J,\"text\":%N}", t->doc_id, text, len);
+    send_edit(a, t, "document/type", "\"text\":%N", text, len);
     follow(a, t);
 }
 
@@ -563,9 +752,9 @@ static void on_copy_cursors(void *ctx, uint64_t tag, const json_doc *doc, json_r
         osc52_copy(a->clipboard.data, a->clipboard.len);
         if (cut) {
             int l = t->cursors[0].line;
-            app_call(a, "document/delete", NULL, 0,
-                     "{\"documentId\":%J,\"range\":{\"start\":{\"line\":%d,\"column\":0},\"end\":{\"line\":%d,\"column\":0}}}",
-                     t->doc_id, l, l + 1 < t->line_count ? l + 1 : l);
+            send_edit(a, t, "document/delete",
+                      "\"range\":{\"start\":{\"line\":%d,\"column\":0},\"end\":{\"line\":%d,\"column\":0}}", l,
+                      l + 1 < t->line_count ? l + 1 : l);
             follow(a, t);
         }
         app_message(a, false, "%s the line", cut ? "Cut" : "Copied");
@@ -888,7 +1077,7 @@ static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref re
             i += (size_t)n, col++;
         }
         if (count)
-            app_call(a, "document/edit", NULL, 0, "{\"documentId\":%J,\"edits\":[%s]}", t->doc_id, edits.data);
+            send_edit(a, t, "document/edit", "\"edits\":[%s]", edits.data);
         app_message(a, false, "Replaced %d occurrence%s", count, count == 1 ? "" : "s");
         buf_free(&edits);
         arena_free(&ar);
@@ -1052,6 +1241,7 @@ static void goto_answered(app *a, const char *answer)
 enum save_then { THEN_NOTHING, THEN_CLOSE, THEN_QUIT };
 
 static void save_tab(app *a, tab *t, const char *as_path, bool force, enum save_then then);
+static void release_tab(app *a, tab *t);
 
 static void conflict_answered(app *a, int key)
 {
@@ -1087,10 +1277,8 @@ static void on_saved(void *ctx, uint64_t tag, const json_doc *doc, json_ref resu
         free(uri);
         tab_request_info(a, t);
         schedule_git(a);
-        if (then == THEN_CLOSE) {
-            app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", t->doc_id);
-            model_document_closed(a, t);
-        }
+        if (then == THEN_CLOSE)
+            release_tab(a, t);
     }
     if (then == THEN_QUIT && a->quit_after_saves && a->pending_saves == 0)
         app_quit_now(a);
@@ -1134,17 +1322,24 @@ static void save_tab(app *a, tab *t, const char *as_path, bool force, enum save_
     }
 }
 
+/* Closing lets go of this client's hold only: the server closes the document
+ * when nobody holds it, and until then others keep it, unsaved text and all.
+ * Nothing is ever reverted here to throw changes away. */
+static void release_tab(app *a, tab *t)
+{
+    app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", t->doc_id);
+    model_document_closed(a, t);
+}
+
 static void close_answered(app *a, int key)
 {
     tab *t = app_tab(a);
     if (!t)
         return;
-    if (key == 'y' || key == 'Y') {
+    if (key == 'y' || key == 'Y')
         save_tab(a, t, NULL, false, THEN_CLOSE);
-    } else if (key == 'n' || key == 'N') {
-        app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", t->doc_id);
-        model_document_closed(a, t);
-    }
+    else if (key == 'n' || key == 'N')
+        release_tab(a, t);
 }
 
 static void on_quit_barrier(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
@@ -1157,7 +1352,7 @@ static void quit_answered(app *a, int key)
     if (key == 's' || key == 'S') {
         a->quit_after_saves = true;
         for (int i = 0; i < a->tab_count; i++)
-            if (a->tabs[i]->dirty) {
+            if (tab_unsaved(a->tabs[i])) {
                 if (!a->tabs[i]->path) {
                     a->current = i;
                     a->quit_after_saves = false;
@@ -1169,9 +1364,10 @@ static void quit_answered(app *a, int key)
         if (a->pending_saves == 0)
             app_quit_now(a);
     } else if (key == 'd' || key == 'D') {
-        /* Discarded text is closed, so that it is not offered for recovery next time. */
+        /* This client lets go of its unsaved documents: one nobody else holds closes, so that its
+         * text is not offered for recovery next time; one another client holds stays theirs. */
         for (int i = 0; i < a->tab_count; i++)
-            if (a->tabs[i]->dirty)
+            if (tab_unsaved(a->tabs[i]))
                 app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", a->tabs[i]->doc_id);
         if (!app_call(a, "ecp/ping", on_quit_barrier, 0, NULL))
             app_quit_now(a);
@@ -1180,22 +1376,30 @@ static void quit_answered(app *a, int key)
 
 static void quit(app *a)
 {
-    int dirty = 0;
-    for (int i = 0; i < a->tab_count; i++)
-        dirty += a->tabs[i]->dirty;
+    /* An edit sent and not answered yet counts: its dirty state may not be here yet. */
+    int dirty = 0, shared = 0;
+    for (int i = 0; i < a->tab_count; i++) {
+        dirty += tab_unsaved(a->tabs[i]);
+        shared += tab_unsaved(a->tabs[i]) && a->tabs[i]->other_count > 0;
+    }
     if (dirty == 0 || a->server_dead) {
-        if (a->server_dead && dirty && !a->quit_after_saves) {
+        if (a->server_dead && (dirty || a->queued_count) && !a->quit_after_saves) {
             a->quit_after_saves = true; /* asked once; the second Ctrl+Q goes */
-            app_message(a, true, "The server is gone with %d unsaved file%s: Ctrl+S restarts it and recovers them; Ctrl+Q again quits",
-                        dirty, dirty == 1 ? "" : "s");
+            app_message(a, true, "The server is gone with %d unsaved file%s%s: Ctrl+S restarts it and recovers them; Ctrl+Q again quits",
+                        dirty, dirty == 1 ? "" : "s", a->queued_count ? " and keys typed since" : "");
             return;
         }
         app_quit_now(a);
         return;
     }
-    char question[160];
-    snprintf(question, sizeof question, "%d file%s unsaved. (s)ave all and quit, (d)iscard and quit, (c)ancel?", dirty,
-             dirty == 1 ? " is" : "s are");
+    char question[200];
+    if (shared == dirty)
+        snprintf(question, sizeof question,
+                 "%d file%s unsaved, and open elsewhere. (s)ave all and quit, (d)on't save: quit (others keep %s open), (c)ancel?",
+                 dirty, dirty == 1 ? " is" : "s are", dirty == 1 ? "it" : "them");
+    else
+        snprintf(question, sizeof question, "%d file%s unsaved. (s)ave all and quit, (d)iscard and quit%s, (c)ancel?", dirty,
+                 dirty == 1 ? " is" : "s are", shared ? " (others keep theirs open)" : "");
     prompt_choose(a, question, "sSdDcC", quit_answered);
 }
 
@@ -1299,12 +1503,13 @@ void editor_save_as(app *a, tab *t) { prompt_ask(a, "Save as:", t->path ? t->pat
 
 void editor_close_tab(app *a, tab *t)
 {
-    if (t->dirty) {
+    if (!tab_unsaved(t))
+        release_tab(a, t);
+    else if (t->other_count > 0)
+        prompt_choose(a, "Save changes before closing? (y)es, (n)o: close (others keep it open, unsaved), (c)ancel", "yYnNcC",
+                      close_answered);
+    else
         prompt_choose(a, "Save changes before closing? (y)es, (n)o, (c)ancel", "yYnNcC", close_answered);
-    } else {
-        app_call(a, "document/close", NULL, 0, "{\"documentId\":%J}", t->doc_id);
-        model_document_closed(a, t);
-    }
 }
 
 void editor_switch_tab(app *a, int step)
@@ -1312,11 +1517,12 @@ void editor_switch_tab(app *a, int step)
     a->current = (a->current + (step > 0 ? 1 : a->tab_count - 1)) % a->tab_count;
     tab_request_viewport(a, app_tab(a));
     tab_request_cursors(a, app_tab(a));
+    tab_request_clients(a, app_tab(a));
 }
 
 void editor_undo(app *a, tab *t, bool redo)
 {
-    app_call(a, redo ? "document/redo" : "document/undo", NULL, 0, "{\"documentId\":%J}", t->doc_id);
+    send_edit(a, t, redo ? "document/redo" : "document/undo", "");
     follow(a, t);
 }
 

@@ -21,6 +21,12 @@ void editor_adopt_document(app *a, const json_doc *doc, json_ref info, int line,
 void tab_request_viewport(app *a, tab *t);
 void tab_request_cursors(app *a, tab *t);
 void tab_request_git(app *a, tab *t);
+/* document/clients: who else holds it, and where their cursors are. */
+void tab_request_clients(app *a, tab *t);
+/* A new server gave back the unsaved text it could (already adopted): the
+ * other tabs open again by uri, then each gets its cursors and the edits the
+ * old server never answered, then the keys typed meanwhile are replayed. */
+void editor_restore_tabs(app *a, const json_doc *doc, json_ref recovered, int recovered_count);
 void editor_handle_notification(app *a, const char *method, const json_doc *doc, json_ref params);
 /* Sends the printable keys read this turn as one document/type. */
 void editor_flush_typed(app *a);

@@ -235,8 +235,26 @@ void keys_unbind(app *a)
     prompt_ask(a, "Unbind the key:", "", unbind_answered);
 }
 
+/* The keys that still work with the server gone: those that bring it back or quit. */
+static bool works_without_server(const app *a, const char *key)
+{
+    const char *command = key ? binding_command(a, key) : NULL;
+    return command && (strcmp(command, "file.save") == 0 || strcmp(command, "server.restart") == 0 ||
+                       strcmp(command, "app.quit") == 0);
+}
+
 static void handle_key(app *a, const char *key, wint_t ch, bool printable)
 {
+    /* With the server gone, or back but its tabs not yet, a key waits, unseen,
+     * to run once they are: never shown and then lost. */
+    if ((a->server_dead || a->restarting) && !a->prompt.active && !works_without_server(a, key)) {
+        editor_flush_typed(a);
+        queue_push(a, key, ch, printable);
+        app_message(a, true, "The server is %s: %d key%s wait%s for it%s", a->server_dead ? "gone" : "coming back",
+                    a->queued_count, a->queued_count == 1 ? "" : "s", a->queued_count == 1 ? "s" : "",
+                    a->server_dead && !a->connected_to_socket ? " (Ctrl+S restarts it)" : "");
+        return;
+    }
     if (a->busy > 0) {
         queue_push(a, key, ch, printable);
         return;
@@ -316,6 +334,13 @@ void chain_end(app *a)
     if (a->busy == 0)
         editor_flush_typed(a);
     a->need_paint = true;
+}
+
+void keys_replay(app *a)
+{
+    /* chain_end replays what waits once nothing is busy. */
+    a->busy++;
+    chain_end(a);
 }
 
 void input_resized(app *a)

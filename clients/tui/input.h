@@ -50,5 +50,7 @@ void keys_unbind(app *a);
  * cursors) holds the keys typed meanwhile, so they apply after it, in order. */
 void chain_begin(app *a);
 void chain_end(app *a);
+/* The server is back and the tabs with it: the keys typed meanwhile run, in order. */
+void keys_replay(app *a);
 
 #endif

@@ -18,13 +18,17 @@
 #include "arena.h"
 #include "socket_path.h"
 
+#define ECP_TUI_VERSION "0.1.0"
+
 static const char usage[] =
     "usage: ecp-tui [--connect [SOCKET]] [--server PATH] [--server-log FILE] [FILE|DIR ...]\n"
     "Opens the files (FILE:LINE opens at a line), or a fuzzy file picker on a directory.\n"
     "The workspace is the first directory named, else the current directory.\n"
     "Without --connect it runs its own ecpd on stdio: $ECPD, else the one beside ecp-tui\n"
     "(or in the build tree beside it), else ecpd from PATH. --connect shares a running\n"
-    "server (ecpd --socket); without SOCKET, the workspace's default socket.\n"
+    "server (ecpd --socket); without SOCKET (a socket, or a path ending in .sock), the\n"
+    "workspace's default socket. With no server there it starts one, and starts one\n"
+    "again if that one stops.\n"
     "F1 lists the keys; every one can be rebound through the server's keybindings.\n";
 
 /* libuv owns SIGWINCH (ncurses' handler would only be heard at the next key). */
@@ -73,12 +77,19 @@ static void on_notify(void *ctx, const char *method, const json_doc *doc, json_r
         editor_handle_notification(a, method, doc, params);
 }
 
+static void on_reconnect_timer(uv_timer_t *h);
+
 static void on_closed(void *ctx, const char *why)
 {
     app *a = ctx;
     if (a->quitting)
         return;
     model_server_lost(a, why);
+    if (a->connected_to_socket) {
+        a->reconnect_tries = 0;
+        a->started_socket_server = false;
+        uv_timer_start(&a->reconnect_timer, on_reconnect_timer, 0, 0);
+    }
 }
 
 static void on_theme(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
@@ -146,35 +157,116 @@ void app_ask_trust(app *a, const char *why)
     prompt_choose(a, question, "yn", trust_chosen);
 }
 
+/* Our own clientId: the cursors of ours are those notifications name with it. */
+static void on_initialized(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    int64_t id = -1;
+    if (result != JSON_NO_REF && json_int64(doc, json_get(doc, result, "clientId"), &id))
+        a->client_id = id;
+    for (int i = 0; i < a->tab_count; i++)
+        tab_request_clients(a, a->tabs[i]);
+}
+
+static void begin_session(app *a)
+{
+    a->server_dead = false;
+    a->client_id = -1;
+    /* Asked first, so that its answer comes before any notification of another client's cursors. */
+    app_call(a, "initialize", on_initialized, 0,
+             "{\"processId\":%d,\"workspaceRoot\":%J,\"clientInfo\":{\"name\":\"ecp-tui\",\"version\":%J},"
+             "\"capabilities\":{\"positionEncodings\":[\"utf-32\"]}}",
+             (int)getpid(), a->workspace, ECP_TUI_VERSION);
+    keybindings_reload(a);
+    app_call(a, "theme/current", on_theme, 0, NULL);
+    app_call(a, "git/isRepo", on_repo, 0, "{\"uri\":%J}", a->workspace);
+    trust_refresh(a);
+}
+
+static rpc_client *connect_socket(app *a, char **why)
+{
+    rpc_handlers h = {.ctx = a, .on_notify = on_notify, .on_closed = on_closed};
+    return rpc_connect(a->loop, a->socket_path, h, why);
+}
+
+/* At start: the socket's server, else one started for it, waited for a few seconds. */
 static bool connect_server(app *a)
 {
     rpc_handlers h = {.ctx = a, .on_notify = on_notify, .on_closed = on_closed};
     char *why = NULL;
-    if (a->socket_path && !a->server_dead)
-        a->rpc = rpc_connect(a->loop, a->socket_path, h, &why);
-    else
+    if (a->socket_path) {
+        a->rpc = connect_socket(a, &why);
+        if (!a->rpc && rpc_start_socket_server(a->loop, a->server_path, a->socket_path, a->workspace, a->server_log, &why)) {
+            for (int tries = 0; !a->rpc && tries < 100; tries++) {
+                free(why);
+                why = NULL;
+                usleep(50 * 1000);
+                a->rpc = connect_socket(a, &why);
+            }
+        }
+    } else {
         a->rpc = rpc_spawn(a->loop, a->server_path, a->workspace, a->server_log, h, &why);
+    }
     if (!a->rpc) {
         app_message(a, true, "%s", why ? why : "cannot reach the server");
         free(why);
         return false;
     }
-    a->server_dead = false;
-    app_call(a, "initialize", NULL, 0,
-             "{\"processId\":%d,\"workspaceRoot\":%J,\"clientInfo\":{\"name\":\"ecp-tui\"},"
-             "\"capabilities\":{\"positionEncodings\":[\"utf-32\"]}}",
-             (int)getpid(), a->workspace);
-    keybindings_reload(a);
-    app_call(a, "theme/current", on_theme, 0, NULL);
-    app_call(a, "git/isRepo", on_repo, 0, "{\"uri\":%J}", a->workspace);
-    trust_refresh(a);
+    free(why);
+    begin_session(a);
     return true;
+}
+
+/* ---- a shared server that stopped: connect again, starting one if none answers ---- */
+
+#define RECONNECT_EVERY_MS 100
+#define RECONNECT_TRIES 100 /* ten seconds, then Ctrl+S tries again */
+
+static void on_reconnect_timer(uv_timer_t *h)
+{
+    app *a = h->data;
+    if (a->quitting || rpc_is_open(a->rpc))
+        return;
+    char *why = NULL;
+    rpc_client *rpc = connect_socket(a, &why);
+    if (rpc) {
+        free(why);
+        rpc_close(a->rpc);
+        a->rpc = rpc;
+        a->reconnect_tries = 0;
+        a->started_socket_server = false;
+        begin_session(a);
+        recovery_offer(a);
+        return;
+    }
+    /* Nobody answers: start a server once per outage. Editors that lost the same server wait each a
+     * different while first (by process id), so that one starts it and the others find it. */
+    if (!a->started_socket_server && a->reconnect_tries >= 1 + (int)(getpid() % 5)) {
+        char *start_why = NULL;
+        a->started_socket_server = true;
+        if (!rpc_start_socket_server(a->loop, a->server_path, a->socket_path, a->workspace, a->server_log, &start_why))
+            app_message(a, true, "%s", start_why);
+        free(start_why);
+    }
+    if (++a->reconnect_tries < RECONNECT_TRIES) {
+        uv_timer_start(&a->reconnect_timer, on_reconnect_timer, RECONNECT_EVERY_MS, 0);
+    } else {
+        app_message(a, true, "Cannot reach a server on %s (%s); Ctrl+S tries again", a->socket_path, why ? why : "");
+        a->reconnect_tries = 0;
+        a->started_socket_server = false;
+    }
+    free(why);
 }
 
 void app_restart_server(app *a)
 {
     if (rpc_is_open(a->rpc))
         return;
+    if (a->connected_to_socket) {
+        a->reconnect_tries = 0;
+        uv_timer_start(&a->reconnect_timer, on_reconnect_timer, 0, 0);
+        return;
+    }
     rpc_close(a->rpc);
     a->rpc = NULL;
     a->server_dead = true;
@@ -186,6 +278,17 @@ void app_quit_now(app *a)
 {
     a->quitting = true;
     uv_stop(a->loop);
+}
+
+/* Another client opening or closing the file sends no notification of its own: ask now and then. */
+#define PRESENCE_EVERY_MS 1500
+
+static void on_presence_timer(uv_timer_t *h)
+{
+    app *a = h->data;
+    tab *t = app_tab(a);
+    if (t && rpc_is_open(a->rpc))
+        tab_request_clients(a, t);
 }
 
 /* ---- start ---- */
@@ -324,8 +427,12 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--connect") == 0) {
             connect = true;
             struct stat st;
-            if (i + 1 < argc && stat(argv[i + 1], &st) == 0 && S_ISSOCK(st.st_mode))
-                a->socket_path = xstrdup(argv[++i]);
+            /* A socket, or where one is to be: a path ending in .sock that does not exist yet. */
+            const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+            size_t n = next ? strlen(next) : 0;
+            if (next && ((stat(next, &st) == 0 && S_ISSOCK(st.st_mode)) ||
+                         (n > 5 && strcmp(next + n - 5, ".sock") == 0 && access(next, F_OK) != 0)))
+                a->socket_path = absolute(argv[++i]);
         } else if (strcmp(argv[i], "--server") == 0 && i + 1 < argc) {
             a->server_path = xstrdup(argv[++i]);
         } else if (strcmp(argv[i], "--server-log") == 0 && i + 1 < argc) {
@@ -368,6 +475,7 @@ int main(int argc, char **argv)
     a->loop = &loop;
     signal(SIGPIPE, SIG_IGN);
     a->next_serial = 1;
+    a->client_id = -1;
     colors_default(a);
     commands_bind_defaults(a);
 
@@ -393,6 +501,11 @@ int main(int argc, char **argv)
     a->git_timer.data = a;
     uv_timer_init(&loop, &a->message_timer);
     a->message_timer.data = a;
+    uv_timer_init(&loop, &a->reconnect_timer);
+    a->reconnect_timer.data = a;
+    uv_timer_init(&loop, &a->presence_timer);
+    a->presence_timer.data = a;
+    uv_timer_start(&a->presence_timer, on_presence_timer, PRESENCE_EVERY_MS, PRESENCE_EVERY_MS);
 
     recovery_offer(a);
     bool opened_picker = false;

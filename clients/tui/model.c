@@ -61,9 +61,16 @@ bool app_call(app *a, const char *method, rpc_reply_fn reply, uint64_t tag, cons
     return ok;
 }
 
+static void others_clear(tab *t);
+
 void model_server_lost(app *a, const char *why)
 {
     a->server_dead = true;
+    a->client_id = -1;
+    /* Keys that waited behind a command waiting for the server were never
+     * shown; they are refused aloud rather than applied to a new server's
+     * state, which the command they waited for never saw. */
+    int refused = a->queued_count;
     queue_drop(a);
     free(a->term.id);
     a->term.id = NULL;
@@ -71,11 +78,22 @@ void model_server_lost(app *a, const char *why)
     a->term.visible = false;
     a->chat.running = a->chat.prompting = false;
     bool dirty = false;
-    for (int i = 0; i < a->tab_count; i++)
-        dirty = dirty || a->tabs[i]->dirty;
-    app_message(a, true, "The server stopped (%s). %s", why,
-                dirty ? "Your unsaved text is kept by the server's recovery: Ctrl+S restarts it and saves to a file of your choice."
-                      : "Ctrl+S restarts it.");
+    for (int i = 0; i < a->tab_count; i++) {
+        tab *t = a->tabs[i];
+        dirty = dirty || tab_unsaved(t);
+        others_clear(t);
+        t->viewport = t->cursors_refresh = t->git = t->info = t->clients = (refresh_slot){0};
+    }
+    char refused_note[96] = "";
+    if (refused)
+        snprintf(refused_note, sizeof refused_note, " %d key%s typed while it was busy %s not applied.", refused,
+                 refused == 1 ? "" : "s", refused == 1 ? "was" : "were");
+    if (a->connected_to_socket)
+        app_message(a, true, "The server stopped (%s); reconnecting. Keys typed meanwhile wait for it.%s", why, refused_note);
+    else
+        app_message(a, true, "The server stopped (%s).%s %s", why, refused_note,
+                    dirty ? "Your unsaved text is kept by the server's recovery: Ctrl+S restarts it and saves to a file of your choice."
+                          : "Ctrl+S restarts it.");
 }
 
 /* ---- text columns ---- */
@@ -234,9 +252,34 @@ static void free_lines(tab *t)
     t->diag_count = 0;
 }
 
+static void others_clear(tab *t)
+{
+    for (int i = 0; i < t->other_count; i++) {
+        free(t->others[i].name);
+        free(t->others[i].cursors);
+    }
+    free(t->others);
+    t->others = NULL;
+    t->other_count = 0;
+}
+
+static void edits_clear(tab *t)
+{
+    for (int i = 0; i < t->edit_count; i++) {
+        free(t->edits[i].method);
+        free(t->edits[i].params);
+    }
+    free(t->edits);
+    t->edits = NULL;
+    t->edit_count = 0;
+}
+
 void tab_free(tab *t)
 {
     free_lines(t);
+    others_clear(t);
+    edits_clear(t);
+    free(t->known_cursors);
     free(t->doc_id);
     free(t->uri);
     free(t->path);
@@ -287,14 +330,13 @@ void parse_position(const json_doc *doc, json_ref pos, int *line, int *col)
     *col = json_int_or(doc, c, 0);
 }
 
-void model_cursors_arrived(tab *t, const json_doc *doc, json_ref cursors)
+static cursor *parse_cursors(const json_doc *doc, json_ref cursors, int *count)
 {
     size_t n = json_length(doc, cursors);
-    free(t->cursors);
-    t->cursors = xcalloc(n ? n : 1, sizeof *t->cursors);
-    t->cursor_count = 0;
+    cursor *list = xcalloc(n ? n : 1, sizeof *list);
+    *count = 0;
     for (json_ref c = json_first(doc, cursors); c != JSON_NO_REF; c = json_next(doc, c)) {
-        cursor *k = &t->cursors[t->cursor_count++];
+        cursor *k = &list[(*count)++];
         parse_position(doc, json_get(doc, c, "position"), &k->line, &k->col);
         json_ref sel = json_get(doc, c, "selection");
         if (sel != JSON_NO_REF) {
@@ -305,7 +347,91 @@ void model_cursors_arrived(tab *t, const json_doc *doc, json_ref cursors)
             k->has_selection = k->anchor_line != k->line || k->anchor_col != k->col;
         }
     }
+    return list;
 }
+
+void model_cursors_arrived(tab *t, const json_doc *doc, json_ref cursors)
+{
+    free(t->cursors);
+    t->cursors = parse_cursors(doc, cursors, &t->cursor_count);
+    free(t->known_cursors);
+    t->known_cursor_count = t->cursor_count;
+    t->known_cursors = xcalloc(t->cursor_count ? (size_t)t->cursor_count : 1, sizeof *t->known_cursors);
+    memcpy(t->known_cursors, t->cursors, (size_t)t->cursor_count * sizeof *t->cursors);
+}
+
+void model_other_cursors_arrived(tab *t, int64_t client_id, const char *name, const json_doc *doc, json_ref cursors)
+{
+    other_client *o = NULL;
+    for (int i = 0; i < t->other_count && !o; i++)
+        if (t->others[i].client_id == client_id)
+            o = &t->others[i];
+    if (!o) {
+        t->others = xrealloc(t->others, (size_t)(t->other_count + 1) * sizeof *t->others);
+        o = &t->others[t->other_count++];
+        *o = (other_client){.client_id = client_id};
+    }
+    if (name) {
+        free(o->name);
+        o->name = xstrdup(name);
+    }
+    free(o->cursors);
+    o->cursors = parse_cursors(doc, cursors, &o->cursor_count);
+}
+
+void model_clients_arrived(tab *t, int64_t self_id, const json_doc *doc, json_ref clients)
+{
+    others_clear(t);
+    for (json_ref c = json_first(doc, clients); c != JSON_NO_REF; c = json_next(doc, c)) {
+        int64_t id = -1;
+        /* Client 0 is the server itself (the agent's tools, a language server's edits): not a person here. */
+        if (!json_int64(doc, json_get(doc, c, "clientId"), &id) || id == self_id || id == 0)
+            continue;
+        char *name = json_dup_string(doc, json_get(doc, c, "name"));
+        model_other_cursors_arrived(t, id, name ? name : "", doc, json_get(doc, c, "cursors"));
+        free(name);
+    }
+}
+
+void model_client_left(app *a, int64_t client_id)
+{
+    for (int i = 0; i < a->tab_count; i++) {
+        tab *t = a->tabs[i];
+        for (int j = 0; j < t->other_count; j++) {
+            if (t->others[j].client_id != client_id)
+                continue;
+            free(t->others[j].name);
+            free(t->others[j].cursors);
+            memmove(t->others + j, t->others + j + 1, (size_t)(t->other_count - j - 1) * sizeof *t->others);
+            t->other_count--;
+            a->need_paint = true;
+            break;
+        }
+    }
+}
+
+void model_edit_sent(tab *t, uint64_t seq, const char *method, const char *params)
+{
+    t->edits = xrealloc(t->edits, (size_t)(t->edit_count + 1) * sizeof *t->edits);
+    t->edits[t->edit_count++] = (pending_edit){seq, xstrdup(method), xstrdup(params)};
+    t->edits_sent++;
+    t->dirty = true;
+}
+
+void model_edit_answered(tab *t, uint64_t seq)
+{
+    for (int i = 0; i < t->edit_count; i++) {
+        if (t->edits[i].seq != seq)
+            continue;
+        free(t->edits[i].method);
+        free(t->edits[i].params);
+        memmove(t->edits + i, t->edits + i + 1, (size_t)(t->edit_count - i - 1) * sizeof *t->edits);
+        t->edit_count--;
+        return;
+    }
+}
+
+bool tab_unsaved(const tab *t) { return t->dirty || t->edit_count > 0; }
 
 bool refresh_begin(refresh_slot *r)
 {
@@ -409,7 +535,10 @@ void model_viewport_arrived(app *a, tab *t, const json_doc *doc, json_ref result
 
 void model_info_arrived(tab *t, const json_doc *doc, json_ref result)
 {
-    json_bool(doc, json_get(doc, result, "isDirty"), &t->dirty);
+    bool dirty = t->dirty;
+    json_bool(doc, json_get(doc, result, "isDirty"), &dirty);
+    /* An answer asked for before the last edit was sent knows nothing of it. */
+    t->dirty = dirty || (t->edits_sent != t->info_asked_at && t->dirty);
     bool disk = false;
     json_bool(doc, json_get(doc, result, "changedOnDisk"), &disk);
     t->changed_on_disk = disk;
@@ -446,6 +575,9 @@ tab *model_document_opened(app *a, const json_doc *doc, json_ref info)
     for (int i = 0; !t && path && i < a->tab_count; i++)
         if (a->tabs[i]->path && strcmp(a->tabs[i]->path, path) == 0)
             t = a->tabs[i]; /* the same file under a restarted server */
+    for (int i = 0; !t && i < a->tab_count; i++)
+        if (uri && a->tabs[i]->uri && strcmp(a->tabs[i]->uri, uri) == 0)
+            t = a->tabs[i]; /* a document without a file, under a restarted server */
     if (!t) {
         t = xcalloc(1, sizeof *t);
         t->serial = a->next_serial++;

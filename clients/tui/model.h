@@ -66,6 +66,22 @@ typedef struct refresh {
     bool in_flight, again;
 } refresh_slot;
 
+/* Another client's view of a document: its name and its cursors, drawn faintly. */
+typedef struct other_client {
+    int64_t client_id;
+    char *name;
+    cursor *cursors;
+    int cursor_count;
+} other_client;
+
+/* An edit sent and not answered yet: sent again, in order, to a server that
+ * replaced one that went away before answering it. */
+typedef struct pending_edit {
+    uint64_t seq;
+    char *method;
+    char *params; /* the members after documentId, as JSON text */
+} pending_edit;
+
 typedef struct tab {
     uint64_t serial;
     char *doc_id;
@@ -87,8 +103,17 @@ typedef struct tab {
     int mark_count;
     cursor *cursors; /* primary first */
     int cursor_count;
-    refresh_slot viewport, cursors_refresh, git, info;
+    cursor *known_cursors; /* the cursors as the server last told them, before any local echo */
+    int known_cursor_count;
+    refresh_slot viewport, cursors_refresh, git, info, clients;
     bool follow_cursor; /* scroll to the primary cursor when it next arrives */
+    other_client *others; /* the other clients holding this document */
+    int other_count;
+    pending_edit *edits;  /* sent, not answered yet, oldest first */
+    int edit_count;
+    uint64_t edits_sent;  /* edits sent to this document, ever */
+    uint64_t info_asked_at; /* edits_sent when the info in flight was asked for */
+    bool reopening;       /* being opened again under a new server: its doc_id is stale until then */
 } tab;
 
 typedef enum overlay_kind {
@@ -260,6 +285,14 @@ struct app {
     bool restarting;    /* a restarted server: recover our unsaved text, then offer to save it */
     bool restricted;    /* the workspace is untrusted and settings of its own are ignored */
     bool trust_asked;   /* "Trust this folder?" was asked: once per run */
+    int64_t client_id;  /* initialize's clientId; -1 before it (or from a server without one) */
+    int reopen_count;   /* tabs being opened again under a new server */
+    int recovered_count; /* documents a new server gave back with their unsaved text */
+    uint64_t restore_current; /* the tab that was current when the server went */
+    uv_timer_t reconnect_timer;
+    uv_timer_t presence_timer; /* asks who else holds the current document, now and then */
+    int reconnect_tries;
+    bool started_socket_server; /* this run started a socket server for the reconnection */
 };
 
 /* ---- the connection (model.c) ---- */
@@ -301,6 +334,16 @@ tab *model_document_opened(app *a, const json_doc *doc, json_ref info);
 void model_document_closed(app *a, tab *t);
 void model_viewport_arrived(app *a, tab *t, const json_doc *doc, json_ref result);
 void model_cursors_arrived(tab *t, const json_doc *doc, json_ref cursors);
+/* Another client's cursors (document/didChangeCursors, document/clients). */
+void model_other_cursors_arrived(tab *t, int64_t client_id, const char *name, const json_doc *doc, json_ref cursors);
+/* document/clients: every client but this one. */
+void model_clients_arrived(tab *t, int64_t self_id, const json_doc *doc, json_ref clients);
+void model_client_left(app *a, int64_t client_id);
+/* An edit sent to the document (it is dirty from now on, whatever an older answer says). */
+void model_edit_sent(tab *t, uint64_t seq, const char *method, const char *params);
+void model_edit_answered(tab *t, uint64_t seq);
+/* Unsaved: dirty as the server says, or an edit sent and not answered yet. */
+bool tab_unsaved(const tab *t);
 void model_info_arrived(tab *t, const json_doc *doc, json_ref result);
 void model_git_lines_arrived(tab *t, const json_doc *doc, json_ref result);
 /* uri: where it was saved when that changed, else NULL. */

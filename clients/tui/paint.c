@@ -151,6 +151,25 @@ static const diagnostic *diagnostic_at(const tab *t, int line, int col, int line
     return NULL;
 }
 
+/* Another client's caret: drawn faintly, never as ours. */
+static bool other_cursor_at(const tab *t, int line, int col)
+{
+    for (int i = 0; i < t->other_count; i++)
+        for (int j = 0; j < t->others[i].cursor_count; j++)
+            if (t->others[i].cursors[j].line == line && t->others[i].cursors[j].col == col)
+                return true;
+    return false;
+}
+
+static bool other_cursor_past(const tab *t, int line, int cols)
+{
+    for (int i = 0; i < t->other_count; i++)
+        for (int j = 0; j < t->others[i].cursor_count; j++)
+            if (t->others[i].cursors[j].line == line && t->others[i].cursors[j].col >= cols)
+                return true;
+    return false;
+}
+
 static void paint_line(app *a, tab *t, int y, int line, int gutter, int width)
 {
     colors *c = &a->colors;
@@ -217,6 +236,8 @@ static void paint_line(app *a, tab *t, int y, int line, int gutter, int width)
             if (i > 0 && t->cursors[i].line == line && t->cursors[i].col == col)
                 attr |= A_REVERSE;
         }
+        if (other_cursor_at(t, line, col))
+            attr |= A_UNDERLINE | A_DIM;
         const diagnostic *d = diagnostic_at(t, line, col, cols);
         if (d) {
             attr |= A_UNDERLINE;
@@ -247,11 +268,16 @@ static void paint_line(app *a, tab *t, int y, int line, int gutter, int width)
     if (x < gutter)
         x = gutter;
     fill(y, x, x_end, base);
-    /* A secondary cursor at the end of its line. */
-    for (int i = 1; i < t->cursor_count; i++) {
-        int ex = gutter + display - t->left;
-        if (t->cursors[i].line == line && t->cursors[i].col >= cols && ex >= gutter && ex < x_end)
+    /* A secondary cursor at the end of its line; another client's, faint. */
+    int ex = gutter + display - t->left;
+    bool own_at_end = false;
+    for (int i = 1; i < t->cursor_count; i++)
+        own_at_end = own_at_end || (t->cursors[i].line == line && t->cursors[i].col >= cols);
+    if (ex >= gutter && ex < x_end) {
+        if (own_at_end)
             put_text(a, y, ex, ex + 1, " ", A_REVERSE, base);
+        else if (other_cursor_past(t, line, cols))
+            put_text(a, y, ex, ex + 1, " ", A_UNDERLINE | A_DIM, base);
     }
 }
 
@@ -264,7 +290,7 @@ static void paint_tabs(app *a)
         tab *t = a->tabs[i];
         const char *name = t->path ? strrchr(t->path, '/') + 1 : "untitled";
         char label[300];
-        snprintf(label, sizeof label, " %s%s ", name, t->dirty ? " ●" : "  ");
+        snprintf(label, sizeof label, " %s%s ", name, tab_unsaved(t) ? " ●" : "  ");
         bool active = i == a->current;
         put_text(a, 0, x, a->cols, label, active ? A_BOLD : 0,
                  pair_of(a, active ? c->fg : c->status_fg, active ? c->tab_active : c->tab_inactive));
@@ -487,8 +513,14 @@ static void paint_status(app *a, tab *t)
             if ((i != 1 || a->branch) && (int)(rb.len + strlen(extra[i])) < a->cols - 12)
                 buf_append_str(&rb, extra[i]);
     }
-    char right[512];
-    snprintf(right, sizeof right, "%s%s", a->restricted ? "Restricted   " : "", rb.data ? rb.data : "");
+    /* Who else has this file open: one name, else how many. */
+    char presence[96] = "";
+    if (t && t->other_count == 1 && t->others[0].name && *t->others[0].name)
+        snprintf(presence, sizeof presence, "+1 other (%.40s)   ", t->others[0].name);
+    else if (t && t->other_count)
+        snprintf(presence, sizeof presence, "+%d other%s   ", t->other_count, t->other_count == 1 ? "" : "s");
+    char right[640];
+    snprintf(right, sizeof right, "%s%s%s", presence, a->restricted ? "Restricted   " : "", rb.data ? rb.data : "");
     buf_free(&rb);
     int rw = (int)strlen(right);
     if (rw >= a->cols)
@@ -512,7 +544,7 @@ static void paint_status(app *a, tab *t)
             buf_free(&m);
         } else {
             buf m = BUF_INIT;
-            buf_appendf(&m, "%s%s%s%s", t->path ? t->path : "untitled", t->dirty ? " [modified]" : "",
+            buf_appendf(&m, "%s%s%s%s", t->path ? t->path : "untitled", tab_unsaved(t) ? " [modified]" : "",
                         t->changed_on_disk ? " [changed on disk]" : "",
                         t->binary ? " [binary, read-only]" : t->read_only ? " [read-only]" : "");
             put_text(a, y, 1, left_end, m.data, 0, base);

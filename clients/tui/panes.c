@@ -730,28 +730,16 @@ static void on_recovered(void *ctx, uint64_t tag, const json_doc *doc, json_ref 
     app *a = ctx;
     json_ref docs = json_get(doc, result, "documents");
     int n = 0;
-    for (json_ref d = json_first(doc, docs); d != JSON_NO_REF; d = json_next(doc, d), n++)
+    for (json_ref d = json_first(doc, docs); d != JSON_NO_REF; d = json_next(doc, d), n++) {
         editor_adopt_document(a, doc, d, 0, 0);
+        /* A recovered document is nobody's until opened: this client holds it from now on. */
+        char *uri = json_dup_string(doc, json_get(doc, d, "uri"));
+        if (uri)
+            app_call(a, "document/open", NULL, 0, "{\"uri\":%J}", uri);
+        free(uri);
+    }
     if (a->restarting) {
-        /* Files that had no unsaved text: open them again under the new server. */
-        for (int i = 0; i < a->tab_count; i++) {
-            tab *t = a->tabs[i];
-            if (!t->path)
-                continue;
-            bool recovered = false;
-            for (json_ref d = json_first(doc, docs); d != JSON_NO_REF; d = json_next(doc, d)) {
-                char *uri = json_dup_string(doc, json_get(doc, d, "uri"));
-                recovered = recovered || (uri && t->uri && strcmp(uri, t->uri) == 0);
-                free(uri);
-            }
-            if (!recovered)
-                editor_open_path(a, t->path, 0, 0);
-        }
-        a->restarting = false;
-        if (n > 0)
-            command_run(a, "file.saveAs");
-        app_message(a, false, "The server is back; %d document%s recovered with %s unsaved text%s", n, n == 1 ? "" : "s",
-                    n == 1 ? "its" : "their", n ? ": choose where to save it" : "");
+        editor_restore_tabs(a, doc, docs, n);
     } else if (n) {
         app_message(a, false, "Recovered %d document%s with unsaved text", n, n == 1 ? "" : "s");
     }
@@ -773,7 +761,7 @@ static void on_recoverable(void *ctx, uint64_t tag, const json_doc *doc, json_re
     if (a->restarting) {
         buf uris = BUF_INIT;
         for (int i = 0; i < a->tab_count; i++)
-            if (a->tabs[i]->dirty && a->tabs[i]->uri)
+            if (tab_unsaved(a->tabs[i]) && a->tabs[i]->uri)
                 rpc_format(&uris, "%s%J", uris.len ? "," : "", a->tabs[i]->uri);
         app_call(a, "session/recover", on_recovered, 0, "{\"uris\":[%s]}", uris.data ? uris.data : "");
         buf_free(&uris);
@@ -792,5 +780,6 @@ static void on_recoverable(void *ctx, uint64_t tag, const json_doc *doc, json_re
 void recovery_offer(app *a)
 {
     a->restarting = a->tab_count > 0;
+    a->restore_current = app_tab(a) ? app_tab(a)->serial : 0;
     app_call(a, "session/recoverable", on_recoverable, 0, NULL);
 }

@@ -258,6 +258,37 @@ rpc_client *rpc_connect(uv_loop_t *loop, const char *socket_path, rpc_handlers h
     return self;
 }
 
+static void detached_closed(uv_handle_t *h) { free(h); }
+
+bool rpc_start_socket_server(uv_loop_t *loop, const char *server, const char *socket_path, const char *workspace,
+                             const char *server_log, char **why)
+{
+    int err_fd = open(server_log ? server_log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    char *argv[] = {(char *)server, "--socket", (char *)socket_path, "--workspace", (char *)workspace, NULL};
+    uv_stdio_container_t stdio[3] = {
+        {.flags = UV_IGNORE},
+        {.flags = UV_IGNORE},
+        {.flags = err_fd >= 0 ? UV_INHERIT_FD : UV_IGNORE, .data.fd = err_fd},
+    };
+    uv_process_options_t o = {.file = server, .args = argv, .stdio = stdio, .stdio_count = 3,
+                              .flags = UV_PROCESS_DETACHED};
+    uv_process_t *process = xcalloc(1, sizeof *process);
+    int rc = uv_spawn(loop, process, &o);
+    if (err_fd >= 0)
+        close(err_fd);
+    if (rc != 0) {
+        buf b = BUF_INIT;
+        buf_appendf(&b, "cannot start %s: %s", server, uv_strerror(rc));
+        *why = buf_detach(&b);
+        uv_close((uv_handle_t *)process, detached_closed);
+        return false;
+    }
+    /* Not ours to wait for: it serves every client of the workspace. */
+    uv_unref((uv_handle_t *)process);
+    uv_close((uv_handle_t *)process, detached_closed);
+    return true;
+}
+
 static bool send_v(rpc_client *self, const char *method, reply_to *reply, const char *fmt, va_list ap)
 {
     buf params = BUF_INIT;

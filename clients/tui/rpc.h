@@ -37,6 +37,12 @@ rpc_client *rpc_spawn(uv_loop_t *loop, const char *server, const char *workspace
 /* Connects to a server's socket, refusing one run by another user. */
 rpc_client *rpc_connect(uv_loop_t *loop, const char *socket_path, rpc_handlers handlers, char **why);
 
+/* Starts `server --socket SOCKET --workspace DIR` on its own, outliving this
+ * program (other clients share it), its stderr to server_log (or /dev/null).
+ * Returns false with a reason in why (malloc'd). */
+bool rpc_start_socket_server(uv_loop_t *loop, const char *server, const char *socket_path, const char *workspace,
+                             const char *server_log, char **why);
+
 /* Sends a request. params is a format for rpc_format (NULL: no params).
  * Returns false when the connection is closed (nothing is sent). */
 bool rpc_call(rpc_client *self, const char *method, rpc_reply_fn reply, void *ctx, uint64_t tag,

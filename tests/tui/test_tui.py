@@ -56,8 +56,10 @@ class Screen:
         self.tmux("set-option", "-g", "escape-time", "0")
 
     def tmux(self, *args):
-        return subprocess.run(["tmux", "-S", self.socket] + list(args), check=True, capture_output=True,
-                              text=True).stdout
+        done = subprocess.run(["tmux", "-S", self.socket] + list(args), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise Failure("tmux %s: exit %d: %s" % (" ".join(args[:2]), done.returncode, done.stderr.strip()))
+        return done.stdout
 
     def keys(self, *keys, literal=False):
         self.tmux("send-keys", *(["-l"] if literal else []), *keys)
@@ -104,7 +106,7 @@ class Screen:
     def close(self):
         try:
             self.tmux("kill-server")
-        except subprocess.CalledProcessError:
+        except Failure:
             pass
         reports = [os.path.join(self.sanitizer_dir, f) for f in os.listdir(self.sanitizer_dir)]
         text = "".join(open(r, errors="replace").read() for r in reports)
@@ -671,6 +673,271 @@ def test_server_killed_while_keys_wait(work):
 
 
 
+def start_socket_server(work, sock):
+    ecpd = os.path.join(os.path.dirname(TUI), "..", "..", "server", "ecpd")
+    env = dict(os.environ, XDG_DATA_HOME=os.path.join(work, "data"))
+    server = subprocess.Popen([ecpd, "--socket", sock, "--workspace", work], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + TIMEOUT
+    while not os.path.exists(sock):
+        if time.monotonic() > deadline:
+            server.kill()
+            raise Failure("the socket server did not start")
+        time.sleep(0.01)
+    return server
+
+
+def tab_bar(screen):
+    return screen.splitlines()[0] if screen else ""
+
+
+def underlined(colored_line):
+    """True when some cell of the line is drawn underlined (SGR 4, alone or among others; colours'
+    38;5;N, 38;2;R;G;B and their 48 forms are skipped)."""
+    for params in re.findall(r"\x1b\[([0-9;:]*)m", colored_line):
+        codes = params.split(";")
+        i = 0
+        while i < len(codes):
+            if codes[i] in ("38", "48", "58") and i + 1 < len(codes):
+                i += 3 if codes[i + 1] == "5" else 5 if codes[i + 1] == "2" else 2
+                continue
+            if codes[i] == "4" or codes[i].startswith("4:"):
+                return True
+            i += 1
+    return False
+
+
+def test_two_clients_one_file(work):
+    # Two editors on one shared server, one file: each has its own cursors, each sees the other's;
+    # a save clears both's mark; one quitting without saving leaves the other's text alone.
+    sock = os.path.join(work, "ecpd.sock")
+    path = os.path.join(work, "both.txt")
+    with open(path, "w") as f:
+        f.write("middle\n")
+    server = start_socket_server(work, sock)
+    env = {"XDG_DATA_HOME": os.path.join(work, "data")}
+    a = b = None
+    try:
+        a = Screen(["--connect", sock, path], work, env=env)
+        a.wait_for("middle")
+        b = Screen(["--connect", sock, path], work, env=env)
+        b.wait_for("middle")
+        a.keys("End")
+        a.wait(lambda t: "Ln 1, Col 7" in status_line(t), "A at the end of the line")
+        a.type(" tailA")
+        a.wait_for("middle tailA")
+        b.wait_for("middle tailA")
+        b.type("headB ")  # B's cursor is its own: still at the start
+        b.wait_for("headB middle tailA")
+        a.wait_for("headB middle tailA")
+        a.type("!")  # and A's is still at its end, moved by B's edit
+        a.wait_for("headB middle tailA!")
+        screen = a.wait(lambda t: "+1 other" in status_line(t), "A's status line naming the other client")
+        colored = a.wait(lambda t: underlined(line_of(t, "headB") or ""), "B's cursor drawn in A's view", colored=True)
+        a.keys("C-s")
+        a.wait_for("Saved")
+        b.wait(lambda t: "●" not in tab_bar(t), "B's mark cleared by A's save")
+        with open(path) as f:
+            got = f.read()
+        if got != "headB middle tailA!\n":
+            raise Failure("file on disk after A's save: %r" % got)
+        b.type("more ")  # where B's cursor was left: after its own text
+        b.wait_for("headB more middle")
+        b.keys("C-s")
+        b.wait_for("Saved")
+        a.wait(lambda t: "headB more middle" in t and "●" not in tab_bar(t), "A with B's saved text and no mark")
+        with open(path) as f:
+            got = f.read()
+        if got != "headB more middle tailA!\n":
+            raise Failure("file on disk after both saves: %r" % got)
+        # A types and does not save; B quits without saving: A's text stays, and A saves it.
+        a.keys("End")
+        a.type(" unsavedA")
+        a.wait_for("tailA! unsavedA")
+        b.wait(lambda t: "unsavedA" in t and "●" in tab_bar(t), "B seeing A's unsaved text")
+        b.keys("C-q")
+        question = b.wait(lambda t: "(s)ave all" in status_line(t), "B's question")
+        if "others keep" not in status_line(question):
+            raise Failure("the question does not say the others keep it open:\n" + question)
+        b.type("d")
+        if b.wait_exit() != "0":
+            raise Failure("B's exit status " + b.exited())
+        time.sleep(0.5)
+        screen = a.text()
+        if "tailA! unsavedA" not in screen or "●" not in tab_bar(screen):
+            raise Failure("A's unsaved text changed when B quit:\n" + screen)
+        if "+1 other" in status_line(screen):
+            a.wait(lambda t: "+1 other" not in status_line(t), "B gone from A's status line")
+        a.keys("C-s")
+        a.wait_for("Saved")
+        with open(path) as f:
+            got = f.read()
+        if got != "headB more middle tailA! unsavedA\n":
+            raise Failure("file on disk after B discarded: %r" % got)
+    finally:
+        for s in (a, b):
+            if s:
+                s.close()
+        server.terminate()
+        server.wait()
+
+
+def socket_server_pid(sock):
+    out = subprocess.run(["pgrep", "-f", "ecpd --socket " + sock], capture_output=True, text=True).stdout
+    pids = out.split()
+    return int(pids[0]) if pids else None
+
+
+def test_shared_server_killed_while_typing(work):
+    # --connect with no server starts one; when it dies the editor connects again (starting another),
+    # gets its unsaved text back, sends again the keys the dead one never answered and those typed
+    # meanwhile: nothing typed is lost, nothing is shown and then dropped.
+    sock = os.path.join(work, "ecpd.sock")
+    path = os.path.join(work, "kill.txt")
+    with open(path, "w") as f:
+        f.write("alpha\n")
+    s = Screen(["--connect", sock, path], work, env={"XDG_DATA_HOME": os.path.join(work, "data")})
+    pid = None
+    try:
+        s.wait_for("alpha")
+        pid = socket_server_pid(sock)
+        if not pid:
+            raise Failure("--connect with no server running started none")
+        s.type("one ")
+        s.wait_for("one alpha")
+        time.sleep(1.5)  # the server keeps unsaved text for recovery within about a second of an edit
+        os.kill(pid, signal.SIGSTOP)
+        s.type("two ")  # sent, shown, never answered
+        s.wait_for("one two alpha")
+        os.kill(pid, signal.SIGKILL)
+        s.wait_for("The server")
+        s.type("three ")  # typed while there is no server
+        s.wait_for("one two three alpha")
+        new_pid = s.wait(lambda t: socket_server_pid(sock) not in (None, pid), "a new server") and socket_server_pid(sock)
+        time.sleep(0.5)
+        screen = s.text()
+        if "one two three alpha" not in screen:
+            raise Failure("typed text lost:\n" + screen)
+        s.keys("C-s")
+        s.wait_for("Saved")
+        with open(path) as f:
+            got = f.read()
+        if got != "one two three alpha\n":
+            raise Failure("file on disk: %r" % got)
+        pid = new_pid
+    finally:
+        s.close()
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        other = socket_server_pid(sock)
+        if other:
+            os.kill(other, signal.SIGKILL)
+
+
+def socket_server_pids(sock):
+    out = subprocess.run(["pgrep", "-f", "ecpd --socket " + sock], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_shared_server_killed_under_two_editors(work):
+    # Both editors lose the server; one new server comes up for both, and both find the unsaved text,
+    # with the keys one typed meanwhile.
+    sock = os.path.join(work, "ecpd.sock")
+    path = os.path.join(work, "two.txt")
+    with open(path, "w") as f:
+        f.write("alpha\n")
+    env = {"XDG_DATA_HOME": os.path.join(work, "data")}
+    a = Screen(["--connect", sock, path], work, env=env)
+    b = None
+    try:
+        a.wait_for("alpha")
+        b = Screen(["--connect", sock, path], work, env=env)
+        b.wait_for("alpha")
+        a.type("one ")
+        b.wait_for("one alpha")
+        time.sleep(1.5)  # journaled for recovery
+        first = socket_server_pids(sock)
+        for pid in first:
+            os.kill(pid, signal.SIGKILL)
+        a.wait_for("The server")
+        a.type("two ")
+        a.wait_for("one two alpha")
+        b.wait_for("one two alpha")
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+        running = socket_server_pids(sock)
+        if len(running) != 1 or running[0] in first:
+            raise Failure("socket servers running after the restart: %r (the killed: %r)" % (running, first))
+        a.keys("C-s")
+        a.wait_for("Saved")
+        b.wait(lambda t: "●" not in tab_bar(t), "B's mark cleared by A's save")
+        with open(path) as f:
+            got = f.read()
+        if got != "one two alpha\n":
+            raise Failure("file on disk: %r" % got)
+    finally:
+        for s in (a, b):
+            if s:
+                s.close()
+        for pid in socket_server_pids(sock):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_keys_typed_while_server_gone(work):
+    # Its own server on stdio: keys typed while it is gone wait, unseen, and apply once Ctrl+S brought
+    # it back with the unsaved text.
+    path = os.path.join(work, "g.txt")
+    with open(path, "w") as f:
+        f.write("alpha\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("alpha")
+        s.type("one ")
+        s.wait_for("one alpha")
+        time.sleep(1.5)
+        os.kill(server_pid(work), 9)
+        s.wait_for("The server stopped")
+        s.type("two ")
+        s.wait_for("4 keys wait")
+        if "two" in s.text():
+            raise Failure("keys shown before any server has them:\n" + s.text())
+        s.keys("C-s")
+        s.wait_for("Save as:")
+        s.keys("Escape")
+        s.wait_for("one two alpha")
+        s.keys("C-s")
+        s.wait_for("Saved")
+        with open(path) as f:
+            got = f.read()
+        if got != "one two alpha\n":
+            raise Failure("file on disk: %r" % got)
+    finally:
+        s.close()
+
+
+def test_quick_quit_after_typing_asks(work):
+    # Ctrl+Q right after a key: the dirty state has not come back yet, but the edit was sent.
+    path = os.path.join(work, "fast.txt")
+    with open(path, "w") as f:
+        f.write("keep\n")
+    for attempt in range(5):
+        s = Screen([path], work)
+        try:
+            s.wait_for("keep")
+            s.keys("x", "C-q")
+            s.wait(lambda t: "unsaved" in t or s.exited() is not None, "the question")
+            if s.exited() is not None:
+                raise Failure("quit without asking, attempt %d" % attempt)
+            s.type("d")
+            s.wait_exit()
+        finally:
+            s.close()
+
+
 def table_commands():
     """The commands as the editor's one table lists them: (name, help line)."""
     source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "tui", "commands.c")
@@ -1030,7 +1297,8 @@ TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, 
          test_truecolor, test_rebinding_applies_at_once, test_server_killed_while_keys_wait,
          test_every_command_in_help, test_commands_bound_from_another_client, test_huge_file, test_binary_file, test_mouse,
          test_git_panel_and_palette, test_untrusted_folder_asks_and_says_restricted,
-         test_language_server_asks_for_trust]
+         test_language_server_asks_for_trust, test_two_clients_one_file, test_shared_server_killed_while_typing,
+         test_keys_typed_while_server_gone, test_quick_quit_after_typing_asks, test_shared_server_killed_under_two_editors]
 
 
 def main():
