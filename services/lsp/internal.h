@@ -77,10 +77,10 @@ typedef struct lsp_starter {
 } lsp_starter;
 
 /* One process of a server. It outlives its server when the server is stopped
- * or restarted: it is freed once its handles have closed. */
+ * or restarted: it is freed once the child has exited, or with the service. */
 typedef struct lsp_proc {
     lsp_server *server; /* NULL once detached */
-    lsp_service *svc;   /* NULL once the service is gone */
+    lsp_service *svc;   /* NULL until it is one of the service's procs */
     struct lsp_proc *prev, *next; /* the service's live processes */
     ecp_logger *log;
     char *language_id;
@@ -139,7 +139,7 @@ struct lsp_service {
     bool doc_uris_shared;     /* two docs have had one uri: removing rescans */
     ecp_map *diags;           /* normalised uri -> lsp_diag_entry, in the order first published */
     lsp_custom_config *configs;
-    lsp_proc *procs; /* every process whose handles are open, its server's or detached */
+    lsp_proc *procs; /* every process not yet freed, its server's or detached */
     ecp_job_set *jobs; /* NULL without a pool: everything is made on the loop */
     ecp_listeners listeners;
 };
