@@ -30,6 +30,13 @@ struct ecp_peer_request {
     char *method;
 };
 
+/* A message waiting behind the closed gate. */
+typedef struct gated {
+    struct gated *next;
+    buf msg;
+    int64_t request_id;
+} gated;
+
 struct ecp_peer {
     uv_loop_t *loop;
     ecp_peer_options options;
@@ -40,6 +47,8 @@ struct ecp_peer {
     size_t pending_count;
     ecp_peer_request *requests; /* received, not yet answered */
     int64_t next_id;
+    bool gate_closed;
+    gated *gated, *gated_tail; /* in the order sent */
     bool open;
     int depth;   /* callbacks running: a free waits for them to return */
     bool freed;
@@ -65,6 +74,12 @@ static void destroy(ecp_peer *self)
         free(r->id_json);
         free(r->method);
         free(r);
+    }
+    while (self->gated) {
+        gated *g = self->gated;
+        self->gated = g->next;
+        buf_free(&g->msg);
+        free(g);
     }
     framing_decoder_free(&self->decoder);
     uv_close((uv_handle_t *)&self->timer, timer_closed);
@@ -102,6 +117,42 @@ static bool emit(ecp_peer *self, const buf *msg, int64_t request_id)
         buf_free(&framed);
     }
     return release(self);
+}
+
+/* Writes one message, or keeps it behind the closed gate. Takes msg's bytes
+ * when it keeps them. Returns false when the peer was freed. */
+static bool emit_gated(ecp_peer *self, buf *msg, int64_t request_id, bool past_gate)
+{
+    if (!self->gate_closed || past_gate)
+        return emit(self, msg, request_id);
+    gated *g = xcalloc(1, sizeof *g);
+    g->msg = *msg;
+    *msg = (buf)BUF_INIT;
+    g->request_id = request_id;
+    if (self->gated_tail)
+        self->gated_tail->next = g;
+    else
+        self->gated = g;
+    self->gated_tail = g;
+    return true;
+}
+
+void ecp_peer_gate_close(ecp_peer *self) { self->gate_closed = true; }
+
+void ecp_peer_gate_open(ecp_peer *self)
+{
+    self->gate_closed = false;
+    hold(self);
+    while (self->gated && self->open && !self->freed) {
+        gated *g = self->gated;
+        self->gated = g->next;
+        if (!self->gated)
+            self->gated_tail = NULL;
+        emit(self, &g->msg, g->request_id);
+        buf_free(&g->msg);
+        free(g);
+    }
+    release(self);
 }
 
 static void message_begin(json_writer *w, buf *out)
@@ -228,8 +279,8 @@ static void on_timer(uv_timer_t *t)
     release(self);
 }
 
-int64_t ecp_peer_call(ecp_peer *self, const char *method, const char *params_json, uint64_t timeout_ms,
-                      ecp_peer_answer_fn done, void *ctx)
+static int64_t call(ecp_peer *self, const char *method, const char *params_json, uint64_t timeout_ms,
+                    ecp_peer_answer_fn done, void *ctx, bool past_gate)
 {
     if (!self->open)
         return 0;
@@ -258,12 +309,24 @@ int64_t ecp_peer_call(ecp_peer *self, const char *method, const char *params_jso
     jw_object_end(&w);
     if (timeout_ms)
         rearm(self);
-    emit(self, &out, id);
+    emit_gated(self, &out, id, past_gate);
     buf_free(&out);
     return id;
 }
 
-bool ecp_peer_notify(ecp_peer *self, const char *method, const char *params_json)
+int64_t ecp_peer_call(ecp_peer *self, const char *method, const char *params_json, uint64_t timeout_ms,
+                      ecp_peer_answer_fn done, void *ctx)
+{
+    return call(self, method, params_json, timeout_ms, done, ctx, false);
+}
+
+int64_t ecp_peer_call_past_gate(ecp_peer *self, const char *method, const char *params_json, uint64_t timeout_ms,
+                                ecp_peer_answer_fn done, void *ctx)
+{
+    return call(self, method, params_json, timeout_ms, done, ctx, true);
+}
+
+static bool notify(ecp_peer *self, const char *method, const char *params_json, bool past_gate)
 {
     if (!self->open)
         return false;
@@ -276,9 +339,19 @@ bool ecp_peer_notify(ecp_peer *self, const char *method, const char *params_json
         jw_raw(&w, params_json, strlen(params_json));
     }
     jw_object_end(&w);
-    emit(self, &out, 0);
+    emit_gated(self, &out, 0, past_gate);
     buf_free(&out);
     return true;
+}
+
+bool ecp_peer_notify(ecp_peer *self, const char *method, const char *params_json)
+{
+    return notify(self, method, params_json, false);
+}
+
+bool ecp_peer_notify_past_gate(ecp_peer *self, const char *method, const char *params_json)
+{
+    return notify(self, method, params_json, true);
 }
 
 bool ecp_peer_cancel(ecp_peer *self, int64_t id)

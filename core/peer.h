@@ -98,6 +98,18 @@ int64_t ecp_peer_call(ecp_peer *self, const char *method, const char *params_jso
 /* Sends a notification. False when the peer is closed. */
 bool ecp_peer_notify(ecp_peer *self, const char *method, const char *params_json);
 
+/* The gate, for a protocol that opens with a handshake (LSP: nothing but
+ * initialize until it is answered, and initialized first after it). While
+ * the gate is closed, the requests and notifications sent (cancel notices
+ * too) wait behind it, in order, and their timeouts run; answers to the other
+ * side's requests pass, and so does what is sent with the _past_gate calls.
+ * Opening it sends what waited, in order. The gate starts open. */
+void ecp_peer_gate_close(ecp_peer *self);
+void ecp_peer_gate_open(ecp_peer *self);
+int64_t ecp_peer_call_past_gate(ecp_peer *self, const char *method, const char *params_json, uint64_t timeout_ms,
+                                ecp_peer_answer_fn done, void *ctx);
+bool ecp_peer_notify_past_gate(ecp_peer *self, const char *method, const char *params_json);
+
 /* Withdraws request id: the cancel notice goes out and done is called with
  * ECP_ECANCELED. Returns false when no such request is pending. */
 bool ecp_peer_cancel(ecp_peer *self, int64_t id);

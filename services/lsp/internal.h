@@ -11,6 +11,8 @@
 #include "json.h"
 #include "json_writer.h"
 #include "map.h"
+#include "peer.h"
+#include "process.h"
 #include "session/interface.h"
 #include "shared.h"
 
@@ -55,10 +57,10 @@ typedef struct lsp_diag_entry {
 } lsp_diag_entry;
 
 struct lsp_request {
-    uv_timer_t timer; /* first: the request is freed when the timer closes */
     lsp_service *svc;
     lsp_server *server;
-    int64_t id;
+    ecp_peer *peer;  /* of the process it was sent to */
+    int64_t id;      /* the peer's, while it waits for its answer; 0 after */
     char *method;
     unsigned timeout_ms;
     lsp_result_cb cb;
@@ -75,28 +77,20 @@ typedef struct lsp_starter {
     struct lsp_starter *next;
 } lsp_starter;
 
-/* A message to a server held behind one still being made off the loop. */
-typedef struct lsp_held {
-    ecp_shared *bytes; /* framed; pending until made */
-    struct lsp_held *next;
-} lsp_held;
-
 /* One process of a server. It outlives its server when the server is stopped
- * or restarted: it is freed once its handles have closed. */
+ * or restarted: it is freed once the child has exited, or with the service. */
 typedef struct lsp_proc {
     lsp_server *server; /* NULL once detached */
-    lsp_service *svc;   /* NULL once the service is gone */
+    lsp_service *svc;   /* NULL until it is one of the service's procs */
     struct lsp_proc *prev, *next; /* the service's live processes */
     ecp_logger *log;
     char *language_id;
-    uv_process_t process;
-    uv_pipe_t in, out, err;
-    uv_timer_t kill_timer;
-    int open_handles;
+    ecp_process *process;
+    /* Content-Length framed; its gate holds what is sent before initialize
+     * is answered, except initialize itself and answers to the server */
+    ecp_peer *peer;
     bool exited;
-    framing_decoder decoder;
     buf err_line;
-    lsp_held *held, *held_tail; /* what waits, in order, for the first to be made */
 } lsp_proc;
 
 struct lsp_server {
@@ -107,10 +101,7 @@ struct lsp_server {
     char *error;
     char *capabilities;
     lsp_proc *proc;
-    int64_t next_id;
-    int64_t init_id;
     lsp_request *pending;
-    buf outbox; /* framed messages held until initialize has answered */
     int sync_kind; /* 0 none, 1 full, 2 incremental */
     bool save_text;
     ecp_position_encoding enc;
@@ -149,7 +140,7 @@ struct lsp_service {
     bool doc_uris_shared;     /* two docs have had one uri: removing rescans */
     ecp_map *diags;           /* normalised uri -> lsp_diag_entry, in the order first published */
     lsp_custom_config *configs;
-    lsp_proc *procs; /* every process whose handles are open, its server's or detached */
+    lsp_proc *procs; /* every process not yet freed, its server's or detached */
     ecp_job_set *jobs; /* NULL without a pool: everything is made on the loop */
     ecp_listeners listeners;
     lsp_autostart *autostart; /* NULL until made, and once freed */
@@ -170,32 +161,48 @@ int lsp_trust_check(lsp_service *self, const char *root_uri, ecp_error *err);
 bool lsp_command_find(lsp_service *self, const char *command, buf *out);
 
 /* rpc.c */
-void lsp_proc_close(lsp_proc *p);
 /* Appends one message with its Content-Length header. Any thread. */
 void lsp_frame(buf *out, const char *json, size_t len);
-/* Writes framed bytes now, or after the messages held before them. */
+/* Writes framed bytes now, or after the bytes in the making written before them. */
 void lsp_proc_write(lsp_proc *p, const char *data, size_t len);
-/* Writes bytes that may still be in the making (ecp_shared_pending): they and
- * everything written after them wait until they are filled. */
+/* Writes framed bytes that may still be in the making (ecp_shared_pending):
+ * they and everything written after them wait until they are filled. */
 void lsp_proc_write_shared(lsp_proc *p, ecp_shared *bytes);
 /* Forgets what is held: for a process that will hear nothing more that matters. */
 void lsp_proc_drop_held(lsp_proc *p);
+/* Detaches the process from its server and ends it: at once with kill_now,
+ * else after the grace period unless it leaves by itself. */
 void lsp_proc_release(lsp_proc *p, bool kill_now);
+/* Detaches and ends it after shutdown and exit: within the grace period, or
+ * at once at teardown, when the loop may not turn again. */
+void lsp_proc_stop(lsp_proc *p, bool at_teardown);
+/* The processes still in their grace period, killed and forgotten now. */
+void lsp_procs_end(lsp_service *svc);
+/* Starts the program; what is sent to it waits until lsp_server_open_gate,
+ * but for initialize, initialized and the answers to its requests. */
 lsp_proc *lsp_proc_spawn(lsp_server *s, const char *file, const lsp_server_config *config, ecp_error *err);
-void lsp_server_send(lsp_server *s, const buf *json, bool before_ready);
+/* Sends initialize: its answer makes the server ready (lsp_server_ready) or gone. */
+void lsp_server_initialize(lsp_server *s, const char *params);
+/* Sends initialized, then lets through what waited for it. */
+void lsp_server_initialized(lsp_server *s);
+void lsp_server_open_gate(lsp_server *s);
+/* params: params_len bytes of JSON followed by a NUL (a buf's data). Before the
+ * server is ready, they wait behind the gate. */
 void lsp_server_notify(lsp_server *s, const char *method, const char *params, size_t params_len);
+lsp_request *lsp_server_request(lsp_server *s, const char *method, const char *params, lsp_result_cb cb, void *ctx);
 void lsp_request_finish(lsp_request *r, int status, const ecp_error *err, const lsp_result *result);
-void lsp_send_cancel(lsp_server *s, int64_t id);
+/* Withdraws r: the server is told ($/cancelRequest) and r's callback gets ECP_ECANCELED. */
+void lsp_request_withdraw(lsp_request *r);
 unsigned lsp_request_timeout_ms(lsp_server *s);
-lsp_request *lsp_server_request(lsp_server *s, const char *method, const char *params, size_t params_len, lsp_result_cb cb, void *ctx, bool before_ready);
 void lsp_fail_pending(lsp_server *s, int status, const char *why);
 void lsp_finish_starters(lsp_server *s, int status, const char *why);
-void lsp_server_reply(lsp_server *s, const json_doc *doc, json_ref id, const char *result_json);
-void lsp_server_reply_error(lsp_server *s, const json_doc *doc, json_ref id, int code, const char *message);
 
 /* requests.c */
-void lsp_server_request_in(lsp_server *s, const json_doc *doc, json_ref id, json_ref method, json_ref params);
-void lsp_server_response_in(lsp_server *s, const json_doc *doc, int64_t id, json_ref result, json_ref error);
+/* Answers request, now. */
+void lsp_server_request_in(lsp_server *s, ecp_peer_request *request, const json_doc *doc, json_ref method,
+                           json_ref params);
+/* The server's answer to r, which it completes. */
+void lsp_request_answer_in(lsp_request *r, const json_doc *doc, json_ref result, json_ref error);
 
 /* documents.c */
 char *lsp_doc_uri(const char *uri);

@@ -87,7 +87,7 @@ static bool apply_text_edits(lsp_server *s, const json_doc *doc, const char *uri
     return rc == 0;
 }
 
-static void apply_edit(lsp_server *s, const json_doc *doc, json_ref id, json_ref params)
+static void apply_edit(lsp_server *s, ecp_peer_request *request, const json_doc *doc, json_ref params)
 {
     json_ref edit = json_get(doc, params, "edit");
     buf why;
@@ -122,13 +122,14 @@ static void apply_edit(lsp_server *s, const json_doc *doc, json_ref id, json_ref
         buf_push(&result, '"');
     }
     buf_push(&result, '}');
-    lsp_server_reply(s, doc, id, result.data);
+    ecp_peer_respond(request, result.data);
     buf_free(&result);
     buf_free(&why);
     arena_free(&a);
 }
 
-void lsp_server_request_in(lsp_server *s, const json_doc *doc, json_ref id, json_ref method, json_ref params)
+void lsp_server_request_in(lsp_server *s, ecp_peer_request *request, const json_doc *doc, json_ref method,
+                           json_ref params)
 {
     if (json_string_eq(doc, method, "workspace/configuration")) {
         buf out;
@@ -140,21 +141,21 @@ void lsp_server_request_in(lsp_server *s, const json_doc *doc, json_ref id, json
              item = json_next(doc, item))
             configuration_item(s, doc, item, &w);
         jw_array_end(&w);
-        lsp_server_reply(s, doc, id, out.data);
+        ecp_peer_respond(request, out.data);
         buf_free(&out);
     } else if (json_string_eq(doc, method, "client/registerCapability") ||
                json_string_eq(doc, method, "client/unregisterCapability") ||
                json_string_eq(doc, method, "window/workDoneProgress/create")) {
-        lsp_server_reply(s, doc, id, "null");
+        ecp_peer_respond(request, "null");
     } else if (json_string_eq(doc, method, "window/showMessageRequest")) {
         size_t len;
         const char *raw = json_raw(doc, params, &len);
         char *copy = xstrndup(raw ? raw : "{}", raw ? len : 2);
         ECP_EMIT(&s->svc->listeners, lsp_listener, on_message, s->language_id, copy);
         free(copy);
-        lsp_server_reply(s, doc, id, "null");
+        ecp_peer_respond(request, "null");
     } else if (json_string_eq(doc, method, "workspace/applyEdit")) {
-        apply_edit(s, doc, id, params);
+        apply_edit(s, request, doc, params);
     } else if (json_string_eq(doc, method, "workspace/workspaceFolders")) {
         buf out;
         buf_init(&out);
@@ -165,14 +166,14 @@ void lsp_server_request_in(lsp_server *s, const json_doc *doc, json_ref id, json
         } else {
             buf_append_str(&out, "null");
         }
-        lsp_server_reply(s, doc, id, out.data);
+        ecp_peer_respond(request, out.data);
         buf_free(&out);
     } else {
         size_t len;
         const char *raw = json_raw(doc, method, &len);
         ecp_log(s->svc->log, ECP_LOG_WARN, "lsp %s: unknown request %.*s from the server", s->language_id,
                 (int)(raw ? len : 0), raw ? raw : "");
-        lsp_server_reply_error(s, doc, id, -32601, "Method not found");
+        ecp_peer_respond_error(request, -32601, "Method not found");
     }
 }
 
@@ -454,32 +455,9 @@ static void request_answered(lsp_request *r, const json_doc *doc, json_ref resul
     arena_free(&strings);
 }
 
-void lsp_server_response_in(lsp_server *s, const json_doc *doc, int64_t id, json_ref result, json_ref error)
+void lsp_request_answer_in(lsp_request *r, const json_doc *doc, json_ref result, json_ref error)
 {
-    if (id == s->init_id && s->status == LSP_STARTING) {
-        s->init_id = -1;
-        if (error != JSON_NO_REF || json_type_of(doc, result) != JSON_OBJECT) {
-            arena a;
-            arena_init(&a);
-            const char *msg = NULL;
-            size_t len;
-            char why[600];
-            if (json_string(doc, json_get(doc, error, "message"), &a, &msg, &len))
-                snprintf(why, sizeof why, "initialize failed: %s", msg);
-            else
-                snprintf(why, sizeof why, "initialize failed");
-            arena_free(&a);
-            lsp_server_proc_gone(s, why);
-            return;
-        }
-        lsp_server_ready(s, doc, result);
-        return;
-    }
-    lsp_request *r = s->pending;
-    while (r && r->id != id)
-        r = r->next;
-    if (!r)
-        return; /* answered after its timeout or cancel */
+    lsp_server *s = r->server;
     if (error != JSON_NO_REF) {
         arena a;
         arena_init(&a);
@@ -523,7 +501,7 @@ lsp_request *lsp_request_send(lsp_service *self, const char *uri, const char *me
         cb(ctx, ECP_ESTATE, &err, NULL);
         return NULL;
     }
-    lsp_request *r = lsp_server_request(s, method, params, strlen(params), cb, ctx, false);
+    lsp_request *r = lsp_server_request(s, method, params, cb, ctx);
     r->kind = kind;
     r->enc = enc;
     r->uri = xstrdup(uri);
@@ -533,10 +511,6 @@ lsp_request *lsp_request_send(lsp_service *self, const char *uri, const char *me
 void lsp_request_cancel(lsp_service *self, lsp_request *req)
 {
     (void)self;
-    ecp_error err;
-    ecp_error_set(&err, ECP_ECANCELED, "Request cancelled");
-    if (req->server && req->server->status == LSP_READY)
-        lsp_send_cancel(req->server, req->id);
-    lsp_request_finish(req, ECP_ECANCELED, &err, NULL);
+    lsp_request_withdraw(req);
 }
 

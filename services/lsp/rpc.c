@@ -1,30 +1,29 @@
-/* JSON-RPC with a server process: spawning it, Content-Length framing on
- * its pipes, messages out (notifications, requests with their timers,
- * replies) and messages in, dispatched by kind. */
-#include <errno.h>
+/* JSON-RPC with a server process: the process (core/process) with its
+ * stderr logged, the endpoint (core/peer) with Content-Length framing, the
+ * gate that holds messages until initialize is answered, requests out with
+ * their timeouts, and messages in, dispatched by kind. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "buf.h"
-#include "document/interface.h"
 #include "event.h"
 #include "framing.h"
 #include "internal.h"
 #include "json.h"
-#include "json_writer.h"
 #include "session/interface.h"
 #include "shared.h"
 #include "uri.h"
 
+/* A line of stderr longer than this is logged in parts. */
+#define LSP_STDERR_LINE 2000
+
 /* ----- the process ------------------------------------------------------------------ */
 
-static void proc_handle_closed(uv_handle_t *h)
+static void proc_free(lsp_proc *p)
 {
-    lsp_proc *p = h->data;
-    if (--p->open_handles > 0)
-        return;
     if (p->svc) {
         if (p->prev)
             p->prev->next = p->next;
@@ -33,205 +32,51 @@ static void proc_handle_closed(uv_handle_t *h)
         if (p->next)
             p->next->prev = p->prev;
     }
-    lsp_proc_drop_held(p);
-    framing_decoder_free(&p->decoder);
+    ecp_process_close(p->process);
+    ecp_peer_free(p->peer);
     buf_free(&p->err_line);
     free(p->language_id);
     free(p);
 }
 
-static void proc_close_handle(lsp_proc *p, uv_handle_t *h)
-{
-    if (!uv_is_closing(h))
-        uv_close(h, proc_handle_closed);
-}
-
-void lsp_proc_close(lsp_proc *p)
-{
-    proc_close_handle(p, (uv_handle_t *)&p->in);
-    proc_close_handle(p, (uv_handle_t *)&p->out);
-    proc_close_handle(p, (uv_handle_t *)&p->err);
-    proc_close_handle(p, (uv_handle_t *)&p->kill_timer);
-    proc_close_handle(p, (uv_handle_t *)&p->process);
-}
-
-static void proc_kill_now(uv_timer_t *t)
-{
-    lsp_proc *p = t->data;
-    if (!p->exited)
-        uv_process_kill(&p->process, SIGKILL);
-}
-
-/* A write in flight: its own copy of the bytes, or a reference to shared ones. */
-typedef struct write_req {
-    uv_write_t req;
-    char *data;
-    ecp_shared *shared;
-} write_req;
-
-static void write_done(uv_write_t *req, int status)
-{
-    (void)status; /* a server that stopped reading is noticed by its exit */
-    write_req *w = (write_req *)req;
-    free(w->data);
-    ecp_shared_unref(w->shared);
-    free(w);
-}
-
-static void write_now(lsp_proc *p, const char *data, size_t len, ecp_shared *shared)
-{
-    if (!p || p->exited || uv_is_closing((uv_handle_t *)&p->in))
-        return;
-    write_req *w = xcalloc(1, sizeof *w);
-    if (shared) {
-        w->shared = ecp_shared_ref(shared);
-    } else {
-        w->data = xmalloc(len ? len : 1);
-        memcpy(w->data, data, len);
-        data = w->data;
-    }
-    uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&p->in, &b, 1, write_done) != 0) {
-        free(w->data);
-        ecp_shared_unref(w->shared);
-        free(w);
-    }
-}
-
-static void held_flush(void *ctx)
-{
-    lsp_proc *p = ctx;
-    while (p->held && ecp_shared_ready(p->held->bytes)) {
-        lsp_held *h = p->held;
-        p->held = h->next;
-        if (!p->held)
-            p->held_tail = NULL;
-        write_now(p, ecp_shared_data(h->bytes), ecp_shared_len(h->bytes), h->bytes);
-        ecp_shared_unref(h->bytes);
-        free(h);
-    }
-}
-
-static void held_push(lsp_proc *p, ecp_shared *bytes)
-{
-    lsp_held *h = xcalloc(1, sizeof *h);
-    h->bytes = bytes;
-    if (p->held_tail)
-        p->held_tail->next = h;
-    else
-        p->held = h;
-    p->held_tail = h;
-    if (!ecp_shared_ready(bytes))
-        ecp_shared_when_ready(bytes, held_flush, p);
-}
-
-void lsp_proc_drop_held(lsp_proc *p)
-{
-    while (p->held) {
-        lsp_held *h = p->held;
-        p->held = h->next;
-        if (!ecp_shared_ready(h->bytes))
-            ecp_shared_forget(h->bytes, held_flush, p);
-        ecp_shared_unref(h->bytes);
-        free(h);
-    }
-    p->held_tail = NULL;
-}
-
 void lsp_proc_write(lsp_proc *p, const char *data, size_t len)
 {
-    if (!p || p->exited)
-        return;
-    if (!p->held) {
-        write_now(p, data, len, NULL);
-        return;
-    }
-    /* behind a message still being made: it goes out after it */
-    char *copy = xmalloc(len ? len : 1);
-    memcpy(copy, data, len);
-    held_push(p, ecp_shared_adopt(copy, len));
+    if (p && !p->exited)
+        ecp_process_write(p->process, data, len);
 }
 
 void lsp_proc_write_shared(lsp_proc *p, ecp_shared *bytes)
 {
-    if (!p || p->exited)
-        return;
-    if (!p->held && ecp_shared_ready(bytes)) {
-        write_now(p, ecp_shared_data(bytes), ecp_shared_len(bytes), bytes);
-        return;
-    }
-    held_push(p, ecp_shared_ref(bytes));
+    if (p && !p->exited)
+        ecp_process_write_shared(p->process, bytes);
 }
 
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+void lsp_proc_drop_held(lsp_proc *p) { ecp_process_drop_held(p->process); }
+
+static void proc_output(void *ctx, const char *data, size_t len)
 {
-    (void)h;
-    b->base = xmalloc(suggested);
-    b->len = suggested;
+    lsp_proc *p = ctx;
+    ecp_peer_feed(p->peer, data, len); /* a detached process's peer is closed: ignored */
 }
 
-static void server_message(lsp_server *s, const char *text, size_t len);
-
-
-static void proc_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
+static void proc_error_output(void *ctx, const char *data, size_t len)
 {
-    lsp_proc *p = stream->data;
-    if (n < 0) {
-        free(b->base);
-        uv_read_stop(stream);
-        return;
-    }
-    framing_decoder_feed(&p->decoder, b->base, (size_t)n);
-    free(b->base);
-    for (;;) {
-        char *msg = NULL;
-        size_t len = 0;
-        frame_status st = framing_decoder_next(&p->decoder, &msg, &len);
-        if (st == FRAME_NEED_MORE)
-            break;
-        if (st == FRAME_OVERSIZED) {
-            ecp_log(p->log, ECP_LOG_WARN, "lsp %s: dropped a message of %zu bytes (too large)", p->language_id, len);
-            continue;
+    lsp_proc *p = ctx;
+    for (size_t i = 0; i < len; i++) {
+        char c = data[i];
+        if (c == '\n' || p->err_line.len > LSP_STDERR_LINE) {
+            if (p->err_line.len)
+                ecp_log(p->log, ECP_LOG_DEBUG, "lsp %s stderr: %s", p->language_id, p->err_line.data);
+            buf_clear(&p->err_line);
+        } else {
+            buf_push(&p->err_line, c);
         }
-        if (st == FRAME_BAD_HEADER) {
-            ecp_log(p->log, ECP_LOG_ERROR, "lsp %s: the server wrote something that is not LSP; stopping it",
-                    p->language_id);
-            uv_read_stop(stream);
-            if (p->server)
-                lsp_server_proc_gone(p->server, "the server wrote something that is not LSP");
-            return;
-        }
-        if (p->server)
-            server_message(p->server, msg, len);
-        free(msg);
-        if (!p->server) /* the message made us drop the server */
-            return;
     }
 }
 
-static void proc_read_err(uv_stream_t *stream, ssize_t n, const uv_buf_t *b)
+static void proc_exit(void *ctx, int64_t code, int sig)
 {
-    lsp_proc *p = stream->data;
-    if (n > 0) {
-        for (ssize_t i = 0; i < n; i++) {
-            char c = b->base[i];
-            if (c == '\n' || p->err_line.len > 2000) {
-                if (p->err_line.len)
-                    ecp_log(p->log, ECP_LOG_DEBUG, "lsp %s stderr: %s", p->language_id, p->err_line.data);
-                buf_clear(&p->err_line);
-            } else {
-                buf_push(&p->err_line, c);
-            }
-        }
-    } else if (n < 0) {
-        uv_read_stop(stream);
-    }
-    free(b->base);
-}
-
-static void proc_exit(uv_process_t *process, int64_t code, int sig)
-{
-    lsp_proc *p = process->data;
+    lsp_proc *p = ctx;
     p->exited = true;
     char why[128];
     if (sig)
@@ -240,26 +85,107 @@ static void proc_exit(uv_process_t *process, int64_t code, int sig)
         snprintf(why, sizeof why, "the server exited with code %lld", (long long)code);
     ecp_log(p->log, p->server ? ECP_LOG_WARN : ECP_LOG_DEBUG, "lsp %s: %s", p->language_id, why);
     if (p->server)
-        lsp_server_proc_gone(p->server, why);
-    lsp_proc_close(p);
+        lsp_server_proc_gone(p->server, why); /* which releases p, and so frees it */
+    else
+        proc_free(p);
 }
 
-/* Detaches the process from its server and ends it: at once with kill, or
- * after the grace period when it was asked to exit. */
 void lsp_proc_release(lsp_proc *p, bool kill_now)
 {
     if (!p)
         return;
     p->server = NULL;
+    /* nothing it says matters now, and what it was asked is answered already */
+    ecp_peer_close(p->peer, "the server was stopped");
     if (p->exited) {
-        lsp_proc_close(p);
+        proc_free(p);
         return;
     }
-    if (kill_now) {
-        uv_process_kill(&p->process, SIGKILL);
-        return; /* proc_exit closes it */
+    if (kill_now)
+        ecp_process_kill_now(p->process); /* proc_exit frees it */
+    else
+        ecp_process_kill_after(p->process, LSP_STOP_GRACE_MS);
+}
+
+void lsp_proc_stop(lsp_proc *p, bool at_teardown)
+{
+    if (!p)
+        return;
+    if (!p->exited) {
+        static const char shutdown_msg[] = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"shutdown\"}";
+        static const char exit_msg[] = "{\"jsonrpc\":\"2.0\",\"method\":\"exit\"}";
+        buf out = BUF_INIT;
+        lsp_frame(&out, shutdown_msg, sizeof shutdown_msg - 1);
+        lsp_frame(&out, exit_msg, sizeof exit_msg - 1);
+        lsp_proc_write(p, out.data, out.len);
+        buf_free(&out);
     }
-    uv_timer_start(&p->kill_timer, proc_kill_now, LSP_STOP_GRACE_MS, 0);
+    if (!at_teardown) {
+        lsp_proc_release(p, false);
+        return;
+    }
+    /* The loop may not turn again: nothing may outlive the service, so the
+     * process is killed (it had its exit) and let go now. */
+    p->server = NULL;
+    ecp_process_kill_now(p->process);
+    proc_free(p);
+}
+
+void lsp_procs_end(lsp_service *svc)
+{
+    while (svc->procs) {
+        lsp_proc *p = svc->procs;
+        ecp_process_kill_now(p->process);
+        proc_free(p);
+    }
+}
+
+/* ----- the peer ---------------------------------------------------------------------- */
+
+static void proc_send(void *ctx, const char *data, size_t len, int64_t request_id)
+{
+    (void)request_id; /* a server that stopped reading is noticed by its exit */
+    lsp_proc_write(ctx, data, len);
+}
+
+static void proc_request(void *ctx, ecp_peer_request *request, const char *method, const json_doc *doc,
+                         json_ref params)
+{
+    lsp_proc *p = ctx;
+    (void)method;
+    if (!p->server)
+        return; /* answered nowhere when the peer is freed */
+    lsp_server_request_in(p->server, request, doc, json_get(doc, json_root(doc), "method"), params);
+}
+
+static void proc_notification(void *ctx, const char *method, const json_doc *doc, json_ref params)
+{
+    lsp_proc *p = ctx;
+    (void)method;
+    if (p->server)
+        lsp_server_notification_in(p->server, doc, json_get(doc, json_root(doc), "method"), params);
+}
+
+static void proc_problem(void *ctx, ecp_peer_problem problem, const char *detail)
+{
+    lsp_proc *p = ctx;
+    switch (problem) {
+    case ECP_PEER_OVERSIZED:
+        ecp_log(p->log, ECP_LOG_WARN, "lsp %s: dropped a message: %s", p->language_id, detail);
+        break;
+    case ECP_PEER_MALFORMED:
+        ecp_log(p->log, ECP_LOG_WARN, "lsp %s: ignored a message: %s", p->language_id, detail);
+        break;
+    case ECP_PEER_STRAY: /* answered after its timeout or cancel */
+        ecp_log(p->log, ECP_LOG_DEBUG, "lsp %s: ignored %s", p->language_id, detail);
+        break;
+    case ECP_PEER_BROKEN:
+        ecp_log(p->log, ECP_LOG_ERROR, "lsp %s: the server wrote something that is not LSP; stopping it",
+                p->language_id);
+        if (p->server)
+            lsp_server_proc_gone(p->server, "the server wrote something that is not LSP");
+        break;
+    }
 }
 
 lsp_proc *lsp_proc_spawn(lsp_server *s, const char *file, const lsp_server_config *config, ecp_error *err)
@@ -267,80 +193,64 @@ lsp_proc *lsp_proc_spawn(lsp_server *s, const char *file, const lsp_server_confi
     lsp_service *svc = s->svc;
     lsp_proc *p = xcalloc(1, sizeof *p);
     p->server = s;
-    p->svc = svc;
-    p->next = svc->procs;
-    if (svc->procs)
-        svc->procs->prev = p;
-    svc->procs = p;
     p->log = svc->log;
     p->language_id = xstrdup(s->language_id);
-    framing_decoder_init(&p->decoder, svc->max_message);
     buf_init(&p->err_line);
-    uv_pipe_init(svc->loop, &p->in, 0);
-    uv_pipe_init(svc->loop, &p->out, 0);
-    uv_pipe_init(svc->loop, &p->err, 0);
-    uv_timer_init(svc->loop, &p->kill_timer);
-    p->in.data = p->out.data = p->err.data = p->kill_timer.data = p->process.data = p;
-    p->open_handles = 5;
+    ecp_peer_options peer_options = {.framing = FRAMING_CONTENT_LENGTH, .max_message = svc->max_message};
+    ecp_peer_handlers handlers = {
+        .ctx = p, .write = proc_send, .on_request = proc_request, .on_notification = proc_notification,
+        .on_problem = proc_problem,
+    };
+    p->peer = ecp_peer_new(svc->loop, &peer_options, &handlers);
+    ecp_peer_gate_close(p->peer);
 
     size_t argc = 0;
     while (config->args && config->args[argc])
         argc++;
-    char **argv = xcalloc(argc + 2, sizeof *argv);
-    argv[0] = (char *)file;
+    const char **argv = xcalloc(argc + 2, sizeof *argv);
+    argv[0] = file;
     for (size_t i = 0; i < argc; i++)
-        argv[i + 1] = (char *)config->args[i];
-
-    char **envp = NULL;
+        argv[i + 1] = config->args[i];
+    size_t envc = 0;
+    while (config->env && config->env[envc])
+        envc++;
+    const char **env = xcalloc(envc + 2, sizeof *env);
     char *path_var = lsp_absolute_path_var();
-    if ((config->env && config->env[0]) || path_var) {
-        extern char **environ;
-        size_t n = 0, m = 0, kept = 0;
-        while (environ[n])
-            n++;
-        while (config->env && config->env[m])
-            m++;
-        envp = xcalloc(n + m + 2, sizeof *envp);
-        for (size_t i = 0; i < n; i++)
-            if (!path_var || strncmp(environ[i], "PATH=", 5) != 0)
-                envp[kept++] = environ[i];
-        if (path_var)
-            envp[kept++] = path_var;
-        for (size_t i = 0; i < m; i++)
-            envp[kept++] = (char *)config->env[i];
-    }
+    size_t kept = 0;
+    if (path_var)
+        env[kept++] = path_var;
+    for (size_t i = 0; i < envc; i++)
+        env[kept++] = config->env[i];
 
-    buf cwd;
-    buf_init(&cwd);
+    buf cwd = BUF_INIT;
     if (!s->root_uri || uri_file_path(s->root_uri, strlen(s->root_uri), &cwd, NULL) != 0 ||
         access(cwd.data, F_OK) != 0) {
         buf_clear(&cwd);
         buf_append_str(&cwd, "/");
     }
-
-    uv_stdio_container_t stdio[3] = {
-        {.flags = UV_CREATE_PIPE | UV_READABLE_PIPE, .data.stream = (uv_stream_t *)&p->in},
-        {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&p->out},
-        {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&p->err},
+    ecp_process_options o = {
+        .argv = argv, .env_add = env, .cwd = cwd.data, .pipe_stdin = true, .pipe_stdout = true,
+        .stderr_to = ECP_STDERR_PIPE, .ctx = p, .on_output = proc_output, .on_error_output = proc_error_output,
+        .on_exit = proc_exit,
     };
-    uv_process_options_t o = {
-        .exit_cb = proc_exit, .file = file, .args = argv, .env = envp, .cwd = cwd.data,
-        .stdio_count = 3, .stdio = stdio,
-    };
-    int rc = uv_spawn(svc->loop, &p->process, &o);
+    ecp_error spawn_err = {0};
+    p->process = ecp_process_start(svc->loop, &o, &spawn_err);
     free(argv);
-    free(envp);
+    free(env);
     free(path_var);
     buf_free(&cwd);
-    if (rc != 0) {
-        ecp_error_set(err, ECP_EIO, "Failed to start %s: %s", file, uv_strerror(rc));
-        p->exited = true;
-        p->server = NULL;
-        lsp_proc_close(p);
+    if (!p->process) {
+        /* its message names the program too: "cannot start <file>: <why>" */
+        const char *why = strrchr(spawn_err.message, ':');
+        ecp_error_set(err, ECP_EIO, "Failed to start %s: %s", file, why ? why + 2 : spawn_err.message);
+        proc_free(p);
         return NULL;
     }
-    uv_read_start((uv_stream_t *)&p->out, alloc_cb, proc_read);
-    uv_read_start((uv_stream_t *)&p->err, alloc_cb, proc_read_err);
+    p->svc = svc;
+    p->next = svc->procs;
+    if (svc->procs)
+        svc->procs->prev = p;
+    svc->procs = p;
     return p;
 }
 
@@ -348,36 +258,46 @@ lsp_proc *lsp_proc_spawn(lsp_server *s, const char *file, const lsp_server_confi
 
 void lsp_frame(buf *out, const char *json, size_t len) { framing_encode(FRAMING_CONTENT_LENGTH, out, json, len); }
 
-/* Sends now, or holds the message until initialize has answered. */
-void lsp_server_send(lsp_server *s, const buf *json, bool before_ready)
+static void initialize_answered(void *ctx, int64_t id, const ecp_peer_answer *answer)
 {
-    buf framed;
-    buf_init(&framed);
-    lsp_frame(&framed, json->data, json->len);
-    if (s->status == LSP_READY || before_ready)
-        lsp_proc_write(s->proc, framed.data, framed.len);
-    else
-        buf_append(&s->outbox, framed.data, framed.len);
-    buf_free(&framed);
+    lsp_proc *p = ctx;
+    lsp_server *s = p->server;
+    (void)id;
+    if (answer->status != 0 || !s || s->status != LSP_STARTING)
+        return; /* the process is gone already, and why was told */
+    if (answer->error != JSON_NO_REF || json_type_of(answer->doc, answer->result) != JSON_OBJECT) {
+        char why[600];
+        json_ref message = json_get(answer->doc, answer->error, "message");
+        if (json_type_of(answer->doc, message) == JSON_STRING)
+            snprintf(why, sizeof why, "initialize failed: %s", answer->message);
+        else
+            snprintf(why, sizeof why, "initialize failed");
+        lsp_server_proc_gone(s, why);
+        return;
+    }
+    lsp_server_ready(s, answer->doc, answer->result);
 }
+
+void lsp_server_initialize(lsp_server *s, const char *params)
+{
+    /* its deadline is the server's start timer, not a request timeout */
+    ecp_peer_call_past_gate(s->proc->peer, "initialize", params, 0, initialize_answered, s->proc);
+}
+
+void lsp_server_initialized(lsp_server *s) { ecp_peer_notify_past_gate(s->proc->peer, "initialized", "{}"); }
+
+void lsp_server_open_gate(lsp_server *s) { ecp_peer_gate_open(s->proc->peer); }
 
 void lsp_server_notify(lsp_server *s, const char *method, const char *params, size_t params_len)
 {
-    buf out;
-    buf_init(&out);
-    buf_appendf(&out, "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":", method);
-    buf_append(&out, params, params_len);
-    buf_push(&out, '}');
-    lsp_server_send(s, &out, false);
-    buf_free(&out);
-}
-
-static void request_timer_closed(uv_handle_t *h)
-{
-    lsp_request *r = (lsp_request *)h;
-    free(r->method);
-    free(r->uri);
-    free(r);
+    assert(params[params_len] == '\0');
+    (void)params_len;
+    if (!s->proc)
+        return;
+    if (s->status == LSP_READY)
+        ecp_peer_notify_past_gate(s->proc->peer, method, params);
+    else
+        ecp_peer_notify(s->proc->peer, method, params);
 }
 
 /* Unlinks the request and runs its callback once. */
@@ -391,31 +311,57 @@ void lsp_request_finish(lsp_request *r, int status, const ecp_error *err, const 
             }
     }
     r->server = NULL;
-    uv_timer_stop(&r->timer);
     lsp_result_cb cb = r->cb;
     r->cb = NULL;
-    uv_close((uv_handle_t *)&r->timer, request_timer_closed);
+    if (r->id) { /* still the peer's: it forgets it (request_answered sees the id gone) */
+        int64_t id = r->id;
+        r->id = 0;
+        ecp_peer_fail_request(r->peer, id, "withdrawn");
+    }
     if (cb)
         cb(r->ctx, status, err, result);
+    free(r->method);
+    free(r->uri);
+    free(r);
 }
 
-void lsp_send_cancel(lsp_server *s, int64_t id)
+static void request_answered(void *ctx, int64_t id, const ecp_peer_answer *answer)
 {
-    char params[64];
-    int n = snprintf(params, sizeof params, "{\"id\":%lld}", (long long)id);
-    lsp_server_notify(s, "$/cancelRequest", params, (size_t)n);
-}
-
-static void request_timeout(uv_timer_t *t)
-{
-    lsp_request *r = (lsp_request *)t;
+    lsp_request *r = ctx;
+    (void)id;
+    if (!r->id)
+        return; /* withdrawn by lsp_request_finish */
+    r->id = 0;
+    const char *language = r->server ? r->server->language_id : "language";
     ecp_error err;
-    ecp_error_set(&err, ECP_ETIMEDOUT, "The %s server did not answer %s within %u ms",
-                  r->server ? r->server->language_id : "language", r->method, r->timeout_ms);
-    ecp_log(r->svc->log, ECP_LOG_WARN, "lsp: %s", err.message);
-    if (r->server)
-        lsp_send_cancel(r->server, r->id);
-    lsp_request_finish(r, ECP_ETIMEDOUT, &err, NULL);
+    switch (answer->status) {
+    case 0:
+        lsp_request_answer_in(r, answer->doc, answer->result, answer->error);
+        return;
+    case ECP_ETIMEDOUT:
+        ecp_error_set(&err, ECP_ETIMEDOUT, "The %s server did not answer %s within %u ms", language, r->method,
+                      r->timeout_ms);
+        ecp_log(r->svc->log, ECP_LOG_WARN, "lsp: %s", err.message);
+        break;
+    case ECP_ECANCELED:
+        ecp_error_set(&err, ECP_ECANCELED, "Request cancelled");
+        break;
+    default:
+        ecp_error_set(&err, answer->status, "Language server %s: %s", language, answer->message);
+        break;
+    }
+    lsp_request_finish(r, err.status, &err, NULL);
+}
+
+void lsp_request_withdraw(lsp_request *r)
+{
+    if (r->id) {
+        ecp_peer_cancel(r->peer, r->id); /* request_answered finishes it */
+        return;
+    }
+    ecp_error err;
+    ecp_error_set(&err, ECP_ECANCELED, "Request cancelled");
+    lsp_request_finish(r, ECP_ECANCELED, &err, NULL);
 }
 
 unsigned lsp_request_timeout_ms(lsp_server *s)
@@ -430,28 +376,24 @@ unsigned lsp_request_timeout_ms(lsp_server *s)
     return ms >= 1 ? (unsigned)ms : LSP_DEFAULT_TIMEOUT_MS;
 }
 
-lsp_request *lsp_server_request(lsp_server *s, const char *method, const char *params, size_t params_len,
-                                   lsp_result_cb cb, void *ctx, bool before_ready)
+lsp_request *lsp_server_request(lsp_server *s, const char *method, const char *params, lsp_result_cb cb, void *ctx)
 {
     lsp_request *r = xcalloc(1, sizeof *r);
     r->svc = s->svc;
     r->server = s;
-    r->id = s->next_id++;
     r->method = xstrdup(method);
     r->cb = cb;
     r->ctx = ctx;
     r->next = s->pending;
     s->pending = r;
-    uv_timer_init(s->svc->loop, &r->timer);
     r->timeout_ms = lsp_request_timeout_ms(s);
-    uv_timer_start(&r->timer, request_timeout, r->timeout_ms, 0);
-    buf out;
-    buf_init(&out);
-    buf_appendf(&out, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"%s\",\"params\":", (long long)r->id, method);
-    buf_append(&out, params, params_len);
-    buf_push(&out, '}');
-    lsp_server_send(s, &out, before_ready);
-    buf_free(&out);
+    /* without a process (one gone while its requests fail) it is failed with them */
+    if (s->proc) {
+        r->peer = s->proc->peer;
+        r->id = s->status == LSP_READY
+                    ? ecp_peer_call_past_gate(r->peer, method, params, r->timeout_ms, request_answered, r)
+                    : ecp_peer_call(r->peer, method, params, r->timeout_ms, request_answered, r);
+    }
     return r;
 }
 
@@ -479,60 +421,3 @@ void lsp_finish_starters(lsp_server *s, int status, const char *why)
         list = next;
     }
 }
-
-void lsp_server_reply(lsp_server *s, const json_doc *doc, json_ref id, const char *result_json)
-{
-    size_t id_len;
-    const char *id_raw = json_raw(doc, id, &id_len);
-    buf out;
-    buf_init(&out);
-    buf_append_str(&out, "{\"jsonrpc\":\"2.0\",\"id\":");
-    buf_append(&out, id_raw, id_len);
-    buf_appendf(&out, ",\"result\":%s}", result_json);
-    lsp_server_send(s, &out, true);
-    buf_free(&out);
-}
-
-void lsp_server_reply_error(lsp_server *s, const json_doc *doc, json_ref id, int code, const char *message)
-{
-    size_t id_len;
-    const char *id_raw = json_raw(doc, id, &id_len);
-    buf out;
-    buf_init(&out);
-    buf_append_str(&out, "{\"jsonrpc\":\"2.0\",\"id\":");
-    buf_append(&out, id_raw, id_len);
-    buf_appendf(&out, ",\"error\":{\"code\":%d,\"message\":\"", code);
-    json_escape_into(&out, message, strlen(message));
-    buf_append_str(&out, "\"}}");
-    lsp_server_send(s, &out, true);
-    buf_free(&out);
-}
-
-static void server_message(lsp_server *s, const char *text, size_t len)
-{
-    json_doc doc = {0};
-    ecp_error err;
-    if (json_doc_parse(&doc, text, len, &err) != 0 || json_type_of(&doc, json_root(&doc)) != JSON_OBJECT) {
-        ecp_log(s->svc->log, ECP_LOG_WARN, "lsp %s: ignored a message that is not a JSON object", s->language_id);
-        json_doc_free(&doc);
-        return;
-    }
-    json_ref root = json_root(&doc);
-    json_ref id = json_get(&doc, root, "id");
-    json_ref method = json_get(&doc, root, "method");
-    json_ref params = json_get(&doc, root, "params");
-    if (json_type_of(&doc, method) == JSON_STRING) {
-        if (id != JSON_NO_REF && json_type_of(&doc, id) != JSON_NULL)
-            lsp_server_request_in(s, &doc, id, method, params);
-        else
-            lsp_server_notification_in(s, &doc, method, params);
-    } else {
-        int64_t n;
-        if (json_int64(&doc, id, &n))
-            lsp_server_response_in(s, &doc, n, json_get(&doc, root, "result"), json_get(&doc, root, "error"));
-        else
-            ecp_log(s->svc->log, ECP_LOG_WARN, "lsp %s: ignored a response without a numeric id", s->language_id);
-    }
-    json_doc_free(&doc);
-}
-

@@ -185,20 +185,6 @@ static bool each_absolute_dir(const char *list, bool (*fn)(void *ctx, const char
     return false;
 }
 
-typedef struct command_search {
-    const char *command;
-    buf *out;
-} command_search;
-
-static bool command_in(void *ctx, const char *dir, size_t len)
-{
-    command_search *search = ctx;
-    buf_clear(search->out);
-    buf_append(search->out, dir, len);
-    buf_appendf(search->out, "/%s", search->command);
-    return access(search->out->data, X_OK) == 0;
-}
-
 /* The absolute path of command: itself when it is an absolute path, else the
  * first executable in the absolute entries of PATH, the catalogue's extra
  * directories and extra_path. A relative path with a slash ("./clangd") is
@@ -224,10 +210,12 @@ static bool resolve_command(lsp_service *self, const char *command, buf *out)
     buf_append_str(&dirs, ":/opt/homebrew/bin:/usr/local/bin");
     if (self->extra_path)
         buf_appendf(&dirs, ":%s", self->extra_path);
-    command_search search = {.command = command, .out = out};
-    bool found = each_absolute_dir(dirs.data, command_in, &search);
+    char *found = ecp_process_find_program(command, dirs.data);
     buf_free(&dirs);
-    return found;
+    if (found)
+        buf_append_str(out, found);
+    free(found);
+    return found != NULL;
 }
 
 bool lsp_command_find(lsp_service *self, const char *command, buf *out) { return resolve_command(self, command, out); }
@@ -346,11 +334,7 @@ void lsp_server_ready(lsp_server *s, const json_doc *doc, json_ref result)
         s->save_text = include;
     }
 
-    buf initialized;
-    buf_init(&initialized);
-    buf_append_str(&initialized, "{\"jsonrpc\":\"2.0\",\"method\":\"initialized\",\"params\":{}}");
-    lsp_server_send(s, &initialized, true);
-    buf_free(&initialized);
+    lsp_server_initialized(s);
     uv_timer_stop(s->timer);
     s->status = LSP_READY;
     s->was_ready = true;
@@ -358,10 +342,7 @@ void lsp_server_ready(lsp_server *s, const json_doc *doc, json_ref result)
     for (lsp_doc *d = s->svc->docs; d; d = d->next)
         if (strcmp(d->language_id, s->language_id) == 0)
             lsp_send_did_open(s, d);
-    if (s->outbox.len) {
-        lsp_proc_write(s->proc, s->outbox.data, s->outbox.len);
-        buf_clear(&s->outbox);
-    }
+    lsp_server_open_gate(s); /* what was sent while it started goes after the documents */
     ecp_log(s->svc->log, ECP_LOG_INFO, "lsp %s: ready (%s positions)", s->language_id, ecp_encoding_name(s->enc));
     server_set_status(s, LSP_READY, NULL);
     lsp_finish_starters(s, 0, NULL);
@@ -540,16 +521,7 @@ static int server_launch(lsp_server *s, ecp_error *err)
     buf params;
     buf_init(&params);
     write_initialize(s, &config, &params);
-    s->init_id = s->next_id;
-    /* initialize has no request record: its answer is handled by server_response_in */
-    s->next_id++;
-    buf out;
-    buf_init(&out);
-    buf_appendf(&out, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"initialize\",\"params\":", (long long)s->init_id);
-    buf_append(&out, params.data, params.len);
-    buf_push(&out, '}');
-    lsp_server_send(s, &out, true);
-    buf_free(&out);
+    lsp_server_initialize(s, params.data);
     buf_free(&params);
     /* a server that never answers initialize would hold lsp/start forever */
     uv_timer_start(s->timer, initialize_timeout, initialize_timeout_ms(s), 0);
@@ -571,11 +543,9 @@ void lsp_server_proc_gone(lsp_server *s, const char *why)
     uv_timer_stop(s->timer);
     lsp_proc *p = s->proc;
     s->proc = NULL;
-    lsp_proc_release(p, true);
     bool was_starting = s->status == LSP_STARTING;
-    buf_clear(&s->outbox);
-    s->init_id = -1;
-    lsp_fail_pending(s, ECP_EIO, why);
+    lsp_fail_pending(s, ECP_EIO, why); /* while their process can still forget them */
+    lsp_proc_release(p, true);
     server_set_status(s, LSP_ERROR, why);
     lsp_diag_clear_server(s->svc, s->language_id);
     if (was_starting)
@@ -609,32 +579,7 @@ static void server_end(lsp_server *s, bool at_teardown)
     lsp_finish_starters(s, ECP_ECANCELED, "The server was stopped");
     lsp_proc *p = s->proc;
     s->proc = NULL;
-    if (p && !p->exited) {
-        static const char shutdown_msg[] = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"shutdown\"}";
-        static const char exit_msg[] = "{\"jsonrpc\":\"2.0\",\"method\":\"exit\"}";
-        buf out;
-        buf_init(&out);
-        lsp_frame(&out, shutdown_msg, sizeof shutdown_msg - 1);
-        lsp_frame(&out, exit_msg, sizeof exit_msg - 1);
-        if (at_teardown) {
-            uv_buf_t b = uv_buf_init(out.data, (unsigned)out.len);
-            uv_try_write((uv_stream_t *)&p->in, &b, 1);
-        } else {
-            lsp_proc_write(p, out.data, out.len);
-        }
-        buf_free(&out);
-    }
-    if (at_teardown && p) {
-        /* The loop may not turn again: nothing may outlive the service, so the
-         * process is killed (it had its exit) and every handle closed now. */
-        p->server = NULL;
-        if (!p->exited)
-            uv_process_kill(&p->process, SIGKILL);
-        p->exited = true;
-        lsp_proc_close(p);
-        return;
-    }
-    lsp_proc_release(p, false);
+    lsp_proc_stop(p, at_teardown);
 }
 
 static void server_free(lsp_server *s)
@@ -643,7 +588,6 @@ static void server_free(lsp_server *s)
     free(s->root_uri);
     free(s->error);
     free(s->capabilities);
-    buf_free(&s->outbox);
     free(s);
 }
 
@@ -653,10 +597,7 @@ static lsp_server *server_new(lsp_service *self, const char *language_id, const 
     s->svc = self;
     s->language_id = xstrdup(language_id);
     s->root_uri = root_uri ? xstrdup(root_uri) : NULL;
-    s->next_id = 1;
-    s->init_id = -1;
     s->enc = ECP_ENCODING_UTF16;
-    buf_init(&s->outbox);
     s->timer = xmalloc(sizeof *s->timer);
     uv_timer_init(self->loop, s->timer);
     s->timer->data = s;
@@ -862,15 +803,7 @@ void lsp_service_free(lsp_service *self)
         server_free(s);
     }
     /* stopped servers still in their grace period go now as well */
-    for (lsp_proc *p = self->procs; p; p = p->next) {
-        p->svc = NULL;
-        p->log = NULL;
-        if (!p->exited)
-            uv_process_kill(&p->process, SIGKILL);
-        p->exited = true;
-        lsp_proc_close(p);
-    }
-    self->procs = NULL;
+    lsp_procs_end(self);
     while (self->docs)
         lsp_doc_remove(self, self->docs);
     ecp_map_free(self->docs_by_uri);

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "process.h"
 
 /* ----- finding the program ------------------------------------------------------------ */
 
@@ -67,29 +68,13 @@ int term__resolve_program(const char *name, buf *out, ecp_error *err)
     const char *path = getenv("PATH");
     if (!path || !path[0])
         path = "/usr/local/bin:/usr/bin:/bin";
-    buf candidate = BUF_INIT;
-    for (const char *dir = path;;) {
-        const char *colon = strchr(dir, ':');
-        size_t n = colon ? (size_t)(colon - dir) : strlen(dir);
-        /* Empty and relative entries ("", ".", "bin") name folders of the
-         * working directory, often a workspace: its own shell must not be found. */
-        bool absolute = n > 0 && dir[0] == '/';
-        buf_clear(&candidate);
-        buf_append(&candidate, dir, n);
-        buf_push(&candidate, '/');
-        buf_append_str(&candidate, name);
-        struct stat st;
-        if (absolute && stat(candidate.data, &st) == 0 && !S_ISDIR(st.st_mode) && access(candidate.data, X_OK) == 0) {
-            buf_append(out, candidate.data, candidate.len);
-            buf_free(&candidate);
-            return 0;
-        }
-        if (!colon)
-            break;
-        dir = colon + 1;
-    }
-    buf_free(&candidate);
-    return ecp_error_set(err, ECP_ENOTFOUND, "Shell not found in PATH: %s", name);
+    /* absolute entries only: the working directory is often a workspace, whose own shell must not be found */
+    char *found = ecp_process_find_program(name, path);
+    if (!found)
+        return ecp_error_set(err, ECP_ENOTFOUND, "Shell not found in PATH: %s", name);
+    buf_append_str(out, found);
+    free(found);
+    return 0;
 }
 
 /* ----- starting it --------------------------------------------------------------------- */

@@ -1,7 +1,8 @@
 """A language server that misbehaves on purpose, for the lsp service's fault tests.
 
 Usage: fake_server.py MODE [LOG]
-  LOG             a file every message read is appended to, one JSON text per line
+  LOG             a file every message read is appended to, one JSON text per line;
+                  it starts with {"env": value} when ECPD_FAKE_ENV is set
   normal          answers initialize; hover answers after it has asked the client
                   something: workspace/applyEdit on the document (inserting "// ok\n"
                   at its start), an unknown request, workspace/configuration,
@@ -11,6 +12,8 @@ Usage: fake_server.py MODE [LOG]
                   Formatting is answered MethodNotFound.
   garbage         answers initialize, then writes bytes that are not LSP on the first request
   exit-on-init    exits with code 3 when asked to initialize
+  asks-first      asks workspace/configuration before it answers initialize, and
+                  answers initialize only once the client has answered that
   silent          answers initialize, never answers anything else; each $/cancelRequest
                   it gets is told back as window/showMessage "cancelled <id>"
   mute            answers nothing, not even initialize
@@ -32,12 +35,16 @@ Usage: fake_server.py MODE [LOG]
                   false), others with null
 """
 import json
+import os
 import sys
 
 mode = sys.argv[1]
 log = open(sys.argv[2], "a") if len(sys.argv) > 2 else None
 inp = sys.stdin.buffer
 out = sys.stdout.buffer
+if log and "ECPD_FAKE_ENV" in os.environ:
+    log.write(json.dumps({"env": os.environ["ECPD_FAKE_ENV"]}) + "\n")
+    log.flush()
 
 
 def read():
@@ -97,6 +104,11 @@ while True:
     if method == "initialize":
         if mode == "exit-on-init":
             sys.exit(3)
+        if mode == "asks-first":
+            next_id += 1
+            write({"jsonrpc": "2.0", "id": next_id, "method": "workspace/configuration",
+                   "params": {"items": [{"section": "fake.answer"}]}})
+            answer_of(next_id)
         capabilities = {"textDocumentSync": 1 if mode == "fullsync" else 2, "hoverProvider": True}
         if mode in ("utf8", "pretty"):
             capabilities["positionEncoding"] = "utf-8"

@@ -152,6 +152,32 @@ static void test_exit_during_initialize_fails_the_start(void **state)
     normal_still_answers();
 }
 
+/* Until initialize is answered nothing but initialize reaches a server, yet
+ * a server that asks something first gets its answer; what was sent while it
+ * started (a hover) reaches it after initialized and the documents. The
+ * config's env is set over ours. */
+static void test_a_server_that_asks_before_answering_initialize(void **state)
+{
+    (void)state;
+    setenv("ECPD_FAKE_ENV", "ours", 1);
+    free(ok("lsp/setServerConfig",
+            "{\"languageId\":\"asksfirst\",\"config\":{\"command\":\"python3\",\"args\":[\"%s\",\"asks-first\","
+            "\"%s/asksfirst.log\"],\"settings\":{\"fake\":{\"answer\":42}},\"env\":{\"ECPD_FAKE_ENV\":\"the config's\"}}}",
+            ECPD_LSP_FAKE_SERVER, top));
+    char *u = held("asksfirst"); /* starts the server */
+    free(hover(u));
+    long at = wait_logged("asksfirst", 0, "\"method\":\"initialize\"", NULL);
+    at = wait_logged("asksfirst", at + 1, "\"result\":[42]", NULL);
+    at = wait_logged("asksfirst", at + 1, "\"method\":\"initialized\"", NULL);
+    at = wait_logged("asksfirst", at + 1, "\"textDocument/didOpen\"", "asksfirst.txt");
+    wait_logged("asksfirst", at + 1, "\"textDocument/hover\"", NULL);
+    assert_true(logged("asksfirst", 0, "\"textDocument/hover\"", NULL) > at);
+    assert_true(logged("asksfirst", 0, "{\"env\": \"the config's\"}", NULL) == 0);
+    free(ok("lsp/stop", "{\"languageId\":\"asksfirst\"}"));
+    unsetenv("ECPD_FAKE_ENV");
+    free(u);
+}
+
 /* Whether a fake server in mode is still our child. The brackets keep the
  * pattern from matching the shell that runs pgrep, a child of ours too. */
 static bool fake_running(const char *mode)
@@ -501,6 +527,7 @@ int main(void)
         cmocka_unit_test(test_a_server_that_asks_the_client_things),
         cmocka_unit_test(test_garbage_stops_that_server_only),
         cmocka_unit_test(test_exit_during_initialize_fails_the_start),
+        cmocka_unit_test(test_a_server_that_asks_before_answering_initialize),
         cmocka_unit_test(test_a_server_that_never_answers_initialize_fails_the_start),
         cmocka_unit_test(test_a_server_that_never_answers_times_out),
         cmocka_unit_test(test_the_request_timeout_setting_bounds_a_server_without_its_own),

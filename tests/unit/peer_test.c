@@ -1,7 +1,8 @@
 /* Unit tests of core/peer.h: framing both ways, ids, answers out of order,
  * timeouts, cancellation, closing with requests pending (each completes once),
  * malformed and huge input answered without harm, a handler that answers
- * later, and a peer freed from inside its own callbacks. */
+ * later, a peer freed from inside its own callbacks, and the gate that holds
+ * what is sent until a handshake is done. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -432,6 +433,70 @@ static void test_last_line_without_newline(void **state)
     finish(f);
 }
 
+/* Behind the closed gate, requests and notifications wait in order with their
+ * timeouts running; the handshake and the answers to the other side pass. */
+static void test_gate_holds_all_but_the_handshake_and_answers(void **state)
+{
+    (void)state;
+    fixture *f = make((ecp_peer_options){.framing = FRAMING_NEWLINE});
+    ecp_peer_gate_close(f->peer);
+    answer_log early = {0}, timed = {0}, init = {0};
+    int64_t early_id = ecp_peer_call(f->peer, "early", "{}", 0, record, &early);
+    assert_int_equal(early_id, 1);
+    assert_true(ecp_peer_notify(f->peer, "note", "{\"n\":1}"));
+    ecp_peer_call(f->peer, "timed", NULL, 30, record, &timed);
+    assert_int_equal(f->writes, 0);
+    int64_t init_id = ecp_peer_call_past_gate(f->peer, "initialize", "{}", 0, record, &init);
+    assert_int_equal(init_id, 3);
+    assert_string_equal(f->written.data, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{}}\n");
+    assert_int_equal(f->last_request_id, 3);
+    /* the other side asks something before it answers: the answer passes */
+    feed(f, "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"method\":\"echo\"}\n");
+    assert_true(wrote(f, "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"result\":{\"ok\":true}}\n"));
+    feed(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n");
+    assert_int_equal(init.calls, 1);
+    assert_false(wrote(f, "early"));
+    /* a timeout runs behind the gate too, and its cancel notice waits there as well */
+    uv_run(&f->loop, UV_RUN_ONCE);
+    while (!timed.calls)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_int_equal(timed.status, ECP_ETIMEDOUT);
+    assert_false(wrote(f, "cancelRequest"));
+    assert_true(ecp_peer_notify_past_gate(f->peer, "initialized", "{}"));
+    buf_clear(&f->written);
+    ecp_peer_gate_open(f->peer);
+    assert_string_equal(f->written.data, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"early\",\"params\":{}}\n"
+                                         "{\"jsonrpc\":\"2.0\",\"method\":\"note\",\"params\":{\"n\":1}}\n"
+                                         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"timed\"}\n"
+                                         "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancelRequest\",\"params\":{\"id\":2}}\n");
+    assert_int_equal(f->last_request_id, 0);
+    /* open, it holds nothing */
+    buf_clear(&f->written);
+    ecp_peer_notify(f->peer, "after", NULL);
+    assert_string_equal(f->written.data, "{\"jsonrpc\":\"2.0\",\"method\":\"after\"}\n");
+    feed(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":7}\n");
+    assert_int_equal(early.calls, 1);
+    assert_string_equal(early.text, "7");
+    finish(f);
+}
+
+/* What waits behind the gate goes nowhere once the peer closes, and a free with it waiting frees it. */
+static void test_gate_closed_at_the_end(void **state)
+{
+    (void)state;
+    fixture *f = make((ecp_peer_options){.framing = FRAMING_CONTENT_LENGTH});
+    ecp_peer_gate_close(f->peer);
+    answer_log a = {0};
+    ecp_peer_call(f->peer, "waits", "[1]", 0, record, &a);
+    ecp_peer_notify(f->peer, "also", NULL);
+    ecp_peer_close(f->peer, "gone");
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.status, ECP_EIO);
+    ecp_peer_gate_open(f->peer);
+    assert_int_equal(f->writes, 0);
+    finish(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +514,8 @@ int main(void)
         cmocka_unit_test(test_huge_input),
         cmocka_unit_test(test_whole_messages),
         cmocka_unit_test(test_last_line_without_newline),
+        cmocka_unit_test(test_gate_holds_all_but_the_handshake_and_answers),
+        cmocka_unit_test(test_gate_closed_at_the_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,11 @@
 /* Unit tests of core/process.h: a child's output and exit, stdin piped
  * through, the environment added to ours, a program that does not exist, a
  * kill that a child heeds, one that ignores SIGTERM and is killed after the
- * grace period, a group killed whole, and a close that needs no callback. */
+ * grace period, a group killed whole, and a close that needs no callback;
+ * shared bytes written from where they lie, and writes held in order behind
+ * bytes still in the making; stderr read through a pipe; a child given time to
+ * leave by itself before it is killed; programs found in PATH's absolute
+ * entries only. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,16 +14,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "buf.h"
 #include "process.h"
+#include "shared.h"
 
 typedef struct run {
     uv_loop_t loop;
     buf output;
+    buf errors;
     int output_ends;
     int exits;
     int64_t status;
@@ -76,6 +83,20 @@ static void finish(run *r)
     uv_run(&r->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&r->loop), 0);
     buf_free(&r->output);
+    buf_free(&r->errors);
+}
+
+static void run_until_output_ends(run *r)
+{
+    while (!r->output_ends)
+        uv_run(&r->loop, UV_RUN_ONCE);
+}
+
+static char *filled(char c, size_t len)
+{
+    char *data = malloc(len);
+    memset(data, c, len);
+    return data;
 }
 
 static void run_until_exit(run *r)
@@ -215,6 +236,189 @@ static void test_leave_running(void **state)
     assert_false(running(pid));
 }
 
+/* The reference taken is what keeps the bytes: the caller lets go of its own at once. */
+static void test_shared_bytes_written_from_where_they_lie(void **state)
+{
+    (void)state;
+    run r = {0};
+    const char *argv[] = {"cat", NULL};
+    ecp_process *p = start(&r, argv, NULL, 1000, false);
+    size_t len = (size_t)8 << 20;
+    ecp_shared *bytes = ecp_shared_adopt(filled('x', len), len);
+    assert_true(ecp_process_write_shared(p, bytes));
+    ecp_shared_unref(bytes);
+    assert_true(ecp_process_write(p, "end", 3));
+    while (r.output.len < len + 3 && !r.exits)
+        uv_run(&r.loop, UV_RUN_ONCE);
+    ecp_process_close_stdin(p);
+    run_until_output_ends(&r);
+    assert_int_equal(r.output.len, len + 3);
+    assert_memory_equal(r.output.data + len, "end", 3);
+    assert_int_equal(strspn(r.output.data, "x"), len);
+    ecp_process_close(p);
+    finish(&r);
+}
+
+/* What is written after bytes still in the making waits behind them, whether copied or shared. */
+static void test_writes_held_behind_bytes_in_the_making(void **state)
+{
+    (void)state;
+    run r = {0};
+    const char *argv[] = {"cat", NULL};
+    ecp_process *p = start(&r, argv, NULL, 1000, false);
+    assert_true(ecp_process_write(p, "1", 1));
+    ecp_shared *making = ecp_shared_pending();
+    assert_true(ecp_process_write_shared(p, making));
+    assert_true(ecp_process_write(p, "3", 1));
+    ecp_shared *ready = ecp_shared_adopt(strdup("4"), 1);
+    assert_true(ecp_process_write_shared(p, ready));
+    ecp_shared_unref(ready);
+    ecp_shared *second = ecp_shared_pending();
+    assert_true(ecp_process_write_shared(p, second));
+    assert_true(ecp_process_write(p, "6", 1));
+    for (int i = 0; i < 20; i++)
+        uv_run(&r.loop, UV_RUN_NOWAIT);
+    usleep(50000);
+    for (int i = 0; i < 20; i++)
+        uv_run(&r.loop, UV_RUN_NOWAIT);
+    assert_string_equal(r.output.data ? r.output.data : "", "1");
+    ecp_shared_fill(second, strdup("5"), 1); /* made before the first: still after it */
+    ecp_shared_fill(making, strdup("2"), 1);
+    ecp_shared_unref(making);
+    ecp_shared_unref(second);
+    while (r.output.len < 6 && !r.exits)
+        uv_run(&r.loop, UV_RUN_ONCE);
+    assert_string_equal(r.output.data, "123456");
+    ecp_process_close(p);
+    finish(&r);
+}
+
+/* Dropped, what was held is never written, and bytes made afterwards find nobody waiting. */
+static void test_held_writes_dropped(void **state)
+{
+    (void)state;
+    run r = {0};
+    const char *argv[] = {"cat", NULL};
+    ecp_process *p = start(&r, argv, NULL, 1000, false);
+    ecp_shared *making = ecp_shared_pending();
+    assert_true(ecp_process_write_shared(p, making));
+    assert_true(ecp_process_write(p, "held", 4));
+    ecp_process_drop_held(p);
+    assert_true(ecp_process_write(p, "last", 4));
+    while (r.output.len < 4 && !r.exits)
+        uv_run(&r.loop, UV_RUN_ONCE);
+    assert_string_equal(r.output.data, "last");
+    ecp_shared *at_close = ecp_shared_pending();
+    assert_true(ecp_process_write_shared(p, at_close));
+    assert_true(ecp_process_write(p, "never", 5));
+    ecp_process_close(p); /* a close with something held forgets it too */
+    finish(&r);
+    ecp_shared_fill(making, strdup("made"), 4);
+    ecp_shared_fill(at_close, strdup("made"), 4);
+    ecp_shared_unref(making);
+    ecp_shared_unref(at_close);
+}
+
+static void on_error_output(void *ctx, const char *data, size_t len) { buf_append(&((run *)ctx)->errors, data, len); }
+
+static void test_stderr_through_a_pipe(void **state)
+{
+    (void)state;
+    run r = {0};
+    uv_loop_init(&r.loop);
+    const char *argv[] = {"sh", "-c", "echo out; echo err >&2", NULL};
+    ecp_process_options o = {
+        .argv = argv, .pipe_stdout = true, .stderr_to = ECP_STDERR_PIPE, .ctx = &r, .on_output = on_output,
+        .on_error_output = on_error_output, .on_output_end = on_output_end, .on_exit = on_exit_cb,
+    };
+    ecp_error err = {0};
+    ecp_process *p = ecp_process_start(&r.loop, &o, &err);
+    assert_non_null(p);
+    run_until_exit(&r);
+    run_until_output_ends(&r);
+    for (int i = 0; i < 100 && !r.errors.len; i++)
+        uv_run(&r.loop, UV_RUN_NOWAIT);
+    assert_string_equal(r.output.data, "out\n");
+    assert_string_equal(r.errors.data, "err\n");
+    ecp_process_close(p);
+    finish(&r);
+}
+
+/* A child told to leave gets the time to: no signal while it does, a SIGKILL when it does not. */
+static void test_kill_after_a_wait(void **state)
+{
+    (void)state;
+    run r = {0};
+    const char *leaves[] = {"sh", "-c", "read line; exit 0", NULL};
+    ecp_process *p = start(&r, leaves, NULL, 0, false);
+    ecp_process_kill_after(p, 5000);
+    assert_true(ecp_process_write(p, "bye\n", 4));
+    run_until_exit(&r);
+    assert_int_equal(r.term_signal, 0);
+    assert_int_equal(r.status, 0);
+    ecp_process_close(p);
+    finish(&r);
+
+    run stays = {0};
+    const char *ignores[] = {"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done", NULL};
+    p = start(&stays, ignores, NULL, 0, false);
+    while (!stays.output.len)
+        uv_run(&stays.loop, UV_RUN_ONCE);
+    uv_update_time(&stays.loop);
+    uint64_t began = uv_now(&stays.loop);
+    ecp_process_kill_after(p, 300);
+    run_until_exit(&stays);
+    assert_int_equal(stays.term_signal, SIGKILL);
+    assert_true(stays.exited_at - began >= 300);
+    ecp_process_close(p);
+    finish(&stays);
+}
+
+static void make_file(const char *path, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("#!/bin/sh\n", f);
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+/* Only absolute entries are searched, and only executable regular files are programs. */
+static void test_find_program(void **state)
+{
+    (void)state;
+    char top[] = "/tmp/ecp_find_program_XXXXXX";
+    assert_non_null(mkdtemp(top));
+    char cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(top), 0);
+    assert_int_equal(mkdir("rel", 0755), 0);
+    assert_int_equal(mkdir("abs", 0755), 0);
+    assert_int_equal(mkdir("abs/tool.d", 0755), 0);
+    make_file("tool", 0755);          /* in the working directory: "" and "." */
+    make_file("rel/tool", 0755);      /* in a relative entry */
+    make_file("abs/plain", 0644);     /* not executable */
+    assert_int_equal(mkdir("abs/dir", 0755), 0);
+    assert_int_equal(mkdir("abs/dir/tool", 0755), 0); /* a directory of that name */
+    make_file("abs/tool", 0755);
+    char dirs[8192], want[4096];
+    snprintf(dirs, sizeof dirs, ":.:rel:%s/abs/dir:%s/abs", top, top);
+    snprintf(want, sizeof want, "%s/abs/tool", top);
+    char *found = ecp_process_find_program("tool", dirs);
+    assert_non_null(found);
+    assert_string_equal(found, want);
+    free(found);
+    assert_null(ecp_process_find_program("tool", ":.:rel"));
+    snprintf(dirs, sizeof dirs, "%s/abs", top);
+    assert_null(ecp_process_find_program("plain", dirs));
+    assert_null(ecp_process_find_program("missing", dirs));
+    assert_null(ecp_process_find_program("tool", ""));
+    assert_int_equal(chdir(cwd), 0);
+    char cleanup[8300];
+    snprintf(cleanup, sizeof cleanup, "rm -rf '%s'", top);
+    assert_int_equal(system(cleanup), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +429,12 @@ int main(void)
         cmocka_unit_test(test_close_kills_after_grace),
         cmocka_unit_test(test_group_killed_whole),
         cmocka_unit_test(test_leave_running),
+        cmocka_unit_test(test_shared_bytes_written_from_where_they_lie),
+        cmocka_unit_test(test_writes_held_behind_bytes_in_the_making),
+        cmocka_unit_test(test_held_writes_dropped),
+        cmocka_unit_test(test_stderr_through_a_pipe),
+        cmocka_unit_test(test_kill_after_a_wait),
+        cmocka_unit_test(test_find_program),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
