@@ -582,9 +582,7 @@ static void m_mcp_start(void *ctx, ecp_call *call)
         jw_object_end(w);
         ecp_call_finish(call);
     }
-    free(argv);
-    free(envv);
-    free(offsets);
+    free_each(argv, envv, offsets);
     buf_free(&env_text);
 }
 

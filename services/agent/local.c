@@ -59,13 +59,9 @@ static void message_free(agent_message *m)
 {
     free(m->text);
     for (size_t i = 0; i < m->call_count; i++) {
-        free(m->calls[i].id);
-        free(m->calls[i].name);
-        free(m->calls[i].arguments);
+        free_each(m->calls[i].id, m->calls[i].name, m->calls[i].arguments);
     }
-    free(m->calls);
-    free(m->tool_call_id);
-    free(m->tool_name);
+    free_each(m->calls, m->tool_call_id, m->tool_name);
 }
 
 static void endpoint_free(llm_endpoint *e)
@@ -82,11 +78,7 @@ static void chat_free(chat *c)
     free(c->messages);
     endpoint_free(&c->endpoint);
     tool_plan_free(&c->plan);
-    free(c->model_name);
-    free(c->id);
-    free(c->title);
-    free(c->model);
-    free(c);
+    free_each(c->model_name, c->id, c->title, c->model, c);
 }
 
 static chat *find_chat(agent_service *svc, const char *id)
@@ -226,11 +218,7 @@ static int save_work(sqlite3 *db, void *data, ecp_error *err)
 static void save_free(void *data)
 {
     save_op *op = data;
-    free(op->id);
-    free(op->title);
-    free(op->model);
-    free(op->message);
-    free(op);
+    free_each(op->id, op->title, op->model, op->message, op);
 }
 
 static const store_op_type save_type = {"agent.chat.save", true, save_work, NULL, save_free};
@@ -1170,10 +1158,7 @@ static void key_wait_free(key_wait *w)
             p = &(*p)->next;
         *p = w->next;
     }
-    free(w->chat_id);
-    free(w->message);
-    free(w->model);
-    free(w);
+    free_each(w->chat_id, w->message, w->model, w);
 }
 
 static void secret_found(void *ctx, int status, const ecp_error *err, const char *value, size_t len,
@@ -1317,9 +1302,7 @@ int agent_chat_open(agent_service *self, const char *chat_id, agent_chat_info *i
             .call_count = m->call_count, .call_ids = ids, .call_names = names, .call_arguments = args,
         };
         message_fn(ctx, &mi);
-        free(ids);
-        free(names);
-        free(args);
+        free_each(ids, names, args);
     }
     return 0;
 }

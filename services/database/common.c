@@ -36,16 +36,8 @@ static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 
 void database_config_clear(database_config *c)
 {
-    free(c->id);
-    free(c->name);
-    free(c->path);
-    free(c->host);
-    free(c->database);
-    free(c->username);
-    free(c->password_secret);
-    free(c->ssl_ca);
-    free(c->ssl_cert);
-    free(c->ssl_key);
+    free_each(c->id, c->name, c->path, c->host, c->database, c->username, c->password_secret, c->ssl_ca, c->ssl_cert,
+              c->ssl_key);
     memset(c, 0, sizeof *c);
 }
 
@@ -94,9 +86,7 @@ void db_fields_free(database_field *f, size_t n)
     if (!f)
         return;
     for (size_t i = 0; i < n; i++) {
-        free(f[i].name);
-        free(f[i].data_type);
-        free(f[i].default_value);
+        free_each(f[i].name, f[i].data_type, f[i].default_value);
     }
     free(f);
 }

@@ -302,10 +302,7 @@ void database_service_free(database_service *svc)
         database_values_free(svc->recent[i].params, svc->recent[i].param_count);
     }
     uv_mutex_destroy(&svc->save_lock);
-    free(svc->conns);
-    free(svc->data_dir);
-    free(svc->workspace);
-    free(svc);
+    free_each(svc->conns, svc->data_dir, svc->workspace, svc);
 }
 
 void database_service_set_workspace(database_service *svc, const char *workspace)

@@ -48,10 +48,7 @@ typedef struct op_job {
 static void op_release(void *payload)
 {
     op_job *j = payload;
-    free(j->path);
-    free(j->path2);
-    free(j->content);
-    free(j->data);
+    free_each(j->path, j->path2, j->content, j->data);
     buf_free(&j->rendered);
     ecp_shared_unref(j->shared);
     if (j->entries)

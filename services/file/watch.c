@@ -1016,9 +1016,7 @@ static void watch_free(file__watcher *self, watch *w, bool cancel_walk)
     smap_free(&w->nodes);
     smap_free(&w->pending);
     file__globs_free(w->exclude, w->exclude_count);
-    free(w->root);
-    free(w->only);
-    free(w);
+    free_each(w->root, w->only, w);
 }
 
 /* The watch of path with its root directory covered (or the error why it

@@ -57,10 +57,7 @@ static gitsvc__doc *find_doc(gitsvc *self, const char *id)
 
 static void doc_free(gitsvc__doc *d)
 {
-    free(d->id);
-    free(d->root);
-    free(d->changes);
-    free(d);
+    free_each(d->id, d->root, d->changes, d);
 }
 
 /* ----- the diff job -------------------------------------------------------------------------- */
@@ -124,9 +121,7 @@ static void doc_job_free(void *data)
 {
     doc_job *j = data;
     document_snapshot_release(j->snap);
-    free(j->id);
-    free(j->root);
-    free(j->gitdir);
+    free_each(j->id, j->root, j->gitdir);
     arena_free(&j->mem);
     free(j);
 }

@@ -85,9 +85,7 @@ static void known_free(gitsvc__known *k)
         gitsvc_repo_close(k->kept[i]);
     }
     ecp_shared_unref(k->json);
-    free(k->root);
-    free(k->gitdir);
-    free(k);
+    free_each(k->root, k->gitdir, k);
 }
 
 void gitsvc_free(gitsvc *self)
@@ -474,9 +472,7 @@ static void status_done(ecp_job *job)
 static void status_free(void *data)
 {
     status_job *j = data;
-    free(j->path);
-    free(j->root);
-    free(j->gitdir);
+    free_each(j->path, j->root, j->gitdir);
     for (int i = 0; i < GITSVC_STATUS_ITEMS; i++) {
         gitsvc_repo_close(j->repos[i]);
         arena_free(&j->mem[i]);

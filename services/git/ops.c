@@ -362,10 +362,7 @@ static void op_done(ecp_job *job)
 static void op_free(void *data)
 {
     op_job *j = data;
-    free(j->path);
-    free(j->arg);
-    free(j->ref);
-    free(j->text);
+    free_each(j->path, j->arg, j->ref, j->text);
     document_snapshot_release(j->snap);
     gitsvc_tokens_free(j->tokens);
     free(j->tokens);
@@ -373,9 +370,7 @@ static void op_free(void *data)
         uv_close((uv_handle_t *)j->deadline, (uv_close_cb)free);
     for (size_t i = 0; i < j->path_count; i++)
         free(j->paths[i]);
-    free(j->paths);
-    free(j->root);
-    free(j->gitdir);
+    free_each(j->paths, j->root, j->gitdir);
     buf_free(&j->json);
     arena_free(&j->mem);
     free(j);

@@ -301,11 +301,8 @@ int session_when_check(const char *when, ecp_error *err)
 
 static void entry_free(keybinding_entry *e)
 {
-    free((char *)e->view.key);
-    free((char *)e->view.command);
-    free((char *)e->view.when);
-    free((char *)e->view.args_json);
-    free(e->canonical);
+    free_each((char *)e->view.key, (char *)e->view.command, (char *)e->view.when, (char *)e->view.args_json,
+              e->canonical);
 }
 
 static int entry_make(const session_keybinding *b, keybinding_entry *out, ecp_error *err)
@@ -397,10 +394,8 @@ static void save_free(void *data)
 {
     save_op *op = data;
     for (size_t i = 0; i < op->count; i++) {
-        free((char *)op->list[i].key);
-        free((char *)op->list[i].command);
-        free((char *)op->list[i].when);
-        free((char *)op->list[i].args_json);
+        free_each((char *)op->list[i].key, (char *)op->list[i].command, (char *)op->list[i].when,
+                  (char *)op->list[i].args_json);
     }
     free(op->list);
     free(op);

@@ -396,11 +396,7 @@ static void secret_free(void *data)
     }
     for (size_t i = 0; i < op->key_count; i++)
         free(op->keys[i]);
-    free(op->keys);
-    free(op->key);
-    free(op->prefix);
-    free(op->description);
-    free(op);
+    free_each(op->keys, op->key, op->prefix, op->description, op);
 }
 
 static const store_op_type secret_type = {

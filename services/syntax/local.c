@@ -85,10 +85,7 @@ static void doc_free(syntax_doc *doc)
     if (doc->job)
         ecp_job_cancel(doc->job);
     doc_drop_state(doc);
-    free(doc->pending);
-    free(doc->touched);
-    free(doc->id);
-    free(doc);
+    free_each(doc->pending, doc->touched, doc->id, doc);
 }
 
 static void emit_tokens(syntax_service *self, syntax_doc *doc, const syntax_line_range *ranges, size_t count)
@@ -312,10 +309,7 @@ static void parse_free(void *data)
         ts_tree_delete(j->tree);
     syntax_layers_free(&j->layers);
     syntax_layers_free(&j->old_layers);
-    free(j->text);
-    free(j->ranges);
-    free(j->doc_id);
-    free(j);
+    free_each(j->text, j->ranges, j->doc_id, j);
 }
 
 static const ecp_job_type parse_full_type = {"syntax.parse", ECP_LANE_LONG, false, parse_work, parse_done,

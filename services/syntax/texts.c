@@ -196,10 +196,7 @@ static syntax_session *session_find(syntax_sessions *sessions, const char *id, s
 static void session_free(syntax_session *s)
 {
     syntax_text_free(s->text);
-    free(s->id);
-    free(s->document_id);
-    free(s->language_id);
-    free(s);
+    free_each(s->id, s->document_id, s->language_id, s);
 }
 
 void syntax_sessions_free(syntax_sessions *self)
@@ -393,10 +390,7 @@ static void text_release(void *payload)
     syntax_text_free(j->result);
     text_colors_free(&j->colors);
     buf_free(&j->answer);
-    free(j->content);
-    free(j->language_id);
-    free(j->document_id);
-    free(j->session_id);
+    free_each(j->content, j->language_id, j->document_id, j->session_id);
 }
 
 static const ecp_job_kind text_kind =

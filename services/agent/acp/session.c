@@ -25,10 +25,7 @@ static acp_session *add_session(acp_frontend *acp, const char *id)
 
 void acp__clear_diff(acp_session *s)
 {
-    free(s->diff_tool_id);
-    free(s->diff_path);
-    free(s->diff_old);
-    free(s->diff_new);
+    free_each(s->diff_tool_id, s->diff_path, s->diff_old, s->diff_new);
     s->diff_tool_id = s->diff_path = s->diff_old = s->diff_new = NULL;
 }
 
@@ -50,10 +47,7 @@ void acp__session_free(acp_session *s)
     acp__clear_turn(s);
     for (size_t i = 0; i < s->answer_count; i++)
         free(s->answers[i].tool);
-    free(s->answers);
-    free(s->model);
-    free(s->id);
-    free(s);
+    free_each(s->answers, s->model, s->id, s);
 }
 
 const standing_answer *acp__standing(const acp_session *s, const char *tool)
