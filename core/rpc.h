@@ -164,6 +164,24 @@ void ecp_call_error(ecp_call *call, int code, const char *fmt, ...) __attribute_
 void ecp_call_error_data(ecp_call *call, int code, const char *data_json, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* An error whose data is an object built in place:
+ *
+ *     ecp_error_data d;
+ *     json_writer *w = ecp_error_data_begin(&d);
+ *     jw_key_string(w, "uri", uri);
+ *     ecp_call_error_with(call, code, &d, "Not found: %s", uri);   (also releases d)
+ */
+typedef struct ecp_error_data {
+    buf bytes;
+    json_writer w;
+} ecp_error_data;
+json_writer *ecp_error_data_begin(ecp_error_data *d);
+void ecp_call_error_with(ecp_call *call, int code, ecp_error_data *d, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The same with data of one string, {"<key>": "<value>"}: what was not found. */
+void ecp_call_error_keyed(ecp_call *call, int code, const char *key, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
 /* Keeps the call alive past the handler's return. Returns call. */
 ecp_call *ecp_call_defer(ecp_call *call);
 

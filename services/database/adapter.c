@@ -31,18 +31,14 @@ static void reply_error(ecp_call *call, int status, const database_failure *f)
         ecp_call_error(call, code, "%s", f->message);
         return;
     }
-    buf data = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &data);
-    jw_object_begin(&w);
-    jw_key_string(&w, "engineCode", f->engine_code[0] ? f->engine_code : ecp_status_text(status));
+    ecp_error_data d;
+    json_writer *w = ecp_error_data_begin(&d);
+    jw_key_string(w, "engineCode", f->engine_code[0] ? f->engine_code : ecp_status_text(status));
     if (f->position > 0)
-        jw_key_int(&w, "position", f->position);
+        jw_key_int(w, "position", f->position);
     if (f->detail[0])
-        jw_key_string(&w, "detail", f->detail);
-    jw_object_end(&w);
-    ecp_call_error_data(call, code, data.data, "%s", f->message);
-    buf_free(&data);
+        jw_key_string(w, "detail", f->detail);
+    ecp_call_error_with(call, code, &d, "%s", f->message);
 }
 
 /* A refusal without the engine's words. */

@@ -214,14 +214,7 @@ static void reply_error(ecp_call *call, int status, const ecp_error *err, int no
 
 static void theme_not_found(ecp_call *call, const char *theme)
 {
-    buf data = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &data);
-    jw_object_begin(&w);
-    jw_key_string(&w, "themeId", theme);
-    jw_object_end(&w);
-    ecp_call_error_data(call, ECP_WIRE_SYNTAX_THEME_NOT_FOUND, data.data, "Theme not found: %s", theme);
-    buf_free(&data);
+    ecp_call_error_keyed(call, ECP_WIRE_SYNTAX_THEME_NOT_FOUND, "themeId", theme, "Theme not found: %s", theme);
 }
 
 /* Makes the optional `theme` param current; false when it answered an error. */

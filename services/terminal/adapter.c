@@ -28,14 +28,7 @@ typedef struct terminal_adapter {
  * (it is also JSON-RPC's parse error; a parse error has no id). */
 static void reply_not_found(ecp_call *call, const char *id)
 {
-    buf data = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &data);
-    jw_object_begin(&w);
-    jw_key_string(&w, "terminalId", id);
-    jw_object_end(&w);
-    ecp_call_error_data(call, ECP_WIRE_TERMINAL_NOT_FOUND, data.data, "Terminal not found: %s", id);
-    buf_free(&data);
+    ecp_call_error_keyed(call, ECP_WIRE_TERMINAL_NOT_FOUND, "terminalId", id, "Terminal not found: %s", id);
 }
 
 /* What each method's failures are, by status. */
@@ -48,19 +41,11 @@ static const ecp_wire_map use_codes[] = {
 
 static void reply_error(ecp_call *call, const char *id, int status, const ecp_error *err)
 {
-    size_t count = ECP_WIRE_MAP_COUNT(use_codes);
-    if (ecp_wire_code(use_codes, count, status, ECP_WIRE_INTERNAL_ERROR) == ECP_WIRE_TERMINAL_NOT_FOUND) {
+    int code = ecp_wire_code(use_codes, ECP_WIRE_MAP_COUNT(use_codes), status, ECP_WIRE_INTERNAL_ERROR);
+    if (code == ECP_WIRE_TERMINAL_NOT_FOUND)
         reply_not_found(call, id);
-        return;
-    }
-    buf data = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &data);
-    jw_object_begin(&w);
-    jw_key_string(&w, "terminalId", id);
-    jw_object_end(&w);
-    ecp_call_reply_status(call, use_codes, count, status, err, data.data);
-    buf_free(&data);
+    else
+        ecp_call_error_keyed(call, code, "terminalId", id, "%s", err ? err->message : ecp_status_text(status));
 }
 
 /* ----- params ------------------------------------------------------------------------------ */
