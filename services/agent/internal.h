@@ -92,6 +92,10 @@ void mcp_need(agent_service *svc);
 bool mcp_starting(agent_service *svc);
 /* A server stopped starting (local.c): prompts waiting for the setting's servers go on once none starts. */
 void agent__mcp_settled(agent_service *svc);
+
+/* A new random id in the form of a version 4 UUID (a chat's, an ACP
+ * session's); the caller frees it. */
+char *agent__new_id(void);
 /* Stops every server (at the service's end; nobody is told). */
 void mcp_stop_all(agent_service *svc);
 /* The running servers' tools, named mcp__<server>__<tool>. */

@@ -994,12 +994,12 @@ char *agent_default_model(agent_service *self)
 
 /* ----- chats ---------------------------------------------------------------------------------- */
 
-static char *new_chat_id(void)
+char *agent__new_id(void)
 {
     unsigned char bytes[16];
     if (uv_random(NULL, NULL, bytes, sizeof bytes, 0, NULL) != 0)
         for (size_t i = 0; i < sizeof bytes; i++)
-            bytes[i] = (unsigned char)(uv_hrtime() >> (i % 8));
+            bytes[i] = (unsigned char)(uv_hrtime() >> (i % 8 * 8));
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     buf b = BUF_INIT;
@@ -1074,7 +1074,7 @@ static int prompt_now(agent_service *self, const char *chat_id, const char *mess
     if (!c) {
         c = xcalloc(1, sizeof *c);
         c->svc = self;
-        c->id = chat_id ? xstrdup(chat_id) : new_chat_id();
+        c->id = chat_id ? xstrdup(chat_id) : agent__new_id();
         c->created_at = c->updated_at = now_ms();
         created = true;
     }
