@@ -32,6 +32,23 @@ bool db_run_should_stop(const db_run *run)
     return run->deadline_ms && db_now_ms() >= run->deadline_ms;
 }
 
+bool db_page_add(buf *pending, bool *has_pending, const db_run *run, database_result *out, const char *row,
+                 size_t len)
+{
+    if (out->row_count > 0 && out->rows.len + len + 1 > run->max_bytes) {
+        buf_clear(pending);
+        buf_append(pending, row, len);
+        *has_pending = true;
+        out->truncated = true;
+        return false;
+    }
+    if (out->row_count)
+        buf_push(&out->rows, ',');
+    buf_append(&out->rows, row, len);
+    out->row_count++;
+    return true;
+}
+
 static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 
 void database_config_clear(database_config *c)

@@ -39,6 +39,11 @@ typedef struct db_run {
 } db_run;
 
 bool db_run_should_stop(const db_run *run);
+
+/* Appends one rendered row to the page, or holds it back in pending (and
+ * marks the page truncated) when the page is full; false when held back. */
+bool db_page_add(buf *pending, bool *has_pending, const db_run *run, database_result *out, const char *row,
+                 size_t len);
 int64_t db_now_ms(void);
 
 /* One engine connection. Its functions run on the pool thread of the job that
