@@ -577,13 +577,7 @@ static int compile_pattern(grep_job *t, const file_grep_options *o, ecp_error *e
     return 0;
 }
 
-static const ecp_job_type grep_type = {
-    .name = "file.grep",
-    .lane = ECP_LANE_LONG,
-    .work = grep_work,
-    .done = grep_done,
-    .free_data = grep_free,
-};
+static const ecp_job_type grep_type = {"file.grep", ECP_LANE_LONG, false, grep_work, grep_done, grep_free};
 
 int file_grep_prepare(file_service *self, const file_grep_options *o, file_grep_cb cb, void *ctx, ecp_job **walk,
                       ecp_error *err)

@@ -238,13 +238,7 @@ static bool segment_is_literal(const char *s, size_t n)
     return true;
 }
 
-static const ecp_job_type glob_type = {
-    .name = "file.glob",
-    .lane = ECP_LANE_LONG,
-    .work = glob_work,
-    .done = glob_done,
-    .free_data = glob_free,
-};
+static const ecp_job_type glob_type = {"file.glob", ECP_LANE_LONG, false, glob_work, glob_done, glob_free};
 
 int file_glob_prepare(file_service *self, const file_glob_options *o, file_glob_cb cb, void *ctx, ecp_job **walk,
                       ecp_error *err)
@@ -538,13 +532,8 @@ static void search_free(void *data)
     free(t);
 }
 
-static const ecp_job_type search_type = {
-    .name = "file.search",
-    .lane = ECP_LANE_LONG,
-    .work = search_work,
-    .done = search_done,
-    .free_data = search_free,
-};
+static const ecp_job_type search_type = {"file.search", ECP_LANE_LONG, false, search_work, search_done,
+                                         search_free};
 
 int file_search_prepare(file_service *self, const file_search_options *o, file_search_cb cb, void *ctx,
                         ecp_job **walk, ecp_error *err)

@@ -836,13 +836,8 @@ static void tree_walk_free(void *data)
     free(t);
 }
 
-static const ecp_job_type tree_walk_type = {
-    .name = "file.watch_walk",
-    .lane = ECP_LANE_LONG,
-    .work = tree_walk_work,
-    .done = tree_walk_done,
-    .free_data = tree_walk_free,
-};
+static const ecp_job_type tree_walk_type = {"file.watch_walk", ECP_LANE_LONG, false, tree_walk_work,
+                                            tree_walk_done, tree_walk_free};
 
 static void end_setup(watch *w)
 {
