@@ -151,6 +151,42 @@ void ecp_call_reply_bool(ecp_call *call, const char *key, bool value);
 void ecp_call_reply_int(ecp_call *call, const char *key, int64_t value);
 void ecp_call_reply_string(ecp_call *call, const char *key, const char *value);
 
+/* A flat object of a few plain fields, for a result or a notification's
+ * params without a render function and a struct of its own:
+ *
+ *     ecp_call_reply_fields(call, ECP_FIELDS(ECP_INT_FIELD("words", n), ECP_BOOL_FIELD("exact", true)));
+ *     ecp_bus_notify(bus, "x/didY", ecp_render_fields, ECP_FIELDS(ECP_STRING_FIELD("id", id)));
+ *
+ * ECP_FIELDS points into the enclosing block: it lives as long as the
+ * statement's caller, which is what ecp_bus_notify needs. */
+typedef enum ecp_field_kind {
+    ECP_FIELD_STRING,     /* NULL writes null */
+    ECP_FIELD_STRING_OPT, /* NULL leaves the field out */
+    ECP_FIELD_INT,
+    ECP_FIELD_BOOL,
+} ecp_field_kind;
+typedef struct ecp_field {
+    const char *key;
+    ecp_field_kind kind;
+    const char *s;
+    int64_t i;
+    bool b;
+} ecp_field;
+typedef struct ecp_fields {
+    const ecp_field *items;
+    size_t count;
+} ecp_fields;
+#define ECP_STRING_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_STRING, .s = (v)}
+#define ECP_STRING_FIELD_OPT(k, v) {.key = (k), .kind = ECP_FIELD_STRING_OPT, .s = (v)}
+#define ECP_INT_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_INT, .i = (int64_t)(v)}
+#define ECP_BOOL_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_BOOL, .b = (v)}
+#define ECP_FIELDS(...)                                                                                            \
+    (&(ecp_fields){(const ecp_field[]){__VA_ARGS__}, sizeof((const ecp_field[]){__VA_ARGS__}) / sizeof(ecp_field)})
+void ecp_call_reply_fields(ecp_call *call, const ecp_fields *fields);
+/* An ecp_render_fn whose ctx is an ecp_fields. */
+void ecp_render_fields(void *ctx, ecp_position_encoding enc, json_writer *w);
+void ecp_write_fields(json_writer *w, const ecp_fields *fields);
+
 /* Answers a failure: the wire code is the one the adapter's map (count
  * entries) gives status, -32603 when it lists none; the message is err's
  * (the status's text without err). data_json may be NULL. */

@@ -81,3 +81,33 @@ void ecp_call_error_keyed(ecp_call *call, int code, const char *key, const char 
     error_with(call, code, &d, fmt, ap);
     va_end(ap);
 }
+
+void ecp_write_fields(json_writer *w, const ecp_fields *fields)
+{
+    jw_object_begin(w);
+    for (size_t i = 0; i < fields->count; i++) {
+        const ecp_field *f = &fields->items[i];
+        switch (f->kind) {
+        case ECP_FIELD_STRING_OPT:
+            if (f->s)
+                jw_key_string(w, f->key, f->s);
+            break;
+        case ECP_FIELD_STRING: jw_key_string(w, f->key, f->s); break;
+        case ECP_FIELD_INT: jw_key_int(w, f->key, f->i); break;
+        case ECP_FIELD_BOOL: jw_key_bool(w, f->key, f->b); break;
+        }
+    }
+    jw_object_end(w);
+}
+
+void ecp_call_reply_fields(ecp_call *call, const ecp_fields *fields)
+{
+    ecp_write_fields(ecp_call_result(call), fields);
+    ecp_call_finish(call);
+}
+
+void ecp_render_fields(void *ctx, ecp_position_encoding enc, json_writer *w)
+{
+    (void)enc;
+    ecp_write_fields(w, ctx);
+}

@@ -115,33 +115,17 @@ static void on_content(void *ctx, const agent_content *content)
     ecp_bus_notify(a->bus, "chat/contentReceived", render_content, (void *)content);
 }
 
-typedef struct status_event {
-    const char *chat_id, *status;
-} status_event;
-
-static void render_status(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    (void)enc;
-    const status_event *e = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "chatId", e->chat_id);
-    if (e->status)
-        jw_key_string(w, "status", e->status);
-    jw_object_end(w);
-}
-
 static void on_status(void *ctx, const char *chat_id, const char *status)
 {
     adapter_ctx *a = ctx;
-    status_event e = {chat_id, status};
-    ecp_bus_notify(a->bus, "chat/statusChanged", render_status, &e);
+    ecp_bus_notify(a->bus, "chat/statusChanged", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("chatId", chat_id), ECP_STRING_FIELD_OPT("status", status)));
 }
 
 static void on_deleted(void *ctx, const char *chat_id)
 {
     adapter_ctx *a = ctx;
-    status_event e = {chat_id, NULL};
-    ecp_bus_notify(a->bus, "chat/deleted", render_status, &e);
+    ecp_bus_notify(a->bus, "chat/deleted", ecp_render_fields, ECP_FIELDS(ECP_STRING_FIELD("chatId", chat_id)));
 }
 
 static const agent_listener listener = {on_content, on_status, on_deleted, NULL};

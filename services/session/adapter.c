@@ -1147,62 +1147,27 @@ static void on_setting(void *ctx, const char *key, const char *value)
     ecp_bus_notify(ad->bus, "config/didChange", render_setting, &n);
 }
 
-static void render_theme(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    jw_object_begin(w);
-    jw_key_string(w, "themeId", ctx);
-    jw_object_end(w);
-}
-
 static void on_theme(void *ctx, const char *theme_id)
 {
     session_adapter *ad = ctx;
-    ecp_bus_notify(ad->bus, "theme/didChange", render_theme, (void *)theme_id);
-}
-
-typedef struct message_note {
-    session_message_type type;
-    const char *message;
-} message_note;
-
-static void render_message(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const message_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_int(w, "type", n->type);
-    jw_key_string(w, "message", n->message);
-    jw_object_end(w);
+    ecp_bus_notify(ad->bus, "theme/didChange", ecp_render_fields, ECP_FIELDS(ECP_STRING_FIELD("themeId", theme_id)));
 }
 
 static void on_message(void *ctx, session_message_type type, const char *message)
 {
     session_adapter *ad = ctx;
-    message_note n = {type, message};
-    ecp_bus_notify(ad->bus, "$/showMessage", render_message, &n);
-}
-
-typedef struct trust_note {
-    const char *path;
-    bool trusted;
-} trust_note;
-
-static void render_trust(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const trust_note *n = ctx;
-    buf uri = BUF_INIT;
-    uri_from_path(&uri, n->path, strlen(n->path));
-    jw_object_begin(w);
-    jw_key_string(w, "uri", uri.data);
-    jw_key_bool(w, "trusted", n->trusted);
-    jw_object_end(w);
-    buf_free(&uri);
+    ecp_bus_notify(ad->bus, "$/showMessage", ecp_render_fields,
+                   ECP_FIELDS(ECP_INT_FIELD("type", type), ECP_STRING_FIELD("message", message)));
 }
 
 static void on_trust(void *ctx, const char *path, bool trusted)
 {
     session_adapter *ad = ctx;
-    trust_note n = {path, trusted};
-    ecp_bus_notify(ad->bus, "workspace/didChangeTrust", render_trust, &n);
+    buf uri = BUF_INIT;
+    uri_from_path(&uri, path, strlen(path));
+    ecp_bus_notify(ad->bus, "workspace/didChangeTrust", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("uri", uri.data), ECP_BOOL_FIELD("trusted", trusted)));
+    buf_free(&uri);
 }
 
 static const session_listener listener = {

@@ -464,46 +464,18 @@ static void on_screen(void *ctx, const char *id, const unsigned *rows, size_t co
     hold_if_backed_up(ad, "terminal/didChangeScreen");
 }
 
-typedef struct title_note {
-    const char *id;
-    const char *title;
-} title_note;
-
-static void render_title(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const title_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "terminalId", n->id);
-    jw_key_string(w, "title", n->title);
-    jw_object_end(w);
-}
-
 static void on_title(void *ctx, const char *id, const char *title)
 {
     terminal_adapter *ad = ctx;
-    title_note n = {id, title};
-    ecp_bus_notify(ad->bus, "terminal/title", render_title, &n);
-}
-
-typedef struct exit_note {
-    const char *id;
-    int code;
-} exit_note;
-
-static void render_exit(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const exit_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "terminalId", n->id);
-    jw_key_int(w, "exitCode", n->code);
-    jw_object_end(w);
+    ecp_bus_notify(ad->bus, "terminal/title", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("terminalId", id), ECP_STRING_FIELD("title", title)));
 }
 
 static void on_terminal_exit(void *ctx, const char *id, int exit_code)
 {
     terminal_adapter *ad = ctx;
-    exit_note n = {id, exit_code};
-    ecp_bus_notify(ad->bus, "terminal/exit", render_exit, &n);
+    ecp_bus_notify(ad->bus, "terminal/exit", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("terminalId", id), ECP_INT_FIELD("exitCode", exit_code)));
 }
 
 static const terminal_listener listener = {
