@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "interface.h"
+#include "map.h"
 
 #define DB_DEFAULT_PAGE_SIZE 1000
 #define DB_DEFAULT_MAX_RESULT_BYTES (16u << 20)
@@ -159,8 +160,9 @@ struct database_service {
     struct store *store;
     struct session_service *session;
     char *data_dir, *workspace;
-    db_conn **conns; /* a list searched by id: one person's connections are few */
+    db_conn **conns; /* every connection, deleted ones until their queue ends */
     size_t conn_count, conn_cap;
+    ecp_map *live;   /* the connections not deleted, by id */
     db_recent recent[DB_RECENT_QUERIES];
     size_t recent_next;
     uint64_t next_id;

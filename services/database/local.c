@@ -75,6 +75,16 @@ static bool read_config_text(database_service *svc, const char *path, buf *text)
     return ok;
 }
 
+static void conn_add(database_service *svc, db_conn *c)
+{
+    if (svc->conn_count == svc->conn_cap) {
+        svc->conn_cap = svc->conn_cap ? svc->conn_cap * 2 : 8;
+        svc->conns = xrealloc(svc->conns, svc->conn_cap * sizeof *svc->conns);
+    }
+    svc->conns[svc->conn_count++] = c;
+    ecp_map_set(svc->live, c->config.id, c, NULL);
+}
+
 static void load_configs(database_service *svc, bool project)
 {
     if (project && !svc->workspace)
@@ -99,11 +109,7 @@ static void load_configs(database_service *svc, bool project)
         c->svc = svc;
         c->config = list[i];
         c->engine = db_engine_of(c->config.type);
-        if (svc->conn_count == svc->conn_cap) {
-            svc->conn_cap = svc->conn_cap ? svc->conn_cap * 2 : 8;
-            svc->conns = xrealloc(svc->conns, svc->conn_cap * sizeof *svc->conns);
-        }
-        svc->conns[svc->conn_count++] = c;
+        conn_add(svc, c);
     }
     free(list);
     buf_free(&text);
@@ -261,6 +267,7 @@ database_service *database_service_new(const database_service_options *o, ecp_er
     svc->pool = o->pool;
     svc->log = o->log;
     svc->jobs = ecp_job_set_new(o->pool);
+    svc->live = ecp_map_new();
     uv_mutex_init(&svc->save_lock);
     svc->store = o->store;
     svc->session = o->session;
@@ -302,6 +309,7 @@ void database_service_free(database_service *svc)
         database_values_free(svc->recent[i].params, svc->recent[i].param_count);
     }
     uv_mutex_destroy(&svc->save_lock);
+    ecp_map_free(svc->live);
     free_each(svc->conns, svc->data_dir, svc->workspace, svc);
 }
 
@@ -318,10 +326,7 @@ void database_service_set_workspace(database_service *svc, const char *workspace
 
 db_conn *db_conn_find(database_service *svc, const char *id)
 {
-    for (size_t i = 0; i < svc->conn_count; i++)
-        if (!svc->conns[i]->deleted && !strcmp(svc->conns[i]->config.id, id))
-            return svc->conns[i];
-    return NULL;
+    return ecp_map_get(svc->live, id);
 }
 
 static void info_of(const db_conn *c, database_connection_info *out)
@@ -506,11 +511,7 @@ static int config_create(database_service *svc, config_job *j, const char **id_o
         c->config.id = xstrdup(id);
     }
     c->engine = db_engine_of(c->config.type);
-    if (svc->conn_count == svc->conn_cap) {
-        svc->conn_cap = svc->conn_cap ? svc->conn_cap * 2 : 8;
-        svc->conns = xrealloc(svc->conns, svc->conn_cap * sizeof *svc->conns);
-    }
-    svc->conns[svc->conn_count++] = c;
+    conn_add(svc, c);
     db_configs_save(svc, c->config.project);
     *id_out = c->config.id;
     return 0;

@@ -611,6 +611,7 @@ ecp_job *database_connection_delete_start(database_service *svc, const database_
         return NULL;
     db_conn *c = db_conn_find(svc, args->connection_id);
     c->deleted = true;
+    ecp_map_remove(svc->live, c->config.id, NULL);
     db_configs_save(svc, c->config.project);
     start_next(c);
     return job;
