@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "event.h"
 #include "llm.h"
+#include "map.h"
 
 typedef enum agent_role { ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL } agent_role;
 
@@ -43,7 +44,8 @@ struct agent_service {
     char *workspace;
     llm_client *llm;
     ecp_listeners listeners;
-    chat *chats;
+    chat *chats;      /* newest first */
+    ecp_map *chat_ids; /* the same chats by id */
     key_wait *key_waits; /* prompts waiting for the secret store */
     query_op *queries;   /* file searches whose walk has not called back */
     mcp_server *mcp_servers;

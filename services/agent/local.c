@@ -81,13 +81,7 @@ static void chat_free(chat *c)
     free_each(c->model_name, c->id, c->title, c->model, c);
 }
 
-static chat *find_chat(agent_service *svc, const char *id)
-{
-    for (chat *c = svc->chats; c; c = c->next)
-        if (strcmp(c->id, id) == 0)
-            return c;
-    return NULL;
-}
+static chat *find_chat(agent_service *svc, const char *id) { return ecp_map_get(svc->chat_ids, id); }
 
 /* ----- the store ------------------------------------------------------------------------ */
 
@@ -310,6 +304,8 @@ static void load_done(void *data, int status, const ecp_error *err)
         while (*tail)
             tail = &(*tail)->next;
         *tail = c;
+        if (!find_chat(op->svc, c->id)) /* a chat begun before the load ends is found first, as it comes first */
+            ecp_map_set(op->svc->chat_ids, c->id, c, NULL);
     }
     op->chats = NULL;
 }
@@ -1087,6 +1083,7 @@ static int prompt_now(agent_service *self, const char *chat_id, const char *mess
     if (created) {
         c->next = self->chats;
         self->chats = c;
+        ecp_map_set(self->chat_ids, c->id, c, NULL);
     }
     if (!c->title) {
         size_t n = strcspn(message, "\n");
@@ -1239,6 +1236,10 @@ int agent_chat_delete(agent_service *self, const char *chat_id, ecp_error *err)
     if (c->running)
         agent_prompt_stop(self, chat_id, NULL);
     *p = c->next;
+    ecp_map_remove(self->chat_ids, c->id, NULL);
+    for (chat *same = c->next; same; same = same->next) /* a stored chat that a new one of its id hid */
+        if (!strcmp(same->id, c->id) && ecp_map_set(self->chat_ids, same->id, same, NULL))
+            break;
     store_submit(self->store, &delete_type, xstrdup(c->id));
     ECP_EMIT(&self->listeners, agent_listener, on_deleted, c->id);
     chat_free(c);
@@ -1382,6 +1383,7 @@ agent_service *agent_service_new(const agent_service_options *o, ecp_error *err)
     svc->session = o->session;
     svc->lsp = o->lsp;
     svc->jobs = ecp_job_set_new(o->pool);
+    svc->chat_ids = ecp_map_new();
     svc->workspace = o->workspace ? xstrdup(o->workspace) : NULL;
     svc->llm = llm_client_new(o->loop);
     load_op *op = xcalloc(1, sizeof *op);
@@ -1422,6 +1424,7 @@ void agent_service_free(agent_service *self)
         next = c->next;
         chat_free(c);
     }
+    ecp_map_free(self->chat_ids);
     ecp_listeners_free(&self->listeners);
     free(self->workspace);
     free(self);
