@@ -150,6 +150,10 @@ void ecp_call_reply_empty(ecp_call *call);
 void ecp_call_reply_bool(ecp_call *call, const char *key, bool value);
 void ecp_call_reply_int(ecp_call *call, const char *key, int64_t value);
 void ecp_call_reply_string(ecp_call *call, const char *key, const char *value);
+/* A result that is a list under one key, {"<key>": [ ... ]}: write the items
+ * into the writer returned, then ecp_call_finish_list. */
+json_writer *ecp_call_result_list(ecp_call *call, const char *key);
+void ecp_call_finish_list(ecp_call *call, json_writer *w);
 
 /* A flat object of a few plain fields, for a result or a notification's
  * params without a render function and a struct of its own:

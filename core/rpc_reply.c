@@ -111,3 +111,19 @@ void ecp_render_fields(void *ctx, ecp_position_encoding enc, json_writer *w)
     (void)enc;
     ecp_write_fields(w, ctx);
 }
+
+json_writer *ecp_call_result_list(ecp_call *call, const char *key)
+{
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    jw_key(w, key);
+    jw_array_begin(w);
+    return w;
+}
+
+void ecp_call_finish_list(ecp_call *call, json_writer *w)
+{
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(call);
+}

@@ -229,15 +229,10 @@ static void m_list(void *ctx, ecp_call *call)
     int64_t limit;
     if (!ecp_arg_int_opt(call, p, "limit", INT64_MAX, &limit))
         return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "chats");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "chats");
     list_ctx l = {w, limit};
     agent_chat_list(a->svc, write_chat, &l);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
 }
 
 static void write_message(void *ctx, const agent_message_info *m)
@@ -577,14 +572,9 @@ static void write_each_server(void *ctx, const agent_mcp_info *info) { write_ser
 static void m_mcp_list(void *ctx, ecp_call *call)
 {
     adapter_ctx *a = ctx;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "servers");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "servers");
     agent_mcp_list(a->svc, write_each_server, w);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
 }
 
 static const ecp_method mcp_methods[] = {

@@ -107,23 +107,6 @@ static bool answered_failure(ecp_call *call, int status, const ecp_error *err)
     return true;
 }
 
-/* Opens the result {"<key>": [ for the caller's items; end_list closes it. */
-static json_writer *begin_list(ecp_call *call, const char *key)
-{
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, key);
-    jw_array_begin(w);
-    return w;
-}
-
-static void end_list(ecp_call *call, json_writer *w)
-{
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
-}
-
 static void write_info(json_writer *w, const document_info *info)
 {
     jw_object_begin(w);
@@ -362,7 +345,7 @@ static void listed(void *ctx, int status, const ecp_error *err, const session_su
     ecp_call *call = ctx;
     if (answered_failure(call, status, err))
         return;
-    json_writer *w = begin_list(call, "sessions");
+    json_writer *w = ecp_call_result_list(call, "sessions");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "id", list[i].id);
@@ -373,7 +356,7 @@ static void listed(void *ctx, int status, const ecp_error *err, const session_su
         jw_key_int(w, "documentCount", list[i].document_count);
         jw_object_end(w);
     }
-    end_list(call, w);
+    ecp_call_finish_list(call, w);
 }
 
 static void m_session_list(void *ctx, ecp_call *call)
@@ -424,10 +407,7 @@ static void reopened(void *ctx, int status, const ecp_error *err, const session_
         free(r);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "documents");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "documents");
     for (size_t i = 0; i < result->document_count; i++) {
         document_info info;
         if (document_get_info(r->ad->docs, result->document_ids[i], &info, NULL) == 0)
@@ -438,9 +418,7 @@ static void reopened(void *ctx, int status, const ecp_error *err, const session_
     jw_array_begin(w);
     for (size_t i = 0; i < result->missing_count; i++)
         jw_string(w, result->missing[i]);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
     free(r);
 }
 
@@ -466,7 +444,7 @@ static void recoverable(void *ctx, int status, const ecp_error *err, const sessi
     ecp_call *call = ctx;
     if (answered_failure(call, status, err))
         return;
-    json_writer *w = begin_list(call, "documents");
+    json_writer *w = ecp_call_result_list(call, "documents");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "uri", list[i].uri);
@@ -475,7 +453,7 @@ static void recoverable(void *ctx, int status, const ecp_error *err, const sessi
         jw_key_int(w, "bytes", list[i].bytes);
         jw_object_end(w);
     }
-    end_list(call, w);
+    ecp_call_finish_list(call, w);
 }
 
 static void m_session_recoverable(void *ctx, ecp_call *call)
@@ -775,7 +753,7 @@ static void m_theme_list(void *ctx, ecp_call *call)
 {
     size_t count;
     const session_theme *themes = session_themes(&count);
-    json_writer *w = begin_list(call, "themes");
+    json_writer *w = ecp_call_result_list(call, "themes");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "id", themes[i].id);
@@ -784,7 +762,7 @@ static void m_theme_list(void *ctx, ecp_call *call)
         jw_key_bool(w, "builtin", true);
         jw_object_end(w);
     }
-    end_list(call, w);
+    ecp_call_finish_list(call, w);
 }
 
 static void reply_theme(ecp_call *call, const session_theme *t)
@@ -989,10 +967,10 @@ static void secret_listed(void *ctx, int status, const ecp_error *err, const cha
     ecp_call *call = ctx;
     if (answered_failure(call, status, err))
         return;
-    json_writer *w = begin_list(call, "keys");
+    json_writer *w = ecp_call_result_list(call, "keys");
     for (size_t i = 0; i < count; i++)
         jw_string(w, keys[i]);
-    end_list(call, w);
+    ecp_call_finish_list(call, w);
 }
 
 static void m_secret_list(void *ctx, ecp_call *call)
@@ -1008,7 +986,7 @@ static void m_secret_providers(void *ctx, ecp_call *call)
 {
     size_t count;
     const session_secret_provider *list = session_secret_providers(&count);
-    json_writer *w = begin_list(call, "providers");
+    json_writer *w = ecp_call_result_list(call, "providers");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "id", list[i].id);
@@ -1017,7 +995,7 @@ static void m_secret_providers(void *ctx, ecp_call *call)
         jw_key_bool(w, "isReadOnly", list[i].read_only);
         jw_object_end(w);
     }
-    end_list(call, w);
+    ecp_call_finish_list(call, w);
 }
 
 /* ----- notifications ------------------------------------------------------------------------------------------ */

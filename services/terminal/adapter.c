@@ -346,15 +346,10 @@ static void m_list(void *ctx, ecp_call *call)
     terminal_info *list;
     size_t count;
     terminal_list(ad->svc, &list, &count);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "terminals");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "terminals");
     for (size_t i = 0; i < count; i++)
         write_info(w, &list[i]);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
     free(list);
 }
 
