@@ -515,21 +515,12 @@ static void grep_work(ecp_job *job, unsigned item)
 static void grep_done(ecp_job *job)
 {
     grep_job *t = ecp_job_data(job);
-    int status = file__walk_status(job);
-    if (status) {
-        t->cb(t->ctx, status, &t->walk.err, NULL);
+    /* not finished: every item ended without seeing a cancel, yet the job is cancelled now: nothing was sorted */
+    if (file__walk_outcome(job, t->finished, t->format ? &t->rendered : NULL, &t->shared)) {
+        t->cb(t->ctx, t->walk.status, &t->walk.err, NULL);
         return;
     }
-    if (!t->finished) {
-        /* every item ended without seeing a cancel, yet the job is cancelled now: nothing was sorted */
-        t->cb(t->ctx, ecp_error_set(&t->walk.err, ECP_ECANCELED, "Request cancelled"), &t->walk.err, NULL);
-        return;
-    }
-    if (t->format) {
-        size_t len = t->rendered.len;
-        t->shared = ecp_shared_adopt(buf_detach(&t->rendered), len);
-        t->result.rendered = t->shared;
-    }
+    t->result.rendered = t->shared;
     t->cb(t->ctx, 0, NULL, &t->result);
 }
 

@@ -195,23 +195,11 @@ static void glob_work(ecp_job *job, unsigned item)
 static void glob_done(ecp_job *job)
 {
     glob_job *t = ecp_job_data(job);
-    int status = file__walk_status(job);
-    if (status) {
-        t->cb(t->ctx, status, &t->walk.err, NULL);
+    if (file__walk_outcome(job, !t->format || t->formatted, t->format ? &t->rendered : NULL, &t->shared)) {
+        t->cb(t->ctx, t->walk.status, &t->walk.err, NULL);
         return;
     }
-    file_glob_result res = {t->paths, t->count, glob_full(t), NULL};
-    if (t->format) {
-        if (!t->formatted) {
-            /* cancelled after the walk had looked */
-            status = ecp_error_set(&t->walk.err, ECP_ECANCELED, "Request cancelled");
-            t->cb(t->ctx, status, &t->walk.err, NULL);
-            return;
-        }
-        size_t len = t->rendered.len;
-        t->shared = ecp_shared_adopt(buf_detach(&t->rendered), len);
-        res.rendered = t->shared;
-    }
+    file_glob_result res = {t->paths, t->count, glob_full(t), t->shared};
     t->cb(t->ctx, 0, NULL, &res);
 }
 
@@ -490,23 +478,12 @@ static void search_work(ecp_job *job, unsigned item)
 static void search_done(ecp_job *job)
 {
     search_job *t = ecp_job_data(job);
-    int status = file__walk_status(job);
-    if (status) {
-        t->cb(t->ctx, status, &t->walk.err, NULL);
+    if (file__walk_outcome(job, !t->format || t->formatted, t->format ? &t->rendered : NULL, &t->shared)) {
+        t->cb(t->ctx, t->walk.status, &t->walk.err, NULL);
         return;
     }
     file_search_result res = search_result(t);
-    if (t->format) {
-        if (!t->formatted) {
-            /* cancelled after the walk had looked */
-            status = ecp_error_set(&t->walk.err, ECP_ECANCELED, "Request cancelled");
-            t->cb(t->ctx, status, &t->walk.err, NULL);
-            return;
-        }
-        size_t len = t->rendered.len;
-        t->shared = ecp_shared_adopt(buf_detach(&t->rendered), len);
-        res.rendered = t->shared;
-    }
+    res.rendered = t->shared;
     t->cb(t->ctx, 0, NULL, &res);
 }
 
