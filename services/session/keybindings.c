@@ -374,14 +374,8 @@ static int save_work(sqlite3 *db, void *data, ecp_error *err)
         sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
         sqlite3_bind_text(st, 2, b->key, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, b->command, -1, SQLITE_STATIC);
-        if (b->when)
-            sqlite3_bind_text(st, 4, b->when, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 4);
-        if (b->args_json)
-            sqlite3_bind_text(st, 5, b->args_json, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 5);
+        sqlite3_bind_text(st, 4, b->when, -1, SQLITE_STATIC); /* NULL binds null */
+        sqlite3_bind_text(st, 5, b->args_json, -1, SQLITE_STATIC);
         int rc = sqlite3_step(st);
         if (rc != SQLITE_DONE)
             status = store_error(db, rc, err, "saving the key bindings");

@@ -300,15 +300,9 @@ static int session_work(sqlite3 *db, void *data, ecp_error *err)
     if (op->action != SESSION_LIST)
         sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
     if (op->action == SESSION_PUT) {
-        if (op->name)
-            sqlite3_bind_text(st, 2, op->name, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 2);
+        sqlite3_bind_text(st, 2, op->name, -1, SQLITE_STATIC); /* NULL binds null */
         sqlite3_bind_text(st, 3, op->name ? "named" : "workspace", -1, SQLITE_STATIC);
-        if (op->workspace)
-            sqlite3_bind_text(st, 4, op->workspace, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 4);
+        sqlite3_bind_text(st, 4, op->workspace, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 5, op->saved_at);
         sqlite3_bind_int64(st, 6, op->document_count);
         sqlite3_bind_text(st, 7, op->state, -1, SQLITE_STATIC);
