@@ -54,6 +54,12 @@ char *xstrndup(const char *s, size_t n)
 
 char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
 
+void free_array(void *const *pointers, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free(pointers[i]);
+}
+
 void buf_init(buf *self) { *self = (buf)BUF_INIT; }
 
 void buf_free(buf *self)

@@ -75,4 +75,9 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 
+/* Frees each of the pointers given (NULLs are fine): what a struct owns,
+ * released in one statement, `free_each(j->path, j->text, j)`. */
+#define free_each(...) free_array((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))
+void free_array(void *const *pointers, size_t count);
+
 #endif

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "buf.h"
 #include "call.h"
@@ -44,7 +45,10 @@ struct ecp_job {
     ecp_job_set *set; /* NULL once the set closed: an orphan */
     ecp_job *prev, *next;
     const ecp_job_type *type;
+    const ecp_job_kind *kind; /* one-item jobs around a payload only */
     void *data;
+    int status;    /* a kind's outcome */
+    ecp_error err; /* a kind's failure (pool thread until its item is back) */
     ecp_call *call;
     atomic_bool cancelled;
     unsigned items;
@@ -133,12 +137,25 @@ unsigned ecp_pool_long_limit(const ecp_pool *self) { return self->long_limit; }
 
 /* ----- items ------------------------------------------------------------------------ */
 
+/* A payload job that was cancelled before it began need not begin: nothing
+ * has been read or changed yet. */
+static void kind_work(ecp_job *job)
+{
+    if (!job->type->runs_to_end && ecp_job_cancelled(job))
+        job->status = ecp_error_set(&job->err, ECP_ECANCELED, "Request cancelled");
+    else
+        job->status = job->kind->work(job, job->data, &job->err);
+}
+
 static void item_work(uv_work_t *req)
 {
     job_item *it = req->data;
     ecp_job *job = it->job;
     ecp_pool *pool = job->pool;
-    job->type->work(job, it->index);
+    if (job->kind)
+        kind_work(job);
+    else
+        job->type->work(job, it->index);
     uv_mutex_lock(&pool->lock);
     if (--job->working == 0)
         uv_cond_broadcast(&pool->returned);
@@ -204,6 +221,8 @@ static void release_call(ecp_job *job, int code, const char *why)
 
 static void free_data(ecp_job *job)
 {
+    if (job->kind && job->kind->release)
+        job->kind->release(job->data);
     if (job->type->free_data)
         job->type->free_data(job->data);
     else
@@ -215,7 +234,9 @@ static void free_data(ecp_job *job)
 static void finish(ecp_job *job)
 {
     unlink_job(job);
-    if (job->type->done)
+    if (job->kind)
+        job->kind->done(job->data, job->status, job->status ? &job->err : NULL);
+    else if (job->type->done)
         job->type->done(job);
     if (job->call && !ecp_call_answered(job->call)) {
         if (ecp_job_cancelled(job)) {
@@ -325,9 +346,8 @@ void ecp_job_set_close(ecp_job_set *self)
 
 /* ----- jobs ----------------------------------------------------------------------------- */
 
-ecp_job *ecp_job_new(ecp_job_set *set, const ecp_job_type *type, void *data)
+static ecp_job *job_new(ecp_job_set *set, const ecp_job_type *type, void *data)
 {
-    assert(type->work);
     assert(!type->runs_to_end || type->lane == ECP_LANE_SHORT);
     ecp_job *job = xcalloc(1, sizeof *job);
     job->pool = set->pool;
@@ -340,6 +360,31 @@ ecp_job *ecp_job_new(ecp_job_set *set, const ecp_job_type *type, void *data)
         set->jobs->prev = job;
     set->jobs = job;
     set->count++;
+    return job;
+}
+
+ecp_job *ecp_job_new(ecp_job_set *set, const ecp_job_type *type, void *data)
+{
+    assert(type->work);
+    return job_new(set, type, data);
+}
+
+ecp_job *ecp_job_prepare(ecp_job_set *set, const ecp_job_kind *kind, const void *payload, size_t size)
+{
+    assert(kind->work && kind->done && !kind->type.work && !kind->type.done && !kind->type.free_data);
+    void *copy = xmalloc(size ? size : 1);
+    memcpy(copy, payload, size);
+    ecp_job *job = job_new(set, &kind->type, copy);
+    job->kind = kind;
+    return job;
+}
+
+ecp_job *ecp_job_run(ecp_job_set *set, const ecp_job_kind *kind, const void *payload, size_t size, ecp_call *serve)
+{
+    ecp_job *job = ecp_job_prepare(set, kind, payload, size);
+    if (serve)
+        ecp_job_serve(job, serve);
+    ecp_job_start(job, 1);
     return job;
 }
 
@@ -365,6 +410,7 @@ void ecp_job_start(ecp_job *job, unsigned items)
 {
     assert(job->items == 0 && "a job starts once");
     assert(items >= 1 && items <= ECP_JOB_MAX_ITEMS);
+    assert(!job->kind || items == 1);
     ecp_pool *pool = job->pool;
     job->items = items;
     job->outstanding = items;

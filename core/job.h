@@ -47,6 +47,7 @@
 
 #include <uv.h>
 
+#include "error.h"
 #include "log.h"
 
 /* A job may serve a call, but a service's interface that names jobs must not
@@ -142,5 +143,52 @@ void ecp_job_cancel(ecp_job *job);
 /* Whether the job was cancelled: by ecp_job_cancel, its call's client, or
  * its set closing. Safe from any thread. */
 bool ecp_job_cancelled(const ecp_job *job);
+
+/* ----- one-item jobs around a payload ------------------------------------------- */
+
+/* The common case, one piece of blocking work and one answer, without the
+ * bookkeeping: the job owns a copy of a caller-sized payload (the inputs
+ * going in, the outcome coming back), keeps the status and the error itself,
+ * and frees the payload at its end. A service's operation is then a work
+ * function, a done function and a short _start:
+ *
+ *     static const ecp_job_kind count_kind =
+ *         ECP_JOB_KIND("wordcount.count", ECP_LANE_LONG, false, count_work, count_done, count_release);
+ *     count_job j = {.path = xstrdup(args->path), .cb = cb, .ctx = ctx};
+ *     return ecp_job_run(svc->jobs, &count_kind, &j, sizeof j, args->serve);
+ *
+ * ecp_job_data(job) is the job's payload, so code that reads a job's data
+ * keeps working on these jobs. */
+typedef struct ecp_job_kind {
+    /* name, lane and runs_to_end as for any job; its callbacks stay NULL */
+    ecp_job_type type;
+    /* On a pool thread, once, unless the job was cancelled before it began
+     * (then done gets ECP_ECANCELED "Request cancelled"), which a runs_to_end
+     * kind never is. Returns 0 or a negative status with err set. */
+    int (*work)(ecp_job *job, void *payload, ecp_error *err);
+    /* On the loop, once, after work (not when the set closes first): status
+     * is what work returned; err is NULL when status is 0. */
+    void (*done)(void *payload, int status, const ecp_error *err);
+    /* On the loop, last, always, once: releases what the payload owns (NULL:
+     * nothing). The payload's own bytes are freed after it. */
+    void (*release)(void *payload);
+} ecp_job_kind;
+
+/* A kind, as a static const initializer: name, lane, runs_to_end, work, done, release. */
+#define ECP_JOB_KIND(name_, lane_, runs_to_end_, work_, done_, release_)                                          \
+    {                                                                                                             \
+        .type = {.name = (name_), .lane = (lane_), .runs_to_end = (runs_to_end_)}, .work = (work_), .done = (done_), \
+        .release = (release_)                                                                                     \
+    }
+
+/* A new job of kind in set owning a copy of the `size` bytes at payload,
+ * not started: the caller may serve a call and starts it (one item). */
+ecp_job *ecp_job_prepare(ecp_job_set *set, const ecp_job_kind *kind, const void *payload, size_t size);
+
+/* ecp_job_prepare, ecp_job_serve(job, serve) when serve is not NULL, and
+ * ecp_job_start(job, 1): the job, running, which the caller may cancel until
+ * done has run. */
+ecp_job *ecp_job_run(ecp_job_set *set, const ecp_job_kind *kind, const void *payload, size_t size,
+                     ecp_call *serve);
 
 #endif

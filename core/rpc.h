@@ -150,6 +150,46 @@ void ecp_call_reply_empty(ecp_call *call);
 void ecp_call_reply_bool(ecp_call *call, const char *key, bool value);
 void ecp_call_reply_int(ecp_call *call, const char *key, int64_t value);
 void ecp_call_reply_string(ecp_call *call, const char *key, const char *value);
+/* A result that is a list under one key, {"<key>": [ ... ]}: write the items
+ * into the writer returned, then ecp_call_finish_list. */
+json_writer *ecp_call_result_list(ecp_call *call, const char *key);
+void ecp_call_finish_list(ecp_call *call, json_writer *w);
+
+/* A flat object of a few plain fields, for a result or a notification's
+ * params without a render function and a struct of its own:
+ *
+ *     ecp_call_reply_fields(call, ECP_FIELDS(ECP_INT_FIELD("words", n), ECP_BOOL_FIELD("exact", true)));
+ *     ecp_bus_notify(bus, "x/didY", ecp_render_fields, ECP_FIELDS(ECP_STRING_FIELD("id", id)));
+ *
+ * ECP_FIELDS points into the enclosing block: it lives as long as the
+ * statement's caller, which is what ecp_bus_notify needs. */
+typedef enum ecp_field_kind {
+    ECP_FIELD_STRING,     /* NULL writes null */
+    ECP_FIELD_STRING_OPT, /* NULL leaves the field out */
+    ECP_FIELD_INT,
+    ECP_FIELD_BOOL,
+} ecp_field_kind;
+typedef struct ecp_field {
+    const char *key;
+    ecp_field_kind kind;
+    const char *s;
+    int64_t i;
+    bool b;
+} ecp_field;
+typedef struct ecp_fields {
+    const ecp_field *items;
+    size_t count;
+} ecp_fields;
+#define ECP_STRING_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_STRING, .s = (v)}
+#define ECP_STRING_FIELD_OPT(k, v) {.key = (k), .kind = ECP_FIELD_STRING_OPT, .s = (v)}
+#define ECP_INT_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_INT, .i = (int64_t)(v)}
+#define ECP_BOOL_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_BOOL, .b = (v)}
+#define ECP_FIELDS(...)                                                                                            \
+    (&(ecp_fields){(const ecp_field[]){__VA_ARGS__}, sizeof((const ecp_field[]){__VA_ARGS__}) / sizeof(ecp_field)})
+void ecp_call_reply_fields(ecp_call *call, const ecp_fields *fields);
+/* An ecp_render_fn whose ctx is an ecp_fields. */
+void ecp_render_fields(void *ctx, ecp_position_encoding enc, json_writer *w);
+void ecp_write_fields(json_writer *w, const ecp_fields *fields);
 
 /* Answers a failure: the wire code is the one the adapter's map (count
  * entries) gives status, -32603 when it lists none; the message is err's
@@ -163,6 +203,24 @@ void ecp_call_reply_status(ecp_call *call, const ecp_wire_map *map, size_t count
 void ecp_call_error(ecp_call *call, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void ecp_call_error_data(ecp_call *call, int code, const char *data_json, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* An error whose data is an object built in place:
+ *
+ *     ecp_error_data d;
+ *     json_writer *w = ecp_error_data_begin(&d);
+ *     jw_key_string(w, "uri", uri);
+ *     ecp_call_error_with(call, code, &d, "Not found: %s", uri);   (also releases d)
+ */
+typedef struct ecp_error_data {
+    buf bytes;
+    json_writer w;
+} ecp_error_data;
+json_writer *ecp_error_data_begin(ecp_error_data *d);
+void ecp_call_error_with(ecp_call *call, int code, ecp_error_data *d, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The same with data of one string, {"<key>": "<value>"}: what was not found. */
+void ecp_call_error_keyed(ecp_call *call, int code, const char *key, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* Keeps the call alive past the handler's return. Returns call. */
 ecp_call *ecp_call_defer(ecp_call *call);

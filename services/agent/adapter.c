@@ -115,33 +115,17 @@ static void on_content(void *ctx, const agent_content *content)
     ecp_bus_notify(a->bus, "chat/contentReceived", render_content, (void *)content);
 }
 
-typedef struct status_event {
-    const char *chat_id, *status;
-} status_event;
-
-static void render_status(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    (void)enc;
-    const status_event *e = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "chatId", e->chat_id);
-    if (e->status)
-        jw_key_string(w, "status", e->status);
-    jw_object_end(w);
-}
-
 static void on_status(void *ctx, const char *chat_id, const char *status)
 {
     adapter_ctx *a = ctx;
-    status_event e = {chat_id, status};
-    ecp_bus_notify(a->bus, "chat/statusChanged", render_status, &e);
+    ecp_bus_notify(a->bus, "chat/statusChanged", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("chatId", chat_id), ECP_STRING_FIELD_OPT("status", status)));
 }
 
 static void on_deleted(void *ctx, const char *chat_id)
 {
     adapter_ctx *a = ctx;
-    status_event e = {chat_id, NULL};
-    ecp_bus_notify(a->bus, "chat/deleted", render_status, &e);
+    ecp_bus_notify(a->bus, "chat/deleted", ecp_render_fields, ECP_FIELDS(ECP_STRING_FIELD("chatId", chat_id)));
 }
 
 static const agent_listener listener = {on_content, on_status, on_deleted, NULL};
@@ -258,15 +242,10 @@ static void m_list(void *ctx, ecp_call *call)
     int64_t limit;
     if (!ecp_arg_int_opt(call, p, "limit", INT64_MAX, &limit))
         return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "chats");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "chats");
     list_ctx l = {w, limit};
     agent_chat_list(a->svc, write_chat, &l);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
 }
 
 static void write_message(void *ctx, const agent_message_info *m)
@@ -596,9 +575,7 @@ static void m_mcp_start(void *ctx, ecp_call *call)
         jw_object_end(w);
         ecp_call_finish(call);
     }
-    free(argv);
-    free(envv);
-    free(offsets);
+    free_each(argv, envv, offsets);
     buf_free(&env_text);
 }
 
@@ -609,14 +586,9 @@ static void write_each_server(void *ctx, const agent_mcp_info *info) { write_ser
 static void m_mcp_list(void *ctx, ecp_call *call)
 {
     adapter_ctx *a = ctx;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "servers");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "servers");
     agent_mcp_list(a->svc, write_each_server, w);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
 }
 
 static const ecp_method mcp_methods[] = {

@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "event.h"
 #include "llm.h"
+#include "map.h"
 
 typedef enum agent_role { ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL } agent_role;
 
@@ -43,7 +44,8 @@ struct agent_service {
     char *workspace;
     llm_client *llm;
     ecp_listeners listeners;
-    chat *chats;
+    chat *chats;      /* newest first */
+    ecp_map *chat_ids; /* the same chats by id */
     key_wait *key_waits; /* prompts waiting for the secret store */
     query_op *queries;   /* file searches whose walk has not called back */
     mcp_server *mcp_servers;
@@ -92,6 +94,10 @@ void mcp_need(agent_service *svc);
 bool mcp_starting(agent_service *svc);
 /* A server stopped starting (local.c): prompts waiting for the setting's servers go on once none starts. */
 void agent__mcp_settled(agent_service *svc);
+
+/* A new random id in the form of a version 4 UUID (a chat's, an ACP
+ * session's); the caller frees it. */
+char *agent__new_id(void);
 /* Stops every server (at the service's end; nobody is told). */
 void mcp_stop_all(agent_service *svc);
 /* The running servers' tools, named mcp__<server>__<tool>. */

@@ -561,10 +561,7 @@ static void request_free(llm_request *r)
     buf_free(&r->error_body);
     buf_free(&r->body_in);
     curl_slist_free_all(r->headers);
-    free(r->url);
-    free(r->api_key);
-    free(r->body);
-    free(r);
+    free_each(r->url, r->api_key, r->body, r);
 }
 
 /* A short reason from an error body: its error.message when it is JSON. */

@@ -59,13 +59,9 @@ static void message_free(agent_message *m)
 {
     free(m->text);
     for (size_t i = 0; i < m->call_count; i++) {
-        free(m->calls[i].id);
-        free(m->calls[i].name);
-        free(m->calls[i].arguments);
+        free_each(m->calls[i].id, m->calls[i].name, m->calls[i].arguments);
     }
-    free(m->calls);
-    free(m->tool_call_id);
-    free(m->tool_name);
+    free_each(m->calls, m->tool_call_id, m->tool_name);
 }
 
 static void endpoint_free(llm_endpoint *e)
@@ -82,20 +78,10 @@ static void chat_free(chat *c)
     free(c->messages);
     endpoint_free(&c->endpoint);
     tool_plan_free(&c->plan);
-    free(c->model_name);
-    free(c->id);
-    free(c->title);
-    free(c->model);
-    free(c);
+    free_each(c->model_name, c->id, c->title, c->model, c);
 }
 
-static chat *find_chat(agent_service *svc, const char *id)
-{
-    for (chat *c = svc->chats; c; c = c->next)
-        if (strcmp(c->id, id) == 0)
-            return c;
-    return NULL;
-}
+static chat *find_chat(agent_service *svc, const char *id) { return ecp_map_get(svc->chat_ids, id); }
 
 /* ----- the store ------------------------------------------------------------------------ */
 
@@ -226,11 +212,7 @@ static int save_work(sqlite3 *db, void *data, ecp_error *err)
 static void save_free(void *data)
 {
     save_op *op = data;
-    free(op->id);
-    free(op->title);
-    free(op->model);
-    free(op->message);
-    free(op);
+    free_each(op->id, op->title, op->model, op->message, op);
 }
 
 static const store_op_type save_type = {"agent.chat.save", true, save_work, NULL, save_free};
@@ -322,6 +304,8 @@ static void load_done(void *data, int status, const ecp_error *err)
         while (*tail)
             tail = &(*tail)->next;
         *tail = c;
+        if (!find_chat(op->svc, c->id)) /* a chat begun before the load ends is found first, as it comes first */
+            ecp_map_set(op->svc->chat_ids, c->id, c, NULL);
     }
     op->chats = NULL;
 }
@@ -1006,12 +990,12 @@ char *agent_default_model(agent_service *self)
 
 /* ----- chats ---------------------------------------------------------------------------------- */
 
-static char *new_chat_id(void)
+char *agent__new_id(void)
 {
     unsigned char bytes[16];
     if (uv_random(NULL, NULL, bytes, sizeof bytes, 0, NULL) != 0)
         for (size_t i = 0; i < sizeof bytes; i++)
-            bytes[i] = (unsigned char)(uv_hrtime() >> (i % 8));
+            bytes[i] = (unsigned char)(uv_hrtime() >> (i % 8 * 8));
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     buf b = BUF_INIT;
@@ -1086,7 +1070,7 @@ static int prompt_now(agent_service *self, const char *chat_id, const char *mess
     if (!c) {
         c = xcalloc(1, sizeof *c);
         c->svc = self;
-        c->id = chat_id ? xstrdup(chat_id) : new_chat_id();
+        c->id = chat_id ? xstrdup(chat_id) : agent__new_id();
         c->created_at = c->updated_at = now_ms();
         created = true;
     }
@@ -1099,6 +1083,7 @@ static int prompt_now(agent_service *self, const char *chat_id, const char *mess
     if (created) {
         c->next = self->chats;
         self->chats = c;
+        ecp_map_set(self->chat_ids, c->id, c, NULL);
     }
     if (!c->title) {
         size_t n = strcspn(message, "\n");
@@ -1170,10 +1155,7 @@ static void key_wait_free(key_wait *w)
             p = &(*p)->next;
         *p = w->next;
     }
-    free(w->chat_id);
-    free(w->message);
-    free(w->model);
-    free(w);
+    free_each(w->chat_id, w->message, w->model, w);
 }
 
 static void secret_found(void *ctx, int status, const ecp_error *err, const char *value, size_t len,
@@ -1254,6 +1236,10 @@ int agent_chat_delete(agent_service *self, const char *chat_id, ecp_error *err)
     if (c->running)
         agent_prompt_stop(self, chat_id, NULL);
     *p = c->next;
+    ecp_map_remove(self->chat_ids, c->id, NULL);
+    for (chat *same = c->next; same; same = same->next) /* a stored chat that a new one of its id hid */
+        if (!strcmp(same->id, c->id) && ecp_map_set(self->chat_ids, same->id, same, NULL))
+            break;
     store_submit(self->store, &delete_type, xstrdup(c->id));
     ECP_EMIT(&self->listeners, agent_listener, on_deleted, c->id);
     chat_free(c);
@@ -1317,9 +1303,7 @@ int agent_chat_open(agent_service *self, const char *chat_id, agent_chat_info *i
             .call_count = m->call_count, .call_ids = ids, .call_names = names, .call_arguments = args,
         };
         message_fn(ctx, &mi);
-        free(ids);
-        free(names);
-        free(args);
+        free_each(ids, names, args);
     }
     return 0;
 }
@@ -1399,6 +1383,7 @@ agent_service *agent_service_new(const agent_service_options *o, ecp_error *err)
     svc->session = o->session;
     svc->lsp = o->lsp;
     svc->jobs = ecp_job_set_new(o->pool);
+    svc->chat_ids = ecp_map_new();
     svc->workspace = o->workspace ? xstrdup(o->workspace) : NULL;
     svc->llm = llm_client_new(o->loop);
     load_op *op = xcalloc(1, sizeof *op);
@@ -1439,6 +1424,7 @@ void agent_service_free(agent_service *self)
         next = c->next;
         chat_free(c);
     }
+    ecp_map_free(self->chat_ids);
     ecp_listeners_free(&self->listeners);
     free(self->workspace);
     free(self);

@@ -82,9 +82,7 @@ static const char *const state_names[] = {"starting", "running", "failed", "stop
 static void tools_free(mcp_tool *tools, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
-        free(tools[i].name);
-        free(tools[i].description);
-        free(tools[i].schema);
+        free_each(tools[i].name, tools[i].description, tools[i].schema);
     }
     free(tools);
 }
@@ -104,9 +102,7 @@ static void server_free(mcp_server *s)
     strv_free(s->args);
     strv_free(s->env);
     strv_free(s->headers);
-    free(s->url);
-    free(s->session_id);
-    free(s->error);
+    free_each(s->url, s->session_id, s->error);
     tools_free(s->tools, s->tool_count);
     free(s);
 }
@@ -137,9 +133,7 @@ static void announce(mcp_server *s)
     agent_mcp_info info;
     fill_info(s, &info, names, descriptions, schemas);
     ECP_EMIT(&s->svc->listeners, agent_listener, on_mcp, &info);
-    free(names);
-    free(descriptions);
-    free(schemas);
+    free_each(names, descriptions, schemas);
     if (s->state != MCP_STARTING)
         agent__mcp_settled(s->svc);
 }
@@ -764,9 +758,7 @@ void agent_mcp_list(agent_service *self, void (*fn)(void *ctx, const agent_mcp_i
         agent_mcp_info info;
         fill_info(s, &info, names, descriptions, schemas);
         fn(ctx, &info);
-        free(names);
-        free(descriptions);
-        free(schemas);
+        free_each(names, descriptions, schemas);
     }
 }
 

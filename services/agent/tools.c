@@ -309,13 +309,7 @@ struct tool_run {
 
 static void run_free(tool_run *r)
 {
-    free(r->path);
-    free(r->root);
-    free(r->content);
-    free(r->old_string);
-    free(r->new_string);
-    free(r->operation);
-    free(r->workspace);
+    free_each(r->path, r->root, r->content, r->old_string, r->new_string, r->operation, r->workspace);
     buf_free(&r->output);
     free(r);
 }

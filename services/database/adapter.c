@@ -31,18 +31,14 @@ static void reply_error(ecp_call *call, int status, const database_failure *f)
         ecp_call_error(call, code, "%s", f->message);
         return;
     }
-    buf data = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &data);
-    jw_object_begin(&w);
-    jw_key_string(&w, "engineCode", f->engine_code[0] ? f->engine_code : ecp_status_text(status));
+    ecp_error_data d;
+    json_writer *w = ecp_error_data_begin(&d);
+    jw_key_string(w, "engineCode", f->engine_code[0] ? f->engine_code : ecp_status_text(status));
     if (f->position > 0)
-        jw_key_int(&w, "position", f->position);
+        jw_key_int(w, "position", f->position);
     if (f->detail[0])
-        jw_key_string(&w, "detail", f->detail);
-    jw_object_end(&w);
-    ecp_call_error_data(call, code, data.data, "%s", f->message);
-    buf_free(&data);
+        jw_key_string(w, "detail", f->detail);
+    ecp_call_error_with(call, code, &d, "%s", f->message);
 }
 
 /* A refusal without the engine's words. */
@@ -401,15 +397,10 @@ static void m_list(void *ctx, ecp_call *call)
     size_t n = database_connection_list(ctx, which, NULL, 0);
     database_connection_info *list = xcalloc(n ? n : 1, sizeof *list);
     database_connection_list(ctx, which, list, n);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "connections");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "connections");
     for (size_t i = 0; i < n; i++)
         write_info(w, &list[i]);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
     free(list);
 }
 
@@ -865,10 +856,7 @@ static void history_answer(void *ctx, int status, const ecp_error *err, const da
         reply_refusal(call, status, err);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "entries");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "entries");
     for (size_t i = 0; i < count; i++) {
         const database_history_entry *e = &entries[i];
         jw_object_begin(w);
@@ -887,9 +875,7 @@ static void history_answer(void *ctx, int status, const ecp_error *err, const da
         jw_key_bool(w, "isFavorite", e->favorite);
         jw_object_end(w);
     }
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
 }
 
 static void history_read(void *ctx, ecp_call *call, bool search, bool favorites)

@@ -32,20 +32,29 @@ bool db_run_should_stop(const db_run *run)
     return run->deadline_ms && db_now_ms() >= run->deadline_ms;
 }
 
+bool db_page_add(buf *pending, bool *has_pending, const db_run *run, database_result *out, const char *row,
+                 size_t len)
+{
+    if (out->row_count > 0 && out->rows.len + len + 1 > run->max_bytes) {
+        buf_clear(pending);
+        buf_append(pending, row, len);
+        *has_pending = true;
+        out->truncated = true;
+        return false;
+    }
+    if (out->row_count)
+        buf_push(&out->rows, ',');
+    buf_append(&out->rows, row, len);
+    out->row_count++;
+    return true;
+}
+
 static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 
 void database_config_clear(database_config *c)
 {
-    free(c->id);
-    free(c->name);
-    free(c->path);
-    free(c->host);
-    free(c->database);
-    free(c->username);
-    free(c->password_secret);
-    free(c->ssl_ca);
-    free(c->ssl_cert);
-    free(c->ssl_key);
+    free_each(c->id, c->name, c->path, c->host, c->database, c->username, c->password_secret, c->ssl_ca, c->ssl_cert,
+              c->ssl_key);
     memset(c, 0, sizeof *c);
 }
 
@@ -94,9 +103,7 @@ void db_fields_free(database_field *f, size_t n)
     if (!f)
         return;
     for (size_t i = 0; i < n; i++) {
-        free(f[i].name);
-        free(f[i].data_type);
-        free(f[i].default_value);
+        free_each(f[i].name, f[i].data_type, f[i].default_value);
     }
     free(f);
 }

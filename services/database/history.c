@@ -45,12 +45,7 @@ typedef struct entry_op {
 static void entry_free(void *data)
 {
     entry_op *e = data;
-    free(e->query_id);
-    free(e->connection_id);
-    free(e->sql);
-    free(e->status);
-    free(e->error);
-    free(e);
+    free_each(e->query_id, e->connection_id, e->sql, e->status, e->error, e);
 }
 
 static int begin_work(sqlite3 *db, void *data, ecp_error *err)
@@ -189,16 +184,9 @@ static void list_free(void *data)
     list_op *l = data;
     for (size_t i = 0; i < l->count; i++) {
         database_history_entry *e = &l->entries[i];
-        free((char *)e->query_id);
-        free((char *)e->connection_id);
-        free((char *)e->sql);
-        free((char *)e->status);
-        free((char *)e->error);
+        free_each((char *)e->query_id, (char *)e->connection_id, (char *)e->sql, (char *)e->status, (char *)e->error);
     }
-    free(l->entries);
-    free(l->connection_id);
-    free(l->search);
-    free(l);
+    free_each(l->entries, l->connection_id, l->search, l);
 }
 
 static const store_op_type list_type = {"database.history.list", false, list_work, list_done, list_free};

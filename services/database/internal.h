@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "interface.h"
+#include "map.h"
 
 #define DB_DEFAULT_PAGE_SIZE 1000
 #define DB_DEFAULT_MAX_RESULT_BYTES (16u << 20)
@@ -39,6 +40,11 @@ typedef struct db_run {
 } db_run;
 
 bool db_run_should_stop(const db_run *run);
+
+/* Appends one rendered row to the page, or holds it back in pending (and
+ * marks the page truncated) when the page is full; false when held back. */
+bool db_page_add(buf *pending, bool *has_pending, const db_run *run, database_result *out, const char *row,
+                 size_t len);
 int64_t db_now_ms(void);
 
 /* One engine connection. Its functions run on the pool thread of the job that
@@ -154,8 +160,9 @@ struct database_service {
     struct store *store;
     struct session_service *session;
     char *data_dir, *workspace;
-    db_conn **conns; /* a list searched by id: one person's connections are few */
+    db_conn **conns; /* every connection, deleted ones until their queue ends */
     size_t conn_count, conn_cap;
+    ecp_map *live;   /* the connections not deleted, by id */
     db_recent recent[DB_RECENT_QUERIES];
     size_t recent_next;
     uint64_t next_id;

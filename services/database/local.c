@@ -75,6 +75,16 @@ static bool read_config_text(database_service *svc, const char *path, buf *text)
     return ok;
 }
 
+static void conn_add(database_service *svc, db_conn *c)
+{
+    if (svc->conn_count == svc->conn_cap) {
+        svc->conn_cap = svc->conn_cap ? svc->conn_cap * 2 : 8;
+        svc->conns = xrealloc(svc->conns, svc->conn_cap * sizeof *svc->conns);
+    }
+    svc->conns[svc->conn_count++] = c;
+    ecp_map_set(svc->live, c->config.id, c, NULL);
+}
+
 static void load_configs(database_service *svc, bool project)
 {
     if (project && !svc->workspace)
@@ -99,11 +109,7 @@ static void load_configs(database_service *svc, bool project)
         c->svc = svc;
         c->config = list[i];
         c->engine = db_engine_of(c->config.type);
-        if (svc->conn_count == svc->conn_cap) {
-            svc->conn_cap = svc->conn_cap ? svc->conn_cap * 2 : 8;
-            svc->conns = xrealloc(svc->conns, svc->conn_cap * sizeof *svc->conns);
-        }
-        svc->conns[svc->conn_count++] = c;
+        conn_add(svc, c);
     }
     free(list);
     buf_free(&text);
@@ -115,8 +121,7 @@ typedef struct save_job {
     bool project;
     uint64_t generation;
     char *path, *text;
-    int status;
-    char message[256];
+    ecp_logger *log;
 } save_job;
 
 /* Writes text as the file at path through "<path>.tmp" and a rename, both
@@ -164,44 +169,39 @@ static int write_config_file(const char *path, const char *text, bool project)
     return errnum;
 }
 
-static void save_work(ecp_job *job, unsigned item)
+static int save_work(ecp_job *job, void *payload, ecp_error *err)
 {
-    (void)item;
-    save_job *j = ecp_job_data(job);
+    (void)job;
+    save_job *j = payload;
     /* Saves may run in parallel: the lock orders them, and an older one that
      * comes late writes nothing over a newer one. */
     uv_mutex_lock(&j->svc->save_lock);
     if (j->generation < j->svc->saved_generation[j->project]) {
         uv_mutex_unlock(&j->svc->save_lock);
-        return;
+        return 0;
     }
     j->svc->saved_generation[j->project] = j->generation;
     int errnum = write_config_file(j->path, j->text, j->project);
-    if (errnum) {
-        j->status = -1;
-        snprintf(j->message, sizeof j->message, "%s", strerror(errnum));
-    }
     uv_mutex_unlock(&j->svc->save_lock);
+    return errnum ? ecp_error_set(err, ECP_EIO, "%s", strerror(errnum)) : 0;
 }
 
-static void save_done(ecp_job *job)
+static void save_done(void *payload, int status, const ecp_error *err)
 {
-    save_job *j = ecp_job_data(job);
-    if (j->status)
-        ecp_log(ecp_pool_log(ecp_job_set_pool(ecp_job_owner(job))), ECP_LOG_ERROR,
-                "database: could not save %s: %s", j->path, j->message);
+    save_job *j = payload;
+    if (status)
+        ecp_log(j->log, ECP_LOG_ERROR, "database: could not save %s: %s", j->path, err->message);
 }
 
-static void save_free(void *data)
+static void save_release(void *payload)
 {
-    save_job *j = data;
+    save_job *j = payload;
     free(j->path);
     free(j->text);
-    free(j);
 }
 
-static const ecp_job_type save_type = {"database.saveConnections", ECP_LANE_SHORT, true, save_work, save_done,
-                                       save_free};
+static const ecp_job_kind save_kind =
+    ECP_JOB_KIND("database.saveConnections", ECP_LANE_SHORT, true, save_work, save_done, save_release);
 
 void db_configs_save(database_service *svc, bool project)
 {
@@ -212,14 +212,11 @@ void db_configs_save(database_service *svc, bool project)
     for (size_t i = 0; i < svc->conn_count; i++)
         if (!svc->conns[i]->deleted && svc->conns[i]->config.project == project)
             list[n++] = &svc->conns[i]->config;
-    save_job *j = xcalloc(1, sizeof *j);
-    j->svc = svc;
-    j->project = project;
-    j->generation = ++svc->save_generation;
-    j->path = config_file(svc, project);
-    j->text = db_configs_render(list, n);
+    save_job j = {.svc = svc, .project = project, .generation = ++svc->save_generation,
+                  .path = config_file(svc, project), .text = db_configs_render(list, n),
+                  .log = ecp_pool_log(ecp_job_set_pool(svc->jobs))};
     free(list);
-    ecp_job_start(ecp_job_new(svc->jobs, &save_type, j), 1);
+    ecp_job_run(svc->jobs, &save_kind, &j, sizeof j, NULL);
 }
 
 /* ----- settings ----------------------------------------------------------------------------- */
@@ -270,6 +267,7 @@ database_service *database_service_new(const database_service_options *o, ecp_er
     svc->pool = o->pool;
     svc->log = o->log;
     svc->jobs = ecp_job_set_new(o->pool);
+    svc->live = ecp_map_new();
     uv_mutex_init(&svc->save_lock);
     svc->store = o->store;
     svc->session = o->session;
@@ -311,10 +309,8 @@ void database_service_free(database_service *svc)
         database_values_free(svc->recent[i].params, svc->recent[i].param_count);
     }
     uv_mutex_destroy(&svc->save_lock);
-    free(svc->conns);
-    free(svc->data_dir);
-    free(svc->workspace);
-    free(svc);
+    ecp_map_free(svc->live);
+    free_each(svc->conns, svc->data_dir, svc->workspace, svc);
 }
 
 void database_service_set_workspace(database_service *svc, const char *workspace)
@@ -330,10 +326,7 @@ void database_service_set_workspace(database_service *svc, const char *workspace
 
 db_conn *db_conn_find(database_service *svc, const char *id)
 {
-    for (size_t i = 0; i < svc->conn_count; i++)
-        if (!svc->conns[i]->deleted && !strcmp(svc->conns[i]->config.id, id))
-            return svc->conns[i];
-    return NULL;
+    return ecp_map_get(svc->live, id);
 }
 
 static void info_of(const db_conn *c, database_connection_info *out)
@@ -491,17 +484,16 @@ typedef struct config_job {
     char id[DATABASE_ID_MAX]; /* update: the connection */
     char *workspace;          /* the service's at the start, for the pool */
     database_config config;
-    int status;
-    ecp_error err;
+    ecp_error err; /* done's own failure */
     database_config_cb cb;
     void *ctx;
 } config_job;
 
-static void config_work(ecp_job *job, unsigned item)
+static int config_work(ecp_job *job, void *payload, ecp_error *err)
 {
-    (void)item;
-    config_job *j = ecp_job_data(job);
-    j->status = db_config_confine_path(j->workspace, &j->config, &j->err);
+    (void)job;
+    config_job *j = payload;
+    return db_config_confine_path(j->workspace, &j->config, err);
 }
 
 static int config_create(database_service *svc, config_job *j, const char **id_out)
@@ -519,11 +511,7 @@ static int config_create(database_service *svc, config_job *j, const char **id_o
         c->config.id = xstrdup(id);
     }
     c->engine = db_engine_of(c->config.type);
-    if (svc->conn_count == svc->conn_cap) {
-        svc->conn_cap = svc->conn_cap ? svc->conn_cap * 2 : 8;
-        svc->conns = xrealloc(svc->conns, svc->conn_cap * sizeof *svc->conns);
-    }
-    svc->conns[svc->conn_count++] = c;
+    conn_add(svc, c);
     db_configs_save(svc, c->config.project);
     *id_out = c->config.id;
     return 0;
@@ -553,26 +541,25 @@ static int config_update(database_service *svc, config_job *j, const char **id_o
     return 0;
 }
 
-static void config_done(ecp_job *job)
+static void config_done(void *payload, int status, const ecp_error *err)
 {
-    config_job *j = ecp_job_data(job);
+    config_job *j = payload;
     const char *id = NULL;
-    if (j->status == 0)
-        j->status = j->update ? config_update(j->svc, j, &id) : config_create(j->svc, j, &id);
+    if (status == 0 && (status = j->update ? config_update(j->svc, j, &id) : config_create(j->svc, j, &id)))
+        err = &j->err;
     if (j->cb)
-        j->cb(j->ctx, j->status, j->status < 0 ? &j->err : NULL, id);
+        j->cb(j->ctx, status, status < 0 ? err : NULL, id);
 }
 
-static void config_free(void *data)
+static void config_release(void *payload)
 {
-    config_job *j = data;
+    config_job *j = payload;
     free(j->workspace);
     database_config_clear(&j->config);
-    free(j);
 }
 
-static const ecp_job_type config_type = {"database.config", ECP_LANE_SHORT, false, config_work, config_done,
-                                         config_free};
+static const ecp_job_kind config_kind =
+    ECP_JOB_KIND("database.config", ECP_LANE_SHORT, false, config_work, config_done, config_release);
 
 static ecp_job *config_start(database_service *svc, const database_config_args *args, bool update,
                              database_config_cb cb, void *ctx, ecp_error *err)
@@ -588,20 +575,12 @@ static ecp_job *config_start(database_service *svc, const database_config_args *
         ecp_error_set(err, ECP_EEXIST, "id: a connection %s exists already", args->config->id);
         return NULL;
     }
-    config_job *j = xcalloc(1, sizeof *j);
-    j->svc = svc;
-    j->update = update;
+    config_job j = {.svc = svc, .update = update, .workspace = svc->workspace ? xstrdup(svc->workspace) : NULL,
+                    .cb = cb, .ctx = ctx};
     if (update)
-        snprintf(j->id, sizeof j->id, "%s", args->connection_id);
-    j->workspace = svc->workspace ? xstrdup(svc->workspace) : NULL;
-    database_config_copy(&j->config, args->config);
-    j->cb = cb;
-    j->ctx = ctx;
-    ecp_job *job = ecp_job_new(svc->jobs, &config_type, j);
-    if (args->serve)
-        ecp_job_serve(job, args->serve);
-    ecp_job_start(job, 1);
-    return job;
+        snprintf(j.id, sizeof j.id, "%s", args->connection_id);
+    database_config_copy(&j.config, args->config);
+    return ecp_job_run(svc->jobs, &config_kind, &j, sizeof j, args->serve);
 }
 
 ecp_job *database_connection_create_start(database_service *svc, const database_config_args *args,

@@ -98,10 +98,7 @@ static void op_free(void *data)
     free(op->statements);
     for (size_t i = 0; i < 5; i++)
         db_result_free(&op->parts[i]);
-    free(op->schema);
-    free(op->table);
-    free(op->server_version);
-    free(op->workspace);
+    free_each(op->schema, op->table, op->server_version, op->workspace);
     buf_free(&op->formatted);
     free(op);
 }
@@ -403,9 +400,7 @@ static void answer(db_op *op)
                                          .failure = &op->fail, .statement_count = n, .statements = rs,
                                          .statement_failures = fs, .labels = labels};
         op->cb.transaction(op->ctx, 0, NULL, &r);
-        free(rs);
-        free(fs);
-        free(labels);
+        free_each(rs, fs, labels);
         break;
     }
     case DB_OP_SCHEMA: {
@@ -616,6 +611,7 @@ ecp_job *database_connection_delete_start(database_service *svc, const database_
         return NULL;
     db_conn *c = db_conn_find(svc, args->connection_id);
     c->deleted = true;
+    ecp_map_remove(svc->live, c->config.id, NULL);
     db_configs_save(svc, c->config.project);
     start_next(c);
     return job;

@@ -320,18 +320,7 @@ static void keep_values(const PGresult *res, database_result *r)
 
 static bool page_add(db_handle *h, const db_run *run, database_result *out, const char *row, size_t len)
 {
-    if (out->row_count > 0 && out->rows.len + len + 1 > run->max_bytes) {
-        buf_clear(&h->pending);
-        buf_append(&h->pending, row, len);
-        h->has_pending = true;
-        out->truncated = true;
-        return false;
-    }
-    if (out->row_count)
-        buf_push(&out->rows, ',');
-    buf_append(&out->rows, row, len);
-    out->row_count++;
-    return true;
+    return db_page_add(&h->pending, &h->has_pending, run, out, row, len);
 }
 
 /* Reads results until the page is full or the statement's results end; skips `skip` rows first. */

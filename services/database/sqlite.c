@@ -441,21 +441,9 @@ static void keep_values(sqlite3_stmt *st, database_result *r)
     }
 }
 
-/* Appends one rendered row to the page, or holds it back when the page is full. */
 static bool page_add(db_handle *h, const db_run *run, database_result *out, const char *row, size_t len)
 {
-    if (out->row_count > 0 && out->rows.len + len + 1 > run->max_bytes) {
-        buf_clear(&h->pending);
-        buf_append(&h->pending, row, len);
-        h->has_pending = true;
-        out->truncated = true;
-        return false;
-    }
-    if (out->row_count)
-        buf_push(&out->rows, ',');
-    buf_append(&out->rows, row, len);
-    out->row_count++;
-    return true;
+    return db_page_add(&h->pending, &h->has_pending, run, out, row, len);
 }
 
 /* Steps the cursor into out until the page is full or the rows end. */

@@ -98,15 +98,11 @@ static void reply_error(ecp_call *call, int status, const char *message, const c
         ecp_call_error(call, code, "%s", message);
         return;
     }
-    buf data = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &data);
-    jw_object_begin(&w);
-    jw_key_string(&w, "uri", uri ? uri : "");
-    jw_key_string(&w, "code", name);
-    jw_object_end(&w);
-    ecp_call_error_data(call, code, data.data, "%s", message);
-    buf_free(&data);
+    ecp_error_data d;
+    json_writer *w = ecp_error_data_begin(&d);
+    jw_key_string(w, "uri", uri ? uri : "");
+    jw_key_string(w, "code", name);
+    ecp_call_error_with(call, code, &d, "%s", message);
 }
 
 /* ----- params ---------------------------------------------------------------------- */

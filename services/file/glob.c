@@ -90,26 +90,21 @@ static int validate(const char *s, size_t len, ecp_error *err)
     return 0;
 }
 
-typedef struct strvec {
-    char **items;
-    size_t n, cap;
-} strvec;
-
-static void strvec_push(strvec *v, char *s)
+void file__strlist_push(file__strlist *l, char *s)
 {
-    if (v->n == v->cap) {
-        v->cap = v->cap ? v->cap * 2 : 8;
-        v->items = xrealloc(v->items, v->cap * sizeof *v->items);
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->items = xrealloc(l->items, l->cap * sizeof *l->items);
     }
-    v->items[v->n++] = s;
+    l->items[l->n++] = s;
 }
 
-static void strvec_free(strvec *v)
+void file__strlist_free(file__strlist *l)
 {
-    for (size_t i = 0; i < v->n; i++)
-        free(v->items[i]);
-    free(v->items);
-    memset(v, 0, sizeof *v);
+    for (size_t i = 0; i < l->n; i++)
+        free(l->items[i]);
+    free(l->items);
+    memset(l, 0, sizeof *l);
 }
 
 /* The offset of the first top-level '{' of s (validated), or len. */
@@ -130,11 +125,11 @@ static size_t first_group(const char *s, size_t len)
  * strings still holding groups wait on a stack, not in the call chain, so a
  * long chain of groups costs heap, not stack; the bytes written on the way are
  * bounded too, so an expansion that would take long fails early instead. */
-static int expand(const char *pattern, size_t plen, strvec *out, ecp_error *err)
+static int expand(const char *pattern, size_t plen, file__strlist *out, ecp_error *err)
 {
-    strvec pending = {0};
+    file__strlist pending = {0};
     size_t produced = 0;
-    strvec_push(&pending, xstrndup(pattern, plen));
+    file__strlist_push(&pending, xstrndup(pattern, plen));
     size_t starts[MAX_ALTERNATIVES + 1];
     int rc = 0;
     while (pending.n && rc == 0) {
@@ -145,7 +140,7 @@ static int expand(const char *pattern, size_t plen, strvec *out, ecp_error *err)
             if (out->n >= MAX_ALTERNATIVES)
                 rc = ecp_error_set(err, ECP_EINVAL, "pattern expands to more than %d alternatives", MAX_ALTERNATIVES);
             else
-                strvec_push(out, s), s = NULL;
+                file__strlist_push(out, s), s = NULL;
             free(s);
             continue;
         }
@@ -187,11 +182,11 @@ static int expand(const char *pattern, size_t plen, strvec *out, ecp_error *err)
             buf_append(&b, s, open);
             buf_append(&b, s + starts[a], end - starts[a]);
             buf_append(&b, s + close + 1, len - close - 1);
-            strvec_push(&pending, b.data ? buf_detach(&b) : xstrdup(""));
+            file__strlist_push(&pending, b.data ? buf_detach(&b) : xstrdup(""));
         }
         free(s);
     }
-    strvec_free(&pending);
+    file__strlist_free(&pending);
     return rc;
 }
 
@@ -267,10 +262,10 @@ int file__glob_compile(const char *pattern, unsigned flags, file__glob **out, ec
     int rc = validate(pattern, len, err);
     if (rc)
         return rc;
-    strvec alts = {0};
+    file__strlist alts = {0};
     rc = expand(pattern, len, &alts, err);
     if (rc) {
-        strvec_free(&alts);
+        file__strlist_free(&alts);
         return rc;
     }
     file__glob *g = xcalloc(1, sizeof *g);
@@ -279,7 +274,7 @@ int file__glob_compile(const char *pattern, unsigned flags, file__glob **out, ec
     g->alts = xcalloc(alts.n ? alts.n : 1, sizeof *g->alts);
     for (size_t i = 0; i < alts.n; i++)
         compile_alt(alts.items[i], flags, &g->alts[i]);
-    strvec_free(&alts);
+    file__strlist_free(&alts);
     *out = g;
     return 0;
 }

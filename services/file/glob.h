@@ -60,4 +60,14 @@ bool file__glob_is_literal(const char *pattern);
  * match a single name). */
 bool file__glob_match_segment(const char *pattern, size_t plen, const char *name, size_t nlen, bool dot);
 
+/* A growing list of owned strings (a walk's directories, a pattern's
+ * expansions). */
+typedef struct file__strlist {
+    char **items;
+    size_t n, cap;
+} file__strlist;
+
+void file__strlist_push(file__strlist *l, char *s); /* takes s */
+void file__strlist_free(file__strlist *l);           /* frees the strings; the list is empty again */
+
 #endif

@@ -36,28 +36,6 @@
 /* Defined bytes kept after a file's contents in the read buffer. */
 #define TAIL 64
 
-typedef struct strlist {
-    char **items;
-    size_t n, cap;
-} strlist;
-
-static void strlist_push(strlist *l, char *s)
-{
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 64;
-        l->items = xrealloc(l->items, l->cap * sizeof *l->items);
-    }
-    l->items[l->n++] = s;
-}
-
-static void strlist_free(strlist *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->items[i]);
-    free(l->items);
-    memset(l, 0, sizeof *l);
-}
-
 typedef struct matchlist {
     file_grep_match *items;
     size_t n, cap;
@@ -108,8 +86,8 @@ typedef struct grep_job {
     unsigned items_ended;
     uv_mutex_t lock;
     uv_cond_t cond;
-    strlist dirs;  /* absolute paths still to list */
-    strlist files; /* absolute paths still to search */
+    file__strlist dirs;  /* absolute paths still to list */
+    file__strlist files; /* absolute paths still to search */
     unsigned active;
     file__idset seen;
     matchlist matches;
@@ -341,7 +319,7 @@ static void grep_file(grep_job *t, grep_worker *w, const char *path)
 /* ----- one directory ----------------------------------------------------------------- */
 
 /* Lists dir into new_dirs and new_files (absolute paths). */
-static void list_dir(grep_job *t, grep_worker *w, const char *dir, strlist *new_dirs, strlist *new_files)
+static void list_dir(grep_job *t, grep_worker *w, const char *dir, file__strlist *new_dirs, file__strlist *new_files)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -386,9 +364,9 @@ static void list_dir(grep_job *t, grep_worker *w, const char *dir, strlist *new_
             for (size_t i = 0; i < t->include_count && !may; i++)
                 may = file__glob_could_match_below(t->include[i], rel, rel_len);
             if (may)
-                strlist_push(new_dirs, xstrndup(w->path.data, w->path.len));
+                file__strlist_push(new_dirs, xstrndup(w->path.data, w->path.len));
         } else if (!t->include_count || file__globs_match(t->include, t->include_count, rel, rel_len)) {
-            strlist_push(new_files, xstrndup(w->path.data, w->path.len));
+            file__strlist_push(new_files, xstrndup(w->path.data, w->path.len));
         }
     }
     closedir(d);
@@ -451,7 +429,7 @@ static void grep_work(ecp_job *job, unsigned item)
         if (w.stack)
             pcre2_jit_stack_assign(w.mctx, NULL, w.stack);
     }
-    strlist new_dirs = {0}, new_files = {0};
+    file__strlist new_dirs = {0}, new_files = {0};
     char *batch[BATCH];
     uv_mutex_lock(&t->lock);
     for (;;) {
@@ -484,9 +462,9 @@ static void grep_work(ecp_job *job, unsigned item)
             uv_mutex_lock(&t->lock);
             /* sorted pushes keep the walk close to depth-first name order */
             for (size_t i = new_dirs.n; i > 0; i--)
-                strlist_push(&t->dirs, new_dirs.items[i - 1]);
+                file__strlist_push(&t->dirs, new_dirs.items[i - 1]);
             for (size_t i = new_files.n; i > 0; i--)
-                strlist_push(&t->files, new_files.items[i - 1]);
+                file__strlist_push(&t->files, new_files.items[i - 1]);
             new_dirs.n = new_files.n = 0;
             t->active--;
             uv_cond_broadcast(&t->cond);
@@ -515,21 +493,12 @@ static void grep_work(ecp_job *job, unsigned item)
 static void grep_done(ecp_job *job)
 {
     grep_job *t = ecp_job_data(job);
-    int status = file__walk_status(job);
-    if (status) {
-        t->cb(t->ctx, status, &t->walk.err, NULL);
+    /* not finished: every item ended without seeing a cancel, yet the job is cancelled now: nothing was sorted */
+    if (file__walk_outcome(job, t->finished, t->format ? &t->rendered : NULL, &t->shared)) {
+        t->cb(t->ctx, t->walk.status, &t->walk.err, NULL);
         return;
     }
-    if (!t->finished) {
-        /* every item ended without seeing a cancel, yet the job is cancelled now: nothing was sorted */
-        t->cb(t->ctx, ecp_error_set(&t->walk.err, ECP_ECANCELED, "Request cancelled"), &t->walk.err, NULL);
-        return;
-    }
-    if (t->format) {
-        size_t len = t->rendered.len;
-        t->shared = ecp_shared_adopt(buf_detach(&t->rendered), len);
-        t->result.rendered = t->shared;
-    }
+    t->result.rendered = t->shared;
     t->cb(t->ctx, 0, NULL, &t->result);
 }
 
@@ -541,8 +510,8 @@ static void grep_free(void *data)
         pcre2_code_free(t->re);
     file__globs_free(t->include, t->include_count);
     file__globs_free(t->exclude, t->exclude_count);
-    strlist_free(&t->dirs);
-    strlist_free(&t->files);
+    file__strlist_free(&t->dirs);
+    file__strlist_free(&t->files);
     matchlist_free(&t->matches);
     buf_free(&t->rendered);
     ecp_shared_unref(t->shared);
@@ -577,13 +546,7 @@ static int compile_pattern(grep_job *t, const file_grep_options *o, ecp_error *e
     return 0;
 }
 
-static const ecp_job_type grep_type = {
-    .name = "file.grep",
-    .lane = ECP_LANE_LONG,
-    .work = grep_work,
-    .done = grep_done,
-    .free_data = grep_free,
-};
+static const ecp_job_type grep_type = {"file.grep", ECP_LANE_LONG, false, grep_work, grep_done, grep_free};
 
 int file_grep_prepare(file_service *self, const file_grep_options *o, file_grep_cb cb, void *ctx, ecp_job **walk,
                       ecp_error *err)
@@ -617,9 +580,9 @@ int file_grep_prepare(file_service *self, const file_grep_options *o, file_grep_
     }
     t->root_is_file = !S_ISDIR(st.st_mode);
     if (t->root_is_file)
-        strlist_push(&t->files, xstrdup(t->root));
+        file__strlist_push(&t->files, xstrdup(t->root));
     else
-        strlist_push(&t->dirs, xstrdup(t->root));
+        file__strlist_push(&t->dirs, xstrdup(t->root));
     t->max_results = o->max_results;
     t->enc = o->encoding;
     t->cb = cb;

@@ -41,8 +41,10 @@ typedef struct file__walk {
 } file__walk;
 
 /* The status a walk's done reports: its own failure, else ECP_ECANCELED when
- * it was cancelled, else 0. */
-int file__walk_status(ecp_job *job);
+ * it was cancelled or is not `ready` (cancelled after the walk had looked,
+ * before its result was finished), else 0. On 0 the bytes a formatter wrote
+ * into *rendered (rendered may be NULL: none) are handed to *shared. */
+int file__walk_outcome(ecp_job *job, bool ready, buf *rendered, ecp_shared **shared);
 
 /* The number of work items a parallel walk should use: no more than the
  * pool lets long work hold, nor than there are cores. */

@@ -97,11 +97,15 @@ void file_walk_start(ecp_job *walk)
     ecp_job_start(walk, w->items);
 }
 
-int file__walk_status(ecp_job *job)
+int file__walk_outcome(ecp_job *job, bool ready, buf *rendered, ecp_shared **shared)
 {
     file__walk *w = ecp_job_data(job);
-    if (w->status == 0 && ecp_job_cancelled(job))
+    if (w->status == 0 && (!ready || ecp_job_cancelled(job)))
         w->status = ecp_error_set(&w->err, ECP_ECANCELED, "Request cancelled");
+    if (w->status == 0 && rendered) {
+        size_t len = rendered->len;
+        *shared = ecp_shared_adopt(buf_detach(rendered), len);
+    }
     return w->status;
 }
 

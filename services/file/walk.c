@@ -195,23 +195,11 @@ static void glob_work(ecp_job *job, unsigned item)
 static void glob_done(ecp_job *job)
 {
     glob_job *t = ecp_job_data(job);
-    int status = file__walk_status(job);
-    if (status) {
-        t->cb(t->ctx, status, &t->walk.err, NULL);
+    if (file__walk_outcome(job, !t->format || t->formatted, t->format ? &t->rendered : NULL, &t->shared)) {
+        t->cb(t->ctx, t->walk.status, &t->walk.err, NULL);
         return;
     }
-    file_glob_result res = {t->paths, t->count, glob_full(t), NULL};
-    if (t->format) {
-        if (!t->formatted) {
-            /* cancelled after the walk had looked */
-            status = ecp_error_set(&t->walk.err, ECP_ECANCELED, "Request cancelled");
-            t->cb(t->ctx, status, &t->walk.err, NULL);
-            return;
-        }
-        size_t len = t->rendered.len;
-        t->shared = ecp_shared_adopt(buf_detach(&t->rendered), len);
-        res.rendered = t->shared;
-    }
+    file_glob_result res = {t->paths, t->count, glob_full(t), t->shared};
     t->cb(t->ctx, 0, NULL, &res);
 }
 
@@ -238,13 +226,7 @@ static bool segment_is_literal(const char *s, size_t n)
     return true;
 }
 
-static const ecp_job_type glob_type = {
-    .name = "file.glob",
-    .lane = ECP_LANE_LONG,
-    .work = glob_work,
-    .done = glob_done,
-    .free_data = glob_free,
-};
+static const ecp_job_type glob_type = {"file.glob", ECP_LANE_LONG, false, glob_work, glob_done, glob_free};
 
 int file_glob_prepare(file_service *self, const file_glob_options *o, file_glob_cb cb, void *ctx, ecp_job **walk,
                       ecp_error *err)
@@ -496,23 +478,12 @@ static void search_work(ecp_job *job, unsigned item)
 static void search_done(ecp_job *job)
 {
     search_job *t = ecp_job_data(job);
-    int status = file__walk_status(job);
-    if (status) {
-        t->cb(t->ctx, status, &t->walk.err, NULL);
+    if (file__walk_outcome(job, !t->format || t->formatted, t->format ? &t->rendered : NULL, &t->shared)) {
+        t->cb(t->ctx, t->walk.status, &t->walk.err, NULL);
         return;
     }
     file_search_result res = search_result(t);
-    if (t->format) {
-        if (!t->formatted) {
-            /* cancelled after the walk had looked */
-            status = ecp_error_set(&t->walk.err, ECP_ECANCELED, "Request cancelled");
-            t->cb(t->ctx, status, &t->walk.err, NULL);
-            return;
-        }
-        size_t len = t->rendered.len;
-        t->shared = ecp_shared_adopt(buf_detach(&t->rendered), len);
-        res.rendered = t->shared;
-    }
+    res.rendered = t->shared;
     t->cb(t->ctx, 0, NULL, &res);
 }
 
@@ -538,13 +509,8 @@ static void search_free(void *data)
     free(t);
 }
 
-static const ecp_job_type search_type = {
-    .name = "file.search",
-    .lane = ECP_LANE_LONG,
-    .work = search_work,
-    .done = search_done,
-    .free_data = search_free,
-};
+static const ecp_job_type search_type = {"file.search", ECP_LANE_LONG, false, search_work, search_done,
+                                         search_free};
 
 int file_search_prepare(file_service *self, const file_search_options *o, file_search_cb cb, void *ctx,
                         ecp_job **walk, ecp_error *err)

@@ -836,13 +836,8 @@ static void tree_walk_free(void *data)
     free(t);
 }
 
-static const ecp_job_type tree_walk_type = {
-    .name = "file.watch_walk",
-    .lane = ECP_LANE_LONG,
-    .work = tree_walk_work,
-    .done = tree_walk_done,
-    .free_data = tree_walk_free,
-};
+static const ecp_job_type tree_walk_type = {"file.watch_walk", ECP_LANE_LONG, false, tree_walk_work,
+                                            tree_walk_done, tree_walk_free};
 
 static void end_setup(watch *w)
 {
@@ -1016,9 +1011,7 @@ static void watch_free(file__watcher *self, watch *w, bool cancel_walk)
     smap_free(&w->nodes);
     smap_free(&w->pending);
     file__globs_free(w->exclude, w->exclude_count);
-    free(w->root);
-    free(w->only);
-    free(w);
+    free_each(w->root, w->only, w);
 }
 
 /* The watch of path with its root directory covered (or the error why it

@@ -43,15 +43,11 @@ static void reply_error(ecp_call *call, int status, const gitsvc_error *err)
         uri = "";
         uri_len = 0;
     }
-    buf data = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &data);
-    jw_object_begin(&w);
-    jw_key_string(&w, "gitErrorCode", gitsvc_code_name(err ? err->code : GITSVC_COMMAND_FAILED));
-    jw_key_string_n(&w, "uri", uri, uri_len);
-    jw_object_end(&w);
-    ecp_call_error_data(call, code, data.data, "%s", err && err->message[0] ? err->message : ecp_status_text(status));
-    buf_free(&data);
+    ecp_error_data d;
+    json_writer *w = ecp_error_data_begin(&d);
+    jw_key_string(w, "gitErrorCode", gitsvc_code_name(err ? err->code : GITSVC_COMMAND_FAILED));
+    jw_key_string_n(w, "uri", uri, uri_len);
+    ecp_call_error_with(call, code, &d, "%s", err && err->message[0] ? err->message : ecp_status_text(status));
 }
 
 /* ----- rendering ------------------------------------------------------------------------ */

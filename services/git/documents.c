@@ -49,18 +49,12 @@ typedef struct doc_job {
 
 static gitsvc__doc *find_doc(gitsvc *self, const char *id)
 {
-    for (gitsvc__doc *d = self->docs; d; d = d->next)
-        if (!strcmp(d->id, id))
-            return d;
-    return NULL;
+    return self->doc_ids ? ecp_map_get(self->doc_ids, id) : NULL;
 }
 
 static void doc_free(gitsvc__doc *d)
 {
-    free(d->id);
-    free(d->root);
-    free(d->changes);
-    free(d);
+    free_each(d->id, d->root, d->changes, d);
 }
 
 /* ----- the diff job -------------------------------------------------------------------------- */
@@ -124,9 +118,7 @@ static void doc_job_free(void *data)
 {
     doc_job *j = data;
     document_snapshot_release(j->snap);
-    free(j->id);
-    free(j->root);
-    free(j->gitdir);
+    free_each(j->id, j->root, j->gitdir);
     arena_free(&j->mem);
     free(j);
 }
@@ -177,6 +169,7 @@ static void doc_opened(void *ctx, const document_info *info)
         d->id = xstrdup(info->document_id);
         d->next = self->docs;
         self->docs = d;
+        ecp_map_set(self->doc_ids, d->id, d, NULL);
     }
     d->wanted = true;
     arm(self);
@@ -202,6 +195,7 @@ static void doc_closed(void *ctx, const char *document_id, const char *uri)
             continue;
         gitsvc__doc *d = *p;
         *p = d->next;
+        ecp_map_remove(self->doc_ids, document_id, NULL);
         if (d->job)
             ecp_job_cancel(d->job); /* its done finds no document and keeps nothing */
         doc_free(d);
@@ -238,6 +232,7 @@ void gitsvc__documents_follow(gitsvc *self)
     self->quiet = xmalloc(sizeof *self->quiet);
     uv_timer_init(ecp_pool_loop(self->pool), self->quiet);
     self->quiet->data = self;
+    self->doc_ids = ecp_map_new();
     document_subscribe(self->documents, &doc_listener, self);
     document_list(self->documents, doc_opened, self);
 }
@@ -252,6 +247,8 @@ void gitsvc__documents_stop(gitsvc *self)
         self->docs = d->next;
         doc_free(d);
     }
+    ecp_map_free(self->doc_ids);
+    self->doc_ids = NULL;
     if (self->quiet) {
         uv_timer_stop(self->quiet);
         uv_close((uv_handle_t *)self->quiet, quiet_closed);

@@ -18,6 +18,7 @@
 #include "event.h"
 #include "git/interface.h"
 #include "job.h"
+#include "map.h"
 
 /* The threads of one status, each on a repository of its own. */
 #define GITSVC_STATUS_ITEMS 2
@@ -35,6 +36,7 @@ struct gitsvc {
     ecp_listeners listeners; /* gitsvc_listener tables */
     gitsvc__known *known;    /* repositories seen, most recent first */
     gitsvc__doc *docs;       /* open documents and their changes against HEAD (documents.c) */
+    ecp_map *doc_ids;        /* the same documents by id; NULL without documents */
     uv_timer_t *quiet;       /* the debounce of their diffs; NULL without documents */
     struct session_service *session; /* borrowed, may be NULL: the secrets of remotes and the settings */
     gitsvc__load *loads;             /* tokens being read from it (credentials.c) */

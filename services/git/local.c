@@ -85,9 +85,7 @@ static void known_free(gitsvc__known *k)
         gitsvc_repo_close(k->kept[i]);
     }
     ecp_shared_unref(k->json);
-    free(k->root);
-    free(k->gitdir);
-    free(k);
+    free_each(k->root, k->gitdir, k);
 }
 
 void gitsvc_free(gitsvc *self)
@@ -474,9 +472,7 @@ static void status_done(ecp_job *job)
 static void status_free(void *data)
 {
     status_job *j = data;
-    free(j->path);
-    free(j->root);
-    free(j->gitdir);
+    free_each(j->path, j->root, j->gitdir);
     for (int i = 0; i < GITSVC_STATUS_ITEMS; i++) {
         gitsvc_repo_close(j->repos[i]);
         arena_free(&j->mem[i]);
@@ -567,17 +563,18 @@ typedef struct changes_job {
     gitsvc_error err;
 } changes_job;
 
-static void changes_work(ecp_job *job, unsigned item)
+/* git's failures say their kind: they stay in j->err, and err is left alone. */
+static int changes_work(ecp_job *job, void *payload, ecp_error *err)
 {
-    changes_job *j = ecp_job_data(job);
-    if ((j->rc = gitsvc__check_cancel(job, &j->err)))
-        return;
+    (void)job;
+    (void)err;
+    changes_job *j = payload;
     const char *uri = document_snapshot_uri(j->snap);
     buf path = BUF_INIT;
     ecp_error e;
     if (file_path_from_uri(uri, strlen(uri), &path, &e) != 0) {
         buf_free(&path);
-        return; /* not a file: in no repository, no changes */
+        return 0; /* not a file: in no repository, no changes */
     }
     gitsvc_repo *repo = NULL;
     const char *rel = NULL;
@@ -586,26 +583,26 @@ static void changes_work(ecp_job *job, unsigned item)
         j->rc = gitsvc_diff_snapshot(repo, rel, j->snap, &j->mem, &j->changes, &j->count, &j->err);
     gitsvc_repo_close(repo);
     buf_free(&path);
+    return j->rc;
 }
 
-static void changes_done(ecp_job *job)
+static void changes_done(void *payload, int status, const ecp_error *err)
 {
-    changes_job *j = ecp_job_data(job);
-    if (j->rc == 0 && ecp_job_cancelled(job))
-        j->rc = gitsvc__fail(&j->err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled");
+    changes_job *j = payload;
+    if (status && !j->rc) /* cancelled before it began */
+        j->rc = gitsvc__fail(&j->err, status, GITSVC_COMMAND_FAILED, "%s", err->message);
     j->cb(j->ctx, j->rc, j->rc ? &j->err : NULL, j->changes, j->count);
 }
 
-static void changes_free(void *data)
+static void changes_release(void *payload)
 {
-    changes_job *j = data;
+    changes_job *j = payload;
     document_snapshot_release(j->snap);
     arena_free(&j->mem);
-    free(j);
 }
 
-static const ecp_job_type changes_type = {"git.documentChanges", ECP_LANE_SHORT, false, changes_work, changes_done,
-                                          changes_free};
+static const ecp_job_kind changes_kind =
+    ECP_JOB_KIND("git.documentChanges", ECP_LANE_SHORT, false, changes_work, changes_done, changes_release);
 
 ecp_job *gitsvc_document_changes_start(gitsvc *self, const char *document_id, ecp_call *serve, gitsvc_changes_cb cb,
                                        void *ctx, gitsvc_error *err)
@@ -620,14 +617,7 @@ ecp_job *gitsvc_document_changes_start(gitsvc *self, const char *document_id, ec
         gitsvc__fail(err, e.status, GITSVC_COMMAND_FAILED, "%s", e.message);
         return NULL;
     }
-    changes_job *j = xcalloc(1, sizeof *j);
-    j->snap = snap;
-    j->cb = cb;
-    j->ctx = ctx;
-    arena_init(&j->mem);
-    ecp_job *job = ecp_job_new(self->jobs, &changes_type, j);
-    if (serve)
-        ecp_job_serve(job, serve);
-    ecp_job_start(job, 1);
-    return job;
+    changes_job j = {.snap = snap, .cb = cb, .ctx = ctx};
+    arena_init(&j.mem);
+    return ecp_job_run(self->jobs, &changes_kind, &j, sizeof j, serve);
 }

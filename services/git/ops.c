@@ -103,7 +103,6 @@ typedef struct op_job {
     gitsvc_tokens *tokens; /* transfers: the credentials of HTTP(S) remotes */
     uv_timer_t *deadline;  /* transfers */
     /* outputs */
-    bool skipped; /* cancelled before it began */
     int rc;
     gitsvc_error err;
     char *root, *gitdir;
@@ -251,24 +250,23 @@ static int op_run(op_job *j, ecp_job *job, gitsvc_repo *repo)
     return 0;
 }
 
-static void op_work(ecp_job *job, unsigned item)
+/* A cancelled operation that has not begun does not begin (core/job.h):
+ * nothing has been read or changed yet. Once begun, a change runs to its end
+ * (see interface.h). git's failures say their kind: they stay in j->err, and
+ * err is left alone. */
+static int op_work(ecp_job *job, void *payload, ecp_error *err)
 {
-    (void)item;
-    op_job *j = ecp_job_data(job);
-    /* Nothing has been read or changed yet: a cancelled operation need not
-     * begin. Once begun, a change runs to its end (see interface.h). */
-    if (ecp_job_cancelled(job)) {
-        j->skipped = true;
-        return;
-    }
+    (void)err;
+    op_job *j = payload;
     gitsvc_repo *repo = NULL;
     j->rc = gitsvc_repo_open(j->path, &repo, NULL, &j->err);
     if (j->rc)
-        return;
+        return j->rc;
     j->root = xstrdup(gitsvc_repo_root(repo));
     j->gitdir = xstrdup(gitsvc_repo_gitdir(repo));
     j->rc = op_run(j, job, repo);
     gitsvc_repo_close(repo);
+    return j->rc;
 }
 
 /* ----- the outcome (the loop) ---------------------------------------------------------------- */
@@ -329,9 +327,9 @@ static void op_call_back(op_job *j, int rc, const gitsvc_error *err, ecp_shared 
     }
 }
 
-static void op_done(ecp_job *job)
+static void op_done(void *payload, int status, const ecp_error *err)
 {
-    op_job *j = ecp_job_data(job);
+    op_job *j = payload;
     if (j->root) {
         /* whatever happened, a change may have: the repository is watched from now on */
         if (!j->rc && !j->called && op_changed(j))
@@ -341,9 +339,9 @@ static void op_done(ecp_job *job)
     }
     if (j->called)
         return; /* a transfer past its deadline: told already */
-    if (j->skipped) {
-        gitsvc_error err;
-        op_call_back(j, gitsvc__fail(&err, ECP_ECANCELED, GITSVC_COMMAND_FAILED, "Request cancelled"), &err, NULL);
+    if (status && !j->rc) { /* cancelled before it began */
+        gitsvc_error skipped;
+        op_call_back(j, gitsvc__fail(&skipped, status, GITSVC_COMMAND_FAILED, "%s", err->message), &skipped, NULL);
         return;
     }
     if (j->rc) {
@@ -359,13 +357,10 @@ static void op_done(ecp_job *job)
     ecp_shared_unref(json);
 }
 
-static void op_free(void *data)
+static void op_release(void *payload)
 {
-    op_job *j = data;
-    free(j->path);
-    free(j->arg);
-    free(j->ref);
-    free(j->text);
+    op_job *j = payload;
+    free_each(j->path, j->arg, j->ref, j->text);
     document_snapshot_release(j->snap);
     gitsvc_tokens_free(j->tokens);
     free(j->tokens);
@@ -373,20 +368,17 @@ static void op_free(void *data)
         uv_close((uv_handle_t *)j->deadline, (uv_close_cb)free);
     for (size_t i = 0; i < j->path_count; i++)
         free(j->paths[i]);
-    free(j->paths);
-    free(j->root);
-    free(j->gitdir);
+    free_each(j->paths, j->root, j->gitdir);
     buf_free(&j->json);
     arena_free(&j->mem);
-    free(j);
 }
 
 /* Operations that change a repository do not stop half-way, but one that
  * has not begun when the server goes down need not begin: nothing is lost. */
-static const ecp_job_type op_types[OP_KINDS] = {
-#define OP_TYPE(kind, name, lane, change) [kind] = {name, lane, false, op_work, op_done, op_free},
-    OPS(OP_TYPE)
-#undef OP_TYPE
+static const ecp_job_kind op_kinds[OP_KINDS] = {
+#define OP_KIND(kind, name, lane, change) [kind] = ECP_JOB_KIND(name, lane, false, op_work, op_done, op_release),
+    OPS(OP_KIND)
+#undef OP_KIND
 };
 
 /* ----- starting ------------------------------------------------------------------------------- */
@@ -408,9 +400,11 @@ static char *copy(const char *s)
     return s ? xstrdup(s) : NULL;
 }
 
+/* The job of j (which it copies and frees), serving the call, not started. */
 static ecp_job *op_job_new(op_job *j, const gitsvc_where *where)
 {
-    ecp_job *job = ecp_job_new(j->svc->jobs, &op_types[j->kind], j);
+    ecp_job *job = ecp_job_prepare(j->svc->jobs, &op_kinds[j->kind], j, sizeof *j);
+    free(j);
     if (where->serve)
         ecp_job_serve(job, where->serve);
     return job;
@@ -651,6 +645,7 @@ ecp_job *gitsvc_transfer_start(gitsvc *svc, const gitsvc_transfer_args *args, gi
     j->flag = args->force;
     j->flag2 = args->set_upstream;
     ecp_job *job = op_job_new(j, &args->where);
+    j = ecp_job_data(job);
     j->deadline = xmalloc(sizeof *j->deadline);
     uv_timer_init(ecp_pool_loop(svc->pool), j->deadline);
     j->deadline->data = job;

@@ -1231,29 +1231,6 @@ int gitsvc_stash_list(gitsvc_repo *repo, arena *mem, gitsvc_stash **stashes, siz
 
 int gitsvc_conflicts_read(gitsvc_repo *repo, arena *mem, const char ***paths, size_t *count, gitsvc_error *err)
 {
-    *paths = NULL;
-    *count = 0;
-    git_index *index = NULL;
-    int rc = git_repository_index(&index, repo->repo);
-    if (rc < 0)
-        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the index");
-    git_index_conflict_iterator *it = NULL;
-    const char **out = NULL;
-    size_t n = 0, cap = 0;
-    if (git_index_has_conflicts(index) && git_index_conflict_iterator_new(&it, index) == 0) {
-        const git_index_entry *ancestor, *ours, *theirs;
-        while (git_index_conflict_next(&ancestor, &ours, &theirs, it) == 0) {
-            const git_index_entry *e = ours ? ours : theirs ? theirs : ancestor;
-            out = gitsvc__grow(mem, out, n, &cap, sizeof *out);
-            out[n++] = dup_in(mem, e->path);
-        }
-        git_index_conflict_iterator_free(it);
-    }
-    git_index_free(index);
-    git_error_clear();
-    if (n)
-        qsort(out, n, sizeof *out, cmp_str);
-    *paths = out;
-    *count = n;
-    return 0;
+    int rc = conflicted_paths(repo->repo, mem, paths, count);
+    return rc < 0 ? gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot read the index") : 0;
 }

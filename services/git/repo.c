@@ -195,9 +195,7 @@ void gitsvc_repo_close(gitsvc_repo *repo)
     if (!repo)
         return;
     git_repository_free(repo->repo);
-    free(repo->root);
-    free(repo->gitdir);
-    free(repo);
+    free_each(repo->root, repo->gitdir, repo);
 }
 
 const char *gitsvc_repo_root(const gitsvc_repo *repo) { return repo->root; }

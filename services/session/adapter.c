@@ -107,23 +107,6 @@ static bool answered_failure(ecp_call *call, int status, const ecp_error *err)
     return true;
 }
 
-/* Opens the result {"<key>": [ for the caller's items; end_list closes it. */
-static json_writer *begin_list(ecp_call *call, const char *key)
-{
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, key);
-    jw_array_begin(w);
-    return w;
-}
-
-static void end_list(ecp_call *call, json_writer *w)
-{
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
-}
-
 static void write_info(json_writer *w, const document_info *info)
 {
     jw_object_begin(w);
@@ -362,7 +345,7 @@ static void listed(void *ctx, int status, const ecp_error *err, const session_su
     ecp_call *call = ctx;
     if (answered_failure(call, status, err))
         return;
-    json_writer *w = begin_list(call, "sessions");
+    json_writer *w = ecp_call_result_list(call, "sessions");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "id", list[i].id);
@@ -373,7 +356,7 @@ static void listed(void *ctx, int status, const ecp_error *err, const session_su
         jw_key_int(w, "documentCount", list[i].document_count);
         jw_object_end(w);
     }
-    end_list(call, w);
+    ecp_call_finish_list(call, w);
 }
 
 static void m_session_list(void *ctx, ecp_call *call)
@@ -424,10 +407,7 @@ static void reopened(void *ctx, int status, const ecp_error *err, const session_
         free(r);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "documents");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "documents");
     for (size_t i = 0; i < result->document_count; i++) {
         document_info info;
         if (document_get_info(r->ad->docs, result->document_ids[i], &info, NULL) != 0)
@@ -441,9 +421,7 @@ static void reopened(void *ctx, int status, const ecp_error *err, const session_
     jw_array_begin(w);
     for (size_t i = 0; i < result->missing_count; i++)
         jw_string(w, result->missing[i]);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
     free(r);
 }
 
@@ -469,7 +447,7 @@ static void recoverable(void *ctx, int status, const ecp_error *err, const sessi
     ecp_call *call = ctx;
     if (answered_failure(call, status, err))
         return;
-    json_writer *w = begin_list(call, "documents");
+    json_writer *w = ecp_call_result_list(call, "documents");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "uri", list[i].uri);
@@ -478,7 +456,7 @@ static void recoverable(void *ctx, int status, const ecp_error *err, const sessi
         jw_key_int(w, "bytes", list[i].bytes);
         jw_object_end(w);
     }
-    end_list(call, w);
+    ecp_call_finish_list(call, w);
 }
 
 static void m_session_recoverable(void *ctx, ecp_call *call)
@@ -778,7 +756,7 @@ static void m_theme_list(void *ctx, ecp_call *call)
 {
     size_t count;
     const session_theme *themes = session_themes(&count);
-    json_writer *w = begin_list(call, "themes");
+    json_writer *w = ecp_call_result_list(call, "themes");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "id", themes[i].id);
@@ -787,7 +765,7 @@ static void m_theme_list(void *ctx, ecp_call *call)
         jw_key_bool(w, "builtin", true);
         jw_object_end(w);
     }
-    end_list(call, w);
+    ecp_call_finish_list(call, w);
 }
 
 static void reply_theme(ecp_call *call, const session_theme *t)
@@ -992,10 +970,10 @@ static void secret_listed(void *ctx, int status, const ecp_error *err, const cha
     ecp_call *call = ctx;
     if (answered_failure(call, status, err))
         return;
-    json_writer *w = begin_list(call, "keys");
+    json_writer *w = ecp_call_result_list(call, "keys");
     for (size_t i = 0; i < count; i++)
         jw_string(w, keys[i]);
-    end_list(call, w);
+    ecp_call_finish_list(call, w);
 }
 
 static void m_secret_list(void *ctx, ecp_call *call)
@@ -1011,7 +989,7 @@ static void m_secret_providers(void *ctx, ecp_call *call)
 {
     size_t count;
     const session_secret_provider *list = session_secret_providers(&count);
-    json_writer *w = begin_list(call, "providers");
+    json_writer *w = ecp_call_result_list(call, "providers");
     for (size_t i = 0; i < count; i++) {
         jw_object_begin(w);
         jw_key_string(w, "id", list[i].id);
@@ -1020,7 +998,7 @@ static void m_secret_providers(void *ctx, ecp_call *call)
         jw_key_bool(w, "isReadOnly", list[i].read_only);
         jw_object_end(w);
     }
-    end_list(call, w);
+    ecp_call_finish_list(call, w);
 }
 
 /* ----- notifications ------------------------------------------------------------------------------------------ */
@@ -1150,62 +1128,27 @@ static void on_setting(void *ctx, const char *key, const char *value)
     ecp_bus_notify(ad->bus, "config/didChange", render_setting, &n);
 }
 
-static void render_theme(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    jw_object_begin(w);
-    jw_key_string(w, "themeId", ctx);
-    jw_object_end(w);
-}
-
 static void on_theme(void *ctx, const char *theme_id)
 {
     session_adapter *ad = ctx;
-    ecp_bus_notify(ad->bus, "theme/didChange", render_theme, (void *)theme_id);
-}
-
-typedef struct message_note {
-    session_message_type type;
-    const char *message;
-} message_note;
-
-static void render_message(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const message_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_int(w, "type", n->type);
-    jw_key_string(w, "message", n->message);
-    jw_object_end(w);
+    ecp_bus_notify(ad->bus, "theme/didChange", ecp_render_fields, ECP_FIELDS(ECP_STRING_FIELD("themeId", theme_id)));
 }
 
 static void on_message(void *ctx, session_message_type type, const char *message)
 {
     session_adapter *ad = ctx;
-    message_note n = {type, message};
-    ecp_bus_notify(ad->bus, "$/showMessage", render_message, &n);
-}
-
-typedef struct trust_note {
-    const char *path;
-    bool trusted;
-} trust_note;
-
-static void render_trust(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const trust_note *n = ctx;
-    buf uri = BUF_INIT;
-    uri_from_path(&uri, n->path, strlen(n->path));
-    jw_object_begin(w);
-    jw_key_string(w, "uri", uri.data);
-    jw_key_bool(w, "trusted", n->trusted);
-    jw_object_end(w);
-    buf_free(&uri);
+    ecp_bus_notify(ad->bus, "$/showMessage", ecp_render_fields,
+                   ECP_FIELDS(ECP_INT_FIELD("type", type), ECP_STRING_FIELD("message", message)));
 }
 
 static void on_trust(void *ctx, const char *path, bool trusted)
 {
     session_adapter *ad = ctx;
-    trust_note n = {path, trusted};
-    ecp_bus_notify(ad->bus, "workspace/didChangeTrust", render_trust, &n);
+    buf uri = BUF_INIT;
+    uri_from_path(&uri, path, strlen(path));
+    ecp_bus_notify(ad->bus, "workspace/didChangeTrust", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("uri", uri.data), ECP_BOOL_FIELD("trusted", trusted)));
+    buf_free(&uri);
 }
 
 static const session_listener listener = {

@@ -468,20 +468,11 @@ static void journal_free_op(void *data)
 {
     journal_op *op = data;
     for (size_t i = 0; i < op->found_count; i++) {
-        free(op->found[i].owner);
-        free(op->found[i].uri);
-        free(op->found[i].language_id);
-        free(op->found[i].content);
+        free_each(op->found[i].owner, op->found[i].uri, op->found[i].language_id, op->found[i].content);
     }
     for (size_t i = 0; i < op->uri_count; i++)
         free(op->uris[i]);
-    free(op->uris);
-    free(op->found);
-    free(op->data_dir);
-    free(op->owner);
-    free(op->workspace);
-    free(op->uri);
-    free(op->language_id);
+    free_each(op->uris, op->found, op->data_dir, op->owner, op->workspace, op->uri, op->language_id);
     document_snapshot_release(op->text);
     free(op->document_id);
     free(op);
@@ -556,10 +547,7 @@ static void on_timer(uv_timer_t *timer) { write_entry(timer->data); }
 static void entry_close_cb(uv_handle_t *handle)
 {
     journal_entry *e = handle->data;
-    free(e->document_id);
-    free(e->uri);
-    free(e->language_id);
-    free(e);
+    free_each(e->document_id, e->uri, e->language_id, e);
 }
 
 static void clear_row(session_service *self, const char *uri)

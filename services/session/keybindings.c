@@ -301,11 +301,8 @@ int session_when_check(const char *when, ecp_error *err)
 
 static void entry_free(keybinding_entry *e)
 {
-    free((char *)e->view.key);
-    free((char *)e->view.command);
-    free((char *)e->view.when);
-    free((char *)e->view.args_json);
-    free(e->canonical);
+    free_each((char *)e->view.key, (char *)e->view.command, (char *)e->view.when, (char *)e->view.args_json,
+              e->canonical);
 }
 
 static int entry_make(const session_keybinding *b, keybinding_entry *out, ecp_error *err)
@@ -377,14 +374,8 @@ static int save_work(sqlite3 *db, void *data, ecp_error *err)
         sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
         sqlite3_bind_text(st, 2, b->key, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, b->command, -1, SQLITE_STATIC);
-        if (b->when)
-            sqlite3_bind_text(st, 4, b->when, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 4);
-        if (b->args_json)
-            sqlite3_bind_text(st, 5, b->args_json, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 5);
+        sqlite3_bind_text(st, 4, b->when, -1, SQLITE_STATIC); /* NULL binds null */
+        sqlite3_bind_text(st, 5, b->args_json, -1, SQLITE_STATIC);
         int rc = sqlite3_step(st);
         if (rc != SQLITE_DONE)
             status = store_error(db, rc, err, "saving the key bindings");
@@ -397,10 +388,8 @@ static void save_free(void *data)
 {
     save_op *op = data;
     for (size_t i = 0; i < op->count; i++) {
-        free((char *)op->list[i].key);
-        free((char *)op->list[i].command);
-        free((char *)op->list[i].when);
-        free((char *)op->list[i].args_json);
+        free_each((char *)op->list[i].key, (char *)op->list[i].command, (char *)op->list[i].when,
+                  (char *)op->list[i].args_json);
     }
     free(op->list);
     free(op);

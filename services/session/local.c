@@ -165,10 +165,7 @@ void session_service_free(session_service *self)
     session__secrets_free(self);
     session__trust_free(self);
     ecp_listeners_free(&self->listeners);
-    free(self->workspace);
-    free(self->config_path);
-    free(self->data_dir);
-    free(self);
+    free_each(self->workspace, self->config_path, self->data_dir, self);
 }
 
 void session_service_set_workspace(session_service *self, const char *workspace)

@@ -260,10 +260,7 @@ static int secret_set_work(sqlite3 *db, secret_op *op, ecp_error *err)
             sqlite3_bind_int64(st, 5, op->expires_at);
         else
             sqlite3_bind_null(st, 5);
-        if (op->description)
-            sqlite3_bind_text(st, 6, op->description, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 6);
+        sqlite3_bind_text(st, 6, op->description, -1, SQLITE_STATIC); /* NULL binds null */
         int rc = sqlite3_step(st);
         if (rc != SQLITE_DONE)
             status = store_error(db, rc, err, "saving a secret");
@@ -396,11 +393,7 @@ static void secret_free(void *data)
     }
     for (size_t i = 0; i < op->key_count; i++)
         free(op->keys[i]);
-    free(op->keys);
-    free(op->key);
-    free(op->prefix);
-    free(op->description);
-    free(op);
+    free_each(op->keys, op->key, op->prefix, op->description, op);
 }
 
 static const store_op_type secret_type = {

@@ -164,18 +164,10 @@ static void capture_free(capture *c)
     if (!c)
         return;
     for (size_t i = 0; i < c->count; i++) {
-        free(c->docs[i].uri);
-        free(c->docs[i].path);
-        free(c->docs[i].language_id);
-        free(c->docs[i].cursors_json);
+        free_each(c->docs[i].uri, c->docs[i].path, c->docs[i].language_id, c->docs[i].cursors_json);
         document_snapshot_release(c->docs[i].unsaved);
     }
-    free(c->docs);
-    free(c->instance_id);
-    free(c->workspace);
-    free(c->name);
-    free(c->client_state);
-    free(c);
+    free_each(c->docs, c->instance_id, c->workspace, c->name, c->client_state, c);
 }
 
 static void write_chunk(void *ctx, const char *p, size_t len) { jw_string_chunk(ctx, p, len); }
@@ -311,15 +303,9 @@ static int session_work(sqlite3 *db, void *data, ecp_error *err)
     if (op->action != SESSION_LIST)
         sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
     if (op->action == SESSION_PUT) {
-        if (op->name)
-            sqlite3_bind_text(st, 2, op->name, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 2);
+        sqlite3_bind_text(st, 2, op->name, -1, SQLITE_STATIC); /* NULL binds null */
         sqlite3_bind_text(st, 3, op->name ? "named" : "workspace", -1, SQLITE_STATIC);
-        if (op->workspace)
-            sqlite3_bind_text(st, 4, op->workspace, -1, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 4);
+        sqlite3_bind_text(st, 4, op->workspace, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 5, op->saved_at);
         sqlite3_bind_int64(st, 6, op->document_count);
         sqlite3_bind_text(st, 7, op->state, -1, SQLITE_STATIC);
@@ -393,16 +379,10 @@ static void session_free(void *data)
 {
     session_op *op = data;
     for (size_t i = 0; i < op->list_count; i++) {
-        free((char *)op->list[i].id);
-        free((char *)op->list[i].name);
-        free((char *)op->list[i].type);
-        free((char *)op->list[i].workspace_root);
+        free_each((char *)op->list[i].id, (char *)op->list[i].name, (char *)op->list[i].type,
+                  (char *)op->list[i].workspace_root);
     }
-    free(op->list);
-    free(op->id);
-    free(op->name);
-    free(op->workspace);
-    free(op->state);
+    free_each(op->list, op->id, op->name, op->workspace, op->state);
     capture_free(op->capture);
     free(op);
 }
@@ -574,15 +554,9 @@ static void finish(reopen_run *run)
     for (size_t i = 0; i < run->missing_count; i++)
         free(run->missing[i]);
     for (size_t i = 0; i < run->count; i++) {
-        free(run->items[i].uri);
-        free(run->items[i].language_id);
-        free(run->items[i].content);
-        free(run->items[i].cursors_json);
+        free_each(run->items[i].uri, run->items[i].language_id, run->items[i].content, run->items[i].cursors_json);
     }
-    free(run->ids);
-    free(run->missing);
-    free(run->items);
-    free(run);
+    free_each(run->ids, run->missing, run->items, run);
 }
 
 static void step(reopen_run *run)

@@ -632,9 +632,7 @@ static int put_work(sqlite3 *db, void *data, ecp_error *err)
 static void put_free(void *data)
 {
     put_op *op = data;
-    free(op->key);
-    free(op->value);
-    free(op);
+    free_each(op->key, op->value, op);
 }
 
 static const store_op_type put_type = {
@@ -995,10 +993,7 @@ static void read_done(ecp_job *job)
 static void read_free(void *data)
 {
     read_job *j = data;
-    free(j->path);
-    free(j->workspace);
-    free(j->data);
-    free(j);
+    free_each(j->path, j->workspace, j->data, j);
 }
 
 static const ecp_job_type read_type = {

@@ -218,9 +218,7 @@ void session__trust_free(session_service *self)
     free(self->trusted_folders);
     self->trusted_folders = NULL;
     self->trusted_count = 0;
-    free(self->layer_workspace);
-    free(self->noticed_workspace);
-    free(self->flag_trusted);
+    free_each(self->layer_workspace, self->noticed_workspace, self->flag_trusted);
     self->flag_trusted = NULL;
     self->layer_workspace = self->noticed_workspace = NULL;
 }

@@ -214,14 +214,7 @@ static void reply_error(ecp_call *call, int status, const ecp_error *err, int no
 
 static void theme_not_found(ecp_call *call, const char *theme)
 {
-    buf data = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &data);
-    jw_object_begin(&w);
-    jw_key_string(&w, "themeId", theme);
-    jw_object_end(&w);
-    ecp_call_error_data(call, ECP_WIRE_SYNTAX_THEME_NOT_FOUND, data.data, "Theme not found: %s", theme);
-    buf_free(&data);
+    ecp_call_error_keyed(call, ECP_WIRE_SYNTAX_THEME_NOT_FOUND, "themeId", theme, "Theme not found: %s", theme);
 }
 
 /* Makes the optional `theme` param current; false when it answered an error. */
@@ -537,14 +530,9 @@ static void add_language(void *ctx, const char *id) { jw_string(ctx, id); }
 static void m_languages(void *ctx, ecp_call *call)
 {
     syntax_adapter *ad = ctx;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "languages");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "languages");
     syntax_languages(ad->svc, add_language, w);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
 }
 
 static void m_is_supported(void *ctx, ecp_call *call)
@@ -576,15 +564,10 @@ static void m_themes(void *ctx, ecp_call *call)
 {
     size_t count;
     const session_theme *themes = session_themes(&count);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "themes");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "themes");
     for (size_t i = 0; i < count; i++)
         jw_string(w, themes[i].id);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
 }
 
 static void m_set_theme(void *ctx, ecp_call *call)

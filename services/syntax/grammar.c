@@ -232,11 +232,8 @@ void syntax_grammars_free(syntax_grammars *self)
         }
         if (g->injections)
             ts_query_delete(g->injections);
-        free(g->injection_language);
-        free(g->capture_hidden);
-        free(g->capture_colors);
-        free(g->capture_color_known);
-        free(g->parse_language);
+        free_each(g->injection_language, g->capture_hidden, g->capture_colors, g->capture_color_known,
+                  g->parse_language);
         uv_mutex_destroy(&g->lock);
     }
     free(self->dir);

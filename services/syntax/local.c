@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "document/interface.h"
 #include "event.h"
+#include "map.h"
 #include "session/interface.h"
 
 #ifndef ECPD_SYNTAX_QUERY_DIR
@@ -47,24 +48,14 @@ struct syntax_service {
     ecp_job_set *jobs;
     syntax_grammars *grammars;
     ecp_listeners listeners;
-    syntax_doc **docs;
-    size_t doc_count, doc_cap;
+    ecp_map *docs; /* syntax_doc by document id, in the order they opened */
     syntax_sessions sessions;
     syntax_metrics metrics;
 };
 
 /* ----- documents ----------------------------------------------------------------------------- */
 
-static syntax_doc *doc_find(syntax_service *self, const char *id, size_t *index)
-{
-    for (size_t i = 0; i < self->doc_count; i++)
-        if (strcmp(self->docs[i]->id, id) == 0) {
-            if (index)
-                *index = i;
-            return self->docs[i];
-        }
-    return NULL;
-}
+static syntax_doc *doc_find(syntax_service *self, const char *id) { return ecp_map_get(self->docs, id); }
 
 static void doc_drop_state(syntax_doc *doc)
 {
@@ -85,10 +76,7 @@ static void doc_free(syntax_doc *doc)
     if (doc->job)
         ecp_job_cancel(doc->job);
     doc_drop_state(doc);
-    free(doc->pending);
-    free(doc->touched);
-    free(doc->id);
-    free(doc);
+    free_each(doc->pending, doc->touched, doc->id, doc);
 }
 
 static void emit_tokens(syntax_service *self, syntax_doc *doc, const syntax_line_range *ranges, size_t count)
@@ -235,7 +223,7 @@ static void parse_done(ecp_job *job)
 {
     parse_job *j = ecp_job_data(job);
     syntax_service *self = j->svc;
-    syntax_doc *doc = doc_find(self, j->doc_id, NULL);
+    syntax_doc *doc = doc_find(self, j->doc_id);
     if (!doc || doc->job != job)
         return;
     doc->job = NULL;
@@ -312,10 +300,7 @@ static void parse_free(void *data)
         ts_tree_delete(j->tree);
     syntax_layers_free(&j->layers);
     syntax_layers_free(&j->old_layers);
-    free(j->text);
-    free(j->ranges);
-    free(j->doc_id);
-    free(j);
+    free_each(j->text, j->ranges, j->doc_id, j);
 }
 
 static const ecp_job_type parse_full_type = {"syntax.parse", ECP_LANE_LONG, false, parse_work, parse_done,
@@ -356,17 +341,13 @@ static void start_parse(syntax_service *self, syntax_doc *doc, bool full)
 static void on_open(void *ctx, const document_info *info)
 {
     syntax_service *self = ctx;
-    if (doc_find(self, info->document_id, NULL))
+    if (doc_find(self, info->document_id))
         return;
     syntax_doc *doc = xcalloc(1, sizeof *doc);
     doc->id = xstrdup(info->document_id);
     doc->version = info->version;
     doc->grammar = syntax_grammars_find(self->grammars, info->language_id);
-    if (self->doc_count == self->doc_cap) {
-        self->doc_cap = self->doc_cap ? self->doc_cap * 2 : 8;
-        self->docs = xrealloc(self->docs, self->doc_cap * sizeof *self->docs);
-    }
-    self->docs[self->doc_count++] = doc;
+    ecp_map_set(self->docs, doc->id, doc, NULL);
     if (doc->grammar)
         start_parse(self, doc, true);
 }
@@ -422,7 +403,7 @@ static void apply_change(syntax_doc *doc, const document_change *c)
 static void on_change(void *ctx, const document_change_event *event)
 {
     syntax_service *self = ctx;
-    syntax_doc *doc = doc_find(self, event->document_id, NULL);
+    syntax_doc *doc = doc_find(self, event->document_id);
     if (!doc)
         return;
     doc->version = event->version;
@@ -446,12 +427,9 @@ static void on_change(void *ctx, const document_change_event *event)
 static void on_close(void *ctx, const char *document_id, const char *uri)
 {
     syntax_service *self = ctx;
-    size_t i;
-    syntax_doc *doc = doc_find(self, document_id, &i);
-    if (!doc)
-        return;
-    self->docs[i] = self->docs[--self->doc_count];
-    doc_free(doc);
+    void *doc;
+    if (ecp_map_remove(self->docs, document_id, &doc))
+        doc_free(doc);
 }
 
 static const document_listener doc_listener = {.on_open = on_open, .on_change = on_change, .on_close = on_close};
@@ -489,9 +467,10 @@ static void on_theme(void *ctx, const char *theme_id)
 {
     syntax_service *self = ctx;
     syntax_grammars_forget_colors(self->grammars);
-    for (size_t i = 0; i < self->doc_count; i++)
-        if (self->docs[i]->tree)
-            emit_all(self, self->docs[i]);
+    void *doc;
+    for (ecp_map_iter it = ECP_MAP_ITER_INIT; ecp_map_next(self->docs, &it, NULL, &doc);)
+        if (((syntax_doc *)doc)->tree)
+            emit_all(self, doc);
 }
 
 static const session_listener theme_listener = {.on_theme = on_theme};
@@ -519,6 +498,7 @@ syntax_service *syntax_service_new(ecp_pool *pool, ecp_logger *log, document_ser
     self->documents = documents;
     self->session = session;
     self->jobs = ecp_job_set_new(pool);
+    self->docs = ecp_map_new();
     self->grammars = syntax_grammars_new(query_dir ? query_dir : ECPD_SYNTAX_QUERY_DIR, log);
     document_subscribe(documents, &doc_listener, self);
     if (session)
@@ -535,11 +515,12 @@ void syntax_service_free(syntax_service *self)
     if (self->session)
         session_unsubscribe(self->session, &theme_listener, self);
     ecp_job_set_close(self->jobs);
-    for (size_t i = 0; i < self->doc_count; i++) {
-        self->docs[i]->job = NULL; /* closed with the set */
-        doc_free(self->docs[i]);
+    void *doc;
+    for (ecp_map_iter it = ECP_MAP_ITER_INIT; ecp_map_next(self->docs, &it, NULL, &doc);) {
+        ((syntax_doc *)doc)->job = NULL; /* closed with the set */
+        doc_free(doc);
     }
-    free(self->docs);
+    ecp_map_free(self->docs);
     syntax_sessions_free(&self->sessions);
     ecp_listeners_free(&self->listeners);
     syntax_grammars_free(self->grammars);
@@ -642,7 +623,7 @@ int syntax_document_tokens(syntax_service *self, const char *document_id, size_t
 {
     *out = NULL;
     *out_count = 0;
-    syntax_doc *doc = doc_find(self, document_id, NULL);
+    syntax_doc *doc = doc_find(self, document_id);
     if (!doc)
         return ecp_error_set(err, ECP_ENOTFOUND, "Document not found: %s", document_id);
     size_t lines;
@@ -679,7 +660,7 @@ int syntax_document_tokens(syntax_service *self, const char *document_id, size_t
 
 bool syntax_document_settled(syntax_service *self, const char *document_id)
 {
-    syntax_doc *doc = doc_find(self, document_id, NULL);
+    syntax_doc *doc = doc_find(self, document_id);
     if (!doc)
         return false;
     if (!doc->grammar || doc->plain)

@@ -196,10 +196,7 @@ static syntax_session *session_find(syntax_sessions *sessions, const char *id, s
 static void session_free(syntax_session *s)
 {
     syntax_text_free(s->text);
-    free(s->id);
-    free(s->document_id);
-    free(s->language_id);
-    free(s);
+    free_each(s->id, s->document_id, s->language_id, s);
 }
 
 void syntax_sessions_free(syntax_sessions *self)
@@ -312,19 +309,21 @@ static highlight_result highlight_result_of(text_job *j)
                               &j->colors};
 }
 
-static void text_work(ecp_job *job, unsigned item)
+static int text_work(ecp_job *job, void *payload, ecp_error *err)
 {
-    (void)item;
-    text_job *j = ecp_job_data(job);
-    if (ecp_job_cancelled(job) || j->session_missing)
-        return;
+    text_job *j = payload;
+    if (j->session_missing)
+        return session_not_found(err, j->session_id);
     j->result = syntax_text_build(syntax_service_grammars(j->svc), j->grammar, j->content, j->len);
     j->content = NULL; /* the result owns it */
-    if (j->format && !ecp_job_cancelled(job)) {
+    if (ecp_job_cancelled(job))
+        return ecp_error_set(err, ECP_ECANCELED, "Request cancelled");
+    if (j->format) {
         highlight_result r = highlight_result_of(j);
         j->format(j->fctx, &r.pub, &j->answer);
         j->formatted = true;
     }
+    return 0;
 }
 
 static void text_fail(text_job *j, int status, const ecp_error *err)
@@ -335,17 +334,13 @@ static void text_fail(text_job *j, int status, const ecp_error *err)
         j->session_cb(j->ctx, status, err, NULL);
 }
 
-static void text_done(ecp_job *job)
+static void text_done(void *payload, int status, const ecp_error *error)
 {
-    text_job *j = ecp_job_data(job);
+    text_job *j = payload;
     syntax_service *self = j->svc;
     ecp_error err = {0};
-    if (j->session_missing) {
-        text_fail(j, session_not_found(&err, j->session_id), &err);
-        return;
-    }
-    if (ecp_job_cancelled(job) || !j->result) {
-        text_fail(j, ecp_error_set(&err, ECP_ECANCELED, "Request cancelled"), &err);
+    if (status) {
+        text_fail(j, status, error);
         return;
     }
     syntax_metrics *m = syntax_service_metrics(self);
@@ -389,20 +384,17 @@ static void text_done(ecp_job *job)
     }
 }
 
-static void text_free(void *data)
+static void text_release(void *payload)
 {
-    text_job *j = data;
+    text_job *j = payload;
     syntax_text_free(j->result);
     text_colors_free(&j->colors);
     buf_free(&j->answer);
-    free(j->content);
-    free(j->language_id);
-    free(j->document_id);
-    free(j->session_id);
-    free(j);
+    free_each(j->content, j->language_id, j->document_id, j->session_id);
 }
 
-static const ecp_job_type text_type = {"syntax.highlight", ECP_LANE_LONG, false, text_work, text_done, text_free};
+static const ecp_job_kind text_kind =
+    ECP_JOB_KIND("syntax.highlight", ECP_LANE_LONG, false, text_work, text_done, text_release);
 
 /* The grammar a text of language_id is parsed with; NULL (plain text) for a
  * language without one or whose query failed to load. */
@@ -413,62 +405,42 @@ static syntax_grammar *text_grammar(syntax_service *self, const char *language_i
     return syntax_grammars_find(syntax_service_grammars(self), language_id);
 }
 
-static ecp_job *text_start(syntax_service *self, text_job *j, ecp_call *call)
+/* Copies what every text job parses (language_id: the grammar's, NULL for
+ * none) and starts it. */
+static ecp_job *text_start(syntax_service *self, text_job j, const char *language_id, const char *content,
+                           size_t content_len, ecp_call *call)
 {
-    j->svc = self;
-    ecp_job *job = ecp_job_new(syntax_service_jobs(self), &text_type, j);
-    if (call)
-        ecp_job_serve(job, call);
-    ecp_job_start(job, 1);
-    return job;
+    j.svc = self;
+    if (language_id) {
+        j.grammar = text_grammar(self, language_id);
+        j.len = content ? content_len : 0;
+        j.content = copy_bytes(content, j.len);
+    }
+    return ecp_job_run(syntax_service_jobs(self), &text_kind, &j, sizeof j, call);
 }
 
 ecp_job *syntax_highlight_start(syntax_service *self, const syntax_highlight_args *args, syntax_highlight_cb cb,
                                 void *ctx)
 {
-    text_job *j = xcalloc(1, sizeof *j);
-    j->op = OP_HIGHLIGHT;
-    j->grammar = text_grammar(self, args->language_id);
-    j->content = copy_bytes(args->content, args->content ? args->content_len : 0);
-    j->len = args->content ? args->content_len : 0;
-    j->language_id = xstrdup(args->language_id);
-    j->colors.theme = syntax_service_theme(self);
-    j->format = args->format;
-    j->fctx = args->fctx;
-    j->highlight_cb = cb;
-    j->ctx = ctx;
-    return text_start(self, j, args->call);
+    text_job j = {.op = OP_HIGHLIGHT, .language_id = xstrdup(args->language_id),
+                  .colors.theme = syntax_service_theme(self), .format = args->format, .fctx = args->fctx,
+                  .highlight_cb = cb, .ctx = ctx};
+    return text_start(self, j, args->language_id, args->content, args->content_len, args->call);
 }
 
 ecp_job *syntax_session_create_start(syntax_service *self, const syntax_session_create_args *args,
                                      syntax_session_cb cb, void *ctx)
 {
-    text_job *j = xcalloc(1, sizeof *j);
-    j->op = OP_SESSION_CREATE;
-    j->grammar = text_grammar(self, args->language_id);
-    j->content = copy_bytes(args->content, args->content ? args->content_len : 0);
-    j->len = args->content ? args->content_len : 0;
-    j->language_id = xstrdup(args->language_id);
-    j->document_id = xstrdup(args->document_id);
-    j->session_cb = cb;
-    j->ctx = ctx;
-    return text_start(self, j, args->call);
+    text_job j = {.op = OP_SESSION_CREATE, .language_id = xstrdup(args->language_id),
+                  .document_id = xstrdup(args->document_id), .session_cb = cb, .ctx = ctx};
+    return text_start(self, j, args->language_id, args->content, args->content_len, args->call);
 }
 
 ecp_job *syntax_session_update_start(syntax_service *self, const syntax_session_update_args *args,
                                      syntax_session_cb cb, void *ctx)
 {
-    text_job *j = xcalloc(1, sizeof *j);
-    j->op = OP_SESSION_UPDATE;
-    j->session_id = xstrdup(args->session_id);
     syntax_session *s = session_find(syntax_service_sessions(self), args->session_id, NULL);
-    j->session_missing = !s;
-    if (s) {
-        j->grammar = text_grammar(self, s->language_id);
-        j->content = copy_bytes(args->content, args->content ? args->content_len : 0);
-        j->len = args->content ? args->content_len : 0;
-    }
-    j->session_cb = cb;
-    j->ctx = ctx;
-    return text_start(self, j, args->call);
+    text_job j = {.op = OP_SESSION_UPDATE, .session_id = xstrdup(args->session_id), .session_missing = !s,
+                  .session_cb = cb, .ctx = ctx};
+    return text_start(self, j, s ? s->language_id : NULL, args->content, args->content_len, args->call);
 }

@@ -28,14 +28,7 @@ typedef struct terminal_adapter {
  * (it is also JSON-RPC's parse error; a parse error has no id). */
 static void reply_not_found(ecp_call *call, const char *id)
 {
-    buf data = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &data);
-    jw_object_begin(&w);
-    jw_key_string(&w, "terminalId", id);
-    jw_object_end(&w);
-    ecp_call_error_data(call, ECP_WIRE_TERMINAL_NOT_FOUND, data.data, "Terminal not found: %s", id);
-    buf_free(&data);
+    ecp_call_error_keyed(call, ECP_WIRE_TERMINAL_NOT_FOUND, "terminalId", id, "Terminal not found: %s", id);
 }
 
 /* What each method's failures are, by status. */
@@ -48,19 +41,11 @@ static const ecp_wire_map use_codes[] = {
 
 static void reply_error(ecp_call *call, const char *id, int status, const ecp_error *err)
 {
-    size_t count = ECP_WIRE_MAP_COUNT(use_codes);
-    if (ecp_wire_code(use_codes, count, status, ECP_WIRE_INTERNAL_ERROR) == ECP_WIRE_TERMINAL_NOT_FOUND) {
+    int code = ecp_wire_code(use_codes, ECP_WIRE_MAP_COUNT(use_codes), status, ECP_WIRE_INTERNAL_ERROR);
+    if (code == ECP_WIRE_TERMINAL_NOT_FOUND)
         reply_not_found(call, id);
-        return;
-    }
-    buf data = BUF_INIT;
-    json_writer w;
-    jw_init(&w, &data);
-    jw_object_begin(&w);
-    jw_key_string(&w, "terminalId", id);
-    jw_object_end(&w);
-    ecp_call_reply_status(call, use_codes, count, status, err, data.data);
-    buf_free(&data);
+    else
+        ecp_call_error_keyed(call, code, "terminalId", id, "%s", err ? err->message : ecp_status_text(status));
 }
 
 /* ----- params ------------------------------------------------------------------------------ */
@@ -361,15 +346,10 @@ static void m_list(void *ctx, ecp_call *call)
     terminal_info *list;
     size_t count;
     terminal_list(ad->svc, &list, &count);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "terminals");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "terminals");
     for (size_t i = 0; i < count; i++)
         write_info(w, &list[i]);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
     free(list);
 }
 
@@ -479,46 +459,18 @@ static void on_screen(void *ctx, const char *id, const unsigned *rows, size_t co
     hold_if_backed_up(ad, "terminal/didChangeScreen");
 }
 
-typedef struct title_note {
-    const char *id;
-    const char *title;
-} title_note;
-
-static void render_title(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const title_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "terminalId", n->id);
-    jw_key_string(w, "title", n->title);
-    jw_object_end(w);
-}
-
 static void on_title(void *ctx, const char *id, const char *title)
 {
     terminal_adapter *ad = ctx;
-    title_note n = {id, title};
-    ecp_bus_notify(ad->bus, "terminal/title", render_title, &n);
-}
-
-typedef struct exit_note {
-    const char *id;
-    int code;
-} exit_note;
-
-static void render_exit(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const exit_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "terminalId", n->id);
-    jw_key_int(w, "exitCode", n->code);
-    jw_object_end(w);
+    ecp_bus_notify(ad->bus, "terminal/title", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("terminalId", id), ECP_STRING_FIELD("title", title)));
 }
 
 static void on_terminal_exit(void *ctx, const char *id, int exit_code)
 {
     terminal_adapter *ad = ctx;
-    exit_note n = {id, exit_code};
-    ecp_bus_notify(ad->bus, "terminal/exit", render_exit, &n);
+    ecp_bus_notify(ad->bus, "terminal/exit", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("terminalId", id), ECP_INT_FIELD("exitCode", exit_code)));
 }
 
 static const terminal_listener listener = {

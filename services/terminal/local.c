@@ -548,11 +548,7 @@ static void terminal_destroy(terminal *t)
     term__screen_free(t->screen);
     buf_free(&t->backlog);
     buf_free(&t->input);
-    free(t->id);
-    free(t->shell);
-    free(t->cwd);
-    free(t->title);
-    free(t);
+    free_each(t->id, t->shell, t->cwd, t->title, t);
 }
 
 /* Unlinks t, ends its session and releases it (at once, or when the step
@@ -913,10 +909,7 @@ terminal_service *terminal_service_new(uv_loop_t *loop, ecp_logger *log, const t
     svc_handles *h = xcalloc(1, sizeof *h);
     self->h = h;
     if (uv_signal_init(loop, &h->sigchld) < 0) {
-        free(h);
-        free(self->shell);
-        free(self->cwd);
-        free(self);
+        free_each(h, self->shell, self->cwd, self);
         return NULL;
     }
     uv_check_init(loop, &h->check);
@@ -1011,9 +1004,7 @@ void terminal_service_free(terminal_service *self)
     uv_close((uv_handle_t *)&h->idle, on_service_handle_closed);
     uv_close((uv_handle_t *)&h->reap, on_service_handle_closed);
     ecp_listeners_free(&self->listeners);
-    free(self->shell);
-    free(self->cwd);
-    free(self);
+    free_each(self->shell, self->cwd, self);
 }
 
 void terminal_service_set_shell(terminal_service *self, const char *shell)

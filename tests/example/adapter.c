@@ -14,16 +14,10 @@ static const ecp_wire_map wire_codes[] = {
 static void answer_count(void *ctx, int status, const ecp_error *err, const wordcount_result *r)
 {
     ecp_call *call = ctx;
-    if (status) {
+    if (status) /* unlisted statuses: -32603 */
         ecp_call_reply_status(call, wire_codes, ECP_WIRE_MAP_COUNT(wire_codes), status, err, NULL);
-        return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_int(w, "words", (int64_t)r->words);
-    jw_key_int(w, "lines", (int64_t)r->lines);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    else
+        ecp_call_reply_fields(call, ECP_FIELDS(ECP_INT_FIELD("words", r->words), ECP_INT_FIELD("lines", r->lines)));
 }
 
 static void m_count(void *ctx, ecp_call *call)

@@ -15,11 +15,9 @@ struct wordcount_service {
 };
 
 typedef struct count_job {
-    char *path;
+    char *path; /* owned */
     wordcount_cb cb;
     void *ctx;
-    int status;
-    ecp_error err;
     wordcount_result result;
 } count_job;
 
@@ -36,7 +34,7 @@ void wordcount_service_free(wordcount_service *svc)
     free(svc);
 }
 
-static int count_fd(ecp_job *job, int fd, count_job *j)
+static int count_fd(ecp_job *job, int fd, count_job *j, ecp_error *err)
 {
     char chunk[65536];
     bool in_word = false;
@@ -45,9 +43,9 @@ static int count_fd(ecp_job *job, int fd, count_job *j)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return ecp_error_errno(&j->err, errno, j->path);
+            return ecp_error_errno(err, errno, j->path);
         if (ecp_job_cancelled(job))
-            return ecp_error_set(&j->err, ECP_ECANCELED, "Count cancelled: %s", j->path);
+            return ecp_error_set(err, ECP_ECANCELED, "Count cancelled: %s", j->path);
         for (ssize_t i = 0; i < n; i++) {
             bool space = chunk[i] == ' ' || (chunk[i] >= '\t' && chunk[i] <= '\r');
             j->result.lines += chunk[i] == '\n';
@@ -58,49 +56,39 @@ static int count_fd(ecp_job *job, int fd, count_job *j)
     return 0;
 }
 
-static void count_work(ecp_job *job, unsigned item)
+static int count_work(ecp_job *job, void *payload, ecp_error *err)
 {
-    count_job *j = ecp_job_data(job);
+    count_job *j = payload;
     int fd = open(j->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
+    int status;
     if (fd < 0)
-        j->status = ecp_error_errno(&j->err, errno, j->path);
-    else if (fstat(fd, &st) != 0)
-        j->status = ecp_error_errno(&j->err, errno, j->path);
+        return ecp_error_errno(err, errno, j->path);
+    if (fstat(fd, &st) != 0)
+        status = ecp_error_errno(err, errno, j->path);
     else if (S_ISDIR(st.st_mode))
-        j->status = ecp_error_set(&j->err, ECP_EISDIR, "Is a directory: %s", j->path);
+        status = ecp_error_set(err, ECP_EISDIR, "Is a directory: %s", j->path);
     else if (!S_ISREG(st.st_mode))
-        j->status = ecp_error_set(&j->err, ECP_EIO, "Not a regular file: %s", j->path);
+        status = ecp_error_set(err, ECP_EIO, "Not a regular file: %s", j->path);
     else
-        j->status = count_fd(job, fd, j);
-    if (fd >= 0)
-        close(fd);
+        status = count_fd(job, fd, j, err);
+    close(fd);
+    return status;
 }
 
-static void count_done(ecp_job *job)
+static void count_done(void *payload, int status, const ecp_error *err)
 {
-    count_job *j = ecp_job_data(job);
-    j->cb(j->ctx, j->status, &j->err, &j->result);
+    count_job *j = payload;
+    j->cb(j->ctx, status, err, &j->result);
 }
 
-static void count_free(void *data)
-{
-    count_job *j = data;
-    free(j->path);
-    free(j);
-}
+static void count_release(void *payload) { free(((count_job *)payload)->path); }
 
-static const ecp_job_type count_type = {"wordcount.count", ECP_LANE_LONG, false, count_work, count_done, count_free};
+static const ecp_job_kind count_kind =
+    ECP_JOB_KIND("wordcount.count", ECP_LANE_LONG, false, count_work, count_done, count_release);
 
 ecp_job *wordcount_count_start(wordcount_service *svc, const wordcount_args *args, wordcount_cb cb, void *ctx)
 {
-    count_job *j = xcalloc(1, sizeof *j);
-    j->path = xstrdup(args->path);
-    j->cb = cb;
-    j->ctx = ctx;
-    ecp_job *job = ecp_job_new(svc->jobs, &count_type, j);
-    if (args->serve)
-        ecp_job_serve(job, args->serve);
-    ecp_job_start(job, 1);
-    return job;
+    count_job j = {.path = xstrdup(args->path), .cb = cb, .ctx = ctx};
+    return ecp_job_run(svc->jobs, &count_kind, &j, sizeof j, args->serve);
 }

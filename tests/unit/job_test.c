@@ -28,6 +28,7 @@ typedef struct fixture {
     size_t log_len;
     ecp_pool *pool;
     ecp_job_set *set;
+    char said[64]; /* the message a payload job's done was told */
 } fixture;
 
 static int setup(void **state)
@@ -396,6 +397,172 @@ static void test_close_releases_calls(void **state)
     free(out.last);
 }
 
+/* ----- one-item jobs around a payload ------------------------------------------------------ */
+
+typedef struct kind_payload {
+    record *rec;
+    char *copy;        /* owned: freed by release */
+    bool block;        /* work waits for rec->release or a cancel */
+    uv_thread_t loop_thread;
+    atomic_int *status; /* what done was told */
+    char *said;         /* 64 bytes: the message done was told */
+} kind_payload;
+
+static int kind_work(ecp_job *job, void *payload, ecp_error *err)
+{
+    kind_payload *p = payload;
+    assert_ptr_equal(ecp_job_data(job), payload);
+    assert_false(uv_thread_equal(&p->loop_thread, &(uv_thread_t){uv_thread_self()}));
+    atomic_fetch_add(&p->rec->items_run, 1);
+    while (p->block && !atomic_load(p->rec->release) && !ecp_job_cancelled(job))
+        usleep(200);
+    if (ecp_job_cancelled(job))
+        return ecp_error_set(err, ECP_ECANCELED, "stopped half-way: %s", p->copy);
+    return 0;
+}
+
+static void kind_done(void *payload, int status, const ecp_error *err)
+{
+    kind_payload *p = payload;
+    uv_thread_t self = uv_thread_self();
+    assert_true(uv_thread_equal(&p->loop_thread, &self)); /* on the loop */
+    assert_true(status == 0 ? err == NULL : err != NULL && err->status == status);
+    atomic_store(p->status, status);
+    if (err)
+        snprintf(p->said, 64, "%.60s", err->message);
+    atomic_fetch_add(&p->rec->done_calls, 1);
+}
+
+static void kind_release(void *payload)
+{
+    kind_payload *p = payload;
+    free(p->copy);
+    p->copy = NULL;
+    atomic_fetch_add(&p->rec->freed, 1);
+}
+
+static const ecp_job_kind short_kind =
+    ECP_JOB_KIND("test.kind", ECP_LANE_SHORT, false, kind_work, kind_done, kind_release);
+static const ecp_job_kind saving_kind =
+    ECP_JOB_KIND("test.kind_save", ECP_LANE_SHORT, true, kind_work, kind_done, kind_release);
+
+static kind_payload payload_for(fixture *f, record *rec, atomic_int *status, bool block)
+{
+    return (kind_payload){.rec = rec, .copy = xstrdup("a.txt"), .block = block, .loop_thread = uv_thread_self(),
+                          .status = status, .said = f->said};
+}
+
+static void test_kind_runs_work_then_done_on_the_loop(void **state)
+{
+    fixture *f = *state;
+    record rec = {0};
+    atomic_int status = 1;
+    kind_payload p = payload_for(f, &rec, &status, false);
+    ecp_job_run(f->set, &short_kind, &p, sizeof p, NULL);
+    run_until(f, &rec.freed);
+    assert_int_equal(atomic_load(&rec.items_run), 1);
+    assert_int_equal(atomic_load(&rec.done_calls), 1);
+    assert_int_equal(atomic_load(&rec.freed), 1);
+    assert_int_equal(atomic_load(&status), 0);
+}
+
+/* Cancelled before it began: work never runs, done hears ECP_ECANCELED,
+ * the payload is released once. */
+static void test_kind_cancelled_before_it_runs(void **state)
+{
+    fixture *f = *state;
+    record rec = {0};
+    atomic_int status = 0;
+    kind_payload p = payload_for(f, &rec, &status, false);
+    ecp_job *job = ecp_job_prepare(f->set, &short_kind, &p, sizeof p);
+    ecp_job_cancel(job);
+    ecp_job_start(job, 1);
+    run_until(f, &rec.freed);
+    assert_int_equal(atomic_load(&rec.items_run), 0);
+    assert_int_equal(atomic_load(&rec.done_calls), 1);
+    assert_int_equal(atomic_load(&rec.freed), 1);
+    assert_int_equal(atomic_load(&status), ECP_ECANCELED);
+    assert_string_equal(f->said, "Request cancelled");
+}
+
+/* ...unless it must run to its end. */
+static void test_kind_that_runs_to_end_ignores_an_early_cancel(void **state)
+{
+    fixture *f = *state;
+    record rec = {0};
+    atomic_int status = 1;
+    kind_payload p = payload_for(f, &rec, &status, false);
+    ecp_job *job = ecp_job_prepare(f->set, &saving_kind, &p, sizeof p);
+    ecp_job_cancel(job);
+    ecp_job_start(job, 1);
+    run_until(f, &rec.freed);
+    assert_int_equal(atomic_load(&rec.items_run), 1);
+    assert_int_equal(atomic_load(&status), ECP_ECANCELED); /* work saw the flag and said so */
+}
+
+/* Cancelled while it runs: work sees the flag, done gets work's own error. */
+static void test_kind_cancelled_while_it_runs(void **state)
+{
+    fixture *f = *state;
+    atomic_int release = 0;
+    record rec = {.release = &release};
+    atomic_int status = 0;
+    kind_payload p = payload_for(f, &rec, &status, true);
+    ecp_job *job = ecp_job_run(f->set, &short_kind, &p, sizeof p, NULL);
+    for (int i = 0; i < 100000 && atomic_load(&rec.items_run) == 0; i++)
+        usleep(100);
+    ecp_job_cancel(job);
+    run_until(f, &rec.freed);
+    assert_int_equal(atomic_load(&rec.items_run), 1);
+    assert_int_equal(atomic_load(&rec.done_calls), 1);
+    assert_int_equal(atomic_load(&rec.freed), 1);
+    assert_int_equal(atomic_load(&status), ECP_ECANCELED);
+    assert_string_equal(f->said, "stopped half-way: a.txt");
+}
+
+/* The set closes under a running job: no done, the payload released once,
+ * the call it serves answered -32800. */
+static void test_kind_released_once_when_its_set_closes(void **state)
+{
+    fixture *f = *state;
+    atomic_int release = 0;
+    record rec = {.release = &release};
+    atomic_int status = 1;
+    delivered out = {0};
+    ecp_call *call = make_call(f, &out);
+    kind_payload p = payload_for(f, &rec, &status, true);
+    ecp_job_run(f->set, &short_kind, &p, sizeof p, call);
+    assert_true(ecp_call_deferred(call));
+    ecp_call_unref(call);
+    for (int i = 0; i < 100000 && atomic_load(&rec.items_run) == 0; i++)
+        usleep(100);
+    ecp_job_set_close(f->set);
+    f->set = NULL;
+    assert_int_equal(atomic_load(&rec.done_calls), 0);
+    assert_int_equal(atomic_load(&rec.freed), 1);
+    assert_int_equal(out.count, 1);
+    assert_non_null(strstr(out.last, "\"code\":-32800"));
+    free(out.last);
+}
+
+/* The client cancels the call before the job began: done hears it. */
+static void test_kind_serves_its_call(void **state)
+{
+    fixture *f = *state;
+    record rec = {0};
+    atomic_int status = 0;
+    delivered out = {0};
+    ecp_call *call = make_call(f, &out);
+    ecp_call_abandon(call);
+    kind_payload p = payload_for(f, &rec, &status, false);
+    ecp_job_run(f->set, &short_kind, &p, sizeof p, call);
+    ecp_call_unref(call);
+    run_until(f, &rec.freed);
+    assert_int_equal(atomic_load(&rec.items_run), 0);
+    assert_int_equal(atomic_load(&status), ECP_ECANCELED);
+    assert_int_equal(out.count, 0);
+}
+
 /* ----- stress ------------------------------------------------------------------------------- */
 
 typedef struct stress_data {
@@ -478,6 +645,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_second_answer_is_caught, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandoned_call_cancels_the_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_releases_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kind_runs_work_then_done_on_the_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kind_cancelled_before_it_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kind_that_runs_to_end_ignores_an_early_cancel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kind_cancelled_while_it_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kind_released_once_when_its_set_closes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kind_serves_its_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stress_many_jobs_two_sets, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,12 +115,7 @@ void acp__request_send(acp_frontend *acp, outgoing *o, buf *out)
 
 void acp__outgoing_free(outgoing *o)
 {
-    free(o->tool_id);
-    free(o->tool_name);
-    free(o->path);
-    free(o->old_string);
-    free(o->new_string);
-    free(o);
+    free_each(o->tool_id, o->tool_name, o->path, o->old_string, o->new_string, o);
 }
 
 void acp__outgoing_remove(acp_frontend *acp, outgoing *o)

@@ -25,10 +25,7 @@ static acp_session *add_session(acp_frontend *acp, const char *id)
 
 void acp__clear_diff(acp_session *s)
 {
-    free(s->diff_tool_id);
-    free(s->diff_path);
-    free(s->diff_old);
-    free(s->diff_new);
+    free_each(s->diff_tool_id, s->diff_path, s->diff_old, s->diff_new);
     s->diff_tool_id = s->diff_path = s->diff_old = s->diff_new = NULL;
 }
 
@@ -50,10 +47,7 @@ void acp__session_free(acp_session *s)
     acp__clear_turn(s);
     for (size_t i = 0; i < s->answer_count; i++)
         free(s->answers[i].tool);
-    free(s->answers);
-    free(s->model);
-    free(s->id);
-    free(s);
+    free_each(s->answers, s->model, s->id, s);
 }
 
 const standing_answer *acp__standing(const acp_session *s, const char *tool)
@@ -364,25 +358,11 @@ static void answer_when_ready(method_call *r, acp_session *s, bool with_id)
     acp__answer_ready(r->acp);
 }
 
-static char *new_session_id(void)
-{
-    unsigned char bytes[16];
-    if (uv_random(NULL, NULL, bytes, sizeof bytes, 0, NULL) != 0)
-        for (size_t i = 0; i < sizeof bytes; i++)
-            bytes[i] = (unsigned char)(uv_hrtime() >> (i % 8 * 8));
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    buf b = BUF_INIT;
-    for (size_t i = 0; i < 16; i++)
-        buf_appendf(&b, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", bytes[i]);
-    return buf_detach(&b);
-}
-
 static void m_session_new(method_call *r)
 {
     if (r->params == JSON_NO_REF || !session_place(r))
         return;
-    char *id = new_session_id();
+    char *id = agent__new_id();
     acp_session *s = add_session(r->acp, id);
     free(id);
     answer_when_ready(r, s, true);
