@@ -50,10 +50,19 @@ class Screen:
         # tmux sets the pane's TERM itself: a test's own goes in the command.
         exports = "".join("export %s=%s; " % (k, shlex_quote(env[k])) for k in ("TERM", "COLORTERM") if env and k in env)
         script = "%s%s; echo $? > %s; sleep 600" % (exports, command, shlex_quote(self.exit_file))
-        self.tmux("-f", "/dev/null", "new-session", "-d", "-x", str(cols), "-y", str(rows), "-c", cwd,
-                  *sum((["-e", "%s=%s" % kv] for kv in environment.items()), []), "sh", "-c", script)
-        self.tmux("set-option", "-g", "default-terminal", "tmux-256color")
-        self.tmux("set-option", "-g", "escape-time", "0")
+        # One tmux command makes the session and sets its options: a second client connecting right
+        # after the first has, under load, met a tmux server that had just exited
+        # ("server exited unexpectedly"); that is tmux's own start, so it is tried once more.
+        start = ["-f", "/dev/null", "new-session", "-d", "-x", str(cols), "-y", str(rows), "-c", cwd,
+                 *sum((["-e", "%s=%s" % kv] for kv in environment.items()), []), "sh", "-c", script,
+                 ";", "set-option", "-g", "default-terminal", "tmux-256color",
+                 ";", "set-option", "-g", "escape-time", "0"]
+        try:
+            self.tmux(*start)
+        except Failure as e:
+            if "server exited unexpectedly" not in str(e) or os.path.exists(self.exit_file):
+                raise
+            self.tmux(*start)
 
     def tmux(self, *args):
         done = subprocess.run(["tmux", "-S", self.socket] + list(args), capture_output=True, text=True)
