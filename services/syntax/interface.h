@@ -230,6 +230,89 @@ const syntax_text *syntax_session_read(syntax_service *self, const char *session
  * ends with ECP_ENOTFOUND. */
 void syntax_session_dispose(syntax_service *self, const char *session_id);
 
+/* ----- structure: folds, selection ranges, indent, symbols (structure.c) -------------------------- */
+
+/* What editors build on a followed document's latest tree (never waiting for
+ * a parse: between an edit and its reparse, the edited old tree), on the
+ * loop, each bounded. ECP_ENOTFOUND ("Document not found: <id>") when the
+ * service does not follow the document. A document without a tree (no
+ * grammar, plain text, first parse not landed) has no folds, selection
+ * ranges or symbols; its indent comes from its lines. */
+
+typedef struct syntax_fold {
+    size_t start_line, end_line; /* end_line > start_line */
+    bool comment;
+} syntax_fold;
+
+/* At most this many folds, the first in document order. */
+#define SYNTAX_MAX_FOLDS 5000
+
+/* One fold per start line, from the innermost named node of more than one
+ * line that starts there (no grammar ships a folds.scm): it ends on the line
+ * before its closing line when it ends with a closing token (a brace, a
+ * bracket, `end`) on that line, else on its last line. Sorted by start line;
+ * *out malloc'd (free it). */
+int syntax_document_folds(syntax_service *self, const char *document_id, syntax_fold **out, size_t *count,
+                          ecp_error *err);
+
+typedef struct syntax_position {
+    size_t line, column; /* column in the caller's encoding */
+} syntax_position;
+
+typedef struct syntax_range {
+    syntax_position start, end; /* end exclusive */
+} syntax_range;
+
+/* A position's enclosing nodes, innermost first, the whole document last;
+ * nodes of equal range appear once. */
+typedef struct syntax_selection {
+    syntax_range *ranges;
+    size_t count;
+} syntax_selection;
+
+#define SYNTAX_MAX_SELECTION_POSITIONS 1000
+/* The innermost nodes a chain holds (then the whole document): a tree as
+ * deep as the parser allows would answer megabytes for one position. */
+#define SYNTAX_MAX_SELECTION_DEPTH 128
+
+/* One selection per position (none at all for a document without a tree).
+ * ECP_EINVAL for more than SYNTAX_MAX_SELECTION_POSITIONS positions,
+ * ECP_ERANGE ("Invalid position: ...") for one past the end of its line or
+ * of the document ({line: lineCount, column: 0} is its end). Free *out with
+ * syntax_selections_free. */
+int syntax_document_selection_ranges(syntax_service *self, const char *document_id, const syntax_position *positions,
+                                     size_t count, ecp_position_encoding enc, syntax_selection **out,
+                                     size_t *out_count, ecp_error *err);
+void syntax_selections_free(syntax_selection *selections, size_t count);
+
+/* The indent (malloc'd: spaces or tabs) of a new line inserted after `line`:
+ * the previous non-blank line's (at most 1,000 lines up), plus one level
+ * when that line ends with `{`, `[` or `(` (or `:` in python and yaml). A
+ * level is the document's own: tabs or spaces and their width, from its
+ * first 1,000 lines; 4 spaces (a tab for go) when they say nothing.
+ * ECP_ERANGE when line is past the last line. */
+int syntax_document_indent(syntax_service *self, const char *document_id, size_t line, char **out, ecp_error *err);
+
+typedef struct syntax_symbol {
+    char *name;
+    const char *tag;  /* the tags query's definition kind ("function", "class"); static data */
+    int kind;         /* the LSP SymbolKind */
+    syntax_range range, selection_range;
+    size_t parent;    /* index of the symbol that holds it, SIZE_MAX at the top */
+} syntax_symbol;
+
+/* At most this many symbols, and nested at most this deep (deeper ones
+ * join the deepest). */
+#define SYNTAX_MAX_SYMBOLS 10000
+#define SYNTAX_MAX_SYMBOL_DEPTH 32
+
+/* The definitions the grammar's tags.scm finds (none for a grammar without
+ * one), in document order, each after the symbol that holds it (parent).
+ * Free with syntax_symbols_free. */
+int syntax_document_symbols(syntax_service *self, const char *document_id, ecp_position_encoding enc,
+                            syntax_symbol **out, size_t *count, ecp_error *err);
+void syntax_symbols_free(syntax_symbol *symbols, size_t count);
+
 /* ----- themes ------------------------------------------------------------------------------------ */
 
 /* Makes theme_id the current theme (the session service's: every client's).
