@@ -543,36 +543,37 @@ static void reply_structure_error(ecp_call *call, int status, const ecp_error *e
         reply_error(call, status, err, ECP_WIRE_DOCUMENT_NOT_FOUND);
 }
 
+static void folds_answered(void *ctx, int status, const ecp_error *err, const syntax_structure *r)
+{
+    pending *p = ctx;
+    if (status < 0) {
+        reply_structure_error(p->call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(p->call);
+    jw_object_begin(w);
+    jw_key(w, "ranges");
+    jw_array_begin(w);
+    for (size_t i = 0; i < r->fold_count; i++) {
+        jw_object_begin(w);
+        jw_key_int(w, "startLine", (int64_t)r->folds[i].start_line);
+        jw_key_int(w, "endLine", (int64_t)r->folds[i].end_line);
+        if (r->folds[i].comment)
+            jw_key_string(w, "kind", "comment");
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(p->call);
+}
+
 static void m_folding_ranges(void *ctx, ecp_call *call)
 {
     syntax_adapter *ad = ctx;
     ecp_str id = {0};
     if (!ecp_arg_string(call, ecp_call_params(call), "documentId", &id))
         return;
-    syntax_fold *folds;
-    size_t count;
-    ecp_error err = {0};
-    int status = syntax_document_folds(ad->svc, id.ptr, &folds, &count, &err);
-    if (status < 0) {
-        reply_structure_error(call, status, &err);
-        return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "ranges");
-    jw_array_begin(w);
-    for (size_t i = 0; i < count; i++) {
-        jw_object_begin(w);
-        jw_key_int(w, "startLine", (int64_t)folds[i].start_line);
-        jw_key_int(w, "endLine", (int64_t)folds[i].end_line);
-        if (folds[i].comment)
-            jw_key_string(w, "kind", "comment");
-        jw_object_end(w);
-    }
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
-    free(folds);
+    syntax_document_folds_start(ad->svc, id.ptr, call, folds_answered, pending_new(ad, call));
 }
 
 static void write_position(json_writer *w, const char *key, const syntax_position *p)
@@ -591,6 +592,35 @@ static void write_range(json_writer *w, const char *key, const syntax_range *r)
     write_position(w, "start", &r->start);
     write_position(w, "end", &r->end);
     jw_object_end(w);
+}
+
+static void selections_answered(void *ctx, int status, const ecp_error *err, const syntax_structure *r)
+{
+    pending *p = ctx;
+    if (status < 0) {
+        reply_structure_error(p->call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(p->call);
+    jw_object_begin(w);
+    jw_key(w, "ranges");
+    jw_array_begin(w);
+    for (size_t s = 0; s < r->selection_count; s++) {
+        /* {range, parent: {range, parent: ...}}, innermost first, written
+         * in one pass and closed in another */
+        const syntax_selection *sel = &r->selections[s];
+        for (size_t i = 0; i < sel->count; i++) {
+            if (i)
+                jw_key(w, "parent");
+            jw_object_begin(w);
+            write_range(w, "range", &sel->ranges[i]);
+        }
+        for (size_t i = 0; i < sel->count; i++)
+            jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(p->call);
 }
 
 static void m_selection_ranges(void *ctx, ecp_call *call)
@@ -614,36 +644,8 @@ static void m_selection_ranges(void *ctx, ecp_call *call)
         if (!ecp_arg_index(call, e, "positions[].line", &positions[i].line) ||
             !ecp_arg_index(call, e, "positions[].column", &positions[i].column))
             return;
-    syntax_selection *selections;
-    size_t selection_count;
-    ecp_error err = {0};
-    int status = syntax_document_selection_ranges(ad->svc, id.ptr, positions, count, ecp_call_encoding(call),
-                                                  &selections, &selection_count, &err);
-    if (status < 0) {
-        reply_structure_error(call, status, &err);
-        return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "ranges");
-    jw_array_begin(w);
-    for (size_t s = 0; s < selection_count; s++) {
-        /* {range, parent: {range, parent: ...}}, innermost first, written
-         * in one pass and closed in another */
-        const syntax_selection *sel = &selections[s];
-        for (size_t r = 0; r < sel->count; r++) {
-            if (r)
-                jw_key(w, "parent");
-            jw_object_begin(w);
-            write_range(w, "range", &sel->ranges[r]);
-        }
-        for (size_t r = 0; r < sel->count; r++)
-            jw_object_end(w);
-    }
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
-    syntax_selections_free(selections, selection_count);
+    syntax_document_selection_ranges_start(ad->svc, id.ptr, positions, count, ecp_call_encoding(call), call,
+                                           selections_answered, pending_new(ad, call));
 }
 
 static void m_indent(void *ctx, ecp_call *call)
@@ -674,21 +676,16 @@ static void write_symbol_fields(json_writer *w, const syntax_symbol *s)
     write_range(w, "selectionRange", &s->selection_range);
 }
 
-static void m_symbols(void *ctx, ecp_call *call)
+static void symbols_answered(void *ctx, int status, const ecp_error *err, const syntax_structure *r)
 {
-    syntax_adapter *ad = ctx;
-    ecp_str id = {0};
-    if (!ecp_arg_string(call, ecp_call_params(call), "documentId", &id))
-        return;
-    syntax_symbol *symbols;
-    size_t count;
-    ecp_error err = {0};
-    int status = syntax_document_symbols(ad->svc, id.ptr, ecp_call_encoding(call), &symbols, &count, &err);
+    pending *p = ctx;
     if (status < 0) {
-        reply_structure_error(call, status, &err);
+        reply_structure_error(p->call, status, err);
         return;
     }
-    json_writer *w = ecp_call_result(call);
+    const syntax_symbol *symbols = r->symbols;
+    size_t count = r->symbol_count;
+    json_writer *w = ecp_call_result(p->call);
     jw_object_begin(w);
     jw_key(w, "symbols");
     jw_array_begin(w);
@@ -717,8 +714,17 @@ static void m_symbols(void *ctx, ecp_call *call)
     }
     jw_array_end(w);
     jw_object_end(w);
-    ecp_call_finish(call);
-    syntax_symbols_free(symbols, count);
+    ecp_call_finish(p->call);
+}
+
+static void m_symbols(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    ecp_str id = {0};
+    if (!ecp_arg_string(call, ecp_call_params(call), "documentId", &id))
+        return;
+    syntax_document_symbols_start(ad->svc, id.ptr, ecp_call_encoding(call), call, symbols_answered,
+                                  pending_new(ad, call));
 }
 
 /* ----- languages, themes, metrics --------------------------------------------------------------- */

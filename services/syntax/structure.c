@@ -64,15 +64,9 @@ static bool fold_of(TSNode node, syntax_fold *out)
     return true;
 }
 
-int syntax_document_folds(syntax_service *self, const char *document_id, syntax_fold **out, size_t *count,
-                          ecp_error *err)
+static void folds_of(const syntax_doc_view *view, syntax_fold **out, size_t *count)
 {
-    *out = NULL;
-    *count = 0;
-    syntax_doc_view v;
-    int status = syntax_document_view(self, document_id, &v, err);
-    if (status < 0 || !v.tree)
-        return status;
+    const syntax_doc_view v = *view;
     syntax_fold *folds = NULL;
     size_t n = 0, cap = 0;
     TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(v.tree));
@@ -114,7 +108,6 @@ int syntax_document_folds(syntax_service *self, const char *document_id, syntax_
     ts_tree_cursor_delete(&cursor);
     *out = folds;
     *count = n;
-    return 0;
 }
 
 /* ----- selection ranges ------------------------------------------------------------------------ */
@@ -188,23 +181,12 @@ static void select_at(const syntax_doc_view *v, size_t byte, ecp_position_encodi
     }
 }
 
-int syntax_document_selection_ranges(syntax_service *self, const char *document_id, const syntax_position *positions,
-                                     size_t count, ecp_position_encoding enc, syntax_selection **out,
-                                     size_t *out_count, ecp_error *err)
+static int selections_of(const syntax_doc_view *v, const syntax_position *positions, size_t count,
+                         ecp_position_encoding enc, syntax_selection **out, size_t *out_count, ecp_error *err)
 {
-    *out = NULL;
-    *out_count = 0;
-    syntax_doc_view v;
-    int status = syntax_document_view(self, document_id, &v, err);
-    if (status < 0)
-        return status;
-    if (count > SYNTAX_MAX_SELECTION_POSITIONS)
-        return ecp_error_set(err, ECP_EINVAL, "positions: at most %d, got %zu", SYNTAX_MAX_SELECTION_POSITIONS, count);
-    if (!v.tree)
-        return 0;
     size_t *bytes = xmalloc((count ? count : 1) * sizeof *bytes);
     for (size_t i = 0; i < count; i++) {
-        status = byte_of(&v, &positions[i], enc, &bytes[i], err);
+        int status = byte_of(v, &positions[i], enc, &bytes[i], err);
         if (status < 0) {
             free(bytes);
             return status;
@@ -212,7 +194,7 @@ int syntax_document_selection_ranges(syntax_service *self, const char *document_
     }
     syntax_selection *selections = xcalloc(count ? count : 1, sizeof *selections);
     for (size_t i = 0; i < count; i++)
-        select_at(&v, bytes[i], enc, &selections[i]);
+        select_at(v, bytes[i], enc, &selections[i]);
     free(bytes);
     *out = selections;
     *out_count = count;
@@ -378,25 +360,28 @@ static const struct {
 /* The longest name kept of a symbol. */
 #define SYMBOL_NAME_MAX 1024
 
-/* The tags query of g, compiled for this call (a few hundred bytes of
- * patterns: well under a millisecond); NULL when it has none. */
-static TSQuery *tags_query(syntax_service *self, const syntax_grammar *g)
+static const char *const *tags_files_of(const syntax_grammar *g)
 {
-    const char *const *files = NULL;
-    for (size_t i = 0; i < sizeof tags_files / sizeof tags_files[0]; i++)
+    for (size_t i = 0; g && g->language && i < sizeof tags_files / sizeof tags_files[0]; i++)
         if (strcmp(tags_files[i].grammar, g->name) == 0)
-            files = tags_files[i].files;
-    if (!files || !g->language)
+            return tags_files[i].files;
+    return NULL;
+}
+
+/* The tags query of g, read and compiled for each request, on the pool (a
+ * few hundred bytes of patterns); NULL, with why, when it does not load. */
+static TSQuery *tags_query(const char *dir, const syntax_grammar *g, char *why, size_t why_cap)
+{
+    const char *const *files = tags_files_of(g);
+    if (!files)
         return NULL;
-    syntax_grammars *grammars = syntax_service_grammars(self);
     buf source = BUF_INIT;
     for (size_t i = 0; i < 3 && files[i]; i++) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", syntax_grammars_dir(grammars), files[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         FILE *f = fopen(path, "rb");
         if (!f) {
-            ecp_log(syntax_grammars_log(grammars), ECP_LOG_WARN, "syntax: cannot read %s; %s has no symbols", path,
-                    g->name);
+            snprintf(why, why_cap, "syntax: cannot read %s; %s has no symbols", path, g->name);
             buf_free(&source);
             return NULL;
         }
@@ -412,9 +397,8 @@ static TSQuery *tags_query(syntax_service *self, const syntax_grammar *g)
     TSQuery *q = ts_query_new(g->language(), source.data, (uint32_t)source.len, &error_offset, &error);
     buf_free(&source);
     if (!q)
-        ecp_log(syntax_grammars_log(grammars), ECP_LOG_WARN,
-                "syntax: the %s tags query does not compile (error %d at byte %u); it has no symbols", g->name,
-                (int)error, error_offset);
+        snprintf(why, why_cap, "syntax: the %s tags query does not compile (error %d at byte %u); it has no symbols",
+                 g->name, (int)error, error_offset);
     return q;
 }
 
@@ -550,18 +534,15 @@ static const char *tag_of(const char *capture_name)
     return "symbol";
 }
 
-int syntax_document_symbols(syntax_service *self, const char *document_id, ecp_position_encoding enc,
-                            syntax_symbol **out, size_t *count, ecp_error *err)
+static void symbols_of(const syntax_doc_view *view, const char *dir, ecp_position_encoding enc, syntax_symbol **out,
+                       size_t *count, char *why, size_t why_cap)
 {
+    const syntax_doc_view v = *view;
     *out = NULL;
     *count = 0;
-    syntax_doc_view v;
-    int status = syntax_document_view(self, document_id, &v, err);
-    if (status < 0 || !v.tree)
-        return status;
-    TSQuery *q = tags_query(self, v.grammar);
+    TSQuery *q = tags_query(dir, v.grammar, why, why_cap);
     if (!q)
-        return 0;
+        return;
     uint32_t name_capture = UINT32_MAX, captures = ts_query_capture_count(q);
     const char **tags = xcalloc(captures + 1, sizeof *tags); /* per capture: its definition tag, or NULL */
     for (uint32_t c = 0; c < captures; c++) {
@@ -571,6 +552,15 @@ int syntax_document_symbols(syntax_service *self, const char *document_id, ecp_p
             name_capture = c;
         else if (strncmp(name, "definition.", strlen("definition.")) == 0)
             tags[c] = tag_of(name);
+    }
+    /* References (calls, uses) are most of a file's matches and none of its
+     * symbols: patterns that capture no definition are not run. */
+    for (uint32_t pattern = 0, patterns = ts_query_pattern_count(q); pattern < patterns; pattern++) {
+        bool defines = false;
+        for (uint32_t c = 0; c < captures && !defines; c++)
+            defines = tags[c] && ts_query_capture_quantifier_for_id(q, pattern, c) != TSQuantifierZero;
+        if (!defines)
+            ts_query_disable_pattern(q, pattern);
     }
     raw_symbol *raw = NULL;
     size_t n = 0, cap = 0;
@@ -649,7 +639,6 @@ int syntax_document_symbols(syntax_service *self, const char *document_id, ecp_p
     free(raw);
     *out = symbols;
     *count = kept;
-    return 0;
 }
 
 void syntax_symbols_free(syntax_symbol *symbols, size_t count)
@@ -659,4 +648,152 @@ void syntax_symbols_free(syntax_symbol *symbols, size_t count)
     for (size_t i = 0; i < count; i++)
         free(symbols[i].name);
     free(symbols);
+}
+
+/* ----- requests: each on the pool, over a copy of the tree and its text ----------------------- */
+
+typedef enum structure_op { OP_FOLDS, OP_SELECTIONS, OP_SYMBOLS } structure_op;
+
+typedef struct structure_job {
+    structure_op op;
+    const syntax_grammar *grammar;
+    const char *dir;            /* the grammars' (they outlive the service's jobs) */
+    ecp_logger *log;
+    TSTree *tree;               /* a copy: the loop's goes on with edits */
+    char *text;
+    size_t len;
+    line_index lines;           /* built on the pool */
+    ecp_position_encoding enc;
+    syntax_position *positions; /* OP_SELECTIONS */
+    size_t position_count;
+    int status;
+    ecp_error err;
+    char why[4200];             /* a tags query that did not load, logged on the loop */
+    syntax_structure result;
+    syntax_structure_cb cb;
+    void *ctx;
+} structure_job;
+
+static void structure_work(ecp_job *job, unsigned item)
+{
+    (void)item;
+    structure_job *j = ecp_job_data(job);
+    if (ecp_job_cancelled(job))
+        return;
+    line_index_build(&j->lines, j->text, j->len);
+    syntax_doc_view v = {j->grammar, j->tree, j->text, j->len, &j->lines};
+    switch (j->op) {
+    case OP_FOLDS:
+        folds_of(&v, &j->result.folds, &j->result.fold_count);
+        break;
+    case OP_SELECTIONS:
+        j->status = selections_of(&v, j->positions, j->position_count, j->enc, &j->result.selections,
+                                  &j->result.selection_count, &j->err);
+        break;
+    case OP_SYMBOLS:
+        symbols_of(&v, j->dir, j->enc, &j->result.symbols, &j->result.symbol_count, j->why, sizeof j->why);
+        break;
+    }
+}
+
+static void structure_done(ecp_job *job)
+{
+    structure_job *j = ecp_job_data(job);
+    if (j->why[0])
+        ecp_log(j->log, ECP_LOG_WARN, "%s", j->why);
+    if (ecp_job_cancelled(job)) {
+        ecp_error err = {0};
+        j->cb(j->ctx, ecp_error_set(&err, ECP_ECANCELED, "Request cancelled"), &err, NULL);
+        return;
+    }
+    if (j->status < 0)
+        j->cb(j->ctx, j->status, &j->err, NULL);
+    else
+        j->cb(j->ctx, 0, NULL, &j->result);
+}
+
+static void structure_free(void *data)
+{
+    structure_job *j = data;
+    if (j->tree)
+        ts_tree_delete(j->tree);
+    free(j->text);
+    line_index_free(&j->lines);
+    free(j->positions);
+    free(j->result.folds);
+    syntax_selections_free(j->result.selections, j->result.selection_count);
+    syntax_symbols_free(j->result.symbols, j->result.symbol_count);
+    free(j);
+}
+
+static const ecp_job_type structure_type = {"syntax.structure", ECP_LANE_LONG, false, structure_work,
+                                            structure_done, structure_free};
+
+/* Answers at once what needs no tree (NULL), or starts the job. */
+static ecp_job *structure_start(syntax_service *self, structure_op op, const char *document_id,
+                                ecp_position_encoding enc, const syntax_position *positions, size_t count,
+                                ecp_call *call, syntax_structure_cb cb, void *ctx)
+{
+    static const syntax_structure none = {0};
+    syntax_doc_view v;
+    ecp_error err = {0};
+    int status = syntax_document_view(self, document_id, &v, &err);
+    if (status < 0) {
+        cb(ctx, status, &err, NULL);
+        return NULL;
+    }
+    if (op == OP_SELECTIONS && count > SYNTAX_MAX_SELECTION_POSITIONS) {
+        cb(ctx, ecp_error_set(&err, ECP_EINVAL, "positions: at most %d, got %zu", SYNTAX_MAX_SELECTION_POSITIONS,
+                              count),
+           &err, NULL);
+        return NULL;
+    }
+    if (!v.tree || (op == OP_SYMBOLS && !tags_files_of(v.grammar))) {
+        cb(ctx, 0, NULL, &none);
+        return NULL;
+    }
+    structure_job *j = xcalloc(1, sizeof *j);
+    j->op = op;
+    j->grammar = v.grammar;
+    syntax_grammars *grammars = syntax_service_grammars(self);
+    j->dir = syntax_grammars_dir(grammars);
+    j->log = syntax_grammars_log(grammars);
+    j->tree = ts_tree_copy(v.tree);
+    j->text = xmalloc(v.len + 1);
+    memcpy(j->text, v.text, v.len);
+    j->text[v.len] = 0;
+    j->len = v.len;
+    j->enc = enc;
+    if (count) {
+        j->positions = xmalloc(count * sizeof *positions);
+        memcpy(j->positions, positions, count * sizeof *positions);
+    }
+    j->position_count = count;
+    j->cb = cb;
+    j->ctx = ctx;
+    ecp_job *job = ecp_job_new(syntax_service_jobs(self), &structure_type, j);
+    if (call)
+        ecp_job_serve(job, call);
+    ecp_job_start(job, 1);
+    return job;
+}
+
+ecp_job *syntax_document_folds_start(syntax_service *self, const char *document_id, ecp_call *call,
+                                     syntax_structure_cb cb, void *ctx)
+{
+    return structure_start(self, OP_FOLDS, document_id, ECP_ENCODING_UTF16, NULL, 0, call, cb, ctx);
+}
+
+ecp_job *syntax_document_selection_ranges_start(syntax_service *self, const char *document_id,
+                                                const syntax_position *positions, size_t count,
+                                                ecp_position_encoding enc, ecp_call *call, syntax_structure_cb cb,
+                                                void *ctx)
+{
+    return structure_start(self, OP_SELECTIONS, document_id, enc, positions, count, call, cb, ctx);
+}
+
+ecp_job *syntax_document_symbols_start(syntax_service *self, const char *document_id, ecp_position_encoding enc,
+                                       ecp_call *call, syntax_structure_cb cb, void *ctx)
+{
+    return structure_start(self, OP_SYMBOLS, document_id, enc, NULL, 0, call, cb, ctx);
 }

@@ -82,7 +82,7 @@ static char *open_parsed(fx *f, const char *uri, const char *content)
     free(quoted);
     char tokens[256];
     snprintf(tokens, sizeof tokens, "{\"documentId\":\"%s\",\"startLine\":0,\"endLine\":0}", id);
-    for (int i = 0; i < 500; i++) {
+    for (int i = 0; i < 6000; i++) { /* a minute: the big file under sanitizers on a busy machine */
         out = call(f, 0, "syntax/documentTokens", tokens);
         bool settled = false;
         test_json_bool(out, "settled", &settled);
@@ -507,6 +507,37 @@ static void test_plain_documents_and_unknown_ids(void **state)
     free(call(f, -32001, "syntax/symbols", "{\"documentId\":\"nope\"}"));
 }
 
+/* A tags query over a file of 400,000 calls walks all of them for a second
+ * or more: on the pool, while the loop answers others. */
+static void test_large_files_are_answered_off_the_loop(void **state)
+{
+    fx *f = *state;
+    const char head[] = "void f(void)\n{\n", line[] = "    g(1, 2);\n", tail[] = "}\n";
+    size_t calls = 400000, n = strlen(head) + calls * strlen(line) + strlen(tail);
+    char *text = malloc(n + 1), *p = text;
+    p += sprintf(p, "%s", head);
+    for (size_t i = 0; i < calls; i++)
+        p += sprintf(p, "%s", line);
+    sprintf(p, "%s", tail);
+    char *id = open_parsed(f, "file:///tmp/structure-calls.c", text);
+    free(text);
+    test_client *other = test_client_connect(f->s);
+    const char *methods[] = {"syntax/symbols", "syntax/foldingRanges"};
+    for (size_t m = 0; m < 2; m++) {
+        char params[256];
+        snprintf(params, sizeof params, "{\"documentId\":\"%s\"}", id);
+        int64_t slow = test_client_send(f->c, methods[m], params);
+        char *out = NULL;
+        assert_int_equal(test_client_request(other, "ecp/ping", NULL, &out), 0);
+        free(out);
+        /* answered the ping with the walk still running */
+        assert_int_equal(test_client_wait_response(f->c, slow, 0, &out), INT32_MIN);
+        assert_int_equal(test_client_wait_response(f->c, slow, 60000, &out), 0);
+        free(out);
+    }
+    free(id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +551,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_python_symbols, setup, teardown),
         cmocka_unit_test_setup_teardown(test_c_and_typescript_symbols, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plain_documents_and_unknown_ids, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_files_are_answered_off_the_loop, setup, teardown),
     };
     return cmocka_run_group_tests(tests, 0, 0);
 }

@@ -64,7 +64,7 @@ class Server:
         del self.buf[:end + 1]
         return json.loads(line)
 
-    def response(self, method, params=None, timeout=60):
+    def send(self, method, params=None):
         id_ = self.next_id
         self.next_id += 1
         msg = {"jsonrpc": "2.0", "id": id_, "method": method}
@@ -72,10 +72,19 @@ class Server:
             msg["params"] = params
         self.p.stdin.write((json.dumps(msg) + "\n").encode())
         self.p.stdin.flush()
-        while True:
+        return id_
+
+    def responses(self, ids, timeout=60):
+        """The responses to ids, in the order they arrive."""
+        got = []
+        while len(got) < len(ids):
             m = self._line(timeout)
-            if m.get("id") == id_:
-                return m
+            if m.get("id") in ids:
+                got.append(m)
+        return got
+
+    def response(self, method, params=None, timeout=60):
+        return self.responses([self.send(method, params)], timeout)[0]
 
     def call(self, method, params=None):
         m = self.response(method, params)
