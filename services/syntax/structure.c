@@ -64,7 +64,8 @@ static bool fold_of(TSNode node, syntax_fold *out)
     return true;
 }
 
-static void folds_of(const syntax_doc_view *view, syntax_fold **out, size_t *count)
+/* Stops early, with what it has, once job is cancelled. */
+static void folds_of(const ecp_job *job, const syntax_doc_view *view, syntax_fold **out, size_t *count)
 {
     const syntax_doc_view v = *view;
     syntax_fold *folds = NULL;
@@ -74,7 +75,9 @@ static void folds_of(const syntax_doc_view *view, syntax_fold **out, size_t *cou
     bool more = ts_tree_cursor_goto_first_child(&cursor);
     if (more)
         depth++;
-    while (more) {
+    for (size_t visited = 0; more; visited++) {
+        if ((visited & 4095) == 4095 && ecp_job_cancelled(job))
+            break;
         TSNode node = ts_tree_cursor_current_node(&cursor);
         bool multi_line = last_row(node) > ts_node_start_point(node).row;
         syntax_fold fold;
@@ -181,7 +184,7 @@ static void select_at(const syntax_doc_view *v, size_t byte, ecp_position_encodi
     }
 }
 
-static int selections_of(const syntax_doc_view *v, const syntax_position *positions, size_t count,
+static int selections_of(const ecp_job *job, const syntax_doc_view *v, const syntax_position *positions, size_t count,
                          ecp_position_encoding enc, syntax_selection **out, size_t *out_count, ecp_error *err)
 {
     size_t *bytes = xmalloc((count ? count : 1) * sizeof *bytes);
@@ -193,7 +196,7 @@ static int selections_of(const syntax_doc_view *v, const syntax_position *positi
         }
     }
     syntax_selection *selections = xcalloc(count ? count : 1, sizeof *selections);
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count && !ecp_job_cancelled(job); i++)
         select_at(v, bytes[i], enc, &selections[i]);
     free(bytes);
     *out = selections;
@@ -534,8 +537,8 @@ static const char *tag_of(const char *capture_name)
     return "symbol";
 }
 
-static void symbols_of(const syntax_doc_view *view, const char *dir, ecp_position_encoding enc, syntax_symbol **out,
-                       size_t *count, char *why, size_t why_cap)
+static void symbols_of(const ecp_job *job, const syntax_doc_view *view, const char *dir, ecp_position_encoding enc,
+                       syntax_symbol **out, size_t *count, char *why, size_t why_cap)
 {
     const syntax_doc_view v = *view;
     *out = NULL;
@@ -567,7 +570,9 @@ static void symbols_of(const syntax_doc_view *view, const char *dir, ecp_positio
     TSQueryCursor *qc = ts_query_cursor_new();
     ts_query_cursor_exec(qc, q, ts_tree_root_node(v.tree));
     TSQueryMatch m;
-    while (n < SYNTAX_MAX_SYMBOLS && ts_query_cursor_next_match(qc, &m)) {
+    for (size_t matches = 0; n < SYNTAX_MAX_SYMBOLS && ts_query_cursor_next_match(qc, &m); matches++) {
+        if ((matches & 1023) == 1023 && ecp_job_cancelled(job))
+            break;
         bool have_def = false, have_name = false;
         TSNode def = {0}, name = {0};
         const char *tag = NULL;
@@ -684,14 +689,14 @@ static void structure_work(ecp_job *job, unsigned item)
     syntax_doc_view v = {j->grammar, j->tree, j->text, j->len, &j->lines};
     switch (j->op) {
     case OP_FOLDS:
-        folds_of(&v, &j->result.folds, &j->result.fold_count);
+        folds_of(job, &v, &j->result.folds, &j->result.fold_count);
         break;
     case OP_SELECTIONS:
-        j->status = selections_of(&v, j->positions, j->position_count, j->enc, &j->result.selections,
+        j->status = selections_of(job, &v, j->positions, j->position_count, j->enc, &j->result.selections,
                                   &j->result.selection_count, &j->err);
         break;
     case OP_SYMBOLS:
-        symbols_of(&v, j->dir, j->enc, &j->result.symbols, &j->result.symbol_count, j->why, sizeof j->why);
+        symbols_of(job, &v, j->dir, j->enc, &j->result.symbols, &j->result.symbol_count, j->why, sizeof j->why);
         break;
     }
 }

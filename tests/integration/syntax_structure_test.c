@@ -236,11 +236,13 @@ static void test_selection_grows_from_identifier_to_file(void **state)
     int levels = 1;
     int64_t prev_start_line = 12, prev_end_line = 12;
     for (;;) {
-        char next[4096];
-        snprintf(next, sizeof next, "%s.parent", path);
-        if (!test_json_has(out, next))
+        size_t len = strlen(path);
+        assert_true(len + sizeof ".parent" <= sizeof path);
+        memcpy(path + len, ".parent", sizeof ".parent");
+        if (!test_json_has(out, path)) {
+            path[len] = 0;
             break;
-        strcpy(path, next);
+        }
         levels++;
         int64_t sl = int_at(out, "%s.range.start.line", path), el = int_at(out, "%s.range.end.line", path);
         assert_true(sl <= prev_start_line && el >= prev_end_line); /* each holds the one before */
@@ -372,7 +374,8 @@ static void test_indent(void **state)
     free(id);
 
     /* A file indented with tabs gets a tab */
-    id = open_parsed(f, "file:///tmp/structure-g.js", "function f() {\n\tif (a) {\n\t\treturn [\n\t\t\t1,\n\t\t];\n\t}\n}\n");
+    id = open_parsed(f, "file:///tmp/structure-g.js",
+                     "function f() {\n\tif (a) {\n\t\treturn [\n\t\t\t1,\n\t\t];\n\t}\n}\n");
     indent = indent_after(f, id, 1);
     assert_string_equal(indent, "\t\t");
     free(indent);
