@@ -215,6 +215,32 @@ static void test_json_markdown_python_folds(void **state)
     free(id);
 }
 
+static void test_javascript_nested_functions(void **state)
+{
+    fx *f = *state;
+    char *id = open_parsed(f, "file:///tmp/structure-n.js",
+                           "function outer() {\n"     /* 0 */
+                           "  function inner() {\n"   /* 1 */
+                           "    return 1;\n"          /* 2 */
+                           "  }\n"                    /* 3 */
+                           "  return inner();\n"      /* 4 */
+                           "}\n");                    /* 5 */
+    char *out = by_id(f, "syntax/foldingRanges", id);
+    assert_int_equal(test_json_length(out, "ranges"), 2);
+    assert_true(has_fold(out, 0, 4, ""));
+    assert_true(has_fold(out, 1, 2, ""));
+    free(out);
+    out = by_id(f, "syntax/symbols", id);
+    assert_int_equal(test_json_length(out, "symbols"), 1);
+    char *name = string_at(out, "symbols[0].children[0].name");
+    assert_string_equal(name, "inner");
+    free(name);
+    assert_int_equal(int_at(out, "symbols[0].children[0].kind"), 12); /* a function in a function */
+    assert_int_equal(int_at(out, "symbols[0].range.end.line"), 5);
+    free(out);
+    free(id);
+}
+
 /* ----- selection ranges ---------------------------------------------------------------------- */
 
 static void test_selection_grows_from_identifier_to_file(void **state)
@@ -546,6 +572,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_c_folds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_markdown_python_folds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_javascript_nested_functions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_selection_grows_from_identifier_to_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_selection_columns_use_the_connection_encoding, setup, teardown),
         cmocka_unit_test_setup_teardown(test_selection_bounds_and_errors, setup, teardown),
