@@ -523,6 +523,203 @@ void syntax_adapter_write_viewport_tokens(void *svc, const char *document_id, co
     syntax_lines_free(lines, count);
 }
 
+/* ----- structure (extension) ------------------------------------------------------------------ */
+
+/* A structure method's failure: an unknown document (-32001), a position
+ * past the end (-32003, as the document methods answer it), too many
+ * positions (-32602). */
+static void reply_structure_error(ecp_call *call, int status, const ecp_error *err)
+{
+    if (status == ECP_ERANGE)
+        ecp_call_error(call, ECP_WIRE_INVALID_POSITION, "%s", err->message[0] ? err->message : "Invalid position");
+    else
+        reply_error(call, status, err, ECP_WIRE_DOCUMENT_NOT_FOUND);
+}
+
+static void folds_answered(void *ctx, int status, const ecp_error *err, const syntax_structure *r)
+{
+    pending *p = ctx;
+    if (status < 0) {
+        reply_structure_error(p->call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(p->call);
+    jw_object_begin(w);
+    jw_key(w, "ranges");
+    jw_array_begin(w);
+    for (size_t i = 0; i < r->fold_count; i++) {
+        jw_object_begin(w);
+        jw_key_int(w, "startLine", (int64_t)r->folds[i].start_line);
+        jw_key_int(w, "endLine", (int64_t)r->folds[i].end_line);
+        if (r->folds[i].comment)
+            jw_key_string(w, "kind", "comment");
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(p->call);
+}
+
+static void m_folding_ranges(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    ecp_str id = {0};
+    if (!ecp_arg_string(call, ecp_call_params(call), "documentId", &id))
+        return;
+    syntax_document_folds_start(ad->svc, id.ptr, call, folds_answered, pending_new(ad, call));
+}
+
+static void write_position(json_writer *w, const char *key, const syntax_position *p)
+{
+    jw_key(w, key);
+    jw_object_begin(w);
+    jw_key_int(w, "line", (int64_t)p->line);
+    jw_key_int(w, "column", (int64_t)p->column);
+    jw_object_end(w);
+}
+
+static void write_range(json_writer *w, const char *key, const syntax_range *r)
+{
+    jw_key(w, key);
+    jw_object_begin(w);
+    write_position(w, "start", &r->start);
+    write_position(w, "end", &r->end);
+    jw_object_end(w);
+}
+
+static void selections_answered(void *ctx, int status, const ecp_error *err, const syntax_structure *r)
+{
+    pending *p = ctx;
+    if (status < 0) {
+        reply_structure_error(p->call, status, err);
+        return;
+    }
+    json_writer *w = ecp_call_result(p->call);
+    jw_object_begin(w);
+    jw_key(w, "ranges");
+    jw_array_begin(w);
+    for (size_t s = 0; s < r->selection_count; s++) {
+        /* {range, parent: {range, parent: ...}}, innermost first, written
+         * in one pass and closed in another */
+        const syntax_selection *sel = &r->selections[s];
+        for (size_t i = 0; i < sel->count; i++) {
+            if (i)
+                jw_key(w, "parent");
+            jw_object_begin(w);
+            write_range(w, "range", &sel->ranges[i]);
+        }
+        for (size_t i = 0; i < sel->count; i++)
+            jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(p->call);
+}
+
+static void m_selection_ranges(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str id = {0};
+    json_ref list;
+    if (!ecp_arg_string(call, p, "documentId", &id) || !ecp_arg_array(call, p, "positions", &list))
+        return;
+    const json_doc *doc = ecp_call_doc(call);
+    size_t count = json_length(doc, list);
+    if (count > SYNTAX_MAX_SELECTION_POSITIONS) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "positions: at most %d, got %zu",
+                       SYNTAX_MAX_SELECTION_POSITIONS, count);
+        return;
+    }
+    syntax_position *positions = arena_calloc(ecp_call_arena(call), (count ? count : 1) * sizeof *positions);
+    size_t i = 0;
+    for (json_ref e = json_first(doc, list); e != JSON_NO_REF; e = json_next(doc, e), i++)
+        if (!ecp_arg_index(call, e, "positions[].line", &positions[i].line) ||
+            !ecp_arg_index(call, e, "positions[].column", &positions[i].column))
+            return;
+    syntax_document_selection_ranges_start(ad->svc, id.ptr, positions, count, ecp_call_encoding(call), call,
+                                           selections_answered, pending_new(ad, call));
+}
+
+static void m_indent(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    json_ref p = ecp_call_params(call);
+    ecp_str id = {0};
+    size_t line;
+    if (!ecp_arg_string(call, p, "documentId", &id) || !ecp_arg_index(call, p, "line", &line))
+        return;
+    char *indent;
+    ecp_error err = {0};
+    int status = syntax_document_indent(ad->svc, id.ptr, line, &indent, &err);
+    if (status < 0) {
+        reply_structure_error(call, status, &err);
+        return;
+    }
+    ecp_call_reply_string(call, "indent", indent);
+    free(indent);
+}
+
+static void write_symbol_fields(json_writer *w, const syntax_symbol *s)
+{
+    jw_key_string(w, "name", s->name);
+    jw_key_string(w, "detail", s->tag);
+    jw_key_int(w, "kind", s->kind);
+    write_range(w, "range", &s->range);
+    write_range(w, "selectionRange", &s->selection_range);
+}
+
+static void symbols_answered(void *ctx, int status, const ecp_error *err, const syntax_structure *r)
+{
+    pending *p = ctx;
+    if (status < 0) {
+        reply_structure_error(p->call, status, err);
+        return;
+    }
+    const syntax_symbol *symbols = r->symbols;
+    size_t count = r->symbol_count;
+    json_writer *w = ecp_call_result(p->call);
+    jw_object_begin(w);
+    jw_key(w, "symbols");
+    jw_array_begin(w);
+    /* Each symbol comes after its parent: the open ones are a stack, as
+     * deep as the service nests them. */
+    size_t open[SYNTAX_MAX_SYMBOL_DEPTH], depth = 0;
+    for (size_t i = 0; i < count; i++) {
+        while (depth && open[depth - 1] != symbols[i].parent) {
+            jw_array_end(w);
+            jw_object_end(w);
+            depth--;
+        }
+        jw_object_begin(w);
+        write_symbol_fields(w, &symbols[i]);
+        if (i + 1 < count && symbols[i + 1].parent == i && depth < SYNTAX_MAX_SYMBOL_DEPTH) {
+            jw_key(w, "children");
+            jw_array_begin(w);
+            open[depth++] = i;
+        } else {
+            jw_object_end(w);
+        }
+    }
+    while (depth--) {
+        jw_array_end(w);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    ecp_call_finish(p->call);
+}
+
+static void m_symbols(void *ctx, ecp_call *call)
+{
+    syntax_adapter *ad = ctx;
+    ecp_str id = {0};
+    if (!ecp_arg_string(call, ecp_call_params(call), "documentId", &id))
+        return;
+    syntax_document_symbols_start(ad->svc, id.ptr, ecp_call_encoding(call), call, symbols_answered,
+                                  pending_new(ad, call));
+}
+
 /* ----- languages, themes, metrics --------------------------------------------------------------- */
 
 static void add_language(void *ctx, const char *id) { jw_string(ctx, id); }
@@ -697,6 +894,16 @@ static const ecp_method methods[] = {
     {"syntax/documentTokens", m_document_tokens, "1.0",
      "The tokens of lines of an open document from its latest tree, without waiting for a parse",
      "{documentId: string, startLine: integer >= 0, endLine: integer >= 0}"},
+    {"syntax/foldingRanges", m_folding_ranges, "1.0",
+     "Folding ranges of an open document from its latest tree: one per start line, comments marked",
+     "{documentId: string}"},
+    {"syntax/selectionRanges", m_selection_ranges, "1.0",
+     "For each position, its enclosing nodes from the smallest to the whole document (LSP SelectionRange)",
+     "{documentId: string, positions: Position[]}"},
+    {"syntax/indent", m_indent, "1.0", "The indent of a new line inserted after a line, in the document's own unit",
+     "{documentId: string, line: integer >= 0}"},
+    {"syntax/symbols", m_symbols, "1.0",
+     "The definitions the grammar's tags query finds, nested (LSP DocumentSymbol)", "{documentId: string}"},
 };
 
 static const char *const notifications[] = {"syntax/didChange", NULL};

@@ -508,3 +508,5 @@ void syntax_grammars_forget_colors(syntax_grammars *self)
         uv_mutex_unlock(&g->lock);
     }
 }
+
+const char *syntax_grammars_dir(syntax_grammars *self) { return self->dir; }

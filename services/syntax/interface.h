@@ -230,6 +230,107 @@ const syntax_text *syntax_session_read(syntax_service *self, const char *session
  * ends with ECP_ENOTFOUND. */
 void syntax_session_dispose(syntax_service *self, const char *session_id);
 
+/* ----- structure: folds, selection ranges, indent, symbols (structure.c) -------------------------- */
+
+/* What editors build on a followed document's latest tree (never waiting for
+ * a parse: between an edit and its reparse, the edited old tree). Folds,
+ * selection ranges and symbols are computed on the pool over a copy of the
+ * tree and its text, each bounded; the indent reads a few lines on the loop.
+ * ECP_ENOTFOUND ("Document not found: <id>") when the service does not
+ * follow the document. A document without a tree (no grammar, plain text,
+ * first parse not landed) has no folds, selection ranges or symbols; its
+ * indent comes from its lines. */
+
+typedef struct syntax_fold {
+    size_t start_line, end_line; /* end_line > start_line */
+    bool comment;
+} syntax_fold;
+
+/* At most this many folds, the first in document order. */
+#define SYNTAX_MAX_FOLDS 5000
+
+typedef struct syntax_position {
+    size_t line, column; /* column in the caller's encoding */
+} syntax_position;
+
+typedef struct syntax_range {
+    syntax_position start, end; /* end exclusive */
+} syntax_range;
+
+/* A position's enclosing nodes, innermost first, the whole document last;
+ * nodes of equal range appear once. */
+typedef struct syntax_selection {
+    syntax_range *ranges;
+    size_t count;
+} syntax_selection;
+
+#define SYNTAX_MAX_SELECTION_POSITIONS 1000
+/* The innermost nodes a chain holds (then the whole document): a tree as
+ * deep as the parser allows would answer megabytes for one position. */
+#define SYNTAX_MAX_SELECTION_DEPTH 128
+
+typedef struct syntax_symbol {
+    char *name;
+    const char *tag;  /* the tags query's definition kind ("function", "class"); static data */
+    int kind;         /* the LSP SymbolKind */
+    syntax_range range, selection_range;
+    size_t parent;    /* index of the symbol that holds it, SIZE_MAX at the top */
+} syntax_symbol;
+
+/* At most this many symbols, and nested at most this deep (deeper ones
+ * join the deepest). */
+#define SYNTAX_MAX_SYMBOLS 10000
+#define SYNTAX_MAX_SYMBOL_DEPTH 32
+
+/* What a request answers (the part it asked for; the rest empty). */
+typedef struct syntax_structure {
+    /* One fold per start line, from the innermost named node of more than
+     * one line that starts there (no grammar ships a folds.scm): it ends on
+     * the line before its closing line when it ends with a closing token (a
+     * brace, a bracket, `end`) that starts that line's content, else on its
+     * last line. Sorted by start line. */
+    syntax_fold *folds;
+    size_t fold_count;
+    /* One selection per position asked. */
+    syntax_selection *selections;
+    size_t selection_count;
+    /* The definitions the grammar's tags.scm finds (none for a grammar
+     * without one), in document order, each after the symbol that holds it. */
+    syntax_symbol *symbols;
+    size_t symbol_count;
+} syntax_structure;
+
+/* result NULL unless status is 0; valid during the call only. */
+typedef void (*syntax_structure_cb)(void *ctx, int status, const ecp_error *err, const syntax_structure *result);
+
+/* Each either answers at once, calling cb before it returns NULL (an
+ * unknown document, a refusal, a document without a tree), or starts a job
+ * on the pool as syntax_highlight_start does (call, cancelling, the callback
+ * once on the loop). */
+ecp_job *syntax_document_folds_start(syntax_service *self, const char *document_id, ecp_call *call,
+                                     syntax_structure_cb cb, void *ctx);
+/* ECP_EINVAL for more than SYNTAX_MAX_SELECTION_POSITIONS positions, at
+ * once; ECP_ERANGE ("Invalid position: ...") for one past the end of its
+ * line or of the document ({line: lineCount, column: 0} is its end). */
+ecp_job *syntax_document_selection_ranges_start(syntax_service *self, const char *document_id,
+                                                const syntax_position *positions, size_t count,
+                                                ecp_position_encoding enc, ecp_call *call, syntax_structure_cb cb,
+                                                void *ctx);
+ecp_job *syntax_document_symbols_start(syntax_service *self, const char *document_id, ecp_position_encoding enc,
+                                       ecp_call *call, syntax_structure_cb cb, void *ctx);
+
+void syntax_selections_free(syntax_selection *selections, size_t count);
+void syntax_symbols_free(syntax_symbol *symbols, size_t count);
+
+/* The indent (malloc'd: spaces or tabs) of a new line inserted after `line`:
+ * the previous non-blank line's (at most 1,000 lines up), plus one level
+ * when that line ends with `{`, `[` or `(` (or `:` in python and yaml). A
+ * level is the document's own: tabs or spaces and their width, from its
+ * first 1,000 lines; 4 spaces (a tab for go) when they say nothing. No
+ * grammar ships an indents.scm, so this is every language's rule.
+ * ECP_ERANGE when line is past the last line. */
+int syntax_document_indent(syntax_service *self, const char *document_id, size_t line, char **out, ecp_error *err);
+
 /* ----- themes ------------------------------------------------------------------------------------ */
 
 /* Makes theme_id the current theme (the session service's: every client's).

@@ -249,4 +249,22 @@ const char *syntax_loop_color(void *ctx, const syntax_grammar *g, uint32_t captu
 /* Loop: the current theme (static data), NULL without a session service. */
 const struct session_theme *syntax_service_theme(syntax_service *self);
 
+/* ----- structure (structure.c): what it reads of a followed document ---------------------------- */
+
+/* A followed document as it stands on the loop: its tree, edited to match
+ * its text. Valid until the loop hears of the next change. */
+typedef struct syntax_doc_view {
+    const syntax_grammar *grammar; /* NULL: no grammar */
+    const TSTree *tree;            /* NULL: plain text, or its first parse has not landed */
+    const char *text;              /* with tree only */
+    size_t len;
+    const line_index *lines;
+} syntax_doc_view;
+
+/* ECP_ENOTFOUND ("Document not found: <id>") when the service does not follow it. */
+int syntax_document_view(syntax_service *self, const char *document_id, syntax_doc_view *out, ecp_error *err);
+struct document_service *syntax_service_documents(syntax_service *self);
+/* Where the grammars' query files are. */
+const char *syntax_grammars_dir(syntax_grammars *self);
+
 #endif

@@ -667,3 +667,23 @@ bool syntax_document_settled(syntax_service *self, const char *document_id)
         return !doc->job;
     return doc->tree && !doc->job;
 }
+
+/* ----- structure: a followed document's tree, for structure.c ------------------------------------ */
+
+int syntax_document_view(syntax_service *self, const char *document_id, syntax_doc_view *out, ecp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    syntax_doc *doc = doc_find(self, document_id, NULL);
+    if (!doc)
+        return ecp_error_set(err, ECP_ENOTFOUND, "Document not found: %s", document_id);
+    out->grammar = doc->grammar;
+    if (doc->grammar && !doc->plain && doc->text && doc->tree) {
+        out->tree = doc->tree;
+        out->text = doc->text;
+        out->len = doc->len;
+        out->lines = &doc->lines;
+    }
+    return 0;
+}
+
+struct document_service *syntax_service_documents(syntax_service *self) { return self->documents; }
