@@ -673,7 +673,7 @@ bool syntax_document_settled(syntax_service *self, const char *document_id)
 int syntax_document_view(syntax_service *self, const char *document_id, syntax_doc_view *out, ecp_error *err)
 {
     memset(out, 0, sizeof *out);
-    syntax_doc *doc = doc_find(self, document_id, NULL);
+    syntax_doc *doc = doc_find(self, document_id);
     if (!doc)
         return ecp_error_set(err, ECP_ENOTFOUND, "Document not found: %s", document_id);
     out->grammar = doc->grammar;
