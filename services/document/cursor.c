@@ -239,7 +239,7 @@ static bool word_byte_at(const piece_tree *t, size_t p)
     return document__is_word_byte((unsigned char)piece_tree_byte_at(t, p));
 }
 
-static size_t word_right(const piece_tree *t, size_t p)
+size_t document__word_right(const piece_tree *t, size_t p)
 {
     size_t line = piece_tree_line_of_offset(t, p);
     size_t end = piece_tree_line_start(t, line) + piece_tree_line_length(t, line);
@@ -252,7 +252,7 @@ static size_t word_right(const piece_tree *t, size_t p)
     return p;
 }
 
-static size_t word_left(const piece_tree *t, size_t p)
+size_t document__word_left(const piece_tree *t, size_t p)
 {
     size_t line = piece_tree_line_of_offset(t, p);
     size_t start = piece_tree_line_start(t, line);
@@ -314,7 +314,7 @@ int document__cursors_move(document *doc, doc_cursor_set *set, document_directio
                     p = dir == DOCUMENT_LEFT ? prev_char(t, p) : next_char(t, p);
                     break;
                 case DOCUMENT_BY_WORD:
-                    p = dir == DOCUMENT_LEFT ? word_left(t, p) : word_right(t, p);
+                    p = dir == DOCUMENT_LEFT ? document__word_left(t, p) : document__word_right(t, p);
                     break;
                 case DOCUMENT_BY_LINE:
                 case DOCUMENT_BY_PAGE: {

@@ -327,6 +327,59 @@ const char *document_replacement_document(const document_replacement *r);
 int document_type(document_service *self, const char *document_id, uint64_t owner, const char *text, size_t len,
                   unsigned flags, uint64_t *version, ecp_error *err);
 
+/* Editing commands: each acts at owner's cursors, is one undoable step (none
+ * when it changes nothing), moves everyone else's cursors as the text moves,
+ * and fires on_change like any edit.
+ *   INDENT / OUTDENT: every line a cursor touches (a selection that ends at
+ *     the start of a line leaves that line out) gains / loses one indent unit
+ *     (document_indent_of); selections keep covering the same text.
+ *   NEWLINE: each selection becomes a line end plus the indent that
+ *     document_newline_indent gives.
+ *   DUPLICATE_LINES: the touched lines are copied; the cursors stay on the
+ *     lower copy.
+ *   MOVE_LINES_UP / _DOWN: the touched lines swap with the line above
+ *     (below), the cursors going with them.
+ *   DELETE_WORD_LEFT / _RIGHT: each selection, or from the caret to where a
+ *     move by word would put it.
+ *   TOGGLE_COMMENT: the touched non-blank lines lose their line comment
+ *     token when all have it, else gain it (and a space) at their least
+ *     indent. ECP_EINVAL naming the language when it has no line comment. */
+typedef enum document_command {
+    DOCUMENT_INDENT,
+    DOCUMENT_OUTDENT,
+    DOCUMENT_NEWLINE,
+    DOCUMENT_DUPLICATE_LINES,
+    DOCUMENT_MOVE_LINES_UP,
+    DOCUMENT_MOVE_LINES_DOWN,
+    DOCUMENT_DELETE_WORD_LEFT,
+    DOCUMENT_DELETE_WORD_RIGHT,
+    DOCUMENT_TOGGLE_COMMENT,
+} document_command;
+
+int document_run_command(document_service *self, const char *document_id, uint64_t owner, document_command command,
+                         uint64_t *version, ecp_error *err);
+
+/* The line comment token of a language ("//", "#", "--"), NULL for none. */
+const char *document_line_comment(const char *language_id);
+
+/* How a document indents: tabs or `size` spaces. */
+typedef struct document_indent {
+    bool tabs;
+    size_t size; /* columns of one unit (a tab's width with tabs) */
+} document_indent;
+
+/* Detected from the document's own lines: the most common step between the
+ * leading spaces of consecutive indented lines, tabs when most indented lines
+ * start with a tab; spaces of 4 when nothing tells. Reads at most the first
+ * DOCUMENT_INDENT_SCAN_LINES lines. */
+#define DOCUMENT_INDENT_SCAN_LINES ((size_t)10000)
+int document_indent_of(document_service *self, const char *document_id, document_indent *out, ecp_error *err);
+
+/* What a new line after `before` (the text of the line up to the caret)
+ * starts with: before's leading whitespace, plus one unit when before ends
+ * (trailing blanks aside) in '{', '[', '(' or ':'. Appends to out. */
+void document_newline_indent(const char *before, size_t len, const document_indent *unit, buf *out);
+
 /* Undo and redo, asked by owner: its cursors go back to those the step
  * recorded (its author's); everyone else's follow the text. ECP_ESTATE when
  * there is nothing to undo (redo). */

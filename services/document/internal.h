@@ -365,6 +365,12 @@ void document__cursors_shift(doc_cursor_set *set, size_t offset, size_t deleted,
  * the primary survives a merge. */
 void document__cursors_normalize(doc_cursor_set *set, size_t length);
 
+/* Where a move by word from p goes: to the end (start) of the next
+ * (previous) word on the line, or across the line end at the line's end
+ * (start). */
+size_t document__word_right(const piece_tree *t, size_t p);
+size_t document__word_left(const piece_tree *t, size_t p);
+
 int document__cursors_move(document *doc, doc_cursor_set *set, document_direction dir, document_unit unit,
                            bool select);
 
@@ -404,6 +410,15 @@ typedef enum doc_cursor_policy {
  * undo step records; everyone else's follow the text. */
 int document__apply(document_service *svc, document *doc, uint64_t owner, doc_edit *edits, size_t count, bool group,
                     doc_cursor_policy policy, ecp_error *err);
+/* Sorts edits (by start, then order), refuses overlapping ones (ECP_EINVAL),
+ * drops those that change nothing and applies the rest as one step (none
+ * when nothing is left). *version (may be NULL) gets the version after. */
+int document__apply_sorted(document_service *svc, document *doc, uint64_t owner, doc_edit *edits, size_t count,
+                           bool group, doc_cursor_policy policy, uint64_t *version, ecp_error *err);
+/* After an edit by owner: owner's cursors become `set` (normalised), and
+ * the step just made records them as where it leaves them, so that a redo
+ * puts them there again. */
+void document__place_cursors(document *doc, uint64_t owner, const doc_cursor_set *set);
 /* owner's cursors go back to where the step left them; everyone else's
  * follow the text. */
 int document__undo(document_service *svc, document *doc, uint64_t owner, bool redo);
@@ -447,6 +462,14 @@ void document__history_free(doc_history *h);
 uint64_t document__state_id(const document *doc);
 bool document__can_undo(const document *doc);
 bool document__can_redo(const document *doc);
+
+/* ----- editing.c ------------------------------------------------------------- */
+
+/* The document's indent unit: its .editorconfig's when it says, else
+ * document__detect_indent's. */
+document_indent document__indent(const document *doc);
+/* The unit the document's own lines use (document_indent_of). */
+document_indent document__detect_indent(const document *doc);
 
 /* ----- local.c: shared by the files above ---------------------------------- */
 

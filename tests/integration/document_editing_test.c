@@ -1,0 +1,322 @@
+/* The editing commands through the in-process client: indent, outdent,
+ * newline, duplicateLines, moveLines, deleteWord, toggleComment, find and
+ * replace. Each must act at the caller's cursors only, be one undo step,
+ * move a second client's cursors with the text, and refuse bad params. */
+#include "document_fixture.h"
+
+/* Sets c's cursors (a JSON array of Cursor). */
+static void set_cursors(test_client *c, const char *id, const char *cursors)
+{
+    OK(c, "document/setCursors", "{\"documentId\":\"%s\",\"cursors\":%s}", id, cursors);
+}
+
+#define SEL(al, ac, l, c)                                                                                          \
+    "{\"position\":{\"line\":" #l ",\"column\":" #c "},\"selection\":{\"anchor\":{\"line\":" #al                \
+    ",\"column\":" #ac "},\"active\":{\"line\":" #l ",\"column\":" #c "}}}"
+
+static void expect_cursors(test_client *c, const char *id, const char *want)
+{
+    char *r = ok(c, "document/cursors", "{\"documentId\":\"%s\"}", id);
+    expect_raw(r, "cursors", want);
+    free(r);
+}
+
+/* Runs an editing command that must succeed and returns its result. */
+static char *edit(test_client *c, const char *method, const char *id, const char *extra)
+{
+    char *r = ok(c, method, "{\"documentId\":\"%s\"%s%s}", id, extra ? "," : "", extra ? extra : "");
+    expect_bool(r, "success", true);
+    return r;
+}
+
+/* One undo brings back `before` (then a redo puts the edit back). */
+static void expect_one_step(test_client *c, const char *id, const char *before)
+{
+    char *r = ok(c, "document/undo", "{\"documentId\":\"%s\"}", id);
+    expect_bool(r, "success", true);
+    free(r);
+    expect_content(c, id, before);
+    OK(c, "document/redo", "{\"documentId\":\"%s\"}", id);
+}
+
+static test_client *second_client(fx *f, const char *uri)
+{
+    test_client *c2 = test_client_connect(f->s);
+    free(ok(c2, "document/open", "{\"uri\":\"%s\"}", uri));
+    test_client_clear_notifications(c2);
+    return c2;
+}
+
+/* ----- indent and outdent ------------------------------------------------------------- */
+
+static void test_indent_outdent(void **state)
+{
+    fx *f = *state;
+    const char *text = "if x:\n    y\nz\n";
+    char *id = open_doc(f->c, "memory://i.py", "\"if x:\\n    y\\nz\\n\"");
+    test_client *c2 = second_client(f, "memory://i.py");
+    set_cursors(c2, id, "[" AT(1, 4) "]");
+    /* lines 0 and 1 selected; the unit is 4 spaces, as the text's own lines say */
+    set_cursors(f->c, id, "[" SEL(0, 0, 1, 5) "]");
+    test_client_clear_notifications(f->c);
+    char *r = edit(f->c, "document/indent", id, NULL);
+    expect_int(r, "version", 2);
+    expect_raw(r, "cursors", "[" SEL(0, 4, 1, 9) "]");
+    free(r);
+    expect_events(f->c, "document/didChange,#");
+    expect_content(f->c, id, "    if x:\n        y\nz\n");
+    /* the other client's caret stays before the same 'y' */
+    expect_cursors(c2, id, "[" AT(1, 8) "]");
+    expect_one_step(f->c, id, text);
+
+    r = edit(f->c, "document/outdent", id, NULL);
+    expect_raw(r, "cursors", "[" SEL(0, 0, 1, 5) "]");
+    free(r);
+    expect_content(f->c, id, text);
+    r = edit(f->c, "document/outdent", id, NULL);
+    free(r);
+    expect_content(f->c, id, "if x:\ny\nz\n");
+    expect_one_step(f->c, id, text);
+    test_client_disconnect(c2);
+    free(id);
+}
+
+static void test_indent_with_tabs_and_a_caret(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f->c, "memory://t.c", "\"int f() {\\n\\tx;\\n\\ty;\\n}\\n\"");
+    set_cursors(f->c, id, "[" AT(3, 1) "]");
+    free(edit(f->c, "document/indent", id, NULL));
+    expect_content(f->c, id, "int f() {\n\tx;\n\ty;\n\t}\n");
+    expect_cursors(f->c, id, "[" AT(3, 2) "]");
+    free(edit(f->c, "document/outdent", id, NULL));
+    free(edit(f->c, "document/outdent", id, NULL)); /* nothing left to take: no change, no error */
+    expect_content(f->c, id, "int f() {\n\tx;\n\ty;\n}\n");
+    free(id);
+}
+
+/* ----- newline ----------------------------------------------------------------------------- */
+
+static void test_newline(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f->c, "memory://n.py", "\"def f():\\n    return 1\"");
+    test_client *c2 = second_client(f, "memory://n.py");
+    set_cursors(c2, id, "[" AT(1, 4) "]");
+    /* after ':' one unit more; inside the indented line, its indent */
+    set_cursors(f->c, id, "[" AT(0, 8) "," AT(1, 10) "]");
+    char *r = edit(f->c, "document/newline", id, NULL);
+    expect_raw(r, "cursors", "[" AT(1, 4) "," AT(3, 4) "]");
+    free(r);
+    expect_content(f->c, id, "def f():\n    \n    return\n     1");
+    expect_cursors(c2, id, "[" AT(2, 4) "]");
+    expect_one_step(f->c, id, "def f():\n    return 1");
+    test_client_disconnect(c2);
+
+    /* a selection is replaced; '{' opens a level */
+    char *id2 = open_doc(f->c, "memory://n.c", "\"  if (a) {XYZ}\"");
+    set_cursors(f->c, id2, "[" SEL(0, 10, 0, 13) "]");
+    free(edit(f->c, "document/newline", id2, NULL));
+    /* the unit is the 2 spaces the text's one line starts with */
+    expect_content(f->c, id2, "  if (a) {\n    }");
+    expect_cursors(f->c, id2, "[" AT(1, 4) "]");
+    free(id2);
+    free(id);
+}
+
+/* ----- duplicate and move lines ------------------------------------------------------------ */
+
+static void test_duplicate_lines(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f->c, "memory://d.txt", "\"a\\nb\\nc\"");
+    test_client *c2 = second_client(f, "memory://d.txt");
+    set_cursors(c2, id, "[" AT(2, 1) "]");
+    set_cursors(f->c, id, "[" AT(1, 1) "]");
+    free(edit(f->c, "document/duplicateLines", id, NULL));
+    expect_content(f->c, id, "a\nb\nb\nc");
+    expect_cursors(f->c, id, "[" AT(2, 1) "]");
+    expect_cursors(c2, id, "[" AT(3, 1) "]");
+    expect_one_step(f->c, id, "a\nb\nc");
+    /* the last line, without a line end, and a selection over two lines */
+    set_cursors(f->c, id, "[" SEL(2, 0, 3, 1) "]");
+    free(edit(f->c, "document/duplicateLines", id, NULL));
+    expect_content(f->c, id, "a\nb\nb\nc\nb\nc");
+    expect_cursors(f->c, id, "[" SEL(4, 0, 5, 1) "]");
+    test_client_disconnect(c2);
+    free(id);
+}
+
+static void test_move_lines(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f->c, "memory://m.txt", "\"a\\nb\\nc\"");
+    test_client *c2 = second_client(f, "memory://m.txt");
+    set_cursors(c2, id, "[" AT(0, 0) "]");
+    set_cursors(f->c, id, "[" AT(0, 1) "]");
+    char *r = edit(f->c, "document/moveLines", id, "\"direction\":\"down\"");
+    expect_int(r, "version", 2);
+    free(r);
+    expect_content(f->c, id, "b\na\nc");
+    expect_cursors(f->c, id, "[" AT(1, 1) "]");
+    /* the other client's caret was on the moved line: it moves with it */
+    expect_cursors(c2, id, "[" AT(1, 0) "]");
+    expect_one_step(f->c, id, "a\nb\nc");
+    free(edit(f->c, "document/moveLines", id, "\"direction\":\"down\""));
+    expect_content(f->c, id, "b\nc\na");
+    expect_cursors(f->c, id, "[" AT(2, 1) "]");
+    /* at the bottom already: nothing changes, no version */
+    r = ok(f->c, "document/version", "{\"documentId\":\"%s\"}", id);
+    int64_t version = 0;
+    assert_true(test_json_int(r, "version", &version));
+    free(r);
+    r = edit(f->c, "document/moveLines", id, "\"direction\":\"down\"");
+    expect_int(r, "version", version);
+    free(r);
+    free(edit(f->c, "document/moveLines", id, "\"direction\":\"up\""));
+    expect_content(f->c, id, "b\na\nc");
+    expect_cursors(f->c, id, "[" AT(1, 1) "]");
+    /* a selection of two lines that ends at the start of the next */
+    set_cursors(f->c, id, "[" SEL(0, 0, 2, 0) "]");
+    free(edit(f->c, "document/moveLines", id, "\"direction\":\"down\""));
+    expect_content(f->c, id, "c\nb\na");
+    expect_cursors(f->c, id, "[" SEL(1, 0, 2, 1) "]");
+    char *e = fails(f->c, -32602, "document/moveLines", "{\"documentId\":\"%s\",\"direction\":\"left\"}", id);
+    expect_message(e, "direction: must be up or down, got \"left\"");
+    test_client_disconnect(c2);
+    free(id);
+}
+
+/* ----- delete a word -------------------------------------------------------------------------- */
+
+static void test_delete_word(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f->c, "memory://w.txt", "\"foo bar baz\"");
+    test_client *c2 = second_client(f, "memory://w.txt");
+    set_cursors(c2, id, "[" AT(0, 9) "]");
+    set_cursors(f->c, id, "[" AT(0, 7) "]");
+    free(edit(f->c, "document/deleteWord", id, "\"direction\":\"left\""));
+    expect_content(f->c, id, "foo  baz");
+    expect_cursors(f->c, id, "[" AT(0, 4) "]");
+    expect_cursors(c2, id, "[" AT(0, 6) "]");
+    expect_one_step(f->c, id, "foo bar baz");
+    free(edit(f->c, "document/deleteWord", id, "\"direction\":\"right\""));
+    expect_content(f->c, id, "foo ");
+    /* two carets in one word delete it once */
+    OK(f->c, "document/setContent", "{\"documentId\":\"%s\",\"content\":\"one two\"}", id);
+    set_cursors(f->c, id, "[" AT(0, 5) "," AT(0, 6) "]");
+    free(edit(f->c, "document/deleteWord", id, "\"direction\":\"left\""));
+    expect_content(f->c, id, "one o");
+    char *e = fails(f->c, -32602, "document/deleteWord", "{\"documentId\":\"%s\",\"direction\":\"up\"}", id);
+    expect_message(e, "direction: must be left or right, got \"up\"");
+    e = fails(f->c, -32602, "document/deleteWord", "{\"documentId\":\"%s\"}", id);
+    free(e);
+    test_client_disconnect(c2);
+    free(id);
+}
+
+/* ----- comments ------------------------------------------------------------------------------------ */
+
+static void test_toggle_comment(void **state)
+{
+    fx *f = *state;
+    const char *text = "def f():\n    x = 1\n\n      y = 2\n";
+    char *id = open_doc(f->c, "memory://c.py", "\"def f():\\n    x = 1\\n\\n      y = 2\\n\"");
+    test_client *c2 = second_client(f, "memory://c.py");
+    set_cursors(c2, id, "[" AT(1, 4) "]");
+    set_cursors(f->c, id, "[" SEL(1, 2, 3, 3) "]");
+    free(edit(f->c, "document/toggleComment", id, NULL));
+    /* at the least indent; the blank line is left alone */
+    expect_content(f->c, id, "def f():\n    # x = 1\n\n    #   y = 2\n");
+    expect_cursors(c2, id, "[" AT(1, 6) "]");
+    expect_one_step(f->c, id, text);
+    free(edit(f->c, "document/toggleComment", id, NULL));
+    expect_content(f->c, id, text);
+    /* one commented line among others: all get commented */
+    OK(f->c, "document/setContent", "{\"documentId\":\"%s\",\"content\":\"x\\n# y\"}", id);
+    OK(f->c, "document/selectAll", "{\"documentId\":\"%s\"}", id);
+    free(edit(f->c, "document/toggleComment", id, NULL));
+    expect_content(f->c, id, "# x\n# # y");
+
+    char *r = ok(f->c, "document/open", "{\"uri\":\"memory://a.lua\",\"languageId\":\"lua\",\"content\":\"print(1)\"}");
+    char *lua = test_json_string(r, "documentId");
+    free(r);
+    free(edit(f->c, "document/toggleComment", lua, NULL));
+    expect_content(f->c, lua, "-- print(1)");
+    char *js = open_doc(f->c, "memory://a.js", "\"  // f()\"");
+    free(edit(f->c, "document/toggleComment", js, NULL));
+    expect_content(f->c, js, "  f()");
+
+    char *md = open_doc(f->c, "memory://a.md", "\"# title\"");
+    char *e = fails(f->c, -32602, "document/toggleComment", "{\"documentId\":\"%s\"}", md);
+    expect_message(e, "Language 'markdown' has no line comment");
+    test_client_disconnect(c2);
+    free(md);
+    free(js);
+    free(lua);
+    free(id);
+}
+
+/* ----- the indent unit --------------------------------------------------------------------- */
+
+static void expect_indent(test_client *c, const char *uri, const char *content_json, const char *want)
+{
+    char *id = open_doc(c, uri, content_json);
+    char *r = ok(c, "document/info", "{\"documentId\":\"%s\"}", id);
+    expect_raw(r, "indent", want);
+    free(r);
+    free(id);
+}
+
+static void test_indent_detected(void **state)
+{
+    fx *f = *state;
+    expect_indent(f->c, "memory://u1.txt", "\"plain\"", "{\"style\":\"spaces\",\"size\":4}");
+    expect_indent(f->c, "memory://u2.js", "\"a {\\n  b {\\n    c\\n  }\\n  d\\n}\"",
+                  "{\"style\":\"spaces\",\"size\":2}");
+    expect_indent(f->c, "memory://u3.c", "\"a {\\n\\tb;\\n\\tc;\\n  d\\n}\"",
+                  "{\"style\":\"tabs\",\"size\":4}");
+    /* the step between lines counts, not the depth: 8 spaces at level 2 of 4 */
+    expect_indent(f->c, "memory://u4.py", "\"a:\\n    b:\\n        c\\n    d\\n        e\"",
+                  "{\"style\":\"spaces\",\"size\":4}");
+}
+
+/* ----- refusals ------------------------------------------------------------------------------------- */
+
+static void test_refusals(void **state)
+{
+    fx *f = *state;
+    char *r = ok(f->c, "document/indent", "{\"documentId\":\"doc_nope\"}");
+    expect_bool(r, "success", false);
+    expect_str(r, "error", "Document not found");
+    free(r);
+    char *id = open_doc(f->c, "memory://ro.txt", "\"a\"");
+    OK(f->c, "document/close", "{\"documentId\":\"%s\"}", id);
+    free(id);
+    r = ok(f->c, "document/open", "{\"uri\":\"memory://ro2.txt\",\"content\":\"a\",\"readOnly\":true}");
+    id = test_json_string(r, "documentId");
+    free(r);
+    r = ok(f->c, "document/newline", "{\"documentId\":\"%s\"}", id);
+    expect_bool(r, "success", false);
+    expect_str(r, "error", "Document is read-only");
+    free(r);
+    expect_content(f->c, id, "a");
+    char *e = fails(f->c, -32602, "document/indent", "{}");
+    free(e);
+    free(id);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_indent_outdent), T(test_indent_with_tabs_and_a_caret),
+        T(test_newline),        T(test_duplicate_lines),
+        T(test_move_lines),     T(test_delete_word),
+        T(test_toggle_comment), T(test_indent_detected),
+        T(test_refusals),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
