@@ -720,8 +720,10 @@ static const ecp_method methods[] = {
      "Delete a range; one undo step",
      "{documentId: string, range: Range, groupWithPrevious?: boolean}"},
     {"document/replace", doc_method_replace, "1.0",
-     "Replace a range with text; one undo step",
-     "{documentId: string, range: Range, text: string, groupWithPrevious?: boolean}"},
+     "Replace a range with text; with query, replace the next match from the caller's primary cursor, "
+     "or every match; one undo step",
+     "{documentId: string, range?: Range, text?: string, groupWithPrevious?: boolean, query?: string, "
+     "replacement?: string, regex?: boolean, caseSensitive?: boolean, wholeWord?: boolean, all?: boolean}"},
     {"document/setContent", doc_method_set_content, "1.0",
      "Replace the whole text; one undo step, the cursor goes to the end",
      "{documentId: string, content: string}"},
@@ -813,6 +815,11 @@ static const ecp_method methods[] = {
     {"document/deleteWord", doc_method_delete_word, "1.0",
      "Delete each selection, or from each caret to the word boundary a move by word reaches; one undo step",
      "{documentId: string, direction: \"left\"|\"right\"}"},
+    {"document/find", doc_method_find, "1.0",
+     "Find a literal or a PCRE2 pattern: the matches (up to limit, around the current one), their total and "
+     "the current match's index",
+     "{documentId: string, query: string, regex?: boolean, caseSensitive?: boolean, wholeWord?: boolean, "
+     "from?: Position, backwards?: boolean, limit?: integer >= 0, range?: Range}"},
     {"document/toggleComment", doc_method_toggle_comment, "1.0",
      "Comment the lines the caller's cursors touch with the language's line comment, or uncomment them "
      "when all are; one undo step",

@@ -88,5 +88,7 @@ void doc_method_duplicate_lines(void *ctx, ecp_call *call);
 void doc_method_move_lines(void *ctx, ecp_call *call);
 void doc_method_delete_word(void *ctx, ecp_call *call);
 void doc_method_toggle_comment(void *ctx, ecp_call *call);
+void doc_method_find(void *ctx, ecp_call *call);
+void doc_method_replace_matches(void *ctx, ecp_call *call);
 
 #endif

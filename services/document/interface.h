@@ -380,6 +380,66 @@ int document_indent_of(document_service *self, const char *document_id, document
  * (trailing blanks aside) in '{', '[', '(' or ':'. Appends to out. */
 void document_newline_indent(const char *before, size_t len, const document_indent *unit, buf *out);
 
+/* ----- find and replace ------------------------------------------------------------ */
+
+/* What to look for: a literal (or a PCRE2 pattern with regex: `^` and `$`
+ * match at line ends), ignoring case unless case_sensitive, only where no
+ * word character ([A-Za-z0-9_]) runs on across either edge with whole_word;
+ * in range when has_range, else everywhere. */
+typedef struct document_find_options {
+    const char *query;
+    size_t query_len;
+    bool regex;
+    bool case_sensitive;
+    bool whole_word;
+    bool backwards;       /* the current match is the last before `from` */
+    bool has_from;
+    document_position from; /* default: the start (the end, backwards) */
+    size_t limit;         /* matches returned; 0: DOCUMENT_FIND_LIMIT */
+    bool has_range;
+    document_range range;
+} document_find_options;
+
+#define DOCUMENT_FIND_LIMIT ((size_t)1000)
+/* Matches counted (and replaced) at most. */
+#define DOCUMENT_FIND_TOTAL_MAX ((size_t)100000)
+/* A search of a text larger than this runs on the pool. */
+#define DOCUMENT_FIND_OFF_LOOP_BYTES ((size_t)1 << 20)
+
+/* A search: begun on the loop (the query compiled, positions checked, a
+ * snapshot taken), run on any thread, read and freed after. Refusals:
+ * ECP_ENOTFOUND, ECP_ERANGE for a position past the end, ECP_EINVAL for an
+ * empty query ("query: must not be empty") or a bad pattern ("query: invalid
+ * regular expression at offset N: <PCRE2's message>"). Running fails with
+ * ECP_EINVAL when a match costs too much backtracking. */
+typedef struct document_search document_search;
+document_search *document_search_begin(document_service *self, const char *document_id,
+                                       const document_find_options *options, ecp_position_encoding enc,
+                                       ecp_error *err);
+size_t document_search_length(const document_search *s); /* bytes to search */
+int document_search_run(document_search *s, ecp_error *err);
+/* Every match, counted up to DOCUMENT_FIND_TOTAL_MAX (*complete false when
+ * there were more). */
+size_t document_search_total(const document_search *s, bool *complete);
+/* The matches returned: at most `limit`, in document order, a window that
+ * starts at the current match (going backwards: ends at it) where the
+ * matches allow. */
+size_t document_search_count(const document_search *s);
+const document_range *document_search_match(const document_search *s, size_t index);
+/* The current match's index among those returned; false when none. */
+bool document_search_current(const document_search *s, size_t *index);
+void document_search_free(document_search *s);
+
+/* Replaces, as one undoable step by owner, every match (all) or the first
+ * that starts at or after the start of owner's primary selection (rounding
+ * the end), whose caret then goes after the replacement. With regex, `$n`
+ * and `${n}` in the replacement are group n and `$$` a dollar. *replaced: how
+ * many. Refusals as for a search, and as for an edit. */
+int document_replace_matches(document_service *self, const char *document_id, uint64_t owner,
+                             const document_find_options *options, const char *replacement, size_t replacement_len,
+                             bool all, ecp_position_encoding enc, uint64_t *version, size_t *replaced,
+                             ecp_error *err);
+
 /* Undo and redo, asked by owner: its cursors go back to those the step
  * recorded (its author's); everyone else's follow the text. ECP_ESTATE when
  * there is nothing to undo (redo). */

@@ -282,6 +282,135 @@ static void test_indent_detected(void **state)
                   "{\"style\":\"spaces\",\"size\":4}");
 }
 
+/* ----- find and replace ------------------------------------------------------------------------ */
+
+static void test_find(void **state)
+{
+    fx *f = *state;
+    char *id = open_doc(f->c, "memory://f.txt", "\"foo Foo food\\nbar foo\"");
+    char *r = ok(f->c, "document/find", "{\"documentId\":\"%s\",\"query\":\"foo\"}", id);
+    expect_raw(r, "", "{\"matches\":[" RANGE(0, 0, 0, 3) "," RANGE(0, 4, 0, 7) "," RANGE(0, 8, 0, 11) "," RANGE(
+                          1, 4, 1, 7) "],\"total\":4,\"current\":0}");
+    free(r);
+    r = ok(f->c, "document/find",
+           "{\"documentId\":\"%s\",\"query\":\"foo\",\"caseSensitive\":true,\"wholeWord\":true,"
+           "\"from\":{\"line\":0,\"column\":1}}",
+           id);
+    expect_raw(r, "", "{\"matches\":[" RANGE(0, 0, 0, 3) "," RANGE(1, 4, 1, 7) "],\"total\":2,\"current\":1}");
+    free(r);
+    /* backwards from the end of the first line: the last match before it */
+    r = ok(f->c, "document/find",
+           "{\"documentId\":\"%s\",\"query\":\"f(o+)\",\"regex\":true,\"backwards\":true,"
+           "\"from\":{\"line\":1,\"column\":0},\"limit\":2}",
+           id);
+    expect_raw(r, "", "{\"matches\":[" RANGE(0, 4, 0, 7) "," RANGE(0, 8, 0, 11) "],\"total\":4,\"current\":1}");
+    free(r);
+    r = ok(f->c, "document/find", "{\"documentId\":\"%s\",\"query\":\"zzz\"}", id);
+    expect_raw(r, "", "{\"matches\":[],\"total\":0}");
+    free(r);
+    /* empty matches advance: ^ finds each line once */
+    r = ok(f->c, "document/find", "{\"documentId\":\"%s\",\"query\":\"^\",\"regex\":true}", id);
+    expect_int(r, "total", 2);
+    free(r);
+    char *e = fails(f->c, -32602, "document/find", "{\"documentId\":\"%s\",\"query\":\"a(b\",\"regex\":true}", id);
+    expect_message(e, "query: invalid regular expression at offset 3: missing closing parenthesis");
+    e = fails(f->c, -32602, "document/find", "{\"documentId\":\"%s\",\"query\":\"\"}", id);
+    expect_message(e, "query: must not be empty");
+    e = fails(f->c, -32602, "document/find", "{\"documentId\":\"%s\",\"query\":\"a\",\"limit\":0}", id);
+    free(e);
+    e = fails(f->c, -32003, "document/find",
+              "{\"documentId\":\"%s\",\"query\":\"a\",\"from\":{\"line\":9,\"column\":0}}", id);
+    free(e);
+    e = fails(f->c, -32001, "document/find", "{\"documentId\":\"doc_nope\",\"query\":\"a\"}");
+    free(e);
+    /* a pattern that backtracks without end fails instead of holding the server */
+    OK(f->c, "document/setContent", "{\"documentId\":\"%s\",\"content\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\"}", id);
+    e = fails(f->c, -32602, "document/find", "{\"documentId\":\"%s\",\"query\":\"(a+)+$\\\\d\",\"regex\":true}", id);
+    free(e);
+    free(id);
+}
+
+/* Over 1 MiB the search runs on the pool; the answer is the same. */
+static void test_find_large(void **state)
+{
+    fx *f = *state;
+    size_t n = (size_t)3 << 19; /* 1.5 MiB of "x\n" lines, with a needle near the end */
+    buf content = BUF_INIT;
+    buf_append_str(&content, "{\"uri\":\"memory://big.txt\",\"content\":\"");
+    for (size_t i = 0; i < n / 3; i++)
+        buf_append(&content, "x\\n", 3);
+    buf_append_str(&content, "needle\"}");
+    buf_push(&content, '\0');
+    char *r = ok(f->c, "document/open", "%s", content.data);
+    buf_free(&content);
+    char *id = test_json_string(r, "documentId");
+    free(r);
+    r = ok(f->c, "document/find", "{\"documentId\":\"%s\",\"query\":\"NEEDLE\"}", id);
+    char want[256];
+    snprintf(want, sizeof want, "{\"matches\":[{\"start\":{\"line\":%zu,\"column\":0},\"end\":{\"line\":%zu,"
+             "\"column\":6}}],\"total\":1,\"current\":0}", n / 3, n / 3);
+    expect_raw(r, "", want);
+    free(r);
+    /* everything matches: the total is counted up to its bound, the list up to limit */
+    r = ok(f->c, "document/find", "{\"documentId\":\"%s\",\"query\":\"x\",\"limit\":3}", id);
+    expect_int(r, "total", 100000);
+    expect_bool(r, "totalCapped", true);
+    assert_int_equal(test_json_length(r, "matches"), 3);
+    free(r);
+    free(id);
+}
+
+static void test_replace(void **state)
+{
+    fx *f = *state;
+    const char *text = "a1 b22 a3\nc4";
+    char *id = open_doc(f->c, "memory://r.txt", "\"a1 b22 a3\\nc4\"");
+    test_client *c2 = second_client(f, "memory://r.txt");
+    set_cursors(c2, id, "[" AT(1, 2) "]");
+    set_cursors(f->c, id, "[" AT(0, 1) "]");
+    /* the next match from the cursor, then the caret after it */
+    char *r = ok(f->c, "document/replace",
+                 "{\"documentId\":\"%s\",\"query\":\"a\\\\d\",\"regex\":true,\"replacement\":\"<$0>\"}", id);
+    expect_bool(r, "success", true);
+    expect_int(r, "replaced", 1);
+    expect_raw(r, "cursors", "[" AT(0, 11) "]");
+    free(r);
+    expect_content(f->c, id, "a1 b22 <a3>\nc4");
+    expect_one_step(f->c, id, text);
+    /* every match, groups, in one step */
+    r = ok(f->c, "document/replace",
+           "{\"documentId\":\"%s\",\"query\":\"([a-z])(\\\\d+)\",\"regex\":true,\"replacement\":\"$2${1}$$\","
+           "\"all\":true}",
+           id);
+    expect_int(r, "replaced", 4);
+    free(r);
+    expect_content(f->c, id, "1a$ 22b$ <3a$>\n4c$");
+    expect_cursors(c2, id, "[" AT(1, 3) "]");
+    OK(f->c, "document/undo", "{\"documentId\":\"%s\"}", id);
+    expect_content(f->c, id, "a1 b22 <a3>\nc4");
+    /* literal: $ is itself; a range bounds it */
+    r = ok(f->c, "document/replace",
+           "{\"documentId\":\"%s\",\"query\":\"A\",\"replacement\":\"$1\",\"all\":true,\"range\":" RANGE(0, 0, 0, 5) "}",
+           id);
+    expect_int(r, "replaced", 1);
+    free(r);
+    expect_content(f->c, id, "$11 b22 <a3>\nc4");
+    /* nothing found: no step */
+    r = ok(f->c, "document/replace", "{\"documentId\":\"%s\",\"query\":\"zz\",\"replacement\":\"y\"}", id);
+    expect_int(r, "replaced", 0);
+    free(r);
+    char *e = fails(f->c, -32602, "document/replace",
+                    "{\"documentId\":\"%s\",\"query\":\"(\",\"regex\":true,\"replacement\":\"\"}", id);
+    expect_message(e, "query: invalid regular expression at offset 1: missing closing parenthesis");
+    e = fails(f->c, -32602, "document/replace", "{\"documentId\":\"%s\",\"query\":\"a\"}", id);
+    free(e);
+    /* without a query it is still the replacement of a range */
+    OK(f->c, "document/replace", "{\"documentId\":\"%s\",\"range\":" RANGE(1, 0, 1, 2) ",\"text\":\"Z\"}", id);
+    expect_content(f->c, id, "$11 b22 <a3>\nZ");
+    test_client_disconnect(c2);
+    free(id);
+}
+
 /* ----- refusals ------------------------------------------------------------------------------------- */
 
 static void test_refusals(void **state)
@@ -315,7 +444,8 @@ int main(void)
         T(test_newline),        T(test_duplicate_lines),
         T(test_move_lines),     T(test_delete_word),
         T(test_toggle_comment), T(test_indent_detected),
-        T(test_refusals),
+        T(test_find),           T(test_find_large),
+        T(test_replace),        T(test_refusals),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1070,7 +1070,8 @@ static void test_methods_listed(void **state)
         "selectAll",  "clearSelections", "selections", "undo",      "redo",            "canUndo",
         "canRedo",    "isDirty",     "markClean",   "positionToOffset", "offsetToPosition", "wordAtPosition",
         "save",       "reload",      "edit",        "type",         "viewport",        "indent",
-        "outdent",    "newline",     "duplicateLines", "moveLines", "deleteWord",      "toggleComment",
+        "outdent",    "newline",     "duplicateLines", "moveLines", "deleteWord",      "find",
+        "toggleComment",
     };
     char *r = ok(f->c, "ecp/methods", "{\"namespace\":\"document\"}");
     size_t count = sizeof names / sizeof names[0];
