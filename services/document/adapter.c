@@ -662,6 +662,18 @@ static void m_info(void *ctx, ecp_call *call)
         jw_key_int(w, "size", (int64_t)indent.size);
         jw_object_end(w);
     }
+    /* the rest of what its .editorconfig says, each only when it says it */
+    document_format format;
+    if (document_format_of(ad->svc, id.ptr, &format, NULL) == 0) {
+        if (format.end_of_line[0])
+            jw_key_string(w, "endOfLine", format.end_of_line);
+        if (format.charset[0])
+            jw_key_string(w, "charset", format.charset);
+        if (format.insert_final_newline >= 0)
+            jw_key_bool(w, "insertFinalNewline", format.insert_final_newline == 1);
+        if (format.trim_trailing_whitespace >= 0)
+            jw_key_bool(w, "trimTrailingWhitespace", format.trim_trailing_whitespace == 1);
+    }
     jw_object_end(w);
     ecp_call_finish(call);
 }

@@ -116,7 +116,7 @@ int document_indent_of(document_service *self, const char *document_id, document
     document *doc = document__find(self, document_id, err);
     if (!doc)
         return ECP_ENOTFOUND;
-    *out = document__indent(doc);
+    *out = document__indent(self, doc);
     return 0;
 }
 
@@ -263,10 +263,10 @@ static void unit_text(const document_indent *unit, buf *out)
             buf_push(out, ' ');
 }
 
-static void indent_lines(const document *doc, const line_span *spans, size_t n, bool outdent, edit_list *l)
+static void indent_lines(document_service *svc, document *doc, const line_span *spans, size_t n, bool outdent, edit_list *l)
 {
     const piece_tree *t = doc->tree;
-    document_indent unit = document__indent(doc);
+    document_indent unit = document__indent(svc, doc);
     buf text = BUF_INIT;
     unit_text(&unit, &text);
     for (size_t s = 0; s < n; s++) {
@@ -293,10 +293,10 @@ static void indent_lines(const document *doc, const line_span *spans, size_t n, 
     buf_free(&text);
 }
 
-static void newline_at_cursors(const document *doc, const doc_cursor_set *set, edit_list *l)
+static void newline_at_cursors(document_service *svc, document *doc, const doc_cursor_set *set, edit_list *l)
 {
     const piece_tree *t = doc->tree;
-    document_indent unit = document__indent(doc);
+    document_indent unit = document__indent(svc, doc);
     buf before = BUF_INIT, text = BUF_INIT;
     for (size_t i = 0; i < set->count; i++) {
         const doc_cursor *c = &set->items[i];
@@ -528,10 +528,10 @@ int document_run_command(document_service *self, const char *document_id, uint64
     switch (command) {
     case DOCUMENT_INDENT:
     case DOCUMENT_OUTDENT:
-        indent_lines(doc, spans, n, command == DOCUMENT_OUTDENT, &l);
+        indent_lines(self, doc, spans, n, command == DOCUMENT_OUTDENT, &l);
         break;
     case DOCUMENT_NEWLINE:
-        newline_at_cursors(doc, mine, &l);
+        newline_at_cursors(self, doc, mine, &l);
         policy = DOC_CURSORS_EACH_END;
         break;
     case DOCUMENT_DUPLICATE_LINES:
@@ -561,7 +561,8 @@ int document_run_command(document_service *self, const char *document_id, uint64
     return rc;
 }
 
-document_indent document__indent(const document *doc)
+document_indent document__indent(document_service *svc, document *doc)
 {
-    return document__detect_indent(doc);
+    const document_format *format = document__format(svc, doc);
+    return format->has_indent ? format->indent : document__detect_indent(doc);
 }

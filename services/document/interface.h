@@ -368,7 +368,8 @@ typedef struct document_indent {
     size_t size; /* columns of one unit (a tab's width with tabs) */
 } document_indent;
 
-/* Detected from the document's own lines: the most common step between the
+/* The unit from the document's .editorconfig (document_format_of) when it
+ * says, else detected from the document's own lines: the most common step between the
  * leading spaces of consecutive indented lines, tabs when most indented lines
  * start with a tab; spaces of 4 when nothing tells. Reads at most the first
  * DOCUMENT_INDENT_SCAN_LINES lines. */
@@ -379,6 +380,26 @@ int document_indent_of(document_service *self, const char *document_id, document
  * starts with: before's leading whitespace, plus one unit when before ends
  * (trailing blanks aside) in '{', '[', '(' or ':'. Appends to out. */
 void document_newline_indent(const char *before, size_t len, const document_indent *unit, buf *out);
+
+/* What the document's .editorconfig files say (document_service_set_workspace
+ * names the workspace: only files inside it are read, none above its root,
+ * each bounded in size and sections; a document outside it, or without a
+ * file, has none). Unset fields: has_indent false, empty strings, -1. Read
+ * once per document (and again after a save as). */
+typedef struct document_format {
+    bool has_indent;
+    document_indent indent;
+    char end_of_line[8]; /* "lf", "crlf", "cr" or "" */
+    char charset[16];
+    int insert_final_newline;     /* 1, 0, or -1 for unset */
+    int trim_trailing_whitespace; /* 1, 0, or -1 for unset */
+} document_format;
+
+int document_format_of(document_service *self, const char *document_id, document_format *out, ecp_error *err);
+
+/* The workspace root (NULL: none), copied; .editorconfig files are read
+ * only inside it. */
+void document_service_set_workspace(document_service *self, const char *root);
 
 /* ----- find and replace ------------------------------------------------------------ */
 

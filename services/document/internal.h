@@ -163,6 +163,9 @@ typedef struct document {
     /* Marks inside long lines (text.c). A pointer, so that conversions,
      * which take a const document, may lay them down. */
     struct doc_columns *columns;
+    /* What its .editorconfig says, read on first need (editorconfig.c). */
+    bool format_known;
+    document_format format;
 } document;
 
 struct document_service {
@@ -189,6 +192,7 @@ struct document_service {
     uint64_t next_state_id; /* history state ids, unique across the service */
     struct doc_task *opening; /* opens reading on the pool: a second open of the file joins one */
     struct doc_task *saving;  /* saves writing on the pool, each with the saves of its file queued behind it */
+    char *workspace;          /* resolved; NULL: no .editorconfig is read */
 };
 
 /* ----- text.c: columns, offsets and words --------------------------------- */
@@ -467,9 +471,22 @@ bool document__can_redo(const document *doc);
 
 /* The document's indent unit: its .editorconfig's when it says, else
  * document__detect_indent's. */
-document_indent document__indent(const document *doc);
+document_indent document__indent(document_service *svc, document *doc);
 /* The unit the document's own lines use (document_indent_of). */
 document_indent document__detect_indent(const document *doc);
+
+/* ----- editorconfig.c ------------------------------------------------------------ */
+
+/* What the .editorconfig files between `workspace` (resolved) and `file`
+ * say about file; nothing when either is NULL or file lies outside. */
+void document__editorconfig(const char *workspace, const char *file, document_format *out);
+/* The document's, read once. */
+const document_format *document__format(document_service *svc, document *doc);
+/* Before a save to path (the document's own file, or a save as): what
+ * trim_trailing_whitespace = true and insert_final_newline = true ask for,
+ * as one undoable edit by the server (none when nothing changes, and none
+ * for a text over 8 MiB). */
+void document__format_for_save(document_service *svc, document *doc, const char *path);
 
 /* ----- local.c: shared by the files above ---------------------------------- */
 

@@ -282,6 +282,134 @@ static void test_indent_detected(void **state)
                   "{\"style\":\"spaces\",\"size\":4}");
 }
 
+/* ----- .editorconfig --------------------------------------------------------------------------- */
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    write_bytes(path, text, strlen(text), 0644);
+}
+
+static char *open_file(test_client *c, const char *dir, const char *name)
+{
+    char *r = ok(c, "document/open", "{\"uri\":\"file://%s/%s\"}", dir, name);
+    char *id = test_json_string(r, "documentId");
+    free(r);
+    return id;
+}
+
+static char *info_of(test_client *c, const char *id)
+{
+    return ok(c, "document/info", "{\"documentId\":\"%s\"}", id);
+}
+
+static void test_editorconfig(void **state)
+{
+    fx *f = *state;
+    /* a server whose workspace is dir/ws, with a .editorconfig above it that must not be read */
+    char ws[128], sub[160], big[160];
+    snprintf(ws, sizeof ws, "%s/ws", f->dir);
+    snprintf(sub, sizeof sub, "%s/sub", ws);
+    snprintf(big, sizeof big, "%s/big", ws);
+    assert_int_equal(mkdir(ws, 0755), 0);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    assert_int_equal(mkdir(big, 0755), 0);
+    put_file(f->dir, ".editorconfig", "[*.md]\nindent_size = 7\n[*.txt]\ncharset = latin1\n");
+    put_file(ws, ".editorconfig",
+             "[*]\nindent_style = tab\ntrim_trailing_whitespace = true\ninsert_final_newline = true\n"
+             "[*.py]\nindent_style = space\nindent_size = 2\nend_of_line = lf\ncharset = utf-8\n");
+    /* a link is not followed; a file past the bounds is not read */
+    char link[200];
+    snprintf(link, sizeof link, "%s/.editorconfig", sub);
+    assert_int_equal(symlink("../.editorconfig-elsewhere", link), 0);
+    put_file(ws, ".editorconfig-elsewhere", "[*]\nindent_size = 3\nindent_style = space\n");
+    buf huge = BUF_INIT;
+    buf_append_str(&huge, "[*]\nindent_style = space\nindent_size = 5\n");
+    while (huge.len < (70 << 10))
+        buf_append_str(&huge, "# padding padding padding padding padding padding padding padding\n");
+    buf_push(&huge, '\0');
+    put_file(big, ".editorconfig", huge.data);
+    buf_free(&huge);
+    put_file(ws, "a.py", "x = 1\n");
+    put_file(ws, "b.c", "int x;\n");
+    put_file(ws, "c.md", "# t\n");
+    put_file(ws, "t.txt", "a  \nb\t");
+    put_file(sub, "s.c", "int y;\n");
+    put_file(big, "g.c", "int z;\n");
+    put_file(f->dir, "out.py", "x\n");
+
+    /* the private copy lives in TMPDIR: one planted there is not read either */
+    char tmpd[160];
+    snprintf(tmpd, sizeof tmpd, "%s/tmp", f->dir);
+    assert_int_equal(mkdir(tmpd, 0700), 0);
+    put_file(tmpd, ".editorconfig", "[*.c]\ncharset = latin1\n");
+    setenv("TMPDIR", tmpd, 1);
+    test_server *s = test_server_new(&(test_server_options){.workspace = ws});
+    test_client *c = test_client_connect(s);
+    char *py = open_file(c, ws, "a.py");
+    char *r = info_of(c, py);
+    expect_raw(r, "indent", "{\"style\":\"spaces\",\"size\":2}");
+    expect_str(r, "endOfLine", "lf");
+    expect_str(r, "charset", "utf-8");
+    expect_bool(r, "insertFinalNewline", true);
+    expect_bool(r, "trimTrailingWhitespace", true);
+    free(r);
+    char *cc = open_file(c, ws, "b.c");
+    r = info_of(c, cc);
+    expect_raw(r, "indent", "{\"style\":\"tabs\",\"size\":4}");
+    assert_false(test_json_has(r, "charset")); /* the one above the workspace is not read */
+    free(r);
+    free(edit(c, "document/indent", cc, NULL));
+    expect_content(c, cc, "\tint x;\n");
+    char *md = open_file(c, ws, "c.md");
+    r = info_of(c, md);
+    expect_raw(r, "indent", "{\"style\":\"tabs\",\"size\":4}");
+    free(r);
+    char *sc = open_file(c, sub, "s.c");
+    r = info_of(c, sc);
+    expect_raw(r, "indent", "{\"style\":\"tabs\",\"size\":4}");
+    free(r);
+    char *gc = open_file(c, big, "g.c");
+    r = info_of(c, gc);
+    expect_raw(r, "indent", "{\"style\":\"tabs\",\"size\":4}");
+    free(r);
+    char *out = open_file(c, f->dir, "out.py");
+    r = info_of(c, out);
+    assert_false(test_json_has(r, "trimTrailingWhitespace"));
+    expect_raw(r, "indent", "{\"style\":\"spaces\",\"size\":4}");
+    free(r);
+
+    /* a save trims trailing blanks and ends the file with a line end, as one undoable edit */
+    char *txt = open_file(c, ws, "t.txt");
+    OK(c, "document/insert", "{\"documentId\":\"%s\",\"position\":{\"line\":0,\"column\":0},\"text\":\"z \"}", txt);
+    r = ok(c, "document/save", "{\"documentId\":\"%s\"}", txt);
+    expect_bool(r, "success", true);
+    free(r);
+    expect_content(c, txt, "z a\nb\n");
+    char path[256], got[64] = {0};
+    snprintf(path, sizeof path, "%s/t.txt", ws);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    size_t n = fread(got, 1, sizeof got - 1, fp);
+    fclose(fp);
+    assert_int_equal(n, 6);
+    assert_string_equal(got, "z a\nb\n");
+    expect_dirty(c, txt, false);
+    OK(c, "document/undo", "{\"documentId\":\"%s\"}", txt);
+    expect_content(c, txt, "z a  \nb\t");
+
+    free(txt);
+    free(out);
+    free(gc);
+    free(sc);
+    free(md);
+    free(cc);
+    free(py);
+    test_server_free(s);
+    unsetenv("TMPDIR");
+}
+
 /* ----- find and replace ------------------------------------------------------------------------ */
 
 static void test_find(void **state)
@@ -444,7 +572,7 @@ int main(void)
         T(test_newline),        T(test_duplicate_lines),
         T(test_move_lines),     T(test_delete_word),
         T(test_toggle_comment), T(test_indent_detected),
-        T(test_find),           T(test_find_large),
+        T(test_editorconfig),   T(test_find),           T(test_find_large),
         T(test_replace),        T(test_refusals),
     };
 #undef T
