@@ -369,6 +369,10 @@ void document__cursors_shift(doc_cursor_set *set, size_t offset, size_t deleted,
  * the primary survives a merge. */
 void document__cursors_normalize(doc_cursor_set *set, size_t length);
 
+/* The start of the character (extended grapheme cluster) that holds p; p
+ * itself when a character starts there. */
+size_t document__snap_to_character(const piece_tree *t, size_t p);
+
 /* Where a move by word from p goes: to the end (start) of the next
  * (previous) word on the line, or across the line end at the line's end
  * (start). */

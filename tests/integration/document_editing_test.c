@@ -282,6 +282,48 @@ static void test_indent_detected(void **state)
                   "{\"style\":\"spaces\",\"size\":4}");
 }
 
+/* ----- characters are grapheme clusters ---------------------------------------------------------- */
+
+static void move(test_client *c, const char *id, const char *dir)
+{
+    OK(c, "document/moveCursors", "{\"documentId\":\"%s\",\"direction\":\"%s\"}", id, dir);
+}
+
+static void test_graphemes(void **state)
+{
+    fx *f = *state;
+    /* columns in UTF-16 units: 👍🏽 is 4, the family (man ZWJ woman ZWJ girl) 8, e + U+0301 2 */
+    char *id = open_doc(f->c, "memory://g.txt",
+                        "\"a\\ud83d\\udc4d\\ud83c\\udffdb\\ne\\u0301x\\n\\ud83d\\udc68\\u200d\\ud83d\\udc69"
+                        "\\u200d\\ud83d\\udc67z\"");
+    set_cursors(f->c, id, "[" AT(0, 1) "]");
+    move(f->c, id, "right");
+    expect_cursors(f->c, id, "[" AT(0, 5) "]");
+    move(f->c, id, "left");
+    expect_cursors(f->c, id, "[" AT(0, 1) "]");
+    set_cursors(f->c, id, "[" AT(0, 3) "]"); /* between the thumb and its skin tone */
+    expect_cursors(f->c, id, "[" AT(0, 1) "]");
+    set_cursors(f->c, id, "[" AT(1, 0) "]");
+    move(f->c, id, "right");
+    expect_cursors(f->c, id, "[" AT(1, 2) "]");
+    set_cursors(f->c, id, "[" AT(1, 1) "]");
+    expect_cursors(f->c, id, "[" AT(1, 0) "]");
+    set_cursors(f->c, id, "[" AT(2, 0) "]");
+    move(f->c, id, "right");
+    expect_cursors(f->c, id, "[" AT(2, 8) "]");
+    move(f->c, id, "left");
+    expect_cursors(f->c, id, "[" AT(2, 0) "]");
+    OK(f->c, "document/addCursor", "{\"documentId\":\"%s\",\"position\":{\"line\":2,\"column\":5}}", id);
+    expect_cursors(f->c, id, "[" AT(2, 0) "]"); /* snapped onto the first, and merged */
+    /* left across a line end, and right onto the next line */
+    set_cursors(f->c, id, "[" AT(1, 0) "]");
+    move(f->c, id, "left");
+    expect_cursors(f->c, id, "[" AT(0, 6) "]");
+    move(f->c, id, "right");
+    expect_cursors(f->c, id, "[" AT(1, 0) "]");
+    free(id);
+}
+
 /* ----- .editorconfig --------------------------------------------------------------------------- */
 
 static void put_file(const char *dir, const char *name, const char *text)
@@ -572,7 +614,7 @@ int main(void)
         T(test_newline),        T(test_duplicate_lines),
         T(test_move_lines),     T(test_delete_word),
         T(test_toggle_comment), T(test_indent_detected),
-        T(test_editorconfig),   T(test_find),           T(test_find_large),
+        T(test_graphemes),      T(test_editorconfig),   T(test_find),           T(test_find_large),
         T(test_replace),        T(test_refusals),
     };
 #undef T
