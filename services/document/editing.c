@@ -340,54 +340,107 @@ static void duplicate_lines(const document *doc, const line_span *spans, size_t 
     }
 }
 
+/* One span's move: offsets in [block_lo, block_hi] shift by block_by, those
+ * in the neighbour line [next_lo, next_hi] by next_by. */
+typedef struct line_move {
+    size_t block_lo, block_hi;
+    long block_by;
+    size_t next_lo, next_hi;
+    long next_by;
+} line_move;
+
+static size_t moved_offset(const line_move *moves, size_t n, size_t p)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p >= moves[i].block_lo && p <= moves[i].block_hi)
+            return (size_t)((long)p + moves[i].block_by);
+        if (p >= moves[i].next_lo && p <= moves[i].next_hi)
+            return (size_t)((long)p + moves[i].next_by);
+    }
+    return p;
+}
+
 /* Each span swaps with its neighbour line: the neighbour is taken out and
- * put back on the other side, so the span's own text (and every cursor in
- * it) only shifts. Owner's cursors in a span that moved shift with it. */
-static void move_lines(const document *doc, const line_span *spans, size_t n, bool up, doc_cursor_set *owner_after,
-                       edit_list *l)
+ * put back on the other side. Every client's cursors on either go with
+ * their text (moves says how). Returns how many spans move. */
+static size_t move_lines(const document *doc, const line_span *spans, size_t n, bool up, line_move *moves,
+                         edit_list *l)
 {
     const piece_tree *t = doc->tree;
-    size_t count = piece_tree_line_count(t);
-    long *delta = xcalloc(n ? n : 1, sizeof *delta);
+    size_t count = piece_tree_line_count(t), length = piece_tree_length(t), m = 0;
     for (size_t s = 0; s < n; s++) {
         size_t first = spans[s].first, last = spans[s].last;
         if (up ? first == 0 : last + 1 >= count)
             continue;
         size_t bstart = piece_tree_line_start(t, first), bend = line_end(t, last);
+        size_t blen = bend - bstart;
         if (up) {
             size_t pstart = piece_tree_line_start(t, first - 1);
             size_t plen = bstart - pstart; /* with its '\n' */
             edits_add(l, pstart, bstart, "", 0);
-            if (bend < piece_tree_length(t))
+            if (bend < length)
                 edits_add_copy(l, t, bend + 1, bend + 1, pstart, plen, NULL, NULL);
             else /* the last line has no '\n': the neighbour comes after one */
                 edits_add_copy(l, t, bend, bend, pstart, plen - 1, "\n", NULL);
-            delta[s] = -(long)plen;
+            moves[m++] = (line_move){bstart, bend, -(long)plen, pstart, bstart - 1, (long)blen + 1};
         } else {
             size_t nstart = bend + 1, nend = line_end(t, last + 1);
-            if (nend < piece_tree_length(t)) {
+            if (nend < length) {
                 edits_add(l, nstart, nend + 1, "", 0);
                 edits_add_copy(l, t, bstart, bstart, nstart, nend + 1 - nstart, NULL, NULL);
-                delta[s] = (long)(nend + 1 - nstart);
             } else { /* the neighbour is the last line, without '\n' */
                 edits_add(l, bend, nend, "", 0);
                 edits_add_copy(l, t, bstart, bstart, nstart, nend - nstart, NULL, "\n");
-                delta[s] = (long)(nend - nstart + 1);
+            }
+            moves[m++] = (line_move){bstart, bend, (long)(nend - nstart + 1), nstart, nend, -(long)blen - 1};
+        }
+    }
+    return m;
+}
+
+/* Where every client's cursors go (after[p] for parties[p]), worked out on
+ * the text before the move: the caller's with the spans their lines are in
+ * (a selection that ends at the start of the line below goes with it),
+ * everyone else's with the text they stand in. */
+static doc_cursor_set *cursors_after_move(const document *doc, uint64_t owner, const line_move *moves, size_t m)
+{
+    doc_cursor_set *after = xcalloc(doc->party_count ? doc->party_count : 1, sizeof *after);
+    for (size_t p = 0; p < doc->party_count; p++) {
+        doc_cursor_set *set = &after[p];
+        document__cursors_copy(set, &doc->parties[p]->cursors);
+        for (size_t i = 0; i < set->count; i++) {
+            doc_cursor *c = &set->items[i];
+            if (doc->parties[p]->owner != owner) {
+                c->anchor = moved_offset(moves, m, c->anchor);
+                c->active = moved_offset(moves, m, c->active);
+                continue;
+            }
+            line_span mine = cursor_lines(doc->tree, c);
+            size_t lo = piece_tree_line_start(doc->tree, mine.first);
+            for (size_t k = 0; k < m; k++) {
+                if (lo >= moves[k].block_lo && lo <= moves[k].block_hi) {
+                    c->anchor = (size_t)((long)c->anchor + moves[k].block_by);
+                    c->active = (size_t)((long)c->active + moves[k].block_by);
+                    break;
+                }
             }
         }
     }
-    for (size_t i = 0; i < owner_after->count; i++) {
-        doc_cursor *c = &owner_after->items[i];
-        line_span mine = cursor_lines(t, c);
-        for (size_t s = 0; s < n; s++) {
-            if (mine.first >= spans[s].first && mine.last <= spans[s].last) {
-                c->anchor = (size_t)((long)c->anchor + delta[s]);
-                c->active = (size_t)((long)c->active + delta[s]);
-                break;
-            }
+    return after;
+}
+
+static void place_moved(document *doc, uint64_t owner, doc_cursor_set *after)
+{
+    size_t length = piece_tree_length(doc->tree);
+    for (size_t p = 0; p < doc->party_count; p++) {
+        if (doc->parties[p]->owner == owner) {
+            document__place_cursors(doc, owner, &after[p]);
+        } else {
+            document__cursors_free(&doc->parties[p]->cursors);
+            document__cursors_copy(&doc->parties[p]->cursors, &after[p]);
+            document__cursors_normalize(&doc->parties[p]->cursors, length);
         }
     }
-    free(delta);
 }
 
 typedef struct range {
@@ -523,7 +576,10 @@ int document_run_command(document_service *self, const char *document_id, uint64
     bool touching = command == DOCUMENT_MOVE_LINES_UP || command == DOCUMENT_MOVE_LINES_DOWN ||
                     command == DOCUMENT_DUPLICATE_LINES;
     size_t n = touched_lines(doc, mine, touching, &spans);
-    doc_cursor_set after = {0};
+    line_move *moves = NULL;
+    size_t moved = 0;
+    doc_cursor_set *after = NULL; /* every client's cursors, when lines move */
+    size_t parties = 0;
     doc_cursor_policy policy = DOC_CURSORS_FOLLOW;
     switch (command) {
     case DOCUMENT_INDENT:
@@ -539,8 +595,10 @@ int document_run_command(document_service *self, const char *document_id, uint64
         break;
     case DOCUMENT_MOVE_LINES_UP:
     case DOCUMENT_MOVE_LINES_DOWN:
-        document__cursors_copy(&after, mine);
-        move_lines(doc, spans, n, command == DOCUMENT_MOVE_LINES_UP, &after, &l);
+        moves = xmalloc((n ? n : 1) * sizeof *moves);
+        moved = move_lines(doc, spans, n, command == DOCUMENT_MOVE_LINES_UP, moves, &l);
+        parties = doc->party_count;
+        after = cursors_after_move(doc, owner, moves, moved);
         break;
     case DOCUMENT_DELETE_WORD_LEFT:
     case DOCUMENT_DELETE_WORD_RIGHT:
@@ -550,12 +608,15 @@ int document_run_command(document_service *self, const char *document_id, uint64
         toggle_comment(doc, spans, n, token, &l);
         break;
     }
-    uint64_t before = doc->version;
+    uint64_t version_before = doc->version;
     int rc = edits_apply(self, doc, owner, &l, policy, version, err);
-    if (rc == 0 && after.items && doc->version != before)
-        document__place_cursors(doc, owner, &after);
-    if (after.items)
-        document__cursors_free(&after);
+    /* an edit adds no party: after[] still matches doc->parties[] */
+    if (rc == 0 && after && doc->version != version_before && parties == doc->party_count)
+        place_moved(doc, owner, after);
+    for (size_t p = 0; p < parties; p++)
+        document__cursors_free(&after[p]);
+    free(after);
+    free(moves);
     edits_free(&l);
     free(spans);
     return rc;
