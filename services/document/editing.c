@@ -26,7 +26,7 @@ const char *document_line_comment(const char *language_id)
         {"jsonc", "//"},      {"python", "#"},        {"shellscript", "#"},  {"shell", "#"},
         {"bash", "#"},        {"yaml", "#"},          {"toml", "#"},         {"ruby", "#"},
         {"perl", "#"},        {"r", "#"},             {"makefile", "#"},     {"dockerfile", "#"},
-        {"cmake", "#"},       {"lua", "--"},          {"sql", "--"},         {"haskell", "--"},
+        {"cmake", "#"},       {"graphql", "#"},     {"lua", "--"},          {"sql", "--"},         {"haskell", "--"},
     };
     if (!language_id)
         return NULL;
