@@ -625,5 +625,12 @@ int document_run_command(document_service *self, const char *document_id, uint64
 document_indent document__indent(document_service *svc, document *doc)
 {
     const document_format *format = document__format(svc, doc);
-    return format->has_indent ? format->indent : document__detect_indent(doc);
+    if (format->has_indent)
+        return format->indent;
+    /* each Enter asks: the scan is done once per version of the text */
+    if (doc->detected_version != doc->version) {
+        doc->detected = document__detect_indent(doc);
+        doc->detected_version = doc->version;
+    }
+    return doc->detected;
 }

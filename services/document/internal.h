@@ -166,6 +166,9 @@ typedef struct document {
     /* What its .editorconfig says, read on first need (editorconfig.c). */
     bool format_known;
     document_format format;
+    /* The indent unit its lines use, as of detected_version (0: never). */
+    uint64_t detected_version;
+    document_indent detected;
 } document;
 
 struct document_service {
