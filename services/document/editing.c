@@ -627,10 +627,16 @@ document_indent document__indent(document_service *svc, document *doc)
     const document_format *format = document__format(svc, doc);
     if (format->has_indent)
         return format->indent;
-    /* each Enter asks: the scan is done once per version of the text */
-    if (doc->detected_version != doc->version) {
+    /* Each Enter and each document/info asks. One edit seldom changes a
+     * file's indent style, so the scan is repeated only after one edit per 64
+     * lines it reads: at most 64 lines scanned per edit, amortised, however
+     * large the document and however often it is asked. */
+    uint64_t edits_since = doc->version - doc->detected_version;
+    if (doc->detected_version == 0 || (edits_since > 0 && edits_since >= 1 + doc->detected_lines / 64)) {
+        size_t count = piece_tree_line_count(doc->tree);
         doc->detected = document__detect_indent(doc);
         doc->detected_version = doc->version;
+        doc->detected_lines = count < DOCUMENT_INDENT_SCAN_LINES ? count : DOCUMENT_INDENT_SCAN_LINES;
     }
     return doc->detected;
 }

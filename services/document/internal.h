@@ -166,8 +166,10 @@ typedef struct document {
     /* What its .editorconfig says, read on first need (editorconfig.c). */
     bool format_known;
     document_format format;
-    /* The indent unit its lines use, as of detected_version (0: never). */
+    /* The indent unit its lines use, as of detected_version (0: never), read
+     * from its first detected_lines lines. */
     uint64_t detected_version;
+    size_t detected_lines;
     document_indent detected;
 } document;
 

@@ -9,6 +9,7 @@ ecp/ping, document/info, document/insert and document/lines in turn, on
 documents every client shares. Prints one line:
 
   B11 clients=32 requests=320000 errors=0 req_per_s=... p50_us=... p99_us=... rss_before_kb=... rss_after_kb=...
+      server_cpu_us_per_req=...
 
 There is no comparator: the figures are checked against the targets (no
 errors, p99 <= 5 ms, RSS flat beyond caches).
@@ -25,6 +26,13 @@ import tempfile
 import time
 
 DOCUMENTS = 4
+
+
+def cpu_seconds(pid):
+    # utime + stime of the server: a figure that other load on the machine disturbs less than latency
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_kb(pid):
@@ -99,6 +107,7 @@ def main():
         docs = [setup.call("document/open", {"uri": "untitled:b11-%d" % d, "content": text})["result"]["documentId"]
                 for d in range(DOCUMENTS)]
         rss_before = rss_kb(srv.pid)
+        cpu_before = cpu_seconds(srv.pid)
         out = multiprocessing.Queue()
         procs = [multiprocessing.Process(target=client, args=(path, docs, requests, k, out)) for k in range(clients)]
         start = time.time()
@@ -109,6 +118,7 @@ def main():
         for p in procs:
             p.join()
         rss_after = rss_kb(srv.pid)
+        cpu = cpu_seconds(srv.pid) - cpu_before
         lat = sorted(x for r in results for x in r[0])
         errors = sum(r[1] for r in results)
 
@@ -116,8 +126,9 @@ def main():
             return lat[min(len(lat) - 1, int(len(lat) * p))] / 1000.0
 
         print("B11 clients=%d requests=%d errors=%d req_per_s=%.0f p50_us=%.1f p99_us=%.1f "
-              "rss_before_kb=%d rss_after_kb=%d" % (clients, len(lat), errors, len(lat) / wall, pct(0.5), pct(0.99),
-                                                    rss_before, rss_after))
+              "rss_before_kb=%d rss_after_kb=%d server_cpu_us_per_req=%.1f"
+              % (clients, len(lat), errors, len(lat) / wall, pct(0.5), pct(0.99), rss_before, rss_after,
+                 cpu * 1e6 / len(lat)))
         setup.s.close()
     finally:
         srv.send_signal(signal.SIGTERM)
