@@ -194,7 +194,6 @@ syntax_grammars *syntax_grammars_new(const char *query_dir, ecp_logger *log)
         syntax_grammar *g = &self->items[i];
         g->name = specs[i].name;
         g->language = specs[i].language;
-        g->parse_language = g->language ? syntax_parse_language_new(g->language()) : NULL;
         memcpy(g->query_files, specs[i].query_files, sizeof g->query_files);
         g->injection_file = specs[i].injection_file;
         uv_mutex_init(&g->lock);
@@ -236,7 +235,6 @@ void syntax_grammars_free(syntax_grammars *self)
         free(g->capture_hidden);
         free(g->capture_colors);
         free(g->capture_color_known);
-        free(g->parse_language);
         uv_mutex_destroy(&g->lock);
     }
     free(self->dir);
@@ -446,7 +444,7 @@ static void load_injections(syntax_grammars *self, syntax_grammar *g, const TSLa
 static bool load(syntax_grammars *self, syntax_grammar *g)
 {
     const TSLanguage *lang = g->language();
-    uint32_t abi = ts_language_version(lang);
+    uint32_t abi = ts_language_abi_version(lang);
     if (abi < TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION || abi > TREE_SITTER_LANGUAGE_VERSION) {
         ecp_log(self->log, ECP_LOG_WARN, "syntax: grammar %s has ABI %u, this runtime loads %u..%u; %s stays plain text",
                 g->name, abi, TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION, TREE_SITTER_LANGUAGE_VERSION, g->name);
