@@ -7,7 +7,7 @@
 set -eu
 
 packages="pkg-config cmake make gcc clang libclang-rt-14-dev python3
-  libjsmn-dev libgit2-dev libtree-sitter-dev libvterm-dev libsqlite3-dev
+  libjsmn-dev libgit2-dev libvterm-dev libsqlite3-dev
   libcurl4-openssl-dev libuv1-dev libpcre2-dev libpq-dev libcmocka-dev libsodium-dev
   postgresql git ripgrep clangd libncurses-dev ncurses-term tmux libeditorconfig-dev libutf8proc-dev"
 if [ "${1:-}" = "--bench" ]; then
@@ -28,7 +28,7 @@ if [ -n "$missing" ]; then
 fi
 
 # npm brings what Debian does not package: the syntax service's tree-sitter
-# grammars and the language servers the lsp service's tests talk to (clangd
+# runtime and grammars, and the language servers the lsp service's tests talk to (clangd
 # comes from Debian above), at pinned versions, into third_party/ (not
 # committed). A machine without node gets Debian's (a node from elsewhere
 # brings its own npm, and Debian's npm package would conflict with it).

@@ -194,7 +194,6 @@ syntax_grammars *syntax_grammars_new(const char *query_dir, ecp_logger *log)
         syntax_grammar *g = &self->items[i];
         g->name = specs[i].name;
         g->language = specs[i].language;
-        g->parse_language = g->language ? syntax_parse_language_new(g->language()) : NULL;
         memcpy(g->query_files, specs[i].query_files, sizeof g->query_files);
         g->injection_file = specs[i].injection_file;
         uv_mutex_init(&g->lock);
@@ -232,8 +231,7 @@ void syntax_grammars_free(syntax_grammars *self)
         }
         if (g->injections)
             ts_query_delete(g->injections);
-        free_each(g->injection_language, g->capture_hidden, g->capture_colors, g->capture_color_known,
-                  g->parse_language);
+        free_each(g->injection_language, g->capture_hidden, g->capture_colors, g->capture_color_known);
         uv_mutex_destroy(&g->lock);
     }
     free(self->dir);
@@ -443,7 +441,7 @@ static void load_injections(syntax_grammars *self, syntax_grammar *g, const TSLa
 static bool load(syntax_grammars *self, syntax_grammar *g)
 {
     const TSLanguage *lang = g->language();
-    uint32_t abi = ts_language_version(lang);
+    uint32_t abi = ts_language_abi_version(lang);
     if (abi < TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION || abi > TREE_SITTER_LANGUAGE_VERSION) {
         ecp_log(self->log, ECP_LOG_WARN, "syntax: grammar %s has ABI %u, this runtime loads %u..%u; %s stays plain text",
                 g->name, abi, TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION, TREE_SITTER_LANGUAGE_VERSION, g->name);

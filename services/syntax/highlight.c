@@ -1,6 +1,6 @@
 /* highlight: a tree and its text in, tokens per line out.
  *
- * The 0.20 runtime reports predicates without applying them, so a match is
+ * The runtime reports predicates without applying them, so a match is
  * kept only when its #eq?/#match?/#any-of? (and not- forms) hold, with PCRE2
  * for the regexes. The captures that survive are painted over the range in
  * order of start, then outer before inner, then pattern index: an inner node
@@ -12,9 +12,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#include <tree_sitter/parser.h>
 
 #include "buf.h"
 #include "utf.h"
@@ -221,7 +218,7 @@ void syntax_highlight_lines(const syntax_grammar *g, const TSTree *tree, const c
     size_t n = 0, cap = 0;
     TSQueryCursor *cursor = ts_query_cursor_new();
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-    /* The 0.20 query cursor steps over every child of the root before the
+    /* The query cursor steps over every child of the root before the
      * range, which costs milliseconds in a large file: the query runs on the
      * root's children that meet the range instead (highlight patterns never
      * capture the root itself). A root with few children is queried whole.
@@ -330,444 +327,45 @@ void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in,
     }
 }
 
-/* ----- parsing within the runtime's bounds ---------------------------------------------------- */
+/* ----- parsing ----------------------------------------------------------------------------------- */
 
-/* The 0.20 runtime keeps a node's child count in 16 bits. A node given
- * 65,536 children or more (the root that takes a whole parse stack at the
- * end of the text, or a node that takes a long run of comments) wraps that
- * count, and freeing or walking the tree then frees the wrong pointer: the
- * process dies. A stack that deep comes from broken code (65,535 unclosed
- * `[`, a run of `!` with no operand) or from 65,535 comments in a row.
- *
- * A text with fewer tokens than that cannot build such a node. A larger one
- * is parsed with a logger that follows the stack of every parse version and
- * cancels the parse long before a node could take 2^16 children: its
- * entries other than extras (shifts push one, a reduce of n children pops n
- * and pushes one, a recovery to a previous state pops its depth), and the
- * extras (comments) lying after each of them, since a reduce takes the
- * extras between its children and leaves those after the last on the stack.
- * Its size is what the root would take at the end of the text.
- *
- * Which versions merge or go is not logged. When there are fewer than
- * before, the smallest stack is kept as `low`, so that the estimate does not
- * creep up over a long ambiguous file (C's `a * b;` is parsed both ways and
- * merged, thousands of times). From an error until the parse is down to one
- * version again, the largest is followed too, as `high`, since error
- * recovery is where one version keeps every token while the others are
- * dropped; when it is over, `low` takes `high` if it is larger. */
-#define WIDTH_LIMIT 50000
-#define WIDTH_VERSIONS 16
+typedef struct text_input {
+    const char *text;
+    uint32_t len;
+} text_input;
 
-typedef struct stack_estimate {
-    uint32_t *extras_after; /* [k]: extras after the k-th entry (0: before the first) */
-    size_t entries, cap;    /* entries other than extras */
-    size_t extras;          /* the sum of extras_after[0 .. entries] */
-} stack_estimate;
-
-/* The top of a version's stack as it was before its last actions: a
- * version split from it starts there (tree-sitter's reduces pop from the
- * stack as it was, and all but the last make new versions). Only the top is
- * kept, so that a deep stack costs nothing more a step. */
-#define WIDTH_SNAPSHOT 64
-
-typedef struct estimate_top {
-    size_t entries, extras, from;
-    uint32_t extras_after[WIDTH_SNAPSHOT + 1]; /* [k - from] for k in from .. entries */
-} estimate_top;
-
-typedef struct width_guard {
-    stack_estimate low[WIDTH_VERSIONS], high[WIDTH_VERSIONS];
-    estimate_top low_before, high_before; /* of the version processed last */
-    unsigned count, current;
-    bool recovering; /* from an error until one version is left */
-    bool split;      /* more than one version since the error */
-    size_t cancel;   /* the parser's cancellation flag */
-    bool out_of_time;
-    uint64_t messages;
-    uint64_t cpu_deadline_ns; /* of the parsing thread's processor time */
-} width_guard;
-
-static void estimate_copy(stack_estimate *to, const stack_estimate *from)
+static const char *read_text(void *payload, uint32_t byte, TSPoint position, uint32_t *bytes_read)
 {
-    if (to == from)
-        return;
-    if (to->cap < from->entries + 1) {
-        to->cap = from->entries + 16;
-        to->extras_after = xrealloc(to->extras_after, to->cap * sizeof *to->extras_after);
+    const text_input *in = payload;
+    if (byte >= in->len) {
+        *bytes_read = 0;
+        return "";
     }
-    memcpy(to->extras_after, from->extras_after, (from->entries + 1) * sizeof *from->extras_after);
-    to->entries = from->entries;
-    to->extras = from->extras;
+    *bytes_read = in->len - byte;
+    return in->text + byte;
 }
 
-static void estimate_push(stack_estimate *e)
+/* The runtime asks every few hundred operations whether to go on. */
+static bool parse_overdue(TSParseState *state)
 {
-    if (e->cap < e->entries + 2) {
-        e->cap = e->cap ? e->cap * 2 : 64;
-        e->extras_after = xrealloc(e->extras_after, e->cap * sizeof *e->extras_after);
-    }
-    e->extras_after[++e->entries] = 0;
-}
-
-/* n entries (and the extras between them) become one; the extras after
- * the last stay after it. */
-static void estimate_reduce(stack_estimate *e, long n)
-{
-    if (n <= 0 || e->entries == 0) {
-        estimate_push(e);
-        return;
-    }
-    if ((size_t)n > e->entries)
-        n = (long)e->entries;
-    size_t first = e->entries - (size_t)n + 1;
-    for (size_t k = first; k < e->entries; k++)
-        e->extras -= e->extras_after[k];
-    e->extras_after[first] = e->extras_after[e->entries];
-    e->entries = first;
-}
-
-static size_t estimate_size(const stack_estimate *e) { return e->entries + e->extras; }
-
-static void top_save(estimate_top *t, const stack_estimate *e)
-{
-    t->entries = e->entries;
-    t->extras = e->extras;
-    t->from = e->entries > WIDTH_SNAPSHOT ? e->entries - WIDTH_SNAPSHOT : 0;
-    memcpy(t->extras_after, e->extras_after + t->from, (e->entries - t->from + 1) * sizeof *t->extras_after);
-}
-
-/* e (a copy of the version t was saved from) as that version was then. */
-static void top_restore(stack_estimate *e, const estimate_top *t)
-{
-    if (e->cap < t->entries + 2) {
-        e->cap = t->entries + 16;
-        e->extras_after = xrealloc(e->extras_after, e->cap * sizeof *e->extras_after);
-    }
-    for (size_t k = e->entries + 1; k < t->from; k++)
-        e->extras_after[k] = 0; /* grown back past entries it had popped: not known, none */
-    memcpy(e->extras_after + t->from, t->extras_after, (t->entries - t->from + 1) * sizeof *t->extras_after);
-    e->entries = t->entries;
-    e->extras = t->extras;
-}
-
-/* The watch reads a line for every action of the parser: its tests are
- * inlined, by the first character first, and numbers are read by hand. */
-static inline bool starts(const char *s, const char *prefix)
-{
-    for (; *prefix; s++, prefix++)
-        if (*s != *prefix)
-            return false;
-    return true;
-}
-
-/* The decimal number at *p (0 if none), leaving *p after it; it stops
- * growing past 10^9, which no count or version reaches. */
-static inline unsigned long read_number(const char **p)
-{
-    unsigned long n = 0;
-    for (; **p >= '0' && **p <= '9'; (*p)++)
-        n = n < 100000000ul ? n * 10 + (unsigned long)(**p - '0') : n;
-    return n;
-}
-
-/* The number that ends the line: a count written after a symbol's name,
- * which may hold anything. */
-static long last_number(const char *s)
-{
-    const char *end = s + strlen(s), *p = end;
-    while (p > s && p[-1] >= '0' && p[-1] <= '9')
-        p--;
-    return (long)read_number(&p);
-}
-
-static void width_versions(width_guard *w, unsigned version, unsigned count)
-{
-    if (count > WIDTH_VERSIONS)
-        count = WIDTH_VERSIONS;
-    if (count == 0)
-        count = 1;
-    if (version >= count)
-        version = count - 1;
-    if (count < w->count) {
-        unsigned low = 0, high = 0;
-        for (unsigned i = 1; i < w->count; i++) {
-            low = estimate_size(&w->low[i]) < estimate_size(&w->low[low]) ? i : low;
-            high = estimate_size(&w->high[i]) > estimate_size(&w->high[high]) ? i : high;
-        }
-        stack_estimate keep_low = {0}, keep_high = {0};
-        estimate_copy(&keep_low, &w->low[low]);
-        estimate_copy(&keep_high, &w->high[high]);
-        for (unsigned i = 0; i < count; i++) {
-            estimate_copy(&w->low[i], &keep_low);
-            estimate_copy(&w->high[i], &keep_high);
-        }
-        free(keep_low.extras_after);
-        free(keep_high.extras_after);
-    } else {
-        for (unsigned i = w->count; i < count; i++) { /* split from the version just processed */
-            estimate_copy(&w->low[i], &w->low[w->current]);
-            top_restore(&w->low[i], &w->low_before);
-            estimate_copy(&w->high[i], &w->high[w->current]);
-            top_restore(&w->high[i], &w->high_before);
-        }
-    }
-    w->count = count;
-    w->current = version;
-    top_save(&w->low_before, &w->low[version]);
-    top_save(&w->high_before, &w->high[version]);
-    if (w->recovering && count > 1)
-        w->split = true;
-    if (w->recovering && count == 1 && w->split) {
-        if (estimate_size(&w->high[0]) > estimate_size(&w->low[0]))
-            estimate_copy(&w->low[0], &w->high[0]);
-        w->recovering = w->split = false;
-    }
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void width_log(void *payload, TSLogType type, const char *message)
-{
-    width_guard *w = payload;
-    if (++w->messages % 4096 == 0 && thread_cpu_ns() > w->cpu_deadline_ns) {
-        w->out_of_time = true;
-        w->cancel = 1;
-    }
-    if (type != TSLogTypeParse)
-        return;
-    enum { NONE, PUSH, EXTRA, REDUCE } action = NONE;
-    long reduced = 0;
-    switch (message[0]) {
-    case 'l':
-        return; /* lex_internal, lex_external, lexed_lookahead: two lines a token, nothing to follow */
-    case 'p':
-        if (starts(message, "process version:")) {
-            const char *p = message + sizeof "process version:" - 1;
-            unsigned long version = read_number(&p);
-            unsigned long count = 0;
-            if (starts(p, ", version_count:")) {
-                p += sizeof ", version_count:" - 1;
-                count = read_number(&p);
-            }
-            width_versions(w, (unsigned)version, (unsigned)count);
-            return;
-        }
-        break;
-    case 's':
-        if (starts(message, "shift_extra"))
-            action = EXTRA;
-        else if (starts(message, "shift") || starts(message, "skip_token"))
-            action = PUSH;
-        break;
-    case 'r':
-        if (starts(message, "reduce ")) {
-            action = REDUCE;
-            reduced = last_number(message); /* child_count */
-        } else if (starts(message, "recover_to_previous")) {
-            action = REDUCE;
-            reduced = last_number(message); /* depth */
-        } else if (starts(message, "recover_with_missing")) {
-            action = PUSH;
-        }
-        break;
-    case 'd':
-        if (starts(message, "detect_error") && !w->recovering) {
-            w->recovering = true;
-            for (unsigned i = 0; i < w->count; i++)
-                estimate_copy(&w->high[i], &w->low[i]);
-        }
-        break;
-    }
-    stack_estimate *low = &w->low[w->current], *high = &w->high[w->current];
-    switch (action) {
-    case NONE:
-        break;
-    case PUSH:
-        estimate_push(low);
-        estimate_push(high);
-        break;
-    case EXTRA:
-        low->extras_after[low->entries]++;
-        low->extras++;
-        high->extras_after[high->entries]++;
-        high->extras++;
-        break;
-    case REDUCE:
-        estimate_reduce(low, reduced);
-        estimate_reduce(high, reduced);
-        break;
-    }
-    if (estimate_size(low) > WIDTH_LIMIT || (w->recovering && estimate_size(high) > WIDTH_LIMIT))
-        w->cancel = 1;
-}
-
-static width_guard *width_guard_new(void)
-{
-    width_guard *w = xcalloc(1, sizeof *w);
-    w->count = 1;
-    w->cpu_deadline_ns = thread_cpu_ns() + 2 * SYNTAX_PARSE_TIMEOUT_US * 1000u;
-    for (unsigned i = 0; i < WIDTH_VERSIONS; i++) {
-        estimate_push(&w->low[i]); /* entry 0 holds the extras before the first entry */
-        estimate_push(&w->high[i]);
-        w->low[i].entries = w->high[i].entries = 0;
-    }
-    return w;
-}
-
-static void width_guard_free(width_guard *w)
-{
-    if (!w)
-        return;
-    for (unsigned i = 0; i < WIDTH_VERSIONS; i++) {
-        free(w->low[i].extras_after);
-        free(w->high[i].extras_after);
-    }
-    free(w);
-}
-
-/* At least the number of tokens in text: every punctuation byte may be a
- * token of its own, a run of word characters one, and every line end one
- * (newlines are tokens in some grammars). Room is left for the zero-width
- * tokens external scanners and error recovery add. */
-static bool may_reach_width(const char *text, size_t len)
-{
-    size_t tokens = 0;
-    bool in_word = false;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)text[i];
-        bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c >= 0x80;
-        if (word) {
-            tokens += !in_word;
-        } else if (c != ' ' && c != '\t' && c != '\r') {
-            tokens++;
-        }
-        in_word = word;
-        if (tokens >= 32768)
-            return true;
-    }
-    return false;
-}
-
-/* ----- lexing without the lexer's log lines ---------------------------------------------------- */
-
-/* The lexer and the parser share one logger, and the lexer writes a line
- * (formatted with snprintf) for every character it reads: more than a third
- * of the lines of a watched parse, where the watch needs the parser's lines
- * only. The lexer reads characters only inside the language's lexing
- * functions (its lex function, its keyword lex function and its external
- * scanner), so a grammar parses with a copy of its language whose lexing
- * functions take the logger off the parser for the time of the call and put
- * it back after. The copy shares the original's tables: its symbols are the
- * original's, and queries compiled against the original run on its trees.
- *
- * Those functions take no payload, so what they call comes through
- * quiet_lexing_current: the context of the parse running on this thread, set
- * by syntax_parse around ts_parser_parse_string and cleared after. It is a
- * callback's context that has no other way in, not state shared between
- * parses.
- *
- * The watch's processor-time check counts the parser's lines only now; a
- * lexing function's work between two of them is linear in the bytes it
- * reads, so the check still comes often enough. */
-typedef struct quiet_lexing {
-    const TSLanguage *original; /* whose lexing functions do the work */
-    TSParser *parser;           /* NULL: a parse without a logger, nothing to take off */
-    TSLogger logger;            /* what to put back */
-} quiet_lexing;
-
-static _Thread_local const quiet_lexing *quiet_lexing_current;
-
-/* Around a lexing function's call: the parser's logger off, then back. */
-static void logger_off(const quiet_lexing *q)
-{
-    if (q->parser)
-        ts_parser_set_logger(q->parser, (TSLogger){NULL, NULL});
-}
-
-static void logger_back(const quiet_lexing *q)
-{
-    if (q->parser)
-        ts_parser_set_logger(q->parser, q->logger);
-}
-
-static bool lex_quietly(TSLexer *lexer, TSStateId state)
-{
-    const quiet_lexing *q = quiet_lexing_current;
-    logger_off(q);
-    bool found = q->original->lex_fn(lexer, state);
-    logger_back(q);
-    return found;
-}
-
-static bool lex_keyword_quietly(TSLexer *lexer, TSStateId state)
-{
-    const quiet_lexing *q = quiet_lexing_current;
-    logger_off(q);
-    bool found = q->original->keyword_lex_fn(lexer, state);
-    logger_back(q);
-    return found;
-}
-
-static bool scan_quietly(void *payload, TSLexer *lexer, const bool *valid_symbols)
-{
-    const quiet_lexing *q = quiet_lexing_current;
-    logger_off(q);
-    bool found = q->original->external_scanner.scan(payload, lexer, valid_symbols);
-    logger_back(q);
-    return found;
-}
-
-TSLanguage *syntax_parse_language_new(const TSLanguage *language)
-{
-    TSLanguage *copy = xmalloc(sizeof *copy);
-    *copy = *language;
-    copy->lex_fn = lex_quietly;
-    if (language->keyword_lex_fn)
-        copy->keyword_lex_fn = lex_keyword_quietly;
-    if (language->external_scanner.scan)
-        copy->external_scanner.scan = scan_quietly;
-    return copy;
+    const uint64_t *deadline_ns = state->payload;
+    return uv_hrtime() > *deadline_ns;
 }
 
 TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len,
                      const TSRange *range, const char **why)
 {
     TSParser *parser = ts_parser_new();
-    ts_parser_set_language(parser, g->parse_language);
-    ts_parser_set_timeout_micros(parser, SYNTAX_PARSE_TIMEOUT_US);
+    ts_parser_set_language(parser, g->language());
     if (range)
         ts_parser_set_included_ranges(parser, range, 1);
-    width_guard *guard = NULL;
-    if (range ? may_reach_width(text + range->start_byte, range->end_byte - range->start_byte)
-              : may_reach_width(text, len)) {
-        guard = width_guard_new();
-        /* The runtime formats a log line for every parser action: a watched
-         * parse takes longer than a plain one. It is bounded by twice the
-         * time in processor time of its own thread, which the watch measures:
-         * wall time would also count the other work of a busy machine, and
-         * the parse is work of its own, off the loop. */
-        ts_parser_set_timeout_micros(parser, 0);
-        ts_parser_set_logger(parser, (TSLogger){guard, width_log});
-        ts_parser_set_cancellation_flag(parser, &guard->cancel);
-    }
-    quiet_lexing quiet = {g->language(), guard ? parser : NULL, guard ? (TSLogger){guard, width_log} : (TSLogger){0}};
-    const quiet_lexing *outer = quiet_lexing_current;
-    quiet_lexing_current = &quiet;
-    TSTree *tree = ts_parser_parse_string(parser, old, text, (uint32_t)len);
-    quiet_lexing_current = outer;
+    text_input in = {text, (uint32_t)len};
+    uint64_t deadline_ns = uv_hrtime() + SYNTAX_PARSE_TIMEOUT_US * 1000u;
+    TSTree *tree = ts_parser_parse_with_options(parser, old, (TSInput){&in, read_text, TSInputEncodingUTF8, NULL},
+                                                (TSParseOptions){&deadline_ns, parse_overdue});
     if (!tree && why)
-        *why = !guard              ? "its parse took longer than the 10 s allowed"
-               : guard->out_of_time ? "its parse took more than the 20 s of processor time allowed a text of many tokens"
-                                    : "its syntax tree would nest or run deeper than the parser can hold";
-    /* The parser's stack is released here: the cancel came before any node
-     * could take too many children. */
+        *why = "its parse took longer than the 10 s allowed";
     ts_parser_delete(parser);
-    width_guard_free(guard);
     return tree;
 }
 
@@ -840,9 +438,9 @@ static void add_layers(syntax_grammars *grammars, const syntax_grammar *host, TS
             continue;
         /* A layer no edit touched is the same text at the same place: its
          * tree is kept. One that was edited is parsed again whole: a layer
-         * is small, and the 0.20 runtime's reparse of a tree whose included
-         * range changed does not always give the tree a full parse gives
-         * (markdown's inline grammar, found by the fuzz target). */
+         * is small, and a reparse of a tree whose included range changed
+         * does not always give the tree a full parse gives (markdown's
+         * inline grammar under the 0.20 runtime, found by the fuzz target). */
         const syntax_layer *before = previous_layer(previous, g, range.start_byte);
         TSTree *tree;
         if (before && !before->edited && before->end == range.end_byte)

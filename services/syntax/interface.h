@@ -29,14 +29,9 @@
  *   with its document, over its own bytes, and its tokens paint over the
  *   host's where it has tokens.
  * - A language without a grammar, a document larger than SYNTAX_MAX_BYTES
- *   (16 MiB), or a parse that takes longer than 10 s (20 s of processor
- *   time when watched, as below) stays plain text (no tokens), with a log
- *   line; a grammar whose query fails to load turns off that language only.
- * - A text whose tree could hold a node of 65,536 children (the 0.20 runtime
- *   counts them in 16 bits and dies freeing such a tree), from 65,535
- *   unclosed tokens or comments in a row, stays plain text with a log line:
- *   a text of more than ~32,000 tokens is parsed under a watch of the parse
- *   stack that cancels it first.
+ *   (16 MiB), or a parse that takes longer than 10 s stays plain text (no
+ *   tokens), with a log line; a grammar whose query fails to load turns off
+ *   that language only.
  * - A theme change (the session service's current theme, the
  *   workbench.colorTheme setting, which the service follows itself)
  *   recolours every document: on_tokens reports all of its lines.

@@ -3,7 +3,7 @@
  * grammar.c knows the languages (ids, extensions, grammars and their query
  * files) and compiles a grammar's highlight query once, on whichever thread
  * first needs it. highlight.c turns a tree and its text into tokens: it runs
- * the query over a byte range, evaluates the predicates the 0.20 runtime
+ * the query over a byte range, evaluates the predicates the runtime
  * leaves to its caller, lets the last pattern win on a node and an inner
  * node win over the node around it, and cuts the result into lines.
  * local.c follows documents, their parses and the theme; texts.c
@@ -52,13 +52,6 @@ typedef struct syntax_grammar {
     const TSLanguage *(*language)(void); /* NULL when the grammar was not built */
     const char *query_files[4];         /* relative to the grammar directory, concatenated in order */
     const char *injection_file;         /* injections.scm, or NULL */
-    /* The language every parse of this grammar uses (NULL with language):
-     * a copy of it whose lexing functions keep the lexer's per-character
-     * log lines out of a watched parse (see syntax_parse). It lives as long
-     * as the grammar, since the trees it parses point at it, and is used
-     * only through syntax_parse, which sets what its lexing functions need. */
-    TSLanguage *parse_language;
-
     uv_mutex_t lock;                    /* guards the loading below */
     bool loaded;                        /* tried: query (or failed) is final */
     bool failed;
@@ -149,13 +142,10 @@ void syntax_tokens_to_columns(const char *line, size_t len, const raw_token *in,
 
 /* Parses text (old: the previous tree, edited, or NULL), or only bytes
  * [range->start_byte, range->end_byte) of it when range is not NULL. NULL,
- * with *why (may be NULL) saying so, on timeout or when the tree would hold
- * a node of more children than the 0.20 runtime can count (see highlight.c). */
+ * with *why (may be NULL) saying so, when the parse takes longer than
+ * SYNTAX_PARSE_TIMEOUT_US. */
 TSTree *syntax_parse(const syntax_grammar *g, const TSTree *old, const char *text, size_t len,
                      const TSRange *range, const char **why);
-
-/* The copy of language a grammar parses with (free it with free()). */
-TSLanguage *syntax_parse_language_new(const TSLanguage *language);
 
 /* ----- injections ------------------------------------------------------------------------------ */
 
