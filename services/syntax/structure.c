@@ -151,11 +151,6 @@ static void select_at(const syntax_doc_view *v, size_t byte, ecp_position_encodi
     TSTreeCursor cursor = ts_tree_cursor_new(root);
     while (ts_tree_cursor_goto_first_child_for_byte(&cursor, (uint32_t)byte) >= 0) {
         TSNode node = ts_tree_cursor_current_node(&cursor);
-        /* The 0.20 runtime may stop at the child that ends at byte (padding
-         * counted): the one holding it is among the next few. */
-        for (int step = 0; step < 8 && ts_node_end_byte(node) <= byte && ts_tree_cursor_goto_next_sibling(&cursor);
-             step++)
-            node = ts_tree_cursor_current_node(&cursor);
         if (ts_node_start_byte(node) > byte || ts_node_end_byte(node) <= byte)
             break; /* between children: the parent is the smallest */
         ring[seen++ % SYNTAX_MAX_SELECTION_DEPTH] = (byte_range){ts_node_start_byte(node), ts_node_end_byte(node)};
