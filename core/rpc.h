@@ -129,6 +129,12 @@ bool ecp_arg_array_opt(ecp_call *call, json_ref obj, const char *name, json_ref 
 /* A non-negative integer that fits size_t (negative: -32602 "<name>: must be >= 0"). */
 bool ecp_arg_index(ecp_call *call, json_ref obj, const char *name, size_t *out);
 bool ecp_arg_index_opt(ecp_call *call, json_ref obj, const char *name, size_t def, size_t *out);
+/* A required string naming a file (a file:// URI or an absolute path), as the
+ * normalised absolute path uri_file_path gives, in the call's arena. A URI
+ * that names no file is answered as every file error is: -32106 (relative,
+ * remote host, malformed) or -32107 (another scheme), uri_file_path's message,
+ * data {uri: the field as written, code: "INVALID_URI" | "NO_PROVIDER"}. */
+bool ecp_arg_file_path(ecp_call *call, json_ref obj, const char *name, const char **path);
 
 /* ----- answering ------------------------------------------------------------ */
 
@@ -197,6 +203,14 @@ void ecp_write_fields(json_writer *w, const ecp_fields *fields);
 void ecp_call_reply_status(ecp_call *call, const ecp_wire_map *map, size_t count, int status, const ecp_error *err,
                            const char *data_json);
 #define ECP_WIRE_MAP_COUNT(map) (sizeof(map) / sizeof((map)[0]))
+
+/* The file errors of the catalogue that any adapter reading files answers
+ * (server/PROTOCOL.md §5): not found -32100, permission denied -32101, is a
+ * directory -32102, invalid URI -32106, no provider -32107, and cancelled
+ * -32800, for an adapter to pass to ecp_call_reply_status instead of a copy
+ * of its own. */
+#define ECP_FILE_WIRE_CODE_COUNT 6
+extern const ecp_wire_map ecp_file_wire_codes[ECP_FILE_WIRE_CODE_COUNT];
 
 /* Answers with an error. `data_json` (may be NULL) is valid JSON text for the
  * error's `data` member. */

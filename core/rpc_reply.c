@@ -40,6 +40,12 @@ void ecp_call_reply_string(ecp_call *call, const char *key, const char *value)
     ecp_call_finish(call);
 }
 
+const ecp_wire_map ecp_file_wire_codes[ECP_FILE_WIRE_CODE_COUNT] = {
+    {ECP_ENOTFOUND, ECP_WIRE_FILE_NOT_FOUND},     {ECP_EACCES, ECP_WIRE_FILE_ACCESS_DENIED},
+    {ECP_EISDIR, ECP_WIRE_FILE_IS_DIRECTORY},     {ECP_EBADURI, ECP_WIRE_FILE_INVALID_URI},
+    {ECP_ENOPROVIDER, ECP_WIRE_FILE_NO_PROVIDER}, {ECP_ECANCELED, ECP_WIRE_REQUEST_CANCELLED},
+};
+
 void ecp_call_reply_status(ecp_call *call, const ecp_wire_map *map, size_t count, int status, const ecp_error *err,
                            const char *data_json)
 {

@@ -111,22 +111,12 @@ static void reply_error(ecp_call *call, int status, const char *message, const c
  * On failure the call is answered and NULL returned. */
 static const char *arg_path(ecp_call *call, json_ref obj, const char *name, ecp_str *uri_out)
 {
-    ecp_str uri;
-    if (!ecp_arg_string(call, obj, name, &uri))
+    const char *path;
+    if (!ecp_arg_file_path(call, obj, name, &path))
         return NULL;
-    buf path = BUF_INIT;
-    ecp_error err;
-    int rc = file_path_from_uri(uri.ptr, uri.len, &path, &err);
-    if (rc) {
-        reply_error(call, rc, err.message, uri.ptr);
-        buf_free(&path);
-        return NULL;
-    }
-    char *out = arena_strndup(ecp_call_arena(call), path.data, path.len);
-    buf_free(&path);
-    if (uri_out)
-        *uri_out = uri;
-    return out;
+    if (uri_out) /* for error data: the field as written, which was read once already */
+        ecp_arg_string(call, obj, name, uri_out);
+    return path;
 }
 
 /* An optional base directory URI; the process's working directory when absent. */

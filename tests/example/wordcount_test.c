@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -117,6 +118,58 @@ static void a_file_error_has_its_code(void **state)
     free(out);
 }
 
+/* A FIFO without a writer would read as an empty file and a device might
+ * never end: only a regular file is counted. */
+static void a_file_that_is_not_regular_is_refused(void **state)
+{
+    fixture *f = *state;
+    char path[64];
+    snprintf(path, sizeof path, "%s/fifo", f->dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    char *out = NULL;
+    assert_int_equal(test_client_requestf(f->client, "wordcount/count", &out, "{\"uri\":\"file://%s\"}", path), -32603);
+    char *message = test_json_string(out, "message");
+    char want[96];
+    snprintf(want, sizeof want, "Not a regular file: %s", path);
+    assert_string_equal(message, want);
+    free(message);
+    free(out);
+}
+
+/* A URI that names no file is refused by the core's reader as the file
+ * service refuses it: its code, the reader's message, data {uri, code}. */
+static void a_uri_that_names_no_file_is_a_file_error(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        const char *params, *uri, *code_name, *message;
+        int code;
+    } cases[] = {
+        {"{\"uri\":\"relative/a.txt\"}", "relative/a.txt", "INVALID_URI",
+         "not an absolute path or URI: relative/a.txt", -32106},
+        {"{\"uri\":\"file://otherhost/etc/passwd\"}", "file://otherhost/etc/passwd", "INVALID_URI",
+         "file URI names a remote host: otherhost", -32106},
+        {"{\"uri\":\"http://example.com/a.txt\"}", "http://example.com/a.txt", "NO_PROVIDER",
+         "no provider for scheme 'http'", -32107},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = NULL;
+        assert_int_equal(test_client_request(f->client, "wordcount/count", cases[i].params, &out), cases[i].code);
+        char *message = test_json_string(out, "message");
+        char *uri = test_json_string(out, "data.uri");
+        char *code_name = test_json_string(out, "data.code");
+        assert_non_null(uri);
+        assert_non_null(code_name);
+        assert_string_equal(message, cases[i].message);
+        assert_string_equal(uri, cases[i].uri);
+        assert_string_equal(code_name, cases[i].code_name);
+        free(message);
+        free(uri);
+        free(code_name);
+        free(out);
+    }
+}
+
 /* A sparse file of 16 GiB takes no disk and seconds to read: the count is
  * still running when the ping answers, and its cancel ends it. */
 static void the_loop_answers_while_a_big_file_is_counted(void **state)
@@ -147,6 +200,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(counts_words_and_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(the_signature_refuses_a_missing_or_mistyped_uri, setup, teardown),
         cmocka_unit_test_setup_teardown(a_file_error_has_its_code, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_file_that_is_not_regular_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_uri_that_names_no_file_is_a_file_error, setup, teardown),
         cmocka_unit_test_setup_teardown(the_loop_answers_while_a_big_file_is_counted, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
