@@ -93,22 +93,35 @@ struct buf;
 int term__resolve_program(const char *name, struct buf *out, ecp_error *err);
 
 /* The processes of terminals, read from /proc: those whose session is one
- * of sids, and those (of our user) that have one of ttys (the slave sides'
- * devices; 0 for none) open, as a process that left the session with setsid
- * but still uses the terminal has. sids and ttys hold count entries each. */
+ * of ours, and those (of our user) that have one of our terminals (the slave
+ * sides' devices; 0 for none) open, as a process that left the session with
+ * setsid but still uses the terminal has.
+ *
+ * Numbers are reused, and this machine may hand out the same pid within
+ * seconds. A terminal's device number cannot be reused while its master side
+ * is open, so the service keeps the master open until the session is ended.
+ * A session id can be reused once its leader is reaped and every member has
+ * gone: a process that is its own session's leader under a reaped leader's
+ * number is then someone else's new session, never ours to signal. */
+typedef struct term__session {
+    pid_t sid;          /* the leader's pid */
+    dev_t tty;          /* the slave side's device; 0 for none */
+    bool leader_reaped; /* the leader has been waited for: its number may be reused */
+} term__session;
+
 typedef struct term__member {
     pid_t pid, pgid, sid;
 } term__member;
 
-/* Lists the live (not zombie) processes of those terminals, never the
- * server itself. *out (caller frees) receives *n members. */
-void term__session_members(const pid_t *sids, const dev_t *ttys, size_t count, term__member **out, size_t *n);
+/* Lists the live (not zombie) processes of those sessions, never the server
+ * itself. *out (caller frees) receives *n members. */
+void term__session_members(const term__session *sessions, size_t count, term__member **out, size_t *n);
 
-/* SIGHUP then SIGCONT to every process group of those terminals' processes. */
-void term__session_hangup(const pid_t *sids, const dev_t *ttys, size_t count);
+/* SIGHUP then SIGCONT to every process group of those sessions' processes. */
+void term__session_hangup(const term__session *sessions, size_t count);
 
-/* SIGKILL to every process of those terminals, whether it ignores SIGHUP or
+/* SIGKILL to every process of those sessions, whether it ignores SIGHUP or
  * not. Returns how many processes were left to kill. */
-size_t term__session_kill(const pid_t *sids, const dev_t *ttys, size_t count);
+size_t term__session_kill(const term__session *sessions, size_t count);
 
 #endif

@@ -86,7 +86,9 @@ struct terminal {
 typedef struct dying {
     pid_t sid;
     dev_t tty;
+    int master;       /* kept open until the session has ended, so that tty cannot name another terminal */
     pid_t child;      /* the leader, until reaped (0 then) */
+    bool reaped;      /* the leader was reaped (by us, now or before the terminal closed) */
     uint64_t deadline;
     bool killed;
     struct dying *next;
@@ -149,6 +151,7 @@ static void dying_remove_done(terminal_service *self)
         dying *d = *pp;
         if (d->killed && !d->child) {
             *pp = d->next;
+            close(d->master);
             free(d);
         } else {
             pp = &d->next;
@@ -156,10 +159,16 @@ static void dying_remove_done(terminal_service *self)
     }
 }
 
-/* SIGKILL to what is left of a session, until nothing is. */
-static void kill_session(pid_t sid, dev_t tty)
+static term__session session_of(const dying *d)
 {
-    for (int pass = 0; pass < 5 && term__session_kill(&sid, &tty, 1); pass++)
+    return (term__session){.sid = d->sid, .tty = d->tty, .leader_reaped = d->reaped};
+}
+
+/* SIGKILL to what is left of a session, until nothing is. */
+static void kill_session(const dying *d)
+{
+    term__session s = session_of(d);
+    for (int pass = 0; pass < 5 && term__session_kill(&s, 1); pass++)
         ;
 }
 
@@ -169,7 +178,7 @@ static void on_reap_timer(uv_timer_t *timer)
     uint64_t now = now_ms();
     for (dying *d = self->dying; d; d = d->next)
         if (!d->killed && d->deadline <= now) {
-            kill_session(d->sid, d->tty);
+            kill_session(d);
             d->killed = true;
         }
     dying_remove_done(self);
@@ -177,13 +186,16 @@ static void on_reap_timer(uv_timer_t *timer)
 }
 
 /* Starts ending a terminal's session: SIGHUP now, SIGKILL after the grace
- * period (on_reap_timer). */
-static void session_end(terminal_service *self, pid_t sid, dev_t tty, bool child_running)
+ * period (on_reap_timer). The session keeps the terminal's master until then. */
+static void session_end(terminal_service *self, pid_t sid, dev_t tty, bool child_running, int master)
 {
-    term__session_hangup(&sid, &tty, 1);
     dying *d = xcalloc(1, sizeof *d);
     d->sid = sid;
     d->tty = tty;
+    d->master = master;
+    d->reaped = !child_running;
+    term__session s = session_of(d);
+    term__session_hangup(&s, 1);
     d->child = child_running ? sid : 0;
     d->deadline = now_ms() + TERMINAL_KILL_GRACE_MS;
     d->next = self->dying;
@@ -521,6 +533,7 @@ static void reap(terminal_service *self)
         int wstatus;
         if (d->child && waitpid(d->child, &wstatus, WNOHANG) == d->child) {
             d->child = 0;
+            d->reaped = true;
             changed = true;
         }
     }
@@ -568,9 +581,8 @@ static void terminal_close_one(terminal_service *self, terminal *t)
     t->h->timer.data = t->h;
     uv_close((uv_handle_t *)&t->h->poll, on_handle_closed);
     uv_close((uv_handle_t *)&t->h->timer, on_handle_closed);
-    close(t->master);
+    session_end(self, t->pid, t->tty, t->running, t->master);
     t->master = -1;
-    session_end(self, t->pid, t->tty, t->running);
     if (!t->busy)
         terminal_destroy(t);
 }
@@ -933,11 +945,11 @@ static void on_service_handle_closed(uv_handle_t *handle)
         free(h);
 }
 
-static size_t session_left(const pid_t *sids, const dev_t *ttys, size_t n)
+static size_t session_left(const term__session *sessions, size_t n)
 {
     term__member *members;
     size_t count;
-    term__session_members(sids, ttys, n, &members, &count);
+    term__session_members(sessions, n, &members, &count);
     free(members);
     return count;
 }
@@ -958,21 +970,20 @@ void terminal_service_free(terminal_service *self)
     size_t n = 0;
     for (dying *d = self->dying; d; d = d->next)
         n++;
-    pid_t *sids = xcalloc(n ? n : 1, sizeof *sids);
-    dev_t *ttys = xcalloc(n ? n : 1, sizeof *ttys);
-    n = 0;
-    for (dying *d = self->dying; d; d = d->next)
-        sids[n] = d->sid, ttys[n++] = d->tty;
+    term__session *sessions = xcalloc(n ? n : 1, sizeof *sessions);
     uint64_t deadline = now_ms() + TERMINAL_KILL_GRACE_MS;
     /* each look reads every process's descriptors: not too often */
     while (n && now_ms() < deadline) {
-        reap(self);
-        if (!session_left(sids, ttys, n))
+        reap(self); /* may end some: count again */
+        size_t left = 0;
+        for (dying *d = self->dying; d; d = d->next)
+            sessions[left++] = session_of(d);
+        if (!left || !session_left(sessions, left))
             break;
         sleep_ms(10);
     }
-    for (size_t i = 0; i < n; i++)
-        kill_session(sids[i], ttys[i]);
+    for (dying *d = self->dying; d; d = d->next)
+        kill_session(d);
     /* the leaders are our children: wait for them, a little */
     uint64_t give_up = now_ms() + 1000;
     for (;;) {
@@ -993,10 +1004,10 @@ void terminal_service_free(terminal_service *self)
     while (self->dying) {
         dying *d = self->dying;
         self->dying = d->next;
+        close(d->master);
         free(d);
     }
-    free(sids);
-    free(ttys);
+    free(sessions);
     svc_handles *h = self->h;
     h->sigchld.data = h->check.data = h->idle.data = h->reap.data = h;
     uv_close((uv_handle_t *)&h->sigchld, on_service_handle_closed);

@@ -159,11 +159,12 @@ done:
 
 /* ----- the processes of a session -------------------------------------------------------- */
 
-static bool wanted(pid_t sid, const pid_t *sids, size_t count)
+/* Whether a process of session sid belongs to one of ours. */
+static bool wanted(pid_t pid, pid_t sid, const term__session *sessions, size_t count)
 {
     for (size_t i = 0; i < count; i++)
-        if (sids[i] == sid)
-            return true;
+        if (sessions[i].sid == sid)
+            return !(pid == sid && sessions[i].leader_reaped); /* a new leader under a reused number */
     return false;
 }
 
@@ -191,7 +192,7 @@ static bool read_stat(const char *pid_name, char *state, pid_t *pgid, pid_t *sid
 
 /* Whether the process has one of the terminals (slave devices) open. Only
  * our own processes let us look; the others are not ours to end anyway. */
-static bool holds_terminal(const char *pid_name, const dev_t *ttys, size_t count)
+static bool holds_terminal(const char *pid_name, const term__session *sessions, size_t count)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%s/fd", pid_name);
@@ -209,13 +210,13 @@ static bool holds_terminal(const char *pid_name, const dev_t *ttys, size_t count
         if (stat(fd_path, &st) < 0 || !S_ISCHR(st.st_mode))
             continue;
         for (size_t i = 0; i < count && !found; i++)
-            found = ttys[i] && st.st_rdev == ttys[i];
+            found = sessions[i].tty && st.st_rdev == sessions[i].tty;
     }
     closedir(dir);
     return found;
 }
 
-void term__session_members(const pid_t *sids, const dev_t *ttys, size_t count, term__member **out, size_t *n)
+void term__session_members(const term__session *sessions, size_t count, term__member **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -235,7 +236,7 @@ void term__session_members(const pid_t *sids, const dev_t *ttys, size_t count, t
         if (state == 'Z' || state == 'X')
             continue; /* already ended; its parent reaps it */
         pid_t pid = (pid_t)atoi(e->d_name);
-        if (pid == self || (!wanted(sid, sids, count) && !holds_terminal(e->d_name, ttys, count)))
+        if (pid == self || (!wanted(pid, sid, sessions, count) && !holds_terminal(e->d_name, sessions, count)))
             continue;
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
@@ -253,11 +254,11 @@ static bool may_signal(pid_t id)
     return id > 1 && id != getpgrp() && id != getsid(0) && id != getpid();
 }
 
-void term__session_hangup(const pid_t *sids, const dev_t *ttys, size_t count)
+void term__session_hangup(const term__session *sessions, size_t count)
 {
     term__member *members;
     size_t n;
-    term__session_members(sids, ttys, count, &members, &n);
+    term__session_members(sessions, count, &members, &n);
     for (size_t i = 0; i < n; i++) {
         pid_t pgid = members[i].pgid;
         bool seen = false;
@@ -270,16 +271,16 @@ void term__session_hangup(const pid_t *sids, const dev_t *ttys, size_t count)
     }
     /* a leader that left its own group (it cannot, but cheaply sure) */
     for (size_t i = 0; i < count; i++)
-        if (may_signal(sids[i]))
-            kill(sids[i], SIGHUP);
+        if (!sessions[i].leader_reaped && may_signal(sessions[i].sid))
+            kill(sessions[i].sid, SIGHUP);
     free(members);
 }
 
-size_t term__session_kill(const pid_t *sids, const dev_t *ttys, size_t count)
+size_t term__session_kill(const term__session *sessions, size_t count)
 {
     term__member *members;
     size_t n, left = 0;
-    term__session_members(sids, ttys, count, &members, &n);
+    term__session_members(sessions, count, &members, &n);
     for (size_t i = 0; i < n; i++) {
         /* SIGHUP ignored or not: a program that outlived its terminal on
          * purpose (nohup, trap '' HUP) would otherwise live as long as the

@@ -4,7 +4,8 @@
  * size of each output piece, one screen change per loop turn and the
  * loop's turns during a flood nobody listens to, output held for a listener
  * whose clients stopped reading, the default shell (the
- * hook for a setting), and the statuses of failures. */
+ * hook for a setting), the statuses of failures, and a session number that
+ * someone else's new session has taken. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -339,6 +342,36 @@ static void test_default_shell_and_failures(void **state)
     free(list);
 }
 
+/* A session whose leader was reaped may see its number taken by someone
+ * else's new session (this machine reuses pids within seconds): that new
+ * leader is not ours to signal, while a session whose leader is still ours
+ * is. */
+static void test_reused_session_number_is_left_alone(void **state)
+{
+    (void)state;
+    pid_t other = fork();
+    assert_true(other >= 0);
+    if (other == 0) {
+        setsid(); /* its own session: its sid is its pid, as a reused number would be */
+        pause();
+        _exit(0);
+    }
+    /* wait until it leads its session */
+    for (int i = 0; i < 1000 && getsid(other) != other; i++)
+        usleep(1000);
+    assert_int_equal(getsid(other), other);
+    term__session reused = {.sid = other, .tty = 0, .leader_reaped = true};
+    assert_int_equal(term__session_kill(&reused, 1), 0);
+    term__session_hangup(&reused, 1);
+    usleep(50000);
+    int wstatus;
+    assert_int_equal(waitpid(other, &wstatus, WNOHANG), 0); /* still alive */
+    term__session ours = {.sid = other, .tty = 0, .leader_reaped = false};
+    assert_int_equal(term__session_kill(&ours, 1), 1);
+    assert_int_equal(waitpid(other, &wstatus, 0), other);
+    assert_true(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +380,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_flood_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_held_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_shell_and_failures, setup, teardown),
+        cmocka_unit_test(test_reused_session_number_is_left_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
