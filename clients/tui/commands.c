@@ -8,6 +8,7 @@
 
 #include "editor.h"
 #include "input.h"
+#include "lsp.h"
 
 /* ---- the commands that are not one call ---- */
 
@@ -91,13 +92,24 @@ static void cmd_page_down(app *a, tab *t) { editor_page(a, t, 1, false); }
 static void cmd_select_page_up(app *a, tab *t) { editor_page(a, t, -1, true); }
 static void cmd_select_page_down(app *a, tab *t) { editor_page(a, t, 1, true); }
 
+static void cmd_complete(app *a, tab *t) { lsp_complete(a, t); }
+static void cmd_hover(app *a, tab *t) { lsp_hover(a, t); }
+static void cmd_definition(app *a, tab *t) { lsp_definition(a, t); }
+static void cmd_back(app *a, tab *t) { lsp_back(a, t); }
+static void cmd_references(app *a, tab *t) { lsp_references(a, t); }
+static void cmd_rename(app *a, tab *t) { lsp_rename(a, t); }
+static void cmd_format(app *a, tab *t) { lsp_format(a, t); }
+static void cmd_code_actions(app *a, tab *t) { lsp_code_actions(a, t); }
+static void cmd_wrap(app *a, tab *t) { editor_toggle_wrap(a, t); }
+static void cmd_redraw(app *a, tab *t) { editor_redraw(a); }
+
 /* ---- the table ---- */
 
 #define IN_PANES (SCOPE_TERMINAL | SCOPE_CHAT)
 
 static const command_entry commands[] = {
     {"file.save", "Save", cmd_save, NEEDS_NOTHING, 0, "ctrl+s"},
-    {"file.saveAs", "Save as...", cmd_save_as, NEEDS_TAB, 0, "alt+s f12"},
+    {"file.saveAs", "Save as...", cmd_save_as, NEEDS_TAB, 0, "alt+s"},
     {"file.new", "New file", cmd_new, NEEDS_NOTHING, 0, "ctrl+n"},
     {"file.picker", "Open a file (fuzzy)", cmd_picker, NEEDS_NOTHING, 0, "ctrl+p ctrl+o"},
     {"app.quit", "Quit", cmd_quit, NEEDS_NOTHING, IN_PANES, "ctrl+q"},
@@ -120,7 +132,7 @@ static const command_entry commands[] = {
     {"cursor.single", "Back to one cursor", cmd_single_cursor, NEEDS_TAB, 0, "escape"},
     {"tab.close", "Close the tab", cmd_close, NEEDS_TAB, 0, "ctrl+w"},
     {"tab.next", "Next tab", cmd_next_tab, NEEDS_TAB, 0, "ctrl+pagedown alt+right"},
-    {"tab.previous", "Previous tab", cmd_previous_tab, NEEDS_TAB, 0, "ctrl+pageup alt+left"},
+    {"tab.previous", "Previous tab", cmd_previous_tab, NEEDS_TAB, 0, "ctrl+pageup"},
     {"terminal.toggle", "Terminal: show, focus, hide", cmd_terminal_toggle, NEEDS_NOTHING, IN_PANES, "ctrl+t"},
     {"terminal.hide", "Terminal: hide", cmd_terminal_hide, NEEDS_NOTHING, 0, ""},
     {"chat.toggle", "Agent chat: show, focus, back to the editor", cmd_chat_toggle, NEEDS_NOTHING, IN_PANES, "alt+a f6"},
@@ -159,6 +171,16 @@ static const command_entry commands[] = {
     {"edit.tab", "Indent", cmd_indent, EDITS, 0, "tab"},
     {"edit.backspace", "Delete left", cmd_backspace, EDITS, 0, "backspace"},
     {"edit.delete", "Delete right", cmd_delete, EDITS, 0, "delete"},
+    {"lsp.complete", "Completions from the language server", cmd_complete, EDITS, 0, "ctrl+space"},
+    {"lsp.hover", "What the language server says of the symbol under the caret", cmd_hover, NEEDS_TAB, 0, "alt+k"},
+    {"lsp.definition", "Go to the definition", cmd_definition, NEEDS_TAB, 0, "f12 ctrl+]"},
+    {"nav.back", "Back to where the last jump came from", cmd_back, NEEDS_NOTHING, 0, "alt+left"},
+    {"lsp.references", "Every reference to the symbol, in a list", cmd_references, NEEDS_TAB, 0, "shift+f12 f7"},
+    {"lsp.rename", "Rename the symbol everywhere", cmd_rename, EDITS, 0, "f9"},
+    {"lsp.format", "Format the document", cmd_format, EDITS, 0, "f10"},
+    {"lsp.codeActions", "Code actions (quick fixes) at the caret", cmd_code_actions, EDITS, 0, "f8"},
+    {"view.wrap", "Soft wrap: long lines continue below (on/off)", cmd_wrap, NEEDS_TAB, 0, "alt+z"},
+    {"view.redraw", "Redraw the screen", cmd_redraw, NEEDS_NOTHING, IN_PANES, "ctrl+l"},
 };
 
 #define COMMAND_COUNT ((int)(sizeof commands / sizeof commands[0]))

@@ -10,6 +10,7 @@
 
 #include "editor.h"
 #include "input.h"
+#include "lsp.h"
 #include "arena.h"
 
 /* ---- answers ---- */
@@ -25,9 +26,21 @@ static void scroll_to_primary(app *a, tab *t)
         t->top = line;
     else if (line >= t->top + height)
         t->top = line - height + 1;
+    if (t->wrap) {
+        /* Wrapped lines above it can push the caret's line below the screen; lines
+         * not here yet count one row, so this is done again when they arrive. */
+        int rows = 0;
+        for (int l = t->top; l <= line; l++)
+            rows += tab_line_rows(a, t, l);
+        while (rows > height && t->top < line)
+            rows -= tab_line_rows(a, t, t->top++);
+        t->refit_wrap = true;
+    }
     const char *text = view_text(t, line);
     int gutter = gutter_width(t), width = a->cols - gutter - 1;
-    if (text && width > 4) {
+    if (t->wrap) {
+        t->left = 0;
+    } else if (text && width > 4) {
         int d = text_display_col(text, t->cursors[0].col);
         if (d < t->left)
             t->left = d;
@@ -44,19 +57,26 @@ static void on_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref
     tab *t = tab_by_serial(a, serial);
     if (!t)
         return;
-    if (result != JSON_NO_REF)
+    /* An answer asked for before a move predicted here would take the caret back: the next one says. */
+    bool stale = t->cursors_asked_at != t->predictions;
+    if (result != JSON_NO_REF && !stale)
         model_cursors_arrived(t, doc, json_get(doc, result, "cursors"));
+    bool more = t->cursors_refresh.again || stale;
     if (t->follow_cursor && t->cursor_count) {
-        t->follow_cursor = false;
+        /* Keys still on their way move the caret again: keep following until the last answer. */
+        if (!more)
+            t->follow_cursor = false;
         scroll_to_primary(a, t);
     }
     a->need_paint = true;
-    if (refresh_end(&t->cursors_refresh))
+    if (refresh_end(&t->cursors_refresh) || stale)
         tab_request_cursors(a, t);
 }
 
 void tab_request_cursors(app *a, tab *t)
 {
+    if (!t->cursors_refresh.in_flight)
+        t->cursors_asked_at = t->predictions;
     if (refresh_begin(&t->cursors_refresh) &&
         !app_call(a, "document/cursors", on_cursors, t->serial, "{\"documentId\":%J}", t->doc_id))
         t->cursors_refresh.in_flight = false;
@@ -71,6 +91,14 @@ static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_re
     if (result != JSON_NO_REF)
         model_viewport_arrived(a, t, doc, result);
     a->need_paint = true;
+    if (t->refit_wrap && !t->viewport.again && result != JSON_NO_REF && t->cursor_count) {
+        t->refit_wrap = false;
+        int old_top = t->top;
+        scroll_to_primary(a, t);
+        t->refit_wrap = false;
+        if (t->top != old_top)
+            t->viewport.again = true;
+    }
     if (refresh_end(&t->viewport))
         tab_request_viewport(a, t);
 }
@@ -81,8 +109,8 @@ void tab_request_viewport(app *a, tab *t)
     editor_layout(a, &top_row, &height);
     if (refresh_begin(&t->viewport) &&
         !app_call(a, "document/viewport", on_viewport, t->serial,
-                  "{\"documentId\":%J,\"startLine\":%d,\"lineCount\":%d,\"include\":[\"tokens\",\"diagnostics\"]}",
-                  t->doc_id, t->top, height))
+                  "{\"documentId\":%J,\"startLine\":%d,\"lineCount\":%d,\"include\":[\"tokens\",\"diagnostics\"%s]}",
+                  t->doc_id, t->top, height, a->repo_root && t->path ? ",\"gitChanges\"" : ""))
         t->viewport.in_flight = false;
 }
 
@@ -200,42 +228,34 @@ static void resend_unanswered(app *a, tab *t)
     free(edits);
 }
 
-static void on_git_lines(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
-{
-    app *a = ctx;
-    tab *t = tab_by_serial(a, serial);
-    if (!t)
-        return;
-    if (result != JSON_NO_REF)
-        model_git_lines_arrived(t, doc, result);
-    a->need_paint = true;
-    if (refresh_end(&t->git))
-        tab_request_git(a, t);
-}
-
+/* The gutter's git marks come with the viewport (its gitChanges, from the
+ * server's latest diff of the buffer): asking again is asking for the viewport. */
 void tab_request_git(app *a, tab *t)
 {
     if (!a->repo_root || !t->path)
         return;
-    size_t n = strlen(a->repo_root);
-    if (strncmp(t->path, a->repo_root, n) != 0 || t->path[n] != '/')
-        return;
-    if (refresh_begin(&t->git) &&
-        !app_call(a, "git/diffBuffer", on_git_lines, t->serial, "{\"uri\":%J,\"path\":%J,\"documentId\":%J}",
-                  a->repo_root, t->path + n + 1, t->doc_id))
-        t->git.in_flight = false;
+    tab_request_viewport(a, t);
 }
+
+/* The server diffs a document about 150 ms after its last edit, off its loop:
+ * the viewport is asked again once that is likely done, and once more later
+ * for a slow diff (a big file). */
+#define GIT_REFRESH_FIRST_MS 250
+#define GIT_REFRESH_AGAIN_MS 750
 
 static void on_git_timer(uv_timer_t *h)
 {
     app *a = h->data;
     for (int i = 0; i < a->tab_count; i++)
         tab_request_git(a, a->tabs[i]);
+    if (--a->git_refreshes_left <= 0)
+        uv_timer_stop(&a->git_timer);
 }
 
 static void schedule_git(app *a)
 {
-    uv_timer_start(&a->git_timer, on_git_timer, 150, 0);
+    a->git_refreshes_left = 2;
+    uv_timer_start(&a->git_timer, on_git_timer, GIT_REFRESH_FIRST_MS, GIT_REFRESH_AGAIN_MS);
 }
 
 /* ---- opening ---- */
@@ -445,11 +465,10 @@ void editor_handle_notification(app *a, const char *method, const json_doc *doc,
             a->need_paint = true;
             return;
         }
-        model_cursors_arrived(t, doc, json_get(doc, params, "cursors"));
-        if (t->follow_cursor) {
-            t->follow_cursor = false;
-            scroll_to_primary(a, t);
-        }
+        if (t->cursors_asked_at == t->predictions && !t->cursors_refresh.in_flight)
+            model_cursors_arrived(t, doc, json_get(doc, params, "cursors"));
+        if (t->follow_cursor)
+            scroll_to_primary(a, t); /* the answer to follow()'s request ends the following */
         a->need_paint = true;
     } else if (strcmp(method, "document/didClose") == 0 && t) {
         model_document_closed(a, t);
@@ -582,13 +601,17 @@ void editor_flush_typed(app *a)
         return;
     }
     /* Shown only once it is on its way: text the server never gets is never shown. */
-    if (t && send_edit(a, t, "document/type", "\"text\":%N", a->typed.data, a->typed.len)) {
-        echo_locally(t, a->typed.data, a->typed.len);
+    /* Taken out first: what runs after the send (a completion request) may flush again. */
+    buf typed = a->typed;
+    a->typed = (buf)BUF_INIT;
+    if (t && send_edit(a, t, "document/type", "\"text\":%N", typed.data, typed.len)) {
+        echo_locally(t, typed.data, typed.len);
         follow(a, t);
+        lsp_after_typing(a, t, typed.data, typed.len);
     } else if (t) {
         app_message(a, true, "Not typed: the server is gone");
     }
-    buf_clear(&a->typed);
+    buf_free(&typed);
 }
 
 static void type_text(app *a, tab *t, const char *text, size_t len)
@@ -642,6 +665,12 @@ static void page_move(app *a, tab *t, int direction, bool select)
         t->top = top;
         tab_request_viewport(a, t);
     }
+    /* The next key of a burst pages from here, not from where the last answer left the caret. */
+    t->predictions++;
+    t->cursor_count = 1;
+    t->cursors[0] = (cursor){.line = line, .col = col, .has_selection = select,
+                             .anchor_line = select ? (k.has_selection ? k.anchor_line : k.line) : 0,
+                             .anchor_col = select ? (k.has_selection ? k.anchor_col : k.col) : 0};
     follow(a, t);
 }
 
@@ -653,7 +682,7 @@ static void delete_towards(app *a, tab *t, const char *direction)
     type_text(a, t, "", 0);
 }
 
-static void newline(app *a, tab *t)
+static void type_newline(app *a, tab *t)
 {
     buf text = BUF_INIT;
     buf_push(&text, '\n');
@@ -672,6 +701,21 @@ static void newline(app *a, tab *t)
     }
     type_text(a, t, text.data, text.len);
     buf_free(&text);
+}
+
+static void on_newline_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = chain_tab(a, serial, doc, result);
+    if (t)
+        type_newline(a, t);
+    chain_end(a);
+}
+
+/* The indent comes from the caret's line as every earlier key left it (Down Down End Enter). */
+static void newline(app *a, tab *t)
+{
+    chain_with_cursors(a, t, on_newline_cursors, t->serial);
 }
 
 static void osc52_copy(const char *text, size_t len)
@@ -1284,6 +1328,8 @@ static void on_saved(void *ctx, uint64_t tag, const json_doc *doc, json_ref resu
         app_quit_now(a);
 }
 
+static void ask_save_as(app *a, tab *t);
+
 static void save_as_answered(app *a, const char *answer)
 {
     tab *t = app_tab(a);
@@ -1291,7 +1337,13 @@ static void save_as_answered(app *a, const char *answer)
         a->quit_after_saves = false;
         return;
     }
-    save_tab(a, t, answer, false, THEN_NOTHING);
+    /* "folder/" and "/name" typed after it: one slash between them. */
+    buf path = BUF_INIT;
+    for (const char *p = answer; *p; p++)
+        if (!(p[0] == '/' && p[1] == '/'))
+            buf_push(&path, *p);
+    save_tab(a, t, path.data, false, THEN_NOTHING);
+    buf_free(&path);
 }
 
 static void save_tab(app *a, tab *t, const char *as_path, bool force, enum save_then then)
@@ -1301,7 +1353,7 @@ static void save_tab(app *a, tab *t, const char *as_path, bool force, enum save_
         for (int i = 0; i < a->tab_count; i++)
             if (a->tabs[i] == t)
                 a->current = i;
-        prompt_ask(a, "Save as:", a->workspace, save_as_answered);
+        ask_save_as(a, t);
         return;
     }
     if (then == THEN_QUIT)
@@ -1356,7 +1408,7 @@ static void quit_answered(app *a, int key)
                 if (!a->tabs[i]->path) {
                     a->current = i;
                     a->quit_after_saves = false;
-                    prompt_ask(a, "Save as:", a->workspace, save_as_answered);
+                    ask_save_as(a, a->tabs[i]);
                     return;
                 }
                 save_tab(a, a->tabs[i], NULL, false, THEN_QUIT);
@@ -1499,7 +1551,19 @@ void editor_new_file(app *a)
 
 void editor_save(app *a, tab *t) { save_tab(a, t, NULL, false, THEN_NOTHING); }
 
-void editor_save_as(app *a, tab *t) { prompt_ask(a, "Save as:", t->path ? t->path : a->workspace, save_as_answered); }
+/* The folder is pre-filled and stays: what is typed after it is a name in it (Ctrl+U clears it). */
+static void ask_save_as(app *a, tab *t)
+{
+    buf initial = BUF_INIT;
+    if (t->path)
+        buf_append_str(&initial, t->path);
+    else
+        buf_appendf(&initial, "%s/", a->workspace);
+    prompt_ask_path(a, "Save as:", initial.data, save_as_answered);
+    buf_free(&initial);
+}
+
+void editor_save_as(app *a, tab *t) { ask_save_as(a, t); }
 
 void editor_close_tab(app *a, tab *t)
 {
@@ -1581,3 +1645,86 @@ void editor_move(app *a, tab *t, const char *direction, const char *unit, bool s
 }
 
 void editor_page(app *a, tab *t, int direction, bool select) { page_move(a, t, direction, select); }
+
+void editor_paste_text(app *a, tab *t, const char *text, size_t len)
+{
+    buf clean = BUF_INIT;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\r') {
+            buf_push(&clean, '\n');
+            if (i + 1 < len && text[i + 1] == '\n')
+                i++;
+        } else {
+            buf_push(&clean, text[i]);
+        }
+    }
+    if (clean.len)
+        type_text(a, t, clean.data, clean.len);
+    buf_free(&clean);
+}
+
+void editor_apply_edits(app *a, tab *t, const char *edits)
+{
+    send_edit(a, t, "document/edit", "\"edits\":[%s]", edits);
+    follow(a, t);
+}
+
+void editor_replace_range(app *a, tab *t, int sl, int sc, int el, int ec, const char *text)
+{
+    app_call(a, "document/setCursor", NULL, 0,
+             "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+             t->doc_id, el, ec, sl, sc, el, ec);
+    type_text(a, t, text, strlen(text));
+}
+
+void editor_jump(app *a, const char *path, int line, int col)
+{
+    for (int i = 0; i < a->tab_count; i++) {
+        tab *t = a->tabs[i];
+        if (t->path && strcmp(t->path, path) == 0) {
+            a->current = i;
+            app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
+                     t->doc_id, line, col);
+            t->predictions++;
+            if (t->cursor_count) {
+                t->cursor_count = 1;
+                t->cursors[0] = (cursor){.line = line, .col = col};
+            }
+            int top_row, height;
+            editor_layout(a, &top_row, &height);
+            if (line < t->top || line >= t->top + height) {
+                t->top = line > height / 2 ? line - height / 2 : 0;
+                tab_request_viewport(a, t);
+            }
+            follow(a, t);
+            tab_request_viewport(a, t);
+            a->need_paint = true;
+            return;
+        }
+    }
+    editor_open_path(a, path, line, col);
+}
+
+void editor_toggle_wrap(app *a, tab *t)
+{
+    t->wrap = !t->wrap;
+    t->wrap_set = true;
+    t->left = 0;
+    app_message(a, false, "Soft wrap %s", t->wrap ? "on" : "off");
+    t->follow_cursor = true;
+    scroll_to_primary(a, t);
+    a->need_paint = true;
+}
+
+void editor_redraw(app *a)
+{
+    clearok(curscr, TRUE);
+    for (int i = 0; i < a->tab_count; i++)
+        a->tabs[i]->follow_cursor = false;
+    tab *t = app_tab(a);
+    if (t) {
+        tab_request_viewport(a, t);
+        tab_request_cursors(a, t);
+    }
+    a->need_paint = true;
+}
