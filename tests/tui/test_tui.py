@@ -1504,6 +1504,86 @@ def test_rename_every_occurrence(work):
         s.close()
 
 
+def test_chat_keeps_history_and_every_character(work):
+    """The chat opens on the latest chat with its messages, and a long answer loses nothing where it wraps."""
+    digits = "".join(str(i % 10) for i in range(150))
+    mock = MockLLM([{"text": [digits]}])
+    path = os.path.join(work, "notes.txt")
+    with open(path, "w") as f:
+        f.write("text\n")
+    data_home = os.path.join(work, "data-home")
+    env = dict(agent_env(mock), XDG_DATA_HOME=data_home)
+    s = Screen([path], work, cols=60, rows=30, env=env)
+    try:
+        s.wait_for("text")
+        s.keys("M-a")
+        s.wait_for("AGENT")
+        s.type("count for me")
+        s.keys("Enter")
+        s.wait(lambda t: "idle" in t and "0123" in t, "the answer")
+        # The pane is 60 columns: the answer wraps; joined again, every digit is there.
+        rows = [line.rstrip() for line in s.text().splitlines()]
+        joined = "".join(r.strip() for r in rows if re.fullmatch(r"\s*[0-9]+", r or "x"))
+        if digits not in joined:
+            raise Failure("characters lost at the wraps: %r" % joined)
+        s.keys("C-q")
+        s.wait_exit()
+    finally:
+        s.close()
+    s = Screen([path], work, cols=60, rows=30, env=env)
+    try:
+        s.wait_for("text")
+        s.keys("M-a")
+        s.wait_for("AGENT")
+        s.wait(lambda t: "count for me" in t and "0123" in t, "the last chat's messages")
+    finally:
+        s.close()
+        mock.close()
+
+
+def test_git_panel_starts_on_a_file(work):
+    git(work, "init", "-q", "-b", "trunk")
+    path = os.path.join(work, "p.txt")
+    with open(path, "w") as f:
+        f.write("one\n")
+    git(work, "add", "p.txt")
+    git(work, "commit", "-qm", "first")
+    with open(path, "w") as f:
+        f.write("two\n")
+    s = Screen([path], work)
+    try:
+        s.wait(lambda t: "trunk" in status_line(t), "the branch")
+        s.keys("F5")
+        s.wait(lambda t: "p.txt" in t and "Changed" in t, "the git status")
+        s.keys("s")  # stages the selected file: the first one, not a heading
+        s.wait(lambda t: "Staged" in t and "Changed" not in t, "the file staged")
+    finally:
+        s.close()
+
+
+def test_references_and_format(work):
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    source = CLANGD_SOURCE.replace("    return r;", "    return   r ;")
+    path, data_home = clangd_project(work, source)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    try:
+        wait_clangd_ready(s)
+        s.keys("C-g")
+        s.type("3:14")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 3, Col 14" in status_line(t), "on the name")
+        s.keys("F7")
+        s.wait(lambda t: "References: 3" in t and "main.c:8:" in t, "the references listed")
+        s.keys("Down", "Down", "Enter")
+        s.wait(lambda t: "Ln 8, Col 10" in status_line(t), "the third reference")
+        s.keys("F10")
+        s.wait(lambda t: "return r;" in t and "return   r ;" not in t, "the document formatted")
+    finally:
+        s.close()
+
+
 TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
          test_picker_search_find, test_agent_chat,
@@ -1514,7 +1594,8 @@ TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, 
          test_keys_typed_while_server_gone, test_quick_quit_after_typing_asks, test_shared_server_killed_under_two_editors,
          test_paste_keeps_indentation, test_page_down_burst, test_down_burst_keeps_cursor_on_screen,
          test_enter_after_moves_takes_indent_of_its_line, test_save_as_keeps_the_folder, test_soft_wrap,
-         test_completion_from_clangd, test_definition_and_back, test_rename_every_occurrence]
+         test_completion_from_clangd, test_definition_and_back, test_rename_every_occurrence,
+         test_chat_keeps_history_and_every_character, test_git_panel_starts_on_a_file, test_references_and_format]
 
 
 def main():
