@@ -95,6 +95,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     self->document = document_service_new(env->pool, env->log);
     if (!self->document)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the document service");
+    document_service_set_workspace(self->document, env->workspace);
     ecp_adapter document_adapter; /* its ctx stays valid (the router's) for the viewport parts below */
     document_adapter_init(&document_adapter, self->document, env->bus);
     if ((status = env->register_adapter(env->router, &document_adapter, err)) < 0)
@@ -238,6 +239,8 @@ size_t server_services_connection_limit(const server_services *self, size_t fall
 
 void server_services_set_workspace(server_services *self, const char *workspace)
 {
+    if (self->document)
+        document_service_set_workspace(self->document, workspace);
     if (self->session)
         session_service_set_workspace(self->session, workspace);
     if (self->database)

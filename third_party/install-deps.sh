@@ -9,7 +9,7 @@ set -eu
 packages="pkg-config cmake make gcc clang libclang-rt-14-dev python3
   libjsmn-dev libgit2-dev libtree-sitter-dev libvterm-dev libsqlite3-dev
   libcurl4-openssl-dev libuv1-dev libpcre2-dev libpq-dev libcmocka-dev libsodium-dev
-  postgresql git ripgrep clangd libncurses-dev ncurses-term tmux"
+  postgresql git ripgrep clangd libncurses-dev ncurses-term tmux libeditorconfig-dev libutf8proc-dev"
 if [ "${1:-}" = "--bench" ]; then
   packages="$packages neovim python3-msgpack hyperfine"
 fi

@@ -41,9 +41,8 @@ void doc_adapter_write_position(json_writer *w, size_t line, size_t column)
     jw_object_end(w);
 }
 
-static void write_info(json_writer *w, const document_info *info)
+static void write_info_fields(json_writer *w, const document_info *info)
 {
-    jw_object_begin(w);
     jw_key_string(w, "documentId", info->document_id);
     jw_key_string(w, "uri", info->uri);
     jw_key_string(w, "languageId", info->language_id);
@@ -54,6 +53,12 @@ static void write_info(json_writer *w, const document_info *info)
     /* Only when it is so: the catalogue's DocumentInfo has no such field. */
     if (info->changed_on_disk)
         jw_key_bool(w, "changedOnDisk", true);
+}
+
+static void write_info(json_writer *w, const document_info *info)
+{
+    jw_object_begin(w);
+    write_info_fields(w, info);
     jw_object_end(w);
 }
 
@@ -644,7 +649,32 @@ static void m_info(void *ctx, ecp_call *call)
     document_info info;
     if (!doc_adapter_arg_doc_info(ad, call, &id, &info))
         return;
-    write_info(ecp_call_result(call), &info);
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    write_info_fields(w, &info);
+    /* only here: working it out reads the document's lines, which a list of
+     * every document should not */
+    document_indent indent;
+    if (document_indent_of(ad->svc, id.ptr, &indent, NULL) == 0) {
+        jw_key(w, "indent");
+        jw_object_begin(w);
+        jw_key_string(w, "style", indent.tabs ? "tabs" : "spaces");
+        jw_key_int(w, "size", (int64_t)indent.size);
+        jw_object_end(w);
+    }
+    /* the rest of what its .editorconfig says, each only when it says it */
+    document_format format;
+    if (document_format_of(ad->svc, id.ptr, &format, NULL) == 0) {
+        if (format.end_of_line[0])
+            jw_key_string(w, "endOfLine", format.end_of_line);
+        if (format.charset[0])
+            jw_key_string(w, "charset", format.charset);
+        if (format.insert_final_newline >= 0)
+            jw_key_bool(w, "insertFinalNewline", format.insert_final_newline == 1);
+        if (format.trim_trailing_whitespace >= 0)
+            jw_key_bool(w, "trimTrailingWhitespace", format.trim_trailing_whitespace == 1);
+    }
+    jw_object_end(w);
     ecp_call_finish(call);
 }
 
@@ -675,7 +705,7 @@ static const ecp_method methods[] = {
      "The clients that hold the document open, with their names and cursors",
      "{documentId: string}"},
     {"document/info", m_info, "1.0",
-     "The document's DocumentInfo",
+     "The document's DocumentInfo, with its indent unit",
      "{documentId: string}"},
     {"document/list", m_list, "1.0",
      "The DocumentInfo of every open document, in the order they were opened",
@@ -702,8 +732,10 @@ static const ecp_method methods[] = {
      "Delete a range; one undo step",
      "{documentId: string, range: Range, groupWithPrevious?: boolean}"},
     {"document/replace", doc_method_replace, "1.0",
-     "Replace a range with text; one undo step",
-     "{documentId: string, range: Range, text: string, groupWithPrevious?: boolean}"},
+     "Replace a range with text; with query, replace the next match from the caller's primary cursor, "
+     "or every match; one undo step",
+     "{documentId: string, range?: Range, text?: string, groupWithPrevious?: boolean, query?: string, "
+     "replacement?: string, regex?: boolean, caseSensitive?: boolean, wholeWord?: boolean, all?: boolean}"},
     {"document/setContent", doc_method_set_content, "1.0",
      "Replace the whole text; one undo step, the cursor goes to the end",
      "{documentId: string, content: string}"},
@@ -776,6 +808,34 @@ static const ecp_method methods[] = {
      "The lines of one screen with the document's version and line count, and the tokens or diagnostics "
      "that include names",
      "{documentId: string, startLine: integer >= 0, lineCount: integer >= 0, include?: string[]}"},
+    {"document/indent", doc_method_indent, "1.0",
+     "Indent every line the caller's cursors touch by one unit; one undo step; answers version and cursors",
+     "{documentId: string}"},
+    {"document/outdent", doc_method_outdent, "1.0",
+     "Take one indent unit off every line the caller's cursors touch; one undo step",
+     "{documentId: string}"},
+    {"document/newline", doc_method_newline, "1.0",
+     "Replace each of the caller's selections by a line end and the current line's indent "
+     "(one unit more after {, [, ( or :); one undo step",
+     "{documentId: string}"},
+    {"document/duplicateLines", doc_method_duplicate_lines, "1.0",
+     "Copy the lines the caller's cursors touch; the cursors stay on the lower copy; one undo step",
+     "{documentId: string}"},
+    {"document/moveLines", doc_method_move_lines, "1.0",
+     "Move the lines the caller's cursors touch one line up or down, cursors with them; one undo step",
+     "{documentId: string, direction: \"up\"|\"down\"}"},
+    {"document/deleteWord", doc_method_delete_word, "1.0",
+     "Delete each selection, or from each caret to the word boundary a move by word reaches; one undo step",
+     "{documentId: string, direction: \"left\"|\"right\"}"},
+    {"document/find", doc_method_find, "1.0",
+     "Find a literal or a PCRE2 pattern: the matches (up to limit, around the current one), their total and "
+     "the current match's index",
+     "{documentId: string, query: string, regex?: boolean, caseSensitive?: boolean, wholeWord?: boolean, "
+     "from?: Position, backwards?: boolean, limit?: integer >= 0, range?: Range}"},
+    {"document/toggleComment", doc_method_toggle_comment, "1.0",
+     "Comment the lines the caller's cursors touch with the language's line comment, or uncomment them "
+     "when all are; one undo step",
+     "{documentId: string}"},
 };
 
 static void adapter_destroy(void *ctx)

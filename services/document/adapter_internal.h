@@ -79,4 +79,16 @@ void doc_method_select_all(void *ctx, ecp_call *call);
 void doc_method_clear_selections(void *ctx, ecp_call *call);
 void doc_method_selections(void *ctx, ecp_call *call);
 
+/* ----- editing commands (adapter_editing.c) ----- */
+
+void doc_method_indent(void *ctx, ecp_call *call);
+void doc_method_outdent(void *ctx, ecp_call *call);
+void doc_method_newline(void *ctx, ecp_call *call);
+void doc_method_duplicate_lines(void *ctx, ecp_call *call);
+void doc_method_move_lines(void *ctx, ecp_call *call);
+void doc_method_delete_word(void *ctx, ecp_call *call);
+void doc_method_toggle_comment(void *ctx, ecp_call *call);
+void doc_method_find(void *ctx, ecp_call *call);
+void doc_method_replace_matches(void *ctx, ecp_call *call);
+
 #endif

@@ -307,6 +307,11 @@ void doc_method_delete(void *ctx, ecp_call *call)
 
 void doc_method_replace(void *ctx, ecp_call *call)
 {
+    /* with a query it finds and replaces */
+    if (json_get(ecp_call_doc(call), ecp_call_params(call), "query") != JSON_NO_REF) {
+        doc_method_replace_matches(ctx, call);
+        return;
+    }
     ecp_str id, text;
     document_range range;
     bool ok;

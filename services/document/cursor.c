@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utf8proc.h>
+
 #include "internal.h"
 
 /* Lines moved by a page up or down. */
@@ -204,34 +206,99 @@ void document__cursors_normalize(doc_cursor_set *set, size_t length)
 
 /* ----- movement --------------------------------------------------------------- */
 
+/* Characters are extended grapheme clusters (UAX #29, through utf8proc):
+ * a caret never stands inside 👍🏽, a ZWJ family or e + U+0301. Clusters are
+ * found in a window of this many bytes around the caret, so a pathological
+ * one (thousands of combining marks) is cut into pieces of about this size
+ * rather than scanned whole. */
+#define GRAPHEME_SPAN ((size_t)256)
+
+/* One code point of s[0, n): its length, and U+FFFD for a byte that starts
+ * no valid sequence (which is then one character on its own). */
+static size_t decode_cp(const unsigned char *s, size_t n, utf8proc_int32_t *cp)
+{
+    utf8proc_ssize_t k = utf8proc_iterate(s, (utf8proc_ssize_t)n, cp);
+    if (k <= 0) {
+        *cp = 0xFFFD;
+        return 1;
+    }
+    return (size_t)k;
+}
+
+/* Where the cluster that starts at `at` (a boundary) ends, within s[0, n). */
+static size_t cluster_end(const unsigned char *s, size_t n, size_t at)
+{
+    utf8proc_int32_t prev, cp, state = 0;
+    at += decode_cp(s + at, n - at, &prev);
+    while (at < n) {
+        size_t k = decode_cp(s + at, n - at, &cp);
+        if (utf8proc_grapheme_break_stateful(prev, cp, &state))
+            break;
+        prev = cp;
+        at += k;
+    }
+    return at;
+}
+
+/* The first code point start at or after s[0] (past at most 3 continuation bytes). */
+static size_t align_start(const unsigned char *s, size_t n)
+{
+    size_t b = 0;
+    while (b < n && b < 3 && (s[b] & 0xC0) == 0x80)
+        b++;
+    return b;
+}
+
 static size_t next_char(const piece_tree *t, size_t p)
 {
     size_t length = piece_tree_length(t);
     if (p >= length)
         return length;
-    char bytes[4];
-    size_t n = length - p < 4 ? length - p : 4;
-    piece_tree_copy(t, p, n, bytes);
-    if (bytes[0] == '\n')
-        return p + 1;
-    uint32_t cp;
-    return p + utf8_decode(bytes, n, &cp);
+    unsigned char bytes[GRAPHEME_SPAN];
+    size_t n = length - p < GRAPHEME_SPAN ? length - p : GRAPHEME_SPAN;
+    piece_tree_copy(t, p, n, (char *)bytes);
+    return p + cluster_end(bytes, n, 0);
+}
+
+/* The start of the cluster that holds offset `at` inside [from, to), from
+ * being a line start (cut: a window's start, maybe inside a character). */
+static size_t cluster_start(const piece_tree *t, size_t from, size_t to, size_t at, bool cut)
+{
+    unsigned char bytes[2 * GRAPHEME_SPAN];
+    size_t n = to - from;
+    piece_tree_copy(t, from, n, (char *)bytes);
+    size_t b = cut ? align_start(bytes, n) : 0;
+    while (b < n) {
+        size_t e = cluster_end(bytes, n, b);
+        if (from + e > at)
+            return from + b;
+        b = e;
+    }
+    return from + b;
 }
 
 static size_t prev_char(const piece_tree *t, size_t p)
 {
     if (p == 0)
         return 0;
-    /* The longest valid sequence that ends exactly at p; else one byte. */
-    for (size_t back = p < 4 ? p : 4; back >= 2; back--) {
-        char bytes[4];
-        piece_tree_copy(t, p - back, back, bytes);
-        uint32_t cp;
-        size_t k = utf8_decode(bytes, back, &cp);
-        if (k == back && !(cp == 0xFFFD && k == 1))
-            return p - back;
-    }
-    return p - 1;
+    size_t line_start = piece_tree_line_start(t, piece_tree_line_of_offset(t, p - 1));
+    size_t from = p - line_start > GRAPHEME_SPAN ? p - GRAPHEME_SPAN : line_start;
+    return cluster_start(t, from, p, p - 1, from != line_start);
+}
+
+size_t document__snap_to_character(const piece_tree *t, size_t p)
+{
+    size_t length = piece_tree_length(t);
+    if (p == 0 || p >= length)
+        return p;
+    size_t line = piece_tree_line_of_offset(t, p);
+    size_t line_start = piece_tree_line_start(t, line);
+    if (p == line_start)
+        return p;
+    size_t line_end = line_start + piece_tree_line_length(t, line);
+    size_t from = p - line_start > GRAPHEME_SPAN ? p - GRAPHEME_SPAN : line_start;
+    size_t to = line_end - p > GRAPHEME_SPAN ? p + GRAPHEME_SPAN : line_end;
+    return cluster_start(t, from, to, p, from != line_start);
 }
 
 static bool word_byte_at(const piece_tree *t, size_t p)
@@ -239,7 +306,7 @@ static bool word_byte_at(const piece_tree *t, size_t p)
     return document__is_word_byte((unsigned char)piece_tree_byte_at(t, p));
 }
 
-static size_t word_right(const piece_tree *t, size_t p)
+size_t document__word_right(const piece_tree *t, size_t p)
 {
     size_t line = piece_tree_line_of_offset(t, p);
     size_t end = piece_tree_line_start(t, line) + piece_tree_line_length(t, line);
@@ -252,7 +319,7 @@ static size_t word_right(const piece_tree *t, size_t p)
     return p;
 }
 
-static size_t word_left(const piece_tree *t, size_t p)
+size_t document__word_left(const piece_tree *t, size_t p)
 {
     size_t line = piece_tree_line_of_offset(t, p);
     size_t start = piece_tree_line_start(t, line);
@@ -314,7 +381,7 @@ int document__cursors_move(document *doc, doc_cursor_set *set, document_directio
                     p = dir == DOCUMENT_LEFT ? prev_char(t, p) : next_char(t, p);
                     break;
                 case DOCUMENT_BY_WORD:
-                    p = dir == DOCUMENT_LEFT ? word_left(t, p) : word_right(t, p);
+                    p = dir == DOCUMENT_LEFT ? document__word_left(t, p) : document__word_right(t, p);
                     break;
                 case DOCUMENT_BY_LINE:
                 case DOCUMENT_BY_PAGE: {
@@ -422,6 +489,9 @@ int document_set_cursors(document_service *self, const char *document_id, uint64
             document__cursors_free(&set);
             return rc;
         }
+        /* a position inside a character (a grapheme cluster) is its start */
+        active = document__snap_to_character(doc->tree, active);
+        anchor = document__snap_to_character(doc->tree, anchor);
         size_t desired = cursors[i].has_desired_column
                              ? desired_from_enc(doc, active, cursors[i].desired_column, enc)
                              : DOC_NO_DESIRED;
@@ -445,6 +515,7 @@ int document_add_cursor(document_service *self, const char *document_id, uint64_
     int rc = document__offset_of(doc, pos, enc, &at, err);
     if (rc != 0)
         return rc;
+    at = document__snap_to_character(doc->tree, at);
     document__cursors_push(mine, at, at, DOC_NO_DESIRED);
     document__cursors_normalize(mine, piece_tree_length(doc->tree));
     document__emit_cursors(self, doc, owner);

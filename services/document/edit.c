@@ -530,6 +530,23 @@ int document__apply(document_service *svc, document *doc, uint64_t owner, doc_ed
     return apply_with(svc, doc, owner, &whole, 1, false, policy, tree, NULL, err);
 }
 
+void document__place_cursors(document *doc, uint64_t owner, const doc_cursor_set *set)
+{
+    doc_cursor_set *mine = document__cursors_of(doc, owner);
+    document__cursors_free(mine);
+    document__cursors_copy(mine, set);
+    document__cursors_normalize(mine, piece_tree_length(doc->tree));
+    doc_history *h = &doc->history;
+    doc_undo_step *top = h->applied ? &h->steps[h->applied - 1] : NULL;
+    if (!top || top->owner != owner)
+        return;
+    size_t was = cursors_bytes(&top->after);
+    document__cursors_free(&top->after);
+    document__cursors_copy(&top->after, mine);
+    top->bytes = top->bytes - was + cursors_bytes(&top->after);
+    h->bytes = h->bytes - was + cursors_bytes(&top->after);
+}
+
 int document__replace_tree(document_service *svc, document *doc, uint64_t owner, piece_tree *tree,
                            doc_cursor_policy policy,
                            const doc_whole_measure *measure, ecp_error *err)
@@ -682,7 +699,7 @@ static int writable(document_service *svc, const char *id, uint64_t *version, do
     return 0;
 }
 
-static int apply_sorted(document_service *svc, document *doc, uint64_t owner, doc_edit *edits, size_t count,
+int document__apply_sorted(document_service *svc, document *doc, uint64_t owner, doc_edit *edits, size_t count,
                         bool group, doc_cursor_policy policy, uint64_t *version, ecp_error *err)
 {
     qsort(edits, count, sizeof *edits, edit_cmp);
@@ -726,7 +743,7 @@ int document_apply_edits(document_service *self, const char *document_id, uint64
         if (list[k].end < list[k].start)
             list[k].end = list[k].start;
     }
-    rc = apply_sorted(self, doc, owner, list, count, flags & DOCUMENT_EDIT_GROUP,
+    rc = document__apply_sorted(self, doc, owner, list, count, flags & DOCUMENT_EDIT_GROUP,
                       flags & DOCUMENT_EDIT_MOVE_CURSOR ? DOC_CURSORS_PRIMARY_END : DOC_CURSORS_FOLLOW, version, err);
 done:
     free(list);
@@ -741,7 +758,7 @@ int document_set_content(document_service *self, const char *document_id, uint64
     if (status != 0)
         return status;
     doc_edit e = {0, piece_tree_length(doc->tree), text, len, 0};
-    return apply_sorted(self, doc, owner, &e, 1, false, DOC_CURSORS_DOCUMENT_END, version, err);
+    return document__apply_sorted(self, doc, owner, &e, 1, false, DOC_CURSORS_DOCUMENT_END, version, err);
 }
 
 int document_type(document_service *self, const char *document_id, uint64_t owner, const char *text, size_t len,
@@ -760,7 +777,7 @@ int document_type(document_service *self, const char *document_id, uint64_t owne
         size_t hi = c->anchor < c->active ? c->active : c->anchor;
         list[i] = (doc_edit){lo, hi, text, len, i};
     }
-    int rc = apply_sorted(self, doc, owner, list, count, flags & DOCUMENT_EDIT_GROUP, DOC_CURSORS_EACH_END, version,
+    int rc = document__apply_sorted(self, doc, owner, list, count, flags & DOCUMENT_EDIT_GROUP, DOC_CURSORS_EACH_END, version,
                           err);
     free(list);
     return rc;

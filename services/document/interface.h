@@ -327,6 +327,140 @@ const char *document_replacement_document(const document_replacement *r);
 int document_type(document_service *self, const char *document_id, uint64_t owner, const char *text, size_t len,
                   unsigned flags, uint64_t *version, ecp_error *err);
 
+/* Editing commands: each acts at owner's cursors, is one undoable step (none
+ * when it changes nothing), moves everyone else's cursors as the text moves,
+ * and fires on_change like any edit.
+ *   INDENT / OUTDENT: every line a cursor touches (a selection that ends at
+ *     the start of a line leaves that line out) gains / loses one indent unit
+ *     (document_indent_of); selections keep covering the same text.
+ *   NEWLINE: each selection becomes a line end plus the indent that
+ *     document_newline_indent gives.
+ *   DUPLICATE_LINES: the touched lines are copied; the cursors stay on the
+ *     lower copy.
+ *   MOVE_LINES_UP / _DOWN: the touched lines swap with the line above
+ *     (below), the cursors going with them.
+ *   DELETE_WORD_LEFT / _RIGHT: each selection, or from the caret to where a
+ *     move by word would put it.
+ *   TOGGLE_COMMENT: the touched non-blank lines lose their line comment
+ *     token when all have it, else gain it (and a space) at their least
+ *     indent. ECP_EINVAL naming the language when it has no line comment. */
+typedef enum document_command {
+    DOCUMENT_INDENT,
+    DOCUMENT_OUTDENT,
+    DOCUMENT_NEWLINE,
+    DOCUMENT_DUPLICATE_LINES,
+    DOCUMENT_MOVE_LINES_UP,
+    DOCUMENT_MOVE_LINES_DOWN,
+    DOCUMENT_DELETE_WORD_LEFT,
+    DOCUMENT_DELETE_WORD_RIGHT,
+    DOCUMENT_TOGGLE_COMMENT,
+} document_command;
+
+int document_run_command(document_service *self, const char *document_id, uint64_t owner, document_command command,
+                         uint64_t *version, ecp_error *err);
+
+/* The line comment token of a language ("//", "#", "--"), NULL for none. */
+const char *document_line_comment(const char *language_id);
+
+/* How a document indents: tabs or `size` spaces. */
+typedef struct document_indent {
+    bool tabs;
+    size_t size; /* columns of one unit (a tab's width with tabs) */
+} document_indent;
+
+/* The unit from the document's .editorconfig (document_format_of) when it
+ * says, else detected from the document's own lines: the most common step between the
+ * leading spaces of consecutive indented lines, tabs when most indented lines
+ * start with a tab; spaces of 4 when nothing tells. Reads at most the first
+ * DOCUMENT_INDENT_SCAN_LINES lines. */
+#define DOCUMENT_INDENT_SCAN_LINES ((size_t)10000)
+int document_indent_of(document_service *self, const char *document_id, document_indent *out, ecp_error *err);
+
+/* What a new line after `before` (the text of the line up to the caret)
+ * starts with: before's leading whitespace, plus one unit when before ends
+ * (trailing blanks aside) in '{', '[', '(' or ':'. Appends to out. */
+void document_newline_indent(const char *before, size_t len, const document_indent *unit, buf *out);
+
+/* What the document's .editorconfig files say (document_service_set_workspace
+ * names the workspace: only files inside it are read, none above its root,
+ * each bounded in size and sections; a document outside it, or without a
+ * file, has none). Unset fields: has_indent false, empty strings, -1. Read
+ * once per document (and again after a save as). */
+typedef struct document_format {
+    bool has_indent;
+    document_indent indent;
+    char end_of_line[8]; /* "lf", "crlf", "cr" or "" */
+    char charset[16];
+    int insert_final_newline;     /* 1, 0, or -1 for unset */
+    int trim_trailing_whitespace; /* 1, 0, or -1 for unset */
+} document_format;
+
+int document_format_of(document_service *self, const char *document_id, document_format *out, ecp_error *err);
+
+/* The workspace root (NULL: none), copied; .editorconfig files are read
+ * only inside it. */
+void document_service_set_workspace(document_service *self, const char *root);
+
+/* ----- find and replace ------------------------------------------------------------ */
+
+/* What to look for: a literal (or a PCRE2 pattern with regex: `^` and `$`
+ * match at line ends), ignoring case unless case_sensitive, only where no
+ * word character ([A-Za-z0-9_]) runs on across either edge with whole_word;
+ * in range when has_range, else everywhere. */
+typedef struct document_find_options {
+    const char *query;
+    size_t query_len;
+    bool regex;
+    bool case_sensitive;
+    bool whole_word;
+    bool backwards;       /* the current match is the last before `from` */
+    bool has_from;
+    document_position from; /* default: the start (the end, backwards) */
+    size_t limit;         /* matches returned; 0: DOCUMENT_FIND_LIMIT */
+    bool has_range;
+    document_range range;
+} document_find_options;
+
+#define DOCUMENT_FIND_LIMIT ((size_t)1000)
+/* Matches counted (and replaced) at most. */
+#define DOCUMENT_FIND_TOTAL_MAX ((size_t)100000)
+/* A search of a text larger than this runs on the pool. */
+#define DOCUMENT_FIND_OFF_LOOP_BYTES ((size_t)1 << 20)
+
+/* A search: begun on the loop (the query compiled, positions checked, a
+ * snapshot taken), run on any thread, read and freed after. Refusals:
+ * ECP_ENOTFOUND, ECP_ERANGE for a position past the end, ECP_EINVAL for an
+ * empty query ("query: must not be empty") or a bad pattern ("query: invalid
+ * regular expression at offset N: <PCRE2's message>"). Running fails with
+ * ECP_EINVAL when a match costs too much backtracking. */
+typedef struct document_search document_search;
+document_search *document_search_begin(document_service *self, const char *document_id,
+                                       const document_find_options *options, ecp_position_encoding enc,
+                                       ecp_error *err);
+size_t document_search_length(const document_search *s); /* bytes to search */
+int document_search_run(document_search *s, ecp_error *err);
+/* Every match, counted up to DOCUMENT_FIND_TOTAL_MAX (*complete false when
+ * there were more). */
+size_t document_search_total(const document_search *s, bool *complete);
+/* The matches returned: at most `limit`, in document order, a window that
+ * starts at the current match (going backwards: ends at it) where the
+ * matches allow. */
+size_t document_search_count(const document_search *s);
+const document_range *document_search_match(const document_search *s, size_t index);
+/* The current match's index among those returned; false when none. */
+bool document_search_current(const document_search *s, size_t *index);
+void document_search_free(document_search *s);
+
+/* Replaces, as one undoable step by owner, every match (all) or the first
+ * that starts at or after the start of owner's primary selection (rounding
+ * the end), whose caret then goes after the replacement. With regex, `$n`
+ * and `${n}` in the replacement are group n and `$$` a dollar. *replaced: how
+ * many. Refusals as for a search, and as for an edit. */
+int document_replace_matches(document_service *self, const char *document_id, uint64_t owner,
+                             const document_find_options *options, const char *replacement, size_t replacement_len,
+                             bool all, ecp_position_encoding enc, uint64_t *version, size_t *replaced,
+                             ecp_error *err);
+
 /* Undo and redo, asked by owner: its cursors go back to those the step
  * recorded (its author's); everyone else's follow the text. ECP_ESTATE when
  * there is nothing to undo (redo). */

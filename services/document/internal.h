@@ -163,6 +163,12 @@ typedef struct document {
     /* Marks inside long lines (text.c). A pointer, so that conversions,
      * which take a const document, may lay them down. */
     struct doc_columns *columns;
+    /* What its .editorconfig says, read on first need (editorconfig.c). */
+    bool format_known;
+    document_format format;
+    /* The indent unit its lines use, as of detected_version (0: never). */
+    uint64_t detected_version;
+    document_indent detected;
 } document;
 
 struct document_service {
@@ -189,6 +195,7 @@ struct document_service {
     uint64_t next_state_id; /* history state ids, unique across the service */
     struct doc_task *opening; /* opens reading on the pool: a second open of the file joins one */
     struct doc_task *saving;  /* saves writing on the pool, each with the saves of its file queued behind it */
+    char *workspace;          /* resolved; NULL: no .editorconfig is read */
 };
 
 /* ----- text.c: columns, offsets and words --------------------------------- */
@@ -365,6 +372,16 @@ void document__cursors_shift(doc_cursor_set *set, size_t offset, size_t deleted,
  * the primary survives a merge. */
 void document__cursors_normalize(doc_cursor_set *set, size_t length);
 
+/* The start of the character (extended grapheme cluster) that holds p; p
+ * itself when a character starts there. */
+size_t document__snap_to_character(const piece_tree *t, size_t p);
+
+/* Where a move by word from p goes: to the end (start) of the next
+ * (previous) word on the line, or across the line end at the line's end
+ * (start). */
+size_t document__word_right(const piece_tree *t, size_t p);
+size_t document__word_left(const piece_tree *t, size_t p);
+
 int document__cursors_move(document *doc, doc_cursor_set *set, document_direction dir, document_unit unit,
                            bool select);
 
@@ -404,6 +421,15 @@ typedef enum doc_cursor_policy {
  * undo step records; everyone else's follow the text. */
 int document__apply(document_service *svc, document *doc, uint64_t owner, doc_edit *edits, size_t count, bool group,
                     doc_cursor_policy policy, ecp_error *err);
+/* Sorts edits (by start, then order), refuses overlapping ones (ECP_EINVAL),
+ * drops those that change nothing and applies the rest as one step (none
+ * when nothing is left). *version (may be NULL) gets the version after. */
+int document__apply_sorted(document_service *svc, document *doc, uint64_t owner, doc_edit *edits, size_t count,
+                           bool group, doc_cursor_policy policy, uint64_t *version, ecp_error *err);
+/* After an edit by owner: owner's cursors become `set` (normalised), and
+ * the step just made records them as where it leaves them, so that a redo
+ * puts them there again. */
+void document__place_cursors(document *doc, uint64_t owner, const doc_cursor_set *set);
 /* owner's cursors go back to where the step left them; everyone else's
  * follow the text. */
 int document__undo(document_service *svc, document *doc, uint64_t owner, bool redo);
@@ -447,6 +473,27 @@ void document__history_free(doc_history *h);
 uint64_t document__state_id(const document *doc);
 bool document__can_undo(const document *doc);
 bool document__can_redo(const document *doc);
+
+/* ----- editing.c ------------------------------------------------------------- */
+
+/* The document's indent unit: its .editorconfig's when it says, else
+ * document__detect_indent's. */
+document_indent document__indent(document_service *svc, document *doc);
+/* The unit the document's own lines use (document_indent_of). */
+document_indent document__detect_indent(const document *doc);
+
+/* ----- editorconfig.c ------------------------------------------------------------ */
+
+/* What the .editorconfig files between `workspace` (resolved) and `file`
+ * say about file; nothing when either is NULL or file lies outside. */
+void document__editorconfig(const char *workspace, const char *file, document_format *out);
+/* The document's, read once. */
+const document_format *document__format(document_service *svc, document *doc);
+/* Before a save to path (the document's own file, or a save as): what
+ * trim_trailing_whitespace = true and insert_final_newline = true ask for,
+ * as one undoable edit by the server (none when nothing changes, and none
+ * for a text over 8 MiB). */
+void document__format_for_save(document_service *svc, document *doc, const char *path);
 
 /* ----- local.c: shared by the files above ---------------------------------- */
 

@@ -360,6 +360,7 @@ void document_service_free(document_service *self)
     free(self->encoding_readers);
     ecp_listeners_free(&self->listeners);
     ecp_listeners_free(&self->disk_listeners);
+    free(self->workspace);
     free(self);
 }
 
@@ -1308,6 +1309,7 @@ static void finish_save(document_service *svc, doc_task *t)
             doc->uri = t->uri;
             doc->path = t->path;
             t->uri = t->path = t->key = NULL;
+            doc->format_known = false; /* another file: its own .editorconfig */
         }
         matches_file(svc, doc, &t->written);
         ECP_EMIT(&svc->listeners, document_listener, on_save, doc->id, doc->uri, doc->version);
@@ -1372,6 +1374,7 @@ document_request *document_save_with(document_service *self, const char *documen
         cb(ctx, err.status, &err, doc->version, doc->uri);
         goto done;
     }
+    document__format_for_save(self, doc, uri ? path.data : doc->path);
     /* The text as it is now, written on the pool: O(pieces) here, not a copy. */
     document_snapshot *snap = document__snapshot_of(doc, &err);
     if (!snap) {

@@ -192,7 +192,11 @@ static void test_info_list_version_content(void **state)
              a);
     char params[128];
     snprintf(params, sizeof params, "{\"documentId\":\"%s\"}", a);
-    expect_call(f->c, "document/info", params, want);
+    /* info alone adds the indent unit (the text says nothing: 4 spaces) */
+    char want_info[1100];
+    snprintf(want_info, sizeof want_info, "%.*s,\"indent\":{\"style\":\"spaces\",\"size\":4}}",
+             (int)strlen(want) - 1, want);
+    expect_call(f->c, "document/info", params, want_info);
     char *r = ok(f->c, "document/list", NULL);
     assert_int_equal(test_json_length(r, "documents"), 2);
     free(r);
@@ -1065,7 +1069,9 @@ static void test_methods_listed(void **state)
         "setContent", "cursors",     "setCursors",  "setCursor",    "addCursor",       "moveCursors",
         "selectAll",  "clearSelections", "selections", "undo",      "redo",            "canUndo",
         "canRedo",    "isDirty",     "markClean",   "positionToOffset", "offsetToPosition", "wordAtPosition",
-        "save",       "reload",      "edit",        "type",         "viewport",
+        "save",       "reload",      "edit",        "type",         "viewport",        "indent",
+        "outdent",    "newline",     "duplicateLines", "moveLines", "deleteWord",      "find",
+        "toggleComment",
     };
     char *r = ok(f->c, "ecp/methods", "{\"namespace\":\"document\"}");
     size_t count = sizeof names / sizeof names[0];

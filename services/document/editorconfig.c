@@ -1,0 +1,338 @@
+/* editorconfig: what a document's .editorconfig files say about it.
+ *
+ * The files are the workspace's, and libeditorconfig walks up from a file to
+ * the filesystem's root reading every .editorconfig it meets, however large.
+ * So it never sees the real directories: the .editorconfig files between the
+ * workspace root and the document (regular files, not links, each bounded in
+ * size and in sections) are read here and copied into a private temporary
+ * directory laid out the same way, whose top one says `root = true`, and
+ * the library parses the document's path inside that copy. Nothing above
+ * the workspace root is read, and a document outside the workspace reads
+ * nothing.
+ */
+#include <editorconfig/editorconfig.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* The largest .editorconfig read, and the most sections in one: past either
+ * the file is ignored. */
+#define EDITORCONFIG_MAX_BYTES ((size_t)64 << 10)
+#define EDITORCONFIG_MAX_SECTIONS 256
+/* The most directories between the workspace root and a document. */
+#define EDITORCONFIG_MAX_DEPTH 64
+
+/* Reads dir/.editorconfig when it is a regular file within the bounds.
+ * Returns the bytes (malloc'd) or NULL. */
+static char *read_config(const char *dir, size_t *len)
+{
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/.editorconfig", dir) >= sizeof path)
+        return NULL;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *data = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > EDITORCONFIG_MAX_BYTES)
+        goto done;
+    data = xmalloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, data + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    data[got] = '\0';
+    size_t sections = 0;
+    for (size_t i = 0; i < got; i++) {
+        size_t j = i;
+        while (j < got && (data[j] == ' ' || data[j] == '\t'))
+            j++;
+        if (j < got && data[j] == '[')
+            sections++;
+        const char *nl = memchr(data + i, '\n', got - i);
+        i = nl ? (size_t)(nl - data) : got;
+    }
+    if (sections > EDITORCONFIG_MAX_SECTIONS || memchr(data, '\0', got)) {
+        free(data);
+        data = NULL;
+        goto done;
+    }
+    *len = got;
+done:
+    close(fd);
+    return data;
+}
+
+static bool write_all(const char *path, const char *a, size_t alen, const char *b, size_t blen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return false;
+    bool ok = (alen == 0 || write(fd, a, alen) == (ssize_t)alen) && (blen == 0 || write(fd, b, blen) == (ssize_t)blen);
+    close(fd);
+    return ok;
+}
+
+static void copy_value(char *dst, size_t cap, const char *value)
+{
+    size_t n = strlen(value);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, value, n);
+    dst[n] = '\0';
+}
+
+static int flag_of(const char *value)
+{
+    if (strcmp(value, "true") == 0)
+        return 1;
+    if (strcmp(value, "false") == 0)
+        return 0;
+    return -1;
+}
+
+static void take_values(editorconfig_handle h, document_format *out)
+{
+    const char *style = NULL, *size = NULL, *tab_width = NULL;
+    int count = editorconfig_handle_get_name_value_count(h);
+    for (int i = 0; i < count; i++) {
+        const char *name, *value;
+        editorconfig_handle_get_name_value(h, i, &name, &value);
+        if (strcmp(name, "indent_style") == 0)
+            style = value;
+        else if (strcmp(name, "indent_size") == 0)
+            size = value;
+        else if (strcmp(name, "tab_width") == 0)
+            tab_width = value;
+        else if (strcmp(name, "end_of_line") == 0 &&
+                 (strcmp(value, "lf") == 0 || strcmp(value, "crlf") == 0 || strcmp(value, "cr") == 0))
+            copy_value(out->end_of_line, sizeof out->end_of_line, value);
+        else if (strcmp(name, "charset") == 0)
+            copy_value(out->charset, sizeof out->charset, value);
+        else if (strcmp(name, "insert_final_newline") == 0)
+            out->insert_final_newline = flag_of(value);
+        else if (strcmp(name, "trim_trailing_whitespace") == 0)
+            out->trim_trailing_whitespace = flag_of(value);
+    }
+    long n = 0;
+    const char *digits = size && strcmp(size, "tab") != 0 ? size : tab_width;
+    if (digits) {
+        char *end;
+        n = strtol(digits, &end, 10);
+        if (*end || n < 1 || n > 16)
+            n = 0;
+    }
+    if (style && (strcmp(style, "tab") == 0 || strcmp(style, "space") == 0)) {
+        out->has_indent = true;
+        out->indent.tabs = strcmp(style, "tab") == 0;
+        out->indent.size = n ? (size_t)n : 4;
+    } else if (n) {
+        out->has_indent = true;
+        out->indent.tabs = false;
+        out->indent.size = (size_t)n;
+    }
+}
+
+/* Removes the copy: the files, then the directories, deepest first. */
+static void remove_copy(const char *top, char dirs[][PATH_MAX], size_t count)
+{
+    char path[PATH_MAX + 16];
+    for (size_t i = count; i-- > 0;) {
+        snprintf(path, sizeof path, "%s/.editorconfig", dirs[i]);
+        unlink(path);
+        if (strcmp(dirs[i], top) != 0)
+            rmdir(dirs[i]);
+    }
+    rmdir(top);
+}
+
+void document__editorconfig(const char *workspace, const char *file, document_format *out)
+{
+    memset(out, 0, sizeof *out);
+    out->insert_final_newline = -1;
+    out->trim_trailing_whitespace = -1;
+    if (!workspace || !file)
+        return;
+    size_t wlen = strlen(workspace);
+    while (wlen > 1 && workspace[wlen - 1] == '/')
+        wlen--;
+    /* the file's directory, resolved, must lie inside the workspace */
+    char dir[PATH_MAX];
+    const char *slash = strrchr(file, '/');
+    if (!slash || (size_t)(slash - file) >= sizeof dir)
+        return;
+    memcpy(dir, file, (size_t)(slash - file));
+    dir[slash - file] = '\0';
+    char real_dir[PATH_MAX];
+    if (!realpath(dir[0] ? dir : "/", real_dir))
+        return;
+    bool inside = strncmp(real_dir, workspace, wlen) == 0 &&
+                  (real_dir[wlen] == '\0' || real_dir[wlen] == '/' || wlen == 1);
+    if (!inside)
+        return;
+    const char *rel = real_dir + wlen; /* "" or "/a/b" */
+    const char *base = slash + 1;
+
+    char tmp_base[] = "/tmp/ecpd-editorconfig-XXXXXX";
+    const char *tmpdir = getenv("TMPDIR");
+    char top[PATH_MAX];
+    if (tmpdir && *tmpdir && strlen(tmpdir) + sizeof "/ecpd-editorconfig-XXXXXX" < sizeof top)
+        snprintf(top, sizeof top, "%s/ecpd-editorconfig-XXXXXX", tmpdir);
+    else
+        memcpy(top, tmp_base, sizeof tmp_base);
+    if (!mkdtemp(top))
+        return;
+
+    char (*copies)[PATH_MAX] = xmalloc(EDITORCONFIG_MAX_DEPTH * sizeof *copies);
+    size_t copy_count = 0;
+    bool ok = true;
+    /* each level: the real directory and its place in the copy */
+    char real_level[PATH_MAX], copy_level[PATH_MAX];
+    snprintf(real_level, sizeof real_level, "%.*s", (int)wlen, workspace);
+    snprintf(copy_level, sizeof copy_level, "%s", top);
+    const char *p = rel;
+    for (size_t depth = 0; ok; depth++) {
+        if (depth >= EDITORCONFIG_MAX_DEPTH) {
+            ok = false;
+            break;
+        }
+        if (depth > 0 && mkdir(copy_level, 0700) != 0) {
+            ok = false;
+            break;
+        }
+        snprintf(copies[copy_count++], PATH_MAX, "%s", copy_level);
+        size_t len = 0;
+        char *data = read_config(real_level, &len);
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/.editorconfig", copy_level);
+        /* the top one is the root whatever it says: nothing above is read */
+        static const char root_line[] = "root = true\n";
+        const char *head = depth == 0 ? root_line : "";
+        size_t head_len = depth == 0 ? sizeof root_line - 1 : 0;
+        if ((data || depth == 0) && !write_all(path, head, head_len, data ? data : "", data ? len : 0))
+            ok = false;
+        free(data);
+        if (!*p)
+            break;
+        const char *next = strchr(p + 1, '/');
+        size_t part = next ? (size_t)(next - p) : strlen(p);
+        size_t rl = strlen(real_level), cl = strlen(copy_level);
+        if (rl + part >= sizeof real_level || cl + part >= sizeof copy_level) {
+            ok = false;
+            break;
+        }
+        memcpy(real_level + rl, p, part);
+        real_level[rl + part] = '\0';
+        memcpy(copy_level + cl, p, part);
+        copy_level[cl + part] = '\0';
+        p += part;
+    }
+    if (ok) {
+        char target[PATH_MAX + 256];
+        if ((size_t)snprintf(target, sizeof target, "%s/%s", copy_level, base) < sizeof target) {
+            editorconfig_handle h = editorconfig_handle_init();
+            if (h && editorconfig_parse(target, h) == 0)
+                take_values(h, out);
+            if (h)
+                editorconfig_handle_destroy(h);
+        }
+    }
+    remove_copy(top, copies, copy_count);
+    free(copies);
+}
+
+const document_format *document__format(document_service *svc, document *doc)
+{
+    if (!doc->format_known) {
+        document__editorconfig(svc->workspace, doc->path, &doc->format);
+        doc->format_known = true;
+    }
+    return &doc->format;
+}
+
+int document_format_of(document_service *self, const char *document_id, document_format *out, ecp_error *err)
+{
+    document *doc = document__find(self, document_id, err);
+    if (!doc)
+        return ECP_ENOTFOUND;
+    *out = *document__format(self, doc);
+    return 0;
+}
+
+void document_service_set_workspace(document_service *self, const char *root)
+{
+    free(self->workspace);
+    self->workspace = NULL;
+    char resolved[PATH_MAX];
+    if (root && realpath(root, resolved))
+        self->workspace = xstrdup(resolved);
+    /* what documents read under the old root no longer holds */
+    for (size_t i = 0; i < self->doc_count; i++)
+        self->docs[i]->format_known = false;
+}
+
+/* What a save trims or adds is an edit on the loop: past this size the
+ * document is written as it is. */
+#define SAVE_FORMAT_MAX_BYTES ((size_t)8 << 20)
+
+void document__format_for_save(document_service *svc, document *doc, const char *path)
+{
+    document_format other;
+    const document_format *f;
+    if (path && (!doc->path || strcmp(path, doc->path) != 0)) {
+        document__editorconfig(svc->workspace, path, &other); /* a save as: the new file's */
+        f = &other;
+    } else {
+        f = document__format(svc, doc);
+    }
+    bool trim = f->trim_trailing_whitespace == 1, final_newline = f->insert_final_newline == 1;
+    size_t len = piece_tree_length(doc->tree);
+    if ((!trim && !final_newline) || doc->read_only || len == 0 || len > SAVE_FORMAT_MAX_BYTES)
+        return;
+    char *text = xmalloc(len);
+    piece_tree_copy(doc->tree, 0, len, text);
+    doc_edit *edits = NULL;
+    size_t count = 0, cap = 0;
+    for (size_t start = 0; trim && start <= len;) {
+        const char *nl = memchr(text + start, '\n', len - start);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        size_t keep = end;
+        while (keep > start && (text[keep - 1] == ' ' || text[keep - 1] == '\t'))
+            keep--;
+        if (keep < end) {
+            if (count == cap) {
+                cap = cap ? cap * 2 : 16;
+                edits = xrealloc(edits, cap * sizeof *edits);
+            }
+            edits[count] = (doc_edit){keep, end, "", 0, count};
+            count++;
+        }
+        if (!nl)
+            break;
+        start = end + 1;
+    }
+    if (final_newline && text[len - 1] != '\n') {
+        if (count == cap) {
+            cap = cap ? cap * 2 : 16;
+            edits = xrealloc(edits, cap * sizeof *edits);
+        }
+        edits[count] = (doc_edit){len, len, "\n", 1, count};
+        count++;
+    }
+    if (count)
+        document__apply_sorted(svc, doc, 0, edits, count, false, DOC_CURSORS_FOLLOW, NULL, NULL);
+    free(edits);
+    free(text);
+}
