@@ -682,40 +682,11 @@ static void delete_towards(app *a, tab *t, const char *direction)
     type_text(a, t, "", 0);
 }
 
-static void type_newline(app *a, tab *t)
-{
-    buf text = BUF_INIT;
-    buf_push(&text, '\n');
-    if (t->cursor_count) {
-        const char *line = view_text(t, t->cursors[0].line);
-        if (line) {
-            size_t indent = strspn(line, " \t");
-            buf_append(&text, line, indent);
-            size_t at = col_to_byte(line, strlen(line), t->cursors[0].col);
-            size_t k = at;
-            while (k > 0 && (line[k - 1] == ' ' || line[k - 1] == '\t'))
-                k--;
-            if (k > 0 && (line[k - 1] == '{' || line[k - 1] == '(' || line[k - 1] == '[' || line[k - 1] == ':'))
-                buf_append_str(&text, line[0] == '\t' ? "\t" : "    ");
-        }
-    }
-    type_text(a, t, text.data, text.len);
-    buf_free(&text);
-}
-
-static void on_newline_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
-{
-    app *a = ctx;
-    tab *t = chain_tab(a, serial, doc, result);
-    if (t)
-        type_newline(a, t);
-    chain_end(a);
-}
-
-/* The indent comes from the caret's line as every earlier key left it (Down Down End Enter). */
+/* The server indents the new line from the caret's line as every earlier key left it. */
 static void newline(app *a, tab *t)
 {
-    chain_with_cursors(a, t, on_newline_cursors, t->serial);
+    send_edit(a, t, "document/newline", "");
+    follow(a, t);
 }
 
 static void osc52_copy(const char *text, size_t len)
@@ -892,7 +863,7 @@ static bool find_in(const char *text, size_t len, const char *needle, int line, 
     return true;
 }
 
-enum content_use { FIND_NEXT, NEXT_OCCURRENCE, REPLACE_ALL };
+enum content_use { FIND_NEXT, NEXT_OCCURRENCE };
 
 typedef struct content_request {
     enum content_use use;
@@ -1065,23 +1036,6 @@ static void search_from_cursors(app *a, tab *t, enum content_use use)
     scan_request(a, t);
 }
 
-static void on_search_cursors(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
-{
-    app *a = ctx;
-    tab *t = chain_tab(a, tag >> 2, doc, result);
-    if (!t) {
-        chain_end(a);
-        return;
-    }
-    search_from_cursors(a, t, (enum content_use)(tag & 3));
-}
-
-/* Find: the cursors as every earlier key left them, then the scan. */
-static void begin_search(app *a, tab *t, enum content_use use)
-{
-    chain_with_cursors(a, t, on_search_cursors, (t->serial << 2) | use);
-}
-
 static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
@@ -1093,39 +1047,6 @@ static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref re
     if (!t || !json_string(doc, json_get(doc, result, "content"), &ar, &text, &len)) {
         arena_free(&ar);
         chain_end(a);
-        return;
-    }
-    if (use == REPLACE_ALL) {
-        const char *needle = a->replace_find, *with = a->last_search;
-        buf edits = BUF_INIT;
-        int count = 0, line = 0, col = 0;
-        size_t nlen = strlen(needle);
-        for (size_t i = 0; i < len;) {
-            if (nlen && i + nlen <= len && memcmp(text + i, needle, nlen) == 0) {
-                int sl, sc, el, ec;
-                find_in(text + i, nlen, needle, 0, 0, &sl, &sc, &el, &ec);
-                int end_line = line + el, end_col = el ? ec : col + ec;
-                rpc_format(&edits, "%s{\"range\":{\"start\":{\"line\":%d,\"column\":%d},\"end\":{\"line\":%d,\"column\":%d}},\"text\":%J}",
-                           count ? "," : "", line, col, end_line, end_col, with);
-                count++;
-                line = end_line, col = end_col;
-                i += nlen;
-                continue;
-            }
-            if (text[i] == '\n') {
-                line++, col = 0, i++;
-                continue;
-            }
-            int n;
-            utf8_next(text + i, &n);
-            i += (size_t)n, col++;
-        }
-        if (count)
-            send_edit(a, t, "document/edit", "\"edits\":[%s]", edits.data);
-        app_message(a, false, "Replaced %d occurrence%s", count, count == 1 ? "" : "s");
-        buf_free(&edits);
-        arena_free(&ar);
-        finish_chain(a, t);
         return;
     }
     if (!t->cursor_count) {
@@ -1144,19 +1065,6 @@ static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref re
         return;
     }
     act_on_match(a, t, use, sl, sc, el, ec);
-}
-
-/* Inside a chain: its answer ends it. */
-static void request_content(app *a, tab *t, enum content_use use)
-{
-    if (!app_call(a, "document/content", on_content, (t->serial << 2) | use, "{\"documentId\":%J}", t->doc_id))
-        chain_end(a);
-}
-
-static void begin_content(app *a, tab *t, enum content_use use)
-{
-    chain_begin(a);
-    request_content(a, t, use);
 }
 
 static void on_word(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
@@ -1223,35 +1131,6 @@ static void next_occurrence(app *a, tab *t)
 }
 
 /* ---- prompts' answers ---- */
-
-static void find_answered(app *a, const char *answer)
-{
-    tab *t = app_tab(a);
-    if (!answer || !*answer || !t)
-        return;
-    free(a->last_search);
-    a->last_search = xstrdup(answer);
-    begin_search(a, t, FIND_NEXT);
-}
-
-static void replace_with_answered(app *a, const char *answer)
-{
-    tab *t = app_tab(a);
-    if (!answer || !t || !a->replace_find)
-        return;
-    free(a->last_search);
-    a->last_search = xstrdup(answer);
-    begin_content(a, t, REPLACE_ALL);
-}
-
-static void replace_answered(app *a, const char *answer)
-{
-    if (!answer || !*answer)
-        return;
-    free(a->replace_find);
-    a->replace_find = xstrdup(answer);
-    prompt_ask(a, "Replace with:", "", replace_with_answered);
-}
 
 static void goto_answered(app *a, const char *answer)
 {
@@ -1610,20 +1489,6 @@ void editor_newline(app *a, tab *t) { newline(a, t); }
 
 void editor_delete(app *a, tab *t, const char *direction) { delete_towards(a, t, direction); }
 
-void editor_find(app *a, tab *t) { prompt_ask(a, "Find:", a->last_search ? a->last_search : "", find_answered); }
-
-void editor_find_next(app *a, tab *t)
-{
-    if (a->last_search)
-        begin_search(a, t, FIND_NEXT);
-    else
-        prompt_ask(a, "Find:", "", find_answered);
-}
-
-void editor_replace(app *a, tab *t)
-{
-    prompt_ask(a, "Replace:", a->last_search ? a->last_search : "", replace_answered);
-}
 
 void editor_goto_line(app *a, tab *t) { prompt_ask(a, "Go to line:", "", goto_answered); }
 
@@ -1727,4 +1592,297 @@ void editor_redraw(app *a)
         tab_request_cursors(a, t);
     }
     a->need_paint = true;
+}
+
+/* ---- the editing commands of the document service ---- */
+
+static void line_edit(app *a, tab *t, const char *method, const char *params_fmt, const char *arg)
+{
+    if (arg)
+        send_edit(a, t, method, params_fmt, arg);
+    else
+        send_edit(a, t, method, "");
+    follow(a, t);
+}
+
+static void on_tab_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = chain_tab(a, serial, doc, result);
+    if (t && any_selection(t))
+        line_edit(a, t, "document/indent", "", NULL);
+    else if (t)
+        type_text(a, t, "    ", 4);
+    chain_end(a);
+}
+
+/* Tab indents the lines of a selection, else types an indent: which, the cursors as the earlier keys left them say. */
+void editor_indent(app *a, tab *t) { chain_with_cursors(a, t, on_tab_cursors, t->serial); }
+void editor_outdent(app *a, tab *t) { line_edit(a, t, "document/outdent", "", NULL); }
+void editor_delete_word(app *a, tab *t, const char *direction)
+{
+    line_edit(a, t, "document/deleteWord", "\"direction\":%J", direction);
+}
+void editor_toggle_comment(app *a, tab *t) { line_edit(a, t, "document/toggleComment", "", NULL); }
+void editor_duplicate_lines(app *a, tab *t) { line_edit(a, t, "document/duplicateLines", "", NULL); }
+void editor_move_lines(app *a, tab *t, const char *direction)
+{
+    line_edit(a, t, "document/moveLines", "\"direction\":%J", direction);
+}
+
+/* ---- find and replace through document/find and document/replace ---- */
+
+static void find_options(app *a, buf *out)
+{
+    rpc_format(out, "\"query\":%J,\"regex\":%b,\"caseSensitive\":%b,\"wholeWord\":%b", a->last_search, a->find_regex,
+               a->find_case, a->find_word);
+}
+
+static char *find_label(app *a, const char *what)
+{
+    buf label = BUF_INIT;
+    buf_appendf(&label, "%s [%s regex, %s case, %s word: Alt+R Alt+C Alt+W]:", what, a->find_regex ? "x" : " ",
+                a->find_case ? "x" : " ", a->find_word ? "x" : " ");
+    return buf_detach(&label);
+}
+
+void editor_find_toggle(app *a, char which)
+{
+    if (which == 'r')
+        a->find_regex = !a->find_regex;
+    else if (which == 'c')
+        a->find_case = !a->find_case;
+    else if (which == 'w')
+        a->find_word = !a->find_word;
+    if (!a->prompt.active)
+        return;
+    bool replacing = strncmp(a->prompt.label, "Replace", 7) == 0;
+    free(a->prompt.label);
+    a->prompt.label = find_label(a, replacing ? "Replace" : "Find");
+    a->need_paint = true;
+}
+
+enum find_step { FIND_FORWARD, FIND_BACKWARD, FIND_TO_REPLACE };
+
+static void replace_ask(app *a, tab *t);
+static void replace_send(app *a, tab *t);
+
+/* How many matches come before the one found: it is the (count + 1)th of total. */
+static void on_find_rank(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    int before = json_int_or(doc, json_get(doc, result, "total"), 0);
+    int total = (int)(tag & 0xFFFFFFFFu);
+    bool capped = (tag >> 32) & 1;
+    if (error == JSON_NO_REF && !a->prompt.active)
+        app_message(a, false, "Match %d of %d%s", before + 1, total, capped ? "+" : "");
+}
+
+static void on_found(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    enum find_step step = (enum find_step)(tag & 3);
+    tab *t = tab_by_serial(a, tag >> 2);
+    if (error != JSON_NO_REF) {
+        char *msg = json_dup_string(doc, json_get(doc, error, "message"));
+        app_message(a, true, "Find: %s", msg ? msg : "the server refused");
+        free(msg);
+        chain_end(a);
+        return;
+    }
+    json_ref matches = json_get(doc, result, "matches");
+    int current = json_int_or(doc, json_get(doc, result, "current"), -1);
+    json_ref match = current >= 0 ? json_array_at(doc, matches, (size_t)current) : JSON_NO_REF;
+    if (!t || match == JSON_NO_REF) {
+        if (step == FIND_TO_REPLACE && a->replaced > 0)
+            app_message(a, false, "Replaced %d occurrence%s", a->replaced, a->replaced == 1 ? "" : "s");
+        else
+            app_message(a, true, "Not found: %s", a->last_search ? a->last_search : "");
+        chain_end(a);
+        return;
+    }
+    int sl, sc, el, ec;
+    parse_position(doc, json_get(doc, match, "start"), &sl, &sc);
+    parse_position(doc, json_get(doc, match, "end"), &el, &ec);
+    if (step == FIND_TO_REPLACE && (sl < a->replace_from_line || (sl == a->replace_from_line && sc < a->replace_from_col))) {
+        /* Round the end: replacing goes to the end of the document, never again over what was asked. */
+        app_message(a, false, "Replaced %d occurrence%s", a->replaced, a->replaced == 1 ? "" : "s");
+        chain_end(a);
+        return;
+    }
+    int total = json_int_or(doc, json_get(doc, result, "total"), 0);
+    bool capped = false;
+    json_bool(doc, json_get(doc, result, "totalCapped"), &capped);
+    app_call(a, "document/setCursor", NULL, 0,
+             "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+             t->doc_id, el, ec, sl, sc, el, ec);
+    int top_row, height;
+    editor_layout(a, &top_row, &height);
+    if (sl < t->top || sl >= t->top + height) {
+        t->top = sl > height / 2 ? sl - height / 2 : 0;
+        tab_request_viewport(a, t);
+    }
+    buf options = BUF_INIT;
+    find_options(a, &options);
+    app_call(a, "document/find", on_find_rank, ((uint64_t)capped << 32) | (uint32_t)total,
+             "{\"documentId\":%J,%s,\"limit\":1,\"range\":{\"start\":{\"line\":0,\"column\":0},\"end\":{\"line\":%d,\"column\":%d}}}",
+             t->doc_id, options.data, sl, sc);
+    buf_free(&options);
+    finish_chain(a, t);
+    if (step == FIND_TO_REPLACE) {
+        a->replace_end_line = el;
+        a->replace_end_col = ec;
+        if (a->replace_rest)
+            replace_send(a, t);
+        else
+            replace_ask(a, t);
+    }
+}
+
+static void on_find_cursors(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    enum find_step step = (enum find_step)(tag & 3);
+    tab *t = chain_tab(a, tag >> 2, doc, result);
+    if (!t || !t->cursor_count || !a->last_search) {
+        chain_end(a);
+        return;
+    }
+    cursor *k = &t->cursors[0];
+    int line = k->line, col = k->col;
+    if (step == FIND_TO_REPLACE) {
+        bool anchor_first = k->has_selection && (k->anchor_line < line || (k->anchor_line == line && k->anchor_col < col));
+        a->replace_from_line = anchor_first ? k->anchor_line : line;
+        a->replace_from_col = anchor_first ? k->anchor_col : col;
+    }
+    if (step == FIND_BACKWARD && k->has_selection &&
+        (k->anchor_line < line || (k->anchor_line == line && k->anchor_col < col)))
+        line = k->anchor_line, col = k->anchor_col; /* before the match selected now */
+    buf options = BUF_INIT;
+    find_options(a, &options);
+    bool sent = app_call(a, "document/find", on_found, tag,
+                         "{\"documentId\":%J,%s,\"from\":{\"line\":%d,\"column\":%d},\"backwards\":%b,\"limit\":1}",
+                         t->doc_id, options.data, line, col, step == FIND_BACKWARD);
+    buf_free(&options);
+    if (!sent)
+        chain_end(a);
+}
+
+static void find_from_caret(app *a, tab *t, enum find_step step)
+{
+    chain_with_cursors(a, t, on_find_cursors, (t->serial << 2) | step);
+}
+
+static void find_answered(app *a, const char *answer)
+{
+    tab *t = app_tab(a);
+    if (!answer || !*answer || !t)
+        return;
+    free(a->last_search);
+    a->last_search = xstrdup(answer);
+    find_from_caret(a, t, FIND_FORWARD);
+}
+
+void editor_find(app *a, tab *t)
+{
+    char *label = find_label(a, "Find");
+    prompt_ask(a, label, a->last_search ? a->last_search : "", find_answered);
+    a->prompt.toggles = true;
+    free(label);
+}
+
+void editor_find_next(app *a, tab *t)
+{
+    if (a->last_search)
+        find_from_caret(a, t, FIND_FORWARD);
+    else
+        editor_find(a, t);
+}
+
+void editor_find_previous(app *a, tab *t)
+{
+    if (a->last_search)
+        find_from_caret(a, t, FIND_BACKWARD);
+    else
+        editor_find(a, t);
+}
+
+/* Interactive replace: each match from the caret to the end of the document
+ * is selected and asked about: y replaces it, n leaves it, a replaces it and
+ * every one after it, q stops. */
+static void on_replaced(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    a->replaced += json_int_or(doc, json_get(doc, result, "replaced"), 0);
+    if (error != JSON_NO_REF || !t) {
+        app_message(a, true, "Not replaced");
+        return;
+    }
+    find_from_caret(a, t, FIND_TO_REPLACE);
+}
+
+/* The match selected now: document/replace takes the next match from the selection's start. */
+static void replace_send(app *a, tab *t)
+{
+    buf options = BUF_INIT;
+    find_options(a, &options);
+    rpc_format(&options, ",\"replacement\":%J", a->replace_with ? a->replace_with : "");
+    if (!app_call(a, "document/replace", on_replaced, t->serial, "{\"documentId\":%J,%s}", t->doc_id, options.data))
+        app_message(a, true, "Not replaced: the server is gone");
+    buf_free(&options);
+    follow(a, t);
+}
+
+static void replace_chosen(app *a, int key)
+{
+    tab *t = app_tab(a);
+    if (!t)
+        return;
+    if (key == 'y' || key == 'a') {
+        a->replace_rest = key == 'a';
+        replace_send(a, t);
+    } else if (key == 'n') {
+        /* Past this match: the caret after it, then the next. */
+        app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
+                 t->doc_id, a->replace_end_line, a->replace_end_col);
+        find_from_caret(a, t, FIND_TO_REPLACE);
+    } else {
+        app_message(a, false, "Replaced %d occurrence%s", a->replaced, a->replaced == 1 ? "" : "s");
+    }
+}
+
+static void replace_ask(app *a, tab *t)
+{
+    (void)t;
+    prompt_choose(a, "Replace this one? (y)es, (n)o, (a)ll the rest, (q)uit", "ynaq", replace_chosen);
+}
+
+static void replace_with_answered(app *a, const char *answer)
+{
+    tab *t = app_tab(a);
+    if (!answer || !t || !a->last_search)
+        return;
+    free(a->replace_with);
+    a->replace_with = xstrdup(answer);
+    a->replaced = 0;
+    a->replace_rest = false;
+    find_from_caret(a, t, FIND_TO_REPLACE);
+}
+
+static void replace_answered(app *a, const char *answer)
+{
+    if (!answer || !*answer)
+        return;
+    free(a->last_search);
+    a->last_search = xstrdup(answer);
+    prompt_ask(a, "Replace with:", a->replace_with ? a->replace_with : "", replace_with_answered);
+}
+
+void editor_replace(app *a, tab *t)
+{
+    char *label = find_label(a, "Replace");
+    prompt_ask(a, label, a->last_search ? a->last_search : "", replace_answered);
+    a->prompt.toggles = true;
+    free(label);
 }

@@ -50,6 +50,15 @@ void editor_newline(app *a, tab *t);
 void editor_delete(app *a, tab *t, const char *direction);
 void editor_find(app *a, tab *t);
 void editor_find_next(app *a, tab *t);
+void editor_find_previous(app *a, tab *t);
+/* Alt+R, Alt+C, Alt+W in the find prompt: regex, case, whole word. */
+void editor_find_toggle(app *a, char which);
+void editor_indent(app *a, tab *t);
+void editor_outdent(app *a, tab *t);
+void editor_delete_word(app *a, tab *t, const char *direction);
+void editor_toggle_comment(app *a, tab *t);
+void editor_duplicate_lines(app *a, tab *t);
+void editor_move_lines(app *a, tab *t, const char *direction);
 void editor_replace(app *a, tab *t);
 void editor_goto_line(app *a, tab *t);
 void editor_next_occurrence(app *a, tab *t);

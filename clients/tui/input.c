@@ -79,8 +79,10 @@ static bool char_key_name(wint_t ch, bool alt, char *out, size_t size)
         snprintf(out, size, "%senter", mod);
     else if (ch == '\t')
         snprintf(out, size, "%stab", mod);
-    else if (ch == 127 || ch == 8)
+    else if (ch == 127)
         snprintf(out, size, "%sbackspace", mod);
+    else if (ch == 8) /* what terminals send for Ctrl+Backspace */
+        snprintf(out, size, "ctrl+%sbackspace", mod);
     else if (ch == 27)
         snprintf(out, size, "%sescape", mod);
     else if (ch == 0)
@@ -89,8 +91,10 @@ static bool char_key_name(wint_t ch, bool alt, char *out, size_t size)
         snprintf(out, size, "ctrl+%s%c", mod, (char)('a' + ch - 1));
     else if (ch >= 28 && ch <= 31)
         snprintf(out, size, "ctrl+%s%c", mod, "\\]^_"[ch - 28]);
+    else if (alt && ch >= 'A' && ch <= 'Z')
+        snprintf(out, size, "alt+shift+%c", (char)(ch - 'A' + 'a'));
     else if (alt && ch < 128)
-        snprintf(out, size, "alt+%c", (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch));
+        snprintf(out, size, "alt+%c", (char)ch);
     else
         return false;
     return true;
@@ -338,6 +342,10 @@ static void handle_key(app *a, const char *key, wint_t ch, bool printable)
     }
     if (a->prompt.active) {
         editor_flush_typed(a);
+        if (a->prompt.toggles && key && (strcmp(key, "alt+r") == 0 || strcmp(key, "alt+c") == 0 || strcmp(key, "alt+w") == 0)) {
+            editor_find_toggle(a, key[4]);
+            return;
+        }
         /* The prompt reads characters: name the keys it knows as theirs. */
         wint_t c = ch;
         if (key && strcmp(key, "backspace") == 0)

@@ -403,7 +403,7 @@ static void free_app(app *a)
     free(a->repo_root);
     free(a->branch);
     free(a->last_search);
-    free(a->replace_find);
+    free(a->replace_with);
     buf_free(&a->clipboard);
     buf_free(&a->typed);
     buf_free(&a->prompt.input);

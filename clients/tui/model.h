@@ -194,6 +194,7 @@ typedef struct prompt {
     prompt_done done;
     choice_done choose;   /* a question answered by one key */
     char *choices;        /* the keys that answer it */
+    bool toggles;         /* Find's and Replace's: Alt+R, Alt+C, Alt+W switch regex, case, whole word */
 } prompt;
 
 typedef struct term_cell {
@@ -310,7 +311,6 @@ struct app {
     buf clipboard;
     buf typed;          /* printable keys read in this turn, sent as one document/type */
     char *last_search;
-    char *replace_find;
     search_scan scan;
     char **started_languages;
     int started_language_count;
@@ -347,6 +347,12 @@ struct app {
     int open_count;
     uint64_t next_open_id;
     int git_refreshes_left; /* viewports asked again after an edit, for the gutter's git marks */
+    bool find_regex, find_case, find_word; /* how find and replace match */
+    char *replace_with;  /* the replacement of the replace under way */
+    int replaced;        /* how many it replaced so far */
+    int replace_end_line, replace_end_col;   /* the end of the match asked about */
+    int replace_from_line, replace_from_col; /* where the last search for the next match began */
+    bool replace_rest;   /* 'a' was chosen: every match left is replaced without asking */
 };
 
 /* A bracketed paste kept in memory is at most this long; the rest is dropped, aloud. */

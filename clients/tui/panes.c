@@ -19,6 +19,7 @@ void prompt_close(app *a)
     free(a->prompt.choices);
     a->prompt.label = a->prompt.choices = NULL;
     a->prompt.active = false;
+    a->prompt.toggles = false;
     a->prompt.done = NULL;
     a->prompt.choose = NULL;
     buf_clear(&a->prompt.input);

@@ -180,7 +180,7 @@ def test_multi_cursor(work):
         s.wait_for("qux bar qux baz qux")
         s.keys("Escape", "Down", "Home")
         s.wait(lambda t: "(3 cursors)" not in t and "Ln 2, Col 1" in t, "one cursor on line 2")
-        s.keys("M-Down")  # add a cursor below
+        s.keys("C-M-Down")  # add a cursor below
         s.wait_for("(2 cursors)")
         s.type("> ")
         s.wait(lambda t: "> alpha" in t and "> beta" in t, "both lines edited")
@@ -1584,6 +1584,78 @@ def test_references_and_format(work):
         s.close()
 
 
+def test_line_commands(work):
+    """Tab and Shift+Tab on a selection, Ctrl+/, Alt+Up/Down, Ctrl+Backspace, duplicate: the document's own commands."""
+    path = os.path.join(work, "l.c")
+    with open(path, "w") as f:
+        f.write("int a;\nint b;\nint c;\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("int c;")
+        s.wait_for("Trust this folder?")  # clangd is what C would start: not here
+        s.type("n")
+        s.wait(lambda t: "Trust this folder?" not in t, "the question answered")
+        s.keys("S-Down", "Tab")
+        s.wait(lambda t: "    int a;" in t and "int b;" in t and "    int b;" not in t, "one line indented")
+        s.keys("BTab")
+        s.wait(lambda t: "    int a;" not in t, "outdented")
+        s.keys("C-Home", "C-_")
+        s.wait_for("// int a;")
+        s.keys("C-_")
+        s.wait(lambda t: "// int a;" not in t, "uncommented")
+        s.keys("M-Down")
+        s.wait(lambda t: re.search(r"1 int b;\s*\n.*2 int a;", t) is not None, "the line moved down")
+        s.keys("M-D")  # Alt+Shift+D duplicates
+        s.wait(lambda t: t.count("int a;") == 2, "the line duplicated")
+        s.keys("End", "C-h")  # Ctrl+Backspace as a terminal sends it
+        s.wait(lambda t: re.search(r"^ *3 int( a)?\s*$", t, re.M) is not None, "the word before the caret deleted")
+    finally:
+        s.close()
+
+
+def test_find_toggles_count_and_interactive_replace(work):
+    path = os.path.join(work, "f.txt")
+    with open(path, "w") as f:
+        f.write("Foo foo food\nfoo bar\nfoo end\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("foo end")
+        s.keys("C-f")
+        s.wait_for("Find [")
+        s.keys("M-w")  # whole word
+        s.wait_for("x word")
+        s.keys("C-u")
+        s.type("foo")
+        s.keys("Enter")
+        s.wait(lambda t: "Match 1 of 4" in t and "Ln 1, Col 4" in status_line(t), "the first whole-word match, counted")
+        s.keys("F3")
+        s.wait(lambda t: "Match 2 of 4" in t and "Ln 1, Col 8" in status_line(t), "the next")
+        s.keys("S-F3")
+        s.wait(lambda t: "Match 1 of 4" in t and "Ln 1, Col 4" in status_line(t), "the previous")
+        s.keys("C-Home", "C-r")
+        s.wait_for("Replace [")
+        s.keys("M-c")  # case sensitive: Foo is not foo
+        s.wait_for("x case")
+        s.keys("C-u")
+        s.type("foo")
+        s.keys("Enter")
+        s.wait_for("Replace with:")
+        s.type("bar")
+        s.keys("Enter")
+        s.wait_for("Replace this one?")
+        s.type("n")
+        time.sleep(0.3)
+        s.wait_for("Replace this one?")
+        s.type("y")
+        s.wait(lambda t: "bar bar" in t and "Replace this one?" in t, "the second replaced, the third asked")
+        s.type("a")
+        s.wait(lambda t: "bar end" in t and "Replaced 2 occurrences" in t, "the rest replaced")
+        if "Foo foo food" not in s.text():
+            raise Failure("a match left alone changed:\n" + s.text())
+    finally:
+        s.close()
+
+
 TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
          test_picker_search_find, test_agent_chat,
@@ -1595,7 +1667,8 @@ TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, 
          test_paste_keeps_indentation, test_page_down_burst, test_down_burst_keeps_cursor_on_screen,
          test_enter_after_moves_takes_indent_of_its_line, test_save_as_keeps_the_folder, test_soft_wrap,
          test_completion_from_clangd, test_definition_and_back, test_rename_every_occurrence,
-         test_chat_keeps_history_and_every_character, test_git_panel_starts_on_a_file, test_references_and_format]
+         test_chat_keeps_history_and_every_character, test_git_panel_starts_on_a_file, test_references_and_format,
+         test_line_commands, test_find_toggles_count_and_interactive_replace]
 
 
 def main():
