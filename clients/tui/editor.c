@@ -1641,8 +1641,8 @@ static void find_options(app *a, buf *out)
 static char *find_label(app *a, const char *what)
 {
     buf label = BUF_INIT;
-    buf_appendf(&label, "%s [%s regex, %s case, %s word: Alt+R Alt+C Alt+W]:", what, a->find_regex ? "x" : " ",
-                a->find_case ? "x" : " ", a->find_word ? "x" : " ");
+    buf_appendf(&label, "[Alt+R regex: %s, Alt+C case: %s, Alt+W word: %s] %s:", a->find_regex ? "on" : "off",
+                a->find_case ? "on" : "off", a->find_word ? "on" : "off", what);
     return buf_detach(&label);
 }
 
@@ -1656,7 +1656,7 @@ void editor_find_toggle(app *a, char which)
         a->find_word = !a->find_word;
     if (!a->prompt.active)
         return;
-    bool replacing = strncmp(a->prompt.label, "Replace", 7) == 0;
+    bool replacing = strstr(a->prompt.label, "] Replace:") != NULL;
     free(a->prompt.label);
     a->prompt.label = find_label(a, replacing ? "Replace" : "Find");
     a->need_paint = true;
@@ -1667,7 +1667,8 @@ enum find_step { FIND_FORWARD, FIND_BACKWARD, FIND_TO_REPLACE };
 static void replace_ask(app *a, tab *t);
 static void replace_send(app *a, tab *t);
 
-/* How many matches come before the one found: it is the (count + 1)th of total. */
+/* Which match of how many: every match counted (the whole text scanned, on the
+ * server's thread pool for a large one), then those before the one found. */
 static void on_find_rank(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
@@ -1678,11 +1679,31 @@ static void on_find_rank(void *ctx, uint64_t tag, const json_doc *doc, json_ref 
         app_message(a, false, "Match %d of %d%s", before + 1, total, capped ? "+" : "");
 }
 
+static void on_find_total(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    if (!t || error != JSON_NO_REF || !a->last_search)
+        return;
+    int total = json_int_or(doc, json_get(doc, result, "total"), 0);
+    bool capped = false;
+    json_bool(doc, json_get(doc, result, "totalCapped"), &capped);
+    buf options = BUF_INIT;
+    find_options(a, &options);
+    app_call(a, "document/find", on_find_rank, ((uint64_t)capped << 32) | (uint32_t)total,
+             "{\"documentId\":%J,%s,\"limit\":1,\"range\":{\"start\":{\"line\":0,\"column\":0},\"end\":{\"line\":%d,\"column\":%d}}}",
+             t->doc_id, options.data, a->find_match_line, a->find_match_col);
+    buf_free(&options);
+}
+
+static void find_send(app *a, tab *t, enum find_step step, bool nearby, int line, int col);
+
 static void on_found(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
     enum find_step step = (enum find_step)(tag & 3);
-    tab *t = tab_by_serial(a, tag >> 2);
+    bool nearby = (tag >> 2) & 1;
+    tab *t = tab_by_serial(a, tag >> 3);
     if (error != JSON_NO_REF) {
         char *msg = json_dup_string(doc, json_get(doc, error, "message"));
         app_message(a, true, "Find: %s", msg ? msg : "the server refused");
@@ -1693,6 +1714,10 @@ static void on_found(void *ctx, uint64_t tag, const json_doc *doc, json_ref resu
     json_ref matches = json_get(doc, result, "matches");
     int current = json_int_or(doc, json_get(doc, result, "current"), -1);
     json_ref match = current >= 0 ? json_array_at(doc, matches, (size_t)current) : JSON_NO_REF;
+    if (t && match == JSON_NO_REF && nearby) {
+        find_send(a, t, step, false, a->find_from_line, a->find_from_col);
+        return;
+    }
     if (!t || match == JSON_NO_REF) {
         if (step == FIND_TO_REPLACE && a->replaced > 0)
             app_message(a, false, "Replaced %d occurrence%s", a->replaced, a->replaced == 1 ? "" : "s");
@@ -1704,15 +1729,21 @@ static void on_found(void *ctx, uint64_t tag, const json_doc *doc, json_ref resu
     int sl, sc, el, ec;
     parse_position(doc, json_get(doc, match, "start"), &sl, &sc);
     parse_position(doc, json_get(doc, match, "end"), &el, &ec);
+    if (nearby) {
+        /* Only the lines near the caret were searched: a match that came round their end is no answer. */
+        bool behind = sl < a->find_from_line || (sl == a->find_from_line && sc < a->find_from_col);
+        bool ahead = sl > a->find_from_line || (sl == a->find_from_line && sc >= a->find_from_col);
+        if (step == FIND_BACKWARD ? ahead : behind) {
+            find_send(a, t, step, false, a->find_from_line, a->find_from_col);
+            return;
+        }
+    }
     if (step == FIND_TO_REPLACE && (sl < a->replace_from_line || (sl == a->replace_from_line && sc < a->replace_from_col))) {
         /* Round the end: replacing goes to the end of the document, never again over what was asked. */
         app_message(a, false, "Replaced %d occurrence%s", a->replaced, a->replaced == 1 ? "" : "s");
         chain_end(a);
         return;
     }
-    int total = json_int_or(doc, json_get(doc, result, "total"), 0);
-    bool capped = false;
-    json_bool(doc, json_get(doc, result, "totalCapped"), &capped);
     app_call(a, "document/setCursor", NULL, 0,
              "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
              t->doc_id, el, ec, sl, sc, el, ec);
@@ -1722,12 +1753,15 @@ static void on_found(void *ctx, uint64_t tag, const json_doc *doc, json_ref resu
         t->top = sl > height / 2 ? sl - height / 2 : 0;
         tab_request_viewport(a, t);
     }
-    buf options = BUF_INIT;
-    find_options(a, &options);
-    app_call(a, "document/find", on_find_rank, ((uint64_t)capped << 32) | (uint32_t)total,
-             "{\"documentId\":%J,%s,\"limit\":1,\"range\":{\"start\":{\"line\":0,\"column\":0},\"end\":{\"line\":%d,\"column\":%d}}}",
-             t->doc_id, options.data, sl, sc);
-    buf_free(&options);
+    a->find_match_line = sl;
+    a->find_match_col = sc;
+    if (step != FIND_TO_REPLACE) {
+        buf options = BUF_INIT;
+        find_options(a, &options);
+        app_call(a, "document/find", on_find_total, t->serial, "{\"documentId\":%J,%s,\"limit\":1}", t->doc_id,
+                 options.data);
+        buf_free(&options);
+    }
     finish_chain(a, t);
     if (step == FIND_TO_REPLACE) {
         a->replace_end_line = el;
@@ -1755,15 +1789,37 @@ static void on_find_cursors(void *ctx, uint64_t tag, const json_doc *doc, json_r
         a->replace_from_line = anchor_first ? k->anchor_line : line;
         a->replace_from_col = anchor_first ? k->anchor_col : col;
     }
+    if (step == FIND_TO_REPLACE)
+        line = a->replace_from_line, col = a->replace_from_col; /* the match selected now is the first asked about */
     if (step == FIND_BACKWARD && k->has_selection &&
         (k->anchor_line < line || (k->anchor_line == line && k->anchor_col < col)))
         line = k->anchor_line, col = k->anchor_col; /* before the match selected now */
-    buf options = BUF_INIT;
-    find_options(a, &options);
-    bool sent = app_call(a, "document/find", on_found, tag,
+    a->find_from_line = line;
+    a->find_from_col = col;
+    find_send(a, t, step, true, line, col);
+}
+
+/* Lines searched first around the caret: a match nearby is found without the whole text. */
+#define FIND_NEARBY_LINES 2048
+
+/* Inside a chain: its answer ends it. nearby: only the lines near the caret (the whole text when it is short). */
+static void find_send(app *a, tab *t, enum find_step step, bool nearby, int line, int col)
+{
+    buf params = BUF_INIT;
+    find_options(a, &params);
+    int last = t->line_count > 0 ? t->line_count - 1 : 0;
+    if (nearby && step == FIND_BACKWARD && line > FIND_NEARBY_LINES)
+        rpc_format(&params, ",\"range\":{\"start\":{\"line\":%d,\"column\":0},\"end\":{\"line\":%d,\"column\":%d}}",
+                   line - FIND_NEARBY_LINES, line, col);
+    else if (nearby && step != FIND_BACKWARD && line + FIND_NEARBY_LINES < last)
+        rpc_format(&params, ",\"range\":{\"start\":{\"line\":%d,\"column\":0},\"end\":{\"line\":%d,\"column\":0}}",
+                   line, line + FIND_NEARBY_LINES);
+    else
+        nearby = false;
+    bool sent = app_call(a, "document/find", on_found, (t->serial << 3) | ((uint64_t)nearby << 2) | step,
                          "{\"documentId\":%J,%s,\"from\":{\"line\":%d,\"column\":%d},\"backwards\":%b,\"limit\":1}",
-                         t->doc_id, options.data, line, col, step == FIND_BACKWARD);
-    buf_free(&options);
+                         t->doc_id, params.data, line, col, step == FIND_BACKWARD);
+    buf_free(&params);
     if (!sent)
         chain_end(a);
 }

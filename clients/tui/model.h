@@ -353,6 +353,8 @@ struct app {
     int replace_end_line, replace_end_col;   /* the end of the match asked about */
     int replace_from_line, replace_from_col; /* where the last search for the next match began */
     bool replace_rest;   /* 'a' was chosen: every match left is replaced without asking */
+    int find_from_line, find_from_col;   /* where the find under way looks from */
+    int find_match_line, find_match_col; /* the match found last, for its rank */
 };
 
 /* A bracketed paste kept in memory is at most this long; the rest is dropped, aloud. */

@@ -492,6 +492,8 @@ def test_picker_search_find(work):
         s.keys("Enter")
         s.type("pin")
         s.keys("Enter")
+        s.wait_for("Replace this one?")
+        s.type("a")  # this one and the rest
         s.wait_for("Replaced 2 occurrences")
         s.wait(lambda t: "the pin line" in t and "last pin" in t, "both replaced")
     finally:
@@ -1621,9 +1623,9 @@ def test_find_toggles_count_and_interactive_replace(work):
     try:
         s.wait_for("foo end")
         s.keys("C-f")
-        s.wait_for("Find [")
+        s.wait_for("Find:")
         s.keys("M-w")  # whole word
-        s.wait_for("x word")
+        s.wait_for("word: on")
         s.keys("C-u")
         s.type("foo")
         s.keys("Enter")
@@ -1633,9 +1635,9 @@ def test_find_toggles_count_and_interactive_replace(work):
         s.keys("S-F3")
         s.wait(lambda t: "Match 1 of 4" in t and "Ln 1, Col 4" in status_line(t), "the previous")
         s.keys("C-Home", "C-r")
-        s.wait_for("Replace [")
+        s.wait_for("Replace:")
         s.keys("M-c")  # case sensitive: Foo is not foo
-        s.wait_for("x case")
+        s.wait_for("case: on")
         s.keys("C-u")
         s.type("foo")
         s.keys("Enter")
