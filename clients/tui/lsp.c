@@ -341,7 +341,6 @@ void lsp_completion_accept(app *a)
                 i += (size_t)n;
                 sc--;
             }
-            sc = col - (col - sc);
         }
     }
     if (sc > col)
