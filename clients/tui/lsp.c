@@ -378,13 +378,23 @@ static void show_hover(app *a, const json_doc *doc, json_ref result)
     } else if (contents != JSON_NO_REF) {
         hover_append(&text, doc, contents);
     }
-    /* Markdown's code fences say nothing in a box of plain text. */
+    /* Markdown's fences, rules, heading marks and backticks say nothing in a box of plain text. */
     buf clean = BUF_INIT;
     for (const char *line = text.data ? text.data : ""; *line;) {
         const char *end = strchr(line, '\n');
         size_t n = end ? (size_t)(end - line) : strlen(line);
-        if (!(n >= 3 && strncmp(line, "```", 3) == 0)) {
-            buf_append(&clean, line, n);
+        bool mark_only = (n >= 3 && (strncmp(line, "```", 3) == 0 || strncmp(line, "---", 3) == 0));
+        if (!mark_only) {
+            size_t skip = 0;
+            while (skip < n && line[skip] == '#')
+                skip++;
+            if (skip && skip < n && line[skip] == ' ')
+                skip++;
+            else
+                skip = 0;
+            for (size_t i = skip; i < n; i++)
+                if (line[i] != '`')
+                    buf_push(&clean, line[i]);
             buf_push(&clean, '\n');
         }
         line += n + (end ? 1 : 0);

@@ -1658,6 +1658,26 @@ def test_find_toggles_count_and_interactive_replace(work):
         s.close()
 
 
+def test_hover(work):
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    path, data_home = clangd_project(work, CLANGD_SOURCE)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    try:
+        wait_clangd_ready(s)
+        s.keys("C-g")
+        s.type("8:12")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 8, Col 12" in status_line(t), "on the call")
+        s.keys("M-k")
+        s.wait(lambda t: "function helper_value" in t, "the hover box")
+        s.keys("Right")  # the next key closes it
+        s.wait(lambda t: "function helper_value" not in t, "the box gone")
+    finally:
+        s.close()
+
+
 TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
          test_picker_search_find, test_agent_chat,
@@ -1670,7 +1690,7 @@ TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, 
          test_enter_after_moves_takes_indent_of_its_line, test_save_as_keeps_the_folder, test_soft_wrap,
          test_completion_from_clangd, test_definition_and_back, test_rename_every_occurrence,
          test_chat_keeps_history_and_every_character, test_git_panel_starts_on_a_file, test_references_and_format,
-         test_line_commands, test_find_toggles_count_and_interactive_replace]
+         test_line_commands, test_find_toggles_count_and_interactive_replace, test_hover]
 
 
 def main():
