@@ -1678,6 +1678,32 @@ def test_hover(work):
         s.close()
 
 
+def test_redraw_and_code_actions(work):
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    source = "#warning unused_marker\nint main(void) {\n    printf(\"hi\\n\");\n    return 0;\n}\n"
+    path, data_home = clangd_project(work, source)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    try:
+        wait_clangd_ready(s)
+        s.keys("C-l")  # the whole screen painted again, the text as it was
+        time.sleep(0.3)
+        screen = s.wait(lambda t: "printf" in t, "the text after a redraw")
+        if "not bound" in screen:
+            raise Failure("Ctrl+L: " + status_line(screen))
+        s.keys("C-g")
+        s.type("3:5")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 3, Col 5" in status_line(t), "on the call")
+        s.keys("F8")
+        s.wait(lambda t: "Code actions" in t and "stdio.h" in t, "the include offered")
+        s.keys("Enter")
+        s.wait(lambda t: "#include <stdio.h>" in t, "the include added")
+    finally:
+        s.close()
+
+
 TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
          test_picker_search_find, test_agent_chat,
@@ -1690,7 +1716,8 @@ TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, 
          test_enter_after_moves_takes_indent_of_its_line, test_save_as_keeps_the_folder, test_soft_wrap,
          test_completion_from_clangd, test_definition_and_back, test_rename_every_occurrence,
          test_chat_keeps_history_and_every_character, test_git_panel_starts_on_a_file, test_references_and_format,
-         test_line_commands, test_find_toggles_count_and_interactive_replace, test_hover]
+         test_line_commands, test_find_toggles_count_and_interactive_replace, test_hover,
+         test_redraw_and_code_actions]
 
 
 def main():
