@@ -2,7 +2,8 @@
  * streams it, and the tool calls the agent makes, each shown with what became
  * of it; one that waits for approval takes y (approve) or n (reject), and
  * Escape stops a running turn (chat/promptStop). The chat lives in the
- * server: this pane shows one chat's turns since it was opened here. */
+ * server: the pane opens on the latest chat (chat/list, chat/open) with its
+ * messages, and goes on with it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,59 @@ static void editor_height_changed(app *a)
     a->need_paint = true;
 }
 
+/* The stored messages of the latest chat, unless a prompt of this run came first. */
+static void on_chat_opened(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    chat_pane *c = &a->chat;
+    bool found = false;
+    json_bool(doc, json_get(doc, result, "found"), &found);
+    if (error != JSON_NO_REF || !found || c->chat_id || c->entry_count || c->prompting)
+        return;
+    c->chat_id = json_dup_string(doc, json_get(doc, result, "chatId"));
+    char *model = json_dup_string(doc, json_get(doc, json_get(doc, result, "selection"), "model"));
+    if (model) {
+        free(c->model);
+        c->model = model;
+    }
+    json_ref messages = json_get(doc, result, "messages");
+    for (json_ref m = json_first(doc, messages); m != JSON_NO_REF; m = json_next(doc, m)) {
+        json_ref role = json_get(doc, m, "role");
+        char *text = json_dup_string(doc, json_get(doc, m, "text"));
+        if (json_string_eq(doc, role, "user") && text)
+            chat_add_entry(c, CHAT_USER, text);
+        else if (json_string_eq(doc, role, "assistant") && text && *text)
+            chat_add_entry(c, CHAT_ASSISTANT, text);
+        else if (json_string_eq(doc, role, "system") && text)
+            chat_add_entry(c, CHAT_SYSTEM, text);
+        json_ref calls = json_get(doc, m, "toolCalls");
+        for (json_ref call = json_first(doc, calls); call != JSON_NO_REF; call = json_next(doc, call)) {
+            char *name = json_dup_string(doc, json_get(doc, call, "name"));
+            chat_entry *e = chat_add_entry(c, CHAT_TOOL, name ? name : "a tool");
+            e->tool_id = json_dup_string(doc, json_get(doc, call, "id"));
+            e->status = xstrdup("done");
+            free(name);
+        }
+        free(text);
+    }
+    a->need_paint = true;
+}
+
+static void on_chat_list(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    chat_pane *c = &a->chat;
+    char *id = json_dup_string(doc, json_get(doc, json_first(doc, json_get(doc, result, "chats")), "id"));
+    if (id && !c->chat_id && !c->entry_count && !c->prompting)
+        app_call(a, "chat/open", on_chat_opened, 0, "{\"chatId\":%J}", id);
+    free(id);
+}
+
 void chat_toggle(app *a)
 {
     chat_pane *c = &a->chat;
+    if (!c->visible && !c->chat_id && !c->entry_count)
+        app_call(a, "chat/list", on_chat_list, 0, "{\"limit\":1}");
     if (!c->visible) {
         c->visible = c->focused = true;
         chat_layout(a);

@@ -8,6 +8,7 @@
 
 #include "editor.h"
 #include "input.h"
+#include "lsp.h"
 
 /* ---- the commands that are not one call ---- */
 
@@ -50,7 +51,15 @@ static void cmd_copy(app *a, tab *t) { editor_copy(a, t, false); }
 static void cmd_paste(app *a, tab *t) { editor_paste(a, t); }
 static void cmd_select_all(app *a, tab *t) { editor_select_all(a, t); }
 static void cmd_newline(app *a, tab *t) { editor_newline(a, t); }
-static void cmd_indent(app *a, tab *t) { editor_type(a, t, "    ", 4); }
+static void cmd_indent(app *a, tab *t) { editor_indent(a, t); }
+static void cmd_outdent(app *a, tab *t) { editor_outdent(a, t); }
+static void cmd_delete_word_left(app *a, tab *t) { editor_delete_word(a, t, "left"); }
+static void cmd_delete_word_right(app *a, tab *t) { editor_delete_word(a, t, "right"); }
+static void cmd_toggle_comment(app *a, tab *t) { editor_toggle_comment(a, t); }
+static void cmd_duplicate(app *a, tab *t) { editor_duplicate_lines(a, t); }
+static void cmd_move_up(app *a, tab *t) { editor_move_lines(a, t, "up"); }
+static void cmd_move_down(app *a, tab *t) { editor_move_lines(a, t, "down"); }
+static void cmd_find_previous(app *a, tab *t) { editor_find_previous(a, t); }
 static void cmd_backspace(app *a, tab *t) { editor_delete(a, t, "left"); }
 static void cmd_delete(app *a, tab *t) { editor_delete(a, t, "right"); }
 static void cmd_find(app *a, tab *t) { editor_find(a, t); }
@@ -91,13 +100,24 @@ static void cmd_page_down(app *a, tab *t) { editor_page(a, t, 1, false); }
 static void cmd_select_page_up(app *a, tab *t) { editor_page(a, t, -1, true); }
 static void cmd_select_page_down(app *a, tab *t) { editor_page(a, t, 1, true); }
 
+static void cmd_complete(app *a, tab *t) { lsp_complete(a, t); }
+static void cmd_hover(app *a, tab *t) { lsp_hover(a, t); }
+static void cmd_definition(app *a, tab *t) { lsp_definition(a, t); }
+static void cmd_back(app *a, tab *t) { lsp_back(a, t); }
+static void cmd_references(app *a, tab *t) { lsp_references(a, t); }
+static void cmd_rename(app *a, tab *t) { lsp_rename(a, t); }
+static void cmd_format(app *a, tab *t) { lsp_format(a, t); }
+static void cmd_code_actions(app *a, tab *t) { lsp_code_actions(a, t); }
+static void cmd_wrap(app *a, tab *t) { editor_toggle_wrap(a, t); }
+static void cmd_redraw(app *a, tab *t) { editor_redraw(a); }
+
 /* ---- the table ---- */
 
 #define IN_PANES (SCOPE_TERMINAL | SCOPE_CHAT)
 
 static const command_entry commands[] = {
     {"file.save", "Save", cmd_save, NEEDS_NOTHING, 0, "ctrl+s"},
-    {"file.saveAs", "Save as...", cmd_save_as, NEEDS_TAB, 0, "alt+s f12"},
+    {"file.saveAs", "Save as...", cmd_save_as, NEEDS_TAB, 0, "alt+s"},
     {"file.new", "New file", cmd_new, NEEDS_NOTHING, 0, "ctrl+n"},
     {"file.picker", "Open a file (fuzzy)", cmd_picker, NEEDS_NOTHING, 0, "ctrl+p ctrl+o"},
     {"app.quit", "Quit", cmd_quit, NEEDS_NOTHING, IN_PANES, "ctrl+q"},
@@ -109,18 +129,19 @@ static const command_entry commands[] = {
     {"edit.selectAll", "Select all", cmd_select_all, NEEDS_TAB, 0, "ctrl+a"},
     {"find.find", "Find in the document", cmd_find, NEEDS_TAB, 0, "ctrl+f"},
     {"find.next", "Find the next match", cmd_find_next, NEEDS_TAB, 0, "f3"},
-    {"find.replace", "Replace all in the document", cmd_replace, EDITS, 0, "ctrl+r ctrl+h"},
+    {"find.previous", "Find the previous match", cmd_find_previous, NEEDS_TAB, 0, "shift+f3"},
+    {"find.replace", "Replace, asking at each match (y, n, a all, q)", cmd_replace, EDITS, 0, "ctrl+r"},
     {"search.project", "Search in the project's files", cmd_grep, NEEDS_NOTHING, 0, "alt+f f4"},
     {"nav.gotoLine", "Go to line", cmd_goto_line, NEEDS_TAB, 0, "ctrl+g"},
     {"app.help", "Help: key bindings", cmd_help, NEEDS_NOTHING, 0, "f1"},
     {"app.palette", "Command palette", cmd_palette, NEEDS_NOTHING, 0, "ctrl+e f2"},
     {"cursor.nextOccurrence", "Add a cursor at the next occurrence", cmd_next_occurrence, NEEDS_TAB, 0, "ctrl+d"},
-    {"cursor.addAbove", "Add a cursor above", cmd_add_above, NEEDS_TAB, 0, "alt+up ctrl+alt+up"},
-    {"cursor.addBelow", "Add a cursor below", cmd_add_below, NEEDS_TAB, 0, "alt+down ctrl+alt+down"},
+    {"cursor.addAbove", "Add a cursor above", cmd_add_above, NEEDS_TAB, 0, "ctrl+alt+up alt+shift+up"},
+    {"cursor.addBelow", "Add a cursor below", cmd_add_below, NEEDS_TAB, 0, "ctrl+alt+down alt+shift+down"},
     {"cursor.single", "Back to one cursor", cmd_single_cursor, NEEDS_TAB, 0, "escape"},
     {"tab.close", "Close the tab", cmd_close, NEEDS_TAB, 0, "ctrl+w"},
     {"tab.next", "Next tab", cmd_next_tab, NEEDS_TAB, 0, "ctrl+pagedown alt+right"},
-    {"tab.previous", "Previous tab", cmd_previous_tab, NEEDS_TAB, 0, "ctrl+pageup alt+left"},
+    {"tab.previous", "Previous tab", cmd_previous_tab, NEEDS_TAB, 0, "ctrl+pageup"},
     {"terminal.toggle", "Terminal: show, focus, hide", cmd_terminal_toggle, NEEDS_NOTHING, IN_PANES, "ctrl+t"},
     {"terminal.hide", "Terminal: hide", cmd_terminal_hide, NEEDS_NOTHING, 0, ""},
     {"chat.toggle", "Agent chat: show, focus, back to the editor", cmd_chat_toggle, NEEDS_NOTHING, IN_PANES, "alt+a f6"},
@@ -156,9 +177,26 @@ static const command_entry commands[] = {
     {"select.pageUp", "Select page up", cmd_select_page_up, NEEDS_TAB, 0, "shift+pageup"},
     {"select.pageDown", "Select page down", cmd_select_page_down, NEEDS_TAB, 0, "shift+pagedown"},
     {"edit.newline", "New line (indented)", cmd_newline, EDITS, 0, "enter"},
-    {"edit.tab", "Indent", cmd_indent, EDITS, 0, "tab"},
+    {"edit.tab", "Indent: the selected lines, else at the caret", cmd_indent, EDITS, 0, "tab"},
+    {"edit.outdent", "Outdent the lines of the cursors", cmd_outdent, EDITS, 0, "shift+tab"},
+    {"edit.deleteWordLeft", "Delete the word left", cmd_delete_word_left, EDITS, 0, "ctrl+backspace alt+backspace"},
+    {"edit.deleteWordRight", "Delete the word right", cmd_delete_word_right, EDITS, 0, "ctrl+delete"},
+    {"edit.toggleComment", "Comment or uncomment the lines", cmd_toggle_comment, EDITS, 0, "ctrl+/ ctrl+_"},
+    {"edit.duplicateLines", "Duplicate the lines", cmd_duplicate, EDITS, 0, "ctrl+shift+d alt+shift+d"},
+    {"edit.moveLinesUp", "Move the lines up", cmd_move_up, EDITS, 0, "alt+up"},
+    {"edit.moveLinesDown", "Move the lines down", cmd_move_down, EDITS, 0, "alt+down"},
     {"edit.backspace", "Delete left", cmd_backspace, EDITS, 0, "backspace"},
     {"edit.delete", "Delete right", cmd_delete, EDITS, 0, "delete"},
+    {"lsp.complete", "Completions from the language server", cmd_complete, EDITS, 0, "ctrl+space"},
+    {"lsp.hover", "What the language server says of the symbol under the caret", cmd_hover, NEEDS_TAB, 0, "alt+k"},
+    {"lsp.definition", "Go to the definition", cmd_definition, NEEDS_TAB, 0, "f12 ctrl+]"},
+    {"nav.back", "Back to where the last jump came from", cmd_back, NEEDS_NOTHING, 0, "alt+left"},
+    {"lsp.references", "Every reference to the symbol, in a list", cmd_references, NEEDS_TAB, 0, "shift+f12 f7"},
+    {"lsp.rename", "Rename the symbol everywhere", cmd_rename, EDITS, 0, "f9"},
+    {"lsp.format", "Format the document", cmd_format, EDITS, 0, "f10"},
+    {"lsp.codeActions", "Code actions (quick fixes) at the caret", cmd_code_actions, EDITS, 0, "f8"},
+    {"view.wrap", "Soft wrap: long lines continue below (on/off)", cmd_wrap, NEEDS_TAB, 0, "alt+z"},
+    {"view.redraw", "Redraw the screen", cmd_redraw, NEEDS_NOTHING, IN_PANES, "ctrl+l"},
 };
 
 #define COMMAND_COUNT ((int)(sizeof commands / sizeof commands[0]))

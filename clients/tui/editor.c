@@ -10,6 +10,7 @@
 
 #include "editor.h"
 #include "input.h"
+#include "lsp.h"
 #include "arena.h"
 
 /* ---- answers ---- */
@@ -25,9 +26,21 @@ static void scroll_to_primary(app *a, tab *t)
         t->top = line;
     else if (line >= t->top + height)
         t->top = line - height + 1;
+    if (t->wrap) {
+        /* Wrapped lines above it can push the caret's line below the screen; lines
+         * not here yet count one row, so this is done again when they arrive. */
+        int rows = 0;
+        for (int l = t->top; l <= line; l++)
+            rows += tab_line_rows(a, t, l);
+        while (rows > height && t->top < line)
+            rows -= tab_line_rows(a, t, t->top++);
+        t->refit_wrap = true;
+    }
     const char *text = view_text(t, line);
     int gutter = gutter_width(t), width = a->cols - gutter - 1;
-    if (text && width > 4) {
+    if (t->wrap) {
+        t->left = 0;
+    } else if (text && width > 4) {
         int d = text_display_col(text, t->cursors[0].col);
         if (d < t->left)
             t->left = d;
@@ -44,19 +57,26 @@ static void on_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref
     tab *t = tab_by_serial(a, serial);
     if (!t)
         return;
-    if (result != JSON_NO_REF)
+    /* An answer asked for before a move predicted here would take the caret back: the next one says. */
+    bool stale = t->cursors_asked_at != t->predictions;
+    if (result != JSON_NO_REF && !stale)
         model_cursors_arrived(t, doc, json_get(doc, result, "cursors"));
+    bool more = t->cursors_refresh.again || stale;
     if (t->follow_cursor && t->cursor_count) {
-        t->follow_cursor = false;
+        /* Keys still on their way move the caret again: keep following until the last answer. */
+        if (!more)
+            t->follow_cursor = false;
         scroll_to_primary(a, t);
     }
     a->need_paint = true;
-    if (refresh_end(&t->cursors_refresh))
+    if (refresh_end(&t->cursors_refresh) || stale)
         tab_request_cursors(a, t);
 }
 
 void tab_request_cursors(app *a, tab *t)
 {
+    if (!t->cursors_refresh.in_flight)
+        t->cursors_asked_at = t->predictions;
     if (refresh_begin(&t->cursors_refresh) &&
         !app_call(a, "document/cursors", on_cursors, t->serial, "{\"documentId\":%J}", t->doc_id))
         t->cursors_refresh.in_flight = false;
@@ -71,6 +91,14 @@ static void on_viewport(void *ctx, uint64_t serial, const json_doc *doc, json_re
     if (result != JSON_NO_REF)
         model_viewport_arrived(a, t, doc, result);
     a->need_paint = true;
+    if (t->refit_wrap && !t->viewport.again && result != JSON_NO_REF && t->cursor_count) {
+        t->refit_wrap = false;
+        int old_top = t->top;
+        scroll_to_primary(a, t);
+        t->refit_wrap = false;
+        if (t->top != old_top)
+            t->viewport.again = true;
+    }
     if (refresh_end(&t->viewport))
         tab_request_viewport(a, t);
 }
@@ -81,8 +109,8 @@ void tab_request_viewport(app *a, tab *t)
     editor_layout(a, &top_row, &height);
     if (refresh_begin(&t->viewport) &&
         !app_call(a, "document/viewport", on_viewport, t->serial,
-                  "{\"documentId\":%J,\"startLine\":%d,\"lineCount\":%d,\"include\":[\"tokens\",\"diagnostics\"]}",
-                  t->doc_id, t->top, height))
+                  "{\"documentId\":%J,\"startLine\":%d,\"lineCount\":%d,\"include\":[\"tokens\",\"diagnostics\"%s]}",
+                  t->doc_id, t->top, height, a->repo_root && t->path ? ",\"gitChanges\"" : ""))
         t->viewport.in_flight = false;
 }
 
@@ -200,42 +228,34 @@ static void resend_unanswered(app *a, tab *t)
     free(edits);
 }
 
-static void on_git_lines(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
-{
-    app *a = ctx;
-    tab *t = tab_by_serial(a, serial);
-    if (!t)
-        return;
-    if (result != JSON_NO_REF)
-        model_git_lines_arrived(t, doc, result);
-    a->need_paint = true;
-    if (refresh_end(&t->git))
-        tab_request_git(a, t);
-}
-
+/* The gutter's git marks come with the viewport (its gitChanges, from the
+ * server's latest diff of the buffer): asking again is asking for the viewport. */
 void tab_request_git(app *a, tab *t)
 {
     if (!a->repo_root || !t->path)
         return;
-    size_t n = strlen(a->repo_root);
-    if (strncmp(t->path, a->repo_root, n) != 0 || t->path[n] != '/')
-        return;
-    if (refresh_begin(&t->git) &&
-        !app_call(a, "git/diffBuffer", on_git_lines, t->serial, "{\"uri\":%J,\"path\":%J,\"documentId\":%J}",
-                  a->repo_root, t->path + n + 1, t->doc_id))
-        t->git.in_flight = false;
+    tab_request_viewport(a, t);
 }
+
+/* The server diffs a document about 150 ms after its last edit, off its loop:
+ * the viewport is asked again once that is likely done, and once more later
+ * for a slow diff (a big file). */
+#define GIT_REFRESH_FIRST_MS 250
+#define GIT_REFRESH_AGAIN_MS 750
 
 static void on_git_timer(uv_timer_t *h)
 {
     app *a = h->data;
     for (int i = 0; i < a->tab_count; i++)
         tab_request_git(a, a->tabs[i]);
+    if (--a->git_refreshes_left <= 0)
+        uv_timer_stop(&a->git_timer);
 }
 
 static void schedule_git(app *a)
 {
-    uv_timer_start(&a->git_timer, on_git_timer, 150, 0);
+    a->git_refreshes_left = 2;
+    uv_timer_start(&a->git_timer, on_git_timer, GIT_REFRESH_FIRST_MS, GIT_REFRESH_AGAIN_MS);
 }
 
 /* ---- opening ---- */
@@ -445,11 +465,10 @@ void editor_handle_notification(app *a, const char *method, const json_doc *doc,
             a->need_paint = true;
             return;
         }
-        model_cursors_arrived(t, doc, json_get(doc, params, "cursors"));
-        if (t->follow_cursor) {
-            t->follow_cursor = false;
-            scroll_to_primary(a, t);
-        }
+        if (t->cursors_asked_at == t->predictions && !t->cursors_refresh.in_flight)
+            model_cursors_arrived(t, doc, json_get(doc, params, "cursors"));
+        if (t->follow_cursor)
+            scroll_to_primary(a, t); /* the answer to follow()'s request ends the following */
         a->need_paint = true;
     } else if (strcmp(method, "document/didClose") == 0 && t) {
         model_document_closed(a, t);
@@ -582,13 +601,17 @@ void editor_flush_typed(app *a)
         return;
     }
     /* Shown only once it is on its way: text the server never gets is never shown. */
-    if (t && send_edit(a, t, "document/type", "\"text\":%N", a->typed.data, a->typed.len)) {
-        echo_locally(t, a->typed.data, a->typed.len);
+    /* Taken out first: what runs after the send (a completion request) may flush again. */
+    buf typed = a->typed;
+    a->typed = (buf)BUF_INIT;
+    if (t && send_edit(a, t, "document/type", "\"text\":%N", typed.data, typed.len)) {
+        echo_locally(t, typed.data, typed.len);
         follow(a, t);
+        lsp_after_typing(a, t, typed.data, typed.len);
     } else if (t) {
         app_message(a, true, "Not typed: the server is gone");
     }
-    buf_clear(&a->typed);
+    buf_free(&typed);
 }
 
 static void type_text(app *a, tab *t, const char *text, size_t len)
@@ -642,6 +665,12 @@ static void page_move(app *a, tab *t, int direction, bool select)
         t->top = top;
         tab_request_viewport(a, t);
     }
+    /* The next key of a burst pages from here, not from where the last answer left the caret. */
+    t->predictions++;
+    t->cursor_count = 1;
+    t->cursors[0] = (cursor){.line = line, .col = col, .has_selection = select,
+                             .anchor_line = select ? (k.has_selection ? k.anchor_line : k.line) : 0,
+                             .anchor_col = select ? (k.has_selection ? k.anchor_col : k.col) : 0};
     follow(a, t);
 }
 
@@ -653,25 +682,11 @@ static void delete_towards(app *a, tab *t, const char *direction)
     type_text(a, t, "", 0);
 }
 
+/* The server indents the new line from the caret's line as every earlier key left it. */
 static void newline(app *a, tab *t)
 {
-    buf text = BUF_INIT;
-    buf_push(&text, '\n');
-    if (t->cursor_count) {
-        const char *line = view_text(t, t->cursors[0].line);
-        if (line) {
-            size_t indent = strspn(line, " \t");
-            buf_append(&text, line, indent);
-            size_t at = col_to_byte(line, strlen(line), t->cursors[0].col);
-            size_t k = at;
-            while (k > 0 && (line[k - 1] == ' ' || line[k - 1] == '\t'))
-                k--;
-            if (k > 0 && (line[k - 1] == '{' || line[k - 1] == '(' || line[k - 1] == '[' || line[k - 1] == ':'))
-                buf_append_str(&text, line[0] == '\t' ? "\t" : "    ");
-        }
-    }
-    type_text(a, t, text.data, text.len);
-    buf_free(&text);
+    send_edit(a, t, "document/newline", "");
+    follow(a, t);
 }
 
 static void osc52_copy(const char *text, size_t len)
@@ -848,7 +863,7 @@ static bool find_in(const char *text, size_t len, const char *needle, int line, 
     return true;
 }
 
-enum content_use { FIND_NEXT, NEXT_OCCURRENCE, REPLACE_ALL };
+enum content_use { FIND_NEXT, NEXT_OCCURRENCE };
 
 typedef struct content_request {
     enum content_use use;
@@ -1021,23 +1036,6 @@ static void search_from_cursors(app *a, tab *t, enum content_use use)
     scan_request(a, t);
 }
 
-static void on_search_cursors(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
-{
-    app *a = ctx;
-    tab *t = chain_tab(a, tag >> 2, doc, result);
-    if (!t) {
-        chain_end(a);
-        return;
-    }
-    search_from_cursors(a, t, (enum content_use)(tag & 3));
-}
-
-/* Find: the cursors as every earlier key left them, then the scan. */
-static void begin_search(app *a, tab *t, enum content_use use)
-{
-    chain_with_cursors(a, t, on_search_cursors, (t->serial << 2) | use);
-}
-
 static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
 {
     app *a = ctx;
@@ -1049,39 +1047,6 @@ static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref re
     if (!t || !json_string(doc, json_get(doc, result, "content"), &ar, &text, &len)) {
         arena_free(&ar);
         chain_end(a);
-        return;
-    }
-    if (use == REPLACE_ALL) {
-        const char *needle = a->replace_find, *with = a->last_search;
-        buf edits = BUF_INIT;
-        int count = 0, line = 0, col = 0;
-        size_t nlen = strlen(needle);
-        for (size_t i = 0; i < len;) {
-            if (nlen && i + nlen <= len && memcmp(text + i, needle, nlen) == 0) {
-                int sl, sc, el, ec;
-                find_in(text + i, nlen, needle, 0, 0, &sl, &sc, &el, &ec);
-                int end_line = line + el, end_col = el ? ec : col + ec;
-                rpc_format(&edits, "%s{\"range\":{\"start\":{\"line\":%d,\"column\":%d},\"end\":{\"line\":%d,\"column\":%d}},\"text\":%J}",
-                           count ? "," : "", line, col, end_line, end_col, with);
-                count++;
-                line = end_line, col = end_col;
-                i += nlen;
-                continue;
-            }
-            if (text[i] == '\n') {
-                line++, col = 0, i++;
-                continue;
-            }
-            int n;
-            utf8_next(text + i, &n);
-            i += (size_t)n, col++;
-        }
-        if (count)
-            send_edit(a, t, "document/edit", "\"edits\":[%s]", edits.data);
-        app_message(a, false, "Replaced %d occurrence%s", count, count == 1 ? "" : "s");
-        buf_free(&edits);
-        arena_free(&ar);
-        finish_chain(a, t);
         return;
     }
     if (!t->cursor_count) {
@@ -1100,19 +1065,6 @@ static void on_content(void *ctx, uint64_t tag, const json_doc *doc, json_ref re
         return;
     }
     act_on_match(a, t, use, sl, sc, el, ec);
-}
-
-/* Inside a chain: its answer ends it. */
-static void request_content(app *a, tab *t, enum content_use use)
-{
-    if (!app_call(a, "document/content", on_content, (t->serial << 2) | use, "{\"documentId\":%J}", t->doc_id))
-        chain_end(a);
-}
-
-static void begin_content(app *a, tab *t, enum content_use use)
-{
-    chain_begin(a);
-    request_content(a, t, use);
 }
 
 static void on_word(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
@@ -1179,35 +1131,6 @@ static void next_occurrence(app *a, tab *t)
 }
 
 /* ---- prompts' answers ---- */
-
-static void find_answered(app *a, const char *answer)
-{
-    tab *t = app_tab(a);
-    if (!answer || !*answer || !t)
-        return;
-    free(a->last_search);
-    a->last_search = xstrdup(answer);
-    begin_search(a, t, FIND_NEXT);
-}
-
-static void replace_with_answered(app *a, const char *answer)
-{
-    tab *t = app_tab(a);
-    if (!answer || !t || !a->replace_find)
-        return;
-    free(a->last_search);
-    a->last_search = xstrdup(answer);
-    begin_content(a, t, REPLACE_ALL);
-}
-
-static void replace_answered(app *a, const char *answer)
-{
-    if (!answer || !*answer)
-        return;
-    free(a->replace_find);
-    a->replace_find = xstrdup(answer);
-    prompt_ask(a, "Replace with:", "", replace_with_answered);
-}
 
 static void goto_answered(app *a, const char *answer)
 {
@@ -1284,6 +1207,8 @@ static void on_saved(void *ctx, uint64_t tag, const json_doc *doc, json_ref resu
         app_quit_now(a);
 }
 
+static void ask_save_as(app *a, tab *t);
+
 static void save_as_answered(app *a, const char *answer)
 {
     tab *t = app_tab(a);
@@ -1291,7 +1216,13 @@ static void save_as_answered(app *a, const char *answer)
         a->quit_after_saves = false;
         return;
     }
-    save_tab(a, t, answer, false, THEN_NOTHING);
+    /* "folder/" and "/name" typed after it: one slash between them. */
+    buf path = BUF_INIT;
+    for (const char *p = answer; *p; p++)
+        if (!(p[0] == '/' && p[1] == '/'))
+            buf_push(&path, *p);
+    save_tab(a, t, path.data, false, THEN_NOTHING);
+    buf_free(&path);
 }
 
 static void save_tab(app *a, tab *t, const char *as_path, bool force, enum save_then then)
@@ -1301,7 +1232,7 @@ static void save_tab(app *a, tab *t, const char *as_path, bool force, enum save_
         for (int i = 0; i < a->tab_count; i++)
             if (a->tabs[i] == t)
                 a->current = i;
-        prompt_ask(a, "Save as:", a->workspace, save_as_answered);
+        ask_save_as(a, t);
         return;
     }
     if (then == THEN_QUIT)
@@ -1356,7 +1287,7 @@ static void quit_answered(app *a, int key)
                 if (!a->tabs[i]->path) {
                     a->current = i;
                     a->quit_after_saves = false;
-                    prompt_ask(a, "Save as:", a->workspace, save_as_answered);
+                    ask_save_as(a, a->tabs[i]);
                     return;
                 }
                 save_tab(a, a->tabs[i], NULL, false, THEN_QUIT);
@@ -1499,7 +1430,19 @@ void editor_new_file(app *a)
 
 void editor_save(app *a, tab *t) { save_tab(a, t, NULL, false, THEN_NOTHING); }
 
-void editor_save_as(app *a, tab *t) { prompt_ask(a, "Save as:", t->path ? t->path : a->workspace, save_as_answered); }
+/* The folder is pre-filled and stays: what is typed after it is a name in it (Ctrl+U clears it). */
+static void ask_save_as(app *a, tab *t)
+{
+    buf initial = BUF_INIT;
+    if (t->path)
+        buf_append_str(&initial, t->path);
+    else
+        buf_appendf(&initial, "%s/", a->workspace);
+    prompt_ask_path(a, "Save as:", initial.data, save_as_answered);
+    buf_free(&initial);
+}
+
+void editor_save_as(app *a, tab *t) { ask_save_as(a, t); }
 
 void editor_close_tab(app *a, tab *t)
 {
@@ -1546,20 +1489,6 @@ void editor_newline(app *a, tab *t) { newline(a, t); }
 
 void editor_delete(app *a, tab *t, const char *direction) { delete_towards(a, t, direction); }
 
-void editor_find(app *a, tab *t) { prompt_ask(a, "Find:", a->last_search ? a->last_search : "", find_answered); }
-
-void editor_find_next(app *a, tab *t)
-{
-    if (a->last_search)
-        begin_search(a, t, FIND_NEXT);
-    else
-        prompt_ask(a, "Find:", "", find_answered);
-}
-
-void editor_replace(app *a, tab *t)
-{
-    prompt_ask(a, "Replace:", a->last_search ? a->last_search : "", replace_answered);
-}
 
 void editor_goto_line(app *a, tab *t) { prompt_ask(a, "Go to line:", "", goto_answered); }
 
@@ -1581,3 +1510,435 @@ void editor_move(app *a, tab *t, const char *direction, const char *unit, bool s
 }
 
 void editor_page(app *a, tab *t, int direction, bool select) { page_move(a, t, direction, select); }
+
+void editor_paste_text(app *a, tab *t, const char *text, size_t len)
+{
+    buf clean = BUF_INIT;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\r') {
+            buf_push(&clean, '\n');
+            if (i + 1 < len && text[i + 1] == '\n')
+                i++;
+        } else {
+            buf_push(&clean, text[i]);
+        }
+    }
+    if (clean.len)
+        type_text(a, t, clean.data, clean.len);
+    buf_free(&clean);
+}
+
+void editor_apply_edits(app *a, tab *t, const char *edits)
+{
+    send_edit(a, t, "document/edit", "\"edits\":[%s]", edits);
+    follow(a, t);
+}
+
+void editor_replace_range(app *a, tab *t, int sl, int sc, int el, int ec, const char *text)
+{
+    app_call(a, "document/setCursor", NULL, 0,
+             "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+             t->doc_id, el, ec, sl, sc, el, ec);
+    type_text(a, t, text, strlen(text));
+}
+
+void editor_jump(app *a, const char *path, int line, int col)
+{
+    for (int i = 0; i < a->tab_count; i++) {
+        tab *t = a->tabs[i];
+        if (t->path && strcmp(t->path, path) == 0) {
+            a->current = i;
+            app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
+                     t->doc_id, line, col);
+            t->predictions++;
+            if (t->cursor_count) {
+                t->cursor_count = 1;
+                t->cursors[0] = (cursor){.line = line, .col = col};
+            }
+            int top_row, height;
+            editor_layout(a, &top_row, &height);
+            if (line < t->top || line >= t->top + height) {
+                t->top = line > height / 2 ? line - height / 2 : 0;
+                tab_request_viewport(a, t);
+            }
+            follow(a, t);
+            tab_request_viewport(a, t);
+            a->need_paint = true;
+            return;
+        }
+    }
+    editor_open_path(a, path, line, col);
+}
+
+void editor_toggle_wrap(app *a, tab *t)
+{
+    t->wrap = !t->wrap;
+    t->wrap_set = true;
+    t->left = 0;
+    app_message(a, false, "Soft wrap %s", t->wrap ? "on" : "off");
+    t->follow_cursor = true;
+    scroll_to_primary(a, t);
+    a->need_paint = true;
+}
+
+void editor_redraw(app *a)
+{
+    clearok(curscr, TRUE);
+    for (int i = 0; i < a->tab_count; i++)
+        a->tabs[i]->follow_cursor = false;
+    tab *t = app_tab(a);
+    if (t) {
+        tab_request_viewport(a, t);
+        tab_request_cursors(a, t);
+    }
+    a->need_paint = true;
+}
+
+/* ---- the editing commands of the document service ---- */
+
+static void line_edit(app *a, tab *t, const char *method, const char *params_fmt, const char *arg)
+{
+    if (arg)
+        send_edit(a, t, method, params_fmt, arg);
+    else
+        send_edit(a, t, method, "");
+    follow(a, t);
+}
+
+static void on_tab_cursors(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = chain_tab(a, serial, doc, result);
+    if (t && any_selection(t))
+        line_edit(a, t, "document/indent", "", NULL);
+    else if (t)
+        type_text(a, t, "    ", 4);
+    chain_end(a);
+}
+
+/* Tab indents the lines of a selection, else types an indent: which, the cursors as the earlier keys left them say. */
+void editor_indent(app *a, tab *t) { chain_with_cursors(a, t, on_tab_cursors, t->serial); }
+void editor_outdent(app *a, tab *t) { line_edit(a, t, "document/outdent", "", NULL); }
+void editor_delete_word(app *a, tab *t, const char *direction)
+{
+    line_edit(a, t, "document/deleteWord", "\"direction\":%J", direction);
+}
+void editor_toggle_comment(app *a, tab *t) { line_edit(a, t, "document/toggleComment", "", NULL); }
+void editor_duplicate_lines(app *a, tab *t) { line_edit(a, t, "document/duplicateLines", "", NULL); }
+void editor_move_lines(app *a, tab *t, const char *direction)
+{
+    line_edit(a, t, "document/moveLines", "\"direction\":%J", direction);
+}
+
+/* ---- find and replace through document/find and document/replace ---- */
+
+static void find_options(app *a, buf *out)
+{
+    rpc_format(out, "\"query\":%J,\"regex\":%b,\"caseSensitive\":%b,\"wholeWord\":%b", a->last_search, a->find_regex,
+               a->find_case, a->find_word);
+}
+
+static char *find_label(app *a, const char *what)
+{
+    buf label = BUF_INIT;
+    buf_appendf(&label, "[Alt+R regex: %s, Alt+C case: %s, Alt+W word: %s] %s:", a->find_regex ? "on" : "off",
+                a->find_case ? "on" : "off", a->find_word ? "on" : "off", what);
+    return buf_detach(&label);
+}
+
+void editor_find_toggle(app *a, char which)
+{
+    if (which == 'r')
+        a->find_regex = !a->find_regex;
+    else if (which == 'c')
+        a->find_case = !a->find_case;
+    else if (which == 'w')
+        a->find_word = !a->find_word;
+    if (!a->prompt.active)
+        return;
+    bool replacing = strstr(a->prompt.label, "] Replace:") != NULL;
+    free(a->prompt.label);
+    a->prompt.label = find_label(a, replacing ? "Replace" : "Find");
+    a->need_paint = true;
+}
+
+enum find_step { FIND_FORWARD, FIND_BACKWARD, FIND_TO_REPLACE };
+
+static void replace_ask(app *a, tab *t);
+static void replace_send(app *a, tab *t);
+
+/* Which match of how many: every match counted (the whole text scanned, on the
+ * server's thread pool for a large one), then those before the one found. */
+static void on_find_rank(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    int before = json_int_or(doc, json_get(doc, result, "total"), 0);
+    int total = (int)(tag & 0xFFFFFFFFu);
+    bool capped = (tag >> 32) & 1;
+    if (error == JSON_NO_REF && !a->prompt.active)
+        app_message(a, false, "Match %d of %d%s", before + 1, total, capped ? "+" : "");
+}
+
+static void on_find_total(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    if (!t || error != JSON_NO_REF || !a->last_search)
+        return;
+    int total = json_int_or(doc, json_get(doc, result, "total"), 0);
+    bool capped = false;
+    json_bool(doc, json_get(doc, result, "totalCapped"), &capped);
+    buf options = BUF_INIT;
+    find_options(a, &options);
+    app_call(a, "document/find", on_find_rank, ((uint64_t)capped << 32) | (uint32_t)total,
+             "{\"documentId\":%J,%s,\"limit\":1,\"range\":{\"start\":{\"line\":0,\"column\":0},\"end\":{\"line\":%d,\"column\":%d}}}",
+             t->doc_id, options.data, a->find_match_line, a->find_match_col);
+    buf_free(&options);
+}
+
+static void find_send(app *a, tab *t, enum find_step step, bool nearby, int line, int col);
+
+static void on_found(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    enum find_step step = (enum find_step)(tag & 3);
+    bool nearby = (tag >> 2) & 1;
+    tab *t = tab_by_serial(a, tag >> 3);
+    if (error != JSON_NO_REF) {
+        char *msg = json_dup_string(doc, json_get(doc, error, "message"));
+        app_message(a, true, "Find: %s", msg ? msg : "the server refused");
+        free(msg);
+        chain_end(a);
+        return;
+    }
+    json_ref matches = json_get(doc, result, "matches");
+    int current = json_int_or(doc, json_get(doc, result, "current"), -1);
+    json_ref match = current >= 0 ? json_array_at(doc, matches, (size_t)current) : JSON_NO_REF;
+    if (t && match == JSON_NO_REF && nearby) {
+        find_send(a, t, step, false, a->find_from_line, a->find_from_col);
+        return;
+    }
+    if (!t || match == JSON_NO_REF) {
+        if (step == FIND_TO_REPLACE && a->replaced > 0)
+            app_message(a, false, "Replaced %d occurrence%s", a->replaced, a->replaced == 1 ? "" : "s");
+        else
+            app_message(a, true, "Not found: %s", a->last_search ? a->last_search : "");
+        chain_end(a);
+        return;
+    }
+    int sl, sc, el, ec;
+    parse_position(doc, json_get(doc, match, "start"), &sl, &sc);
+    parse_position(doc, json_get(doc, match, "end"), &el, &ec);
+    if (nearby) {
+        /* Only the lines near the caret were searched: a match that came round their end is no answer. */
+        bool behind = sl < a->find_from_line || (sl == a->find_from_line && sc < a->find_from_col);
+        bool ahead = sl > a->find_from_line || (sl == a->find_from_line && sc >= a->find_from_col);
+        if (step == FIND_BACKWARD ? ahead : behind) {
+            find_send(a, t, step, false, a->find_from_line, a->find_from_col);
+            return;
+        }
+    }
+    if (step == FIND_TO_REPLACE && (sl < a->replace_from_line || (sl == a->replace_from_line && sc < a->replace_from_col))) {
+        /* Round the end: replacing goes to the end of the document, never again over what was asked. */
+        app_message(a, false, "Replaced %d occurrence%s", a->replaced, a->replaced == 1 ? "" : "s");
+        chain_end(a);
+        return;
+    }
+    app_call(a, "document/setCursor", NULL, 0,
+             "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d},\"selection\":{\"anchor\":{\"line\":%d,\"column\":%d},\"active\":{\"line\":%d,\"column\":%d}}}",
+             t->doc_id, el, ec, sl, sc, el, ec);
+    int top_row, height;
+    editor_layout(a, &top_row, &height);
+    if (sl < t->top || sl >= t->top + height) {
+        t->top = sl > height / 2 ? sl - height / 2 : 0;
+        tab_request_viewport(a, t);
+    }
+    a->find_match_line = sl;
+    a->find_match_col = sc;
+    if (step != FIND_TO_REPLACE) {
+        buf options = BUF_INIT;
+        find_options(a, &options);
+        app_call(a, "document/find", on_find_total, t->serial, "{\"documentId\":%J,%s,\"limit\":1}", t->doc_id,
+                 options.data);
+        buf_free(&options);
+    }
+    finish_chain(a, t);
+    if (step == FIND_TO_REPLACE) {
+        a->replace_end_line = el;
+        a->replace_end_col = ec;
+        if (a->replace_rest)
+            replace_send(a, t);
+        else
+            replace_ask(a, t);
+    }
+}
+
+static void on_find_cursors(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    enum find_step step = (enum find_step)(tag & 3);
+    tab *t = chain_tab(a, tag >> 2, doc, result);
+    if (!t || !t->cursor_count || !a->last_search) {
+        chain_end(a);
+        return;
+    }
+    cursor *k = &t->cursors[0];
+    int line = k->line, col = k->col;
+    if (step == FIND_TO_REPLACE) {
+        bool anchor_first = k->has_selection && (k->anchor_line < line || (k->anchor_line == line && k->anchor_col < col));
+        a->replace_from_line = anchor_first ? k->anchor_line : line;
+        a->replace_from_col = anchor_first ? k->anchor_col : col;
+    }
+    if (step == FIND_TO_REPLACE)
+        line = a->replace_from_line, col = a->replace_from_col; /* the match selected now is the first asked about */
+    if (step == FIND_BACKWARD && k->has_selection &&
+        (k->anchor_line < line || (k->anchor_line == line && k->anchor_col < col)))
+        line = k->anchor_line, col = k->anchor_col; /* before the match selected now */
+    a->find_from_line = line;
+    a->find_from_col = col;
+    find_send(a, t, step, true, line, col);
+}
+
+/* Lines searched first around the caret: a match nearby is found without the whole text. */
+#define FIND_NEARBY_LINES 2048
+
+/* Inside a chain: its answer ends it. nearby: only the lines near the caret (the whole text when it is short). */
+static void find_send(app *a, tab *t, enum find_step step, bool nearby, int line, int col)
+{
+    buf params = BUF_INIT;
+    find_options(a, &params);
+    int last = t->line_count > 0 ? t->line_count - 1 : 0;
+    if (nearby && step == FIND_BACKWARD && line > FIND_NEARBY_LINES)
+        rpc_format(&params, ",\"range\":{\"start\":{\"line\":%d,\"column\":0},\"end\":{\"line\":%d,\"column\":%d}}",
+                   line - FIND_NEARBY_LINES, line, col);
+    else if (nearby && step != FIND_BACKWARD && line + FIND_NEARBY_LINES < last)
+        rpc_format(&params, ",\"range\":{\"start\":{\"line\":%d,\"column\":0},\"end\":{\"line\":%d,\"column\":0}}",
+                   line, line + FIND_NEARBY_LINES);
+    else
+        nearby = false;
+    bool sent = app_call(a, "document/find", on_found, (t->serial << 3) | ((uint64_t)nearby << 2) | step,
+                         "{\"documentId\":%J,%s,\"from\":{\"line\":%d,\"column\":%d},\"backwards\":%b,\"limit\":1}",
+                         t->doc_id, params.data, line, col, step == FIND_BACKWARD);
+    buf_free(&params);
+    if (!sent)
+        chain_end(a);
+}
+
+static void find_from_caret(app *a, tab *t, enum find_step step)
+{
+    chain_with_cursors(a, t, on_find_cursors, (t->serial << 2) | step);
+}
+
+static void find_answered(app *a, const char *answer)
+{
+    tab *t = app_tab(a);
+    if (!answer || !*answer || !t)
+        return;
+    free(a->last_search);
+    a->last_search = xstrdup(answer);
+    find_from_caret(a, t, FIND_FORWARD);
+}
+
+void editor_find(app *a, tab *t)
+{
+    char *label = find_label(a, "Find");
+    prompt_ask(a, label, a->last_search ? a->last_search : "", find_answered);
+    a->prompt.toggles = true;
+    free(label);
+}
+
+void editor_find_next(app *a, tab *t)
+{
+    if (a->last_search)
+        find_from_caret(a, t, FIND_FORWARD);
+    else
+        editor_find(a, t);
+}
+
+void editor_find_previous(app *a, tab *t)
+{
+    if (a->last_search)
+        find_from_caret(a, t, FIND_BACKWARD);
+    else
+        editor_find(a, t);
+}
+
+/* Interactive replace: each match from the caret to the end of the document
+ * is selected and asked about: y replaces it, n leaves it, a replaces it and
+ * every one after it, q stops. */
+static void on_replaced(void *ctx, uint64_t serial, const json_doc *doc, json_ref result, json_ref error)
+{
+    app *a = ctx;
+    tab *t = tab_by_serial(a, serial);
+    a->replaced += json_int_or(doc, json_get(doc, result, "replaced"), 0);
+    if (error != JSON_NO_REF || !t) {
+        app_message(a, true, "Not replaced");
+        return;
+    }
+    find_from_caret(a, t, FIND_TO_REPLACE);
+}
+
+/* The match selected now: document/replace takes the next match from the selection's start. */
+static void replace_send(app *a, tab *t)
+{
+    buf options = BUF_INIT;
+    find_options(a, &options);
+    rpc_format(&options, ",\"replacement\":%J", a->replace_with ? a->replace_with : "");
+    if (!app_call(a, "document/replace", on_replaced, t->serial, "{\"documentId\":%J,%s}", t->doc_id, options.data))
+        app_message(a, true, "Not replaced: the server is gone");
+    buf_free(&options);
+    follow(a, t);
+}
+
+static void replace_chosen(app *a, int key)
+{
+    tab *t = app_tab(a);
+    if (!t)
+        return;
+    if (key == 'y' || key == 'a') {
+        a->replace_rest = key == 'a';
+        replace_send(a, t);
+    } else if (key == 'n') {
+        /* Past this match: the caret after it, then the next. */
+        app_call(a, "document/setCursor", NULL, 0, "{\"documentId\":%J,\"position\":{\"line\":%d,\"column\":%d}}",
+                 t->doc_id, a->replace_end_line, a->replace_end_col);
+        find_from_caret(a, t, FIND_TO_REPLACE);
+    } else {
+        app_message(a, false, "Replaced %d occurrence%s", a->replaced, a->replaced == 1 ? "" : "s");
+    }
+}
+
+static void replace_ask(app *a, tab *t)
+{
+    (void)t;
+    prompt_choose(a, "Replace this one? (y)es, (n)o, (a)ll the rest, (q)uit", "ynaq", replace_chosen);
+}
+
+static void replace_with_answered(app *a, const char *answer)
+{
+    tab *t = app_tab(a);
+    if (!answer || !t || !a->last_search)
+        return;
+    free(a->replace_with);
+    a->replace_with = xstrdup(answer);
+    a->replaced = 0;
+    a->replace_rest = false;
+    find_from_caret(a, t, FIND_TO_REPLACE);
+}
+
+static void replace_answered(app *a, const char *answer)
+{
+    if (!answer || !*answer)
+        return;
+    free(a->last_search);
+    a->last_search = xstrdup(answer);
+    prompt_ask(a, "Replace with:", a->replace_with ? a->replace_with : "", replace_with_answered);
+}
+
+void editor_replace(app *a, tab *t)
+{
+    char *label = find_label(a, "Replace");
+    prompt_ask(a, label, a->last_search ? a->last_search : "", replace_answered);
+    a->prompt.toggles = true;
+    free(label);
+}

@@ -50,6 +50,15 @@ void editor_newline(app *a, tab *t);
 void editor_delete(app *a, tab *t, const char *direction);
 void editor_find(app *a, tab *t);
 void editor_find_next(app *a, tab *t);
+void editor_find_previous(app *a, tab *t);
+/* Alt+R, Alt+C, Alt+W in the find prompt: regex, case, whole word. */
+void editor_find_toggle(app *a, char which);
+void editor_indent(app *a, tab *t);
+void editor_outdent(app *a, tab *t);
+void editor_delete_word(app *a, tab *t, const char *direction);
+void editor_toggle_comment(app *a, tab *t);
+void editor_duplicate_lines(app *a, tab *t);
+void editor_move_lines(app *a, tab *t, const char *direction);
 void editor_replace(app *a, tab *t);
 void editor_goto_line(app *a, tab *t);
 void editor_next_occurrence(app *a, tab *t);
@@ -57,11 +66,23 @@ void editor_add_cursor(app *a, tab *t, int delta);
 void editor_single_cursor(app *a, tab *t);
 void editor_move(app *a, tab *t, const char *direction, const char *unit, bool select);
 void editor_page(app *a, tab *t, int direction, bool select);
+/* A bracketed paste: the text inserted as one edit, line breaks as \n, never indented again. */
+void editor_paste_text(app *a, tab *t, const char *text, size_t len);
+/* document/edit's edits (JSON text of the array's members), as one undoable step. */
+void editor_apply_edits(app *a, tab *t, const char *edits);
+/* The range selected, then text typed over it: the caret ends after the text. */
+void editor_replace_range(app *a, tab *t, int sl, int sc, int el, int ec, const char *text);
+/* The file at a position: its tab if open, else opened. */
+void editor_jump(app *a, const char *path, int line, int col);
+void editor_toggle_wrap(app *a, tab *t);
+void editor_redraw(app *a);
 /* Says the document cannot be changed here (read-only, or binary). */
 void editor_refuse_edit(app *a, tab *t);
 
 /* panes.c: the prompt line, the overlays, git, the terminal, recovery */
 void prompt_ask(app *a, const char *label, const char *initial, prompt_done done);
+/* A path: the text given stays when typing begins (a folder to name a file in). */
+void prompt_ask_path(app *a, const char *label, const char *initial, prompt_done done);
 void prompt_choose(app *a, const char *question, const char *choices, choice_done choose);
 bool prompt_key(app *a, wint_t ch, bool is_key);
 void prompt_close(app *a);

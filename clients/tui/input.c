@@ -8,6 +8,7 @@
 
 #include "editor.h"
 #include "input.h"
+#include "lsp.h"
 
 /* The modifiers xterm encodes in the names ncurses gives extended keys
  * (kUP5 is ctrl+up): 2 shift, 3 alt, 4 alt+shift, 5 ctrl, 6 ctrl+shift,
@@ -78,8 +79,10 @@ static bool char_key_name(wint_t ch, bool alt, char *out, size_t size)
         snprintf(out, size, "%senter", mod);
     else if (ch == '\t')
         snprintf(out, size, "%stab", mod);
-    else if (ch == 127 || ch == 8)
+    else if (ch == 127)
         snprintf(out, size, "%sbackspace", mod);
+    else if (ch == 8) /* what terminals send for Ctrl+Backspace */
+        snprintf(out, size, "ctrl+%sbackspace", mod);
     else if (ch == 27)
         snprintf(out, size, "%sescape", mod);
     else if (ch == 0)
@@ -88,8 +91,10 @@ static bool char_key_name(wint_t ch, bool alt, char *out, size_t size)
         snprintf(out, size, "ctrl+%s%c", mod, (char)('a' + ch - 1));
     else if (ch >= 28 && ch <= 31)
         snprintf(out, size, "ctrl+%s%c", mod, "\\]^_"[ch - 28]);
+    else if (alt && ch >= 'A' && ch <= 'Z')
+        snprintf(out, size, "alt+shift+%c", (char)(ch - 'A' + 'a'));
     else if (alt && ch < 128)
-        snprintf(out, size, "alt+%c", (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch));
+        snprintf(out, size, "alt+%c", (char)ch);
     else
         return false;
     return true;
@@ -243,6 +248,82 @@ static bool works_without_server(const app *a, const char *key)
                        strcmp(command, "app.quit") == 0);
 }
 
+static void handle_key(app *a, const char *key, wint_t ch, bool printable);
+
+/* Code points of text (UTF-8) as keys, for what reads keys rather than text
+ * (the prompt, a list's query, the panes); a line break is Enter where a pane
+ * takes it, and nothing on a one-line prompt. */
+static void paste_as_keys(app *a, const char *text, size_t len, bool newlines)
+{
+    mbstate_t st = {0};
+    for (size_t i = 0; i < len;) {
+        wchar_t wc;
+        size_t n = mbrtowc(&wc, text + i, len - i, &st);
+        if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
+            memset(&st, 0, sizeof st);
+            i++;
+            continue;
+        }
+        i += n;
+        if (wc == L'\r' || wc == L'\n') {
+            if (newlines && !(wc == L'\n' && i >= 2 && text[i - 2] == '\r'))
+                handle_key(a, "enter", '\r', false);
+        } else if (wc == L'\t') {
+            if (newlines)
+                handle_key(a, "tab", '\t', false);
+        } else if (wc >= 32) {
+            handle_key(a, NULL, (wint_t)wc, true);
+        }
+    }
+}
+
+/* A bracketed paste: one insert of the text as it came, never indented again. */
+static void handle_paste(app *a, const char *text, size_t len)
+{
+    if ((a->server_dead || a->restarting) && !a->prompt.active) {
+        editor_flush_typed(a);
+        queue_push_paste(a, text, len);
+        app_message(a, true, "The server is %s: the paste waits for it", a->server_dead ? "gone" : "coming back");
+        return;
+    }
+    if (a->busy > 0) {
+        queue_push_paste(a, text, len);
+        return;
+    }
+    lsp_completion_close(a);
+    bool pane = a->overlay.kind == OVERLAY_NONE && ((a->term.visible && a->term.focused) || (a->chat.visible && a->chat.focused));
+    if (a->prompt.active || a->overlay.kind != OVERLAY_NONE || pane) {
+        paste_as_keys(a, text, len, pane);
+        return;
+    }
+    editor_flush_typed(a);
+    tab *t = app_tab(a);
+    if (!t)
+        return;
+    if (t->read_only) {
+        editor_refuse_edit(a, t);
+        return;
+    }
+    editor_paste_text(a, t, text, len);
+}
+
+/* The completion popup takes the keys that choose in it; any other key but text closes it. */
+static bool completion_key(app *a, const char *key)
+{
+    if (!key)
+        return false;
+    if (strcmp(key, "up") == 0 || strcmp(key, "down") == 0 || strcmp(key, "pageup") == 0 || strcmp(key, "pagedown") == 0) {
+        lsp_completion_move(a, key[0] == 'u' ? -1 : key[0] == 'd' ? 1 : key[4] == 'u' ? -8 : 8);
+        return true;
+    }
+    if (strcmp(key, "enter") == 0 || strcmp(key, "tab") == 0) {
+        lsp_completion_accept(a);
+        return true;
+    }
+    lsp_completion_close(a);
+    return strcmp(key, "escape") == 0;
+}
+
 static void handle_key(app *a, const char *key, wint_t ch, bool printable)
 {
     /* With the server gone, or back but its tabs not yet, a key waits, unseen,
@@ -261,6 +342,10 @@ static void handle_key(app *a, const char *key, wint_t ch, bool printable)
     }
     if (a->prompt.active) {
         editor_flush_typed(a);
+        if (a->prompt.toggles && key && (strcmp(key, "alt+r") == 0 || strcmp(key, "alt+c") == 0 || strcmp(key, "alt+w") == 0)) {
+            editor_find_toggle(a, key[4]);
+            return;
+        }
         /* The prompt reads characters: name the keys it knows as theirs. */
         wint_t c = ch;
         if (key && strcmp(key, "backspace") == 0)
@@ -291,6 +376,11 @@ static void handle_key(app *a, const char *key, wint_t ch, bool printable)
     }
     if (a->overlay.kind != OVERLAY_NONE) {
         if (overlay_key(a, key, ch, printable))
+            return;
+    }
+    if (a->completion.visible && !printable) {
+        editor_flush_typed(a);
+        if (completion_key(a, key))
             return;
     }
     if (printable) {
@@ -326,8 +416,12 @@ void chain_end(app *a)
         int count;
         queued_key *waiting = queue_take(a, &count);
         for (int i = 0; i < count; i++) {
-            handle_key(a, waiting[i].key, waiting[i].ch, waiting[i].printable);
+            if (waiting[i].paste)
+                handle_paste(a, waiting[i].paste, waiting[i].paste_len);
+            else
+                handle_key(a, waiting[i].key, waiting[i].ch, waiting[i].printable);
             free(waiting[i].key);
+            free(waiting[i].paste);
         }
         free(waiting);
     }
@@ -359,6 +453,73 @@ void input_resized(app *a)
     a->need_paint = true;
 }
 
+static const char paste_start[] = "[200~", paste_end[] = "\033[201~";
+
+static void paste_append(app *a, const char *bytes, size_t n)
+{
+    if (a->paste.len + n > PASTE_LIMIT) {
+        a->paste_too_big = true;
+        return;
+    }
+    buf_append(&a->paste, bytes, n);
+}
+
+/* Inside a paste every character is text until the end marker; the marker is
+ * matched a character at a time, as it may arrive split across reads. */
+static void paste_read(app *a, int rc, wint_t ch)
+{
+    if (rc != OK)
+        return; /* a function key's code inside a paste is not text */
+    if ((char)ch == paste_end[a->paste_end_seen] && ch < 128) {
+        if (++a->paste_end_seen < (int)sizeof paste_end - 1)
+            return;
+        a->pasting = false;
+        a->paste_end_seen = 0;
+        if (a->paste_too_big)
+            app_message(a, true, "The paste was cut at %u MiB", PASTE_LIMIT >> 20);
+        a->paste_too_big = false;
+        handle_paste(a, a->paste.data ? a->paste.data : "", a->paste.len);
+        buf_free(&a->paste);
+        return;
+    }
+    if (a->paste_end_seen) {
+        paste_append(a, paste_end, (size_t)a->paste_end_seen);
+        a->paste_end_seen = 0;
+        if (ch == 27) {
+            a->paste_end_seen = 1;
+            return;
+        }
+    }
+    char utf8[8];
+    mbstate_t st = {0};
+    size_t n = wcrtomb(utf8, (wchar_t)ch, &st);
+    if (n != (size_t)-1)
+        paste_append(a, utf8, n);
+}
+
+/* After Escape and '[': the rest of a paste's start marker, or false with the
+ * characters read that were not it (they are keys, handled after Alt+[). */
+static bool paste_begins(app *a, wint_t *read, int *read_count)
+{
+    *read_count = 0;
+    for (int i = 1; paste_start[i]; i++) {
+        wint_t c;
+        int rc = wget_wch(stdscr, &c);
+        if (rc == ERR)
+            return false;
+        if (rc != OK || c != (wint_t)(unsigned char)paste_start[i]) {
+            read[(*read_count)++] = rc == OK ? c : 0;
+            return false;
+        }
+        read[(*read_count)++] = c;
+    }
+    a->pasting = true;
+    a->paste_end_seen = 0;
+    a->paste_too_big = false;
+    buf_clear(&a->paste);
+    return true;
+}
+
 void input_read(app *a)
 {
     for (;;) {
@@ -366,6 +527,15 @@ void input_read(app *a)
         int rc = wget_wch(stdscr, &ch);
         if (rc == ERR)
             break;
+        a->need_paint = true;
+        if (a->pasting) {
+            paste_read(a, rc, ch);
+            continue;
+        }
+        if (a->hover) {
+            free(a->hover);
+            a->hover = NULL;
+        }
         if (a->message && !a->message_is_error) {
             free(a->message);
             a->message = NULL;
@@ -398,6 +568,19 @@ void input_read(app *a)
             /* Alt+key arrives as Escape and the key: take the key now if it came with it. */
             wint_t next;
             int rc2 = wget_wch(stdscr, &next);
+            if (rc2 == OK && next == '[') {
+                wint_t read[8];
+                int read_count;
+                if (paste_begins(a, read, &read_count))
+                    continue;
+                handle_key(a, "alt+[", '[', false);
+                for (int i = 0; i < read_count; i++)
+                    if (read[i] && char_key_name(read[i], false, key, sizeof key))
+                        handle_key(a, key, read[i], false);
+                    else if (read[i])
+                        handle_key(a, NULL, read[i], true);
+                continue;
+            }
             /* Only Escape and a printable key read as Alt+key: Escape then Ctrl+E is two keys. */
             if (rc2 == OK && next > 32 && next < 127 && char_key_name(next, true, key, sizeof key)) {
                 handle_key(a, key, next, false);

@@ -14,6 +14,7 @@
 
 #include "editor.h"
 #include "input.h"
+#include "lsp.h"
 #include "view.h"
 #include "arena.h"
 #include "socket_path.h"
@@ -181,6 +182,7 @@ static void begin_session(app *a)
     app_call(a, "theme/current", on_theme, 0, NULL);
     app_call(a, "git/isRepo", on_repo, 0, "{\"uri\":%J}", a->workspace);
     trust_refresh(a);
+    lsp_read_settings(a);
 }
 
 static rpc_client *connect_socket(app *a, char **why)
@@ -370,6 +372,9 @@ static void setup_curses(app *a)
     mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
     mouseinterval(0);
     getmaxyx(stdscr, a->rows, a->cols);
+    /* Bracketed paste: a paste arrives marked, as text, not as keys to indent. */
+    fputs("\033[?2004h", stdout);
+    fflush(stdout);
 }
 
 static void free_app(app *a)
@@ -385,6 +390,8 @@ static void free_app(app *a)
     overlay_close(a);
     terminal_free(a);
     chat_free(a);
+    lsp_free(a);
+    buf_free(&a->paste);
     for (int i = 0; i < a->started_language_count; i++)
         free(a->started_languages[i]);
     free(a->started_languages);
@@ -396,7 +403,7 @@ static void free_app(app *a)
     free(a->repo_root);
     free(a->branch);
     free(a->last_search);
-    free(a->replace_find);
+    free(a->replace_with);
     buf_free(&a->clipboard);
     buf_free(&a->typed);
     buf_free(&a->prompt.input);
@@ -537,6 +544,8 @@ int main(int argc, char **argv)
     a->need_paint = true;
     uv_run(&loop, UV_RUN_DEFAULT);
 
+    fputs("\033[?2004l", stdout);
+    fflush(stdout);
     endwin();
     if (a->screen)
         delscreen(a->screen);

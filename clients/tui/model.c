@@ -82,7 +82,7 @@ void model_server_lost(app *a, const char *why)
         tab *t = a->tabs[i];
         dirty = dirty || tab_unsaved(t);
         others_clear(t);
-        t->viewport = t->cursors_refresh = t->git = t->info = t->clients = (refresh_slot){0};
+        t->viewport = t->cursors_refresh = t->info = t->clients = (refresh_slot){0};
     }
     char refused_note[96] = "";
     if (refused)
@@ -181,7 +181,7 @@ size_t col_to_byte(const char *text, size_t len, int col)
     return i;
 }
 
-static char *path_of_uri(const char *uri)
+char *path_of_uri(const char *uri)
 {
     if (!uri)
         return NULL;
@@ -493,6 +493,23 @@ static char *line_text(const json_doc *doc, json_ref ref, tab *t)
     return out.data ? buf_detach(&out) : xstrdup("");
 }
 
+/* gitChanges: the buffer's changes against HEAD on the lines shown (1-based, as git/diffLines). */
+static void git_marks_arrived(tab *t, const json_doc *doc, json_ref changes)
+{
+    size_t n = json_length(doc, changes);
+    free(t->marks);
+    t->marks = n ? xcalloc(n, sizeof *t->marks) : NULL;
+    t->mark_count = 0;
+    for (json_ref c = json_first(doc, changes); c != JSON_NO_REF; c = json_next(doc, c)) {
+        line_mark *m = &t->marks[t->mark_count++];
+        m->line = json_int_or(doc, json_get(doc, c, "line"), 1) - 1; /* the service counts from 1 */
+        json_ref type = json_get(doc, c, "type");
+        m->mark = json_string_eq(doc, type, "added")      ? GIT_ADDED
+                  : json_string_eq(doc, type, "deleted")  ? GIT_DELETED
+                                                          : GIT_MODIFIED;
+    }
+}
+
 void model_viewport_arrived(app *a, tab *t, const json_doc *doc, json_ref result)
 {
     bool was_binary = t->binary;
@@ -512,6 +529,9 @@ void model_viewport_arrived(app *a, tab *t, const json_doc *doc, json_ref result
             tk = json_next(doc, tk);
         }
     }
+    json_ref changes = json_get(doc, result, "gitChanges");
+    if (changes != JSON_NO_REF)
+        git_marks_arrived(t, doc, changes);
     json_ref diags = json_get(doc, result, "diagnostics");
     size_t dn = json_length(doc, diags);
     t->diags = dn ? xcalloc(dn, sizeof *t->diags) : NULL;
@@ -543,23 +563,6 @@ void model_info_arrived(tab *t, const json_doc *doc, json_ref result)
     json_bool(doc, json_get(doc, result, "changedOnDisk"), &disk);
     t->changed_on_disk = disk;
     t->line_count = json_int_or(doc, json_get(doc, result, "lineCount"), t->line_count);
-}
-
-void model_git_lines_arrived(tab *t, const json_doc *doc, json_ref result)
-{
-    json_ref changes = json_get(doc, result, "changes");
-    size_t n = json_length(doc, changes);
-    free(t->marks);
-    t->marks = n ? xcalloc(n, sizeof *t->marks) : NULL;
-    t->mark_count = 0;
-    for (json_ref c = json_first(doc, changes); c != JSON_NO_REF; c = json_next(doc, c)) {
-        line_mark *m = &t->marks[t->mark_count++];
-        m->line = json_int_or(doc, json_get(doc, c, "line"), 1) - 1; /* the service counts from 1 */
-        json_ref type = json_get(doc, c, "type");
-        m->mark = json_string_eq(doc, type, "added")      ? GIT_ADDED
-                  : json_string_eq(doc, type, "deleted")  ? GIT_DELETED
-                                                          : GIT_MODIFIED;
-    }
 }
 
 tab *model_document_opened(app *a, const json_doc *doc, json_ref info)
@@ -595,13 +598,15 @@ tab *model_document_opened(app *a, const json_doc *doc, json_ref info)
     t->uri = uri;
     t->path = path;
     t->language = json_dup_string(doc, json_get(doc, info, "languageId"));
+    if (!t->wrap_set)
+        t->wrap = !t->language || strcmp(t->language, "markdown") == 0 || strcmp(t->language, "plaintext") == 0;
     json_int64(doc, json_get(doc, info, "version"), &t->version);
     json_bool(doc, json_get(doc, info, "isDirty"), &t->dirty);
     bool read_only = false;
     json_bool(doc, json_get(doc, info, "isReadOnly"), &read_only);
     t->read_only = read_only || t->binary;
     t->line_count = json_int_or(doc, json_get(doc, info, "lineCount"), 1);
-    t->viewport = t->cursors_refresh = t->git = t->info = (refresh_slot){0};
+    t->viewport = t->cursors_refresh = t->info = (refresh_slot){0};
     a->need_paint = true;
     return t;
 }
@@ -900,7 +905,13 @@ void bindings_clear(app *a)
 void queue_push(app *a, const char *key, wint_t ch, bool printable)
 {
     a->queued = xrealloc(a->queued, (size_t)(a->queued_count + 1) * sizeof *a->queued);
-    a->queued[a->queued_count++] = (queued_key){key ? xstrdup(key) : NULL, ch, printable};
+    a->queued[a->queued_count++] = (queued_key){key ? xstrdup(key) : NULL, ch, printable, NULL, 0};
+}
+
+void queue_push_paste(app *a, const char *text, size_t len)
+{
+    a->queued = xrealloc(a->queued, (size_t)(a->queued_count + 1) * sizeof *a->queued);
+    a->queued[a->queued_count++] = (queued_key){NULL, 0, false, xstrndup(text, len), len};
 }
 
 queued_key *queue_take(app *a, int *count)
@@ -914,10 +925,25 @@ queued_key *queue_take(app *a, int *count)
 
 void queue_drop(app *a)
 {
-    for (int i = 0; i < a->queued_count; i++)
+    for (int i = 0; i < a->queued_count; i++) {
         free(a->queued[i].key);
+        free(a->queued[i].paste);
+    }
     free(a->queued);
     a->queued = NULL;
     a->queued_count = 0;
     a->busy = 0;
 }
+
+int tab_line_rows(const app *a, const tab *t, int line)
+{
+    if (!t->wrap)
+        return 1;
+    const char *text = view_text(t, line);
+    int width = a->cols - gutter_width(t) - 1;
+    if (!text || width < 1)
+        return 1;
+    int cols = text_display_col(text, 1 << 30);
+    return cols <= width ? 1 : (cols + width - 1) / width;
+}
+

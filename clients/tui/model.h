@@ -105,7 +105,7 @@ typedef struct tab {
     int cursor_count;
     cursor *known_cursors; /* the cursors as the server last told them, before any local echo */
     int known_cursor_count;
-    refresh_slot viewport, cursors_refresh, git, info, clients;
+    refresh_slot viewport, cursors_refresh, info, clients;
     bool follow_cursor; /* scroll to the primary cursor when it next arrives */
     other_client *others; /* the other clients holding this document */
     int other_count;
@@ -114,6 +114,11 @@ typedef struct tab {
     uint64_t edits_sent;  /* edits sent to this document, ever */
     uint64_t info_asked_at; /* edits_sent when the info in flight was asked for */
     bool reopening;       /* being opened again under a new server: its doc_id is stale until then */
+    bool wrap;            /* long lines continue on the rows below (soft wrap) */
+    bool wrap_set;        /* wrap was toggled here: the language's default no longer applies */
+    bool refit_wrap;      /* scrolled to the caret counting lines not here yet as one row each */
+    uint64_t predictions;       /* cursor moves predicted here before the server's answer */
+    uint64_t cursors_asked_at;  /* predictions when the cursors in flight were asked for */
 } tab;
 
 typedef enum overlay_kind {
@@ -124,6 +129,7 @@ typedef enum overlay_kind {
     OVERLAY_HELP,    /* key bindings */
     OVERLAY_GIT,     /* git status: stage, unstage, commit, diff */
     OVERLAY_DIFF,    /* one file's diff */
+    OVERLAY_ACTIONS, /* a language server's code actions */
 } overlay_kind;
 
 typedef struct list_item {
@@ -145,6 +151,36 @@ typedef struct overlay {
     uint64_t generation; /* answers for an older query are dropped */
 } overlay_state;
 
+/* The language server's completions at the caret, shown under it. */
+typedef struct completion_item {
+    char *label;
+    char *text;              /* what is inserted */
+    bool has_range;          /* the item's text edit replaces this range, else the word before the caret */
+    int start_line, start_col, end_line, end_col;
+} completion_item;
+
+typedef struct completion_popup {
+    bool visible;
+    completion_item *items;
+    int item_count, selected, scroll;
+    uint64_t generation;     /* answers for an older request are dropped */
+} completion_popup;
+
+/* Where a jump (go to definition) came from: Alt+Left goes back. */
+typedef struct jump_place {
+    char *path;
+    int line, col;
+} jump_place;
+
+#define JUMP_HISTORY 64
+
+/* A workspace edit's share for a file not open yet: applied once it is. */
+typedef struct pending_open {
+    uint64_t id;
+    char *uri;
+    char *edits; /* document/edit's edits, as JSON text */
+} pending_open;
+
 typedef struct app app;
 typedef void (*prompt_done)(app *a, const char *answer); /* NULL: cancelled */
 typedef void (*choice_done)(app *a, int key);            /* the key pressed */
@@ -158,6 +194,7 @@ typedef struct prompt {
     prompt_done done;
     choice_done choose;   /* a question answered by one key */
     char *choices;        /* the keys that answer it */
+    bool toggles;         /* Find's and Replace's: Alt+R, Alt+C, Alt+W switch regex, case, whole word */
 } prompt;
 
 typedef struct term_cell {
@@ -209,6 +246,8 @@ typedef struct queued_key {
     char *key;
     wint_t ch;
     bool printable;
+    char *paste; /* a bracketed paste, inserted as it came (key is NULL) */
+    size_t paste_len;
 } queued_key;
 
 typedef struct binding {
@@ -272,7 +311,6 @@ struct app {
     buf clipboard;
     buf typed;          /* printable keys read in this turn, sent as one document/type */
     char *last_search;
-    char *replace_find;
     search_scan scan;
     char **started_languages;
     int started_language_count;
@@ -293,7 +331,34 @@ struct app {
     uv_timer_t presence_timer; /* asks who else holds the current document, now and then */
     int reconnect_tries;
     bool started_socket_server; /* this run started a socket server for the reconnection */
+    bool pasting;        /* inside a bracketed paste: what is read is text, not keys */
+    buf paste;           /* the paste so far */
+    bool paste_too_big;  /* past PASTE_LIMIT: the rest is dropped */
+    int paste_end_seen;  /* characters of the end marker read so far */
+    completion_popup completion;
+    char *hover;         /* the language server's hover text, shown in a box until the next key */
+    char *trigger_characters; /* lsp.triggerCharacters: typing one asks for completions */
+    jump_place jumps[JUMP_HISTORY];
+    int jump_count;
+    char **code_actions; /* the JSON text of each code action offered (OVERLAY_ACTIONS' items point here) */
+    int code_action_count;
+    char *rename_to;     /* the new name, while the position is asked for */
+    pending_open *opens;
+    int open_count;
+    uint64_t next_open_id;
+    int git_refreshes_left; /* viewports asked again after an edit, for the gutter's git marks */
+    bool find_regex, find_case, find_word; /* how find and replace match */
+    char *replace_with;  /* the replacement of the replace under way */
+    int replaced;        /* how many it replaced so far */
+    int replace_end_line, replace_end_col;   /* the end of the match asked about */
+    int replace_from_line, replace_from_col; /* where the last search for the next match began */
+    bool replace_rest;   /* 'a' was chosen: every match left is replaced without asking */
+    int find_from_line, find_from_col;   /* where the find under way looks from */
+    int find_match_line, find_match_col; /* the match found last, for its rank */
 };
+
+/* A bracketed paste kept in memory is at most this long; the rest is dropped, aloud. */
+#define PASTE_LIMIT (16u << 20)
 
 /* ---- the connection (model.c) ---- */
 
@@ -318,6 +383,8 @@ int text_cols(const char *text);
 size_t col_to_byte(const char *text, size_t len, int col);
 /* file:// and the path percent-encoded, as the language servers want a document named. */
 char *file_uri(const char *path);
+/* The path of a file:// URI (percent-decoded), or NULL for another scheme. */
+char *path_of_uri(const char *uri);
 
 /* ---- documents (model.c) ---- */
 
@@ -345,7 +412,6 @@ void model_edit_answered(tab *t, uint64_t seq);
 /* Unsaved: dirty as the server says, or an edit sent and not answered yet. */
 bool tab_unsaved(const tab *t);
 void model_info_arrived(tab *t, const json_doc *doc, json_ref result);
-void model_git_lines_arrived(tab *t, const json_doc *doc, json_ref result);
 /* uri: where it was saved when that changed, else NULL. */
 void model_document_saved(app *a, tab *t, const char *uri);
 void tab_free(tab *t);
@@ -380,6 +446,8 @@ void colors_default(app *a);
 void model_theme_arrived(app *a, const json_doc *doc, json_ref theme);
 /* Columns left of the text: git mark, line number, space. */
 int gutter_width(const tab *t);
+/* How many rows a line takes on screen (more than one when it wraps). */
+int tab_line_rows(const app *a, const tab *t, int line);
 
 /* ---- key bindings as the server last told them (model.c) ---- */
 
@@ -391,6 +459,7 @@ void bindings_clear(app *a);
 /* ---- the queue of keys behind a command waiting for the server (model.c) ---- */
 
 void queue_push(app *a, const char *key, wint_t ch, bool printable);
+void queue_push_paste(app *a, const char *text, size_t len);
 /* Takes every waiting key out of the queue: the caller owns the array and its keys. */
 queued_key *queue_take(app *a, int *count);
 void queue_drop(app *a);

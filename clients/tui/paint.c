@@ -170,7 +170,9 @@ static bool other_cursor_past(const tab *t, int line, int cols)
     return false;
 }
 
-static void paint_line(app *a, tab *t, int y, int line, int gutter, int width)
+/* One row of a line: its display columns [left, left + width); a continuation
+ * row of a wrapped line has no number in its gutter. */
+static void paint_line(app *a, tab *t, int y, int line, int gutter, int width, int left, bool continuation)
 {
     colors *c = &a->colors;
     bool current = t->cursor_count && t->cursors[0].line == line;
@@ -194,7 +196,10 @@ static void paint_line(app *a, tab *t, int y, int line, int gutter, int width)
     int mark_rgb = mark == GIT_ADDED ? c->added : mark == GIT_MODIFIED ? c->modified : c->deleted;
     put_text(a, y, 0, 1, mark_text[mark], A_BOLD, pair_of(a, mark == GIT_NONE ? c->fg : mark_rgb, c->bg));
     char number[64];
-    snprintf(number, sizeof number, "%*d ", (gutter - 2) & 31, line + 1);
+    if (continuation)
+        snprintf(number, sizeof number, "%*s ", (gutter - 2) & 31, "");
+    else
+        snprintf(number, sizeof number, "%*d ", (gutter - 2) & 31, line + 1);
     put_text(a, y, 1, gutter, number, current ? A_BOLD : 0,
              pair_of(a, current ? c->line_number_active : c->line_number, c->bg));
     /* The text. */
@@ -246,7 +251,7 @@ static void paint_line(app *a, tab *t, int y, int line, int gutter, int width)
             else if (d->severity == 2)
                 fg = c->warning;
         }
-        int x = gutter + display - t->left;
+        int x = gutter + display - left;
         display += w;
         if (x < gutter || x + w > x_end)
             continue;
@@ -264,12 +269,12 @@ static void paint_line(app *a, tab *t, int y, int line, int gutter, int width)
         pending = (cell){.wc = {wc}, .n = 1, .attr = attr, .pair = pair, .width = w, .x = x};
     }
     emit(y, &pending);
-    int x = gutter + display - t->left;
+    int x = gutter + display - left;
     if (x < gutter)
         x = gutter;
     fill(y, x, x_end, base);
     /* A secondary cursor at the end of its line; another client's, faint. */
-    int ex = gutter + display - t->left;
+    int ex = gutter + display - left;
     bool own_at_end = false;
     for (int i = 1; i < t->cursor_count; i++)
         own_at_end = own_at_end || (t->cursors[i].line == line && t->cursors[i].col >= cols);
@@ -402,10 +407,11 @@ static void wrap(shown *s, const char *text, int width, int rgb, attr_t attr)
             end = p;
         }
         show(s, line, (size_t)(end - line), rgb, attr);
+        bool stuck = end == line;
         line = end;
         if (*line == '\n')
             line++;
-        else if (end == line && *line)
+        else if (stuck && *line)
             line++; /* a character wider than the pane: skip it rather than loop */
     }
 }
@@ -555,6 +561,77 @@ static void paint_status(app *a, tab *t)
         put_text(a, y, a->cols - rw, a->cols, right, 0, base);
 }
 
+/* The completion popup: under the caret, or above it near the bottom. */
+static void paint_completion(app *a, int cy, int cx, int top, int height)
+{
+    completion_popup *c = &a->completion;
+    int rows_shown = c->item_count < 8 ? c->item_count : 8;
+    if (c->selected < c->scroll)
+        c->scroll = c->selected;
+    if (c->selected >= c->scroll + rows_shown)
+        c->scroll = c->selected - rows_shown + 1;
+    int width = 0;
+    for (int i = 0; i < c->item_count; i++) {
+        int w = text_display_col(c->items[i].label, 1 << 30);
+        width = w > width ? w : width;
+    }
+    width = width + 2 > 50 ? 50 : width + 2;
+    if (width > a->cols)
+        width = a->cols;
+    int y = cy + 1 + rows_shown <= top + height ? cy + 1 : cy - rows_shown;
+    if (y < top)
+        y = top;
+    int x = cx + width > a->cols ? a->cols - width : cx;
+    colors *k = &a->colors;
+    for (int i = 0; i < rows_shown; i++) {
+        int index = c->scroll + i;
+        bool selected = index == c->selected;
+        int pair = pair_of(a, selected ? k->status_fg : k->fg, selected ? k->status_bg : k->selection);
+        fill(y + i, x, x + width, pair);
+        put_text(a, y + i, x + 1, x + width, c->items[index].label, selected ? A_BOLD : 0, pair);
+    }
+}
+
+/* The hover box: the language server's words, in a box by the caret. */
+static void paint_hover(app *a, int cy, int cx, int top, int height)
+{
+    int lines = 0, width = 0;
+    for (const char *p = a->hover; *p;) {
+        const char *end = strchr(p, '\n');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char *line = xstrndup(p, n);
+        int w = text_display_col(line, 1 << 30);
+        free(line);
+        width = w > width ? w : width;
+        lines++;
+        p += n + (end ? 1 : 0);
+    }
+    int max_rows = height / 2 > 3 ? height / 2 : 3;
+    if (lines > max_rows)
+        lines = max_rows;
+    width += 2;
+    if (width > a->cols - 2)
+        width = a->cols - 2;
+    int y = cy + 1 + lines <= top + height ? cy + 1 : cy - lines;
+    if (y < top)
+        y = top;
+    int x = cx + width > a->cols ? a->cols - width : cx;
+    if (x < 0)
+        x = 0;
+    colors *k = &a->colors;
+    int pair = pair_of(a, k->status_fg, k->status_bg);
+    const char *p = a->hover;
+    for (int i = 0; i < lines && *p; i++) {
+        const char *end = strchr(p, '\n');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char *line = xstrndup(p, n);
+        fill(y + i, x, x + width, pair);
+        put_text(a, y + i, x + 1, x + width - 1, line, 0, pair);
+        free(line);
+        p += n + (end ? 1 : 0);
+    }
+}
+
 void paint(app *a)
 {
     if (a->rows < 3 || a->cols < 8) {
@@ -575,8 +652,22 @@ void paint(app *a)
             cursor_y = top + 1, cursor_x = 2 + text_display_col(a->overlay.query.data, 1 << 30);
     } else if (t) {
         int gutter = gutter_width(t), width = a->cols - gutter - 1;
-        for (int r = 0; r < height; r++)
-            paint_line(a, t, top + r, t->top + r, gutter, width);
+        int cursor_row = -1, cursor_col = -1;
+        int caret_line = t->cursor_count ? t->cursors[0].line : -1;
+        for (int r = 0, line = t->top; r < height; line++) {
+            int rows = tab_line_rows(a, t, line);
+            for (int k = 0; k < rows && r < height; k++, r++) {
+                int left = t->wrap ? k * width : t->left;
+                paint_line(a, t, top + r, line, gutter, width, left, k > 0);
+                if (line == caret_line && cursor_row < 0) {
+                    const char *text = view_text(t, line);
+                    int d = text ? text_display_col(text, t->cursors[0].col) : 0;
+                    /* The caret at the end of a full row shows at the start of the next. */
+                    if (!t->wrap || (d >= left && (d < left + width || k == rows - 1)))
+                        cursor_row = top + r, cursor_col = gutter + d - left;
+                }
+            }
+        }
         /* The scrollbar. */
         int track = pair_of(a, c->line_number, c->bg);
         for (int r = 0; r < height; r++)
@@ -591,15 +682,13 @@ void paint(app *a)
             for (int r = start; r < start + thumb; r++)
                 put_text(a, top + r, a->cols - 1, a->cols, "█", 0, track);
         }
-        if (t->cursor_count && !a->term.focused && !a->chat.focused) {
-            int line = t->cursors[0].line;
-            const char *text = NULL;
-            if (line - t->lines_start >= 0 && line - t->lines_start < t->line_total)
-                text = t->lines[line - t->lines_start].text;
-            int x = gutter + (text ? text_display_col(text, t->cursors[0].col) : 0) - t->left;
-            if (line >= t->top && line < t->top + height && x >= gutter && x < gutter + width)
-                cursor_y = top + line - t->top, cursor_x = x;
-        }
+        if (cursor_row >= 0 && !a->term.focused && !a->chat.focused && cursor_col >= gutter &&
+            cursor_col < gutter + width + (t->wrap ? 1 : 0))
+            cursor_y = cursor_row, cursor_x = cursor_col;
+        if (cursor_y >= 0 && a->completion.visible)
+            paint_completion(a, cursor_y, cursor_x, top, height);
+        if (cursor_y >= 0 && a->hover)
+            paint_hover(a, cursor_y, cursor_x, top, height);
     } else {
         for (int r = 0; r < height; r++)
             fill(top + r, 0, a->cols, pair_of(a, c->fg, c->bg));

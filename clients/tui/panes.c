@@ -8,6 +8,7 @@
 
 #include "editor.h"
 #include "input.h"
+#include "lsp.h"
 #include "arena.h"
 
 /* ---- the prompt ---- */
@@ -18,6 +19,7 @@ void prompt_close(app *a)
     free(a->prompt.choices);
     a->prompt.label = a->prompt.choices = NULL;
     a->prompt.active = false;
+    a->prompt.toggles = false;
     a->prompt.done = NULL;
     a->prompt.choose = NULL;
     buf_clear(&a->prompt.input);
@@ -34,6 +36,12 @@ void prompt_ask(app *a, const char *label, const char *initial, prompt_done done
         buf_append_str(&a->prompt.input, initial);
     a->prompt.fresh = initial && *initial;
     a->prompt.cursor = a->prompt.input.len;
+}
+
+void prompt_ask_path(app *a, const char *label, const char *initial, prompt_done done)
+{
+    prompt_ask(a, label, initial, done);
+    a->prompt.fresh = false;
 }
 
 void prompt_choose(app *a, const char *question, const char *choices, choice_done choose)
@@ -308,6 +316,9 @@ void help_open(app *a)
     overlay_add(a, "In the git panel: s stage, u unstage, a stage all, c commit, Enter diff, r refresh", NULL, 0, 0, 3);
     overlay_add(a, "In the agent chat: Enter sends, y / n approve or reject a tool call that waits, Esc stops the answer",
                 NULL, 0, 0, 3);
+    overlay_add(a, "In the completion popup: Up / Down choose, Enter or Tab inserts, Esc closes; . : > open it as you type",
+                NULL, 0, 0, 3);
+    overlay_add(a, "Pasting (the terminal's paste) inserts the text as it is: one edit, never indented again", NULL, 0, 0, 3);
     overlay_add(a, "Mouse: click places the cursor, the wheel scrolls", NULL, 0, 0, 3);
     overlay_refilter(a);
 }
@@ -363,6 +374,13 @@ static void on_git_status(void *ctx, uint64_t generation, const json_doc *doc, j
         overlay_add(a, "Nothing to commit: the work tree is clean", NULL, 0, 0, 0);
     a->overlay.selected = keep;
     overlay_refilter(a);
+    /* A heading is not a file: the selection starts on (or moves down to) the first file. */
+    overlay_state *o = &a->overlay;
+    int first_file = o->selected;
+    while (first_file < o->visible_count && !o->items[o->visible[first_file]].data)
+        first_file++;
+    if (first_file < o->visible_count)
+        o->selected = first_file;
 }
 
 static void git_status_refresh(app *a)
@@ -543,6 +561,10 @@ bool overlay_key(app *a, const char *key, wint_t ch, bool printable)
         overlay_close(a);
         if (data && kind == OVERLAY_PALETTE)
             command_run(a, data);
+        else if (data && kind == OVERLAY_ACTIONS)
+            lsp_code_action_chosen(a, atoi(data));
+        else if (kind == OVERLAY_ACTIONS)
+            ; /* a command only the language server could run */
         else if (data)
             editor_open_path(a, data, line, col);
         free(data);

@@ -189,7 +189,7 @@ def test_multi_cursor(work):
         s.wait_for("qux bar qux baz qux")
         s.keys("Escape", "Down", "Home")
         s.wait(lambda t: "(3 cursors)" not in t and "Ln 2, Col 1" in t, "one cursor on line 2")
-        s.keys("M-Down")  # add a cursor below
+        s.keys("C-M-Down")  # add a cursor below
         s.wait_for("(2 cursors)")
         s.type("> ")
         s.wait(lambda t: "> alpha" in t and "> beta" in t, "both lines edited")
@@ -501,6 +501,8 @@ def test_picker_search_find(work):
         s.keys("Enter")
         s.type("pin")
         s.keys("Enter")
+        s.wait_for("Replace this one?")
+        s.type("a")  # this one and the rest
         s.wait_for("Replaced 2 occurrences")
         s.wait(lambda t: "the pin line" in t and "last pin" in t, "both replaced")
     finally:
@@ -1300,6 +1302,417 @@ def test_untrusted_folder_asks_and_says_restricted(work):
         s.close()
 
 
+def test_paste_keeps_indentation(work):
+    """A bracketed paste is one insert: indented lines arrive as they were, not indented again."""
+    path = os.path.join(work, "p.txt")
+    with open(path, "w") as f:
+        f.write("end\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("end")
+        s.tmux("set-buffer", "def f():\n    if x:\n        return 1\n    return 2\n")
+        s.tmux("paste-buffer", "-p")
+        s.wait_for("    return 2")
+        s.keys("C-s")
+        s.wait_for("Saved")
+        with open(path) as f:
+            got = f.read()
+        if got != "def f():\n    if x:\n        return 1\n    return 2\nend\n":
+            raise Failure("file on disk: %r" % got)
+    finally:
+        s.close()
+
+
+def numbered_file(work, name, count):
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        f.write("".join("row %d\n" % i for i in range(1, count + 1)))
+    return path
+
+
+def test_page_down_burst(work):
+    """Ten PgDn in one burst move ten pages, each from where the one before left the cursor."""
+    path = numbered_file(work, "pages.txt", 1000)
+    s = Screen([path], work)
+    try:
+        s.wait_for("row 1 ")
+        s.keys(*(["PageDown"] * 10))
+        screen = s.wait(lambda t: "Ln 1" not in status_line(t) and "row 1 " not in t, "ten pages down")
+        time.sleep(0.5)
+        screen = s.text()
+        m = re.search(r"Ln (\d+),", status_line(screen))
+        height = 22  # the tab bar and the status line take two rows
+        if not m or int(m.group(1)) < 1 + 9 * (height - 1):
+            raise Failure("ten pages down reached: " + status_line(screen))
+        if ("row %s" % m.group(1)) not in screen:
+            raise Failure("the cursor's line is not on screen:\n" + screen)
+    finally:
+        s.close()
+
+
+def test_down_burst_keeps_cursor_on_screen(work):
+    path = numbered_file(work, "downs.txt", 200)
+    s = Screen([path], work, rows=12)
+    try:
+        s.wait_for("row 1 ")
+        s.keys(*(["Down"] * 15))
+        s.wait(lambda t: "Ln 16," in status_line(t), "line 16")
+        s.wait(lambda t: re.search(r"\brow 16\b", t) is not None, "line 16 on screen")
+        time.sleep(0.3)
+        if not re.search(r"\brow 16\b", s.text()):
+            raise Failure("the cursor left the screen:\n" + s.text())
+    finally:
+        s.close()
+
+
+def test_enter_after_moves_takes_indent_of_its_line(work):
+    path = os.path.join(work, "i.txt")
+    with open(path, "w") as f:
+        f.write("top\nmiddle\n        deep\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("deep")
+        s.keys("Down", "Down", "End", "Enter")
+        s.type("x")
+        s.wait_for("Ln 4, Col 10")
+        s.keys("C-s")
+        s.wait_for("Saved")
+        with open(path) as f:
+            got = f.read()
+        if got != "top\nmiddle\n        deep\n        x\n":
+            raise Failure("file on disk: %r" % got)
+    finally:
+        s.close()
+
+
+def test_save_as_keeps_the_folder(work):
+    path = os.path.join(work, "a.txt")
+    with open(path, "w") as f:
+        f.write("text\n")
+    s = Screen([], work)
+    try:
+        s.wait(lambda t: "untitled" in t, "a new document")
+        s.type("hello")
+        s.wait_for("hello")
+        s.keys("M-s")
+        s.wait_for("Save as:")
+        s.type("/new.txt")
+        s.keys("Enter")
+        s.wait_for("Saved")
+        if not os.path.exists(os.path.join(work, "new.txt")):
+            raise Failure("not saved in the folder: " + str(os.listdir(work)))
+    finally:
+        s.close()
+
+
+def test_soft_wrap(work):
+    path = os.path.join(work, "long.md")
+    words = " ".join("word%d" % i for i in range(60))
+    with open(path, "w") as f:
+        f.write(words + "\nafter\n")
+    s = Screen([path], work, cols=80)
+    try:
+        s.wait_for("after")
+        screen = s.wait(lambda t: "word59" in t, "the end of the long line wrapped into view")
+        if line_of(screen, "word0") == line_of(screen, "word59"):
+            raise Failure("not wrapped:\n" + screen)
+        s.keys("M-z")  # wrap off: the line is cut at the screen's edge
+        s.wait(lambda t: "word59" not in t and "word0" in t, "wrap turned off")
+    finally:
+        s.close()
+
+
+def clangd_project(work, source):
+    import json
+    path = os.path.join(work, "main.c")
+    with open(path, "w") as f:
+        f.write(source)
+    with open(os.path.join(work, "compile_commands.json"), "w") as f:
+        json.dump([{"directory": work, "command": "cc -c main.c", "file": path}], f)
+    data_home = os.path.join(work, "data-home")
+    trust_folder(work, data_home)
+    return path, data_home
+
+
+def wait_clangd_ready(s):
+    s.wait(lambda t: "unused_marker" in status_line(t).lower(), "clangd's first diagnostic")
+
+
+CLANGD_SOURCE = ("#warning unused_marker\n"
+                 "struct point { int xcoord; int ycoord; };\n"
+                 "static int helper_value(int v) { return v + 1; }\n"
+                 "int main(void) {\n"
+                 "    int unused_marker;\n"
+                 "    struct point p = {1, 2};\n"
+                 "    int r = helper_value(p.xcoord);\n"
+                 "    r += helper_value(3);\n"
+                 "    return r;\n"
+                 "}\n")
+
+
+def test_completion_from_clangd(work):
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    path, data_home = clangd_project(work, CLANGD_SOURCE)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    try:
+        wait_clangd_ready(s)
+        s.keys("C-g")
+        s.type("9")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 9, Col 1" in status_line(t), "line 9")
+        s.keys("End", "Left")
+        s.type(" + p.")
+        # the popup, opened by the trigger character: the members listed under the caret
+        s.wait(lambda t: sum("ycoord" in line for line in t.splitlines()) >= 2, "the completion popup")
+        s.keys("Down")
+        s.keys("Enter")
+        s.wait_for("return r + p.ycoord;")
+    finally:
+        s.close()
+
+
+def test_definition_and_back(work):
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    path, data_home = clangd_project(work, CLANGD_SOURCE)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    try:
+        wait_clangd_ready(s)
+        s.keys("C-g")
+        s.type("8:12")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 8, Col 12" in status_line(t), "on the call")
+        s.keys("F12")
+        s.wait(lambda t: "Ln 3," in status_line(t), "the definition")
+        s.keys("M-Left")
+        s.wait(lambda t: "Ln 8, Col 12" in status_line(t), "back at the call")
+    finally:
+        s.close()
+
+
+def test_rename_every_occurrence(work):
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    path, data_home = clangd_project(work, CLANGD_SOURCE)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    try:
+        wait_clangd_ready(s)
+        s.keys("C-g")
+        s.type("3:14")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 3, Col 14" in status_line(t), "on the name")
+        s.keys("F9")
+        s.wait_for("Rename to:")
+        s.keys("C-u")
+        s.type("bumped")
+        s.keys("Enter")
+        s.wait(lambda t: "helper_value" not in t and t.count("bumped(") == 3, "three occurrences renamed")
+    finally:
+        s.close()
+
+
+def test_chat_keeps_history_and_every_character(work):
+    """The chat opens on the latest chat with its messages, and a long answer loses nothing where it wraps."""
+    digits = "".join(str(i % 10) for i in range(150))
+    mock = MockLLM([{"text": [digits]}])
+    path = os.path.join(work, "notes.txt")
+    with open(path, "w") as f:
+        f.write("text\n")
+    data_home = os.path.join(work, "data-home")
+    env = dict(agent_env(mock), XDG_DATA_HOME=data_home)
+    s = Screen([path], work, cols=60, rows=30, env=env)
+    try:
+        s.wait_for("text")
+        s.keys("M-a")
+        s.wait_for("AGENT")
+        s.type("count for me")
+        s.keys("Enter")
+        s.wait(lambda t: "idle" in t and "0123" in t, "the answer")
+        # The pane is 60 columns: the answer wraps; joined again, every digit is there.
+        rows = [line.rstrip() for line in s.text().splitlines()]
+        joined = "".join(r.strip() for r in rows if re.fullmatch(r"\s*[0-9]+", r or "x"))
+        if digits not in joined:
+            raise Failure("characters lost at the wraps: %r" % joined)
+        s.keys("C-q")
+        s.wait_exit()
+    finally:
+        s.close()
+    s = Screen([path], work, cols=60, rows=30, env=env)
+    try:
+        s.wait_for("text")
+        s.keys("M-a")
+        s.wait_for("AGENT")
+        s.wait(lambda t: "count for me" in t and "0123" in t, "the last chat's messages")
+    finally:
+        s.close()
+        mock.close()
+
+
+def test_git_panel_starts_on_a_file(work):
+    git(work, "init", "-q", "-b", "trunk")
+    path = os.path.join(work, "p.txt")
+    with open(path, "w") as f:
+        f.write("one\n")
+    git(work, "add", "p.txt")
+    git(work, "commit", "-qm", "first")
+    with open(path, "w") as f:
+        f.write("two\n")
+    s = Screen([path], work)
+    try:
+        s.wait(lambda t: "trunk" in status_line(t), "the branch")
+        s.keys("F5")
+        s.wait(lambda t: "p.txt" in t and "Changed" in t, "the git status")
+        s.keys("s")  # stages the selected file: the first one, not a heading
+        s.wait(lambda t: "Staged" in t and "Changed" not in t, "the file staged")
+    finally:
+        s.close()
+
+
+def test_references_and_format(work):
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    source = CLANGD_SOURCE.replace("    return r;", "    return   r ;")
+    path, data_home = clangd_project(work, source)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    try:
+        wait_clangd_ready(s)
+        s.keys("C-g")
+        s.type("3:14")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 3, Col 14" in status_line(t), "on the name")
+        s.keys("F7")
+        s.wait(lambda t: "References: 3" in t and "main.c:8:" in t, "the references listed")
+        s.keys("Down", "Down", "Enter")
+        s.wait(lambda t: "Ln 8, Col 10" in status_line(t), "the third reference")
+        s.keys("F10")
+        s.wait(lambda t: "return r;" in t and "return   r ;" not in t, "the document formatted")
+    finally:
+        s.close()
+
+
+def test_line_commands(work):
+    """Tab and Shift+Tab on a selection, Ctrl+/, Alt+Up/Down, Ctrl+Backspace, duplicate: the document's own commands."""
+    path = os.path.join(work, "l.c")
+    with open(path, "w") as f:
+        f.write("int a;\nint b;\nint c;\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("int c;")
+        s.wait_for("Trust this folder?")  # clangd is what C would start: not here
+        s.type("n")
+        s.wait(lambda t: "Trust this folder?" not in t, "the question answered")
+        s.keys("S-Down", "Tab")
+        s.wait(lambda t: "    int a;" in t and "int b;" in t and "    int b;" not in t, "one line indented")
+        s.keys("BTab")
+        s.wait(lambda t: "    int a;" not in t, "outdented")
+        s.keys("C-Home", "C-_")
+        s.wait_for("// int a;")
+        s.keys("C-_")
+        s.wait(lambda t: "// int a;" not in t, "uncommented")
+        s.keys("M-Down")
+        s.wait(lambda t: re.search(r"1 int b;\s*\n.*2 int a;", t) is not None, "the line moved down")
+        s.keys("M-D")  # Alt+Shift+D duplicates
+        s.wait(lambda t: t.count("int a;") == 2, "the line duplicated")
+        s.keys("End", "C-h")  # Ctrl+Backspace as a terminal sends it
+        s.wait(lambda t: re.search(r"^ *3 int( a)?\s*$", t, re.M) is not None, "the word before the caret deleted")
+    finally:
+        s.close()
+
+
+def test_find_toggles_count_and_interactive_replace(work):
+    path = os.path.join(work, "f.txt")
+    with open(path, "w") as f:
+        f.write("Foo foo food\nfoo bar\nfoo end\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("foo end")
+        s.keys("C-f")
+        s.wait_for("Find:")
+        s.keys("M-w")  # whole word
+        s.wait_for("word: on")
+        s.keys("C-u")
+        s.type("foo")
+        s.keys("Enter")
+        s.wait(lambda t: "Match 1 of 4" in t and "Ln 1, Col 4" in status_line(t), "the first whole-word match, counted")
+        s.keys("F3")
+        s.wait(lambda t: "Match 2 of 4" in t and "Ln 1, Col 8" in status_line(t), "the next")
+        s.keys("S-F3")
+        s.wait(lambda t: "Match 1 of 4" in t and "Ln 1, Col 4" in status_line(t), "the previous")
+        s.keys("C-Home", "C-r")
+        s.wait_for("Replace:")
+        s.keys("M-c")  # case sensitive: Foo is not foo
+        s.wait_for("case: on")
+        s.keys("C-u")
+        s.type("foo")
+        s.keys("Enter")
+        s.wait_for("Replace with:")
+        s.type("bar")
+        s.keys("Enter")
+        s.wait_for("Replace this one?")
+        s.type("n")
+        time.sleep(0.3)
+        s.wait_for("Replace this one?")
+        s.type("y")
+        s.wait(lambda t: "bar bar" in t and "Replace this one?" in t, "the second replaced, the third asked")
+        s.type("a")
+        s.wait(lambda t: "bar end" in t and "Replaced 2 occurrences" in t, "the rest replaced")
+        if "Foo foo food" not in s.text():
+            raise Failure("a match left alone changed:\n" + s.text())
+    finally:
+        s.close()
+
+
+def test_hover(work):
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    path, data_home = clangd_project(work, CLANGD_SOURCE)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    try:
+        wait_clangd_ready(s)
+        s.keys("C-g")
+        s.type("8:12")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 8, Col 12" in status_line(t), "on the call")
+        s.keys("M-k")
+        s.wait(lambda t: "function helper_value" in t, "the hover box")
+        s.keys("Right")  # the next key closes it
+        s.wait(lambda t: "function helper_value" not in t, "the box gone")
+    finally:
+        s.close()
+
+
+def test_redraw_and_code_actions(work):
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    source = "#warning unused_marker\nint main(void) {\n    printf(\"hi\\n\");\n    return 0;\n}\n"
+    path, data_home = clangd_project(work, source)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    try:
+        wait_clangd_ready(s)
+        s.keys("C-l")  # the whole screen painted again, the text as it was
+        time.sleep(0.3)
+        screen = s.wait(lambda t: "printf" in t, "the text after a redraw")
+        if "not bound" in screen:
+            raise Failure("Ctrl+L: " + status_line(screen))
+        s.keys("C-g")
+        s.type("3:5")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 3, Col 5" in status_line(t), "on the call")
+        s.keys("F8")
+        s.wait(lambda t: "Code actions" in t and "stdio.h" in t, "the include offered")
+        s.keys("Enter")
+        s.wait(lambda t: "#include <stdio.h>" in t, "the include added")
+    finally:
+        s.close()
+
+
 TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
          test_picker_search_find, test_agent_chat,
@@ -1307,7 +1720,13 @@ TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, 
          test_every_command_in_help, test_commands_bound_from_another_client, test_huge_file, test_binary_file, test_mouse,
          test_git_panel_and_palette, test_untrusted_folder_asks_and_says_restricted,
          test_language_server_asks_for_trust, test_two_clients_one_file, test_shared_server_killed_while_typing,
-         test_keys_typed_while_server_gone, test_quick_quit_after_typing_asks, test_shared_server_killed_under_two_editors]
+         test_keys_typed_while_server_gone, test_quick_quit_after_typing_asks, test_shared_server_killed_under_two_editors,
+         test_paste_keeps_indentation, test_page_down_burst, test_down_burst_keeps_cursor_on_screen,
+         test_enter_after_moves_takes_indent_of_its_line, test_save_as_keeps_the_folder, test_soft_wrap,
+         test_completion_from_clangd, test_definition_and_back, test_rename_every_occurrence,
+         test_chat_keeps_history_and_every_character, test_git_panel_starts_on_a_file, test_references_and_format,
+         test_line_commands, test_find_toggles_count_and_interactive_replace, test_hover,
+         test_redraw_and_code_actions]
 
 
 def main():
