@@ -78,6 +78,13 @@ void editor_toggle_wrap(app *a, tab *t);
 void editor_redraw(app *a);
 /* Says the document cannot be changed here (read-only, or binary). */
 void editor_refuse_edit(app *a, tab *t);
+/* Shared by editor.c and find.c: the view follows the caret until the
+ * cursors' answer; a chain of requests ends with the tab's cursors asked
+ * again (chain_with_cursors), and its answer finds its tab (chain_tab). */
+void tab_follow(app *a, tab *t);
+void chain_finish(app *a, tab *t);
+void chain_with_cursors(app *a, tab *t, rpc_reply_fn next, uint64_t tag);
+tab *chain_tab(app *a, uint64_t serial, const json_doc *doc, json_ref result);
 
 /* panes.c: the prompt line, the overlays, git, the terminal, recovery */
 void prompt_ask(app *a, const char *label, const char *initial, prompt_done done);
