@@ -1,0 +1,555 @@
+#!/usr/bin/env python3
+"""A shared server under attack: hostile clients and a hostile repository.
+
+usage: test_attack_shared.py ECPD
+
+Several clients share one ecpd --socket on a workspace somebody just cloned.
+One of them dies mid-request, floods, closes a document a thousand times or
+opens one file under many names; the repository carries hostile
+.editorconfig files, catastrophic patterns and project files that would make
+a language server run something. Whatever happens, the others' text is never
+lost, holds and cursors stay exact, bad input gets a JSON-RPC error with the
+right code, and a ping from another client is answered promptly.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+ECPD = None
+
+
+class Server:
+    def __init__(self, tmp, workspace, env=None):
+        self.path = os.path.join(tmp, "run", "ecpd.sock")
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.data = os.path.join(tmp, "data")
+        self.workspace = workspace
+        self.p = subprocess.Popen([ECPD, "--socket", self.path, "--data-dir", self.data, "--workspace", workspace],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  env=env)
+        self.err = []
+        threading.Thread(target=self._drain, daemon=True).start()
+        deadline = time.time() + 10
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(self.path)
+                break
+            except OSError:
+                if time.time() > deadline or self.p.poll() is not None:
+                    raise RuntimeError("server did not start: " + "".join(self.err))
+                time.sleep(0.01)
+            finally:
+                s.close()
+
+    def _drain(self):
+        for line in self.p.stderr:
+            self.err.append(line.decode(errors="replace"))
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        return self.p.wait(30)
+
+
+class Client:
+    def __init__(self, srv):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(srv.path)
+        self.s.settimeout(30)
+        self.f = self.s.makefile("rb")
+        self.next_id = 1
+        self.notes = []
+        self.id = self.request("initialize", {})["clientId"]
+
+    def send(self, method, params=None):
+        id_ = self.next_id
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.s.sendall((json.dumps(msg) + "\n").encode())
+        return id_
+
+    def answer(self, id_):
+        while True:
+            line = self.f.readline()
+            if not line:
+                raise EOFError("connection closed")
+            m = json.loads(line)
+            if "method" in m and "id" not in m:
+                self.notes.append(m)
+                continue
+            if m.get("id") == id_:
+                return m
+
+    def request(self, method, params=None, error=False):
+        m = self.answer(self.send(method, params))
+        if error:
+            if "error" not in m:
+                raise AssertionError("%s: expected an error, got %s" % (method, str(m)[:300]))
+            return m["error"]
+        if "error" in m:
+            raise AssertionError("%s: %s" % (method, m["error"]))
+        return m["result"]
+
+    def ping_time(self):
+        t = time.monotonic()
+        self.request("ecp/ping")
+        return time.monotonic() - t
+
+    def close(self):
+        try:
+            self.f.close()
+            self.s.close()
+        except OSError:
+            pass
+
+
+def at(line, column):
+    return {"line": line, "column": column}
+
+
+class Shared(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ecpd-attack-")
+        self.ws = os.path.join(self.tmp, "ws")
+        os.makedirs(self.ws)
+        self.srv = None
+        self.clients = []
+
+    def tearDown(self):
+        for c in self.clients:
+            c.close()
+        if self.srv:
+            code = self.srv.stop()
+            err = "".join(self.srv.err)
+            self.assertNotIn("AddressSanitizer", err)
+            self.assertNotIn("runtime error", err)
+            self.assertEqual(code, 0, err[-3000:])
+
+    def start(self, env=None):
+        self.srv = Server(self.tmp, self.ws, env)
+
+    def connect(self):
+        c = Client(self.srv)
+        self.clients.append(c)
+        return c
+
+    def file(self, name, text):
+        path = os.path.join(self.ws, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(text.encode() if isinstance(text, str) else text)
+        return path
+
+    def open(self, c, path):
+        return c.request("document/open", {"uri": "file://" + path})["documentId"]
+
+    def content(self, c, doc):
+        return c.request("document/content", {"documentId": doc})["content"]
+
+    def holders(self, c, doc):
+        return sorted(x["clientId"] for x in c.request("document/clients", {"documentId": doc})["clients"])
+
+    def listed(self, c):
+        return [d["documentId"] for d in c.request("document/list")["documents"]]
+
+    # --- clients that die, flood and repeat themselves -------------------------
+
+    def test_a_client_dying_mid_find_mid_save_and_while_holding_loses_nobody_text(self):
+        self.start()
+        big = self.file("big.txt", ("a" * 99 + "\n") * (50 << 10) * 10)  # 50 MiB
+        small = self.file("small.txt", "one\n")
+        a, b = self.connect(), self.connect()
+        big_doc = self.open(b, big)
+        self.assertEqual(self.open(a, big), big_doc)
+        # a asks for a long search and goes away while it runs
+        a.send("document/find", {"documentId": big_doc, "query": "a+b", "regex": True, "limit": 100000})
+        a.close()
+        self.assertLess(b.ping_time(), 2.0)
+        self.assertEqual(self.holders(b, big_doc), [b.id])
+        found = b.request("document/find", {"documentId": big_doc, "query": "aaa\n", "limit": 5})
+        self.assertEqual(found["total"], 100000)
+        self.assertTrue(found.get("totalCapped"))
+
+        # c holds a document b edits, types into it, and dies while saving it
+        c = self.connect()
+        doc = self.open(c, small)
+        self.assertEqual(self.open(b, small), doc)
+        b.request("document/type", {"documentId": doc, "text": "B"})
+        c.request("document/type", {"documentId": doc, "text": "C"})
+        c.send("document/save", {"documentId": doc})
+        c.s.shutdown(socket.SHUT_RDWR)
+        c.close()
+        b.request("document/type", {"documentId": doc, "text": "b"})
+        self.assertEqual(self.content(b, doc), "BCbone\n")
+        self.assertEqual(self.holders(b, doc), [b.id])
+        self.assertIn(doc, self.listed(b))
+        self.assertEqual(b.request("document/save", {"documentId": doc})["success"], True)
+        with open(small) as f:
+            self.assertEqual(f.read(), "BCbone\n")
+
+        # the only holder of a dirty document dies: it stays, with its text
+        d = self.connect()
+        lone = self.file("lone.txt", "x\n")
+        lone_doc = self.open(d, lone)
+        d.request("document/type", {"documentId": lone_doc, "text": "kept "})
+        d.close()
+        b.ping_time()
+        self.assertIn(lone_doc, self.listed(b))
+        self.assertEqual(self.content(b, lone_doc), "kept x\n")
+        self.assertEqual(self.holders(b, lone_doc), [])
+
+    def test_a_flood_of_typing_beside_another_client_typing_and_saving(self):
+        self.start()
+        path = self.file("f.txt", "\n")
+        a, b = self.connect(), self.connect()
+        doc = self.open(a, path)
+        self.open(b, path)
+        b.request("document/setCursor", {"documentId": doc, "position": at(1, 0)})
+        n = 2000
+        batch = "".join(json.dumps({"jsonrpc": "2.0", "id": 10000 + i, "method": "document/type",
+                                    "params": {"documentId": doc, "text": "a"}}) + "\n" for i in range(n))
+        a.s.sendall(batch.encode())
+        for i in range(20):
+            b.request("document/type", {"documentId": doc, "text": "b"})
+            if i % 5 == 0:
+                self.assertTrue(b.request("document/save", {"documentId": doc})["success"])
+        self.assertLess(b.ping_time(), 2.0)
+        last = a.answer(10000 + n - 1)
+        self.assertTrue(last["result"]["success"])
+        text = self.content(b, doc)
+        self.assertEqual(text, "a" * n + "\n" + "b" * 20)
+        self.assertTrue(b.request("document/save", {"documentId": doc})["success"])
+        with open(path) as f:
+            self.assertEqual(f.read(), text)
+        # a floods again and dies without reading a single answer
+        a.s.sendall(batch.encode())
+        a.s.shutdown(socket.SHUT_RDWR)
+        a.close()
+        self.assertLess(b.ping_time(), 5.0)
+        self.assertEqual(self.holders(b, doc), [b.id])
+        self.assertTrue(self.content(b, doc).endswith("\n" + "b" * 20))
+
+    def test_a_thousand_closes_release_one_hold_and_nobody_elses(self):
+        self.start()
+        path = self.file("c.txt", "text\n")
+        a, b = self.connect(), self.connect()
+        doc = self.open(a, path)
+        self.open(b, path)
+        b.request("document/type", {"documentId": doc, "text": "mine "})
+        batch = "".join(json.dumps({"jsonrpc": "2.0", "id": 5000 + i, "method": "document/close",
+                                    "params": {"documentId": doc}}) + "\n" for i in range(1000))
+        a.s.sendall(batch.encode())
+        a.answer(5999)
+        self.assertEqual(self.holders(b, doc), [b.id])
+        self.assertEqual(self.content(b, doc), "mine text\n")
+        self.assertIn(doc, self.listed(a))
+        # holding again is one hold, and b's thousand closes leave a's
+        self.assertEqual(self.open(a, path), doc)
+        b.s.sendall(batch.encode())
+        b.answer(5999)
+        self.assertEqual(self.holders(a, doc), [a.id])
+        self.assertEqual(self.content(a, doc), "mine text\n")
+        a.request("document/close", {"documentId": doc})
+        self.assertNotIn(doc, self.listed(a))
+        self.assertEqual(a.request("document/close", {"documentId": doc}), {"success": False})
+
+    def test_one_file_under_many_names_is_one_document_and_one_hold(self):
+        self.start()
+        path = self.file("sub/a.txt", "same\n")
+        os.symlink(path, os.path.join(self.ws, "link.txt"))
+        os.symlink(os.path.join(self.ws, "sub"), os.path.join(self.ws, "dirlink"))
+        os.link(path, os.path.join(self.ws, "hard.txt"))
+        names = [path, self.ws + "//sub/./a.txt", self.ws + "/sub/../sub/a.txt", self.ws + "/link.txt",
+                 self.ws + "/dirlink/a.txt", self.ws + "/hard.txt", self.ws + "/sub/%61.txt"]
+        a, b = self.connect(), self.connect()
+        ids = set()
+        for name in names:
+            ids.add(a.request("document/open", {"uri": "file://" + name})["documentId"])
+            if "%" not in name:
+                ids.add(a.request("document/open", {"uri": name})["documentId"])
+        self.assertEqual(len(ids), 1, ids)
+        doc = ids.pop()
+        self.assertEqual(self.holders(a, doc), [a.id])
+        self.assertEqual(self.listed(a), [doc])
+        self.assertEqual(self.open(b, self.ws + "/hard.txt"), doc)
+        b.request("document/type", {"documentId": doc, "text": "b:"})
+        a.request("document/setCursor", {"documentId": doc, "position": at(0, 4)})
+        a.request("document/type", {"documentId": doc, "text": "!"})
+        self.assertEqual(self.content(b, doc), "b:sa!me\n")
+        # one close of a's many spellings is a's one hold
+        a.request("document/close", {"documentId": doc})
+        self.assertEqual(self.holders(b, doc), [b.id])
+        b.close()
+        self.clients.remove(b)
+        a.request("ecp/ping")
+        # nobody holds it and it is dirty: it stays, under its first name
+        docs = a.request("document/list")["documents"]
+        self.assertEqual([d["documentId"] for d in docs], [doc])
+        self.assertTrue(docs[0]["isDirty"])
+        # hot exit keeps one text for the file, not one per name
+        time.sleep(1.5)
+        self.srv.p.kill()
+        self.srv.p.wait()
+        self.start()
+        c = self.connect()
+        rec = c.request("session/recoverable")["documents"]
+        self.assertEqual(len(rec), 1, rec)
+        got = c.request("session/recover", {})
+        self.assertEqual(len(got["documents"]), 1)
+        self.assertEqual(self.content(c, got["documents"][0]["documentId"]), "b:sa!me\n")
+        self.assertEqual(self.open(c, self.ws + "/link.txt"), got["documents"][0]["documentId"])
+
+    # --- a hostile repository ---------------------------------------------------
+
+    def test_hostile_editorconfig_files_are_ignored_or_bounded(self):
+        sub = os.path.join(self.ws, "deep")
+        os.makedirs(sub)
+        nested = "a"
+        for _ in range(1000):
+            nested = "{a," + nested + "}"
+        with open(os.path.join(self.ws, ".editorconfig"), "wb") as f:
+            f.write(("[" + nested + ".txt]\nindent_style = tab\n[{1..99999999999}.txt]\nindent_style = tab\n"
+                     "[*.txt]\nindent_size = 99999999\ntab_width = -1\ncharset = " + "x" * 3000 + "\n"
+                     "[*.py]\nindent_style = space\nindent_size = 3\n").encode() +
+                    b"[\xff\xfe*.md]\nindent_size = \xc3\x28\n")
+        long_dir = os.path.join(self.ws, "long")
+        os.makedirs(long_dir)
+        with open(os.path.join(long_dir, ".editorconfig"), "w") as f:
+            f.write("[*]\nindent_size = 2\ncharset = " + "y" * 20000 + "\n")
+        # a line libeditorconfig cannot parse (it loses memory on such a file)
+        os.makedirs(os.path.join(self.ws, "typo"))
+        with open(os.path.join(self.ws, "typo", ".editorconfig"), "w") as f:
+            f.write("[*]\nindent_size = 2\nnovalue\n[unclosed\n")
+        os.makedirs(os.path.join(self.ws, "bom"))
+        with open(os.path.join(self.ws, "bom", ".editorconfig"), "wb") as f:
+            f.write(b"\xef\xbb\xbf# ok\n[*]\n  indent_size = 2 ; two\n\n; comment\n")
+        os.symlink("/dev/zero", os.path.join(sub, ".editorconfig"))
+        fifo_dir = os.path.join(self.ws, "fifo")
+        os.makedirs(fifo_dir)
+        os.mkfifo(os.path.join(fifo_dir, ".editorconfig"))
+        many_dir = os.path.join(self.ws, "many")
+        os.makedirs(many_dir)
+        with open(os.path.join(many_dir, ".editorconfig"), "w") as f:
+            f.write("".join("[f%d.txt]\nindent_size = 2\n" % i for i in range(3000)))
+        huge_dir = os.path.join(self.ws, "huge")
+        os.makedirs(huge_dir)
+        with open(os.path.join(huge_dir, ".editorconfig"), "w") as f:
+            f.write("[*]\nindent_size = 2\n" + "# " + "x" * (1 << 20) + "\n")
+        outside = tempfile.mkdtemp(prefix="ecpd-outside-")
+        with open(os.path.join(outside, ".editorconfig"), "w") as f:
+            f.write("root = true\n[*]\nindent_style = tab\n")
+        os.makedirs(os.path.join(self.ws, "linked"))
+        os.symlink(os.path.join(outside, ".editorconfig"), os.path.join(self.ws, "linked", ".editorconfig"))
+        with open(os.path.join(outside, "o.txt"), "w") as f:
+            f.write("o\n")
+        self.start()
+        a, b = self.connect(), self.connect()
+
+        def info(path):
+            doc = self.open(a, path)
+            t = time.monotonic()
+            got = a.request("document/info", {"documentId": doc})
+            self.assertLess(time.monotonic() - t, 2.0, path)
+            return doc, got
+
+        doc, got = info(self.file("x.txt", "x\n"))
+        self.assertEqual(got["indent"], {"style": "spaces", "size": 4})
+        self.assertLessEqual(len(got.get("charset", "")), 64)
+        a.request("document/setCursor", {"documentId": doc, "position": at(0, 0)})
+        self.assertTrue(a.request("document/indent", {"documentId": doc})["success"])
+        self.assertEqual(self.content(a, doc), "    x\n")
+        self.assertEqual(info(self.file("y.py", "y\n"))[1]["indent"], {"style": "spaces", "size": 3})
+        self.assertEqual(info(self.file("bom/z.txt", "z\n"))[1]["indent"], {"style": "spaces", "size": 2})
+        for name in ("deep/z.txt", "fifo/z.txt", "many/f1.txt", "huge/z.txt", "linked/z.txt", "n.md", "a.txt",
+                     "long/z.txt", "typo/z.txt"):
+            self.assertEqual(info(self.file(name, "z\n"))[1]["indent"], {"style": "spaces", "size": 4}, name)
+        self.assertEqual(info(os.path.join(outside, "o.txt"))[1]["indent"], {"style": "spaces", "size": 4})
+        self.assertLess(b.ping_time(), 1.0)
+
+    def test_editorconfig_globs_that_backtrack_do_not_stall_the_server(self):
+        self.file(".editorconfig", "".join("[*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a%db]\nindent_size = 2\n" % i
+                                           for i in range(250)))
+        self.start()
+        a, b = self.connect(), self.connect()
+        doc = self.open(a, self.file("a" * 200 + ".txt", "x\n"))
+        done = []
+        t = threading.Thread(target=lambda: done.append(a.request("document/info", {"documentId": doc})))
+        t.start()
+        time.sleep(0.2)
+        self.assertLess(b.ping_time(), 1.0)
+        t.join(30)
+        self.assertEqual(done[0]["indent"], {"style": "spaces", "size": 4})
+
+    def test_find_and_replace_with_hostile_patterns_and_sizes(self):
+        self.start()
+        a, b = self.connect(), self.connect()
+        doc = self.open(a, self.file("f.txt", "a" * 100000 + "\nxyz\n" + "a" * 40 + "!\n"))
+        err = a.request("document/find", {"documentId": doc, "query": "(a+)+$", "regex": True}, error=True)
+        self.assertEqual(err["code"], -32602, err)
+        self.assertIn("match limit", err["message"])
+        self.assertLess(b.ping_time(), 1.0)
+        got = a.request("document/find", {"documentId": doc, "query": "a", "limit": 100000})
+        self.assertEqual(got["total"], 100000)
+        self.assertTrue(got["totalCapped"])
+        for limit in (-1, 0, 1.5, "x", 100001, 10 ** 12, 2 ** 64):
+            err = a.request("document/find", {"documentId": doc, "query": "a", "limit": limit}, error=True)
+            self.assertEqual(err["code"], -32602, (limit, err))
+        err = a.request("document/find", {"documentId": doc, "query": "a", "from": at(99, 0)}, error=True)
+        self.assertEqual(err["code"], -32003, err)
+        err = a.request("document/find", {"documentId": doc, "query": "a", "from": at(1, 2 ** 40)}, error=True)
+        self.assertEqual(err["code"], -32003, err)
+        err = a.request("document/find", {"documentId": doc, "query": "(", "regex": True}, error=True)
+        self.assertEqual(err["code"], -32602, err)
+        a.request("document/setCursor", {"documentId": doc, "position": at(1, 0)})
+        got = a.request("document/replace", {"documentId": doc, "query": "(x)(y)", "regex": True,
+                                             "replacement": "[$99${1}${999}$$]"})
+        self.assertTrue(got["success"], got)
+        self.assertEqual(a.request("document/line", {"documentId": doc, "lineNumber": 1})["text"], "[x$]z")
+        err = a.request("document/replace", {"documentId": doc, "query": "(a+)+$", "regex": True,
+                                             "replacement": "", "all": True}, error=True)
+        self.assertEqual(err["code"], -32602, err)
+        self.assertLess(b.ping_time(), 1.0)
+        # a replacement of 64 MiB is an edit like any other, and undoes
+        big = "r" * (64 << 20)
+        got = a.request("document/replace", {"documentId": doc, "query": "z", "replacement": big})
+        self.assertTrue(got["success"], str(got)[:200])
+        self.assertEqual(a.request("document/info", {"documentId": doc})["lineCount"], 4)
+        self.assertTrue(a.request("document/undo", {"documentId": doc})["success"])
+        self.assertEqual(a.request("document/line", {"documentId": doc, "lineNumber": 1})["text"], "[x$]z")
+
+    def test_line_commands_at_the_ends_and_graphemes_that_do_not_end(self):
+        self.start()
+        a = self.connect()
+        one = self.open(a, self.file("one.txt", "only"))
+        for method, params in (("document/moveLines", {"direction": "up"}), ("document/moveLines", {"direction": "down"})):
+            got = a.request(method, dict(params, documentId=one))
+            self.assertTrue(got["success"], got)
+        self.assertEqual(self.content(a, one), "only")
+        err = a.request("document/moveLines", {"documentId": one, "direction": "sideways"}, error=True)
+        self.assertEqual(err["code"], -32602)
+        self.assertTrue(a.request("document/duplicateLines", {"documentId": one})["success"])
+        self.assertEqual(self.content(a, one), "only\nonly")
+        a.request("document/setCursor", {"documentId": one, "position": at(1, 4)})
+        a.request("document/moveLines", {"documentId": one, "direction": "down"})
+        a.request("document/duplicateLines", {"documentId": one})
+        self.assertEqual(self.content(a, one), "only\nonly\nonly")
+        self.assertEqual(a.request("document/cursors", {"documentId": one})["cursors"][0]["position"], at(2, 4))
+        a.request("document/selectAll", {"documentId": one})
+        a.request("document/moveLines", {"documentId": one, "direction": "up"})
+        a.request("document/moveLines", {"documentId": one, "direction": "down"})
+        self.assertEqual(self.content(a, one), "only\nonly\nonly")
+        empty = self.open(a, self.file("empty.txt", ""))
+        for m in ("document/duplicateLines", "document/indent", "document/outdent", "document/newline"):
+            self.assertTrue(a.request(m, {"documentId": empty})["success"], m)
+        err = a.request("document/toggleComment", {"documentId": empty}, error=True)
+        self.assertEqual(err["code"], -32602)
+        unknown = a.request("document/open", {"uri": "untitled:x", "content": "x", "languageId": "no-such-lang"})
+        err = a.request("document/toggleComment", {"documentId": unknown["documentId"]}, error=True)
+        self.assertEqual(err["code"], -32602)
+        # a cursor set inside a 1,000-code-point ZWJ sequence, and invalid bytes
+        zwj = "\U0001F468" + "\u200d\U0001F469" * 500
+        g = self.open(a, self.file("g.txt", ("x" + zwj + "y\n").encode() + b"\xff\xfe\xc3(\xe2\x82\n"))
+        for col in (1, 2, 3, 501, 999, 1500, 1501):
+            a.request("document/setCursor", {"documentId": g, "position": at(0, col)})
+            c = a.request("document/cursors", {"documentId": g})["cursors"][0]["position"]
+            self.assertLessEqual(c["column"], col)
+        a.request("document/setCursor", {"documentId": g, "position": at(0, 0)})
+        cols = []
+        while len(cols) < 100 and (not cols or cols[-1]["line"] == 0):
+            a.request("document/moveCursors", {"documentId": g, "direction": "right", "unit": "character"})
+            cols.append(a.request("document/cursors", {"documentId": g})["cursors"][0]["position"])
+        self.assertEqual(cols[-1]["line"], 1)
+        on_first = [p["column"] for p in cols if p["line"] == 0]
+        self.assertEqual(on_first, sorted(set(on_first)))
+        a.request("document/setCursor", {"documentId": g, "position": at(1, 3)})
+        self.assertTrue(a.request("document/deleteWord", {"documentId": g, "direction": "left"})["success"])
+        for _ in range(6):
+            a.request("document/setCursor", {"documentId": g, "position": at(1, 0)})
+            self.assertTrue(a.request("document/deleteWord", {"documentId": g, "direction": "right"})["success"])
+        self.assertTrue(self.content(a, g).startswith("x" + zwj + "y"))
+        a.request("document/setCursor", {"documentId": g, "position": at(0, 1000)})
+        self.assertTrue(a.request("document/deleteWord", {"documentId": g, "direction": "right"})["success"])
+
+    # --- the structure of huge and deep documents --------------------------------
+
+    def test_structure_of_deep_and_huge_documents_leaves_pings_prompt(self):
+        self.start()
+        a, b = self.connect(), self.connect()
+        depth = 100000
+        deep = self.open(a, self.file("deep.json", "[" * depth + "]" * depth + "\n"))
+        a.request("syntax/foldingRanges", {"documentId": deep})
+        positions = [at(0, i * 100) for i in range(1000)]
+        t = time.monotonic()
+        got = a.request("syntax/selectionRanges", {"documentId": deep, "positions": positions})
+        self.assertLess(time.monotonic() - t, 20)
+        self.assertEqual(len(got["ranges"]), 1000)
+        chain, n = got["ranges"][999], 0
+        while chain:
+            chain, n = chain.get("parent"), n + 1
+        self.assertLessEqual(n, 131)
+        err = a.request("syntax/selectionRanges", {"documentId": deep, "positions": positions + [at(0, 0)]}, error=True)
+        self.assertEqual(err["code"], -32602)
+        err = a.request("syntax/selectionRanges", {"documentId": deep, "positions": [at(5, 0)]}, error=True)
+        self.assertEqual(err["code"], -32003)
+        for line in (2, 10 ** 9, 2 ** 40):
+            err = a.request("syntax/indent", {"documentId": deep, "line": line}, error=True)
+            self.assertEqual(err["code"], -32003, (line, err))
+        for line in (-1, "x", 1.5):
+            err = a.request("syntax/indent", {"documentId": deep, "line": line}, error=True)
+            self.assertEqual(err["code"], -32602, (line, err))
+        self.assertEqual(a.request("syntax/indent", {"documentId": deep, "line": 1})["indent"], "")
+        src = "".join("int f%d(void) { return %d; }\nstruct s%d { int x; };\n" % (i, i, i) for i in range(60000))
+        huge = self.open(a, self.file("huge.c", src))
+        a.send("syntax/symbols", {"documentId": huge})
+        slowest = max(b.ping_time() for _ in range(10))
+        self.assertLess(slowest, 1.0)
+
+    # --- a repository that names programs -----------------------------------------
+
+    def test_an_untrusted_repository_starts_no_language_server(self):
+        bin_dir = os.path.join(self.tmp, "bin")
+        os.makedirs(bin_dir)
+        marker = os.path.join(self.tmp, "clangd-ran")
+        with open(os.path.join(bin_dir, "clangd"), "w") as f:
+            f.write("#!/bin/sh\ntouch '%s'\nexec sleep 30\n" % marker)
+        os.chmod(os.path.join(bin_dir, "clangd"), 0o755)
+        self.file("compile_commands.json", json.dumps([{"directory": self.ws, "file": "m.c",
+                                                        "command": "sh -c 'touch %s.cc' m.c" % marker}]))
+        self.file(".clangd", "CompileFlags:\n  Compiler: /bin/sh\n  Add: [-c, 'touch %s.cfg']\n" % marker)
+        env = dict(os.environ, PATH=bin_dir + ":/usr/bin:/bin")
+        self.start(env)
+        a, b = self.connect(), self.connect()
+        doc = self.open(a, self.file("m.c", "int main(void) { return 0; }\n"))
+        self.open(b, self.file("n.cpp", "int x;\n"))
+        a.request("lsp/documentOpen", {"uri": "file://" + self.ws + "/m.c", "languageId": "c", "content": "x"})
+        time.sleep(0.5)
+        a.request("ecp/ping")
+        self.assertFalse([n for n in a.notes if n["method"] == "lsp/serverStatusChanged"], a.notes)
+        self.assertFalse(os.path.exists(marker))
+        err = a.request("lsp/start", {"languageId": "c"}, error=True)
+        self.assertEqual(err["code"], -32410)
+        self.assertFalse(os.path.exists(marker))
+        self.assertFalse(os.path.exists(marker + ".cc") or os.path.exists(marker + ".cfg"))
+        # the same server does start once the folder is trusted: the bait was real
+        a.request("workspace/trust", {"uri": self.ws, "trusted": True})
+        deadline = time.time() + 10
+        while not os.path.exists(marker) and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(os.path.exists(marker))
+        a.request("workspace/trust", {"uri": self.ws, "trusted": False})
+        self.assertIn(doc, self.listed(a))
+
+
+if __name__ == "__main__":
+    ECPD = sys.argv.pop(1)
+    unittest.main(verbosity=2)
