@@ -45,10 +45,31 @@ struct document_search {
     document_range *ranges;  /* count of them, in enc */
 };
 
+/* Interpreted, PCRE2 checks the text for invalid UTF-8 from the start offset
+ * on every call (PCRE2_MATCH_INVALID_UTF ignores PCRE2_NO_UTF_CHECK), so a
+ * search of many matches costs the text's length squared: minutes on a
+ * megabyte. A pattern JIT refuses is refused, unless JIT works for nothing
+ * here (then everything runs interpreted, as it must). */
+static bool jit_compiled(pcre2_code *re)
+{
+    size_t size = 0;
+    if (pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0 && pcre2_pattern_info(re, PCRE2_INFO_JITSIZE, &size) == 0 &&
+        size > 0)
+        return true;
+    int code;
+    PCRE2_SIZE offset;
+    pcre2_code *probe = pcre2_compile((PCRE2_SPTR) "x", 1, PCRE2_UTF, &code, &offset, NULL);
+    bool jit_works = probe && pcre2_jit_compile(probe, PCRE2_JIT_COMPLETE) == 0 &&
+                     pcre2_pattern_info(probe, PCRE2_INFO_JITSIZE, &size) == 0 && size > 0;
+    pcre2_code_free(probe);
+    return !jit_works;
+}
+
 static int compile(const document_find_options *o, pcre2_code **out, ecp_error *err)
 {
     uint32_t flags = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
-    flags |= o->regex ? PCRE2_MULTILINE : PCRE2_LITERAL;
+    /* \C matches a byte inside a character and runs only interpreted */
+    flags |= o->regex ? PCRE2_MULTILINE | PCRE2_NEVER_BACKSLASH_C : PCRE2_LITERAL;
     if (!o->case_sensitive)
         flags |= PCRE2_CASELESS;
     int code;
@@ -60,7 +81,12 @@ static int compile(const document_find_options *o, pcre2_code **out, ecp_error *
         return ecp_error_set(err, ECP_EINVAL, "query: invalid regular expression at offset %zu: %s", (size_t)offset,
                              (const char *)msg);
     }
-    pcre2_jit_compile(*out, PCRE2_JIT_COMPLETE);
+    if (!jit_compiled(*out)) {
+        pcre2_code_free(*out);
+        *out = NULL;
+        return ecp_error_set(err, ECP_EINVAL, "query: the pattern cannot be compiled for matching ((*NO_JIT), or what "
+                                              "PCRE2's JIT does not support)");
+    }
     return 0;
 }
 

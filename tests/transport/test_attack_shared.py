@@ -56,7 +56,12 @@ class Server:
     def stop(self):
         if self.p.poll() is None:
             self.p.send_signal(signal.SIGTERM)
-        return self.p.wait(30)
+        try:
+            return self.p.wait(30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            raise
 
 
 class Client:
@@ -309,6 +314,59 @@ class Shared(unittest.TestCase):
         self.assertEqual(self.content(c, got["documents"][0]["documentId"]), "b:sa!me\n")
         self.assertEqual(self.open(c, self.ws + "/link.txt"), got["documents"][0]["documentId"])
 
+    def test_a_client_gone_before_its_open_lands_holds_nothing(self):
+        self.start()
+        big = self.file("big.txt", "x" * (8 << 20) + "\n")
+        a, b = self.connect(), self.connect()
+        for spelling in (big, self.ws + "//big.txt"):
+            a.send("document/open", {"uri": "file://" + spelling})
+        a.s.shutdown(socket.SHUT_RDWR)
+        a.close()
+        time.sleep(0.5)
+        b.request("ecp/ping")
+        for d in self.listed(b):
+            self.assertEqual(self.holders(b, d), [])
+        doc = self.open(b, big)
+        self.assertEqual(self.holders(b, doc), [b.id])
+        b.request("document/close", {"documentId": doc})
+        self.assertEqual(self.listed(b), [])
+
+    def test_five_clients_two_of_them_dying_keep_every_text_and_cursor(self):
+        self.start()
+        path = self.file("five.txt", "".join("line %d\n" % i for i in range(5)))
+        cs = [self.connect() for _ in range(5)]
+        doc = self.open(cs[0], path)
+        for i, c in enumerate(cs):
+            self.assertEqual(self.open(c, path), doc)
+            c.request("document/setCursor", {"documentId": doc, "position": at(i, 0)})
+        for round_ in range(3):
+            for i, c in enumerate(cs):
+                c.request("document/type", {"documentId": doc, "text": str(i)})
+        # one dies mid-request, one between requests
+        cs[1].send("document/type", {"documentId": doc, "text": "!"})
+        cs[1].s.shutdown(socket.SHUT_RDWR)
+        cs[1].close()
+        cs[3].close()
+        live = [cs[0], cs[2], cs[4]]
+        for i, c in zip((0, 2, 4), live):
+            c.request("document/type", {"documentId": doc, "text": "."})
+        text = self.content(cs[0], doc).split("\n")
+        for i in (0, 2, 4):
+            self.assertEqual(text[i], "%s.line %d" % (str(i) * 3, i))
+        self.assertEqual(text[3], "333line 3")
+        self.assertIn(text[1], ("111line 1", "111!line 1"))
+        self.assertEqual(self.holders(cs[0], doc), sorted(c.id for c in live))
+        clients = cs[0].request("document/clients", {"documentId": doc})["clients"]
+        for entry in clients:
+            i = [c.id for c in cs].index(entry["clientId"])
+            self.assertEqual(entry["cursors"][0]["position"], at(i, 4))
+        self.assertTrue(cs[4].request("document/save", {"documentId": doc})["success"])
+        for c in live:
+            c.request("document/close", {"documentId": doc})
+        self.assertEqual(self.listed(cs[0]), [])
+        with open(path) as f:
+            self.assertEqual(f.read().split("\n")[0], "000.line 0")
+
     # --- a hostile repository ---------------------------------------------------
 
     def test_hostile_editorconfig_files_are_ignored_or_bounded(self):
@@ -419,6 +477,15 @@ class Shared(unittest.TestCase):
                                              "replacement": "", "all": True}, error=True)
         self.assertEqual(err["code"], -32602, err)
         self.assertLess(b.ping_time(), 1.0)
+        # patterns PCRE2 can only interpret rescan the text at every match
+        many = self.open(a, self.file("many.txt", "x" * 900000 + "\n"))
+        for query in (r"(*NO_JIT)x", r"\C", r"(*NO_JIT)(*UTF)x"):
+            for method, extra in (("document/find", {}), ("document/replace", {"replacement": "y", "all": True})):
+                t = time.monotonic()
+                err = a.request(method, dict(extra, documentId=many, query=query, regex=True), error=True)
+                self.assertEqual(err["code"], -32602, (query, err))
+                self.assertLess(time.monotonic() - t, 2.0)
+        self.assertEqual(a.request("document/find", {"documentId": many, "query": "x", "regex": True})["total"], 100000)
         # a replacement of 64 MiB is an edit like any other, and undoes
         big = "r" * (64 << 20)
         got = a.request("document/replace", {"documentId": doc, "query": "z", "replacement": big})
