@@ -32,6 +32,10 @@
 
 /* No desired column: the cursor was last moved horizontally or set. */
 #define DOC_NO_DESIRED SIZE_MAX
+/* The most cursors one client has in a document (VS Code's default
+ * multiCursorLimit): every edit at N cursors moves every cursor, so typing
+ * costs N squared on the loop, over a minute at 100,000. */
+#define DOC_MAX_CURSORS ((size_t)10000)
 
 typedef struct doc_cursor {
     size_t anchor;  /* byte offset where the selection started */

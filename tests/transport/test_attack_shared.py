@@ -331,6 +331,29 @@ class Shared(unittest.TestCase):
         b.request("document/close", {"documentId": doc})
         self.assertEqual(self.listed(b), [])
 
+    def test_cursors_are_bounded_so_typing_at_them_does_not_stall_the_others(self):
+        self.start()
+        lines = 10001
+        path = self.file("cur.txt", "x\n" * lines)
+        cs = [self.connect() for _ in range(3)]
+        doc = self.open(cs[0], path)
+        for c in cs[1:]:
+            self.open(c, path)
+        many = [{"position": at(i, 0)} for i in range(lines)]
+        err = cs[0].request("document/setCursors", {"documentId": doc, "cursors": many}, error=True)
+        self.assertEqual(err["code"], -32602, err)
+        self.assertIn("at most 10000", err["message"])
+        for c in cs:
+            self.assertTrue(c.request("document/setCursors", {"documentId": doc, "cursors": many[:10000]})["success"])
+        err = cs[0].request("document/addCursor", {"documentId": doc, "position": at(10000, 0)}, error=True)
+        self.assertEqual(err["code"], -32602, err)
+        t = time.monotonic()
+        self.assertTrue(cs[0].request("document/type", {"documentId": doc, "text": "ab"})["success"])
+        self.assertLess(time.monotonic() - t, 10.0)
+        self.assertLess(cs[2].ping_time(), 1.0)
+        self.assertEqual(cs[1].request("document/line", {"documentId": doc, "lineNumber": 9999})["text"], "abx")
+        self.assertEqual(cs[1].request("document/line", {"documentId": doc, "lineNumber": 10000})["text"], "x")
+
     def test_five_clients_two_of_them_dying_keep_every_text_and_cursor(self):
         self.start()
         path = self.file("five.txt", "".join("line %d\n" % i for i in range(5)))
