@@ -348,7 +348,18 @@ typedef struct replacing {
     size_t *text_at;
     size_t count, cap;
     bool overflow;
+    bool too_large; /* the replacements passed DOC_MAX_INSERT_BYTES */
 } replacing;
+
+/* Appends to the replacements while they stay within DOC_MAX_INSERT_BYTES. */
+static void put(replacing *r, const char *p, size_t n)
+{
+    if (r->too_large || n > DOC_MAX_INSERT_BYTES - r->texts.len) {
+        r->too_large = true;
+        return;
+    }
+    buf_append(&r->texts, p, n);
+}
 
 /* Appends the replacement for one match: `$n` and `${n}` are group n (empty
  * when it did not take part), `$$` is a dollar, any other `$` is itself. */
@@ -358,13 +369,13 @@ static void expand(replacing *r, const PCRE2_SIZE *ov, uint32_t pairs)
     while (p < end) {
         const char *dollar = memchr(p, '$', (size_t)(end - p));
         if (!dollar || !r->expand) {
-            buf_append(&r->texts, p, (size_t)(end - p));
+            put(r, p, (size_t)(end - p));
             return;
         }
-        buf_append(&r->texts, p, (size_t)(dollar - p));
+        put(r, p, (size_t)(dollar - p));
         p = dollar + 1;
         if (p < end && *p == '$') {
-            buf_push(&r->texts, '$');
+            put(r, "$", 1);
             p++;
             continue;
         }
@@ -377,12 +388,12 @@ static void expand(replacing *r, const PCRE2_SIZE *ov, uint32_t pairs)
             digits++;
         }
         if (digits == 0 || (braced && (q >= end || *q != '}'))) {
-            buf_push(&r->texts, '$');
+            put(r, "$", 1);
             continue;
         }
         p = braced ? q + 1 : q;
         if (group < pairs && ov[2 * group] != PCRE2_UNSET && ov[2 * group + 1] >= ov[2 * group])
-            buf_append(&r->texts, r->text + ov[2 * group], ov[2 * group + 1] - ov[2 * group]);
+            put(r, r->text + ov[2 * group], ov[2 * group + 1] - ov[2 * group]);
     }
 }
 
@@ -409,6 +420,8 @@ static bool replace_one(void *ctx, size_t start, size_t end, const PCRE2_SIZE *o
     }
     r->text_at[r->count] = r->texts.len;
     expand(r, ov, pairs);
+    if (r->too_large)
+        return false;
     r->edits[r->count++] = (found){start, end};
     return r->all;
 }
@@ -454,6 +467,9 @@ int document_replace_matches(document_service *self, const char *document_id, ui
         r.first_seen = false;
         rc = each_match(re, o->whole_word, text, lo, hi, replace_one, &r, err);
     }
+    if (rc == 0 && r.too_large)
+        rc = ecp_error_set(err, ECP_EINVAL, "replacement: the replaced text would be more than %zu MiB",
+                           DOC_MAX_INSERT_BYTES >> 20);
     if (rc == 0 && r.overflow)
         rc = ecp_error_set(err, ECP_EINVAL, "query: more than %zu matches to replace", (size_t)DOCUMENT_FIND_TOTAL_MAX);
     if (rc == 0 && r.count) {
