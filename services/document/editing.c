@@ -198,10 +198,22 @@ typedef struct edit_list {
     size_t *text_at;
     size_t count, cap;
     buf texts;
+    bool too_large; /* the texts would pass DOC_MAX_INSERT_BYTES: nothing is added any more */
 } edit_list;
+
+/* Whether n more bytes of text fit; a command copies text per cursor or per
+ * line (a line's indent at each of 10,000 cursors), so it is bounded. */
+static bool edits_fit(edit_list *l, size_t n)
+{
+    if (!l->too_large && n > DOC_MAX_INSERT_BYTES - l->texts.len)
+        l->too_large = true;
+    return !l->too_large;
+}
 
 static void edits_add(edit_list *l, size_t start, size_t end, const char *text, size_t len)
 {
+    if (!edits_fit(l, len))
+        return;
     if (l->count == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 16;
         l->items = xrealloc(l->items, l->cap * sizeof *l->items);
@@ -219,6 +231,8 @@ static void edits_add_copy(edit_list *l, const piece_tree *t, size_t start, size
 {
     size_t at = l->texts.len;
     size_t pre = prefix ? strlen(prefix) : 0, suf = suffix ? strlen(suffix) : 0;
+    if (!edits_fit(l, pre + suf + len))
+        return;
     buf_reserve(&l->texts, pre + len + suf);
     if (pre)
         buf_append(&l->texts, prefix, pre);
@@ -293,6 +307,11 @@ static void indent_lines(document_service *svc, document *doc, const line_span *
     buf_free(&text);
 }
 
+/* How far Enter reads each way from the caret's line start and the caret:
+ * 10,000 cursors on a line of a megabyte of blanks would each read it all
+ * (a longer indent is copied as its first NEWLINE_SCAN_MAX bytes). */
+#define NEWLINE_SCAN_MAX ((size_t)1024)
+
 static void newline_at_cursors(document_service *svc, document *doc, const doc_cursor_set *set, edit_list *l)
 {
     const piece_tree *t = doc->tree;
@@ -308,16 +327,17 @@ static void newline_at_cursors(document_service *svc, document *doc, const doc_c
          * line */
         buf_clear(&before);
         size_t p = start;
-        for (; p < lo; p++) {
+        for (; p < lo && p - start < NEWLINE_SCAN_MAX; p++) {
             char b = piece_tree_byte_at(t, p);
             if (b != ' ' && b != '\t')
                 break;
             buf_push(&before, b);
         }
         size_t q = lo;
-        while (q > p && (piece_tree_byte_at(t, q - 1) == ' ' || piece_tree_byte_at(t, q - 1) == '\t'))
+        while (q > p && lo - q < NEWLINE_SCAN_MAX &&
+               (piece_tree_byte_at(t, q - 1) == ' ' || piece_tree_byte_at(t, q - 1) == '\t'))
             q--;
-        if (q > p)
+        if (q > p && lo - q < NEWLINE_SCAN_MAX)
             buf_push(&before, piece_tree_byte_at(t, q - 1));
         buf_clear(&text);
         buf_push(&text, '\n');
@@ -609,7 +629,9 @@ int document_run_command(document_service *self, const char *document_id, uint64
         break;
     }
     uint64_t version_before = doc->version;
-    int rc = edits_apply(self, doc, owner, &l, policy, version, err);
+    int rc = l.too_large ? ecp_error_set(err, ECP_EINVAL, "The command would insert more than %zu MiB",
+                                         DOC_MAX_INSERT_BYTES >> 20)
+                         : edits_apply(self, doc, owner, &l, policy, version, err);
     /* an edit adds no party: after[] still matches doc->parties[] */
     if (rc == 0 && after && doc->version != version_before && parties == doc->party_count)
         place_moved(doc, owner, after);

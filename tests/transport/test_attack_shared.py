@@ -538,6 +538,18 @@ class Shared(unittest.TestCase):
         self.assertIn("cursors", err["message"])
         self.assertEqual(self.content(b, doc), ("a" * 1000 + "\n") * 100)
         self.assertEqual(a.request("document/info", {"documentId": doc})["version"], 1)
+        # Enter at 10,000 cursors in a megabyte of blanks: each would copy the line's indent
+        blank = self.open(a, self.file("blank.txt", " " * (1 << 20) + "x\n"))
+        a.request("document/setCursors", {"documentId": blank, "cursors": [{"position": at(0, (1 << 20) - i)}
+                                                                            for i in range(10000)]})
+        t = time.monotonic()
+        self.assertTrue(a.request("document/newline", {"documentId": blank})["success"])
+        self.assertLess(time.monotonic() - t, 10.0)
+        self.assertLess(b.ping_time(), 1.0)
+        info = a.request("document/info", {"documentId": blank})
+        self.assertEqual(info["lineCount"], 10002)
+        self.assertEqual(len(a.request("document/line", {"documentId": blank, "lineNumber": 5000})["text"]), 1025)
+        self.assertTrue(a.request("document/duplicateLines", {"documentId": blank})["success"])
         # within the bound it is an edit like any other
         got = a.request("document/replace", {"documentId": doc, "query": "a+", "regex": True, "all": True,
                                              "replacement": "<$0>"})
