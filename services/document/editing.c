@@ -198,22 +198,10 @@ typedef struct edit_list {
     size_t *text_at;
     size_t count, cap;
     buf texts;
-    bool too_large; /* the texts would pass DOC_MAX_INSERT_BYTES: nothing is added any more */
 } edit_list;
-
-/* Whether n more bytes of text fit; a command copies text per cursor or per
- * line (a line's indent at each of 10,000 cursors), so it is bounded. */
-static bool edits_fit(edit_list *l, size_t n)
-{
-    if (!l->too_large && n > DOC_MAX_INSERT_BYTES - l->texts.len)
-        l->too_large = true;
-    return !l->too_large;
-}
 
 static void edits_add(edit_list *l, size_t start, size_t end, const char *text, size_t len)
 {
-    if (!edits_fit(l, len))
-        return;
     if (l->count == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 16;
         l->items = xrealloc(l->items, l->cap * sizeof *l->items);
@@ -231,8 +219,6 @@ static void edits_add_copy(edit_list *l, const piece_tree *t, size_t start, size
 {
     size_t at = l->texts.len;
     size_t pre = prefix ? strlen(prefix) : 0, suf = suffix ? strlen(suffix) : 0;
-    if (!edits_fit(l, pre + suf + len))
-        return;
     buf_reserve(&l->texts, pre + len + suf);
     if (pre)
         buf_append(&l->texts, prefix, pre);
@@ -629,9 +615,7 @@ int document_run_command(document_service *self, const char *document_id, uint64
         break;
     }
     uint64_t version_before = doc->version;
-    int rc = l.too_large ? ecp_error_set(err, ECP_EINVAL, "The command would insert more than %zu MiB",
-                                         DOC_MAX_INSERT_BYTES >> 20)
-                         : edits_apply(self, doc, owner, &l, policy, version, err);
+    int rc = edits_apply(self, doc, owner, &l, policy, version, err);
     /* an edit adds no party: after[] still matches doc->parties[] */
     if (rc == 0 && after && doc->version != version_before && parties == doc->party_count)
         place_moved(doc, owner, after);
