@@ -330,6 +330,20 @@ class Shared(unittest.TestCase):
         self.assertEqual(self.holders(b, doc), [b.id])
         b.request("document/close", {"documentId": doc})
         self.assertEqual(self.listed(b), [])
+        # five clients open it at once under five names; one leaves mid-read
+        os.symlink(big, self.ws + "/big-link.txt")
+        os.link(big, self.ws + "/big-hard.txt")
+        names = [big, self.ws + "/big-link.txt", self.ws + "/big-hard.txt", self.ws + "/./big.txt",
+                 self.ws + "/x/../big.txt"]
+        cs = [self.connect() for _ in range(5)]
+        ids = [c.send("document/open", {"uri": "file://" + n}) for c, n in zip(cs, names)]
+        cs[2].close()
+        got = {c.answer(i)["result"]["documentId"] for k, (c, i) in enumerate(zip(cs, ids)) if k != 2}
+        self.assertEqual(len(got), 1, got)
+        doc = got.pop()
+        b.request("ecp/ping")
+        self.assertEqual(self.holders(b, doc), sorted(c.id for k, c in enumerate(cs) if k != 2))
+        self.assertEqual(self.listed(b), [doc])
 
     def test_cursors_are_bounded_so_typing_at_them_does_not_stall_the_others(self):
         self.start()
