@@ -427,6 +427,9 @@ class Shared(unittest.TestCase):
         os.makedirs(os.path.join(self.ws, "typo"))
         with open(os.path.join(self.ws, "typo", ".editorconfig"), "w") as f:
             f.write("[*]\nindent_size = 2\nnovalue\n[unclosed\n")
+        os.makedirs(os.path.join(self.ws, "bytes"))
+        with open(os.path.join(self.ws, "bytes", ".editorconfig"), "wb") as f:
+            f.write(b"[*]\ncharset = \xff\xfe\xc3(\xe2\x82\nend_of_line = \xff\nindent_style = \xc3\n")
         os.makedirs(os.path.join(self.ws, "bom"))
         with open(os.path.join(self.ws, "bom", ".editorconfig"), "wb") as f:
             f.write(b"\xef\xbb\xbf# ok\n[*]\n  indent_size = 2 ; two\n\n; comment\n")
@@ -467,6 +470,10 @@ class Shared(unittest.TestCase):
         self.assertEqual(self.content(a, doc), "    x\n")
         self.assertEqual(info(self.file("y.py", "y\n"))[1]["indent"], {"style": "spaces", "size": 3})
         self.assertEqual(info(self.file("bom/z.txt", "z\n"))[1]["indent"], {"style": "spaces", "size": 2})
+        got = info(self.file("bytes/z.txt", "z\n"))[1]
+        self.assertEqual(got["indent"], {"style": "spaces", "size": 4})
+        self.assertNotIn("endOfLine", got)
+        self.assertLessEqual(len(got.get("charset", "")), 64)
         for name in ("deep/z.txt", "fifo/z.txt", "many/f1.txt", "huge/z.txt", "linked/z.txt", "n.md", "a.txt",
                      "long/z.txt", "typo/z.txt"):
             self.assertEqual(info(self.file(name, "z\n"))[1]["indent"], {"style": "spaces", "size": 4}, name)
