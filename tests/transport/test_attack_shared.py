@@ -72,6 +72,7 @@ class Client:
         self.f = self.s.makefile("rb")
         self.next_id = 1
         self.notes = []
+        self.early = {}
         self.id = self.request("initialize", {})["clientId"]
 
     def send(self, method, params=None):
@@ -84,6 +85,9 @@ class Client:
         return id_
 
     def answer(self, id_):
+        """The response to id_; responses to others that come first are kept."""
+        if id_ in self.early:
+            return self.early.pop(id_)
         while True:
             line = self.f.readline()
             if not line:
@@ -94,6 +98,7 @@ class Client:
                 continue
             if m.get("id") == id_:
                 return m
+            self.early[m.get("id")] = m
 
     def request(self, method, params=None, error=False):
         m = self.answer(self.send(method, params))
@@ -212,6 +217,33 @@ class Shared(unittest.TestCase):
         self.assertIn(lone_doc, self.listed(b))
         self.assertEqual(self.content(b, lone_doc), "kept x\n")
         self.assertEqual(self.holders(b, lone_doc), [])
+
+    def test_a_close_or_a_disconnect_right_behind_a_save(self):
+        self.start()
+        a, b = self.connect(), self.connect()
+        for i in range(20):
+            path = self.file("s%d.txt" % i, "old\n" * 1000)
+            doc = self.open(a, path)
+            a.request("document/type", {"documentId": doc, "text": "new%d " % i})
+            save = a.send("document/save", {"documentId": doc})
+            if i % 2:
+                a.s.sendall((json.dumps({"jsonrpc": "2.0", "id": 90000 + i, "method": "document/close",
+                                         "params": {"documentId": doc}}) + "\n").encode())
+                self.assertTrue(a.answer(save)["result"]["success"])
+                a.answer(90000 + i)
+            else:
+                a.close()
+                self.clients.remove(a)
+                a = self.connect()
+            self.assertLess(b.ping_time(), 2.0)
+            deadline = time.time() + 5
+            while time.time() < deadline and not open(path).read().startswith("new%d " % i):
+                time.sleep(0.02)
+            with open(path) as f:
+                self.assertEqual(f.read(), "new%d " % i + "old\n" * 1000)
+        b.request("ecp/ping")
+        for d in b.request("document/list")["documents"]:
+            self.assertFalse(d["isDirty"], d)
 
     def test_a_flood_of_typing_beside_another_client_typing_and_saving(self):
         self.start()
