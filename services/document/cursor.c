@@ -480,6 +480,8 @@ int document_set_cursors(document_service *self, const char *document_id, uint64
     doc_cursor_set *mine = document__cursors_of(doc, owner);
     if (count == 0)
         return ecp_error_set(err, ECP_EINVAL, "At least one cursor is required");
+    if (count > DOC_MAX_CURSORS)
+        return ecp_error_set(err, ECP_EINVAL, "cursors: at most %zu, got %zu", DOC_MAX_CURSORS, count);
     doc_cursor_set set = {0};
     for (size_t i = 0; i < count; i++) {
         size_t anchor, active;
@@ -516,6 +518,8 @@ int document_add_cursor(document_service *self, const char *document_id, uint64_
     if (rc != 0)
         return rc;
     at = document__snap_to_character(doc->tree, at);
+    if (mine->count >= DOC_MAX_CURSORS)
+        return ecp_error_set(err, ECP_EINVAL, "Too many cursors: at most %zu", DOC_MAX_CURSORS);
     document__cursors_push(mine, at, at, DOC_NO_DESIRED);
     document__cursors_normalize(mine, piece_tree_length(doc->tree));
     document__emit_cursors(self, doc, owner);

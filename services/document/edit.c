@@ -770,6 +770,9 @@ int document_type(document_service *self, const char *document_id, uint64_t owne
         return status;
     const doc_cursor_set *mine = document__cursors_of(doc, owner);
     size_t count = mine->count;
+    if (count && len > DOC_MAX_INSERT_BYTES / count)
+        return ecp_error_set(err, ECP_EINVAL, "text: %zu bytes at %zu cursors is more than %zu MiB", len, count,
+                             DOC_MAX_INSERT_BYTES >> 20);
     doc_edit *list = xmalloc(count * sizeof *list);
     for (size_t i = 0; i < count; i++) {
         const doc_cursor *c = &mine->items[i];

@@ -293,6 +293,11 @@ static void indent_lines(document_service *svc, document *doc, const line_span *
     buf_free(&text);
 }
 
+/* How far Enter reads each way from the caret's line start and the caret:
+ * 10,000 cursors on a line of a megabyte of blanks would each read it all
+ * (a longer indent is copied as its first NEWLINE_SCAN_MAX bytes). */
+#define NEWLINE_SCAN_MAX ((size_t)1024)
+
 static void newline_at_cursors(document_service *svc, document *doc, const doc_cursor_set *set, edit_list *l)
 {
     const piece_tree *t = doc->tree;
@@ -308,16 +313,17 @@ static void newline_at_cursors(document_service *svc, document *doc, const doc_c
          * line */
         buf_clear(&before);
         size_t p = start;
-        for (; p < lo; p++) {
+        for (; p < lo && p - start < NEWLINE_SCAN_MAX; p++) {
             char b = piece_tree_byte_at(t, p);
             if (b != ' ' && b != '\t')
                 break;
             buf_push(&before, b);
         }
         size_t q = lo;
-        while (q > p && (piece_tree_byte_at(t, q - 1) == ' ' || piece_tree_byte_at(t, q - 1) == '\t'))
+        while (q > p && lo - q < NEWLINE_SCAN_MAX &&
+               (piece_tree_byte_at(t, q - 1) == ' ' || piece_tree_byte_at(t, q - 1) == '\t'))
             q--;
-        if (q > p)
+        if (q > p && lo - q < NEWLINE_SCAN_MAX)
             buf_push(&before, piece_tree_byte_at(t, q - 1));
         buf_clear(&text);
         buf_push(&text, '\n');

@@ -11,6 +11,7 @@
  * nothing.
  */
 #include <editorconfig/editorconfig.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,6 +29,27 @@
 #define EDITORCONFIG_MAX_SECTIONS 256
 /* The most directories between the workspace root and a document. */
 #define EDITORCONFIG_MAX_DEPTH 64
+
+/* libeditorconfig loses memory on a file it cannot parse (and takes nothing
+ * from it), so such a file is ignored before it sees it: a line over this
+ * long (its line buffer splits it), or one that is neither blank, a comment,
+ * a section nor a name and value. */
+#define EDITORCONFIG_MAX_LINE 4096
+
+static bool line_parses(const char *line, size_t len)
+{
+    if (len > EDITORCONFIG_MAX_LINE)
+        return false;
+    while (len && isspace((unsigned char)*line)) {
+        line++;
+        len--;
+    }
+    if (!len || *line == '#' || *line == ';')
+        return true;
+    if (*line == '[')
+        return memchr(line, ']', len) != NULL;
+    return memchr(line, '=', len) || memchr(line, ':', len);
+}
 
 /* Reads dir/.editorconfig when it is a regular file within the bounds.
  * Returns the bytes (malloc'd) or NULL. */
@@ -55,16 +77,20 @@ static char *read_config(const char *dir, size_t *len)
     }
     data[got] = '\0';
     size_t sections = 0;
-    for (size_t i = 0; i < got; i++) {
+    bool parses = true;
+    size_t first = got >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0; /* a byte order mark */
+    for (size_t i = first; i < got; i++) {
         size_t j = i;
         while (j < got && (data[j] == ' ' || data[j] == '\t'))
             j++;
         if (j < got && data[j] == '[')
             sections++;
         const char *nl = memchr(data + i, '\n', got - i);
-        i = nl ? (size_t)(nl - data) : got;
+        size_t line_end = nl ? (size_t)(nl - data) : got;
+        parses = parses && line_parses(data + i, line_end - i);
+        i = line_end;
     }
-    if (sections > EDITORCONFIG_MAX_SECTIONS || memchr(data, '\0', got)) {
+    if (!parses || sections > EDITORCONFIG_MAX_SECTIONS || memchr(data, '\0', got)) {
         free(data);
         data = NULL;
         goto done;

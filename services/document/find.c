@@ -45,10 +45,31 @@ struct document_search {
     document_range *ranges;  /* count of them, in enc */
 };
 
+/* Interpreted, PCRE2 checks the text for invalid UTF-8 from the start offset
+ * on every call (PCRE2_MATCH_INVALID_UTF ignores PCRE2_NO_UTF_CHECK), so a
+ * search of many matches costs the text's length squared: minutes on a
+ * megabyte. A pattern JIT refuses is refused, unless JIT works for nothing
+ * here (then everything runs interpreted, as it must). */
+static bool jit_compiled(pcre2_code *re)
+{
+    size_t size = 0;
+    if (pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0 && pcre2_pattern_info(re, PCRE2_INFO_JITSIZE, &size) == 0 &&
+        size > 0)
+        return true;
+    int code;
+    PCRE2_SIZE offset;
+    pcre2_code *probe = pcre2_compile((PCRE2_SPTR) "x", 1, PCRE2_UTF, &code, &offset, NULL);
+    bool jit_works = probe && pcre2_jit_compile(probe, PCRE2_JIT_COMPLETE) == 0 &&
+                     pcre2_pattern_info(probe, PCRE2_INFO_JITSIZE, &size) == 0 && size > 0;
+    pcre2_code_free(probe);
+    return !jit_works;
+}
+
 static int compile(const document_find_options *o, pcre2_code **out, ecp_error *err)
 {
     uint32_t flags = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
-    flags |= o->regex ? PCRE2_MULTILINE : PCRE2_LITERAL;
+    /* \C matches a byte inside a character and runs only interpreted */
+    flags |= o->regex ? PCRE2_MULTILINE | PCRE2_NEVER_BACKSLASH_C : PCRE2_LITERAL;
     if (!o->case_sensitive)
         flags |= PCRE2_CASELESS;
     int code;
@@ -60,7 +81,12 @@ static int compile(const document_find_options *o, pcre2_code **out, ecp_error *
         return ecp_error_set(err, ECP_EINVAL, "query: invalid regular expression at offset %zu: %s", (size_t)offset,
                              (const char *)msg);
     }
-    pcre2_jit_compile(*out, PCRE2_JIT_COMPLETE);
+    if (!jit_compiled(*out)) {
+        pcre2_code_free(*out);
+        *out = NULL;
+        return ecp_error_set(err, ECP_EINVAL, "query: the pattern cannot be compiled for matching ((*NO_JIT), or what "
+                                              "PCRE2's JIT does not support)");
+    }
     return 0;
 }
 
@@ -322,7 +348,18 @@ typedef struct replacing {
     size_t *text_at;
     size_t count, cap;
     bool overflow;
+    bool too_large; /* the replacements passed DOC_MAX_INSERT_BYTES */
 } replacing;
+
+/* Appends to the replacements while they stay within DOC_MAX_INSERT_BYTES. */
+static void put(replacing *r, const char *p, size_t n)
+{
+    if (r->too_large || n > DOC_MAX_INSERT_BYTES - r->texts.len) {
+        r->too_large = true;
+        return;
+    }
+    buf_append(&r->texts, p, n);
+}
 
 /* Appends the replacement for one match: `$n` and `${n}` are group n (empty
  * when it did not take part), `$$` is a dollar, any other `$` is itself. */
@@ -332,13 +369,13 @@ static void expand(replacing *r, const PCRE2_SIZE *ov, uint32_t pairs)
     while (p < end) {
         const char *dollar = memchr(p, '$', (size_t)(end - p));
         if (!dollar || !r->expand) {
-            buf_append(&r->texts, p, (size_t)(end - p));
+            put(r, p, (size_t)(end - p));
             return;
         }
-        buf_append(&r->texts, p, (size_t)(dollar - p));
+        put(r, p, (size_t)(dollar - p));
         p = dollar + 1;
         if (p < end && *p == '$') {
-            buf_push(&r->texts, '$');
+            put(r, "$", 1);
             p++;
             continue;
         }
@@ -351,12 +388,12 @@ static void expand(replacing *r, const PCRE2_SIZE *ov, uint32_t pairs)
             digits++;
         }
         if (digits == 0 || (braced && (q >= end || *q != '}'))) {
-            buf_push(&r->texts, '$');
+            put(r, "$", 1);
             continue;
         }
         p = braced ? q + 1 : q;
         if (group < pairs && ov[2 * group] != PCRE2_UNSET && ov[2 * group + 1] >= ov[2 * group])
-            buf_append(&r->texts, r->text + ov[2 * group], ov[2 * group + 1] - ov[2 * group]);
+            put(r, r->text + ov[2 * group], ov[2 * group + 1] - ov[2 * group]);
     }
 }
 
@@ -383,6 +420,8 @@ static bool replace_one(void *ctx, size_t start, size_t end, const PCRE2_SIZE *o
     }
     r->text_at[r->count] = r->texts.len;
     expand(r, ov, pairs);
+    if (r->too_large)
+        return false;
     r->edits[r->count++] = (found){start, end};
     return r->all;
 }
@@ -428,6 +467,9 @@ int document_replace_matches(document_service *self, const char *document_id, ui
         r.first_seen = false;
         rc = each_match(re, o->whole_word, text, lo, hi, replace_one, &r, err);
     }
+    if (rc == 0 && r.too_large)
+        rc = ecp_error_set(err, ECP_EINVAL, "replacement: the replaced text would be more than %zu MiB",
+                           DOC_MAX_INSERT_BYTES >> 20);
     if (rc == 0 && r.overflow)
         rc = ecp_error_set(err, ECP_EINVAL, "query: more than %zu matches to replace", (size_t)DOCUMENT_FIND_TOTAL_MAX);
     if (rc == 0 && r.count) {

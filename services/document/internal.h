@@ -32,6 +32,14 @@
 
 /* No desired column: the cursor was last moved horizontally or set. */
 #define DOC_NO_DESIRED SIZE_MAX
+/* The most cursors one client has in a document (VS Code's default
+ * multiCursorLimit): every edit at N cursors moves every cursor, so typing
+ * costs N squared on the loop, over a minute at 100,000. */
+#define DOC_MAX_CURSORS ((size_t)10000)
+/* The most text one request inserts where the request does not carry it
+ * all (typing at every cursor, a replacement with groups at every match):
+ * the largest message there may be. */
+#define DOC_MAX_INSERT_BYTES ((size_t)256 << 20)
 
 typedef struct doc_cursor {
     size_t anchor;  /* byte offset where the selection started */

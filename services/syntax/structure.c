@@ -140,14 +140,11 @@ static int byte_of(const syntax_doc_view *v, const syntax_position *p, ecp_posit
     return 0;
 }
 
-/* The nodes from the root down to the smallest that holds byte: the
- * innermost SYNTAX_MAX_SELECTION_DEPTH of them in a ring, then outwards to
- * the whole document. */
-static void select_at(const syntax_doc_view *v, size_t byte, ecp_position_encoding enc, syntax_selection *out)
+/* Walks from root to the smallest node holding byte, keeping the innermost
+ * SYNTAX_MAX_SELECTION_DEPTH in ring; returns how many it passed. */
+static size_t nodes_holding(TSNode root, size_t byte, byte_range *ring)
 {
-    byte_range ring[SYNTAX_MAX_SELECTION_DEPTH];
     size_t seen = 0;
-    TSNode root = ts_tree_root_node(v->tree);
     TSTreeCursor cursor = ts_tree_cursor_new(root);
     while (ts_tree_cursor_goto_first_child_for_byte(&cursor, (uint32_t)byte) >= 0) {
         TSNode node = ts_tree_cursor_current_node(&cursor);
@@ -156,6 +153,24 @@ static void select_at(const syntax_doc_view *v, size_t byte, ecp_position_encodi
         ring[seen++ % SYNTAX_MAX_SELECTION_DEPTH] = (byte_range){ts_node_start_byte(node), ts_node_end_byte(node)};
     }
     ts_tree_cursor_delete(&cursor);
+    return seen;
+}
+
+/* The nodes from the root down to the smallest that holds byte: the
+ * innermost SYNTAX_MAX_SELECTION_DEPTH of them in a ring, then outwards to
+ * the whole document. */
+static void select_at(const syntax_doc_view *v, size_t byte, ecp_position_encoding enc, syntax_selection *out)
+{
+    byte_range ring[SYNTAX_MAX_SELECTION_DEPTH];
+    size_t seen = 0;
+    /* before the first parse lands (or of a text no grammar parses) the
+     * whole document is the only range */
+    byte_range root_range = {0, (uint32_t)v->len};
+    if (v->tree) {
+        TSNode root = ts_tree_root_node(v->tree);
+        root_range = (byte_range){ts_node_start_byte(root), ts_node_end_byte(root)};
+        seen = nodes_holding(root, byte, ring);
+    }
 
     size_t kept = seen < SYNTAX_MAX_SELECTION_DEPTH ? seen : SYNTAX_MAX_SELECTION_DEPTH;
     out->ranges = xmalloc((kept + 2) * sizeof *out->ranges);
@@ -166,7 +181,7 @@ static void select_at(const syntax_doc_view *v, size_t byte, ecp_position_encodi
         if (i < kept)
             r = ring[(seen - 1 - i) % SYNTAX_MAX_SELECTION_DEPTH];
         else if (i == kept)
-            r = (byte_range){ts_node_start_byte(root), ts_node_end_byte(root)};
+            r = root_range;
         else
             r = (byte_range){0, (uint32_t)v->len};
         /* each range holds the one before; one of the same bytes is left out */
@@ -748,9 +763,22 @@ static ecp_job *structure_start(syntax_service *self, structure_op op, const cha
            &err, NULL);
         return NULL;
     }
-    if (!v.tree || (op == OP_SYMBOLS && !tags_files_of(v.grammar))) {
+    /* selections answer one range per position even without a tree */
+    if ((!v.tree && op != OP_SELECTIONS) || (op == OP_SYMBOLS && !tags_files_of(v.grammar))) {
         cb(ctx, 0, NULL, &none);
         return NULL;
+    }
+    buf untreed = BUF_INIT; /* the document's own text, when there is no tree yet */
+    if (!v.tree) {
+        status = document_get_text(syntax_service_documents(self), document_id, NULL, ECP_ENCODING_UTF8, &untreed,
+                                   &err);
+        if (status < 0) {
+            buf_free(&untreed);
+            cb(ctx, status, &err, NULL);
+            return NULL;
+        }
+        v.text = untreed.data ? untreed.data : "";
+        v.len = untreed.len;
     }
     structure_job *j = xcalloc(1, sizeof *j);
     j->op = op;
@@ -758,11 +786,12 @@ static ecp_job *structure_start(syntax_service *self, structure_op op, const cha
     syntax_grammars *grammars = syntax_service_grammars(self);
     j->dir = syntax_grammars_dir(grammars);
     j->log = syntax_grammars_log(grammars);
-    j->tree = ts_tree_copy(v.tree);
+    j->tree = v.tree ? ts_tree_copy(v.tree) : NULL;
     j->text = xmalloc(v.len + 1);
     memcpy(j->text, v.text, v.len);
     j->text[v.len] = 0;
     j->len = v.len;
+    buf_free(&untreed);
     j->enc = enc;
     if (count) {
         j->positions = xmalloc(count * sizeof *positions);
