@@ -519,6 +519,8 @@ uint64_t document__now_ns(void);
 uint64_t document__new_state_id(document_service *svc);
 void document__emit_change(document_service *svc, document *doc, const document_change *changes, size_t count);
 void document__emit_cursors(document_service *svc, document *doc, uint64_t owner);
+/* The document as document_info describes it (its strings are the document's). */
+void document__fill_info(const document *doc, document_info *out);
 /* The file as it is now is what the text is (markClean): recorded, followed,
  * and no longer flagged. Nothing for a document without a file. */
 void document__adopt_disk(document_service *svc, document *doc);

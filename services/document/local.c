@@ -306,7 +306,7 @@ static void doc_free(document *doc)
     free(doc);
 }
 
-static void fill_info(const document *doc, document_info *out)
+void document__fill_info(const document *doc, document_info *out)
 {
     out->document_id = doc->id;
     out->uri = doc->uri;
@@ -402,7 +402,7 @@ void document__emit_cursors(document_service *svc, document *doc, uint64_t owner
 static void emit_open(document_service *svc, document *doc)
 {
     document_info info;
-    fill_info(doc, &info);
+    document__fill_info(doc, &info);
     ECP_EMIT(&svc->listeners, document_listener, on_open, &info);
 }
 
@@ -413,7 +413,7 @@ int document_get_info(document_service *self, const char *document_id, document_
     document *doc = document__find(self, document_id, err);
     if (!doc)
         return ECP_ENOTFOUND;
-    fill_info(doc, out);
+    document__fill_info(doc, out);
     return 0;
 }
 
@@ -421,7 +421,7 @@ void document_list(document_service *self, void (*fn)(void *ctx, const document_
 {
     for (size_t i = 0; i < self->doc_count; i++) {
         document_info info;
-        fill_info(self->docs[i], &info);
+        document__fill_info(self->docs[i], &info);
         fn(ctx, &info);
     }
 }
@@ -1432,92 +1432,5 @@ int document_close(document_service *self, const char *document_id, ecp_error *e
     stop_following(self, doc);
     ECP_EMIT(&self->listeners, document_listener, on_close, doc->id, doc->uri);
     doc_free(doc);
-    return 0;
-}
-
-/* ----- holds ------------------------------------------------------------------------------------------------ */
-
-int document_hold(document_service *self, const char *document_id, uint64_t owner, ecp_error *err)
-{
-    document *doc = document__find(self, document_id, err);
-    if (!doc)
-        return ECP_ENOTFOUND;
-    document__cursors_of(doc, owner);
-    document__party(doc, owner)->holds = true;
-    return 0;
-}
-
-static bool anyone_holds(const document *doc)
-{
-    for (size_t i = 0; i < doc->party_count; i++)
-        if (doc->parties[i]->holds)
-            return true;
-    return false;
-}
-
-bool document_held_by(document_service *self, const char *document_id, uint64_t owner)
-{
-    document *doc = document__find(self, document_id, NULL);
-    doc_party *party = doc ? document__party(doc, owner) : NULL;
-    return party && party->holds;
-}
-
-int document_release(document_service *self, const char *document_id, uint64_t owner, bool keep_dirty, bool *closed,
-                     ecp_error *err)
-{
-    if (closed)
-        *closed = false;
-    document *doc = document__find(self, document_id, err);
-    if (!doc)
-        return ECP_ENOTFOUND;
-    doc_party *party = document__party(doc, owner);
-    if (party && party->holds)
-        document__party_drop(doc, owner);
-    if (anyone_holds(doc))
-        return 0; /* someone else still has it open */
-    document_info info;
-    fill_info(doc, &info);
-    if (keep_dirty && info.is_dirty)
-        return 0; /* unsaved edits outlive their client: listed and journaled until someone closes them */
-    if (closed)
-        *closed = true;
-    return document_close(self, document_id, err);
-}
-
-void document_release_all(document_service *self, uint64_t owner)
-{
-    /* ids first: releasing closes documents, which reorders the list */
-    size_t count = 0;
-    char **ids = xmalloc((self->doc_count + 1) * sizeof *ids);
-    for (size_t i = 0; i < self->doc_count; i++) {
-        doc_party *party = document__party(self->docs[i], owner);
-        if (party && party->holds)
-            ids[count++] = xstrdup(self->docs[i]->id);
-        else if (party)
-            document__party_drop(self->docs[i], owner);
-    }
-    for (size_t i = 0; i < count; i++) {
-        document_release(self, ids[i], owner, true, NULL, NULL);
-        free(ids[i]);
-    }
-    free(ids);
-}
-
-int document_holders(document_service *self, const char *document_id, ecp_position_encoding enc,
-                     void (*fn)(void *ctx, uint64_t owner, const document_cursor *cursors, size_t count), void *ctx,
-                     ecp_error *err)
-{
-    document *doc = document__find(self, document_id, err);
-    if (!doc)
-        return ECP_ENOTFOUND;
-    for (size_t i = 0; i < doc->party_count; i++) {
-        if (!doc->parties[i]->holds)
-            continue;
-        document_cursor *list = NULL;
-        size_t count = 0;
-        document_get_cursors(self, document_id, doc->parties[i]->owner, enc, &list, &count, NULL);
-        fn(ctx, doc->parties[i]->owner, list, count);
-        free(list);
-    }
     return 0;
 }
