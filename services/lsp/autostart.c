@@ -114,6 +114,7 @@ static void on_setting(void *ctx, const char *key, const char *value_json)
 static void on_trust(void *ctx, const char *path, bool trusted)
 {
     (void)path;
+    lsp_documents_trust_changed(ctx);
     if (trusted)
         start_for_open_documents(ctx);
 }

@@ -101,8 +101,24 @@ static void doc_text(lsp_service *self, const lsp_doc *d, buf *out)
         document_get_text(self->documents, d->document_id, NULL, ECP_ENCODING_UTF8, out, NULL);
 }
 
+/* A server reads the project files beside each document it is sent, so a
+ * file from a folder that is not trusted is kept from it even when the
+ * server's own root is trusted. Texts with no file (untitled:) have none. */
+static bool may_reach_servers(lsp_service *self, const char *uri)
+{
+    if (strncmp(uri, "file:", 5) != 0)
+        return true;
+    const char *slash = strrchr(uri, '/');
+    char *folder = xstrndup(uri, slash ? (size_t)(slash - uri) : strlen(uri));
+    bool trusted = lsp_trust_check(self, folder, NULL) == 0;
+    free(folder);
+    return trusted;
+}
+
 void lsp_send_did_open(lsp_server *s, const lsp_doc *d)
 {
+    if (d->withheld)
+        return;
     buf text, params;
     buf_init(&text);
     buf_init(&params);
@@ -261,6 +277,8 @@ static void change_head(buf *json, const lsp_doc *d)
  * it, escaped off the loop. */
 static void send_full_change(lsp_server *s, const lsp_doc *d)
 {
+    if (d->withheld)
+        return;
     change_job *j = xcalloc(1, sizeof *j);
     if (d->document_id && s->svc->documents)
         j->snap = document_snapshot_take(s->svc->documents, d->document_id, NULL);
@@ -284,6 +302,8 @@ static void send_full_change(lsp_server *s, const lsp_doc *d)
 /* An incremental didChange: a huge text in it is escaped off the loop. */
 static void send_incremental_change(lsp_server *s, const lsp_doc *d, const document_change_event *event)
 {
+    if (d->withheld)
+        return;
     change_job *j = xcalloc(1, sizeof *j);
     buf json = BUF_INIT;
     change_head(&json, d);
@@ -311,6 +331,8 @@ static void send_incremental_change(lsp_server *s, const lsp_doc *d, const docum
 
 static void send_did_save(lsp_server *s, const lsp_doc *d)
 {
+    if (d->withheld)
+        return;
     buf text, params;
     buf_init(&text);
     buf_init(&params);
@@ -334,6 +356,8 @@ static void send_did_save(lsp_server *s, const lsp_doc *d)
 /* The server of a document, when it runs or is starting. */
 static lsp_server *doc_server(lsp_service *self, const lsp_doc *d)
 {
+    if (d->withheld)
+        return NULL;
     lsp_server *s = lsp_server_find(self, d->language_id);
     return s && (s->status == LSP_READY || s->status == LSP_STARTING) ? s : NULL;
 }
@@ -346,6 +370,7 @@ static lsp_doc *doc_add(lsp_service *self, const char *uri, const char *language
     d->uri = lsp_doc_uri(uri);
     d->language_id = xstrdup(language_id);
     d->document_id = document_id ? xstrdup(document_id) : NULL;
+    d->withheld = !may_reach_servers(self, d->uri);
     d->next = self->docs;
     self->docs = d;
     uri_index_add(self, d);
@@ -459,6 +484,25 @@ int lsp_document_close(lsp_service *self, const char *uri)
     return 0;
 }
 
+/* A folder's trust changed: documents from folders now trusted reach the
+ * servers running for them, those from folders no longer trusted are taken
+ * back (servers rooted there are stopped by the trust check itself). */
+void lsp_documents_trust_changed(lsp_service *self)
+{
+    for (lsp_doc *d = self->docs; d; d = d->next) {
+        bool withheld = !may_reach_servers(self, d->uri);
+        if (withheld == d->withheld)
+            continue;
+        lsp_server *s = lsp_server_find(self, d->language_id);
+        bool ready = s && s->status == LSP_READY;
+        if (withheld && ready)
+            send_did_close(s, d->uri);
+        d->withheld = withheld;
+        if (!withheld && ready)
+            lsp_send_did_open(s, d);
+    }
+}
+
 /* ----- following the document service ------------------------------------------------------------ */
 
 static void on_doc_open(void *ctx, const document_info *info)
@@ -511,11 +555,12 @@ static void on_doc_save(void *ctx, const char *document_id, const char *uri, uin
     bool ready = s && s->status == LSP_READY;
     if (uri && strcmp(uri, d->uri) != 0) {
         /* saved under another name: the server sees the old one close and the new one open */
-        if (ready)
+        if (ready && !d->withheld)
             send_did_close(s, d->uri);
         lsp_diag_clear(self, d->uri);
         char *old_uri = d->uri;
         d->uri = xstrdup(uri);
+        d->withheld = !may_reach_servers(self, d->uri);
         uri_index_drop(self, d, old_uri);
         uri_index_add(self, d);
         free(old_uri);
@@ -533,7 +578,7 @@ static void on_doc_close(void *ctx, const char *document_id, const char *uri)
     if (!d)
         return;
     lsp_server *s = lsp_server_find(self, d->language_id);
-    if (s && s->status == LSP_READY)
+    if (s && s->status == LSP_READY && !d->withheld)
         send_did_close(s, d->uri);
     lsp_diag_clear(self, uri);
     lsp_doc_remove(self, d);

@@ -42,6 +42,9 @@ typedef struct lsp_doc {
     char *text;
     size_t len;
     int64_t version;
+    /* From a folder nobody trusts: never sent to a server, which would read
+     * the project files beside it (clangd its compile_commands.json). */
+    bool withheld;
     struct lsp_doc *next;
 } lsp_doc;
 
@@ -212,6 +215,8 @@ void lsp_send_did_open(lsp_server *s, const lsp_doc *d);
 void lsp_doc_remove(lsp_service *self, lsp_doc *d);
 /* Subscribes to the document service and opens the documents already open. */
 void lsp_documents_follow(lsp_service *self);
+/* Sends or takes back the documents whose folder's trust changed. */
+void lsp_documents_trust_changed(lsp_service *self);
 void lsp_documents_unfollow(lsp_service *self);
 
 /* autostart.c */

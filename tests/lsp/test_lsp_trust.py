@@ -218,6 +218,30 @@ class LspTrustTest(unittest.TestCase):
         self.assertEqual(wait_gone(running), [])
         self.assertEqual(s.call("lsp/status", {})["servers"], [])
 
+    def test_a_document_from_an_untrusted_folder_is_kept_from_a_running_server(self):
+        # clangd reads the compile_commands.json and .clangd beside each file it is sent: a file from a
+        # folder nobody trusted must not reach it, though the server's own workspace is trusted.
+        fake = os.path.join(HERE, "fake_server.py")
+        log = os.path.join(self.tmp, "fake.log")
+        outside = os.path.join(self.tmp, "cloned")
+        os.makedirs(outside)
+        write(os.path.join(outside, "b.txt"), "from elsewhere\n")
+        write(os.path.join(self.ws, "a.txt"), "at home\n")
+        s = self.start(args=["--trust-workspace"])
+        s.call("lsp/setServerConfig", {"languageId": "plaintext",
+                                       "config": {"command": sys.executable, "args": [fake, "normal", log]}})
+        self.assertTrue(s.call("lsp/start", {"languageId": "plaintext"})["ready"])
+        s.call("document/open", {"uri": "file://" + os.path.join(outside, "b.txt")})
+        s.call("document/open", {"uri": "file://" + os.path.join(self.ws, "a.txt")})
+        deadline = time.time() + 10
+        sent = ""
+        while time.time() < deadline and "a.txt" not in sent:
+            time.sleep(0.05)
+            sent = open(log).read() if os.path.exists(log) else ""
+        self.assertIn("a.txt", sent)
+        self.assertNotIn("b.txt", sent)
+        self.assertNotIn("from elsewhere", sent)
+
     def test_a_crashed_server_waiting_for_its_restart_stays_down_once_untrusted(self):
         fake = os.path.join(HERE, "fake_server.py")
         s = self.start()
