@@ -169,7 +169,10 @@ static void write_piece(void *ctx, const char *data, size_t len, ecp_shared *own
 static void send_now(connection *conn, const char *json, size_t len, const jw_splices *splices);
 
 /* A peer may be slow to read one big answer; beyond that it gets a fixed
- * allowance, whatever piles up for it (others' notifications). */
+ * allowance, whatever piles up for it (others' notifications). A shared
+ * server drops a peer past it, as the last resort. The only client of a
+ * server that is not shared is waited for however much piles up: dropping
+ * it would end the server; the producers that can wait pause for it. */
 static bool over_allowance(connection *conn, size_t total)
 {
     size_t queued = queued_bytes(conn);
@@ -177,7 +180,7 @@ static bool over_allowance(connection *conn, size_t total)
         conn->big_reply = 0; /* everything went out, the big answer too */
     if (total > conn->big_reply)
         conn->big_reply = total;
-    if (queued + total <= conn->big_reply + CONNECTION_DROP_EXTRA)
+    if (queued + total <= conn->big_reply + CONNECTION_DROP_EXTRA || !conn->server->shared)
         return false;
     server__connection_drop(conn, "client is not reading its output");
     return true;

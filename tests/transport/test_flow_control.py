@@ -17,7 +17,12 @@ import threading
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
+from mock_llm import MockLLM  # noqa: E402
+
 ECPD = None
+PROVIDER_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST",
+                 "ECPD_MODEL")
 FLOOD_BYTES = 60_000_000
 # The pseudo-terminal turns each "y\n" into "y\r\n".
 FLOOD_OUTPUT = FLOOD_BYTES // 2 * 3
@@ -34,9 +39,9 @@ class Stdio:
     """ecpd on stdio, newline-delimited; a thread reads every message and
     stamps it with the time it arrived."""
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, env=None):
         self.p = subprocess.Popen([ECPD, "--stdio", "--data-dir", os.path.join(tmp, "data"), "--workspace", tmp],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.cond = threading.Condition()
         self.messages = []          # (arrival time, message), in order
         self.sizes = []             # each one's size on the wire
@@ -207,6 +212,46 @@ class FlowControl(unittest.TestCase):
                                         and m["params"]["version"] == version)
             self.assertLess(change_at, answer_at, "the answer of a typed edit came before its didChange")
         self.assertEqual(len(self.flood_output(terminal)), FLOOD_OUTPUT)
+
+
+class ChatStream(unittest.TestCase):
+    """A model that streams faster than the editor reads: a producer that
+    does not wait for its clients."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ecpd-flow-")
+        # 40 MB of text, more than the allowance a socket client gets
+        self.texts = ["%06d:" % i + "m" * 16000 for i in range(2500)]
+        self.mock = MockLLM([{"text": self.texts}])
+        env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+        env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL="http://127.0.0.1:%d/v1" % self.mock.port)
+        self.s = Stdio(self.tmp, env)
+        self.assertEqual(self.s.call(0, "initialize", {"capabilities": {}}).get("error"), None)
+
+    def tearDown(self):
+        code, errors = self.s.close()
+        self.mock.close()
+        self.assertNotIn("Sanitizer", errors)
+        self.assertNotIn("not reading its output", errors)
+        self.assertIn(code, (0, 1), errors)
+
+    def test_the_only_stdio_client_is_waited_for_while_a_chat_streams(self):
+        self.s.reading.clear()  # the editor is busy while the model streams
+        self.s.send(req(1, "chat/prompt", {"message": "stream"}))
+        deadline = time.time() + 60
+        while len(self.mock.sent) < len(self.texts) and time.time() < deadline and self.s.p.poll() is None:
+            time.sleep(0.1)
+        time.sleep(2)
+        self.assertIsNone(self.s.p.poll(), "the server ended while its only client was not reading")
+        self.s.reading.set()
+        self.assertEqual(self.s.messages[self.s.answer_of(1)][1]["result"]["status"], "prompting")
+        self.s.wait_for(lambda m: m.get("method") == "chat/contentReceived"
+                        and m["params"]["content"].get("state") == "finished", timeout=120)
+        with self.s.cond:
+            got = [m["params"]["content"]["text"] for _, m in self.s.messages
+                   if m.get("method") == "chat/contentReceived" and m["params"]["role"] == "assistant"
+                   and m["params"]["content"]["type"] == "text"]
+        self.assertEqual("".join(got), "".join(self.texts), "the stream lost text or changed its order")
 
 
 if __name__ == "__main__":
