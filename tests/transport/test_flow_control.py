@@ -188,7 +188,10 @@ class FlowControl(unittest.TestCase):
         # The bytes ahead do not depend on how busy the machine is: an answer
         # waits behind what the transport holds, not behind the whole backlog.
         self.assertLess(p(ahead, 99), 2 << 20, "ping answers waited behind %d bytes of output" % p(ahead, 99))
-        self.assertLess(p(waits, 99), 0.5, "ping waited %.0f ms (p99) behind the flood" % (p(waits, 99) * 1000))
+        # the wait is the machine's too: a sanitizer's build gets more of it
+        sanitized = any(v in os.environ for v in ("ASAN_OPTIONS", "TSAN_OPTIONS"))
+        self.assertLess(p(waits, 99), 2.0 if sanitized else 0.5,
+                        "ping waited %.0f ms (p99) behind the flood" % (p(waits, 99) * 1000))
 
     def test_a_stdio_client_that_stops_reading_is_waited_for(self):
         terminal = self.start_flood()
