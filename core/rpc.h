@@ -283,12 +283,15 @@ const char *ecp_bus_client_name(ecp_bus *bus, uint64_t client_id);
 /* ----- flow control --------------------------------------------------------- *
  *
  * A client that stops reading does not stop a producer by itself: what the
- * bus sends it piles up in its connection, and a connection whose queue
- * passes its bound is dropped. A producer that can wait (a terminal's
- * program can be left blocked in its write, a walk can pause) asks after
- * each notification whether the method is backed up and, if so, stops
- * producing and resumes when ecp_bus_when_drained calls it back. A producer
- * that cannot wait keeps sending and its slow clients are dropped. */
+ * bus sends it piles up in its connection (behind its answers, which never
+ * wait for notifications no request caused), and a socket connection whose
+ * queue passes its bound is dropped; the only client of a server on stdio
+ * never is, and what piles up for it is kept. A producer that can wait (a
+ * terminal's program can be left blocked in its write, a walk can pause)
+ * asks after each notification whether the method is backed up and, if so,
+ * stops producing and resumes when ecp_bus_when_drained calls it back. A
+ * producer that cannot wait keeps sending: its slow socket clients are
+ * dropped, and the server's memory holds it for a slow stdio client. */
 
 /* True while some connection that receives `method` has more than the
  * server's pause bound queued (CONNECTION_PAUSE_BYTES) and has not yet

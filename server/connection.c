@@ -37,7 +37,7 @@ typedef struct batch {
  * answer, another client's edit) is written at once. */
 #define CONNECTION_GATHER_BYTES ((size_t)256 << 10)
 
-void connection_flush(connection *conn)
+static void flush_framed(connection *conn)
 {
     if (!conn->framed.len)
         return;
@@ -48,9 +48,102 @@ void connection_flush(connection *conn)
         buf_free(&conn->framed); /* do not keep a huge answer's buffer around */
 }
 
+static size_t unsolicited_waiting(const connection *conn) { return conn->unsolicited.len - conn->unsolicited_sent; }
+
 static size_t queued_bytes(const connection *conn)
 {
-    return conn->io.queued(conn->io_ctx) + conn->framed.len + conn->held_bytes;
+    return conn->io.queued(conn->io_ctx) + conn->framed.len + conn->held_bytes + unsolicited_waiting(conn);
+}
+
+/* ----- two lanes -------------------------------------------------------------
+ *
+ * An answer (with the notifications its request caused, which precede it)
+ * never waits behind notifications no request caused: those wait in
+ * conn->unsolicited and are handed to the transport, whole messages at a
+ * time, only while what the transport has not written yet is under
+ * FLOW_HIGH_BYTES, and again once it has drained to FLOW_LOW_BYTES. An
+ * answer is written at once, so it waits behind at most that much. Each
+ * lane keeps its own order. */
+#define FLOW_HIGH_BYTES ((size_t)256 << 10)
+#define FLOW_LOW_BYTES ((size_t)64 << 10)
+
+/* The notifications that stream on their own, whose order against answers
+ * nothing depends on. Any other notification keeps its place among the
+ * answers. */
+static bool streams_on_its_own(const char *method)
+{
+    static const char *const streaming[] = {
+        "terminal/output", "terminal/title", "terminal/didChangeScreen", "terminal/exit",
+        "chat/contentReceived", "chat/statusChanged", "file/didChange", "file/didCreate", "file/didDelete",
+        "lsp/didPublishDiagnostics", "lsp/progress",
+    };
+    for (size_t i = 0; i < sizeof streaming / sizeof *streaming; i++)
+        if (strcmp(method, streaming[i]) == 0)
+            return true;
+    return false;
+}
+
+static void update_backed_up(connection *conn)
+{
+    if (conn->closing)
+        return;
+    size_t queued = queued_bytes(conn);
+    if (!conn->paused && queued > CONNECTION_PAUSE_BYTES) {
+        conn->paused = true;
+        conn->paused_since = uv_now(conn->server->loop);
+    } else if (conn->paused && queued <= CONNECTION_PAUSE_BYTES / 2) {
+        conn->paused = false;
+        server__output_drained(conn->server); /* producers held up by it may go on */
+    }
+}
+
+static void unsolicited_reset(connection *conn)
+{
+    buf_clear(&conn->unsolicited);
+    if (conn->unsolicited.cap > ((size_t)1 << 20))
+        buf_free(&conn->unsolicited);
+    conn->unsolicited_sent = conn->unsolicited_first = conn->unsolicited_count = 0;
+}
+
+/* Hands waiting unsolicited messages to the transport: all of them with
+ * everything, else as many as keep it under FLOW_HIGH_BYTES (at least one
+ * when it is under). Never part of a message: an answer written between
+ * two parts would cut it in two. */
+static void pump_unsolicited(connection *conn, bool everything)
+{
+    while (!conn->closing && conn->unsolicited_first < conn->unsolicited_count) {
+        size_t in_flight = conn->io.queued(conn->io_ctx);
+        if (!everything && in_flight >= FLOW_HIGH_BYTES)
+            break; /* write_cb brings connection_drained, which comes back */
+        size_t room = everything ? SIZE_MAX : FLOW_HIGH_BYTES - in_flight;
+        size_t i = conn->unsolicited_first, from = conn->unsolicited_sent;
+        size_t end = conn->unsolicited_ends[i++];
+        while (i < conn->unsolicited_count && conn->unsolicited_ends[i] - from <= room)
+            end = conn->unsolicited_ends[i++];
+        conn->unsolicited_first = i;
+        conn->unsolicited_sent = end;
+        conn->io.write(conn->io_ctx, conn->unsolicited.data + from, end - from);
+    }
+    if (conn->unsolicited_first == conn->unsolicited_count) {
+        unsolicited_reset(conn);
+    } else if (conn->unsolicited_sent > ((size_t)1 << 20) && conn->unsolicited_sent > conn->unsolicited.len / 2) {
+        /* what went out is let go of, the offsets following the bytes */
+        size_t gone = conn->unsolicited_sent, left = conn->unsolicited_count - conn->unsolicited_first;
+        memmove(conn->unsolicited.data, conn->unsolicited.data + gone, conn->unsolicited.len - gone);
+        conn->unsolicited.len -= gone;
+        for (size_t k = 0; k < left; k++)
+            conn->unsolicited_ends[k] = conn->unsolicited_ends[conn->unsolicited_first + k] - gone;
+        conn->unsolicited_first = 0;
+        conn->unsolicited_count = left;
+        conn->unsolicited_sent = 0;
+    }
+    update_backed_up(conn);
+}
+
+void connection_flush(connection *conn)
+{
+    flush_framed(conn);
+    pump_unsolicited(conn, true); /* the transport is closing: everything, answers first */
 }
 
 /* A message waiting, with the others behind it, for bytes of one of its
@@ -74,6 +167,24 @@ static void write_piece(void *ctx, const char *data, size_t len, ecp_shared *own
 }
 
 static void send_now(connection *conn, const char *json, size_t len, const jw_splices *splices);
+
+/* A peer may be slow to read one big answer; beyond that it gets a fixed
+ * allowance, whatever piles up for it (others' notifications). A shared
+ * server drops a peer past it, as the last resort. The only client of a
+ * server that is not shared is waited for however much piles up: dropping
+ * it would end the server; the producers that can wait pause for it. */
+static bool over_allowance(connection *conn, size_t total)
+{
+    size_t queued = queued_bytes(conn);
+    if (queued == 0)
+        conn->big_reply = 0; /* everything went out, the big answer too */
+    if (total > conn->big_reply)
+        conn->big_reply = total;
+    if (queued + total <= conn->big_reply + CONNECTION_DROP_EXTRA || !conn->server->shared)
+        return false;
+    server__connection_drop(conn, "client is not reading its output");
+    return true;
+}
 
 static void held_free(held_message *m)
 {
@@ -174,21 +285,12 @@ static void send_now(connection *conn, const char *json, size_t len, const jw_sp
         buf_push(&conn->early, '\n'); /* the writer never emits a raw newline inside a message */
         return;
     }
-    /* A peer may be slow to read one big answer; beyond that it gets a fixed
-     * allowance, whatever piles up for it (others' notifications). */
-    size_t queued = queued_bytes(conn);
-    if (queued == 0)
-        conn->big_reply = 0; /* everything went out, the big answer too */
-    if (total > conn->big_reply)
-        conn->big_reply = total;
-    if (queued + total > conn->big_reply + CONNECTION_DROP_EXTRA) {
-        server__connection_drop(conn, "client is not reading its output");
+    if (over_allowance(conn, total))
         return;
-    }
     if (total > CONNECTION_UNFRAMED_BYTES || (splices && splices->count)) {
         /* A big message goes out as it is, its framing beside it: copying it
          * into the framing buffer first would cost the loop a pass over it. */
-        connection_flush(conn); /* what was gathered goes first */
+        flush_framed(conn); /* what was gathered goes first */
         char head[64];
         int n = 0;
         if (conn->decoder.mode == FRAMING_CONTENT_LENGTH)
@@ -201,17 +303,58 @@ static void send_now(connection *conn, const char *json, size_t len, const jw_sp
     } else {
         framing_encode(conn->decoder.mode, &conn->framed, json, len);
         if (!conn->receiving || conn->framed.len >= CONNECTION_GATHER_BYTES)
-            connection_flush(conn);
+            flush_framed(conn);
     }
-    if (!conn->paused && queued_bytes(conn) > CONNECTION_PAUSE_BYTES) {
+    if (!conn->reading_stopped && conn->io.queued(conn->io_ctx) + conn->framed.len > CONNECTION_PAUSE_BYTES) {
         /* the transport must hold what it waits on, or its drain never comes */
-        connection_flush(conn);
-        if (conn->io.queued(conn->io_ctx) > CONNECTION_PAUSE_BYTES) {
-            conn->paused = true;
-            conn->paused_since = uv_now(conn->server->loop);
+        flush_framed(conn);
+        if (!conn->closing && conn->io.queued(conn->io_ctx) > CONNECTION_PAUSE_BYTES) {
+            conn->reading_stopped = true;
             conn->io.set_reading(conn->io_ctx, false);
         }
     }
+    update_backed_up(conn);
+}
+
+/* Queues a notification no request caused in the lane behind the answers. */
+static void send_unsolicited(connection *conn, const char *json, size_t len, const jw_splices *splices)
+{
+    size_t total = jw_spliced_len(len, splices);
+    if (over_allowance(conn, total))
+        return;
+    buf whole = BUF_INIT; /* framing wants the message in one piece */
+    if (splices && splices->count) {
+        jw_splices_append_to(&whole, json, len, splices);
+        json = whole.data, len = whole.len;
+    }
+    framing_encode(conn->decoder.mode, &conn->unsolicited, json, len);
+    buf_free(&whole);
+    if (conn->unsolicited_count == conn->unsolicited_cap) {
+        conn->unsolicited_cap = conn->unsolicited_cap ? conn->unsolicited_cap * 2 : 64;
+        conn->unsolicited_ends =
+            xrealloc(conn->unsolicited_ends, conn->unsolicited_cap * sizeof *conn->unsolicited_ends);
+    }
+    conn->unsolicited_ends[conn->unsolicited_count++] = conn->unsolicited.len;
+    pump_unsolicited(conn, false);
+}
+
+void server__connection_notify(connection *conn, const char *method, const char *json, size_t len,
+                               const jw_splices *splices)
+{
+    if (conn->closing)
+        return;
+    if (!streams_on_its_own(method) || conn->decoder.mode == FRAMING_UNKNOWN) {
+        server__connection_send_spliced(conn, json, len, splices);
+        return;
+    }
+    if (conn->server->handling) {
+        /* A request caused it: it precedes that request's answer, and what
+         * of its kind came before precedes it. */
+        pump_unsolicited(conn, true);
+        server__connection_send_spliced(conn, json, len, splices);
+        return;
+    }
+    send_unsolicited(conn, json, len, splices);
 }
 
 void server__connection_send(connection *conn, const char *json, size_t len)
@@ -238,12 +381,14 @@ void connection_drained(connection *conn)
 {
     if (conn->io.queued(conn->io_ctx) <= CONNECTION_PAUSE_BYTES / 2)
         conn->big_reply = 0; /* the big answer, if any, is out */
-    if (conn->paused && !conn->closing && conn->io.queued(conn->io_ctx) <= CONNECTION_PAUSE_BYTES / 2) {
-        conn->paused = false;
+    if (conn->io.queued(conn->io_ctx) <= FLOW_LOW_BYTES)
+        pump_unsolicited(conn, false);
+    if (conn->reading_stopped && !conn->closing && conn->io.queued(conn->io_ctx) <= CONNECTION_PAUSE_BYTES / 2) {
+        conn->reading_stopped = false;
         conn->io.set_reading(conn->io_ctx, true);
-        server__output_drained(conn->server); /* producers held up by it may go on */
         connection_receive(conn, NULL, 0); /* messages that arrived before the pause */
     }
+    update_backed_up(conn);
 }
 
 void server__connection_drop(connection *conn, const char *why)
@@ -253,6 +398,7 @@ void server__connection_drop(connection *conn, const char *why)
     ecp_log(&conn->server->log, ECP_LOG_WARN, "closing %s: %s", conn->label, why);
     conn->closing = true;
     buf_clear(&conn->framed); /* dropped, as the transport drops what it holds */
+    unsolicited_reset(conn);
     if (conn->paused)
         server__output_drained(conn->server); /* it holds nobody up any more */
     conn->io.close(conn->io_ctx);
@@ -273,11 +419,11 @@ static void refuse_input(connection *conn, const char *why)
         /* it never spoke, so nothing would be sent in its framing: the one
          * line every client understands, as for a connection over the limit */
         buf_push(&out, '\n');
-        connection_flush(conn);
+        flush_framed(conn);
         conn->io.write(conn->io_ctx, out.data, out.len);
     } else {
         server__connection_send(conn, out.data, out.len);
-        connection_flush(conn);
+        flush_framed(conn);
     }
     buf_free(&out);
     server__connection_drop(conn, why);
@@ -314,7 +460,7 @@ void server__connections_check_input(server *self)
     for (connection *conn = self->connections; conn; conn = conn->next) {
         if (conn->closing)
             continue;
-        if (conn->paused || conn->parsing || conn->holding) {
+        if (conn->paused || conn->reading_stopped || conn->parsing || conn->holding) {
             conn->last_input = now; /* the server is the one it waits for */
             continue;
         }
@@ -565,8 +711,11 @@ static void dispatch(connection *conn, batch *b, char *text, size_t len, json_do
         if (b)
             b->outstanding++;
     }
-    if (server__router_admit(&srv->router, adapter, method, call))
+    if (server__router_admit(&srv->router, adapter, method, call)) {
+        srv->handling++;
         method->handler(adapter->ctx, call);
+        srv->handling--;
+    }
     if (!ecp_call_answered(call) && !ecp_call_deferred(call)) {
         ecp_log(&srv->log, ECP_LOG_ERROR, "%s returned without answering", ecp_call_method(call));
         ecp_call_error(call, ECP_WIRE_INTERNAL_ERROR, "Internal error: %s did not answer", ecp_call_method(call));
@@ -720,7 +869,7 @@ void connection_receive(connection *conn, const char *data, size_t len)
     conn->receiving++;
     receive(conn, data, len);
     if (--conn->receiving == 0)
-        connection_flush(conn);
+        flush_framed(conn);
     account_input(conn);
 }
 
@@ -730,7 +879,7 @@ static void receive(connection *conn, const char *data, size_t len)
     bool was_unknown = true;
     /* Paused, the messages already buffered wait too: answering them would
      * queue more for a peer that is not reading. */
-    while (!conn->closing && !conn->parsing && !conn->holding && !conn->paused) {
+    while (!conn->closing && !conn->parsing && !conn->holding && !conn->reading_stopped) {
         char *msg;
         size_t n;
         frame_status st = framing_decoder_next(&conn->decoder, &msg, &n);
@@ -756,7 +905,7 @@ static void receive(connection *conn, const char *data, size_t len)
             continue;
         }
         handle_message(conn, msg, n);
-        if (conn->paused)
+        if (conn->reading_stopped)
             break; /* the rest waits until the peer reads its output */
     }
 }
@@ -840,6 +989,8 @@ void connection_close(connection *conn)
     framing_decoder_free(&conn->decoder);
     buf_free(&conn->early);
     buf_free(&conn->framed);
+    buf_free(&conn->unsolicited);
+    free(conn->unsolicited_ends);
     subscription_list_free(&conn->subscribed);
     subscription_list_free(&conn->excluded);
     free(conn->name);

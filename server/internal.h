@@ -70,8 +70,17 @@ struct connection {
     bool filtered;             /* subscribed explicitly: only `subscribed` is delivered */
     subscription_list subscribed;
     subscription_list excluded;
-    bool paused;               /* stopped reading: output above the pause bound */
-    uint64_t paused_since;     /* the loop's time when it paused */
+    /* Notifications no request caused (a terminal's output, a chat's
+     * stream, watch events, diagnostics), framed, waiting for the transport
+     * to have room: they go out behind the answers, never in front of them
+     * (connection.c, "two lanes"). */
+    buf unsolicited;
+    size_t unsolicited_sent;   /* bytes of it already handed to the transport */
+    size_t *unsolicited_ends;  /* where each message not handed over ends, in order */
+    size_t unsolicited_first, unsolicited_count, unsolicited_cap;
+    bool paused;               /* backed up: output above the pause bound holds the producers */
+    uint64_t paused_since;     /* the loop's time when it became backed up */
+    bool reading_stopped;      /* answers above the pause bound: its input waits until it reads them */
     size_t big_reply;          /* the largest message queued since the queue last ran low */
     ecp_job *parsing;          /* a big message being parsed off the loop */
     struct pending *holding;   /* a request the later messages wait for (ecp_call_hold_client) */
@@ -88,6 +97,10 @@ struct connection {
 
 /* Frames and queues one message to the peer, enforcing the output bounds. */
 void server__connection_send(connection *conn, const char *json, size_t len);
+/* The same for a notification of the bus: one no request caused, of a
+ * method that streams, waits in the lane behind the answers. */
+void server__connection_notify(connection *conn, const char *method, const char *json, size_t len,
+                               const jw_splices *splices);
 /* Tells the services which position encodings the clients now use (after
  * a connection opened, negotiated one or closed). */
 void server__client_encodings_changed(server *self);
@@ -124,6 +137,7 @@ struct server {
     buf rendered[3];           /* a notification, once per position encoding */
     jw_splices spliced[3];     /* what each of those quotes without a copy */
     unsigned notifying;        /* inside bus_notify: rendered is in use */
+    unsigned handling;         /* inside a request's handler: what it notifies, it caused */
     drain_waiter *drain_waiters;   /* waiting for their method to drain */
     drain_waiter *drain_firing;    /* drained, being called back now */
     uv_timer_t *drain_timer;       /* looks at the waiters in a later turn; NULL until needed */

@@ -62,7 +62,7 @@ static void notify_where(server *self, uint64_t client_id, uint64_t except, cons
             }
         }
         /* (a message handed over whole is all splice: its buf holds nothing) */
-        server__connection_send_spliced(conn, msg->data ? msg->data : "", msg->len, splices);
+        server__connection_notify(conn, method, msg->data ? msg->data : "", msg->len, splices);
     }
     self->notifying--;
     for (int i = 0; i < 3; i++) {

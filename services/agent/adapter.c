@@ -12,6 +12,7 @@
 typedef struct adapter_ctx {
     agent_service *svc;
     ecp_bus *bus;
+    bool holding; /* the streams wait for a client that is backed up */
 } adapter_ctx;
 
 static const ecp_wire_map wire_codes[] = {
@@ -107,12 +108,37 @@ static void render_content(void *ctx, ecp_position_encoding enc, json_writer *w)
     jw_object_end(w);
 }
 
+/* Flow control. A model may stream faster than a client reads; what piles
+ * up for a slow client would grow without bound (the only client of a stdio
+ * server is never dropped for it). So while a connection that receives the
+ * content is backed up, the chats stop reading their models' answers, which
+ * wait at the providers, and go on once it has drained. */
+static void on_drained(void *ctx)
+{
+    adapter_ctx *a = ctx;
+    if (!a->holding)
+        return;
+    if (ecp_bus_backed_up(a->bus, "chat/contentReceived")) {
+        ecp_bus_when_drained(a->bus, "chat/contentReceived", on_drained, a);
+        return;
+    }
+    a->holding = false;
+    agent_pause_streams(a->svc, false);
+}
+
 static void on_content(void *ctx, const agent_content *content)
 {
     adapter_ctx *a = ctx;
     if (content->type == AGENT_CONTENT_PLAN)
         return; /* ECA has no plan content: its client sees the update_plan call and its arguments */
     ecp_bus_notify(a->bus, "chat/contentReceived", render_content, (void *)content);
+    if (!ecp_bus_backed_up(a->bus, "chat/contentReceived"))
+        return;
+    if (!a->holding) {
+        a->holding = true;
+        agent_pause_streams(a->svc, true);
+    }
+    ecp_bus_when_drained(a->bus, "chat/contentReceived", on_drained, a);
 }
 
 static void on_status(void *ctx, const char *chat_id, const char *status)
@@ -430,6 +456,7 @@ static void destroy(void *ctx)
 {
     adapter_ctx *a = ctx;
     agent_unsubscribe(a->svc, &listener, a);
+    ecp_bus_cancel_when_drained(a->bus, on_drained, a);
     free(a);
 }
 

@@ -136,6 +136,9 @@ typedef struct agent_listener {
 
 void agent_subscribe(agent_service *self, const agent_listener *listener, void *ctx);
 void agent_unsubscribe(agent_service *self, const agent_listener *listener, void *ctx);
+/* While paused, no chat reads its model's answer: the stream waits at the
+ * provider, for clients that do not keep up with the content. */
+void agent_pause_streams(agent_service *self, bool paused);
 
 /* ----- MCP servers ------------------------------------------------------------------------
  *

@@ -45,6 +45,7 @@ struct agent_service {
     llm_client *llm;
     ecp_listeners listeners;
     chat *chats;      /* newest first */
+    bool streams_paused; /* agent_pause_streams */
     ecp_map *chat_ids; /* the same chats by id */
     key_wait *key_waits; /* prompts waiting for the secret store */
     query_op *queries;   /* file searches whose walk has not called back */

@@ -445,6 +445,11 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
     return n;
 }
 
+void llm_request_pause(llm_request *req, bool paused)
+{
+    curl_easy_pause(req->easy, paused ? CURLPAUSE_RECV : CURLPAUSE_CONT);
+}
+
 static size_t on_write(char *data, size_t size, size_t nmemb, void *userp)
 {
     llm_request *r = userp;

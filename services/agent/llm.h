@@ -77,6 +77,9 @@ llm_request *llm_request_start(llm_client *self, const llm_endpoint *endpoint, c
                                const llm_callbacks *callbacks, void *ctx);
 /* Aborts the transfer at once; no callback follows. */
 void llm_request_cancel(llm_request *req);
+/* Stops reading the answer (the provider's stream waits in its socket), or
+ * goes on. Going on may call back before it returns. */
+void llm_request_pause(llm_request *req, bool paused);
 
 void llm_answer_free(llm_answer *answer);
 

@@ -664,6 +664,20 @@ static void send_request(chat *c)
     request_body(c, &body);
     c->request = llm_request_start(c->svc->llm, &c->endpoint, body.data, &llm_cb, c);
     buf_free(&body);
+    if (c->request && c->svc->streams_paused)
+        llm_request_pause(c->request, true);
+}
+
+void agent_pause_streams(agent_service *self, bool paused)
+{
+    if (self->streams_paused == paused)
+        return;
+    self->streams_paused = paused;
+    /* Going on may deliver content, and a client that falls behind again
+     * pauses every stream from inside this walk: stop when that happens. */
+    for (chat *c = self->chats; c && self->streams_paused == paused; c = c->next)
+        if (c->request)
+            llm_request_pause(c->request, paused);
 }
 
 static const agent_call *current_call(chat *c)
