@@ -231,7 +231,7 @@ void syntax_grammars_free(syntax_grammars *self)
         }
         if (g->injections)
             ts_query_delete(g->injections);
-        free_each(g->injection_language, g->capture_hidden, g->capture_colors, g->capture_color_known);
+        free_each(g->injection_language, g->capture_scopes, g->capture_hidden, g->capture_colors, g->capture_color_known);
         uv_mutex_destroy(&g->lock);
     }
     free(self->dir);
@@ -292,6 +292,33 @@ const char *const *syntax_catalogue_languages(size_t *count)
     };
     *count = sizeof ids / sizeof ids[0];
     return ids;
+}
+
+/* Markup's captures come in two families (the older text.* names the
+ * markdown queries use, the newer markup.* ones); both become the markup.*
+ * scopes the themes colour, so a heading is coloured whichever its grammar
+ * says. Every other capture is its own scope. */
+const char *syntax_scope_of(const char *capture)
+{
+    static const struct {
+        const char *capture, *scope;
+    } markup[] = {
+        {"text.title", "markup.heading"},         {"markup.heading", "markup.heading"},
+        {"text.emphasis", "markup.italic"},       {"markup.italic", "markup.italic"},
+        {"text.strong", "markup.bold"},           {"markup.strong", "markup.bold"},
+        {"markup.bold", "markup.bold"},           {"text.uri", "markup.link.url"},
+        {"markup.link.url", "markup.link.url"},   {"text.reference", "markup.link"},
+        {"markup.link", "markup.link"},           {"markup.link.label", "markup.link"},
+        {"text.literal", "markup.raw"},           {"markup.raw", "markup.raw"},
+        {"text.strike", "markup.strikethrough"},  {"markup.strikethrough", "markup.strikethrough"},
+    };
+    for (size_t i = 0; i < sizeof markup / sizeof markup[0]; i++) {
+        size_t n = strlen(markup[i].capture);
+        /* markup.heading.1 and text.title.2 too */
+        if (strncmp(capture, markup[i].capture, n) == 0 && (capture[n] == '\0' || capture[n] == '.'))
+            return markup[i].scope;
+    }
+    return capture;
 }
 
 /* ----- predicates ------------------------------------------------------------------------------ */
@@ -469,11 +496,13 @@ static bool load(syntax_grammars *self, syntax_grammar *g)
     }
     uint32_t captures = ts_query_capture_count(g->query);
     g->capture_hidden = xcalloc(captures + 1, sizeof *g->capture_hidden);
+    g->capture_scopes = xcalloc(captures + 1, sizeof *g->capture_scopes);
     g->capture_colors = xcalloc(captures + 1, sizeof *g->capture_colors);
     g->capture_color_known = xcalloc(captures + 1, sizeof *g->capture_color_known);
     for (uint32_t c = 0; c < captures; c++) {
         uint32_t len;
         const char *name = ts_query_capture_name_for_id(g->query, c, &len);
+        g->capture_scopes[c] = syntax_scope_of(name);
         g->capture_hidden[c] = len == 0 || name[0] == '_' || strcmp(name, "spell") == 0 || strcmp(name, "none") == 0;
     }
     if (!compile_predicates(g, self->log))

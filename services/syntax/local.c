@@ -444,9 +444,7 @@ const char *syntax_capture_color(syntax_service *self, const syntax_grammar *g, 
     if (!self->session)
         return NULL;
     if (!mg->capture_color_known[capture]) {
-        uint32_t len;
-        const char *name = ts_query_capture_name_for_id(g->query, capture, &len);
-        const session_token_color *c = session_theme_token_color(self->session, name);
+        const session_token_color *c = session_theme_token_color(self->session, g->capture_scopes[capture]);
         mg->capture_colors[capture] = c ? c->foreground : NULL;
         mg->capture_color_known[capture] = true;
     }
