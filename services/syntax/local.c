@@ -582,6 +582,16 @@ static const struct {
     {"graphql", "graphql"}, {"gql", "graphql"},
     {"lua", "lua"}, {"pl", "perl"}, {"r", "r"}, {"scala", "scala"}, {"ex", "elixir"}, {"exs", "elixir"},
     {"erl", "erlang"}, {"hs", "haskell"}, {"clj", "clojure"}, {"vim", "vim"}, {"xml", "xml"}, {"svg", "svg"},
+    {"kts", "kotlin"}, {"cs", "csharp"}, {"zig", "zig"}, {"mk", "makefile"}, {"rake", "ruby"}, {"gemspec", "ruby"},
+};
+
+/* Files known by their whole name, not an extension. */
+static const struct {
+    const char *name;
+    const char *language;
+} file_names[] = {
+    {"Makefile", "makefile"}, {"makefile", "makefile"}, {"GNUmakefile", "makefile"},
+    {"Gemfile", "ruby"},      {"Rakefile", "ruby"},     {"Dockerfile", "dockerfile"},
 };
 
 const char *syntax_language_detect(const char *path)
@@ -590,6 +600,9 @@ const char *syntax_language_detect(const char *path)
         return NULL;
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
+    for (size_t i = 0; i < sizeof file_names / sizeof file_names[0]; i++)
+        if (strcmp(file_names[i].name, base) == 0)
+            return file_names[i].language;
     const char *dot = strrchr(base, '.');
     if (!dot || dot == base)
         return NULL;

@@ -146,6 +146,29 @@ static const sample samples[] = {
     {"lua", "print(1)\nprinter(1)\n", 1, "printer", "function.call"},  /* ... and not for others */
     {"yaml", "a: 1\n", 0, "1", "number"},
     {"toml", "[a]\nb = true\n", 1, "true", "boolean"},
+    {"php", "<?php\n// note\nif ($a) { echo \"hi\"; }\n", 2, "if", "keyword"},
+    {"php", "<?php\n// note\nif ($a) { echo \"hi\"; }\n", 2, "\"hi\"", "string"},
+    {"php", "<?php\n// note\nif ($a) { echo \"hi\"; }\n", 1, "// note", "comment"},
+    {"ruby", "# note\ndef f\n  \"hi\"\nend\n", 1, "def", "keyword"},
+    {"ruby", "# note\ndef f\n  \"hi\"\nend\n", 2, "\"hi\"", "string"},
+    {"ruby", "# note\ndef f\n  \"hi\"\nend\n", 0, "# note", "comment"},
+    {"csharp", "// note\nclass A { string s = \"hi\"; }\n", 1, "class", "keyword"},
+    {"csharp", "// note\nclass A { string s = \"hi\"; }\n", 1, "\"hi\"", "string"},
+    {"csharp", "// note\nclass A { string s = \"hi\"; }\n", 0, "// note", "comment"},
+    {"sql", "-- note\nSELECT 'hi' FROM t;\n", 1, "SELECT", "keyword"},
+    {"sql", "-- note\nSELECT 'hi' FROM t;\n", 1, "'hi'", "string"},
+    {"sql", "-- note\nSELECT 'hi' FROM t;\n", 0, "-- note", "comment"},
+    {"makefile", "# note\nifdef X\nA = \"hi\"\nendif\n", 1, "ifdef", "keyword"},
+    {"makefile", "# note\nifdef X\nA = \"hi\"\nendif\n", 0, "# note", "comment"},
+    {"kotlin", "// note\nfun f() = \"hi\"\n", 1, "fun", "keyword.function"},
+    {"kotlin", "// note\nfun f() = \"hi\"\n", 1, "\"hi\"", "string"},
+    {"kotlin", "// note\nfun f() = \"hi\"\n", 0, "// note", "comment"},
+    {"zig", "// note\nconst s = \"hi\";\n", 1, "const", "keyword"},
+    {"zig", "// note\nconst s = \"hi\";\n", 1, "\"hi\"", "string"},
+    {"zig", "// note\nconst s = \"hi\";\n", 0, "// note", "comment"},
+    {"elixir", "# note\ndef f, do: \"hi\"\n", 1, "def", "keyword"},
+    {"elixir", "# note\ndef f, do: \"hi\"\n", 1, "\"hi\"", "string"},
+    {"elixir", "# note\ndef f, do: \"hi\"\n", 0, "# note", "comment"},
 };
 
 static void test_each_language_highlights_its_sample(void **state)
@@ -268,7 +291,7 @@ static void test_negotiated_encodings(void **state)
 static void test_unsupported_language_is_plaintext(void **state)
 {
     fx *f = *state;
-    char *out = call(f, 0, "syntax/highlight", "{\"languageId\":\"ruby\",\"content\":\"puts 1\"}");
+    char *out = call(f, 0, "syntax/highlight", "{\"languageId\":\"swift\",\"content\":\"let x = 1\"}");
     assert_string_equal(out, "{\"lines\":[],\"languageId\":\"plaintext\",\"timing\":0}");
     free(out);
     out = call(f, 0, "syntax/highlight", "{\"languageId\":\"klingon\",\"content\":\"x\"}");
@@ -353,7 +376,9 @@ static void test_languages_and_detection(void **state)
     char *out = call(f, 0, "syntax/languages", "{}");
     assert_non_null(strstr(out, "\"typescriptreact\""));
     assert_non_null(strstr(out, "\"c\""));
-    assert_null(strstr(out, "\"ruby\""));
+    assert_non_null(strstr(out, "\"ruby\""));
+    assert_non_null(strstr(out, "\"makefile\""));
+    assert_null(strstr(out, "\"swift\""));
     free(out);
     out = call(f, 0, "syntax/isSupported", "{\"languageId\":\"rust\"}");
     assert_string_equal(out, "{\"supported\":true}");
@@ -377,6 +402,12 @@ static void test_languages_and_detection(void **state)
     assert_string_equal(out, "{\"languageId\":null}");
     free(out);
     out = call(f, 0, "syntax/detectLanguage", "{\"filePath\":\"/a/Makefile\"}");
+    assert_string_equal(out, "{\"languageId\":\"makefile\"}");
+    free(out);
+    out = call(f, 0, "syntax/detectLanguage", "{\"filePath\":\"/a/build.zig\"}");
+    assert_string_equal(out, "{\"languageId\":\"zig\"}");
+    free(out);
+    out = call(f, 0, "syntax/detectLanguage", "{\"filePath\":\"/a/Makefile.bak\"}");
     assert_string_equal(out, "{\"languageId\":null}");
     free(out);
 }
