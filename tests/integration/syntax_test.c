@@ -166,6 +166,8 @@ static const sample samples[] = {
     {"zig", "// note\nconst s = \"hi\";\n", 1, "const", "keyword"},
     {"zig", "// note\nconst s = \"hi\";\n", 1, "\"hi\"", "string"},
     {"zig", "// note\nconst s = \"hi\";\n", 0, "// note", "comment"},
+    {"zig", "const MAX = 1;\nconst low = MAX;\n", 1, "MAX", "constant"}, /* #lua-match? */
+    {"zig", "const MAX = 1;\nconst low = MAX;\n", 1, "low", "variable"},  /* ... and not for others */
     {"elixir", "# note\ndef f, do: \"hi\"\n", 1, "def", "keyword"},
     {"elixir", "# note\ndef f, do: \"hi\"\n", 1, "\"hi\"", "string"},
     {"elixir", "# note\ndef f, do: \"hi\"\n", 0, "# note", "comment"},
