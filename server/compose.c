@@ -177,6 +177,7 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
     self->syntax = syntax_service_new(env->pool, env->log, self->document, self->session, NULL);
     if (!self->syntax)
         return ecp_error_set(err, ECP_ENOMEM, "could not create the syntax service");
+    document_service_set_indent_provider(self->document, syntax_newline_indent, self->syntax);
     syntax_adapter_init(&adapter, self->syntax, env->bus);
     if ((status = env->register_adapter(env->router, &adapter, err)) < 0)
         return status;
@@ -204,8 +205,10 @@ void server_services_stop(server_services *self)
 {
     if (self->agent)
         agent_service_free(self->agent);
-    if (self->syntax)
+    if (self->syntax) {
+        document_service_set_indent_provider(self->document, NULL, NULL);
         syntax_service_free(self->syntax);
+    }
     if (self->lsp)
         lsp_service_free(self->lsp);
     if (self->database)

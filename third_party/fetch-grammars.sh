@@ -24,7 +24,10 @@ PINS="tree-sitter-c@0.24.1 tree-sitter-cpp@0.23.4 tree-sitter-javascript@0.25.0
   tree-sitter-rust@0.24.0 tree-sitter-go@0.25.0 tree-sitter-bash@0.25.1
   @tree-sitter-grammars/tree-sitter-markdown@0.3.2 tree-sitter-html@0.23.2
   tree-sitter-css@0.25.0 tree-sitter-java@0.23.5 @tree-sitter-grammars/tree-sitter-lua@0.4.1
-  @tree-sitter-grammars/tree-sitter-yaml@0.7.1 @tree-sitter-grammars/tree-sitter-toml@0.7.0"
+  @tree-sitter-grammars/tree-sitter-yaml@0.7.1 @tree-sitter-grammars/tree-sitter-toml@0.7.0
+  tree-sitter-php@0.24.2 tree-sitter-ruby@0.23.1 tree-sitter-c-sharp@0.23.5 @derekstride/tree-sitter-sql@0.3.11
+  tree-sitter-make@1.1.1 tree-sitter-kotlin@0.3.8 @tree-sitter-grammars/tree-sitter-zig@1.1.2
+  tree-sitter-elixir@0.3.5"
 
 if ! command -v npm >/dev/null 2>&1; then
   echo "fetch-grammars: npm not found: cannot fetch the tree-sitter runtime" >&2

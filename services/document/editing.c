@@ -138,6 +138,12 @@ void document_newline_indent(const char *before, size_t len, const document_inde
     }
 }
 
+void document_service_set_indent_provider(document_service *self, document_indent_fn fn, void *ctx)
+{
+    self->indent_provider = fn;
+    self->indent_provider_ctx = ctx;
+}
+
 /* ----- lines the cursors touch --------------------------------------------------- */
 
 typedef struct line_span {
@@ -298,6 +304,23 @@ static void indent_lines(document_service *svc, document *doc, const line_span *
  * (a longer indent is copied as its first NEWLINE_SCAN_MAX bytes). */
 #define NEWLINE_SCAN_MAX ((size_t)1024)
 
+/* Whether only blanks follow p on its line. The indent provider judges a
+ * line whole, so it is asked only where Enter leaves nothing of the line
+ * behind the caret to carry down. A line read no further than
+ * NEWLINE_SCAN_MAX bytes: longer counts as not blank. */
+static bool rest_is_blank(const piece_tree *t, size_t p)
+{
+    size_t end = line_end(t, piece_tree_line_of_offset(t, p));
+    if (end - p > NEWLINE_SCAN_MAX)
+        return false;
+    for (; p < end; p++) {
+        char b = piece_tree_byte_at(t, p);
+        if (b != ' ' && b != '	' && b != '')
+            return false;
+    }
+    return true;
+}
+
 static void newline_at_cursors(document_service *svc, document *doc, const doc_cursor_set *set, edit_list *l)
 {
     const piece_tree *t = doc->tree;
@@ -327,7 +350,15 @@ static void newline_at_cursors(document_service *svc, document *doc, const doc_c
             buf_push(&before, piece_tree_byte_at(t, q - 1));
         buf_clear(&text);
         buf_push(&text, '\n');
-        document_newline_indent(before.data ? before.data : "", before.len, &unit, &text);
+        char *known = NULL;
+        if (svc->indent_provider && lo == hi && rest_is_blank(t, hi) &&
+            svc->indent_provider(svc->indent_provider_ctx, doc->id, piece_tree_line_of_offset(t, lo), &known) == 1 &&
+            known) {
+            buf_append_str(&text, known);
+        } else {
+            document_newline_indent(before.data ? before.data : "", before.len, &unit, &text);
+        }
+        free(known);
         edits_add(l, lo, hi, text.data, text.len);
     }
     buf_free(&before);

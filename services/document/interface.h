@@ -401,6 +401,14 @@ int document_format_of(document_service *self, const char *document_id, document
  * only inside it. */
 void document_service_set_workspace(document_service *self, const char *root);
 
+/* Who knows a language's indent (the syntax service, installed by the
+ * composition root): the indent (*out, malloc'd blanks) of a new line
+ * inserted after `line`. Returns 1 with *out set, or 0 when it has no
+ * answer (no grammar, no current tree), and document/newline falls back to
+ * its own rule: the line's indent, plus a level after `{ [ ( :`. */
+typedef int (*document_indent_fn)(void *ctx, const char *document_id, size_t line, char **out);
+void document_service_set_indent_provider(document_service *self, document_indent_fn fn, void *ctx);
+
 /* ----- find and replace ------------------------------------------------------------ */
 
 /* What to look for: a literal (or a PCRE2 pattern with regex: `^` and `$`

@@ -206,6 +206,8 @@ struct document_service {
     struct doc_task *opening; /* opens reading on the pool: a second open of the file joins one */
     struct doc_task *saving;  /* saves writing on the pool, each with the saves of its file queued behind it */
     char *workspace;          /* resolved; NULL: no .editorconfig is read */
+    document_indent_fn indent_provider; /* NULL: newline keeps to its own rule */
+    void *indent_provider_ctx;
 };
 
 /* ----- text.c: columns, offsets and words --------------------------------- */

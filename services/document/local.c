@@ -129,13 +129,27 @@ static const struct {
     {"cpp", "cpp"},       {"h", "c"},                 {"hpp", "cpp"},       {"rb", "ruby"},
     {"sh", "bash"},       {"bash", "bash"},           {"zsh", "bash"},      {"yml", "yaml"},
     {"yaml", "yaml"},     {"toml", "toml"},           {"xml", "xml"},       {"svg", "xml"},
-    {"sql", "sql"},       {"graphql", "graphql"},     {"gql", "graphql"},
+    {"sql", "sql"},       {"graphql", "graphql"},     {"gql", "graphql"},   {"php", "php"},
+    {"kt", "kotlin"},     {"kts", "kotlin"},          {"cs", "csharp"},     {"zig", "zig"},
+    {"ex", "elixir"},     {"exs", "elixir"},          {"mk", "makefile"},   {"lua", "lua"},
+};
+
+/* Files known by their whole name, not an extension. */
+static const struct {
+    const char *name;
+    const char *language;
+} name_map[] = {
+    {"Makefile", "makefile"}, {"makefile", "makefile"}, {"GNUmakefile", "makefile"},
+    {"Gemfile", "ruby"},      {"Rakefile", "ruby"},     {"Dockerfile", "dockerfile"},
 };
 
 const char *document_language_of(const char *uri)
 {
     const char *name = strrchr(uri, '/');
     name = name ? name + 1 : uri;
+    for (size_t i = 0; i < sizeof name_map / sizeof name_map[0]; i++)
+        if (strcmp(name, name_map[i].name) == 0)
+            return name_map[i].language;
     const char *dot = strrchr(name, '.');
     if (!dot || !dot[1])
         return "plaintext";

@@ -61,9 +61,16 @@ static const char *const color_names[SESSION_THEME_COLOR_COUNT] = {
         {"label", tag, NULL},                                                                                    \
         {"module", type, NULL},                                                                                  \
         {"embedded", variable, NULL},                                                                            \
+        {"markup.heading", function, "bold"},                                                                    \
+        {"markup.bold", constant, "bold"},                                                                       \
+        {"markup.italic", keyword, "italic"},                                                                    \
+        {"markup.strikethrough", comment, NULL},                                                                 \
+        {"markup.link", function, NULL},                                                                         \
+        {"markup.link.url", string, NULL},                                                                        \
+        {"markup.raw", string, NULL},                                                                            \
     }
 
-#define TOKEN_COUNT 26
+#define TOKEN_COUNT 33
 
 #define PALETTE(name, bg, panel, highlight, selection, fg, muted, active, cursor, border, ...)          \
     static const session_token_color name##_tokens[TOKEN_COUNT] = TOKENS(__VA_ARGS__);                    \

@@ -881,7 +881,7 @@ static const ecp_method methods[] = {
     {"syntax/languages", m_languages, "1.0", "The language ids highlighted here", "{}"},
     {"syntax/isSupported", m_is_supported, "1.0", "Whether a language id is highlighted here",
      "{languageId: string}"},
-    {"syntax/detectLanguage", m_detect_language, "1.0", "The language id of a path by its extension, or null",
+    {"syntax/detectLanguage", m_detect_language, "1.0", "The language id of a path by its extension or file name, or null",
      "{filePath: string}"},
     {"syntax/themes", m_themes, "1.0", "The ids of the built-in themes", "{}"},
     {"syntax/setTheme", m_set_theme, "1.0", "Make a theme current (recolours every document)",

@@ -126,6 +126,55 @@ DECLARE(tree_sitter_toml)
 #define GRAMMAR_TOML NULL
 #endif
 
+#ifdef ECPD_GRAMMAR_PHP
+DECLARE(tree_sitter_php)
+#define GRAMMAR_PHP tree_sitter_php
+#else
+#define GRAMMAR_PHP NULL
+#endif
+#ifdef ECPD_GRAMMAR_RUBY
+DECLARE(tree_sitter_ruby)
+#define GRAMMAR_RUBY tree_sitter_ruby
+#else
+#define GRAMMAR_RUBY NULL
+#endif
+#ifdef ECPD_GRAMMAR_CSHARP
+DECLARE(tree_sitter_c_sharp)
+#define GRAMMAR_CSHARP tree_sitter_c_sharp
+#else
+#define GRAMMAR_CSHARP NULL
+#endif
+#ifdef ECPD_GRAMMAR_SQL
+DECLARE(tree_sitter_sql)
+#define GRAMMAR_SQL tree_sitter_sql
+#else
+#define GRAMMAR_SQL NULL
+#endif
+#ifdef ECPD_GRAMMAR_MAKE
+DECLARE(tree_sitter_make)
+#define GRAMMAR_MAKE tree_sitter_make
+#else
+#define GRAMMAR_MAKE NULL
+#endif
+#ifdef ECPD_GRAMMAR_KOTLIN
+DECLARE(tree_sitter_kotlin)
+#define GRAMMAR_KOTLIN tree_sitter_kotlin
+#else
+#define GRAMMAR_KOTLIN NULL
+#endif
+#ifdef ECPD_GRAMMAR_ZIG
+DECLARE(tree_sitter_zig)
+#define GRAMMAR_ZIG tree_sitter_zig
+#else
+#define GRAMMAR_ZIG NULL
+#endif
+#ifdef ECPD_GRAMMAR_ELIXIR
+DECLARE(tree_sitter_elixir)
+#define GRAMMAR_ELIXIR tree_sitter_elixir
+#else
+#define GRAMMAR_ELIXIR NULL
+#endif
+
 #define JS_HL "tree-sitter-javascript/queries/highlights.scm"
 #define JSX_HL "tree-sitter-javascript/queries/highlights-jsx.scm"
 #define TS_HL "tree-sitter-typescript/queries/highlights.scm"
@@ -159,6 +208,14 @@ static const grammar_spec specs[] = {
     {"lua", GRAMMAR_LUA, {"tree-sitter-lua/queries/highlights.scm"}, NULL},
     {"yaml", GRAMMAR_YAML, {"tree-sitter-yaml/queries/highlights.scm"}, NULL},
     {"toml", GRAMMAR_TOML, {"tree-sitter-toml/queries/highlights.scm"}, NULL},
+    {"php", GRAMMAR_PHP, {"tree-sitter-php/queries/highlights.scm"}, NULL},
+    {"ruby", GRAMMAR_RUBY, {"tree-sitter-ruby/queries/highlights.scm"}, NULL},
+    {"csharp", GRAMMAR_CSHARP, {"tree-sitter-c-sharp/queries/highlights.scm"}, NULL},
+    {"sql", GRAMMAR_SQL, {"tree-sitter-sql/queries/highlights.scm"}, NULL},
+    {"make", GRAMMAR_MAKE, {"tree-sitter-make/queries/highlights.scm"}, NULL},
+    {"kotlin", GRAMMAR_KOTLIN, {"tree-sitter-kotlin/queries/highlights.scm"}, NULL},
+    {"zig", GRAMMAR_ZIG, {"tree-sitter-zig/queries/highlights.scm"}, NULL},
+    {"elixir", GRAMMAR_ELIXIR, {"tree-sitter-elixir/queries/highlights.scm"}, NULL},
 };
 #define GRAMMAR_COUNT (sizeof specs / sizeof specs[0])
 
@@ -171,11 +228,11 @@ static const struct {
     {"javascriptreact", "javascript"}, {"json", "json"}, {"jsonc", "json"}, {"python", "python"},
     {"rust", "rust"}, {"go", "go"}, {"c", "c"}, {"cpp", "cpp"}, {"html", "html"}, {"css", "css"},
     {"scss", NULL}, {"less", NULL}, {"markdown", "markdown"}, {"yaml", "yaml"}, {"toml", "toml"},
-    {"shellscript", "bash"}, {"bash", "bash"}, {"sh", "bash"}, {"zsh", "bash"}, {"ruby", NULL},
-    {"java", "java"}, {"kotlin", NULL}, {"swift", NULL}, {"php", NULL}, {"sql", NULL}, {"graphql", NULL},
-    {"dockerfile", NULL}, {"makefile", NULL}, {"lua", "lua"}, {"perl", NULL}, {"r", NULL}, {"scala", NULL},
-    {"elixir", NULL}, {"erlang", NULL}, {"haskell", NULL}, {"clojure", NULL}, {"vim", NULL}, {"xml", NULL},
-    {"svg", NULL},
+    {"shellscript", "bash"}, {"bash", "bash"}, {"sh", "bash"}, {"zsh", "bash"}, {"ruby", "ruby"},
+    {"java", "java"}, {"kotlin", "kotlin"}, {"swift", NULL}, {"php", "php"}, {"sql", "sql"}, {"graphql", NULL},
+    {"dockerfile", NULL}, {"makefile", "make"}, {"lua", "lua"}, {"perl", NULL}, {"r", NULL}, {"scala", NULL},
+    {"elixir", "elixir"}, {"erlang", NULL}, {"haskell", NULL}, {"clojure", NULL}, {"vim", NULL}, {"xml", NULL},
+    {"svg", NULL}, {"csharp", "csharp"}, {"zig", "zig"},
 };
 #define LANGUAGE_ID_COUNT (sizeof language_ids / sizeof language_ids[0])
 
@@ -231,7 +288,7 @@ void syntax_grammars_free(syntax_grammars *self)
         }
         if (g->injections)
             ts_query_delete(g->injections);
-        free_each(g->injection_language, g->capture_hidden, g->capture_colors, g->capture_color_known);
+        free_each(g->injection_language, g->capture_scopes, g->capture_hidden, g->capture_colors, g->capture_color_known);
         uv_mutex_destroy(&g->lock);
     }
     free(self->dir);
@@ -265,6 +322,8 @@ syntax_grammar *syntax_grammars_find_injected(syntax_grammars *self, const char 
         {"ts", "typescript"}, {"py", "python"}, {"python3", "python"}, {"rs", "rust"}, {"golang", "go"},
         {"sh", "bash"}, {"shell", "bash"}, {"zsh", "bash"}, {"console", "bash"}, {"c++", "cpp"}, {"cc", "cpp"},
         {"cxx", "cpp"}, {"h", "c"}, {"yml", "yaml"}, {"jsonc", "json"}, {"md", "markdown"},
+        {"rb", "ruby"}, {"cs", "csharp"}, {"c#", "csharp"}, {"kt", "kotlin"}, {"ex", "elixir"}, {"exs", "elixir"},
+        {"makefile", "make"}, {"mk", "make"}, {"postgresql", "sql"}, {"pgsql", "sql"},
     };
     char lower[32];
     size_t n = strlen(name);
@@ -288,10 +347,53 @@ const char *const *syntax_catalogue_languages(size_t *count)
         "typescript", "typescriptreact", "javascript", "javascriptreact", "json", "jsonc", "python", "rust",
         "go", "c", "cpp", "html", "css", "scss", "less", "markdown", "yaml", "toml", "shellscript", "bash",
         "sh", "zsh", "ruby", "java", "kotlin", "swift", "php", "sql", "graphql", "dockerfile", "makefile",
-        "lua", "perl", "r", "scala", "elixir", "erlang", "haskell", "clojure", "vim", "xml", "svg",
+        "lua", "perl", "r", "scala", "elixir", "erlang", "haskell", "clojure", "vim", "xml", "svg", "csharp", "zig",
     };
     *count = sizeof ids / sizeof ids[0];
     return ids;
+}
+
+/* Markup's captures come in two families (the older text.* names the
+ * markdown queries use, the newer markup.* ones); both become the markup.*
+ * scopes the themes colour, so a heading is coloured whichever its grammar
+ * says. A few older names of code captures (conditional, repeat, field)
+ * become the scope now named for them. Every other capture is its own
+ * scope. */
+const char *syntax_scope_of(const char *capture)
+{
+    static const struct {
+        const char *capture, *scope;
+    } markup[] = {
+        {"text.title", "markup.heading"},         {"markup.heading", "markup.heading"},
+        {"text.emphasis", "markup.italic"},       {"markup.italic", "markup.italic"},
+        {"text.strong", "markup.bold"},           {"markup.strong", "markup.bold"},
+        {"markup.bold", "markup.bold"},           {"text.uri", "markup.link.url"},
+        {"markup.link.url", "markup.link.url"},   {"text.reference", "markup.link"},
+        {"markup.link", "markup.link"},           {"markup.link.label", "markup.link"},
+        {"text.literal", "markup.raw"},           {"markup.raw", "markup.raw"},
+        {"text.strike", "markup.strikethrough"},  {"markup.strikethrough", "markup.strikethrough"},
+    };
+    for (size_t i = 0; i < sizeof markup / sizeof markup[0]; i++) {
+        size_t n = strlen(markup[i].capture);
+        /* markup.heading.1 and text.title.2 too */
+        if (strncmp(capture, markup[i].capture, n) == 0 && (capture[n] == '\0' || capture[n] == '.'))
+            return markup[i].scope;
+    }
+    /* The older names some queries still use (make's, sql's), for the
+     * scopes the themes have. */
+    static const struct {
+        const char *capture, *scope;
+    } older[] = {
+        {"conditional", "keyword"}, {"repeat", "keyword"},   {"include", "keyword"},
+        {"exception", "keyword"},   {"storageclass", "keyword"}, {"define", "keyword"},
+        {"preproc", "keyword"},     {"method", "function.method"}, {"field", "property"},
+        {"parameter", "variable.parameter"}, {"namespace", "module"}, {"float", "number"},
+        {"character", "string"},
+    };
+    for (size_t i = 0; i < sizeof older / sizeof older[0]; i++)
+        if (strcmp(capture, older[i].capture) == 0)
+            return older[i].scope;
+    return capture;
 }
 
 /* ----- predicates ------------------------------------------------------------------------------ */
@@ -328,16 +430,21 @@ static bool compile_predicates(syntax_grammar *g, ecp_logger *log)
                         pr.text = ts_query_string_value_for_id(g->query, a[1].value_id, &pr.text_len);
                     }
                     keep = true;
-                } else if (strcmp(op, "match?") == 0 && argc == 2 && a[0].type == TSQueryPredicateStepTypeCapture &&
-                           a[1].type == TSQueryPredicateStepTypeString) {
+                } else if ((strcmp(op, "match?") == 0 || strcmp(op, "lua-match?") == 0) && argc == 2 &&
+                           a[0].type == TSQueryPredicateStepTypeCapture && a[1].type == TSQueryPredicateStepTypeString) {
                     uint32_t len;
                     const char *re = ts_query_string_value_for_id(g->query, a[1].value_id, &len);
                     int code;
                     PCRE2_SIZE at;
                     pr.kind = PRED_MATCH;
                     pr.capture = a[0].value_id;
-                    pr.regex = pcre2_compile((PCRE2_SPTR)re, len, PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &at,
-                                             NULL);
+                    /* A Lua pattern without `%` classes (the ones the pinned
+                     * queries use: anchors, sets, `*` and `+`) means the same
+                     * as a regex; one with them is not read as one. */
+                    bool lua_classes = strcmp(op, "lua-match?") == 0 && memchr(re, '%', len);
+                    pr.regex = lua_classes ? NULL
+                                           : pcre2_compile((PCRE2_SPTR)re, len, PCRE2_UTF | PCRE2_MATCH_INVALID_UTF,
+                                                           &code, &at, NULL);
                     if (!pr.regex) {
                         ecp_log(log, ECP_LOG_WARN, "syntax: %s: regex /%s/ does not compile; pattern %u never matches",
                                 g->name, re, p);
@@ -469,11 +576,13 @@ static bool load(syntax_grammars *self, syntax_grammar *g)
     }
     uint32_t captures = ts_query_capture_count(g->query);
     g->capture_hidden = xcalloc(captures + 1, sizeof *g->capture_hidden);
+    g->capture_scopes = xcalloc(captures + 1, sizeof *g->capture_scopes);
     g->capture_colors = xcalloc(captures + 1, sizeof *g->capture_colors);
     g->capture_color_known = xcalloc(captures + 1, sizeof *g->capture_color_known);
     for (uint32_t c = 0; c < captures; c++) {
         uint32_t len;
         const char *name = ts_query_capture_name_for_id(g->query, c, &len);
+        g->capture_scopes[c] = syntax_scope_of(name);
         g->capture_hidden[c] = len == 0 || name[0] == '_' || strcmp(name, "spell") == 0 || strcmp(name, "none") == 0;
     }
     if (!compile_predicates(g, self->log))

@@ -326,6 +326,12 @@ void syntax_symbols_free(syntax_symbol *symbols, size_t count);
  * ECP_ERANGE when line is past the last line. */
 int syntax_document_indent(syntax_service *self, const char *document_id, size_t line, char **out, ecp_error *err);
 
+/* A document_indent_fn (ctx the service) for the document service's
+ * document/newline: syntax_document_indent's answer, where the document has
+ * a grammar and its tree has been parsed (1); 0 elsewhere, so that the
+ * document service's own rule applies. */
+int syntax_newline_indent(void *ctx, const char *document_id, size_t line, char **out);
+
 /* ----- themes ------------------------------------------------------------------------------------ */
 
 /* Makes theme_id the current theme (the session service's: every client's).

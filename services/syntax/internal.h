@@ -57,6 +57,7 @@ typedef struct syntax_grammar {
     bool failed;
     TSQuery *query;
     pattern_predicates *predicates;     /* per pattern */
+    const char **capture_scopes;        /* per capture: the scope its tokens carry (see syntax_scope_of) */
     bool *capture_hidden;               /* per capture: names starting with '_' */
     TSQuery *injections;                /* NULL: nothing is injected into this language */
     const char **injection_language;    /* per injection pattern: its #set! injection.language, or NULL */
@@ -256,5 +257,8 @@ int syntax_document_view(syntax_service *self, const char *document_id, syntax_d
 struct document_service *syntax_service_documents(syntax_service *self);
 /* Where the grammars' query files are. */
 const char *syntax_grammars_dir(syntax_grammars *self);
+/* The scope a capture's tokens carry: markup's two families of capture
+ * names become the markup.* scopes; any other name is its own scope. */
+const char *syntax_scope_of(const char *capture);
 
 #endif

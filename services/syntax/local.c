@@ -444,9 +444,7 @@ const char *syntax_capture_color(syntax_service *self, const syntax_grammar *g, 
     if (!self->session)
         return NULL;
     if (!mg->capture_color_known[capture]) {
-        uint32_t len;
-        const char *name = ts_query_capture_name_for_id(g->query, capture, &len);
-        const session_token_color *c = session_theme_token_color(self->session, name);
+        const session_token_color *c = session_theme_token_color(self->session, g->capture_scopes[capture]);
         mg->capture_colors[capture] = c ? c->foreground : NULL;
         mg->capture_color_known[capture] = true;
     }
@@ -584,6 +582,16 @@ static const struct {
     {"graphql", "graphql"}, {"gql", "graphql"},
     {"lua", "lua"}, {"pl", "perl"}, {"r", "r"}, {"scala", "scala"}, {"ex", "elixir"}, {"exs", "elixir"},
     {"erl", "erlang"}, {"hs", "haskell"}, {"clj", "clojure"}, {"vim", "vim"}, {"xml", "xml"}, {"svg", "svg"},
+    {"kts", "kotlin"}, {"cs", "csharp"}, {"zig", "zig"}, {"mk", "makefile"}, {"rake", "ruby"}, {"gemspec", "ruby"},
+};
+
+/* Files known by their whole name, not an extension. */
+static const struct {
+    const char *name;
+    const char *language;
+} file_names[] = {
+    {"Makefile", "makefile"}, {"makefile", "makefile"}, {"GNUmakefile", "makefile"},
+    {"Gemfile", "ruby"},      {"Rakefile", "ruby"},     {"Dockerfile", "dockerfile"},
 };
 
 const char *syntax_language_detect(const char *path)
@@ -592,6 +600,9 @@ const char *syntax_language_detect(const char *path)
         return NULL;
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
+    for (size_t i = 0; i < sizeof file_names / sizeof file_names[0]; i++)
+        if (strcmp(file_names[i].name, base) == 0)
+            return file_names[i].language;
     const char *dot = strrchr(base, '.');
     if (!dot || dot == base)
         return NULL;

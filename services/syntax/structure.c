@@ -350,6 +350,15 @@ int syntax_document_indent(syntax_service *self, const char *document_id, size_t
     return 0;
 }
 
+int syntax_newline_indent(void *ctx, const char *document_id, size_t line, char **out)
+{
+    *out = NULL;
+    syntax_doc_view v;
+    if (syntax_document_view(ctx, document_id, &v, NULL) < 0 || !v.grammar || !v.tree)
+        return 0;
+    return syntax_document_indent(ctx, document_id, line, out, NULL) == 0 ? 1 : 0;
+}
+
 /* ----- symbols ---------------------------------------------------------------------------------- */
 
 /* The tags queries of each grammar, concatenated in order (typescript's

@@ -72,10 +72,8 @@ void syntax_render_line(syntax_color_fn color, void *color_ctx, const char *line
     size_t *starts = xmalloc(2 * raw->count * sizeof *starts), *ends = starts + raw->count;
     syntax_tokens_to_columns(line, len, raw->tokens, raw->count, enc, starts, ends);
     for (size_t i = 0; i < raw->count; i++) {
-        uint32_t nlen;
         const syntax_grammar *g = raw->tokens[i].grammar;
-        out->tokens[i] = (syntax_token){starts[i], ends[i],
-                                        ts_query_capture_name_for_id(g->query, raw->tokens[i].capture, &nlen),
+        out->tokens[i] = (syntax_token){starts[i], ends[i], g->capture_scopes[raw->tokens[i].capture],
                                         color(color_ctx, g, raw->tokens[i].capture)};
     }
     free(starts);
@@ -160,8 +158,7 @@ static const char *job_color(void *ctx, const syntax_grammar *g, uint32_t captur
         *gc = (grammar_colors){g, xcalloc(n ? n : 1, sizeof *gc->color), xcalloc(n ? n : 1, sizeof *gc->known)};
     }
     if (!gc->known[capture]) {
-        uint32_t len;
-        gc->color[capture] = theme_color(c->theme, ts_query_capture_name_for_id(g->query, capture, &len));
+        gc->color[capture] = theme_color(c->theme, g->capture_scopes[capture]);
         gc->known[capture] = true;
     }
     return gc->color[capture];

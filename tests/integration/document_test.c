@@ -83,7 +83,8 @@ static void test_language_map(void **state)
         {"sh", "bash"},       {"bash", "bash"},           {"zsh", "bash"},      {"yml", "yaml"},
         {"yaml", "yaml"},     {"toml", "toml"},           {"xml", "xml"},       {"svg", "xml"},
         {"sql", "sql"},       {"graphql", "graphql"},     {"gql", "graphql"},   {"txt", "plaintext"},
-        {"kt", "plaintext"},
+        {"kt", "kotlin"},     {"cs", "csharp"},           {"zig", "zig"},       {"ex", "elixir"},
+        {"mk", "makefile"},   {"php", "php"},             {"lua", "lua"},       {"bak", "plaintext"},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         char *r = ok(f->c, "document/open", "{\"uri\":\"memory://dir/file%zu.%s\",\"content\":\"\"}", i, pairs[i][0]);
@@ -91,6 +92,12 @@ static void test_language_map(void **state)
         free(r);
     }
     char *r = ok(f->c, "document/open", "{\"uri\":\"memory://Makefile\",\"content\":\"\"}");
+    expect_str(r, "info.languageId", "makefile");
+    free(r);
+    r = ok(f->c, "document/open", "{\"uri\":\"memory://dir/Dockerfile\",\"content\":\"\"}");
+    expect_str(r, "info.languageId", "dockerfile");
+    free(r);
+    r = ok(f->c, "document/open", "{\"uri\":\"memory://dir/README\",\"content\":\"\"}");
     expect_str(r, "info.languageId", "plaintext");
     free(r);
 }

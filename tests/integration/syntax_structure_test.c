@@ -415,6 +415,60 @@ static void test_indent(void **state)
     free(id);
 }
 
+/* Enter at the caret (document/newline), then the document's text. */
+static char *newline_at(fx *f, const char *id, int line, int column)
+{
+    char params[256];
+    snprintf(params, sizeof params,
+             "{\"documentId\":\"%s\",\"cursors\":[{\"position\":{\"line\":%d,\"column\":%d}}]}", id, line, column);
+    free(call(f, 0, "document/setCursors", params));
+    snprintf(params, sizeof params, "{\"documentId\":\"%s\"}", id);
+    free(call(f, 0, "document/newline", params));
+    char *out = call(f, 0, "document/content", params);
+    char *content = string_at(out, "content");
+    free(out);
+    return content;
+}
+
+/* document/newline takes its indent from the syntax service where the
+ * document has a grammar and a tree, and keeps its own rule elsewhere. */
+static void test_newline_indents_from_the_syntax_service(void **state)
+{
+    fx *f = *state;
+    char *id = open_parsed(f, "file:///tmp/structure-n.c", "int f(int x) {\n  if (x) {\n}\n");
+    char *content = newline_at(f, id, 1, 10);
+    assert_string_equal(content, "int f(int x) {\n  if (x) {\n    \n}\n");
+    free(content);
+    free(id);
+
+    /* On the blank line after `return x` the new line takes the indent of
+     * the last line with text, as syntax/indent says; the document's own
+     * rule would keep the blank line's (none). */
+    id = open_parsed(f, "file:///tmp/structure-n.py", "def f(x):\n    return x\n\n");
+    char *indent = indent_after(f, id, 2);
+    content = newline_at(f, id, 2, 0);
+    char want[128];
+    snprintf(want, sizeof want, "def f(x):\n    return x\n\n%s\n", indent);
+    assert_string_equal(indent, "    ");
+    assert_string_equal(content, want);
+    free(content);
+    free(indent);
+
+    /* With text after the caret the line is not judged whole: the
+     * document's rule applies (here: the indent of `return x`'s line). */
+    content = newline_at(f, id, 1, 10);
+    assert_string_equal(content, "def f(x):\n    return\n     x\n\n    \n");
+    free(content);
+    free(id);
+
+    /* Without a grammar: the document's rule, one level after ':' */
+    id = open_parsed(f, "file:///tmp/structure-n.txt", "note:\n");
+    content = newline_at(f, id, 0, 5);
+    assert_string_equal(content, "note:\n    \n");
+    free(content);
+    free(id);
+}
+
 /* ----- symbols ------------------------------------------------------------------------------- */
 
 static const char py_file[] = "import os\n"             /* 0 */
@@ -580,6 +634,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_selection_bounds_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_selection_depth_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_indent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newline_indents_from_the_syntax_service, setup, teardown),
         cmocka_unit_test_setup_teardown(test_python_symbols, setup, teardown),
         cmocka_unit_test_setup_teardown(test_c_and_typescript_symbols, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plain_documents_and_unknown_ids, setup, teardown),

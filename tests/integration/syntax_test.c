@@ -137,7 +137,7 @@ static const sample samples[] = {
     {"go", "package main\nfunc main() {}\n", 1, "func", "keyword"},
     {"bash", "echo hi # c\n", 0, "# c", "comment"},
     {"shellscript", "if true; then echo; fi\n", 0, "if", "keyword"},
-    {"markdown", "# Title\n\ntext\n", 0, "Title", "text.title"},
+    {"markdown", "# Title\n\ntext\n", 0, "Title", "markup.heading"},
     {"html", "<p class=\"a\">x</p>\n", 0, "p", "tag"},
     {"css", "a { color: red; }\n", 0, "color", "property"},
     {"java", "class A { void f() {} }\n", 0, "class", "keyword"},
@@ -146,6 +146,31 @@ static const sample samples[] = {
     {"lua", "print(1)\nprinter(1)\n", 1, "printer", "function.call"},  /* ... and not for others */
     {"yaml", "a: 1\n", 0, "1", "number"},
     {"toml", "[a]\nb = true\n", 1, "true", "boolean"},
+    {"php", "<?php\n// note\nif ($a) { echo \"hi\"; }\n", 2, "if", "keyword"},
+    {"php", "<?php\n// note\nif ($a) { echo \"hi\"; }\n", 2, "\"hi\"", "string"},
+    {"php", "<?php\n// note\nif ($a) { echo \"hi\"; }\n", 1, "// note", "comment"},
+    {"ruby", "# note\ndef f\n  \"hi\"\nend\n", 1, "def", "keyword"},
+    {"ruby", "# note\ndef f\n  \"hi\"\nend\n", 2, "\"hi\"", "string"},
+    {"ruby", "# note\ndef f\n  \"hi\"\nend\n", 0, "# note", "comment"},
+    {"csharp", "// note\nclass A { string s = \"hi\"; }\n", 1, "class", "keyword"},
+    {"csharp", "// note\nclass A { string s = \"hi\"; }\n", 1, "\"hi\"", "string"},
+    {"csharp", "// note\nclass A { string s = \"hi\"; }\n", 0, "// note", "comment"},
+    {"sql", "-- note\nSELECT 'hi' FROM t;\n", 1, "SELECT", "keyword"},
+    {"sql", "-- note\nSELECT 'hi' FROM t;\n", 1, "'hi'", "string"},
+    {"sql", "-- note\nSELECT 'hi' FROM t;\n", 0, "-- note", "comment"},
+    {"makefile", "# note\nifdef X\nA = \"hi\"\nendif\n", 1, "ifdef", "keyword"},
+    {"makefile", "# note\nifdef X\nA = \"hi\"\nendif\n", 0, "# note", "comment"},
+    {"kotlin", "// note\nfun f() = \"hi\"\n", 1, "fun", "keyword.function"},
+    {"kotlin", "// note\nfun f() = \"hi\"\n", 1, "\"hi\"", "string"},
+    {"kotlin", "// note\nfun f() = \"hi\"\n", 0, "// note", "comment"},
+    {"zig", "// note\nconst s = \"hi\";\n", 1, "const", "keyword"},
+    {"zig", "// note\nconst s = \"hi\";\n", 1, "\"hi\"", "string"},
+    {"zig", "// note\nconst s = \"hi\";\n", 0, "// note", "comment"},
+    {"zig", "const MAX = 1;\nconst low = MAX;\n", 1, "MAX", "constant"}, /* #lua-match? */
+    {"zig", "const MAX = 1;\nconst low = MAX;\n", 1, "low", "variable"},  /* ... and not for others */
+    {"elixir", "# note\ndef f, do: \"hi\"\n", 1, "def", "keyword"},
+    {"elixir", "# note\ndef f, do: \"hi\"\n", 1, "\"hi\"", "string"},
+    {"elixir", "# note\ndef f, do: \"hi\"\n", 0, "# note", "comment"},
 };
 
 static void test_each_language_highlights_its_sample(void **state)
@@ -268,7 +293,7 @@ static void test_negotiated_encodings(void **state)
 static void test_unsupported_language_is_plaintext(void **state)
 {
     fx *f = *state;
-    char *out = call(f, 0, "syntax/highlight", "{\"languageId\":\"ruby\",\"content\":\"puts 1\"}");
+    char *out = call(f, 0, "syntax/highlight", "{\"languageId\":\"swift\",\"content\":\"let x = 1\"}");
     assert_string_equal(out, "{\"lines\":[],\"languageId\":\"plaintext\",\"timing\":0}");
     free(out);
     out = call(f, 0, "syntax/highlight", "{\"languageId\":\"klingon\",\"content\":\"x\"}");
@@ -353,7 +378,9 @@ static void test_languages_and_detection(void **state)
     char *out = call(f, 0, "syntax/languages", "{}");
     assert_non_null(strstr(out, "\"typescriptreact\""));
     assert_non_null(strstr(out, "\"c\""));
-    assert_null(strstr(out, "\"ruby\""));
+    assert_non_null(strstr(out, "\"ruby\""));
+    assert_non_null(strstr(out, "\"makefile\""));
+    assert_null(strstr(out, "\"swift\""));
     free(out);
     out = call(f, 0, "syntax/isSupported", "{\"languageId\":\"rust\"}");
     assert_string_equal(out, "{\"supported\":true}");
@@ -377,6 +404,12 @@ static void test_languages_and_detection(void **state)
     assert_string_equal(out, "{\"languageId\":null}");
     free(out);
     out = call(f, 0, "syntax/detectLanguage", "{\"filePath\":\"/a/Makefile\"}");
+    assert_string_equal(out, "{\"languageId\":\"makefile\"}");
+    free(out);
+    out = call(f, 0, "syntax/detectLanguage", "{\"filePath\":\"/a/build.zig\"}");
+    assert_string_equal(out, "{\"languageId\":\"zig\"}");
+    free(out);
+    out = call(f, 0, "syntax/detectLanguage", "{\"filePath\":\"/a/Makefile.bak\"}");
     assert_string_equal(out, "{\"languageId\":null}");
     free(out);
 }
@@ -787,7 +820,7 @@ static void test_markdown_fences_are_injected(void **state)
     char *out = highlight_as(f, "markdown",
                              "\"# Title\\n```c\\nint main(void) { return 0; }\\n```\\ntext\\n```python\\n"
                              "def f(x):\\n    return None\\n```\\n\"");
-    expect_token(out, content, 0, "Title", "text.title");
+    expect_token(out, content, 0, "Title", "markup.heading");
     expect_token(out, content, 1, "```", "punctuation.delimiter");
     expect_token(out, content, 2, "int", "type");
     expect_token(out, content, 2, "main", "function");
@@ -829,12 +862,51 @@ static void test_markdown_inline(void **state)
     const char *content = "Some *stress* and `code` and [a link](https://example.com).\n";
     char *out = highlight_as(f, "markdown",
                              "\"Some *stress* and `code` and [a link](https://example.com).\\n\"");
-    expect_token(out, content, 0, "stress", "text.emphasis");
+    expect_token(out, content, 0, "stress", "markup.italic");
     expect_token(out, content, 0, "*", "punctuation.delimiter");
-    expect_token(out, content, 0, "code", "text.literal");
+    expect_token(out, content, 0, "code", "markup.raw");
     expect_token(out, content, 0, "`", "punctuation.delimiter");
-    expect_token(out, content, 0, "a link", "text.reference");
-    expect_token(out, content, 0, "https://example.com", "text.uri");
+    expect_token(out, content, 0, "a link", "markup.link");
+    expect_token(out, content, 0, "https://example.com", "markup.link.url");
+    free(out);
+}
+
+/* Markdown's text itself is coloured, not only its markers: the heading's
+ * words, strong text, link text and code spans carry the markup.* scopes
+ * the themes colour, and a colour. */
+static void test_markdown_text_is_coloured(void **state)
+{
+    fx *f = *state;
+    const char *content = "# Big title\n\nSee **this** and [the docs](https://example.com) and `x = 1`.\n";
+    char *out = highlight_as(f, "markdown",
+                             "\"# Big title\\n\\nSee **this** and [the docs](https://example.com) and `x = 1`.\\n\"");
+    expect_token(out, content, 0, "Big title", "markup.heading");
+    expect_token(out, content, 2, "this", "markup.bold");
+    expect_token(out, content, 2, "the docs", "markup.link");
+    expect_token(out, content, 2, "https://example.com", "markup.link.url");
+    expect_token(out, content, 2, "x = 1", "markup.raw");
+    static const char *const scopes[] = {"markup.heading", "markup.bold", "markup.link", "markup.link.url",
+                                         "markup.raw"};
+    for (size_t s = 0; s < sizeof scopes / sizeof scopes[0]; s++) {
+        bool coloured = false;
+        for (int line = 0; line <= 2 && !coloured; line++) {
+            char path[64];
+            snprintf(path, sizeof path, "lines[%d]", line);
+            long n = test_json_length(out, path);
+            for (long i = 0; i < n && !coloured; i++) {
+                char key[96];
+                snprintf(key, sizeof key, "lines[%d][%ld].scope", line, i);
+                char *scope = test_json_string(out, key);
+                snprintf(key, sizeof key, "lines[%d][%ld].color", line, i);
+                char *color = test_json_string(out, key);
+                coloured = scope && strcmp(scope, scopes[s]) == 0 && color && color[0] == '#';
+                free(scope);
+                free(color);
+            }
+        }
+        if (!coloured)
+            fail_msg("no colour on @%s: %s", scopes[s], out);
+    }
     free(out);
 }
 
@@ -1086,6 +1158,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_markdown_fences_are_injected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_html_script_and_style_are_injected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_markdown_inline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_markdown_text_is_coloured, setup, teardown),
         cmocka_unit_test_setup_teardown(test_edit_inside_a_fence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_viewport_tokens_are_document_tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(test_highlight_answer_is_session_tokens, setup, teardown),

@@ -637,8 +637,8 @@ static void test_text_highlight(void **state)
     assert_int_equal(m.parse_count, 0);
 
     outcome plain = {.svc = f->syntax};
-    syntax_highlight_args ruby = {.language_id = "ruby", .content = "x = 1\ny = 2", .content_len = 11};
-    syntax_highlight_start(f->syntax, &ruby, got_highlight, &plain);
+    syntax_highlight_args swift = {.language_id = "swift", .content = "x = 1\ny = 2", .content_len = 11};
+    syntax_highlight_start(f->syntax, &swift, got_highlight, &plain);
     wait_outcome(f, &plain);
     assert_int_equal(plain.status, 0);
     assert_string_equal(plain.language, "plaintext");
