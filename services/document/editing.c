@@ -315,7 +315,7 @@ static bool rest_is_blank(const piece_tree *t, size_t p)
         return false;
     for (; p < end; p++) {
         char b = piece_tree_byte_at(t, p);
-        if (b != ' ' && b != '	' && b != '')
+        if (b != ' ' && b != '\t' && b != '\r')
             return false;
     }
     return true;
