@@ -103,11 +103,11 @@ void doc_adapter_reply_error(ecp_call *call, int status, const ecp_error *err)
 
 /* EditResult: a document-level refusal is a result, not an error; bad
  * positions and bad params are errors. */
-void doc_adapter_reply_edit(ecp_call *call, int status, uint64_t version, const ecp_error *err)
+json_writer *doc_adapter_edit_result_begin(ecp_call *call, int status, uint64_t version, const ecp_error *err)
 {
     if (status == ECP_ERANGE || status == ECP_EINVAL) {
         doc_adapter_reply_error(call, status, err);
-        return;
+        return NULL;
     }
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
@@ -115,8 +115,28 @@ void doc_adapter_reply_edit(ecp_call *call, int status, uint64_t version, const 
     jw_key_int(w, "version", (int64_t)version);
     if (status != 0)
         jw_key_string(w, "error", err->message);
+    return w;
+}
+
+void doc_adapter_reply_edit(ecp_call *call, int status, uint64_t version, const ecp_error *err)
+{
+    json_writer *w = doc_adapter_edit_result_begin(call, status, version, err);
+    if (!w)
+        return;
     jw_object_end(w);
     ecp_call_finish(call);
+}
+
+void doc_adapter_write_caller_cursors(doc_adapter *ad, ecp_call *call, json_writer *w, const char *id)
+{
+    document_cursor *list = NULL;
+    size_t count = 0;
+    jw_key(w, "cursors");
+    if (document_get_cursors(ad->svc, id, ecp_call_client(call), ecp_call_encoding(call), &list, &count, NULL) == 0)
+        doc_adapter_write_cursors(w, list, count);
+    else
+        doc_adapter_write_cursors(w, NULL, 0);
+    free(list);
 }
 
 /* ----- params --------------------------------------------------------------------------- */

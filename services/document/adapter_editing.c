@@ -12,26 +12,11 @@
 static void reply_command(doc_adapter *ad, ecp_call *call, const char *id, int status, uint64_t version,
                           const ecp_error *err)
 {
-    if (status == ECP_ERANGE || status == ECP_EINVAL) {
-        doc_adapter_reply_error(call, status, err);
+    json_writer *w = doc_adapter_edit_result_begin(call, status, version, err);
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_bool(w, "success", status == 0);
-    jw_key_int(w, "version", (int64_t)version);
-    if (status != 0) {
-        jw_key_string(w, "error", err->message);
-    } else {
-        document_cursor *list = NULL;
-        size_t count = 0;
-        jw_key(w, "cursors");
-        if (document_get_cursors(ad->svc, id, ecp_call_client(call), ecp_call_encoding(call), &list, &count, NULL) == 0)
-            doc_adapter_write_cursors(w, list, count);
-        else
-            doc_adapter_write_cursors(w, NULL, 0);
-        free(list);
-    }
+    if (status == 0)
+        doc_adapter_write_caller_cursors(ad, call, w, id);
     jw_object_end(w);
     ecp_call_finish(call);
 }
@@ -239,27 +224,12 @@ void doc_method_replace_matches(void *ctx, ecp_call *call)
     size_t replaced = 0;
     int rc = document_replace_matches(ad->svc, id.ptr, ecp_call_client(call), &o, replacement.ptr, replacement.len, all,
                                       ecp_call_encoding(call), &version, &replaced, &err);
-    if (rc == ECP_ERANGE || rc == ECP_EINVAL) {
-        doc_adapter_reply_error(call, rc, &err);
+    json_writer *w = doc_adapter_edit_result_begin(call, rc, version, &err);
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_bool(w, "success", rc == 0);
-    jw_key_int(w, "version", (int64_t)version);
-    if (rc != 0) {
-        jw_key_string(w, "error", err.message);
-    } else {
+    if (rc == 0) {
         jw_key_int(w, "replaced", (int64_t)replaced);
-        document_cursor *list = NULL;
-        size_t count = 0;
-        jw_key(w, "cursors");
-        if (document_get_cursors(ad->svc, id.ptr, ecp_call_client(call), ecp_call_encoding(call), &list, &count,
-                                 NULL) == 0)
-            doc_adapter_write_cursors(w, list, count);
-        else
-            doc_adapter_write_cursors(w, NULL, 0);
-        free(list);
+        doc_adapter_write_caller_cursors(ad, call, w, id.ptr);
     }
     jw_object_end(w);
     ecp_call_finish(call);

@@ -37,6 +37,11 @@ void doc_adapter_write_position(json_writer *w, size_t line, size_t column);
 void doc_adapter_write_cursors(json_writer *w, const document_cursor *list, size_t count);
 void doc_adapter_reply_error(ecp_call *call, int status, const ecp_error *err);
 void doc_adapter_reply_edit(ecp_call *call, int status, uint64_t version, const ecp_error *err);
+/* The same, left open for more members: NULL when the call was answered
+ * with an error instead; otherwise close the object and finish the call. */
+json_writer *doc_adapter_edit_result_begin(ecp_call *call, int status, uint64_t version, const ecp_error *err);
+/* "cursors": the caller's cursors in document id, in its encoding. */
+void doc_adapter_write_caller_cursors(doc_adapter *ad, ecp_call *call, json_writer *w, const char *id);
 bool doc_adapter_arg_doc(ecp_call *call, ecp_str *id);
 bool doc_adapter_arg_doc_info(doc_adapter *ad, ecp_call *call, ecp_str *id, document_info *info);
 bool doc_adapter_arg_position(ecp_call *call, json_ref obj, const char *name, document_position *out);
