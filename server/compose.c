@@ -187,7 +187,8 @@ int server_services_start(server_services *self, const server_env *env, ecp_erro
 
     agent_service_options ao = {
         .loop = env->loop, .log = env->log, .pool = env->pool, .store = self->store, .documents = self->document,
-        .files = self->file, .session = self->session, .lsp = self->lsp, .workspace = env->workspace,
+        .files = self->file, .session = self->session, .lsp = self->lsp, .git = self->git,
+        .workspace = env->workspace,
     };
     self->agent = agent_service_new(&ao, err);
     if (!self->agent)

@@ -57,6 +57,7 @@ typedef struct agent_service_options {
     struct file_service *files;          /* required; borrowed */
     struct session_service *session;     /* may be NULL (no settings: the defaults) */
     struct lsp_service *lsp;             /* may be NULL (the diagnostics tool then says so) */
+    struct gitsvc *git;                  /* may be NULL (the git tool then says so) */
     const char *workspace;               /* may be NULL: then every tool with a path refuses */
 } agent_service_options;
 

@@ -40,9 +40,10 @@ struct agent_service {
     struct file_service *files;
     struct session_service *session;
     struct lsp_service *lsp;
+    struct gitsvc *git;
     ecp_job_set *jobs;
     char *workspace;
-    llm_client *llm;
+    llm_client *llm; /* NULL until the first request to a model or an MCP server over HTTP */
     ecp_listeners listeners;
     chat *chats;      /* newest first */
     bool streams_paused; /* agent_pause_streams */
@@ -95,6 +96,11 @@ void mcp_need(agent_service *svc);
 bool mcp_starting(agent_service *svc);
 /* A server stopped starting (local.c): prompts waiting for the setting's servers go on once none starts. */
 void agent__mcp_settled(agent_service *svc);
+
+/* The HTTP client of models and MCP servers, made at its first use: starting
+ * libcurl loads TLS and reads the CA store, which a server that never talks
+ * to a model should not pay for at start. */
+llm_client *agent__llm(agent_service *svc);
 
 /* A new random id in the form of a version 4 UUID (a chat's, an ACP
  * session's); the caller frees it. */

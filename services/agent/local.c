@@ -662,7 +662,7 @@ static void send_request(chat *c)
 {
     buf body = BUF_INIT;
     request_body(c, &body);
-    c->request = llm_request_start(c->svc->llm, &c->endpoint, body.data, &llm_cb, c);
+    c->request = llm_request_start(agent__llm(c->svc), &c->endpoint, body.data, &llm_cb, c);
     buf_free(&body);
     if (c->request && c->svc->streams_paused)
         llm_request_pause(c->request, true);
@@ -1385,6 +1385,13 @@ static void setting_changed(void *ctx, const char *key, const char *value_json)
 
 static const session_listener settings_listener = {.on_setting = setting_changed};
 
+llm_client *agent__llm(agent_service *svc)
+{
+    if (!svc->llm)
+        svc->llm = llm_client_new(svc->loop);
+    return svc->llm;
+}
+
 agent_service *agent_service_new(const agent_service_options *o, ecp_error *err)
 {
     (void)err;
@@ -1396,10 +1403,10 @@ agent_service *agent_service_new(const agent_service_options *o, ecp_error *err)
     svc->files = o->files;
     svc->session = o->session;
     svc->lsp = o->lsp;
+    svc->git = o->git;
     svc->jobs = ecp_job_set_new(o->pool);
     svc->chat_ids = ecp_map_new();
     svc->workspace = o->workspace ? xstrdup(o->workspace) : NULL;
-    svc->llm = llm_client_new(o->loop);
     load_op *op = xcalloc(1, sizeof *op);
     op->svc = svc;
     store_submit(svc->store, &load_type, op);

@@ -478,7 +478,7 @@ static void post_message(mcp_server *s, const char *data, size_t len, int64_t id
     buf body = BUF_INIT;
     buf_append(&body, data, len);
     llm_endpoint ep = {.api = LLM_API_JSONRPC, .url = s->url, .headers = headers};
-    p->request = llm_request_start(s->svc->llm, &ep, body.data, &post_callbacks, p);
+    p->request = llm_request_start(agent__llm(s->svc), &ep, body.data, &post_callbacks, p);
     free(headers);
     buf_free(&session);
     buf_free(&body);

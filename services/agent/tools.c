@@ -1235,6 +1235,8 @@ tool_run *tool_start(agent_service *svc, const tool_plan *plan, const char *argu
         type = &list_type;
     } else if (strcmp(name, "git") == 0) {
         r->kind = RUN_GIT;
+        if (svc->git) /* without it (a server made without git), libgit2's own error answers */
+            gitsvc_start_libgit2(svc->git);
         r->operation = dup_arg(&d, "operation", &a, NULL);
         r->workspace = xstrdup(svc->workspace);
         json_ref staged = json_get(&d, json_root(&d), "staged");

@@ -138,6 +138,7 @@ static void start_diff(gitsvc *self, gitsvc__doc *d)
     j->id = xstrdup(d->id);
     j->snap = snap;
     arena_init(&j->mem);
+    gitsvc_start_libgit2(self);
     d->job = ecp_job_new(self->jobs, &doc_type, j);
     ecp_job_start(d->job, 1);
 }

@@ -124,10 +124,17 @@ typedef struct gitsvc_error {
  * which the service follows from now on; session (may be NULL: then HTTP(S)
  * remotes get no credentials and transfers the default deadline) holds the
  * tokens of remotes and the settings the service follows. All are borrowed
- * and must outlive the service. Initialises libgit2. NULL only when out of
- * memory or when libgit2 cannot start. */
+ * and must outlive the service. NULL only when out of memory. libgit2 starts
+ * before the service's first job (see gitsvc_start_libgit2). */
 gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files, struct document_service *documents,
                    struct session_service *session);
+
+/* Starts libgit2 once, on the loop. The service does so before its first
+ * job; code that calls this interface's blocking functions on jobs of its
+ * own (gitsvc_repo_open and what follows) calls it first. Starting it parses
+ * the system's CA bundle (15-20 ms), so a server never asked about git never
+ * pays for it. */
+void gitsvc_start_libgit2(gitsvc *self);
 
 /* Closes the service's jobs (cancelling what can stop, waiting for what is
  * on a thread, calling nobody back), removes its watches, drops its

@@ -41,7 +41,9 @@ struct gitsvc {
     struct session_service *session; /* borrowed, may be NULL: the secrets of remotes and the settings */
     gitsvc__load *loads;             /* tokens being read from it (credentials.c) */
     uint64_t transfer_timeout_ms;    /* git.networkTimeoutMs, followed through the session's listener */
+    bool libgit2_started;            /* gitsvc_start_libgit2 has run */
 };
+
 
 /* A repository the service has seen: its watches and its cached status. */
 struct gitsvc__known {

@@ -48,13 +48,9 @@ static const session_listener settings_listener = {.on_setting = setting_changed
 gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files, struct document_service *documents,
                    struct session_service *session)
 {
-    if (git_libgit2_init() < 0)
-        return NULL;
     gitsvc *self = calloc(1, sizeof *self);
-    if (!self) {
-        git_libgit2_shutdown();
+    if (!self)
         return NULL;
-    }
     self->pool = pool;
     self->log = log;
     self->files = files;
@@ -67,6 +63,17 @@ gitsvc *gitsvc_new(ecp_pool *pool, ecp_logger *log, struct file_service *files, 
         session_subscribe(session, &settings_listener, self);
     gitsvc__documents_follow(self);
     return self;
+}
+
+void gitsvc_start_libgit2(gitsvc *self)
+{
+    if (self->libgit2_started)
+        return;
+    /* It fails only when out of memory; the job's own libgit2 calls then
+     * fail with their errors, so nothing more is needed here. */
+    if (git_libgit2_init() < 0 && self->log)
+        ecp_log(self->log, ECP_LOG_ERROR, "git: libgit2 could not start");
+    self->libgit2_started = true;
 }
 
 static void known_free(gitsvc__known *k)
@@ -105,7 +112,7 @@ void gitsvc_free(gitsvc *self)
     }
     ecp_listeners_free(&self->listeners);
     free(self);
-    /* libgit2 is left initialised (its init counts references, so a second
+    /* libgit2 is left initialised when a job started it (its init counts references, so a second
      * service only adds one): it keeps an error record per thread that only
      * the thread's exit frees, and the pool's threads outlive the service.
      * Shutting libgit2 down under them would strand those records at every
@@ -543,6 +550,7 @@ ecp_job *gitsvc_status_start(gitsvc *self, const gitsvc_status_args *args, gitsv
     atomic_init(&j->next_part, 0);
     atomic_init(&j->items_left, GITSVC_STATUS_ITEMS);
     buf_init(&j->json);
+    gitsvc_start_libgit2(self);
     ecp_job *job = ecp_job_new(self->jobs, &status_type, j);
     if (args->where.serve)
         ecp_job_serve(job, args->where.serve);
@@ -619,5 +627,6 @@ ecp_job *gitsvc_document_changes_start(gitsvc *self, const char *document_id, ec
     }
     changes_job j = {.snap = snap, .cb = cb, .ctx = ctx};
     arena_init(&j.mem);
+    gitsvc_start_libgit2(self);
     return ecp_job_run(self->jobs, &changes_kind, &j, sizeof j, serve);
 }

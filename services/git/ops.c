@@ -403,6 +403,7 @@ static char *copy(const char *s)
 /* The job of j (which it copies and frees), serving the call, not started. */
 static ecp_job *op_job_new(op_job *j, const gitsvc_where *where)
 {
+    gitsvc_start_libgit2(j->svc);
     ecp_job *job = ecp_job_prepare(j->svc->jobs, &op_kinds[j->kind], j, sizeof *j);
     free(j);
     if (where->serve)
