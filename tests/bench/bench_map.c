@@ -1,10 +1,10 @@
-/* B16: finding a key among n, in an ecp_map against the walk it replaces.
+/* B18: finding a key among n, in an ecp_map against the walk it replaces.
  *
  * For n = 100, 1,000, 10,000 and 100,000 document-like keys, times a find of
  * every key in the map and in a plain array compared one by one (the walk
  * is timed on a sample when n is large: it is the slow side). Prints:
  *
- *   B16 keys=N map_ns_per_find=... walk_ns_per_find=...
+ *   B18 keys=N map_ns_per_find=... walk_ns_per_find=...
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -53,7 +53,7 @@ int main(void)
         double walk_ns = (now_ns() - t0) / (double)sample;
         if (found != 10 * n + sample)
             return 1;
-        printf("B16 keys=%zu map_ns_per_find=%.0f walk_ns_per_find=%.0f\n", n, map_ns, walk_ns);
+        printf("B18 keys=%zu map_ns_per_find=%.0f walk_ns_per_find=%.0f\n", n, map_ns, walk_ns);
         for (size_t i = 0; i < n; i++)
             free(keys[i]);
         free(keys);

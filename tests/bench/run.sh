@@ -34,7 +34,8 @@ b=build-bench
   if [ -z "$selected" ] || want B13; then "$b/services/file/bench_grep"; fi
   if [ -z "$selected" ] || want B14; then /usr/bin/python3 tests/bench/bench_tui.py "$b/clients/tui/ecp-tui"; fi
   if [ -z "$selected" ] || want B15; then /usr/bin/python3 tests/bench/bench_lookup.py "$b/server/ecpd"; fi
-  if [ -z "$selected" ] || want B16; then "$b/tests/bench/bench_map"; fi
+  if [ -z "$selected" ] || want B16; then sh tests/bench/bench_start.sh "$b/server/ecpd"; fi
+  if [ -z "$selected" ] || want B18; then "$b/tests/bench/bench_map"; fi
 } | tee "$out"
 
 echo
