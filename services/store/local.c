@@ -43,6 +43,7 @@ struct store {
     bool persistent;
     int schema_version;
     sqlite3 *db;
+    int busy_ms;
 
     uv_thread_t thread;
     uv_mutex_t lock;
@@ -148,6 +149,45 @@ static void run_op(store *self, store_op *op)
         sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+/* Deleted rows leave their pages free inside the file, and a hot-exit row is
+ * a whole document's text: without this, the file keeps the size of the
+ * largest unsaved text it ever held. When the queue runs dry and more than
+ * this many pages are free, they go back to the file system. */
+#define STORE_FREE_PAGES_KEPT 256
+
+static int pragma_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    int value = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        value = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return value;
+}
+
+/* On the store's thread, between ops. A file made before incremental vacuum
+ * was turned on is rewritten once (VACUUM) to turn it on. Nothing here waits
+ * for another server: a checkpoint or VACUUM that would is left for a later
+ * idle moment. */
+static void give_back_free_pages(store *self)
+{
+    if (!self->persistent || pragma_int(self->db, "PRAGMA freelist_count") <= STORE_FREE_PAGES_KEPT)
+        return;
+    sqlite3_busy_timeout(self->db, 0);
+    if (pragma_int(self->db, "PRAGMA auto_vacuum") != 2) {
+        sqlite3_exec(self->db, "PRAGMA auto_vacuum = INCREMENTAL", NULL, NULL, NULL);
+        sqlite3_exec(self->db, "VACUUM", NULL, NULL, NULL);
+    } else {
+        sqlite3_exec(self->db, "PRAGMA incremental_vacuum", NULL, NULL, NULL);
+    }
+    /* The freed pages leave the main file only when the WAL is copied back;
+     * TRUNCATE also empties the WAL, which a big row had grown. */
+    sqlite3_wal_checkpoint_v2(self->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    sqlite3_busy_timeout(self->db, self->busy_ms);
+}
+
 static void thread_main(void *arg)
 {
     store *self = arg;
@@ -169,6 +209,11 @@ static void thread_main(void *arg)
             ecp_log(self->log, ECP_LOG_ERROR, "store: %s failed: %s", op->type->name, op->err.message);
 
         uv_mutex_lock(&self->lock);
+        if (!self->queue.head) {
+            uv_mutex_unlock(&self->lock);
+            give_back_free_pages(self);
+            uv_mutex_lock(&self->lock);
+        }
         self->busy = false;
         list_push(&self->ran, op);
         if (!self->queue.head)
@@ -301,6 +346,12 @@ static int configure(sqlite3 *db, int busy_ms, bool wal, ecp_error *err)
         return status;
     if (!wal)
         return 0;
+    /* A new file gives freed pages back (give_back_free_pages); on an existing
+     * one this does nothing until its first VACUUM. The WAL is cut back to
+     * 4 MiB whenever it restarts, however big one row made it. */
+    if ((status = store_exec(db, "PRAGMA auto_vacuum = INCREMENTAL", err)) < 0 ||
+        (status = store_exec(db, "PRAGMA journal_size_limit = 4194304", err)) < 0)
+        return status;
     /* Switching a new file to WAL takes an exclusive lock, and SQLite answers
      * SQLITE_BUSY at once instead of calling the busy handler while another
      * process does the same; without a retry, one of two servers started
@@ -693,6 +744,7 @@ store *store_open(uv_loop_t *loop, ecp_logger *log, const store_options *options
     buf_appendf(&path, "%s/state.db", options->data_dir);
     self->path = buf_detach(&path);
     int busy_ms = options->busy_timeout_ms > 0 ? options->busy_timeout_ms : STORE_BUSY_TIMEOUT_MS;
+    self->busy_ms = busy_ms;
 
     ecp_error why = {0};
     if (!options->memory_only) {

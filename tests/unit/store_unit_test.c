@@ -195,6 +195,43 @@ static void expect_file_pragma(const char *path, const char *pragma, const char 
     sqlite3_close(db);
 }
 
+typedef struct sql_op {
+    const char *sql;
+} sql_op;
+
+static int sql_work(sqlite3 *db, void *data, ecp_error *err) { return store_exec(db, ((sql_op *)data)->sql, err); }
+
+static void sql_done(void *data, int status, const ecp_error *err)
+{
+    (void)data;
+    (void)err;
+    assert_int_equal(status, 0);
+}
+
+static const store_op_type sql_type = {.name = "test.sql", .transaction = true, .work = sql_work, .done = sql_done};
+
+static void run_sql(store *s, const char *sql)
+{
+    sql_op *op = calloc(1, sizeof *op);
+    op->sql = sql;
+    store_submit(s, &sql_type, op);
+    store_flush(s);
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : 0;
+}
+
+/* The database file and its WAL, in bytes. */
+static off_t store_bytes(fixture *f)
+{
+    char wal[160];
+    snprintf(wal, sizeof wal, "%s-wal", f->path);
+    return file_size(f->path) + file_size(wal);
+}
+
 /* ----- tests ----------------------------------------------------------------------------------- */
 
 static void test_open_creates_a_private_migrated_database(void **state)
@@ -477,6 +514,45 @@ static void fail_done(void *data, int status, const ecp_error *err)
 
 static const store_op_type fail_type = {.name = "test.fail", .transaction = true, .work = fail_work, .done = fail_done};
 
+/* A hot-exit row holds a whole document's text; once it is deleted (the
+ * document was saved), the file must not keep its size. */
+static void test_a_deleted_big_row_gives_its_space_back(void **state)
+{
+    fixture *f = *state;
+    store *s = open_store(f, 0);
+    run_sql(s, "INSERT INTO settings (key, value) VALUES ('big', CAST(zeroblob(20000000) AS TEXT) || 'x')");
+    assert_true(store_bytes(f) > 20000000);
+    run_sql(s, "DELETE FROM settings WHERE key = 'big'");
+    assert_true(store_bytes(f) < 2000000);
+    put(s, "after", "1", NULL);
+    assert_int_equal(count_rows(s), 1);
+    close_store(f, s);
+}
+
+/* A file made before the store gave space back (no incremental vacuum) is
+ * rewritten once, on the store's thread, the first time it holds much that
+ * is free, and keeps what it holds. */
+static void test_an_older_file_is_converted_when_it_holds_much_free_space(void **state)
+{
+    fixture *f = *state;
+    store *s = open_store(f, 0);
+    put(s, "kept", "1", NULL);
+    close_store(f, s);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA auto_vacuum = NONE; VACUUM", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    expect_file_pragma(f->path, "PRAGMA auto_vacuum", "0");
+
+    s = open_store(f, 0);
+    run_sql(s, "INSERT INTO settings (key, value) VALUES ('big', CAST(zeroblob(20000000) AS TEXT) || 'x')");
+    run_sql(s, "DELETE FROM settings WHERE key = 'big'");
+    assert_true(store_bytes(f) < 2000000);
+    assert_int_equal(store_pragma(s, "PRAGMA auto_vacuum"), 2);
+    assert_int_equal(count_rows(s), 1);
+    close_store(f, s);
+}
+
 static void test_a_failed_operation_rolls_back_whole(void **state)
 {
     fixture *f = *state;
@@ -505,6 +581,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memory_only_never_touches_the_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_operation_rolls_back_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_connection_is_hardened, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_deleted_big_row_gives_its_space_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_older_file_is_converted_when_it_holds_much_free_space, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
