@@ -233,6 +233,18 @@ static void handle_initialize(void *ctx, ecp_call *call)
     jw_object_end(w);
     jw_key_string(w, "positionEncoding", ecp_encoding_name(enc));
     jw_key_int(w, "clientId", (int64_t)ecp_call_client(call));
+    /* A client of a shared server learns here which folder it shares (its own
+     * workspaceRoot is ignored there). */
+    if (self->workspace) {
+        buf uri = BUF_INIT;
+        uri_from_path(&uri, self->workspace, strlen(self->workspace));
+        jw_key_string(w, "workspaceRoot", self->workspace);
+        jw_key_string(w, "workspaceUri", uri.data);
+        buf_free(&uri);
+    } else {
+        jw_key_null(w, "workspaceRoot");
+        jw_key_null(w, "workspaceUri");
+    }
     jw_key(w, "capabilities");
     write_capabilities(self, w);
     jw_object_end(w);

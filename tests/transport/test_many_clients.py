@@ -356,6 +356,13 @@ class ManyClients(unittest.TestCase):
         a.sync()
         self.assertEqual(a.take("document/didSave"), [{"documentId": doc, "uri": other, "version": 3}])
 
+    def test_every_client_learns_the_folder_it_shares(self):
+        real = os.path.realpath(self.ws)
+        a = self.connect("alpha")
+        self.assertEqual((a.init["workspaceRoot"], a.init["workspaceUri"]), (real, "file://" + real))
+        # a client naming another folder still shares the server's
+        self.assertEqual(a.request("initialize", {"workspaceRoot": self.tmp})["workspaceRoot"], real)
+
     def test_presence_and_identity(self):
         a = self.connect("alpha", "1.2")
         self.assertEqual(a.request("ecp/whoami"), {"clientId": a.id, "name": "alpha 1.2"})
