@@ -141,6 +141,10 @@ def test_relocated(tmp):
     home = os.path.join(tmp, "home")
     os.makedirs(home)
     env = clean_env(home)
+    reports = os.path.join(tmp, "sanitizer")
+    os.makedirs(reports)
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        env[k] = env.get(k, "") + ":log_path=" + os.path.join(reports, k.split("_")[0].lower())
     done = check([os.path.join(moved, "bin", "ecpd"), "--version"], cwd=home, env=env)
     if not done.stdout.startswith("ecpd "):
         raise Failure("moved ecpd --version printed %r" % done.stdout)
@@ -158,6 +162,9 @@ def test_relocated(tmp):
                     "coloured keyword, type and function")
     finally:
         screen.close()
+    text = "".join(open(os.path.join(reports, r), errors="replace").read() for r in os.listdir(reports))
+    if text:
+        raise Failure("sanitizer reports:\n" + text)
     with open(trace) as f:
         lines = f.read().splitlines()
     seen = [l for l in lines if any('"%s' % p in l for p in checkout_paths())]
@@ -287,7 +294,9 @@ def test_socket_activation(tmp):
         if done.returncode != 0:
             raise Failure("a second client got no answer: %s" % done.stderr)
         check([ecpctl, "--socket", sock, "--stop"], env=env)
-        proc.wait(timeout=TIMEOUT)
+        if proc.wait(timeout=TIMEOUT) != 0:
+            log.seek(0)
+            raise Failure("the activated server stopped with status %d:\n%s" % (proc.returncode, log.read()))
         # The socket is systemd's: the server that stops leaves it for the next start.
         if not os.path.exists(sock):
             raise Failure("the activated server removed the socket it was handed")
