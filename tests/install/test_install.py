@@ -133,6 +133,19 @@ def colours_near(screen, needle):
     return set()
 
 
+def hide_checkout_command():
+    """A command prefix that runs what follows with every directory of the checkout covered by an
+    empty read-only tmpfs, in a mount namespace of its own; None where that cannot be made."""
+    if not shutil.which("unshare") or run(["unshare", "-m", "true"]).returncode != 0:
+        return None
+    dirs = []
+    for d in sorted(p for p in checkout_paths() if os.path.isdir(p) and os.path.realpath(p) == p):
+        if not any(d == h or d.startswith(h + "/") for h in dirs):
+            dirs.append(d)
+    mounts = " && ".join("mount -t tmpfs -o ro tmpfs %s" % shlex.quote(d) for d in dirs)
+    return ["unshare", "-m", "sh", "-c", mounts + ' && exec "$@"', "hide-checkout"]
+
+
 def test_relocated(tmp):
     first, moved = os.path.join(tmp, "first"), os.path.join(tmp, "moved", "prefix")
     install(first)
@@ -156,6 +169,12 @@ def test_relocated(tmp):
     trace = os.path.join(tmp, "trace")
     command = ["strace", "-f", "-qq", "-e", "trace=%file", "-o", trace,
                os.path.join(moved, "bin", "ecp-tui"), "c.c"]
+    # Where a mount namespace may be made (root), the checkout is hidden under empty directories for
+    # this run as well: then nothing of it can be read, whatever strace would have missed.
+    hidden = hide_checkout_command()
+    if hidden:
+        command = hidden + command
+    print("checkout %s for the moved install's run" % ("hidden" if hidden else "watched only"))
     screen = Screen(command, work, env)
     try:
         screen.wait(lambda s: len(colours_near(s, "return")) >= 3 and len(colours_near(s, "main")) >= 3,
