@@ -22,7 +22,8 @@ static const char usage[] =
     "            [--trust-workspace] [--version] [--help]\n"
     "\n"
     "Serves the Editor Command Protocol (JSON-RPC 2.0) on stdio (the default) or on a\n"
-    "Unix socket (default path: $XDG_RUNTIME_DIR/ecpd/<workspace-hash>.sock).\n"
+    "Unix socket (default path: $XDG_RUNTIME_DIR/ecpd/<workspace-hash>.sock); started by\n"
+    "socket activation (LISTEN_PID, LISTEN_FDS), --socket serves the socket on fd 3.\n"
     "--eca serves the ECA protocol (chat/*) on stdio, for the workspace in the current\n"
     "directory unless --workspace names one; --acp serves the Agent Client Protocol (v1)\n"
     "on stdio, newline-delimited; --model picks the agent's provider/model.\n"
@@ -236,6 +237,14 @@ int main(int argc, char **argv)
 #undef NEED_VALUE
     }
 
+    /* Before any service starts a child: the variables and the descriptor are this process's alone. */
+    int activated_fd = -1;
+    ecp_error err;
+    int activated = use_socket ? transport_socket_inherited(&activated_fd, &err) : 0;
+    if (activated < 0) {
+        fprintf(stderr, "ecpd: %s\n", err.message);
+        return 1;
+    }
     char cwd[4096];
     if ((eca || acp) && !options.workspace && getcwd(cwd, sizeof cwd))
         options.workspace = cwd; /* an ECA or ACP client starts its server in the project */
@@ -252,7 +261,6 @@ int main(int argc, char **argv)
     }
     options.shared = use_socket;
     uv_loop_init(&a.loop);
-    ecp_error err;
     a.srv = server_new(&a.loop, &options, &err);
     if (!a.srv) {
         fprintf(stderr, "ecpd: %s\n", err.message);
@@ -269,7 +277,15 @@ int main(int argc, char **argv)
     uv_signal_start(&a.sighup, on_signal, SIGHUP);
 
     int code = 1;
-    if (use_socket) {
+    if (use_socket && activated) {
+        a.listener = transport_socket_adopt(a.srv, activated_fd, &err);
+        if (!a.listener) {
+            fprintf(stderr, "ecpd: %s\n", err.message);
+            goto done;
+        }
+        fprintf(stderr, "ecpd: listening on %s (handed over by socket activation: the socket stays when ecpd ends)\n",
+                transport_socket_path(a.listener));
+    } else if (use_socket) {
         char *path = socket_path ? xstrdup(socket_path) : ecp_default_socket_path(options.workspace);
         a.listener = transport_socket_start(a.srv, path, &err);
         if (!a.listener) {

@@ -61,7 +61,21 @@ typedef struct socket_listener socket_listener;
  * 0600; a stale socket file is replaced; a live one is an error). The listener
  * owns the link of every client it accepted until that link has closed. */
 socket_listener *transport_socket_start(server *srv, const char *path, ecp_error *err);
-/* Stops listening and removes the socket file (the first time), and closes
+/* Socket activation (systemd's LISTEN_PID/LISTEN_FDS convention): when
+ * LISTEN_PID is this process and LISTEN_FDS is at least 1, sets *fd to 3, the
+ * first socket handed over, and returns 1; returns 0 when nothing was handed
+ * over, and a negative status, err saying why, when fd 3 is not a listening
+ * Unix stream socket. Either way the variables are removed from the
+ * environment and the descriptor made close-on-exec, so that no child
+ * (terminals, language servers) takes them for its own. */
+int transport_socket_inherited(int *fd, ecp_error *err);
+/* Listens on fd, a listening socket handed over by socket activation. Its
+ * file belongs to whoever made it: the listener never removes it. */
+socket_listener *transport_socket_adopt(server *srv, int fd, ecp_error *err);
+/* The socket's path, for messages. */
+const char *transport_socket_path(const socket_listener *listener);
+/* Stops listening and removes the socket file (the first time; never an
+ * adopted one's), and closes
  * every client as stream_link_close(link, flush) does: call it with flush,
  * then without to stop waiting for clients that do not read. */
 void transport_socket_stop(socket_listener *listener, bool flush);

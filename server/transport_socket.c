@@ -3,6 +3,8 @@
  * each peer's uid is checked with SO_PEERCRED. */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,7 @@ struct socket_listener {
     server *srv;
     uv_pipe_t *handle;      /* NULL once stopped: closing frees it */
     char *path;
+    bool owns_path;         /* false when socket activation handed the socket over */
     client_entry *clients;
     unsigned accepted;
 };
@@ -165,15 +168,76 @@ socket_listener *transport_socket_start(server *srv, const char *path, ecp_error
         return NULL;
     }
     chmod(path, 0600);
+    l->owns_path = true;
     return l;
 }
+
+int transport_socket_inherited(int *fd, ecp_error *err)
+{
+    const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+    char *end = NULL;
+    long listen_pid = pid ? strtol(pid, &end, 10) : 0;
+    bool ours = pid && end && !*end && listen_pid == (long)getpid();
+    long count = ours && fds ? strtol(fds, &end, 10) : 0;
+    bool handed = ours && end && !*end && count >= 1;
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    if (!handed)
+        return 0;
+    enum { FIRST_FD = 3 }; /* SD_LISTEN_FDS_START */
+    for (long i = 0; i < count && i < 1024; i++)
+        fcntl(FIRST_FD + (int)i, F_SETFD, FD_CLOEXEC);
+    int domain = 0, type = 0, listening = 0;
+    socklen_t len = sizeof domain;
+    bool usable = getsockopt(FIRST_FD, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX;
+    len = sizeof type;
+    usable = usable && getsockopt(FIRST_FD, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+    len = sizeof listening;
+    usable = usable && getsockopt(FIRST_FD, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening;
+    if (!usable)
+        return ecp_error_set(err, ECP_EINVAL,
+                             "socket activation handed over fd 3, which is not a listening Unix stream socket");
+    *fd = FIRST_FD;
+    return 1;
+}
+
+socket_listener *transport_socket_adopt(server *srv, int fd, ecp_error *err)
+{
+    struct sockaddr_un addr = {0};
+    socklen_t len = sizeof addr;
+    char path[sizeof addr.sun_path + 1] = "(unnamed)";
+    if (getsockname(fd, (struct sockaddr *)&addr, &len) == 0 && len > offsetof(struct sockaddr_un, sun_path) &&
+        addr.sun_path[0])
+        snprintf(path, sizeof path, "%.*s", (int)(len - offsetof(struct sockaddr_un, sun_path)), addr.sun_path);
+    socket_listener *l = xcalloc(1, sizeof *l);
+    l->srv = srv;
+    l->path = xstrdup(path);
+    l->handle = xmalloc(sizeof *l->handle);
+    uv_pipe_init(server_loop(srv), l->handle, 0);
+    l->handle->data = l;
+    int r = uv_pipe_open(l->handle, fd);
+    if (r == 0)
+        r = uv_listen((uv_stream_t *)l->handle, 128, on_connection);
+    if (r < 0) {
+        ecp_error_set(err, ECP_EIO, "cannot listen on the socket handed over (%s): %s", path, uv_strerror(r));
+        uv_close((uv_handle_t *)l->handle, (uv_close_cb)free);
+        free(l->path);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+const char *transport_socket_path(const socket_listener *l) { return l->path; }
 
 void transport_socket_stop(socket_listener *l, bool flush)
 {
     if (l->handle) {
         uv_close((uv_handle_t *)l->handle, (uv_close_cb)free);
         l->handle = NULL;
-        unlink(l->path);
+        if (l->owns_path)
+            unlink(l->path);
     }
     /* A link whose handles are already closing is still on the list, and a
      * second stream_link_close() leaves it be. */

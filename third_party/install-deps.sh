@@ -6,10 +6,13 @@
 #   sh third_party/install-deps.sh --bench  also the benchmarks' comparators
 set -eu
 
+# dpkg-dev, man-db, groff-base, strace and systemd: the install tests (the package's Depends from
+# dpkg-shlibdeps, man pages rendered, files opened, socket activation).
 packages="pkg-config cmake make gcc clang libclang-rt-14-dev python3
   libjsmn-dev libgit2-dev libvterm-dev libsqlite3-dev
   libcurl4-openssl-dev libuv1-dev libpcre2-dev libpq-dev libcmocka-dev libsodium-dev
-  postgresql git ripgrep clangd libncurses-dev ncurses-term tmux libeditorconfig-dev libutf8proc-dev"
+  postgresql git ripgrep clangd libncurses-dev ncurses-term tmux libeditorconfig-dev libutf8proc-dev
+  dpkg-dev man-db groff-base strace systemd"
 if [ "${1:-}" = "--bench" ]; then
   packages="$packages neovim python3-msgpack hyperfine"
 fi

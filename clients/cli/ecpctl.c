@@ -303,6 +303,8 @@ int main(int argc, char **argv)
             stop = true;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return fputs(usage, stdout), 0;
+        else if (strcmp(argv[i], "--version") == 0)
+            return printf("ecpctl %s\n", ECPD_VERSION), 0;
         else if (argv[i][0] == '-' && argv[i][1] == '-')
             return fprintf(stderr, "ecpctl: unknown option %s\n%s", argv[i], usage), 2;
         else if (!method)

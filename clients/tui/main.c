@@ -431,6 +431,11 @@ int main(int argc, char **argv)
             free(files);
             free(a);
             return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("ecp-tui %s\n", ECPD_VERSION);
+            free(files);
+            free(a);
+            return 0;
         } else if (strcmp(argv[i], "--connect") == 0) {
             connect = true;
             struct stat st;

@@ -13,8 +13,9 @@
  *   lsp_server_stop or the service is freed; both send `shutdown` and `exit`
  *   and then end the process, so no server outlives the service. The binary
  *   is found on PATH, then in ~/.cargo/bin, ~/.local/bin, /opt/homebrew/bin,
- *   /usr/local/bin, ~/go/bin, ~/.bun/bin and the project's third_party/node
- *   (options.extra_path), and spawned by its absolute path. Empty and
+ *   /usr/local/bin, ~/go/bin, ~/.bun/bin and options.extra_path (by default
+ *   <prefix>/share/ecpd/node/node_modules/.bin when installed, else the
+ *   checkout's third_party/node), and spawned by its absolute path. Empty and
  *   relative PATH entries are skipped, and left out of the PATH a server
  *   gets: they name folders of the working directory, often a workspace. A
  *   command that is a relative path is not found.

@@ -14,6 +14,7 @@
 #include "json.h"
 #include "json_writer.h"
 #include "session/interface.h"
+#include "share_dir.h"
 #include "uri.h"
 
 /* ----- configuration ----------------------------------------------------------- */
@@ -764,7 +765,10 @@ lsp_service *lsp_service_new(const lsp_service_options *o)
     self->documents = o->documents;
     self->session = o->session;
     self->workspace = o->workspace ? xstrdup(o->workspace) : NULL;
-    self->extra_path = xstrdup(o->extra_path ? o->extra_path : ECPD_LSP_EXTRA_PATH);
+    /* installed: language servers installed with npm under <prefix>/share/ecpd/node; from the build tree:
+     * the checkout's third_party/node */
+    self->extra_path = o->extra_path ? xstrdup(o->extra_path)
+                                     : ecp_share_path("node/node_modules/.bin", ECPD_LSP_EXTRA_PATH);
     self->timeout_ms = o->timeout_ms;
     self->max_message = o->max_message ? o->max_message : (size_t)64 << 20;
     if (o->pool)

@@ -67,8 +67,8 @@ typedef struct syntax_service syntax_service;
 /* Follows every document of `documents` (open now and later) and takes its
  * colours from `session`'s current theme. All three of pool, documents and
  * session (and log, may be NULL) are borrowed and must outlive the service.
- * query_dir holds the grammars' query files (third_party/grammars); NULL
- * uses the directory the build found. */
+ * query_dir holds the grammars' query files; NULL uses <prefix>/share/ecpd/grammars
+ * when the program is installed, else the directory the build found. */
 syntax_service *syntax_service_new(ecp_pool *pool, ecp_logger *log, struct document_service *documents,
                                    struct session_service *session, const char *query_dir);
 

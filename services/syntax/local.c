@@ -18,6 +18,7 @@
 #include "event.h"
 #include "map.h"
 #include "session/interface.h"
+#include "share_dir.h"
 
 #ifndef ECPD_SYNTAX_QUERY_DIR
 #define ECPD_SYNTAX_QUERY_DIR "third_party/grammars"
@@ -497,7 +498,10 @@ syntax_service *syntax_service_new(ecp_pool *pool, ecp_logger *log, document_ser
     self->session = session;
     self->jobs = ecp_job_set_new(pool);
     self->docs = ecp_map_new();
-    self->grammars = syntax_grammars_new(query_dir ? query_dir : ECPD_SYNTAX_QUERY_DIR, log);
+    /* installed: <prefix>/share/ecpd/grammars; from the build tree: the directory the build found */
+    char *dir = query_dir ? xstrdup(query_dir) : ecp_share_path("grammars", ECPD_SYNTAX_QUERY_DIR);
+    self->grammars = syntax_grammars_new(dir, log);
+    free(dir);
     document_subscribe(documents, &doc_listener, self);
     if (session)
         session_subscribe(session, &theme_listener, self);
