@@ -337,6 +337,7 @@ static char *wait_for_remote(app *a)
         uv_run(a->loop, UV_RUN_ONCE);
     if (answered)
         return NULL;
+    uv_timer_stop(&a->reconnect_timer); /* the editor ends here: nothing to reconnect */
     /* what ssh said may come just after its exit */
     for (int i = 0; i < 20; i++) {
         uv_run(a->loop, UV_RUN_NOWAIT);
@@ -668,13 +669,18 @@ int main(int argc, char **argv)
     for (int i = 0; i < file_count; i++) {
         struct stat st;
         if (a->ssh) {
-            /* a remote path: the file system here knows nothing of it */
+            /* a remote path: the file system here knows nothing of it; FILE:LINE opens at a line */
             buf remote = BUF_INIT;
-            if (files[i][0] == '/')
-                buf_append_str(&remote, files[i]);
-            else
-                buf_appendf(&remote, "%s/%s", a->workspace, files[i]);
-            editor_open_path(a, remote.data, 0, 0);
+            if (files[i][0] != '/')
+                buf_appendf(&remote, "%s/", a->workspace);
+            buf_append_str(&remote, files[i]);
+            int line = 0;
+            char *colon = strrchr(remote.data, ':');
+            if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+                line = atoi(colon + 1) - 1;
+                *colon = 0;
+            }
+            editor_open_path(a, remote.data, line < 0 ? 0 : line, 0);
             buf_free(&remote);
             continue;
         }
