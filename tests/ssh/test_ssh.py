@@ -331,6 +331,26 @@ def test_connect_through_forwarded_socket(sshd, work):
             if time.monotonic() > deadline:
                 raise Failure("the socket server has %r" % content)
             time.sleep(0.05)
+        # the forwarder dies: the editor runs another and carries on where it was
+        os.kill(forwarders[0], signal.SIGKILL)
+        s.wait_for("reconnecting")
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            forwarders = tui_ssh_children(s)
+            if len(forwarders) == 1 and "reconnecting" not in s.text():
+                break
+            if time.monotonic() > deadline:
+                raise Failure("no new forwarder; screen:\n" + s.text())
+            time.sleep(0.05)
+        s.type("again ")
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            content = local.call("document/content", {"documentId": doc["documentId"]})
+            if "again " in content.get("content", ""):
+                break
+            if time.monotonic() > deadline:
+                raise Failure("after the new forwarder the socket server has %r; screen:\n%s" % (content, s.text()))
+            time.sleep(0.05)
         s.keys("C-s")
         s.wait_for("Saved")
         s.keys("C-q")
@@ -342,16 +362,21 @@ def test_connect_through_forwarded_socket(sshd, work):
             if time.monotonic() > deadline:
                 raise Failure("the ssh forwarder outlived the editor")
             time.sleep(0.05)
-        # the shared server stays for the others
+        # the shared server stays for the others, and ecpctl --ssh --connect finds it answering
         local.call("ecp/ping", {})
+        done = ecpctl("--ssh", "127.0.0.1:" + work, "--connect", *sshd.ssh_args(), "--ssh-ecpd", ECPD,
+                      "document/content", json.dumps({"documentId": doc["documentId"]}))
+        if done.returncode != 0 or "again " not in done.stdout:
+            raise Failure("ecpctl --ssh --connect: exit %d\n%s%s" % (done.returncode, done.stdout, done.stderr))
     finally:
         if local:
             local.close()
         s.close()
         subprocess.run([ECPCTL, "--socket", remote_sock, "--stop"], capture_output=True, timeout=TIMEOUT)
     with open(path) as f:
-        if f.read() != "/* forwarded */ int shared;\n":
-            raise Failure("file on disk")
+        got = f.read()
+        if not got.startswith("/* forwarded */ ") or "again " not in got:
+            raise Failure("file on disk: %r" % got)
     # ecpctl --ssh --connect reaches the same kind of server (started again here, none answering)
     done = ecpctl("--ssh", "127.0.0.1:" + work, "--connect", *sshd.ssh_args(), "--ssh-ecpd", ECPD, "ecp/ping")
     if done.returncode != 0 or '"result"' not in done.stdout:
