@@ -48,9 +48,12 @@ class Sshd:
             "XDG_RUNTIME_DIR": os.path.join(root, "remote-run"),
         }
         os.mkdir(self.remote_env["XDG_RUNTIME_DIR"], 0o700)
-        for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
-            if os.environ.get(name):
-                self.remote_env[name] = os.environ[name]
+        # the remote ecpd's sanitizer reports are read at the end (its stderr is ssh's, read by the clients)
+        self.sanitizer_dir = os.path.join(root, "remote-sanitizer")
+        os.mkdir(self.sanitizer_dir)
+        for name, prefix in (("ASAN_OPTIONS", "asan"), ("UBSAN_OPTIONS", "ubsan")):
+            self.remote_env[name] = "%s:log_path=%s" % (os.environ.get(name, ""),
+                                                        os.path.join(self.sanitizer_dir, prefix))
         host_key = os.path.join(self.dir, "host_ed25519")
         self.user_key = os.path.join(self.dir, "id_ed25519")
         for key in (host_key, self.user_key):
@@ -332,12 +335,12 @@ def test_connect_through_forwarded_socket(sshd, work):
                 raise Failure("the socket server has %r" % content)
             time.sleep(0.05)
         # the forwarder dies: the editor runs another and carries on where it was
-        os.kill(forwarders[0], signal.SIGKILL)
-        s.wait_for("reconnecting")
+        killed = forwarders[0]
+        os.kill(killed, signal.SIGKILL)
         deadline = time.monotonic() + TIMEOUT
         while True:
             forwarders = tui_ssh_children(s)
-            if len(forwarders) == 1 and "reconnecting" not in s.text():
+            if len(forwarders) == 1 and forwarders[0] != killed and "The server is back" in s.text():
                 break
             if time.monotonic() > deadline:
                 raise Failure("no new forwarder; screen:\n" + s.text())
@@ -433,6 +436,11 @@ def main():
             except Failure as e:
                 failed += 1
                 print("FAIL %-40s %s" % (test.__name__, e), flush=True)
+        reports = sorted(os.listdir(sshd.sanitizer_dir))
+        if reports:
+            failed += 1
+            print("FAIL the remote ecpd's sanitizer reports:\n" + "".join(
+                open(os.path.join(sshd.sanitizer_dir, r), errors="replace").read() for r in reports))
     finally:
         sshd.stop()
         if failed:
