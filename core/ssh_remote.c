@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -411,13 +412,27 @@ int ecp_ssh_forward_start(ecp_ssh_forward *fwd, const ecp_ssh *self, const char 
                            "-L", forward.data, NULL};
     char **argv = ecp_ssh_argv(self, extra, NULL);
     buf_free(&forward);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, fwd->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int rc = posix_spawnp(&fwd->pid, argv[0], &actions, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
+    int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int log_fd = open(fwd->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    pid_t parent = getpid();
+    fwd->pid = null_fd >= 0 && log_fd >= 0 ? fork() : -1;
+    if (fwd->pid == 0) {
+        /* A client that dies without its cleanup (a crash, SIGKILL) takes the forwarder with it.
+         * Only async-signal-safe calls here: the parent may have threads. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(1);
+        dup2(null_fd, STDIN_FILENO);
+        dup2(null_fd, STDOUT_FILENO);
+        dup2(log_fd, STDERR_FILENO);
+        execvp(argv[0], argv);
+        _exit(126);
+    }
+    int rc = fwd->pid < 0 ? errno : 0;
+    if (null_fd >= 0)
+        close(null_fd);
+    if (log_fd >= 0)
+        close(log_fd);
     ecp_ssh_argv_free(argv);
     if (rc != 0) {
         buf b = BUF_INIT;

@@ -76,7 +76,9 @@ char *ecp_ssh_remote_workspace(const ecp_ssh *self, char **why);
 char *ecp_ssh_remote_socket(const ecp_ssh *self, const char *workspace, char **why);
 
 /* A forward of a local socket to the remote one: a private 0700 directory
- * with the local socket in it, and the `ssh -N -L` that serves it. */
+ * with the local socket in it, and the `ssh -N -L` that serves it. The
+ * forwarder gets SIGTERM when the thread that started it ends, so a client
+ * that crashes leaves no forwarder behind (its directory stays). */
 typedef struct ecp_ssh_forward {
     char *dir;
     char *local_socket;

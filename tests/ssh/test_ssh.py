@@ -387,6 +387,29 @@ def test_connect_through_forwarded_socket(sshd, work):
     subprocess.run([ECPCTL, "--socket", remote_sock, "--stop"], capture_output=True, timeout=TIMEOUT)
 
 
+def test_forwarder_ends_with_a_killed_editor(sshd, work):
+    path = os.path.join(work, "k.c")
+    with open(path, "w") as f:
+        f.write("int k;\n")
+    remote_sock = remote_socket_path(sshd, work)
+    s = Screen(["--ssh", "127.0.0.1:" + work, "--connect", *sshd.ssh_args(), "--ssh-ecpd", ECPD, "k.c"], work)
+    try:
+        s.wait_for("int k;")
+        forwarders = tui_ssh_children(s)
+        if len(forwarders) != 1:
+            raise Failure("expected one ssh forwarder, found %r" % forwarders)
+        os.kill(test_tui.tui_pid(s), signal.SIGKILL)
+        deadline = time.monotonic() + TIMEOUT
+        while comm(forwarders[0]) == "ssh":
+            if time.monotonic() > deadline:
+                os.kill(forwarders[0], signal.SIGTERM)
+                raise Failure("the ssh forwarder outlived a killed editor")
+            time.sleep(0.05)
+    finally:
+        s.close()
+        subprocess.run([ECPCTL, "--socket", remote_sock, "--stop"], capture_output=True, timeout=TIMEOUT)
+
+
 def test_ssh_killed_mid_session(sshd, work):
     path = os.path.join(work, "lost.c")
     with open(path, "w") as f:
@@ -413,7 +436,8 @@ def test_ssh_killed_mid_session(sshd, work):
 
 
 TESTS = [test_ecpctl_ping, test_missing_remote_ecpd, test_unreachable_host, test_tui_edits_over_ssh,
-         test_path_with_space_and_command, test_connect_through_forwarded_socket, test_ssh_killed_mid_session]
+         test_path_with_space_and_command, test_connect_through_forwarded_socket, test_forwarder_ends_with_a_killed_editor,
+         test_ssh_killed_mid_session]
 
 
 def main():
