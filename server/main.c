@@ -1,9 +1,12 @@
 /* ecpd: the command line. Everything else lives in the server object. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +31,12 @@ static const char usage[] =
     "directory unless --workspace names one; --acp serves the Agent Client Protocol (v1)\n"
     "on stdio, newline-delimited; --model picks the agent's provider/model.\n"
     "A workspace's own settings that run programs or widen permissions apply once the\n"
-    "folder is trusted (workspace/trust); --trust-workspace trusts it for this run.\n";
+    "folder is trusted (workspace/trust); --trust-workspace trusts it for this run.\n"
+    "--print-socket-path prints the socket path the workspace's server listens on and\n"
+    "exits. --socket --daemon makes sure a server listens there: one that answers is\n"
+    "left alone, else one is started in the background (its stdio on /dev/null, its own\n"
+    "session) and --daemon returns once it listens; with --print-socket-path it then\n"
+    "prints the path. Clients on other hosts reach it this way over ssh.\n";
 
 typedef struct app {
     uv_loop_t loop;
@@ -112,6 +120,92 @@ static void drain(uv_loop_t *loop, double deadline, const app *until_closed)
     }
 }
 
+/* True when a server accepts connections on path. */
+static bool socket_answers(const char *path)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path)
+        return false;
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool live = fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0;
+    if (fd >= 0)
+        close(fd);
+    return live;
+}
+
+#define DAEMON_READY "ECPD-READY\n"
+
+/* --daemon: the caller (often an ssh session) must get its answer only once
+ * the server listens, and must not wait for the server to end. The child
+ * leaves the caller's session and writes its start's errors, then the ready
+ * line, to a pipe the parent reads to its end; the parent exits with what it
+ * read. Returns -1 in the child (which goes on to serve), else the parent's
+ * exit status. Done before the loop and its threads exist: only a process of
+ * one thread may fork safely. */
+static int daemon_start(int *report_fd)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        fprintf(stderr, "ecpd: --daemon: pipe: %s\n", strerror(errno));
+        return 1;
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "ecpd: --daemon: fork: %s\n", strerror(errno));
+        return 1;
+    }
+    if (child == 0) {
+        close(fds[0]);
+        setsid();
+        int null_fd = open("/dev/null", O_RDWR);
+        if (null_fd >= 0) {
+            dup2(null_fd, STDIN_FILENO);
+            dup2(null_fd, STDOUT_FILENO);
+            close(null_fd);
+        }
+        dup2(fds[1], STDERR_FILENO);
+        *report_fd = fds[1];
+        return -1;
+    }
+    close(fds[1]);
+    buf said = BUF_INIT;
+    char chunk[512];
+    ssize_t n;
+    while ((n = read(fds[0], chunk, sizeof chunk)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        buf_append(&said, chunk, (size_t)n);
+    }
+    close(fds[0]);
+    size_t ready_len = strlen(DAEMON_READY);
+    bool ready = said.len >= ready_len && memcmp(said.data + said.len - ready_len, DAEMON_READY, ready_len) == 0;
+    if (!ready)
+        fprintf(stderr, "%.*s%s", (int)said.len, said.data ? said.data : "",
+                said.len ? "" : "ecpd: the server ended before it listened\n");
+    buf_free(&said);
+    return ready ? 0 : 1;
+}
+
+/* The daemon listens (or another server already does): the parent may go,
+ * and what the server says from now on goes nowhere. */
+static void daemon_ready(int *report_fd)
+{
+    if (*report_fd < 0)
+        return;
+    ssize_t unused = write(*report_fd, DAEMON_READY, strlen(DAEMON_READY));
+    (void)unused;
+    int null_fd = open("/dev/null", O_WRONLY);
+    if (null_fd >= 0) {
+        dup2(null_fd, STDERR_FILENO);
+        close(null_fd);
+    }
+    close(*report_fd);
+    *report_fd = -1;
+}
+
 static bool parse_level(const char *s, ecp_log_level *out)
 {
     static const char *names[] = {"error", "warn", "info", "debug"};
@@ -125,7 +219,7 @@ int main(int argc, char **argv)
 {
     server_options options = {.log_level = ECP_LOG_WARN};
     const char *socket_path = NULL, *log_path = NULL;
-    bool use_socket = false, eca = false, acp = false;
+    bool use_socket = false, eca = false, acp = false, print_socket_path = false, daemon = false;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -221,6 +315,10 @@ int main(int argc, char **argv)
             setenv("ECPD_MODEL", next, 1);
         } else if (strcmp(arg, "--trust-workspace") == 0) {
             options.trust_workspace = true;
+        } else if (strcmp(arg, "--print-socket-path") == 0) {
+            print_socket_path = true;
+        } else if (strcmp(arg, "--daemon") == 0) {
+            daemon = true;
         } else if (strcmp(arg, "--acp") == 0) {
             use_socket = false;
             acp = true;
@@ -245,6 +343,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "ecpd: %s\n", err.message);
         return 1;
     }
+
+    int daemon_report = -1;
+    if ((print_socket_path || daemon) && !activated) {
+        if (daemon && (!use_socket || eca || acp)) {
+            fprintf(stderr, "ecpd: --daemon serves a socket: it needs --socket\n");
+            return 2;
+        }
+        char *path = socket_path ? xstrdup(socket_path) : ecp_default_socket_path(options.workspace);
+        int status = -1;
+        if (!daemon || socket_answers(path))
+            status = 0;
+        else
+            status = daemon_start(&daemon_report);
+        if (status == 0 && print_socket_path)
+            printf("%s\n", path);
+        free(path);
+        if (status >= 0)
+            return status;
+    }
+
     char cwd[4096];
     if ((eca || acp) && !options.workspace && getcwd(cwd, sizeof cwd))
         options.workspace = cwd; /* an ECA or ACP client starts its server in the project */
@@ -288,11 +406,19 @@ int main(int argc, char **argv)
     } else if (use_socket) {
         char *path = socket_path ? xstrdup(socket_path) : ecp_default_socket_path(options.workspace);
         a.listener = transport_socket_start(a.srv, path, &err);
+        if (!a.listener && daemon_report >= 0 && socket_answers(path)) {
+            /* another --daemon won the race: its server is the one asked for */
+            daemon_ready(&daemon_report);
+            free(path);
+            code = 0;
+            goto done;
+        }
         if (!a.listener) {
             fprintf(stderr, "ecpd: %s\n", err.message);
             free(path);
             goto done;
         }
+        daemon_ready(&daemon_report);
         fprintf(stderr, "ecpd: listening on %s\n", path);
         fprintf(stderr, "ecpd: talk to it with: ecpctl --socket %s ecp/ping '{\"hello\":1}'\n", path);
         free(path);

@@ -8,11 +8,13 @@ set -eu
 
 # dpkg-dev, man-db, groff-base, strace and systemd: the install tests (the package's Depends from
 # dpkg-shlibdeps, man pages rendered, files opened, socket activation).
+# openssh-server: the ssh tests run a private sshd on 127.0.0.1; Debian's package also enables its own
+# service on port 22 (`systemctl disable --now ssh` where this machine should not serve ssh).
 packages="pkg-config cmake make gcc clang libclang-rt-14-dev python3
   libjsmn-dev libgit2-dev libvterm-dev libsqlite3-dev
   libcurl4-openssl-dev libuv1-dev libpcre2-dev libpq-dev libcmocka-dev libsodium-dev
   postgresql git ripgrep clangd libncurses-dev ncurses-term tmux libeditorconfig-dev libutf8proc-dev
-  dpkg-dev man-db groff-base strace systemd"
+  dpkg-dev man-db groff-base strace systemd openssh-client openssh-server"
 if [ "${1:-}" = "--bench" ]; then
   packages="$packages neovim python3-msgpack hyperfine"
 fi

@@ -7,6 +7,8 @@
  *   ecpctl --methods [NAMESPACE]           what the server implements, one method a line
  *   ecpctl --stop                          stop the workspace's server (ecp/stop)
  *   printf 'ecp/ping {}\n' | ecpctl         requests from stdin, one per line
+ *   ecpctl --ssh me@host:/src ecp/ping     an ecpd on another host, on ssh's stdio
+ *   ecpctl --ssh host:/src --connect ...   that host's shared server, its socket forwarded
  *
  * Each response is printed as one line of JSON. The exit status is 0 when
  * every request succeeded, 1 when one answered an error, 2 on a usage or
@@ -32,13 +34,23 @@
 #include "json.h"
 #include "json_writer.h"
 #include "socket_path.h"
+#include "ssh_remote.h"
 
 static const char usage[] =
-    "usage: ecpctl [--socket PATH | --spawn] [--workspace DIR] [--listen] [--timeout SECONDS]\n"
+    "usage: ecpctl [--socket PATH | --spawn | --ssh [USER@]HOST[:DIR] [--connect]] [--workspace DIR]\n"
+    "              [--ssh-option OPT]... [--ssh-ecpd PATH] [--listen] [--timeout SECONDS]\n"
     "              [METHOD [PARAMS_JSON] | --methods [NAMESPACE] | --stop]\n"
     "--spawn runs $ECPD, else the ecpd next to ecpctl (or in the build tree beside it),\n"
     "else ecpd from PATH.\n"
     "--stop stops the server on the socket for every client.\n"
+    "--ssh runs `ssh -T HOST -- ecpd --stdio --workspace DIR` with your own ssh config, keys\n"
+    "and agent, and talks over it as --spawn does (DIR: --workspace, else the remote login\n"
+    "directory). With --connect it reaches HOST's shared server instead: `ecpd --socket\n"
+    "--daemon --print-socket-path` there starts one unless one answers and says where it\n"
+    "listens, then `ssh -N -L` forwards that socket to one in a private 0700 directory here,\n"
+    "for as long as ecpctl runs. --ssh-ecpd names the remote program (default: ecpd on the\n"
+    "remote PATH). --ssh-option passes one argument to ssh (-Fconfig, -p2222, -i/key,\n"
+    "-oName=value); $ECP_SSH_OPTIONS holds more, separated by spaces, before them.\n"
     "Without METHOD, reads requests from stdin: one per line, either a JSON-RPC message\n"
     "or 'METHOD [PARAMS_JSON]'. Prints each response (and, with --listen, each\n"
     "notification) as one line of JSON.\n"
@@ -116,8 +128,8 @@ static void find_server(char *server, size_t size)
     }
 }
 
-/* Runs the server find_server() names, on stdio. */
-static int spawn_server(session *s, const char *workspace)
+/* Runs the server find_server() names on stdio, or argv (ssh) when given. */
+static int spawn_server(session *s, const char *workspace, char *const *argv)
 {
     int to_child[2], from_child[2];
     if (pipe2(to_child, O_CLOEXEC) < 0 || pipe2(from_child, O_CLOEXEC) < 0) {
@@ -134,6 +146,11 @@ static int spawn_server(session *s, const char *workspace)
     if (s->child == 0) {
         dup2(to_child[0], STDIN_FILENO);
         dup2(from_child[1], STDOUT_FILENO);
+        if (argv) {
+            execvp(argv[0], argv);
+            fprintf(stderr, "ecpctl: cannot run %s: %s\n", argv[0], strerror(errno));
+            _exit(126); /* not 127: that is the remote shell's word for a missing ecpd */
+        }
         if (workspace)
             execlp(server, server, "--stdio", "--workspace", workspace, (char *)NULL);
         else
@@ -283,7 +300,11 @@ int main(int argc, char **argv)
 {
     const char *socket_path = NULL, *workspace = NULL, *method = NULL, *params = NULL;
     buf methods_params = BUF_INIT;
-    bool spawn = false, stop = false;
+    bool spawn = false, stop = false, connect = false;
+    const char *ssh_spec = NULL, *ssh_ecpd = NULL;
+    enum { MAX_SSH_OPTIONS = 32 };
+    const char *ssh_options[MAX_SSH_OPTIONS];
+    size_t ssh_option_count = 0;
     int timeout_s = 30;
     session s = {.rfd = -1, .wfd = -1};
     for (int i = 1; i < argc; i++) {
@@ -295,6 +316,14 @@ int main(int argc, char **argv)
             timeout_s = atoi(argv[++i]);
         else if (strcmp(argv[i], "--spawn") == 0)
             spawn = true;
+        else if (strcmp(argv[i], "--ssh") == 0 && i + 1 < argc)
+            ssh_spec = argv[++i];
+        else if (strcmp(argv[i], "--ssh-option") == 0 && i + 1 < argc && ssh_option_count < MAX_SSH_OPTIONS)
+            ssh_options[ssh_option_count++] = argv[++i];
+        else if (strcmp(argv[i], "--ssh-ecpd") == 0 && i + 1 < argc)
+            ssh_ecpd = argv[++i];
+        else if (strcmp(argv[i], "--connect") == 0)
+            connect = true;
         else if (strcmp(argv[i], "--listen") == 0)
             s.listen = true;
         else if (strcmp(argv[i], "--methods") == 0)
@@ -333,10 +362,55 @@ int main(int argc, char **argv)
             return fprintf(stderr, "ecpctl: --stop takes no method and no --spawn, --methods or --listen\n%s", usage), 2;
         method = "ecp/stop";
     }
+    if ((ssh_option_count || ssh_ecpd || connect) && !ssh_spec)
+        return fprintf(stderr, "ecpctl: --ssh-option, --ssh-ecpd and --connect go with --ssh\n%s", usage), 2;
+    if (ssh_spec && (spawn || socket_path))
+        return fprintf(stderr, "ecpctl: --ssh takes no --spawn or --socket\n%s", usage), 2;
     signal(SIGPIPE, SIG_IGN);
+    ecp_ssh ssh = {0};
+    ecp_ssh_forward forward = {.pid = -1};
+    if (ssh_spec) {
+        ecp_error err;
+        if (ecp_ssh_parse(&ssh, ssh_spec, &err) < 0)
+            return fprintf(stderr, "ecpctl: %s\n", err.message), 2;
+        for (size_t i = 0; i < ssh_option_count; i++)
+            ecp_ssh_add_option(&ssh, ssh_options[i]);
+        if (ssh_ecpd)
+            ecp_ssh_set_ecpd(&ssh, ssh_ecpd);
+        if (!ssh.path && workspace)
+            ssh.path = xstrdup(workspace);
+    }
     framing_decoder_init(&s.in, (size_t)1 << 31);
-    if (spawn) {
-        if (spawn_server(&s, workspace) < 0)
+    if (ssh_spec && connect) {
+        char *why = NULL;
+        char *remote = ecp_ssh_remote_socket(&ssh, NULL, &why);
+        if (!remote || ecp_ssh_forward_start(&forward, &ssh, remote, 30000, &why) < 0) {
+            fprintf(stderr, "ecpctl: %s\n", why);
+            free(why);
+            free(remote);
+            ecp_ssh_free(&ssh);
+            framing_decoder_free(&s.in);
+            return 2;
+        }
+        free(remote);
+        s.rfd = s.wfd = connect_socket(forward.local_socket);
+        if (s.rfd < 0) {
+            ecp_ssh_forward_stop(&forward);
+            ecp_ssh_free(&ssh);
+            framing_decoder_free(&s.in);
+            return 2;
+        }
+    } else if (ssh_spec) {
+        char **ssh_argv = ecp_ssh_stdio_argv(&ssh, NULL);
+        int rc = spawn_server(&s, NULL, ssh_argv);
+        ecp_ssh_argv_free(ssh_argv);
+        if (rc < 0) {
+            ecp_ssh_free(&ssh);
+            framing_decoder_free(&s.in);
+            return 2;
+        }
+    } else if (spawn) {
+        if (spawn_server(&s, workspace, NULL) < 0)
             return 2;
     } else {
         char *path = socket_path ? strdup(socket_path) : ecp_default_socket_path(workspace);
@@ -381,7 +455,9 @@ int main(int argc, char **argv)
             idle_ms = 0;
             if (!read_server(&s)) {
                 if (s.outstanding > 0) {
-                    fprintf(stderr, "ecpctl: the server closed the connection without answering\n");
+                    /* over ssh, why it closed is known once ssh has exited */
+                    if (!(ssh_spec && s.child > 0))
+                        fprintf(stderr, "ecpctl: the server closed the connection without answering\n");
                     lost = true;
                 }
                 break;
@@ -414,11 +490,22 @@ int main(int argc, char **argv)
         close(s.rfd);
         int status = 0;
         waitpid(s.child, &status, 0);
-        /* 127: the child could not exec the server (it said why) */
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (ssh_spec && (lost || code == ECP_SSH_NOT_FOUND || code == ECP_SSH_FAILED)) {
+            /* ssh said its own words on our stderr; a missing remote ecpd gets ours too */
+            if (code != ECP_SSH_FAILED) {
+                char *why = ecp_ssh_failure(&ssh, code, NULL);
+                fprintf(stderr, "ecpctl: %s\n", why);
+                free(why);
+            }
             lost = true;
+        } else if (code == 127) {
+            lost = true; /* the child could not exec the server (it said why) */
+        }
     } else {
         close(s.rfd);
     }
+    ecp_ssh_forward_stop(&forward);
+    ecp_ssh_free(&ssh);
     return lost ? 2 : s.any_error ? 1 : 0;
 }

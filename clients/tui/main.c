@@ -18,11 +18,13 @@
 #include "view.h"
 #include "arena.h"
 #include "socket_path.h"
+#include "ssh_remote.h"
 
 #define ECP_TUI_VERSION "0.1.0"
 
 static const char usage[] =
     "usage: ecp-tui [--connect [SOCKET]] [--server PATH] [--server-log FILE] [FILE|DIR ...]\n"
+    "       ecp-tui --ssh [USER@]HOST[:DIR] [--connect] [--ssh-option OPT]... [--ssh-ecpd PATH] [FILE ...]\n"
     "Opens the files (FILE:LINE opens at a line), or a fuzzy file picker on a directory.\n"
     "The workspace is the first directory named, else the current directory.\n"
     "Without --connect it runs its own ecpd on stdio: $ECPD, else the one beside ecp-tui\n"
@@ -30,6 +32,17 @@ static const char usage[] =
     "server (ecpd --socket); without SOCKET (a socket, or a path ending in .sock), the\n"
     "workspace's default socket. With no server there it starts one, and starts one\n"
     "again if that one stops.\n"
+    "--ssh edits on another host: `ssh -T HOST -- ecpd --stdio --workspace DIR` runs with\n"
+    "your own ssh config, keys and agent, and the editor talks over it as over a local\n"
+    "ecpd. DIR (default: the remote login directory; ~/ and relative paths start there)\n"
+    "is the workspace, and FILEs are remote paths, relative to it; with no FILE the file\n"
+    "picker opens. With --connect it shares HOST's socket server instead: `ecpd --socket\n"
+    "--daemon --print-socket-path` there starts one unless one answers and says where it\n"
+    "listens, and `ssh -N -L` forwards that socket to one in a private 0700 directory here\n"
+    "until the editor exits (a lost connection runs both again). --ssh-ecpd names the\n"
+    "remote program (default: ecpd on the remote PATH). --ssh-option passes one argument\n"
+    "to ssh (-Fconfig, -p2222, -i/key, -oName=value); $ECP_SSH_OPTIONS holds more,\n"
+    "separated by spaces, before them. The remote shell must be a POSIX one.\n"
     "F1 lists the keys; every one can be rebound through the server's keybindings.\n";
 
 /* libuv owns SIGWINCH (ncurses' handler would only be heard at the next key). */
@@ -177,7 +190,8 @@ static void begin_session(app *a)
     app_call(a, "initialize", on_initialized, 0,
              "{\"processId\":%d,\"workspaceRoot\":%J,\"clientInfo\":{\"name\":\"ecp-tui\",\"version\":%J},"
              "\"capabilities\":{\"positionEncodings\":[\"utf-32\"]}}",
-             (int)getpid(), a->workspace, ECP_TUI_VERSION);
+             /* a process id names a process on the server's host: ours is on another */
+             a->ssh ? 0 : (int)getpid(), a->workspace, ECP_TUI_VERSION);
     keybindings_reload(a);
     app_call(a, "theme/current", on_theme, 0, NULL);
     app_call(a, "git/isRepo", on_repo, 0, "{\"uri\":%J}", a->workspace);
@@ -191,12 +205,40 @@ static rpc_client *connect_socket(app *a, char **why)
     return rpc_connect(a->loop, a->socket_path, h, why);
 }
 
+#define SSH_FORWARD_WAIT_MS 30000
+
+/* --ssh --connect: a remote socket server (started there unless one answers)
+ * and a running forwarder of its socket to a->socket_path. Blocks for the
+ * ssh round trips. */
+static int ssh_prepare_forward(app *a, char **why)
+{
+    char *remote = ecp_ssh_remote_socket(a->ssh, a->workspace, why);
+    if (!remote)
+        return -1;
+    int status = 0;
+    if (!ecp_ssh_forward_alive(a->ssh_forward)) {
+        ecp_ssh_forward_stop(a->ssh_forward);
+        status = ecp_ssh_forward_start(a->ssh_forward, a->ssh, remote, SSH_FORWARD_WAIT_MS, why);
+    }
+    free(remote);
+    if (status == 0) {
+        free(a->socket_path);
+        a->socket_path = xstrdup(a->ssh_forward->local_socket);
+    }
+    return status;
+}
+
 /* At start: the socket's server, else one started for it, waited for a few seconds. */
 static bool connect_server(app *a)
 {
     rpc_handlers h = {.ctx = a, .on_notify = on_notify, .on_closed = on_closed};
     char *why = NULL;
-    if (a->socket_path) {
+    if (a->ssh && a->connected_to_socket) {
+        if (ssh_prepare_forward(a, &why) == 0)
+            a->rpc = connect_socket(a, &why);
+    } else if (a->ssh) {
+        a->rpc = rpc_spawn_ssh(a->loop, a->ssh, a->workspace, a->server_log, h, &why);
+    } else if (a->socket_path) {
         a->rpc = connect_socket(a, &why);
         if (!a->rpc && rpc_start_socket_server(a->loop, a->server_path, a->socket_path, a->workspace, a->server_log, &why)) {
             for (int tries = 0; !a->rpc && tries < 100; tries++) {
@@ -224,13 +266,20 @@ static bool connect_server(app *a)
 #define RECONNECT_EVERY_MS 100
 #define RECONNECT_TRIES 100 /* ten seconds, then Ctrl+S tries again */
 
+#define SSH_RECONNECT_EVERY_MS 1000
+#define SSH_RECONNECT_TRIES 10
+
 static void on_reconnect_timer(uv_timer_t *h)
 {
     app *a = h->data;
     if (a->quitting || rpc_is_open(a->rpc))
         return;
     char *why = NULL;
-    rpc_client *rpc = connect_socket(a, &why);
+    /* Over ssh the forward answers locally whether or not the remote server
+     * lives: the remote side is made sure of first, every try. */
+    rpc_client *rpc = NULL;
+    if (!a->ssh || ssh_prepare_forward(a, &why) == 0)
+        rpc = connect_socket(a, &why);
     if (rpc) {
         free(why);
         rpc_close(a->rpc);
@@ -239,6 +288,16 @@ static void on_reconnect_timer(uv_timer_t *h)
         a->started_socket_server = false;
         begin_session(a);
         recovery_offer(a);
+        return;
+    }
+    if (a->ssh) {
+        if (++a->reconnect_tries < SSH_RECONNECT_TRIES) {
+            uv_timer_start(&a->reconnect_timer, on_reconnect_timer, SSH_RECONNECT_EVERY_MS, 0);
+        } else {
+            app_message(a, true, "Cannot reach the server on %s (%s); Ctrl+S tries again", a->ssh->host, why ? why : "");
+            a->reconnect_tries = 0;
+        }
+        free(why);
         return;
     }
     /* Nobody answers: start a server once per outage. Editors that lost the same server wait each a
@@ -258,6 +317,39 @@ static void on_reconnect_timer(uv_timer_t *h)
         a->started_socket_server = false;
     }
     free(why);
+}
+
+/* Over ssh nothing is known until the remote ecpd answers: ssh may fail to
+ * log in, or find no ecpd there. At start the editor waits for a first
+ * answer, so that such a failure is a message on the terminal and exit
+ * status 1, not an editor that lost a server it never had. */
+static void on_first_answer(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    *(bool *)ctx = true;
+}
+
+static char *wait_for_remote(app *a)
+{
+    bool answered = false;
+    if (!rpc_call(a->rpc, "ecp/ping", on_first_answer, &answered, 0, NULL))
+        return xstrdup("the connection closed at once");
+    while (!answered && rpc_is_open(a->rpc))
+        uv_run(a->loop, UV_RUN_ONCE);
+    if (answered)
+        return NULL;
+    uv_timer_stop(&a->reconnect_timer); /* the editor ends here: nothing to reconnect */
+    /* what ssh said may come just after its exit */
+    for (int i = 0; i < 20; i++) {
+        uv_run(a->loop, UV_RUN_NOWAIT);
+        usleep(10 * 1000);
+    }
+    char *why = rpc_ssh_failure(a->rpc);
+    if (!why) {
+        buf b = BUF_INIT;
+        buf_appendf(&b, "the server on %s did not answer through the forwarded socket", a->ssh->host);
+        why = buf_detach(&b);
+    }
+    return why;
 }
 
 void app_restart_server(app *a)
@@ -399,6 +491,12 @@ static void free_app(app *a)
     free(a->socket_path);
     free(a->server_path);
     free(a->server_log);
+    if (a->ssh_forward)
+        ecp_ssh_forward_stop(a->ssh_forward); /* the forwarder ends with the editor */
+    free(a->ssh_forward);
+    if (a->ssh)
+        ecp_ssh_free(a->ssh);
+    free(a->ssh);
     free(a->workspace);
     free(a->repo_root);
     free(a->branch);
@@ -425,10 +523,14 @@ int main(int argc, char **argv)
     const char **files = xcalloc((size_t)argc + 1, sizeof *files);
     int file_count = 0;
     bool connect = false;
+    const char *ssh_spec = NULL, *ssh_ecpd = NULL;
+    const char **ssh_options = xcalloc((size_t)argc + 1, sizeof *ssh_options);
+    int ssh_option_count = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
             free(files);
+            free(ssh_options);
             free(a);
             return 0;
         } else if (strcmp(argv[i], "--version") == 0) {
@@ -445,6 +547,12 @@ int main(int argc, char **argv)
             if (next && ((stat(next, &st) == 0 && S_ISSOCK(st.st_mode)) ||
                          (n > 5 && strcmp(next + n - 5, ".sock") == 0 && access(next, F_OK) != 0)))
                 a->socket_path = absolute(argv[++i]);
+        } else if (strcmp(argv[i], "--ssh") == 0 && i + 1 < argc) {
+            ssh_spec = argv[++i];
+        } else if (strcmp(argv[i], "--ssh-option") == 0 && i + 1 < argc) {
+            ssh_options[ssh_option_count++] = argv[++i];
+        } else if (strcmp(argv[i], "--ssh-ecpd") == 0 && i + 1 < argc) {
+            ssh_ecpd = argv[++i];
         } else if (strcmp(argv[i], "--server") == 0 && i + 1 < argc) {
             a->server_path = xstrdup(argv[++i]);
         } else if (strcmp(argv[i], "--server-log") == 0 && i + 1 < argc) {
@@ -452,12 +560,43 @@ int main(int argc, char **argv)
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "ecp-tui: unknown option %s\n%s", argv[i], usage);
             free(files);
+            free(ssh_options);
             free(a);
             return 2;
         } else {
             files[file_count++] = argv[i];
         }
     }
+    if (ssh_spec) {
+        a->ssh = xcalloc(1, sizeof *a->ssh);
+        a->ssh_forward = xcalloc(1, sizeof *a->ssh_forward);
+        a->ssh_forward->pid = -1;
+        ecp_error err;
+        char *why = NULL;
+        int status = ecp_ssh_parse(a->ssh, ssh_spec, &err);
+        if (status == 0) {
+            for (int i = 0; i < ssh_option_count; i++)
+                ecp_ssh_add_option(a->ssh, ssh_options[i]);
+            if (ssh_ecpd)
+                ecp_ssh_set_ecpd(a->ssh, ssh_ecpd);
+        }
+        int exit_code = 0;
+        if (status < 0)
+            fprintf(stderr, "ecp-tui: %s\n%s", err.message, usage), exit_code = 2;
+        else if (a->socket_path)
+            fprintf(stderr, "ecp-tui: --ssh --connect takes no SOCKET: it is the remote workspace's\n"), exit_code = 2;
+        else if (!(a->workspace = ecp_ssh_remote_workspace(a->ssh, &why)))
+            fprintf(stderr, "ecp-tui: %s\n", why), exit_code = 1;
+        free(why);
+        if (exit_code) {
+            free(files);
+            free(ssh_options);
+            free_app(a);
+            free(a);
+            return exit_code;
+        }
+    }
+    free(ssh_options);
     /* The workspace: the first directory named, else here, as ecpd's own default (so
      * --connect finds the socket a plain `ecpd --socket` started here listens on). */
     for (int i = 0; i < file_count && !a->workspace; i++) {
@@ -471,7 +610,7 @@ int main(int argc, char **argv)
         a->socket_path = ecp_default_socket_path(a->workspace);
     if (!a->server_path)
         a->server_path = find_server();
-    if (!a->server_path && !connect) {
+    if (!a->server_path && !connect && !a->ssh) {
         fprintf(stderr, "ecp-tui: no ecpd beside ecp-tui nor in PATH (set ECPD or --server)\n");
         free(files);
         free_app(a);
@@ -490,10 +629,23 @@ int main(int argc, char **argv)
     a->client_id = -1;
     colors_default(a);
     commands_bind_defaults(a);
+    /* a connection lost while the remote ecpd is waited for starts it */
+    uv_timer_init(&loop, &a->reconnect_timer);
+    a->reconnect_timer.data = a;
 
-    if (!connect_server(a)) {
-        fprintf(stderr, "ecp-tui: %s\n", a->message);
+    char *failed = NULL;
+    if (!connect_server(a))
+        failed = xstrdup(a->message);
+    else if (a->ssh)
+        failed = wait_for_remote(a);
+    if (failed) {
+        fprintf(stderr, "ecp-tui: %s\n", failed);
+        free(failed);
         free(files);
+        rpc_close(a->rpc);
+        a->rpc = NULL;
+        uv_walk(&loop, close_walk, NULL);
+        uv_run(&loop, UV_RUN_DEFAULT);
         uv_loop_close(&loop);
         free_app(a);
         free(a);
@@ -513,8 +665,6 @@ int main(int argc, char **argv)
     a->git_timer.data = a;
     uv_timer_init(&loop, &a->message_timer);
     a->message_timer.data = a;
-    uv_timer_init(&loop, &a->reconnect_timer);
-    a->reconnect_timer.data = a;
     uv_timer_init(&loop, &a->presence_timer);
     a->presence_timer.data = a;
     uv_timer_start(&a->presence_timer, on_presence_timer, PRESENCE_EVERY_MS, PRESENCE_EVERY_MS);
@@ -523,6 +673,22 @@ int main(int argc, char **argv)
     bool opened_picker = false;
     for (int i = 0; i < file_count; i++) {
         struct stat st;
+        if (a->ssh) {
+            /* a remote path: the file system here knows nothing of it; FILE:LINE opens at a line */
+            buf remote = BUF_INIT;
+            if (files[i][0] != '/')
+                buf_appendf(&remote, "%s/", a->workspace);
+            buf_append_str(&remote, files[i]);
+            int line = 0;
+            char *colon = strrchr(remote.data, ':');
+            if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+                line = atoi(colon + 1) - 1;
+                *colon = 0;
+            }
+            editor_open_path(a, remote.data, line < 0 ? 0 : line, 0);
+            buf_free(&remote);
+            continue;
+        }
         if (stat(files[i], &st) == 0 && S_ISDIR(st.st_mode)) {
             if (!opened_picker) {
                 opened_picker = true;
@@ -544,7 +710,7 @@ int main(int argc, char **argv)
         free(name);
     }
     if (file_count == 0)
-        command_run(a, "file.new");
+        command_run(a, a->ssh ? "file.picker" : "file.new");
     free(files);
     a->need_paint = true;
     uv_run(&loop, UV_RUN_DEFAULT);

@@ -287,6 +287,8 @@ struct app {
     char *socket_path;
     char *server_path;
     char *server_log;
+    struct ecp_ssh *ssh;                 /* --ssh: the server is on this host, else NULL */
+    struct ecp_ssh_forward *ssh_forward; /* --ssh --connect: the forwarder of its socket */
     char *workspace;
     char *repo_root;   /* NULL outside a git work tree */
     char *branch;

@@ -15,6 +15,7 @@
 #include "json_writer.h"
 #include "peer.h"
 #include "process.h"
+#include "ssh_remote.h"
 
 typedef struct reply_to {
     rpc_reply_fn reply;
@@ -30,6 +31,11 @@ struct rpc_client {
     bool have_socket;
     ecp_peer *peer;
     bool open;             /* messages can still be sent */
+    const ecp_ssh *ssh;    /* the server runs on another host, through this ssh */
+    int log_fd;            /* where ssh's stderr is copied, or -1 */
+    buf ssh_said;          /* ssh's stderr, its last few lines */
+    bool exited;
+    int exit_status;       /* as a shell says it: the status, or 128 + a signal */
 };
 
 void rpc_vformat(buf *out, const char *fmt, va_list ap)
@@ -145,6 +151,7 @@ static void on_problem(void *ctx, ecp_peer_problem problem, const char *detail)
 static rpc_client *client_new(uv_loop_t *loop, rpc_handlers handlers)
 {
     rpc_client *self = xcalloc(1, sizeof *self);
+    self->log_fd = -1;
     self->loop = loop;
     self->handlers = handlers;
     ecp_peer_options options = {.framing = FRAMING_UNKNOWN, .max_message = (size_t)512 << 20};
@@ -162,11 +169,66 @@ static void server_output(void *ctx, const char *data, size_t len)
 
 static void server_output_end(void *ctx, int status)
 {
+    rpc_client *self = ctx;
+    if (self->ssh)
+        return; /* ssh's exit status says why, and comes next */
     report_closed(ctx, status == 0 ? "the server closed the connection" : uv_strerror(status));
+}
+
+#define SSH_SAID_KEEP 2048
+
+static void ssh_error_output(void *ctx, const char *data, size_t len)
+{
+    rpc_client *self = ctx;
+    if (self->log_fd >= 0) {
+        ssize_t unused = write(self->log_fd, data, len);
+        (void)unused;
+    }
+    buf_append(&self->ssh_said, data, len);
+    if (self->ssh_said.len > SSH_SAID_KEEP) {
+        /* what ssh says last is why it ends; keep from a line's start */
+        size_t drop = self->ssh_said.len - SSH_SAID_KEEP;
+        const char *nl = memchr(self->ssh_said.data + drop, '\n', self->ssh_said.len - drop);
+        buf_consume(&self->ssh_said, nl ? (size_t)(nl - self->ssh_said.data) + 1 : drop);
+    }
+}
+
+char *rpc_ssh_failure(const rpc_client *self)
+{
+    if (!self || !self->ssh)
+        return NULL;
+    const char *said = self->ssh_said.data ? self->ssh_said.data : "";
+    /* ssh ends its lines with \r\n once it has a session; the last line is the one that matters */
+    buf last = BUF_INIT;
+    size_t end = self->ssh_said.len;
+    while (end && (said[end - 1] == '\n' || said[end - 1] == '\r'))
+        end--;
+    size_t start = end;
+    while (start && said[start - 1] != '\n')
+        start--;
+    buf_append(&last, said + start, end - start);
+    buf_push(&last, 0);
+    char *why = ecp_ssh_failure(self->ssh, self->exit_status, last.data);
+    buf_free(&last);
+    if (self->exit_status == ECP_SSH_NOT_FOUND)
+        return why;
+    buf b = BUF_INIT;
+    buf_appendf(&b, "the connection to %s was lost: %s", self->ssh->host, why);
+    free(why);
+    return buf_detach(&b);
 }
 
 static void server_exited(void *ctx, int64_t status, int signal)
 {
+    rpc_client *self = ctx;
+    self->exited = true;
+    self->exit_status = signal ? 128 + signal : (int)status;
+    if (self->ssh) {
+        char *text = rpc_ssh_failure(self);
+        report_closed(ctx, text);
+        free(text);
+        return;
+    }
     char why[96];
     if (signal)
         snprintf(why, sizeof why, "the server was killed by signal %d", signal);
@@ -194,6 +256,38 @@ rpc_client *rpc_spawn(uv_loop_t *loop, const char *server, const char *workspace
         close(err_fd);
     if (!self->server) {
         *why = xstrdup(err.message);
+        ecp_peer_free(self->peer);
+        free(self);
+        return NULL;
+    }
+    self->open = true;
+    return self;
+}
+
+rpc_client *rpc_spawn_ssh(uv_loop_t *loop, const ecp_ssh *ssh, const char *workspace, const char *server_log,
+                          rpc_handlers handlers, char **why)
+{
+    char **argv = ecp_ssh_stdio_argv(ssh, workspace);
+    rpc_client *self = client_new(loop, handlers);
+    self->ssh = ssh;
+    if (server_log)
+        self->log_fd = open(server_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    /* ssh's stderr is read, not shown: the screen is the editor's, and what ssh says goes in the message */
+    ecp_process_options o = {
+        .argv = (const char *const *)argv, .pipe_stdin = true, .pipe_stdout = true,
+        .stderr_to = ECP_STDERR_PIPE,
+        .leave_running = true, /* the remote server leaves at end of file, saving what it must */
+        .ctx = self,
+        .on_output = server_output, .on_error_output = ssh_error_output,
+        .on_output_end = server_output_end, .on_exit = server_exited,
+    };
+    ecp_error err = {0};
+    self->server = ecp_process_start(loop, &o, &err);
+    ecp_ssh_argv_free(argv);
+    if (!self->server) {
+        *why = xstrdup(err.message);
+        if (self->log_fd >= 0)
+            close(self->log_fd);
         ecp_peer_free(self->peer);
         free(self);
         return NULL;
@@ -342,6 +436,9 @@ void rpc_close(rpc_client *self)
     ecp_peer_free(self->peer);
     if (self->server) {
         ecp_process_close(self->server);
+        if (self->log_fd >= 0)
+            close(self->log_fd);
+        buf_free(&self->ssh_said);
         free(self);
     } else if (!uv_is_closing((uv_handle_t *)&self->socket)) {
         uv_close((uv_handle_t *)&self->socket, socket_closed);

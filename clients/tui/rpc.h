@@ -34,6 +34,17 @@ typedef struct rpc_handlers {
  * /dev/null). Returns NULL with a reason in why (malloc'd) on failure. */
 rpc_client *rpc_spawn(uv_loop_t *loop, const char *server, const char *workspace, const char *server_log,
                       rpc_handlers handlers, char **why);
+/* Spawns ssh running `ecpd --stdio --workspace DIR` on the remote host
+ * (ssh_remote.h; ssh must outlive the client). ssh's stderr is copied to
+ * server_log and kept: when ssh ends, the closed handler hears why (a missing
+ * remote ecpd, or the connection lost and ssh's last words). */
+struct ecp_ssh;
+rpc_client *rpc_spawn_ssh(uv_loop_t *loop, const struct ecp_ssh *ssh, const char *workspace,
+                          const char *server_log, rpc_handlers handlers, char **why);
+/* Why an ssh connection ended, as the closed handler heard it but with all
+ * ssh said by now (malloc'd); NULL for a connection that is not ssh. */
+char *rpc_ssh_failure(const rpc_client *self);
+
 /* Connects to a server's socket, refusing one run by another user. */
 rpc_client *rpc_connect(uv_loop_t *loop, const char *socket_path, rpc_handlers handlers, char **why);
 
