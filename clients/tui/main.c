@@ -597,6 +597,16 @@ int main(int argc, char **argv)
         }
     }
     free(ssh_options);
+    /* Keys come from a terminal: anything else (a file, /dev/null) cannot be
+     * polled, and there would be no one to edit for. */
+    if (!isatty(STDIN_FILENO)) {
+        fprintf(stderr, "ecp-tui: standard input is not a terminal; run it in one (ecpctl speaks to a server "
+                        "from scripts)\n");
+        free(files);
+        free_app(a);
+        free(a);
+        return 2;
+    }
     /* The workspace: the first directory named, else here, as ecpd's own default (so
      * --connect finds the socket a plain `ecpd --socket` started here listens on). */
     for (int i = 0; i < file_count && !a->workspace; i++) {

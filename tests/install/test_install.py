@@ -84,6 +84,12 @@ def test_options(tmp):
                               % (name, flag, done.returncode, done.stdout, done.stderr))
             if flag == "--version" and not re.match(r"%s \d+\.\d+\.\d+" % re.escape(name), done.stdout):
                 raise Failure("%s --version printed %r" % (name, done.stdout))
+    # the editor needs a terminal for its keys: without one it says so and stops (it used to crash)
+    with open(os.devnull) as nothing:
+        done = subprocess.run([os.path.join(BUILD, binaries["ecp-tui"]), "x.c"], cwd=tmp, env=clean_env(tmp),
+                              stdin=nothing, capture_output=True, text=True, timeout=30)
+    if done.returncode != 2 or "not a terminal" not in done.stderr:
+        raise Failure("ecp-tui with /dev/null as input: exit %d, stderr %r" % (done.returncode, done.stderr))
 
 
 # ---- a moved prefix runs without the checkout ----
