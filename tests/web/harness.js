@@ -111,7 +111,9 @@ async function start({ files = {}, width = 1280, height = 800, trusted = false }
   const startEcpd = async () => {
     const args = ["--socket", sock, "--workspace", workspace];
     if (trusted) args.push("--trust-workspace");
-    const child = spawn(ECPD, args, { env, stdio: ["ignore", "ignore", "pipe"] });
+    // In the workspace, as ecp-web starts one: a socket server's working
+    // directory is where relative paths (file/pathToUri ".") resolve.
+    const child = spawn(ECPD, args, { env, cwd: workspace, stdio: ["ignore", "ignore", "pipe"] });
     child.stderr.on("data", (d) => { h.ecpdLog += d; });
     running.add(child);
     child.once("exit", () => running.delete(child));
@@ -138,7 +140,7 @@ async function start({ files = {}, width = 1280, height = 800, trusted = false }
     await startEcpd();
 
     const web = spawn(ECP_WEB, ["--connect", sock, "--workspace", workspace, "--server", ECPD,
-      "--static", ECP_WEB_STATIC, "--port", "0"], { env, stdio: ["ignore", "pipe", "pipe"] });
+      "--static", ECP_WEB_STATIC, "--port", "0"], { env, cwd: workspace, stdio: ["ignore", "pipe", "pipe"] });
     running.add(web);
     web.once("exit", () => running.delete(web));
     h.web = web;

@@ -1,0 +1,103 @@
+// Key names as the TUI and the keybindings service write them
+// (`ctrl+alt+shift+meta+<key>`, lower case), the default keymap, and how the
+// server's bindings override it.
+
+/** The TUI's table (clients/tui/commands.c): command id → its keys, space-separated. */
+export const DEFAULT_KEYS: ReadonlyArray<[string, string]> = [
+  ["file.save", "ctrl+s"], ["file.saveAs", "alt+s"], ["file.new", "ctrl+n"], ["file.picker", "ctrl+p ctrl+o"],
+  ["app.quit", "ctrl+q"], ["edit.undo", "ctrl+z"], ["edit.redo", "ctrl+y"], ["edit.cut", "ctrl+x"],
+  ["edit.copy", "ctrl+c"], ["edit.paste", "ctrl+v"], ["edit.selectAll", "ctrl+a"], ["find.find", "ctrl+f"],
+  ["find.next", "f3"], ["find.previous", "shift+f3"], ["find.replace", "ctrl+r"], ["search.project", "alt+f f4"],
+  ["nav.gotoLine", "ctrl+g"], ["app.help", "f1"],
+  // The palette also answers ctrl+shift+p, as browsers' editors have it.
+  ["app.palette", "ctrl+e f2 ctrl+shift+p"],
+  ["cursor.nextOccurrence", "ctrl+d"], ["cursor.addAbove", "ctrl+alt+up alt+shift+up"],
+  ["cursor.addBelow", "ctrl+alt+down alt+shift+down"], ["cursor.single", "escape"], ["tab.close", "ctrl+w"],
+  ["tab.next", "ctrl+pagedown alt+right"], ["tab.previous", "ctrl+pageup"], ["terminal.toggle", "ctrl+t"],
+  ["chat.toggle", "alt+a f6"], ["git.panel", "alt+g f5"],
+  ["cursor.up", "up"], ["cursor.down", "down"], ["cursor.left", "left"], ["cursor.right", "right"],
+  ["select.up", "shift+up"], ["select.down", "shift+down"], ["select.left", "shift+left"], ["select.right", "shift+right"],
+  ["cursor.wordLeft", "ctrl+left"], ["cursor.wordRight", "ctrl+right"], ["select.wordLeft", "ctrl+shift+left"],
+  ["select.wordRight", "ctrl+shift+right"], ["cursor.home", "home"], ["cursor.end", "end"],
+  ["select.home", "shift+home"], ["select.end", "shift+end"], ["cursor.top", "ctrl+home"], ["cursor.bottom", "ctrl+end"],
+  ["cursor.pageUp", "pageup"], ["cursor.pageDown", "pagedown"], ["select.pageUp", "shift+pageup"],
+  ["select.pageDown", "shift+pagedown"], ["edit.newline", "enter"], ["edit.tab", "tab"], ["edit.outdent", "shift+tab"],
+  ["edit.deleteWordLeft", "ctrl+backspace alt+backspace"], ["edit.deleteWordRight", "ctrl+delete"],
+  ["edit.toggleComment", "ctrl+/ ctrl+_"], ["edit.duplicateLines", "ctrl+shift+d alt+shift+d"],
+  ["edit.moveLinesUp", "alt+up"], ["edit.moveLinesDown", "alt+down"], ["edit.backspace", "backspace"],
+  ["edit.delete", "delete"], ["lsp.complete", "ctrl+space"], ["lsp.hover", "alt+k"], ["lsp.definition", "f12 ctrl+]"],
+  ["nav.back", "alt+left"], ["lsp.references", "shift+f12 f7"], ["lsp.rename", "f9"], ["lsp.format", "f10"],
+  ["lsp.codeActions", "f8"], ["view.wrap", "alt+z"], ["view.redraw", "ctrl+l"],
+];
+
+/** Commands that keep their keys while a terminal or the chat has the focus (the TUI's IN_PANES). */
+export const PANE_COMMANDS: ReadonlySet<string> = new Set(["app.quit", "terminal.toggle", "chat.toggle", "view.redraw"]);
+
+const MODIFIER_NAMES: Record<string, "ctrl" | "alt" | "shift" | "meta"> = {
+  ctrl: "ctrl", control: "ctrl", alt: "alt", option: "alt", shift: "shift", meta: "meta", cmd: "meta", super: "meta",
+};
+
+/** A written key in the server's canonical form: `Shift+Ctrl+P` is `ctrl+shift+p`. */
+export function canonicalKey(written: string): string {
+  const parts = written.toLowerCase().split("+");
+  const mods = { ctrl: false, alt: false, shift: false, meta: false };
+  let i = 0;
+  // The last part is the key, "+" itself included (`ctrl++` splits into "ctrl", "", "").
+  for (; i < parts.length - 1; i++) {
+    const m = MODIFIER_NAMES[parts[i]];
+    if (!m) break;
+    mods[m] = true;
+  }
+  let key = parts.slice(i).join("+");
+  if (key === "") key = "+";
+  return `${mods.ctrl ? "ctrl+" : ""}${mods.alt ? "alt+" : ""}${mods.shift ? "shift+" : ""}${mods.meta ? "meta+" : ""}${key}`;
+}
+
+const NAMED_KEYS: Record<string, string> = {
+  ArrowUp: "up", ArrowDown: "down", ArrowLeft: "left", ArrowRight: "right", PageUp: "pageup", PageDown: "pagedown",
+  Home: "home", End: "end", Enter: "enter", Tab: "tab", Backspace: "backspace", Delete: "delete", Escape: "escape",
+  Insert: "insert", " ": "space",
+};
+
+/** The canonical name of a key press, or null for a lone modifier. */
+export function keyName(e: KeyboardEvent): string | null {
+  if (["Control", "Shift", "Alt", "Meta", "AltGraph", "CapsLock", "Dead", "Unidentified", "Process"].includes(e.key)) return null;
+  let key: string;
+  if (NAMED_KEYS[e.key]) key = NAMED_KEYS[e.key];
+  else if (/^F([1-9]|1[0-9]|2[0-4])$/.test(e.key)) key = e.key.toLowerCase();
+  // Letters and digits by their place on the keyboard, so shift and the layout's
+  // other levels do not change the name (ctrl+shift+p, not ctrl+shift+P).
+  else if (/^Key[A-Z]$/.test(e.code)) key = e.code.slice(3).toLowerCase();
+  else if (/^Digit[0-9]$/.test(e.code)) key = e.code.slice(5);
+  else if (e.code === "Space") key = "space";
+  else key = e.key.length === 1 ? e.key.toLowerCase() : e.key.toLowerCase();
+  return `${e.ctrlKey ? "ctrl+" : ""}${e.altKey ? "alt+" : ""}${e.shiftKey ? "shift+" : ""}${e.metaKey ? "meta+" : ""}${key}`;
+}
+
+export interface ServerBinding { key: string; command: string; when?: string; args?: unknown }
+
+export interface Binding { command: string; args?: unknown }
+
+/**
+ * The keymap: the defaults, then the server's bindings on top in their order
+ * (a later binding of a key wins), as the TUI builds it. `when` clauses are
+ * not evaluated, as in the TUI: the page has no context keys the server's
+ * bindings could name yet, and a condition on a key not sent counts as true.
+ */
+export function buildKeymap(serverBindings: ServerBinding[]): Map<string, Binding> {
+  const map = new Map<string, Binding>();
+  for (const [command, keys] of DEFAULT_KEYS)
+    for (const k of keys.split(" ")) if (k) map.set(canonicalKey(k), { command });
+  for (const b of serverBindings) {
+    if (typeof b?.key !== "string" || typeof b?.command !== "string") continue;
+    map.set(canonicalKey(b.key), { command: b.command, args: b.args });
+  }
+  return map;
+}
+
+/** The keys bound to a command, for the palette to show. */
+export function keysOf(map: Map<string, Binding>, command: string): string[] {
+  const out: string[] = [];
+  for (const [k, b] of map) if (b.command === command) out.push(k);
+  return out;
+}
