@@ -19,9 +19,10 @@ const { spawn, execFileSync } = require("child_process");
 const repoRoot = path.resolve(__dirname, "..", "..");
 const requireFromWeb = (name) => require(require.resolve(name, { paths: [path.join(repoRoot, "clients", "web")] }));
 
-const ECPD = process.env.ECPD || path.join(repoRoot, "build", "server", "ecpd");
-const ECP_WEB = process.env.ECP_WEB || path.join(repoRoot, "build", "clients", "web", "ecp-web");
-const ECP_WEB_STATIC = process.env.ECP_WEB_STATIC || path.join(repoRoot, "build", "clients", "web", "static");
+// Absolute, since the programs run in the workspace.
+const ECPD = path.resolve(process.env.ECPD || path.join(repoRoot, "build", "server", "ecpd"));
+const ECP_WEB = path.resolve(process.env.ECP_WEB || path.join(repoRoot, "build", "clients", "web", "ecp-web"));
+const ECP_WEB_STATIC = path.resolve(process.env.ECP_WEB_STATIC || path.join(repoRoot, "build", "clients", "web", "static"));
 
 function outDir() {
   const dir = process.env.ECP_WEB_OUT || path.join(repoRoot, "build", "tests", "web");
@@ -35,7 +36,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const running = new Set();
 
 function killProcess(child, signal = "SIGTERM") {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  if (!child || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => { try { child.kill("SIGKILL"); } catch { /* gone */ } }, 3000);
     child.once("exit", () => { clearTimeout(timer); resolve(); });
@@ -115,11 +116,12 @@ async function start({ files = {}, width = 1280, height = 800, trusted = false }
     // directory is where relative paths (file/pathToUri ".") resolve.
     const child = spawn(ECPD, args, { env, cwd: workspace, stdio: ["ignore", "ignore", "pipe"] });
     child.stderr.on("data", (d) => { h.ecpdLog += d; });
+    child.on("error", (e) => { h.ecpdLog += `cannot run ${ECPD}: ${e.message}\n`; });
     running.add(child);
     child.once("exit", () => running.delete(child));
     h.ecpd = child;
     await waitFor("ecpd's socket", async () => {
-      if (child.exitCode !== null) throw new Error(`ecpd exited (${child.exitCode}): ${h.ecpdLog}`);
+      if (child.exitCode !== null || child.pid === undefined) throw new Error(`ecpd exited (${child.exitCode}): ${h.ecpdLog}`);
       return socketAnswers(sock);
     });
     return child;
@@ -154,6 +156,7 @@ async function start({ files = {}, width = 1280, height = 800, trusted = false }
         if (nl >= 0) { clearTimeout(timer); resolve(out.slice(0, nl).trim()); }
       });
       web.once("exit", (code) => { clearTimeout(timer); reject(new Error(`ecp-web exited (${code}): ${h.webLog}`)); });
+      web.once("error", (e) => { clearTimeout(timer); reject(new Error(`cannot run ${ECP_WEB}: ${e.message}`)); });
     });
     if (!/^https?:\/\/[^/]+\/\?token=\S+$/.test(h.url)) throw new Error(`not a URL: ${h.url}`);
 

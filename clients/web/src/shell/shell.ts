@@ -232,9 +232,37 @@ export class Shell implements App {
     document.title = `${basename(path) || path} - ecpd`;
   }
 
+  /**
+   * Unsaved text a server that went away left (hot exit): the text of the
+   * URIs named comes back into their documents here (session/recover); what
+   * else is offered is announced, for the "Recover unsaved text" command.
+   */
+  private async recover(uris: string[]): Promise<void> {
+    try {
+      const r: any = await this.rpc.request("session/recoverable", {});
+      const offered = new Set<string>((Array.isArray(r?.documents) ? r.documents : []).map((d: any) => d?.uri).filter((u: unknown) => typeof u === "string"));
+      const mine = uris.filter((u) => offered.has(u));
+      if (mine.length) await this.rpc.request("session/recover", { uris: mine });
+      const rest = offered.size - mine.length;
+      if (rest > 0)
+        this.showMessage(`${rest} more file${rest > 1 ? "s have" : " has"} unsaved text from a server that stopped: "Recover unsaved text" reopens ${rest > 1 ? "them" : "it"}`);
+    } catch (e) { console.error("recovery failed", e); }
+  }
+
+  private async recoverAll(): Promise<void> {
+    try {
+      const r: any = await this.rpc.request("session/recover", {});
+      const docs: any[] = Array.isArray(r?.documents) ? r.documents : [];
+      for (const d of docs) if (typeof d?.uri === "string") await this.openUri(d.uri);
+      this.showMessage(docs.length ? `Recovered ${docs.length} file${docs.length > 1 ? "s" : ""} with unsaved text` : "Nothing to recover");
+    } catch (e: any) { this.showMessage(`Recovery failed: ${e?.message ?? e}`, "error"); }
+  }
+
   /** After a reconnect document ids may have changed: open every tab's URI again and rebind its view. */
   private async reopenTabs(): Promise<void> {
     const activeUri = this.active?.doc.uri;
+    // A server that was restarted kept the unsaved text in its journal, not open.
+    await this.recover(this.tabs.map((t) => t.doc.uri));
     for (const tab of [...this.tabs]) {
       tab.view?.dispose();
       tab.view = null;
@@ -258,6 +286,7 @@ export class Shell implements App {
     let saved: { uris?: string[]; active?: string } = {};
     try { saved = JSON.parse(sessionStorage.getItem(TABS_STORAGE_KEY) ?? "{}"); } catch { /* none */ }
     const uris = new Set(Array.isArray(saved.uris) ? saved.uris.filter((u) => typeof u === "string") : []);
+    await this.recover([...uris]);
     try {
       const r: any = await this.rpc.request("document/list", {});
       for (const info of Array.isArray(r?.documents) ? r.documents : []) {
@@ -511,6 +540,7 @@ export class Shell implements App {
       const b = byId("bottom");
       if (b.hidden && this.bottom.current) this.bottom.show(this.bottom.current); else { b.hidden = true; this.layoutChanged(); }
     });
+    this.registerCommand("session.recover", "Recover unsaved text left by a server that stopped", () => { void this.recoverAll(); });
     this.registerCommand("explorer.show", "Files: show the workspace's files", () => this.showSidebarView("explorer"));
   }
 
