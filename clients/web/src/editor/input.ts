@@ -1,0 +1,137 @@
+// Keys, text and the clipboard reach the view through one hidden textarea that
+// follows the caret (so an input method's window opens beside it). Typed text
+// and committed compositions go to document/type; the keys that move or edit
+// by themselves are handled here; everything else bubbles to the shell's key
+// bindings.
+import type { EditorView } from "./view";
+
+export class InputHandler {
+  readonly textarea: HTMLTextAreaElement;
+  private composing = false;
+  private readonly cleanup: (() => void)[] = [];
+
+  constructor(private readonly view: EditorView) {
+    const ta = document.createElement("textarea");
+    ta.className = "ecp-input";
+    ta.setAttribute("autocomplete", "off");
+    ta.setAttribute("autocorrect", "off");
+    ta.setAttribute("autocapitalize", "off");
+    ta.setAttribute("spellcheck", "false");
+    ta.setAttribute("aria-label", `Editor: ${view.doc.title}`);
+    ta.wrap = "off";
+    view.root.appendChild(ta);
+    this.textarea = ta;
+    const on = <K extends keyof HTMLElementEventMap>(type: K, h: (e: HTMLElementEventMap[K]) => void) => {
+      ta.addEventListener(type, h as EventListener);
+      this.cleanup.push(() => ta.removeEventListener(type, h as EventListener));
+    };
+    on("keydown", (e) => this.onKeyDown(e));
+    on("input", (e) => this.onInput(e as InputEvent));
+    on("compositionstart", () => { this.composing = true; this.view.composition = ""; });
+    on("compositionupdate", (e) => { this.view.composition = e.data ?? ""; this.view.renderNow(); });
+    on("compositionend", (e) => this.onCompositionEnd(e));
+    on("copy", (e) => this.onCopy(e, false));
+    on("cut", (e) => this.onCopy(e, true));
+    on("paste", (e) => {
+      e.preventDefault();
+      const text = e.clipboardData?.getData("text/plain") ?? "";
+      if (text) this.view.type(text);
+    });
+    on("focus", () => { view.root.classList.add("focused"); view.prefetchSelection(); });
+    on("blur", () => view.root.classList.remove("focused"));
+  }
+
+  focus(): void { this.textarea.focus({ preventScroll: true }); }
+
+  dispose(): void { for (const c of this.cleanup) c(); }
+
+  /** Keeps the textarea at the caret, so an input method's window opens there. */
+  placeTextarea(): void {
+    const c = this.view.cursors[0];
+    const at = c ? this.view.caretPoint(c.position) : null;
+    this.textarea.style.left = `${at ? Math.max(0, at.x) : 0}px`;
+    this.textarea.style.top = `${at ? at.y : 0}px`;
+  }
+
+  private onInput(e: InputEvent): void {
+    if (this.composing || e.isComposing) return;
+    const text = this.textarea.value;
+    this.textarea.value = "";
+    if (text) this.view.type(text);
+  }
+
+  private onCompositionEnd(e: CompositionEvent): void {
+    this.composing = false;
+    this.view.composition = null;
+    const text = e.data ?? "";
+    this.textarea.value = "";
+    if (text) this.view.type(text);
+    else this.view.renderNow();
+  }
+
+  private onCopy(e: ClipboardEvent, cut: boolean): void {
+    e.preventDefault();
+    const text = this.view.cachedSelectionText();
+    if (text !== null && e.clipboardData) {
+      e.clipboardData.setData("text/plain", text);
+    } else {
+      // Not fetched yet (a very large selection): the asynchronous clipboard takes it once it arrives.
+      void this.view.selectedText().then((t) => navigator.clipboard?.writeText(t)).catch(() => {});
+    }
+    if (cut) this.view.send("document/type", { text: "" });
+  }
+
+  private onKeyDown(e: KeyboardEvent): void {
+    const v = this.view;
+    if (this.composing || e.isComposing || e.keyCode === 229) return;
+    const ctrl = e.ctrlKey || e.metaKey;
+    const handled = () => { e.preventDefault(); e.stopPropagation(); };
+    if (v.lsp.onKey(e)) { handled(); return; }
+    if (v.find.onEditorKey(e)) { handled(); return; }
+    // The browser's own copy, cut and paste fire their events here, with the clipboard's data.
+    if (ctrl && !e.altKey && !e.shiftKey && (e.key === "c" || e.key === "x" || e.key === "v" || e.key === "C" || e.key === "X" || e.key === "V")) {
+      e.stopPropagation();
+      return;
+    }
+    const select = e.shiftKey;
+    switch (e.key) {
+      case "ArrowLeft": case "ArrowRight":
+        if (e.altKey) return;
+        handled(); v.move(e.key === "ArrowLeft" ? "left" : "right", ctrl ? "word" : "character", select); return;
+      case "ArrowUp": case "ArrowDown":
+        if (e.altKey || ctrl) return;
+        handled(); v.move(e.key === "ArrowUp" ? "up" : "down", "character", select); return;
+      case "Home": case "End":
+        if (e.altKey) return;
+        handled();
+        if (ctrl) v.move(e.key === "Home" ? "up" : "down", "document", select);
+        else v.move(e.key === "Home" ? "left" : "right", "line", select);
+        return;
+      case "PageUp": case "PageDown":
+        if (e.altKey || ctrl) return;
+        handled(); v.page(e.key === "PageUp" ? -1 : 1, select); return;
+      case "Backspace":
+        if (e.shiftKey && !ctrl) { handled(); v.deleteBackward(); return; }
+        if (e.shiftKey) return;
+        handled();
+        if (ctrl || e.altKey) v.send("document/deleteWord", { direction: "left" });
+        else v.deleteBackward();
+        return;
+      case "Delete":
+        if (e.shiftKey || e.altKey) return;
+        handled();
+        if (ctrl) v.send("document/deleteWord", { direction: "right" });
+        else v.deleteForward();
+        return;
+      case "Enter":
+        if (ctrl || e.altKey) return;
+        handled(); v.lsp.closeCompletion(); v.send("document/newline"); return;
+      case "Tab":
+        if (ctrl || e.altKey) return;
+        handled(); v.tabKey(e.shiftKey); return;
+      case "Escape":
+        if (v.cursors.length > 1) { handled(); v.singleCursor(); }
+        return;
+    }
+  }
+}
