@@ -106,7 +106,7 @@ async function start({ files = {}, width = 1280, height = 800, trusted = false }
 
   const h = {
     tmp, workspace, sock, env, url: null, ecpd: null, web: null, browser: null, page: null,
-    ecpdLog: "", webLog: "",
+    ecpdLog: "", webLog: "", pageLog: "",
   };
 
   const startEcpd = async () => {
@@ -167,7 +167,8 @@ async function start({ files = {}, width = 1280, height = 800, trusted = false }
     h.context = context;
     h.newPage = async () => {
       const page = await context.newPage();
-      page.on("pageerror", (e) => console.error(`page error: ${e.message}`));
+      page.on("pageerror", (e) => { h.pageLog += `page error: ${e.message}\n`; });
+      page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") h.pageLog += `console.${m.type()}: ${m.text()}\n`; });
       await page.goto(h.url);
       return page;
     };
@@ -205,6 +206,7 @@ async function run(options, body) {
   } catch (e) {
     console.error(e && e.stack ? e.stack : String(e));
     if (h) {
+      if (h.pageLog) console.error(`--- the pages' errors ---\n${h.pageLog.slice(-4000)}`);
       if (h.webLog) console.error(`--- ecp-web stderr ---\n${h.webLog.slice(-4000)}`);
       if (h.ecpdLog) console.error(`--- ecpd stderr ---\n${h.ecpdLog.slice(-4000)}`);
       try { await h.stop(); } catch { /* best effort */ }

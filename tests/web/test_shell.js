@@ -109,9 +109,15 @@ run({ files }, async (h) => {
 
   // ---- key bindings: one set now works at once
   await call(page, "keybindings/set", { bindings: [{ key: "Ctrl+Alt+J", command: "app.palette" }] });
-  await sleep(100);
+  await until(page, "the keymap has the new key", () => window.ecpApp.keymap.get("ctrl+alt+j")?.command === "app.palette");
+  await page.evaluate(() => { window.keysSeen = []; window.addEventListener("keydown", (e) => window.keysSeen.push(`${e.key}/${e.code}/${e.ctrlKey}/${e.altKey}/${document.activeElement?.tagName}.${document.activeElement?.className}`), true); });
   await page.keyboard.press("Control+Alt+KeyJ");
-  await until(page, "the new key opens the palette", () => !document.querySelector(".palette").hidden);
+  try {
+    await until(page, "the new key opens the palette", () => !document.querySelector(".palette").hidden);
+  } catch (e) {
+    console.error(await page.evaluate(() => JSON.stringify({ keys: window.keysSeen, active: document.activeElement?.outerHTML.slice(0, 200) })));
+    throw e;
+  }
   check("keybindings/set of a new key for app.palette works at once", true);
   await page.keyboard.press("Escape");
   await until(page, "escape closes the palette", () => document.querySelector(".palette").hidden);
@@ -201,6 +207,9 @@ run({ files }, async (h) => {
   await h.startEcpd();
   await until(page, "connected again", () => document.querySelector(".status-connection")?.textContent === "connected", undefined, 20000);
   check("the page reconnects to the restarted ecpd", true);
+  // The tab's document is opened anew on the new server (a new id), and its view made again.
+  await until(page, "the tab reopened on the new server", (old) =>
+    (window.ecpApp.activeDocument()?.documentId ?? old) !== old, mainDoc.documentId, 15000);
   await until(page, "the unsaved text is back in the tab", (t) =>
     document.querySelector("#editor-area .editor-host:not([hidden])")?.textContent.includes(t), typed, 15000);
   const after = await page.evaluate(() => window.ecpApp.activeDocument());
