@@ -56,6 +56,17 @@ export function baseName(path: string): string {
   return i >= 0 ? path.slice(i + 1) : path;
 }
 
+/**
+ * The workspace folder once the shell has learned it: after a connection is
+ * ready the shell asks the server for it, so a panel that starts at the same
+ * moment may find it still empty. Empty if it never comes (no workspace).
+ */
+export async function workspaceRoot(app: App, waitMs = 10000): Promise<string> {
+  for (let waited = 0; !app.workspaceRoot() && waited < waitMs; waited += 50)
+    await new Promise((r) => setTimeout(r, 50));
+  return app.workspaceRoot();
+}
+
 /** Runs `fn` once, `ms` after the last of a burst of calls. */
 export function debounce(fn: () => void, ms: number): () => void {
   let timer: ReturnType<typeof setTimeout> | null = null;

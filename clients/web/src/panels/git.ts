@@ -5,7 +5,7 @@
 // asked again when `git/didChange` says the repository moved, so nothing here
 // outlives the state it shows.
 import type { App } from "../app";
-import { applyThemeColors, button, debounce, errorText, h, pathToUri } from "./dom";
+import { applyThemeColors, button, debounce, errorText, h, pathToUri, workspaceRoot } from "./dom";
 
 interface FileStatus { path: string; status: string; oldPath?: string }
 interface GitStatus { branch: string; ahead: number; behind: number; staged: FileStatus[]; unstaged: FileStatus[]; untracked: string[] }
@@ -59,7 +59,7 @@ export function installGit(app: App): void {
   const repoArgs = () => ({ uri: repoRoot! });
 
   async function findRepo(): Promise<boolean> {
-    const workspace = app.workspaceRoot();
+    const workspace = await workspaceRoot(app);
     if (!workspace) return false;
     try {
       const r = await rpc.request<{ isRepo: boolean; rootUri?: string }>("git/isRepo", { uri: workspace });

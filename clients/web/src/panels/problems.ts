@@ -4,7 +4,7 @@
 // (`lsp/allDiagnostics`) whenever a server publishes, so it never drifts from
 // what the core holds.
 import type { App } from "../app";
-import { applyThemeColors, debounce, displayPath, errorText, h } from "./dom";
+import { applyThemeColors, debounce, displayPath, errorText, h, workspaceRoot } from "./dom";
 
 interface Diagnostic {
   range: { start: { line: number; character: number }; end: { line: number; character: number } };
@@ -89,6 +89,7 @@ export function installProblems(app: App): void {
   });
   rpc.on("lsp/didPublishDiagnostics", () => refreshSoon());
   rpc.on("lsp/serverStatusChanged", () => refreshSoon());
-  rpc.onReady(() => void refresh());
-  if (rpc.state === "open") void refresh();
+  // Names are shown relative to the workspace, which the shell learns once connected.
+  rpc.onReady(() => void workspaceRoot(app).then(() => refresh()));
+  if (rpc.state === "open") void workspaceRoot(app).then(() => refresh());
 }

@@ -3,7 +3,7 @@
 // click opening the file at the match. A pattern the server refuses (a bad
 // regex) is shown as the server words it.
 import type { App } from "../app";
-import { applyThemeColors, debounce, displayPath, errorText, h } from "./dom";
+import { applyThemeColors, debounce, displayPath, errorText, h, pathToUri, workspaceRoot } from "./dom";
 
 interface GrepMatch { uri: string; line: number; column: number; text: string }
 
@@ -38,9 +38,10 @@ export function installSearch(app: App): void {
     const pattern = query.value;
     error.hidden = true;
     if (!pattern) { results.replaceChildren(); summary.textContent = ""; return; }
-    const root = app.workspaceRoot();
+    const folder = await workspaceRoot(app, 2000);
+    if (mine !== generation) return;
     const params: Record<string, unknown> = {
-      pattern, baseUri: root ? `file://${root}` : undefined, regex: on(regex), caseSensitive: on(matchCase), maxResults: MAX_RESULTS,
+      pattern, baseUri: folder ? pathToUri(folder) : undefined, regex: on(regex), caseSensitive: on(matchCase), maxResults: MAX_RESULTS,
     };
     if (include.value.trim()) params.include = include.value.trim();
     summary.textContent = "Searching...";

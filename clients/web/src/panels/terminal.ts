@@ -12,15 +12,19 @@
 // browser that reads every frame never is). Once the queue has drained to
 // LOW_WATER, the screen is painted again from the server's copy
 // (`terminal/getBuffer`), so what is shown is right again; only the
-// scrollback of the skipped output is missing.
+// scrollback of the skipped output is missing. An answer may overtake output
+// the server sent before it, so that output can land on the repainted screen
+// a second time: once the output has been quiet for SETTLE_MS the screen is
+// painted from the server's copy once more.
 import { Terminal } from "@xterm/xterm";
 import { FitAddon } from "@xterm/addon-fit";
 import "@xterm/xterm/css/xterm.css";
 import type { App } from "../app";
-import { applyThemeColors, button, errorText, h } from "./dom";
+import { applyThemeColors, button, errorText, h, workspaceRoot } from "./dom";
 
 const HIGH_WATER = 512 * 1024;
 const LOW_WATER = 64 * 1024;
+const SETTLE_MS = 250;
 const SCROLLBACK = 5000;
 
 interface Cell { char: string; fg: string | null; bg: string | null; bold?: boolean; italic?: boolean; underline?: boolean; dim?: boolean; inverse?: boolean }
@@ -40,6 +44,11 @@ class TerminalTab {
   /** Output is being skipped until the queue drains; then the screen is repainted. */
   skipping = false;
   repainting = false;
+  /** Characters not shown because of a flood, and the most ever queued (data-skipped, data-max-queued). */
+  skipped = 0;
+  maxQueued = 0;
+  /** After skipped output: repaint once the output has been quiet for a moment. */
+  settleTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(readonly id: string, title: string) {
     this.host = h("div", { class: "pnl-term-host", "data-terminal-id": id });
@@ -137,13 +146,29 @@ export function installTerminal(app: App): void {
   }
 
   function write(t: TerminalTab, data: string): void {
-    if (t.skipping) return;
-    if (t.pending > HIGH_WATER) { t.skipping = true; return; }
+    if (t.settleTimer !== null) settle(t);
+    if (t.skipping || t.pending > HIGH_WATER) {
+      t.skipping = true;
+      t.skipped += data.length;
+      t.host.dataset.skipped = String(t.skipped);
+      settle(t);
+      return;
+    }
     t.pending += data.length;
+    if (t.pending > t.maxQueued) { t.maxQueued = t.pending; t.host.dataset.maxQueued = String(t.pending); }
     t.term.write(data, () => {
       t.pending -= data.length;
       if (t.skipping && t.pending <= LOW_WATER) void repaint(t);
     });
+  }
+
+  /** (Re)starts the wait for quiet output, after which the screen is painted from the server. */
+  function settle(t: TerminalTab): void {
+    if (t.settleTimer !== null) clearTimeout(t.settleTimer);
+    t.settleTimer = setTimeout(() => {
+      t.settleTimer = null;
+      if (!t.exited && tabs.get(t.id) === t) void repaint(t);
+    }, SETTLE_MS);
   }
 
   /** Paints the server's copy of the screen (after skipped output, or a reconnect). */
@@ -173,7 +198,7 @@ export function installTerminal(app: App): void {
     const size = active?.opened ? { cols: active.term.cols, rows: active.term.rows } : { cols: 80, rows: 24 };
     try {
       const params: Record<string, unknown> = { ...size, scrollback: SCROLLBACK };
-      const cwd = app.workspaceRoot();
+      const cwd = await workspaceRoot(app, 2000);
       if (cwd) params.cwd = cwd;
       const r = await rpc.request<{ terminalId: string }>("terminal/create", params);
       const t = addTab({ terminalId: r.terminalId, title: "terminal" });
