@@ -20,15 +20,15 @@ export interface DocumentView {
   reveal(pos: Position): void;
   cursorPosition?(): Position | null;
 }
-export type ViewFactory = (app: App, doc: OpenDocument, host: HTMLElement) => DocumentView;
+export type ViewFactory<V extends DocumentView> = (app: App, doc: OpenDocument, host: HTMLElement) => V;
 
-interface Tab {
+interface Tab<V extends DocumentView = DocumentView> {
   doc: OpenDocument;
   languageId: string;
   dirty: boolean;
   tabElement: HTMLElement;
   host: HTMLElement;
-  view: DocumentView | null;
+  view: V | null;
   infoTicket: number;
 }
 
@@ -43,12 +43,12 @@ const TEXT_FIELD_KEYS = /^(ctrl\+)?(shift\+)?(a|c|v|x|z|y|left|right|up|down|hom
 
 const TABS_STORAGE_KEY = "ecp-web.tabs";
 
-export class Shell implements App {
+export class Shell<V extends DocumentView = DocumentView> implements App {
   private rootPath = "";
   private rootUri = "";
-  private readonly tabs: Tab[] = [];
-  private active: Tab | null = null;
-  private readonly opening = new Map<string, Promise<Tab>>();
+  private readonly tabs: Tab<V>[] = [];
+  private active: Tab<V> | null = null;
+  private readonly opening = new Map<string, Promise<Tab<V>>>();
   private readonly activeHandlers = new Set<(doc: OpenDocument | null) => void>();
   private readonly commands = new Map<string, Command>();
   private keymap: Map<string, Binding> = buildKeymap([]);
@@ -71,7 +71,7 @@ export class Shell implements App {
   private everOpen = false;
   private readyCount = 0;
 
-  constructor(readonly rpc: Rpc, private readonly createView: ViewFactory) {
+  constructor(readonly rpc: Rpc, private readonly createView: ViewFactory<V>) {
     this.theme = new ThemeState(rpc);
     this.status = {
       connection: el("span", { class: "status-connection", text: "connecting..." }),
@@ -128,6 +128,9 @@ export class Shell implements App {
   }
 
   activeDocument(): OpenDocument | null { return this.active?.doc ?? null; }
+
+  /** The active tab's view (what the editor's commands act on). */
+  activeView(): V | null { return this.active?.view ?? null; }
 
   onActiveDocumentChange(handler: (doc: OpenDocument | null) => void): void { this.activeHandlers.add(handler); }
 
@@ -310,11 +313,11 @@ export class Shell implements App {
 
   // ---------------------------------------------------------------- tabs
 
-  private findTab(uri: string): Tab | null {
+  private findTab(uri: string): Tab<V> | null {
     return this.tabs.find((t) => t.doc.uri === uri || pathToUri(uriToPath(t.doc.uri)) === uri) ?? null;
   }
 
-  private async openTab(uri: string): Promise<Tab> {
+  private async openTab(uri: string): Promise<Tab<V>> {
     const r: any = await this.rpc.request("document/open", { uri });
     const realUri: string = r.info?.uri ?? uri;
     const existing = this.findTab(realUri);
@@ -325,7 +328,7 @@ export class Shell implements App {
       el("span", { class: "tab-title", text: doc.title }), el("span", { class: "tab-dirty", text: "●" }), close);
     const host = el("div", { class: "editor-host" });
     host.hidden = true;
-    const tab: Tab = { doc, languageId: "", dirty: false, tabElement, host, view: null, infoTicket: 0 };
+    const tab: Tab<V> = { doc, languageId: "", dirty: false, tabElement, host, view: null, infoTicket: 0 };
     tabElement.addEventListener("mousedown", (e) => {
       if (e.button === 1) { e.preventDefault(); void this.closeTab(tab); }
     });
@@ -341,7 +344,7 @@ export class Shell implements App {
     return tab;
   }
 
-  private makeView(tab: Tab): DocumentView | null {
+  private makeView(tab: Tab<V>): V | null {
     try { return this.createView(this, tab.doc, tab.host); }
     catch (e: any) {
       this.showMessage(`The editor failed on ${tab.doc.title}: ${e?.message ?? e}`, "error");
@@ -349,19 +352,19 @@ export class Shell implements App {
     }
   }
 
-  private applyInfo(tab: Tab, info: any): void {
+  private applyInfo(tab: Tab<V>, info: any): void {
     if (!info || typeof info !== "object") return;
     if (typeof info.languageId === "string") tab.languageId = info.languageId;
     if (typeof info.isDirty === "boolean") this.setDirty(tab, info.isDirty);
     if (tab === this.active) this.scheduleStatus();
   }
 
-  private setDirty(tab: Tab, dirty: boolean): void {
+  private setDirty(tab: Tab<V>, dirty: boolean): void {
     tab.dirty = dirty;
     tab.tabElement.classList.toggle("dirty", dirty);
   }
 
-  private activate(tab: Tab, force = false): void {
+  private activate(tab: Tab<V>, force = false): void {
     if (this.active === tab && !force) return;
     this.active = tab;
     for (const t of this.tabs) {
@@ -384,7 +387,7 @@ export class Shell implements App {
     this.scheduleStatus();
   }
 
-  private removeTab(tab: Tab): void {
+  private removeTab(tab: Tab<V>): void {
     const i = this.tabs.indexOf(tab);
     if (i < 0) return;
     tab.view?.dispose();
@@ -401,7 +404,7 @@ export class Shell implements App {
   }
 
   /** Closes a tab, asking first when its document has unsaved edits. */
-  async closeTab(tab: Tab): Promise<void> {
+  async closeTab(tab: Tab<V>): Promise<void> {
     if (tab.dirty) {
       const choice = await ask(`${tab.doc.title} has unsaved changes.`, [
         { label: "Save", value: "save", primary: true }, { label: "Discard", value: "discard" }, { label: "Cancel", value: "cancel" },
@@ -414,7 +417,7 @@ export class Shell implements App {
     this.removeTab(tab);
   }
 
-  private async save(tab: Tab): Promise<boolean> {
+  private async save(tab: Tab<V>): Promise<boolean> {
     try {
       const r: any = await this.rpc.request("document/save", { documentId: tab.doc.documentId });
       if (r?.success === false) {
@@ -430,7 +433,7 @@ export class Shell implements App {
     }
   }
 
-  private refreshInfo(tab: Tab): void {
+  private refreshInfo(tab: Tab<V>): void {
     const ticket = ++tab.infoTicket;
     this.rpc.request("document/info", { documentId: tab.doc.documentId })
       .then((info) => { if (ticket === tab.infoTicket) this.applyInfo(tab, info); })
