@@ -55,7 +55,7 @@ export class FindBar {
     this.query.addEventListener("input", () => { clearTimeout(this.timer); this.timer = window.setTimeout(() => this.search(), 80); });
     const keys = (e: KeyboardEvent) => {
       if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); this.close(); return; }
-      if (e.key === "Enter") {
+      if (e.key === "Enter" && e.target instanceof HTMLInputElement) {
         e.preventDefault(); e.stopPropagation();
         if (e.target === this.replacement) void (e.ctrlKey || e.altKey ? this.replaceAll() : this.replaceOne());
         else this.step(e.shiftKey);
@@ -64,8 +64,7 @@ export class FindBar {
       if (e.key === "F3") { e.preventDefault(); e.stopPropagation(); this.step(e.shiftKey); return; }
       if (!e.ctrlKey && !e.metaKey && !e.altKey) e.stopPropagation();
     };
-    this.query.addEventListener("keydown", keys);
-    this.replacement.addEventListener("keydown", keys);
+    el.addEventListener("keydown", keys);
     el.querySelector(".find-prev")!.addEventListener("click", () => this.step(true));
     el.querySelector(".find-next")!.addEventListener("click", () => this.step(false));
     el.querySelector(".find-close")!.addEventListener("click", () => this.close());

@@ -27,8 +27,8 @@ export class InputHandler {
     };
     on("keydown", (e) => this.onKeyDown(e));
     on("input", (e) => this.onInput(e as InputEvent));
-    on("compositionstart", () => { this.composing = true; this.view.composition = ""; });
-    on("compositionupdate", (e) => { this.view.composition = e.data ?? ""; this.view.renderNow(); });
+    on("compositionstart", () => { this.composing = true; this.view.setComposition(""); });
+    on("compositionupdate", (e) => this.view.setComposition(e.data ?? ""));
     on("compositionend", (e) => this.onCompositionEnd(e));
     on("copy", (e) => this.onCopy(e, false));
     on("cut", (e) => this.onCopy(e, true));
@@ -62,11 +62,10 @@ export class InputHandler {
 
   private onCompositionEnd(e: CompositionEvent): void {
     this.composing = false;
-    this.view.composition = null;
     const text = e.data ?? "";
     this.textarea.value = "";
+    this.view.setComposition(null);
     if (text) this.view.type(text);
-    else this.view.renderNow();
   }
 
   private onCopy(e: ClipboardEvent, cut: boolean): void {

@@ -80,7 +80,9 @@ export class LineWindow {
     this.start = answer.lines.length ? answer.lines[0].lineNumber : answer.startLine;
     this.text = answer.lines.map((l) => l.text);
     this.tokens = answer.lines.map((_, i) => answer.tokens?.[i]);
-    this.diagnostics = answer.diagnostics ?? [];
+    // Diagnostics are LSP's, with `character` where the wire's positions have `column`.
+    const pos = (p: any): Pos => ({ line: p?.line ?? 0, column: p?.column ?? p?.character ?? 0 });
+    this.diagnostics = (answer.diagnostics ?? []).map((d) => ({ ...d, range: { start: pos(d.range?.start), end: pos(d.range?.end) } }));
     this.valid = true;
   }
 

@@ -195,7 +195,8 @@ export class EditorView {
       ]);
       this.languageId = info?.languageId ?? "";
       if (typeof info?.lineCount === "number" && !this.win.valid) this.win.lineCount = info.lineCount;
-      const size = info?.indent?.style === "tabs" && info.indent.size ? info.indent.size : tab?.value;
+      // A tab is worth one of the document's indent units (its .editorconfig's, else what its lines show).
+      const size = info?.indent?.size > 0 ? info.indent.size : tab?.value;
       if (typeof size === "number" && size > 0 && size <= 32) this.tabWidth = size;
       const unit = info?.indent?.size > 0 && info.indent.size <= 16 ? info.indent.size : 4;
       this.indentUnit = info?.indent?.style === "tabs" ? "\t" : " ".repeat(unit);
@@ -351,6 +352,14 @@ export class EditorView {
     const w = this.win;
     if (w.valid && (first < w.start || last > w.start + w.text.length) && (w.start > 0 || first < w.start) &&
         w.start + w.text.length < this.lineCount) this.requestViewport();
+  }
+
+  /** Shows (or with null, drops) an input method's composition at the primary caret. */
+  setComposition(text: string | null): void {
+    this.composition = text;
+    const c = this.cursors[0];
+    if (c) this.layouts.delete(c.position.line);
+    this.renderNow();
   }
 
   /** A line's text as shown (predictions and composition included), or undefined when not fetched. */
