@@ -101,6 +101,7 @@ async function main() {
     check("staging moves it to the staged group", (await page.locator('.pnl-git-unstaged .pnl-git-file[data-path="notes.txt"]').count()) === 0);
     check("the index has it", git("diff", "--cached", "--name-only") === "notes.txt", git("diff", "--cached", "--name-only"));
     await staged.click();
+    await page.screenshot({ path: path.join(outDir(), "panels-git.png") });
     const added = page.locator(".pnl-diff .pnl-diff-added");
     await added.first().waitFor({ timeout: 10000 });
     check("its diff shows the added line coloured", (await added.first().textContent()).includes("a line the panel commits"));
@@ -114,6 +115,28 @@ async function main() {
     await page.locator(".pnl-git-commit").click();
     await page.locator(".pnl-git-error:not([hidden])").waitFor({ timeout: 5000 });
     check("a commit with an empty message shows an error", (await page.locator(".pnl-git-error").textContent()).length > 0);
+
+    // discard asks first, then puts the file back
+    fs.writeFileSync(path.join(h.workspace, "src/util.c"), "int twice(int x) { return x + x; }\n");
+    const util = page.locator('.pnl-git-unstaged .pnl-git-file[data-path="src/util.c"]');
+    await util.waitFor({ timeout: 10000 });
+    await util.hover();
+    await util.locator(".pnl-git-discard").click();
+    const yes = page.locator('.pnl-git-file[data-path="src/util.c"] .pnl-confirm-yes');
+    await yes.waitFor({ timeout: 5000 });
+    check("discard asks before it changes anything", fs.readFileSync(path.join(h.workspace, "src/util.c"), "utf8").includes("x + x"));
+    await yes.click();
+    await waitFor("the discarded file back as committed", () => fs.readFileSync(path.join(h.workspace, "src/util.c"), "utf8") === FILES["src/util.c"], 10000);
+    check("confirming the discard puts the file back", true);
+    // branches: create one (switching to it), then switch back from the list
+    await page.locator(".pnl-git-newbranch").fill("feature-x");
+    await page.locator(".pnl-git-create").click();
+    await waitFor("the new branch checked out", () => git("branch", "--show-current") === "feature-x", 10000);
+    await waitFor("the panel's branch", async () => (await page.locator(".pnl-git-branch").inputValue()) === "feature-x", 10000);
+    check("a branch created in the page is current, and shown", true);
+    await page.locator(".pnl-git-branch").selectOption("main");
+    await waitFor("main checked out again", () => git("branch", "--show-current") === "main", 10000);
+    check("choosing a branch in the list switches to it", true);
 
     // ---- project search: found, marked, opened at the match
     await press("F4");
@@ -227,7 +250,20 @@ async function main() {
     check("it is marked an error", (await problem.first().getAttribute("data-severity")) === "error");
     await page.screenshot({ path: path.join(outDir(), "panels-problems.png") });
 
+    // ---- the server goes away: the page reconnects (ecp-web starts another) and the panels follow
     side.close();
+    await page.locator(".pnl-chat-assistant").last().evaluate((e) => e.setAttribute("data-before-restart", ""));
+    await h.killEcpd();
+    await waitFor("the terminal marked gone", async () => (await page.locator(".pnl-term-tab:not(.pnl-exited)").count()) === 0, 20000);
+    check("after the server is gone its terminals are shown ended", true);
+    await waitFor("the chat reloaded", async () => (await page.locator(".pnl-chat-entry[data-before-restart]").count()) === 0 &&
+      (await page.locator(".pnl-chat-assistant").count()) > 0 && (await page.locator(".pnl-chat-assistant").last().textContent()) === "Ran it.", 20000);
+    check("the chat shows the stored conversation again after reconnecting", (await page.locator(".pnl-chat-user").count()) === 2);
+    fs.appendFileSync(path.join(h.workspace, "notes.txt"), "changed after the restart\n");
+    await press("F5");
+    await page.locator('.pnl-git-unstaged .pnl-git-file[data-path="notes.txt"]').waitFor({ timeout: 15000 });
+    check("the git panel follows the new server", true);
+
   });
 }
 
