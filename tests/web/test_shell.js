@@ -144,6 +144,21 @@ run({ files }, async (h) => {
   await until(page, "discard closes the tab", () => !document.querySelector(".tab[data-uri$='/util.h']"));
   check("discard closes the tab and its document", fs.readFileSync(path.join(h.workspace, "src", "util.h"), "utf8") === files["src/util.h"]);
 
+  // ---- a new file, saved as a name in the workspace
+  await page.evaluate(() => window.ecpApp.runCommand("file.new"));
+  await until(page, "an untitled tab", () => /^Untitled-/.test(document.querySelector(".tab.active .tab-title")?.textContent ?? ""));
+  const untitled = await page.evaluate(() => window.ecpApp.activeDocument());
+  await call(page, "document/insert", { documentId: untitled.documentId, position: { line: 0, column: 0 }, text: "notes\n" });
+  await page.keyboard.press("Control+s");
+  await until(page, "saving a new file asks where", () => !!document.querySelector(".dialog-input"));
+  await page.fill(".dialog-input", "notes.txt");
+  await page.keyboard.press("Enter");
+  await until(page, "the tab takes the file's name", () => document.querySelector(".tab.active .tab-title")?.textContent === "notes.txt");
+  check("ctrl+s on a new file saves it where asked", fs.readFileSync(path.join(h.workspace, "notes.txt"), "utf8") === "notes\n");
+  await until(page, "the saved tab is clean", () => !document.querySelector(".tab.active").classList.contains("dirty"));
+  await until(page, "the tree lists the new file", () => !!document.querySelector(".tree-row[data-uri$='/notes.txt']"));
+  check("the saved file appears in the tree", true);
+
   // ---- the splitter resizes the side bar
   const box = await page.locator("#sidebar-splitter").boundingBox();
   const width0 = (await page.locator("#sidebar").boundingBox()).width;

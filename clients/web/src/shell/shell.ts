@@ -4,7 +4,7 @@
 // and what a reconnect must redo. Everything it shows comes from the core.
 import type { App, OpenDocument, Position } from "../app";
 import type { ConnectionState, Rpc } from "../rpc";
-import { ask } from "./dialog";
+import { ask, promptText } from "./dialog";
 import { basename, byId, el, pathToUri, uriToPath } from "./dom";
 import { buildKeymap, keyName, keysOf, PANE_COMMANDS, type Binding, type ServerBinding } from "./keys";
 import { Palette } from "./palette";
@@ -317,8 +317,8 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
     return this.tabs.find((t) => t.doc.uri === uri || pathToUri(uriToPath(t.doc.uri)) === uri) ?? null;
   }
 
-  private async openTab(uri: string): Promise<Tab<V>> {
-    const r: any = await this.rpc.request("document/open", { uri });
+  private async openTab(uri: string, content?: string): Promise<Tab<V>> {
+    const r: any = await this.rpc.request("document/open", content === undefined ? { uri } : { uri, content });
     const realUri: string = r.info?.uri ?? uri;
     const existing = this.findTab(realUri);
     if (existing) return existing;
@@ -417,20 +417,60 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
     this.removeTab(tab);
   }
 
-  private async save(tab: Tab<V>): Promise<boolean> {
+  /** Saves a tab's document (to `uri` for a save as); a document without a file asks where. */
+  private async save(tab: Tab<V>, uri?: string, force = false): Promise<boolean> {
+    if (!uri && !tab.doc.uri.startsWith("file:")) return this.saveAs(tab);
     try {
-      const r: any = await this.rpc.request("document/save", { documentId: tab.doc.documentId });
+      const r: any = await this.rpc.request("document/save", { documentId: tab.doc.documentId, ...(uri ? { uri } : {}), ...(force ? { force } : {}) });
+      if (r?.conflict && !force) {
+        const choice = await ask(`${tab.doc.title} changed on disk since it was read.`, [
+          { label: "Overwrite", value: "overwrite" }, { label: "Cancel", value: "cancel", primary: true },
+        ], "cancel");
+        return choice === "overwrite" ? this.save(tab, uri, true) : false;
+      }
       if (r?.success === false) {
         this.showMessage(`Not saved: ${r.error ?? "the server refused"}`, "error");
         return false;
       }
+      if (typeof r?.uri === "string" && r.uri !== tab.doc.uri) {
+        // The view holds this object: it follows the new name.
+        tab.doc.uri = r.uri;
+        tab.doc.title = basename(r.uri);
+        tab.tabElement.dataset.uri = r.uri;
+        tab.tabElement.title = uriToPath(r.uri);
+        tab.tabElement.querySelector(".tab-title")!.textContent = tab.doc.title;
+        this.rememberTabs();
+      }
       this.setDirty(tab, false);
+      this.refreshInfo(tab);
       this.showMessage(`Saved ${tab.doc.title}`);
       return true;
     } catch (e: any) {
       this.showMessage(`Not saved: ${e?.message ?? e}`, "error");
       return false;
     }
+  }
+
+  private async saveAs(tab: Tab<V>): Promise<boolean> {
+    const initial = tab.doc.uri.startsWith("file:") ? uriToPath(tab.doc.uri) : `${this.rootPath}/`;
+    const path = (await promptText("Save as:", initial))?.trim();
+    if (!path) return false;
+    const absolute = path.startsWith("/") ? path : `${this.rootPath}/${path}`;
+    return this.save(tab, pathToUri(absolute));
+  }
+
+  private untitledCount = 0;
+
+  /** A new document without a file (untitled:), as the TUI's New file. */
+  private async newFile(): Promise<void> {
+    const uri = `untitled:web-${this.rpc.clientId}-${Date.now().toString(36)}-${++this.untitledCount}`;
+    try {
+      const tab = await this.openTab(uri, "");
+      tab.doc.title = `Untitled-${this.untitledCount}`;
+      tab.tabElement.querySelector(".tab-title")!.textContent = tab.doc.title;
+      this.activate(tab);
+      tab.view?.focus();
+    } catch (e: any) { this.showMessage(`No new file: ${e?.message ?? e}`, "error"); }
   }
 
   private refreshInfo(tab: Tab<V>): void {
@@ -524,6 +564,8 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
     this.registerCommand("app.help", "Help: commands and their keys", () => this.palette.open(">"));
     this.registerCommand("file.picker", "Open a file (fuzzy)", () => this.palette.open(""));
     this.registerCommand("file.save", "Save", () => { if (this.active) void this.save(this.active); });
+    this.registerCommand("file.saveAs", "Save as...", () => { if (this.active) void this.saveAs(this.active); });
+    this.registerCommand("file.new", "New file", () => { void this.newFile(); });
     this.registerCommand("tab.close", "Close the tab", () => { if (this.active) void this.closeTab(this.active); });
     this.registerCommand("tab.next", "Next tab", () => this.cycleTab(1));
     this.registerCommand("tab.previous", "Previous tab", () => this.cycleTab(-1));
