@@ -22,6 +22,11 @@ const SCRIPT = [
   { reasoning: ["Thinking ", "it over"], text: ["Hel", "lo from ", "the mock"] },
   { tools: [{ id: "call_1", name: "shell_command", arguments: ["{\"command\":", " \"echo approved-run > ran.txt\"}"] }] },
   { text: ["Ran ", "it."] },
+  { text: ["Partial"], hang: true },
+  // A failed request is tried three times in all.
+  { status: 500, body: { error: { message: "the mock is down" } } },
+  { status: 500, body: { error: { message: "the mock is down" } } },
+  { status: 500, body: { error: { message: "the mock is down" } } },
 ];
 
 /** Starts the scripted model server; it is killed when this program exits, however it exits. */
@@ -236,6 +241,19 @@ async function main() {
     await waitFor("the answer after the tool", async () => (await page.locator(".pnl-chat-assistant").last().textContent()) === "Ran it.", 10000);
     check("the model's answer after the tool is streamed", true);
     await page.screenshot({ path: path.join(outDir(), "panels-chat.png") });
+    await input.fill("take your time");
+    await input.press("Enter");
+    await waitFor("the partial answer", async () => (await page.locator(".pnl-chat-assistant").last().textContent()) === "Partial", 15000);
+    const stopButton = page.locator(".pnl-chat-stop");
+    check("Stop is offered while the model answers", await stopButton.isVisible());
+    await stopButton.click();
+    await waitFor("the turn stopped", async () => await stopButton.isHidden(), 10000);
+    check("Stop ends the answer (chat/promptStop)", true);
+    await input.fill("and now?");
+    await input.press("Enter");
+    const failure = page.locator(".pnl-chat-system").last();
+    await waitFor("the failure", async () => (await failure.count()) > 0 && /500/.test(await failure.textContent()), 15000);
+    check("a failed model request is shown as an error", true, await failure.textContent());
 
     // ---- problems: clangd's diagnostic of a file the page opened (trusted workspace)
     await query.evaluate(() => {}); // the search view still exists
@@ -252,13 +270,13 @@ async function main() {
 
     // ---- the server goes away: the page reconnects (ecp-web starts another) and the panels follow
     side.close();
-    await page.locator(".pnl-chat-assistant").last().evaluate((e) => e.setAttribute("data-before-restart", ""));
+    await page.locator(".pnl-chat-entry").first().evaluate((e) => e.setAttribute("data-before-restart", ""));
     await h.killEcpd();
     await waitFor("the terminal marked gone", async () => (await page.locator(".pnl-term-tab:not(.pnl-exited)").count()) === 0, 20000);
     check("after the server is gone its terminals are shown ended", true);
     await waitFor("the chat reloaded", async () => (await page.locator(".pnl-chat-entry[data-before-restart]").count()) === 0 &&
-      (await page.locator(".pnl-chat-assistant").count()) > 0 && (await page.locator(".pnl-chat-assistant").last().textContent()) === "Ran it.", 20000);
-    check("the chat shows the stored conversation again after reconnecting", (await page.locator(".pnl-chat-user").count()) === 2);
+      (await page.locator(".pnl-chat-assistant", { hasText: "Ran it." }).count()) === 1, 20000);
+    check("the chat shows the stored conversation again after reconnecting", (await page.locator(".pnl-chat-user").count()) >= 2);
     fs.appendFileSync(path.join(h.workspace, "notes.txt"), "changed after the restart\n");
     await press("F5");
     await page.locator('.pnl-git-unstaged .pnl-git-file[data-path="notes.txt"]').waitFor({ timeout: 15000 });
