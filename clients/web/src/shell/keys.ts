@@ -28,6 +28,8 @@ export const DEFAULT_KEYS: ReadonlyArray<[string, string]> = [
   ["edit.delete", "delete"], ["lsp.complete", "ctrl+space"], ["lsp.hover", "alt+k"], ["lsp.definition", "f12 ctrl+]"],
   ["nav.back", "alt+left"], ["lsp.references", "shift+f12 f7"], ["lsp.rename", "f9"], ["lsp.format", "f10"],
   ["lsp.codeActions", "f8"], ["view.wrap", "alt+z"], ["view.redraw", "ctrl+l"],
+  // The page's name for soft wrap's command.
+  ["view.toggleWrap", "alt+z"],
 ];
 
 /** Commands that keep their keys while a terminal or the chat has the focus (the TUI's IN_PANES). */
@@ -59,6 +61,12 @@ const NAMED_KEYS: Record<string, string> = {
   Insert: "insert", " ": "space",
 };
 
+/** Punctuation by its place too, unshifted (ctrl+shift+/, not ctrl+shift+?), as on a US keyboard. */
+const PUNCTUATION_CODES: Record<string, string> = {
+  Slash: "/", Backslash: "\\", BracketLeft: "[", BracketRight: "]", Semicolon: ";", Quote: "'", Comma: ",",
+  Period: ".", Minus: "-", Equal: "=", Backquote: "`",
+};
+
 /** The canonical name of a key press, or null for a lone modifier. */
 export function keyName(e: KeyboardEvent): string | null {
   if (["Control", "Shift", "Alt", "Meta", "AltGraph", "CapsLock", "Dead", "Unidentified", "Process"].includes(e.key)) return null;
@@ -70,6 +78,7 @@ export function keyName(e: KeyboardEvent): string | null {
   else if (/^Key[A-Z]$/.test(e.code)) key = e.code.slice(3).toLowerCase();
   else if (/^Digit[0-9]$/.test(e.code)) key = e.code.slice(5);
   else if (e.code === "Space") key = "space";
+  else if (PUNCTUATION_CODES[e.code]) key = PUNCTUATION_CODES[e.code];
   else key = e.key.length === 1 ? e.key.toLowerCase() : e.key.toLowerCase();
   return `${e.ctrlKey ? "ctrl+" : ""}${e.altKey ? "alt+" : ""}${e.shiftKey ? "shift+" : ""}${e.metaKey ? "meta+" : ""}${key}`;
 }
