@@ -26,6 +26,9 @@
 /* Close codes lws has no names for (RFC 6455's registry). */
 #define CLOSE_SERVICE_RESTART 1012
 #define CLOSE_TRY_AGAIN_LATER 1013
+/* lws_write's close frame: part of lws's ABI, between LWS_WRITE_HTTP and LWS_WRITE_PING, though its
+ * header leaves the name out. */
+#define LWS_WRITE_CLOSE_FRAME ((enum lws_write_protocol)4)
 
 typedef struct out_msg {
     struct out_msg *next;
@@ -258,8 +261,15 @@ int bridge_writeable(bridge *b)
     if (!m) {
         if (!b->closing)
             return 0;
-        lws_close_reason(b->wsi, (enum lws_close_status)b->close_code, (unsigned char *)b->close_reason,
-                         strlen(b->close_reason));
+        /* The close frame is written here, by lws, rather than left to the close that returning -1
+         * starts: lws 4.1 built for debugging closes twice after a writeable callback asks for it,
+         * and the second close drops the frame the first one queued. */
+        unsigned char frame[LWS_PRE + 2 + sizeof b->close_reason];
+        size_t reason_len = strlen(b->close_reason);
+        frame[LWS_PRE] = (unsigned char)(b->close_code >> 8);
+        frame[LWS_PRE + 1] = (unsigned char)(b->close_code & 0xff);
+        memcpy(frame + LWS_PRE + 2, b->close_reason, reason_len);
+        lws_write(b->wsi, frame + LWS_PRE, 2 + reason_len, LWS_WRITE_CLOSE_FRAME);
         return -1;
     }
     size_t chunk = m->len - m->sent;

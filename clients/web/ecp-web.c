@@ -46,7 +46,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     bridge **relay = user;
     switch (reason) {
     case LWS_CALLBACK_HTTP:
-        return web_serve_http(w, wsi, in ? (const char *)in : "/");
+        return web_serve_http(w, wsi, in ? (const char *)in : "/", len);
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
         return web_confirm_upgrade(w, wsi);
     case LWS_CALLBACK_ESTABLISHED:

@@ -129,14 +129,15 @@ static bool add_header(struct lws *wsi, const char *name, const char *value, uns
                                        (int)strlen(value), p, end) == 0;
 }
 
-int web_serve_http(web *w, struct lws *wsi, const char *path)
+int web_serve_http(web *w, struct lws *wsi, const char *path, size_t path_len)
 {
     if (!web_request_has_token(w, wsi))
         return refuse(wsi, HTTP_STATUS_FORBIDDEN);
     /* Only GET: the page reads files, and everything else goes over the WebSocket. */
     if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0)
         return refuse(wsi, HTTP_STATUS_METHOD_NOT_ALLOWED);
-    char *file = resolve_static(w, path);
+    /* A %00 in the path would end it early: the file named would not be the one asked for. */
+    char *file = strlen(path) == path_len ? resolve_static(w, path) : NULL;
     if (!file)
         return refuse(wsi, HTTP_STATUS_NOT_FOUND);
 

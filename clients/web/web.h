@@ -43,7 +43,7 @@ void web_make_token(char out[WEB_TOKEN_CHARS + 1]);
 /* True when the request carries the right token, in ?token= or the cookie. */
 bool web_request_has_token(const web *w, struct lws *wsi);
 /* LWS_CALLBACK_HTTP: answers the request. Returns what the callback returns. */
-int web_serve_http(web *w, struct lws *wsi, const char *path);
+int web_serve_http(web *w, struct lws *wsi, const char *path, size_t path_len);
 /* LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: 0 lets the upgrade go on; otherwise the
  * answer (403 or 404) has been written and this is what the callback returns. */
 int web_confirm_upgrade(web *w, struct lws *wsi);
