@@ -53,6 +53,7 @@ async function startMockModel(tmp) {
 function observer(sock) {
   const socket = net.connect(sock);
   const waiters = new Map();
+  socket.on("error", () => { /* no server there: requests wait out their caller's timeout */ });
   const notes = [];
   let nextId = 1;
   let buf = "";
@@ -73,6 +74,17 @@ function observer(sock) {
     socket.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n");
   });
   return { request, notes, close: () => socket.destroy() };
+}
+
+/** Stops whatever server answers on the socket (ecp/stop), waiting until it is gone. */
+async function stopServer(sock) {
+  const o = observer(sock);
+  try {
+    await Promise.race([o.request("ecp/stop", {}).catch(() => {}), sleep(3000)]);
+    await waitFor("the server to stop", () => !fs.existsSync(sock), 5000).catch(() => {});
+  } finally {
+    o.close();
+  }
 }
 
 async function main() {
@@ -271,16 +283,23 @@ async function main() {
     // ---- the server goes away: the page reconnects (ecp-web starts another) and the panels follow
     side.close();
     await page.locator(".pnl-chat-entry").first().evaluate((e) => e.setAttribute("data-before-restart", ""));
-    await h.killEcpd();
-    await waitFor("the terminal marked gone", async () => (await page.locator(".pnl-term-tab:not(.pnl-exited)").count()) === 0, 20000);
-    check("after the server is gone its terminals are shown ended", true);
-    await waitFor("the chat reloaded", async () => (await page.locator(".pnl-chat-entry[data-before-restart]").count()) === 0 &&
-      (await page.locator(".pnl-chat-assistant", { hasText: "Ran it." }).count()) === 1, 20000);
-    check("the chat shows the stored conversation again after reconnecting", (await page.locator(".pnl-chat-user").count()) >= 2);
-    fs.appendFileSync(path.join(h.workspace, "notes.txt"), "changed after the restart\n");
-    await press("F5");
-    await page.locator('.pnl-git-unstaged .pnl-git-file[data-path="notes.txt"]').waitFor({ timeout: 15000 });
-    check("the git panel follows the new server", true);
+    // The server ecp-web starts in its place outlives ecp-web (as a shared server does): stop it here.
+    try {
+      await h.killEcpd();
+      await waitFor("the terminal marked gone", async () => (await page.locator(".pnl-term-tab:not(.pnl-exited)").count()) === 0, 20000);
+      check("after the server is gone its terminals are shown ended", true);
+      await waitFor("the chat reloaded", async () => (await page.locator(".pnl-chat-entry[data-before-restart]").count()) === 0 &&
+        (await page.locator(".pnl-chat-assistant", { hasText: "Ran it." }).count()) === 1, 20000);
+      check("the chat shows the stored conversation again after reconnecting", (await page.locator(".pnl-chat-user").count()) >= 2);
+      fs.appendFileSync(path.join(h.workspace, "notes.txt"), "changed after the restart\n");
+      await press("F5");
+      await page.locator('.pnl-git-unstaged .pnl-git-file[data-path="notes.txt"]').waitFor({ timeout: 15000 });
+      check("the git panel follows the new server", true);
+    } finally {
+      // The page first, or its reconnect would have ecp-web start yet another server.
+      await page.close().catch(() => {});
+      await stopServer(h.sock);
+    }
 
   });
 }
