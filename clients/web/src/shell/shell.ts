@@ -492,6 +492,10 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
       if (tab === this.active) this.scheduleStatus();
     });
     this.rpc.on("document/didSave", (p) => { const tab = tabOf(p); if (tab) { this.setDirty(tab, false); this.refreshInfo(tab); } });
+    this.rpc.on("document/didChangeOnDisk", (p) => {
+      const tab = tabOf(p);
+      if (tab) this.showMessage(`${tab.doc.title} changed on disk; the tab keeps its unsaved text (saving asks before it overwrites)`);
+    });
     this.rpc.on("document/didChangeCursors", (p) => {
       if (p?.documentId !== this.active?.doc.documentId) return;
       if (p.clientId === this.rpc.clientId) this.scheduleStatus();
