@@ -66,7 +66,7 @@ def rss_kib(pid):
 class Web:
     """A workspace, an ecpd on its socket, and an ecp-web in front of it."""
 
-    def __init__(self, extra_args=(), start_ecpd=True, ecpd_args=()):
+    def __init__(self, extra_args=(), start_ecpd=True, ecpd_args=(), prefix=()):
         self.dir = tempfile.mkdtemp(prefix="ecp-web-test-")
         self.workspace = os.path.join(self.dir, "ws")
         os.mkdir(self.workspace)
@@ -91,7 +91,7 @@ class Web:
             # A quarantine of freed memory small enough not to count against ecp-web's memory bounds.
             web_env["ASAN_OPTIONS"] = web_env["ASAN_OPTIONS"].replace("quarantine_size_mb=32", "quarantine_size_mb=4")
         self.web = subprocess.Popen(
-            [ECP_WEB, "--connect", self.socket, "--workspace", self.workspace, "--static", self.static,
+            [*prefix, ECP_WEB, "--connect", self.socket, "--workspace", self.workspace, "--static", self.static,
              "--server", ECPD, *extra_args],
             stdout=subprocess.PIPE, stderr=self.web_err, env=web_env, text=True)
         self.url = self.web.stdout.readline().strip()
@@ -514,6 +514,33 @@ class Tls(WebCase):
                 self.assertEqual((await call(ws, 2, "ecp/ping"))["result"], {})
         run(go())
         self.assertRefused("/rpc?token=" + self.w.token, 403, origin="http://" + self.w.hostport)
+
+
+@unittest.skipIf(SANITIZED or not shutil.which("valgrind"), "valgrind, outside the ASan tree")
+class Valgrind(unittest.TestCase):
+    def test_a_short_session_loses_no_memory(self):
+        w = Web(prefix=("valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite",
+                        "--error-exitcode=99", "--quiet"))
+        try:
+            t = "?token=" + w.token
+            self.assertEqual(w.http("/" + t)[0], 200)
+            self.assertEqual(w.http("/app.js")[0], 403)
+            self.assertEqual(w.http("/nothing" + t)[0], 404)
+            self.assertEqual(w.upgrade_status("/rpc" + t, "http://evil.example"), 403)
+
+            async def go():
+                async with w.connect() as ws:
+                    await initialize(ws)
+                    self.assertEqual((await call(ws, 2, "ecp/ping", timeout=30))["result"], {})
+                async with w.connect() as ws:
+                    await ws.send(b"binary")
+                    with self.assertRaises(websockets.exceptions.ConnectionClosed):
+                        await asyncio.wait_for(ws.recv(), 30)
+            run(go())
+        finally:
+            status, err = w.stop()
+        self.assertEqual(status, 0, err)
+        self.assertNotIn("definitely lost", err)
 
 
 class CommandLine(unittest.TestCase):
