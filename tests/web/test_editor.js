@@ -192,7 +192,8 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   const bCursors = await cursors(pageB, notesId);
   check("B's cursor is its own", bCursors[0].position.line === 1 && bCursors[0].position.column === 0, JSON.stringify(bCursors));
   await until(page, "B's caret drawn in A", ([sel]) => !!document.querySelector(`${sel} .remote-caret`), [visible]);
-  check("page A draws page B's caret", true);
+  const remoteName = await page.$eval(`${visible} .remote-caret`, (c) => c.dataset.name);
+  check(`page A draws page B's caret, named for its hover (${remoteName})`, remoteName === "ecp-web");
   await page.bringToFront();
   await page.focus(`${visible} textarea`);
   await page.keyboard.type("!");
@@ -307,13 +308,6 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   check("the wheel scrolls the big file", true);
   await call(page, "document/close", { documentId: bigId });
 
-  // ---- the screenshot
-  await open(page, h.workspace, "main.c");
-  await clickAt(page, 4, 11);
-  await sleep(300);
-  await page.screenshot({ path: path.join(outDir(), "editor-view.png") });
-  check("editor-view.png written", fs.existsSync(path.join(outDir(), "editor-view.png")));
-
   // ---- clangd in a trusted workspace: squiggles, hover, definition
   await call(page, "workspace/trust", { trusted: true, uri: h.workspace, path: h.workspace }).catch((e) => { throw new Error(`trust: ${e.message}`); });
   const lspId = await open(page, h.workspace, "lsp.c");
@@ -323,6 +317,8 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   await page.mouse.move(squiggle.x, squiggle.y);
   await until(page, "the diagnostic's message on hover", ([sel]) => /undeclared|undefined_name/i.test(document.querySelector(`${sel} .ecp-hover`)?.textContent ?? ""), [visible]);
   check("hovering the squiggle shows its message", true);
+  await page.screenshot({ path: path.join(outDir(), "editor-view.png") });
+  check("editor-view.png written", fs.existsSync(path.join(outDir(), "editor-view.png")));
   const total = await pointOf(page, 11, 12); // "return total + ..."
   await page.mouse.move(total.x + 2, total.y);
   await until(page, "hover shows a type", ([sel]) => /\bint\b/.test(document.querySelector(`${sel} .ecp-hover .hover-text`)?.textContent ?? ""), [visible], 15000);
@@ -340,4 +336,21 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   }
   check("f12 goes to the definition (the caret moves to line 3)", pos && pos.line === 2, JSON.stringify(pos));
   check("the view draws the caret there", (await caretLine(page)) === 2);
+  await clickAt(page, 0, 0);
+  await clickAt(page, 10, 18, ["Control"]);
+  await until(page, "ctrl+click goes to the definition", async ([id]) =>
+    (await window.ecpApp.rpc.request("document/cursors", { documentId: id })).cursors[0].position.line === 2, [lspId], 15000);
+  check("ctrl+click goes to the definition", true);
+
+  // Completion: a list under the caret after ".", narrowed by typing, Enter takes it.
+  await clickAt(page, 10, 27); // the end of "    int total = twice(p.x);"
+  await page.keyboard.press("Enter");
+  await page.keyboard.type("p.");
+  await until(page, "a completion list", ([sel]) => [...document.querySelectorAll(`${sel} .ecp-completion .label`)].some((l) => l.textContent === "y"), [visible], 15000);
+  check("typing \".\" after a struct shows its fields", true);
+  await page.keyboard.type("y");
+  await until(page, "the list narrowed", ([sel]) => [...document.querySelectorAll(`${sel} .ecp-completion .label`)].every((l) => l.textContent.includes("y")), [visible]);
+  await page.keyboard.press("Enter");
+  await waitText(page, lspId, "the completion taken", (t) => t.split("\n")[11].trim() === "p.y");
+  check("Enter takes the completion", !(await page.$(`${visible} .ecp-completion`)));
 });

@@ -37,7 +37,7 @@ export function installCommands(app: App, activeView: () => EditorView | null): 
   });
   cmd("lsp.complete", "Completions from the language server", (v) => { void v.lsp.complete(); });
   cmd("lsp.hover", "What the language server says of the symbol under the caret", (v) => { void v.lsp.hoverAtCaret(); });
-  cmd("lsp.definition", "Go to the definition", (v) => { void v.lsp.definitionAt(v.cursors[0].position); });
+  cmd("lsp.definition", "Go to the definition", (v) => { void v.freshCaret().then((p) => v.lsp.definitionAt(p)); });
   // This view only: the editor.wordWrap setting, when it changes, sets every view.
   cmd("view.toggleWrap", "Soft wrap: long lines continue below (on/off)", (v) => v.setWrap(!v.wrap));
 }

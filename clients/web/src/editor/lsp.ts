@@ -65,7 +65,7 @@ export class LspFeatures {
   }
 
   async hoverAtCaret(): Promise<void> {
-    const c = this.view.cursors[0].position;
+    const c = await this.view.freshCaret();
     const at = this.view.caretPoint(c);
     await this.hover(c, at ?? { x: 40, y: 0 });
   }
@@ -123,14 +123,19 @@ export class LspFeatures {
   async complete(): Promise<void> {
     if (this.plain) return;
     const asked = ++this.completionAsked;
-    const c = this.view.cursors[0].position;
-    const word = this.view.wordBeforeCaret();
     try {
+      // The caret as the core has it once every earlier key is applied (an Enter's indent is the core's).
+      const c = await this.view.freshCaret();
+      if (asked !== this.completionAsked) return;
+      const text = this.view.lineText(c.line);
+      let s = text === undefined ? c.column : Math.min(c.column, text.length);
+      while (text !== undefined && s > 0 && WORD_CHAR.test(text[s - 1])) s--;
+      const word = { start: { line: c.line, column: s } };
       const r = await this.view.rpc.request("lsp/completion", this.position(c));
       if (asked !== this.completionAsked) return;
       const raw: any[] = Array.isArray(r) ? r : r?.items ?? [];
       this.items = raw.slice(0, 500).map(toItem).filter((i): i is Item => !!i);
-      this.completionStart = word?.start ?? c;
+      this.completionStart = word.start;
       this.selected = 0;
       this.refilter();
     } catch (e: any) {

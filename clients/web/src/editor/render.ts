@@ -66,3 +66,47 @@ export function orderTokens(tokens: Token[] | undefined): Token[] | undefined {
   }
   return out;
 }
+
+/** One absolutely placed element of a layer, as the last paint left it. */
+export interface Placed { cls: string; top: number; html: string; line: number }
+
+/**
+ * The elements of one layer of rows, kept from paint to paint: each paint
+ * touches only what changed (a typed key rewrites one row, not the screen).
+ */
+export class RowPool {
+  private readonly els: HTMLDivElement[] = [];
+  private readonly last: Placed[] = [];
+
+  constructor(private readonly parent: HTMLElement) {}
+
+  update(items: Placed[]): void {
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i];
+      let el = this.els[i];
+      const was = this.last[i];
+      if (!el) {
+        el = document.createElement("div");
+        this.parent.appendChild(el);
+        this.els.push(el);
+      }
+      if (!was || was.cls !== it.cls) el.className = it.cls;
+      if (!was || was.line !== it.line) el.dataset.line = String(it.line);
+      if (!was || was.top !== it.top) el.style.top = `${it.top}px`;
+      if (!was || was.html !== it.html) el.innerHTML = it.html;
+      this.last[i] = it;
+    }
+    while (this.els.length > items.length) {
+      this.els.pop()!.remove();
+      this.last.pop();
+    }
+  }
+}
+
+/** A layer whose whole HTML is replaced only when it differs from the last paint's. */
+export function setLayer(el: HTMLElement, html: string): boolean {
+  if ((el as any).__html === html) return false;
+  (el as any).__html = html;
+  el.innerHTML = html;
+  return true;
+}

@@ -9,7 +9,7 @@ import {
   type Change, type Cursor, type Pos, type Prediction, type Token, type WireRange,
 } from "./model";
 import { LineLayout } from "./layout";
-import { COMPOSITION_SCOPE, escapeHtml, orderTokens, rowHtml } from "./render";
+import { COMPOSITION_SCOPE, RowPool, escapeHtml, orderTokens, rowHtml, setLayer, type Placed } from "./render";
 import { TokenTheme, tokenTheme } from "./theme";
 import { InputHandler } from "./input";
 import { FindBar } from "./find";
@@ -22,6 +22,7 @@ interface VisualRow { line: number; row: number; from: number; to: number; y: nu
 
 const GUTTER_PAD = 12;
 const TEXT_PAD = 4;
+const SCROLLBAR_WIDTH = 12;
 const WORD = /[A-Za-z0-9_]/;
 
 export class EditorView {
@@ -53,6 +54,16 @@ export class EditorView {
   private readonly track: HTMLDivElement;
   private readonly thumb: HTMLDivElement;
   readonly input: InputHandler;
+  private readonly gutterRows: RowPool;
+  private readonly textRows: RowPool;
+  private blinkPhase = false;
+  private readonly rowCache = new Map<string, { text: string; tokens: Token[] | undefined; from: number; to: number; theme: TokenTheme; html: string }>();
+  /** Sizes as the last resize said (read here, never from the DOM while painting, which would force a layout). */
+  private width = 0;
+  private height = 0;
+  private gutterWidth = 0;
+  private get textWidth(): number { return Math.max(0, this.width - this.gutterWidth - SCROLLBAR_WIDTH); }
+  private get textHeight(): number { return this.height; }
   readonly find: FindBar;
   readonly lsp: LspFeatures;
 
@@ -64,6 +75,9 @@ export class EditorView {
   private frame = 0;
   private opSeq = 0;
   private pendingOps = 0;
+  /** The last request whose carets were not predicted, and the last whose carets were read back. */
+  private uncertainSeq = 0;
+  private cursorsSeq = 0;
   private followCaret = false;
   private viewportInFlight = false;
   private viewportAgain = false;
@@ -101,6 +115,8 @@ export class EditorView {
     this.track = el("ecp-scrollbar", this.root);
     this.thumb = el("ecp-thumb", this.track);
     host.appendChild(this.root);
+    this.gutterRows = new RowPool(this.gutter);
+    this.textRows = new RowPool(this.rowsEl);
 
     this.input = new InputHandler(this);
     this.find = new FindBar(this);
@@ -113,7 +129,13 @@ export class EditorView {
 
     this.listen();
     this.bindMouse();
-    this.resize = new ResizeObserver(() => { this.measure(); this.ensureWindow(); this.scheduleRender(); });
+    this.resize = new ResizeObserver((entries) => {
+      const box = entries[entries.length - 1]?.contentRect;
+      if (box) { this.width = box.width; this.height = box.height; }
+      this.measure();
+      this.ensureWindow();
+      this.scheduleRender();
+    });
     this.resize.observe(this.root);
     this.measure();
     void this.load();
@@ -169,7 +191,7 @@ export class EditorView {
     });
     on("client/didDisconnect", (p) => { if (p && this.others.delete(p.clientId)) this.scheduleRender(); });
     on("document/didClose", (p) => { if (mine(p)) this.others.clear(); });
-    this.rpc.onReady(() => { if (!this.disposed) void this.load(); });
+    // A reconnect gives documents new ids: the shell makes the views again (onReady keeps no handler of a view).
   }
 
   sameUri(uri: string): boolean {
@@ -250,7 +272,9 @@ export class EditorView {
       }
     }
     this.win.version = Math.max(this.win.version, p.version);
-    this.layouts.clear();
+    // The caller's own key changed its lines only; anyone else's edit may move every line.
+    if (own && ok) for (const ch of changes) this.layouts.delete(ch.range.start.line);
+    else this.layouts.clear();
     if (!ok || !own) this.requestViewport(); else this.requestViewportSoon();
     // Someone else's edit moves the caller's cursors too, and no notification says where.
     if (!own && this.pendingOps === 0) this.requestCursors();
@@ -298,8 +322,8 @@ export class EditorView {
   // ---- the window of lines ----
 
   /** Rows that fit on screen, counting a partly shown one at the bottom. */
-  get screenRows(): number { return Math.max(1, Math.ceil(this.textArea.clientHeight / this.lineHeight) + 1); }
-  get fullRows(): number { return Math.max(1, Math.floor(this.textArea.clientHeight / this.lineHeight)); }
+  get screenRows(): number { return Math.max(1, Math.ceil(this.textHeight / this.lineHeight) + 1); }
+  get fullRows(): number { return Math.max(1, Math.floor(this.textHeight / this.lineHeight)); }
   get lineCount(): number { return this.win.lineCount; }
 
   private wantedRange(): { first: number; last: number } {
@@ -397,7 +421,7 @@ export class EditorView {
   }
 
   private wrapColumns(): number {
-    return Math.max(8, Math.floor((this.textArea.clientWidth - TEXT_PAD * 2 - 2) / this.charWidth));
+    return Math.max(8, Math.floor((this.textWidth - TEXT_PAD * 2 - 2) / this.charWidth));
   }
 
   private rowsOf(line: number): number { return this.wrap ? (this.layoutOf(line)?.rows ?? 1) : 1; }
@@ -473,7 +497,7 @@ export class EditorView {
       const layout = this.layoutOf(line);
       if (layout) {
         const x = layout.displayCol(p.column) * this.charWidth;
-        const width = this.textArea.clientWidth - TEXT_PAD * 2 - this.charWidth * 2;
+        const width = this.textWidth - TEXT_PAD * 2 - this.charWidth * 2;
         if (x < this.left) this.left = Math.max(0, x - this.charWidth * 4);
         else if (x > this.left + width) this.left = x - width + this.charWidth * 4;
       }
@@ -521,6 +545,8 @@ export class EditorView {
     const lh = parseFloat(getComputedStyle(this.rowsEl).lineHeight);
     probe.remove();
     if (w > 0) this.charWidth = w;
+    const box = this.root.getBoundingClientRect();
+    if (!this.width && !this.height) { this.width = box.width; this.height = box.height; }
     if (lh > 0) this.lineHeight = Math.round(lh);
     this.layouts.clear();
   }
@@ -538,7 +564,7 @@ export class EditorView {
 
   private computeRows(): VisualRow[] {
     const rows: VisualRow[] = [];
-    const height = this.textArea.clientHeight;
+    const height = this.textHeight;
     let line = Math.floor(this.top);
     const n0 = this.rowsOf(line);
     let y = -((this.top - line) * n0) * this.lineHeight;
@@ -564,20 +590,37 @@ export class EditorView {
     this.rows = rows;
     const digits = String(Math.max(1, this.lineCount)).length;
     const gutterWidth = Math.ceil(digits * this.charWidth + GUTTER_PAD * 2);
-    this.gutter.style.width = `${gutterWidth}px`;
-    this.textArea.style.left = `${gutterWidth}px`;
+    if (gutterWidth !== this.gutterWidth) {
+      this.gutterWidth = gutterWidth;
+      this.gutter.style.width = `${gutterWidth}px`;
+      this.textArea.style.left = `${gutterWidth}px`;
+      this.layouts.clear();
+    }
     const primaryLine = this.cursors[0]?.position.line ?? -1;
 
-    let gutter = "", text = "";
+    const gutter: Placed[] = [], text: Placed[] = [];
+    const seen = new Set<string>();
     for (const r of rows) {
-      const top = `top:${r.y}px`;
-      if (r.row === 0) gutter += `<div class="ln${r.line === primaryLine ? " current" : ""}" style="${top}">${r.line + 1}</div>`;
+      if (r.row === 0) gutter.push({ cls: r.line === primaryLine ? "ln current" : "ln", top: r.y, html: String(r.line + 1), line: r.line });
       const shown = r.layout ? this.shownLine(r.line) : undefined;
-      const body = r.layout && shown ? rowHtml(r.layout, orderTokens(shown.tokens), this.theme, r.from, r.to) : "";
-      text += `<div class="row${r.layout ? "" : " pending"}" data-line="${r.line}" style="${top}">${body}</div>`;
+      let body = "";
+      if (r.layout && shown) {
+        // A row whose text and tokens are the ones last painted keeps its HTML (a key changes one row).
+        const key = `${r.line}:${r.row}`;
+        const hit = this.rowCache.get(key);
+        if (hit && hit.text === shown.text && hit.tokens === shown.tokens && hit.from === r.from && hit.to === r.to && hit.theme === this.theme) {
+          body = hit.html;
+        } else {
+          body = rowHtml(r.layout, orderTokens(shown.tokens), this.theme, r.from, r.to);
+          this.rowCache.set(key, { text: shown.text, tokens: shown.tokens, from: r.from, to: r.to, theme: this.theme, html: body });
+        }
+        seen.add(key);
+      }
+      text.push({ cls: r.layout ? "row" : "row pending", top: r.y, html: body, line: r.line });
     }
-    this.gutter.innerHTML = gutter;
-    this.rowsEl.innerHTML = text;
+    for (const k of this.rowCache.keys()) if (!seen.has(k)) this.rowCache.delete(k);
+    this.gutterRows.update(gutter);
+    this.textRows.update(text);
     this.textLayer.style.transform = `translateX(${-this.left}px)`;
     this.paintOverlays();
     this.paintScrollbar();
@@ -604,7 +647,7 @@ export class EditorView {
   caretPoint(p: Pos): { x: number; y: number } | null {
     const r = this.rowFor(p);
     if (!r) return null;
-    return { x: this.textArea.offsetLeft + this.xOf(r, p.column) - this.left, y: r.y };
+    return { x: this.gutterWidth + this.xOf(r, p.column) - this.left, y: r.y };
   }
 
   private boxes(range: WireRange, cls: string, title?: string): string {
@@ -650,7 +693,7 @@ export class EditorView {
         if (s && s.end.line >= first && s.start.line <= last) under += this.boxes(s, `remote-selection c${id % 6}`);
       }
     }
-    this.underlay.innerHTML = under;
+    setLayer(this.underlay, under);
 
     let over = "";
     for (const d of this.win.diagnostics) {
@@ -658,7 +701,7 @@ export class EditorView {
       const sev = d.severity === 2 ? "warning" : d.severity === 3 || d.severity === 4 ? "info" : "error";
       over += this.boxes(d.range, `squiggle ${sev}`);
     }
-    this.overlay.innerHTML = over;
+    setLayer(this.overlay, over);
 
     let carets = "";
     for (const [id, o] of this.others) {
@@ -675,18 +718,18 @@ export class EditorView {
       const col = c.position.column + (i === 0 ? compose : 0);
       carets += `<div class="caret${i === 0 ? " primary" : ""}" style="left:${this.xOf(r, col)}px;top:${r.y}px"></div>`;
     });
-    this.caretLayer.innerHTML = carets;
-    // Restart the blink so a caret that just moved is seen.
-    this.caretLayer.classList.remove("blink");
-    void this.caretLayer.offsetWidth;
-    this.caretLayer.classList.add("blink");
+    // A caret that moved starts its blink again, visible (two animations, so no layout is forced to restart one).
+    if (setLayer(this.caretLayer, carets)) {
+      this.blinkPhase = !this.blinkPhase;
+      this.caretLayer.className = `ecp-carets ${this.blinkPhase ? "blink-a" : "blink-b"}`;
+    }
   }
 
   private paintScrollbar(): void {
-    const h = this.track.clientHeight;
+    const h = this.height;
     const total = this.lineCount + (this.wrap ? 0 : this.fullRows - 1);
     const visible = this.fullRows;
-    if (total <= visible || h <= 0) { this.track.classList.add("idle"); this.thumb.style.height = "0px"; return; }
+    if (total <= visible || h <= 0 || this.maxTop() === 0) { this.track.classList.add("idle"); this.thumb.style.height = "0px"; return; }
     this.track.classList.remove("idle");
     const thumbH = Math.max(24, h * visible / total);
     const max = this.maxTop();
@@ -725,7 +768,7 @@ export class EditorView {
     this.root.addEventListener("wheel", (e) => {
       if ((e.target as HTMLElement).closest(".ecp-popup")) return;
       e.preventDefault();
-      const unit = e.deltaMode === 1 ? this.lineHeight : e.deltaMode === 2 ? this.textArea.clientHeight : 1;
+      const unit = e.deltaMode === 1 ? this.lineHeight : e.deltaMode === 2 ? this.textHeight : 1;
       let dy = e.deltaY * unit, dx = e.deltaX * unit;
       if (e.shiftKey && dx === 0) { dx = dy; dy = 0; }
       if (dy) this.scrollRows(dy / this.lineHeight);
@@ -772,7 +815,7 @@ export class EditorView {
     }
     if (e.altKey) {
       this.cursors = [...this.cursors, { position: p }];
-      this.send("document/addCursor", { position: p });
+      this.send("document/addCursor", { position: p }, undefined, true);
       this.drag = { anchor: p, additive: true };
       this.scheduleRender();
       return;
@@ -791,7 +834,7 @@ export class EditorView {
   private lastDragPoint = { x: 0, y: 0 };
   private onMouseMove(e: MouseEvent): void {
     if (this.thumbDrag) {
-      const h = this.track.clientHeight - this.thumb.offsetHeight;
+      const h = this.height - this.thumb.offsetHeight;
       const max = this.maxTop();
       if (h > 0) this.setTop(this.thumbDrag.startTop + (e.clientY - this.thumbDrag.startY) / h * max);
       return;
@@ -840,9 +883,11 @@ export class EditorView {
    * lands where the core put it (only the last request's answer is taken, so
    * answers to earlier keys never take the caret back).
    */
-  send(method: string, params: object = {}, prediction?: Prediction): Promise<any> {
+  send(method: string, params: object = {}, prediction?: Prediction, certain = false): Promise<any> {
     const seq = ++this.opSeq;
     this.pendingOps++;
+    // Where this request leaves the carets is known here only if it was predicted.
+    if (!prediction && !certain) this.uncertainSeq = seq;
     this.followCaret = true;
     this.desiredX = method === "document/setCursor" || method === "document/setCursors" ? this.desiredX : null;
     const answer = this.rpc.request(method, { documentId: this.doc.documentId, ...params });
@@ -863,8 +908,21 @@ export class EditorView {
     });
     this.rpc.request("document/cursors", { documentId: this.doc.documentId }).then((r) => {
       if (seq === this.opSeq) this.setOwnCursors(r?.cursors, false);
-    }).catch(() => {});
+    }).catch(() => {}).finally(() => { this.cursorsSeq = Math.max(this.cursorsSeq, seq); });
     return answer;
+  }
+
+  /** Whether the carets shown are where the core has them once every request sent so far is done. */
+  get caretsKnown(): boolean { return this.cursorsSeq >= this.uncertainSeq; }
+
+  /** The primary caret as the core has it after every request sent so far. */
+  async freshCaret(): Promise<Pos> {
+    try {
+      const r = await this.rpc.request("document/cursors", { documentId: this.doc.documentId });
+      const p = r?.cursors?.[0]?.position;
+      if (p) return p;
+    } catch { /* fall back to what is shown */ }
+    return this.cursors[0].position;
   }
 
   /** Sets the caller's cursors, showing them at once. */
@@ -874,9 +932,9 @@ export class EditorView {
     this.renderNow();
     if (cursors.length === 1) {
       const c = cursors[0];
-      return this.send("document/setCursor", c.selection ? { position: c.position, selection: c.selection } : { position: c.position });
+      return this.send("document/setCursor", c.selection ? { position: c.position, selection: c.selection } : { position: c.position }, undefined, true);
     }
-    return this.send("document/setCursors", { cursors });
+    return this.send("document/setCursors", { cursors }, undefined, true);
   }
 
   /** Types text at every cursor (replacing selections); painted at once when it can be predicted. */
@@ -884,7 +942,7 @@ export class EditorView {
     if (!text) return;
     text = text.replace(/\r\n?/g, "\n");
     let prediction: Prediction | undefined;
-    const simple = text.indexOf("\n") < 0 && this.cursors.every((c) => !selectionRange(c)) &&
+    const simple = this.caretsKnown && text.indexOf("\n") < 0 && this.cursors.every((c) => !selectionRange(c)) &&
       this.cursors.every((c) => this.lineText(c.position.line) !== undefined);
     if (simple) {
       const at = this.cursors.map((c) => c.position).sort(comparePos);
@@ -906,13 +964,13 @@ export class EditorView {
   deleteBackward(): void {
     if (this.cursors.some((c) => selectionRange(c))) { this.send("document/type", { text: "" }); return; }
     const at = this.cursors.map((c) => c.position).sort(comparePos);
-    const predictable = at.every((p) => {
+    const predictable = this.caretsKnown && at.every((p) => {
       const t = this.lineText(p.line);
       if (t === undefined || p.column === 0) return false;
       const c = t.charCodeAt(p.column - 1);
       return c < 0x300 && c !== 9;
     });
-    this.send("document/moveCursors", { direction: "left", unit: "character", select: true });
+    this.send("document/moveCursors", { direction: "left", unit: "character", select: true }, undefined, predictable);
     let prediction: Prediction | undefined;
     if (predictable) {
       prediction = { seq: this.opSeq + 1, at, text: "", deleteCount: 1 };
@@ -1086,13 +1144,14 @@ export class EditorView {
     box.innerHTML = `<label>${escapeHtml(label)} <input type="text"></label>`;
     const input = box.querySelector("input")!;
     input.value = initial;
-    const close = () => { box.remove(); this.focus(); };
+    let open = true;
+    const close = () => { if (!open) return; open = false; box.remove(); this.focus(); };
     input.addEventListener("keydown", (e) => {
       e.stopPropagation();
       if (e.key === "Enter") { e.preventDefault(); const v = input.value; close(); done(v); }
       else if (e.key === "Escape") { e.preventDefault(); close(); }
     });
-    input.addEventListener("blur", () => box.remove());
+    input.addEventListener("blur", () => { if (open) { open = false; box.remove(); } });
     this.root.appendChild(box);
     input.focus();
     input.select();
