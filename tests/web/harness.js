@@ -52,6 +52,23 @@ function socketAnswers(sockPath) {
   });
 }
 
+/** Asks whatever server answers on a socket to stop (ecp/stop), and waits until it is gone. */
+async function stopServerAt(sockPath) {
+  if (!(await socketAnswers(sockPath))) return;
+  await new Promise((resolve) => {
+    const c = net.connect(sockPath);
+    const timer = setTimeout(() => { c.destroy(); resolve(); }, 2000);
+    c.once("connect", () => {
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ecp/stop", params: {} });
+      c.write(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    });
+    c.on("data", () => {});
+    c.once("close", () => { clearTimeout(timer); resolve(); });
+    c.once("error", () => { clearTimeout(timer); resolve(); });
+  });
+  for (let i = 0; i < 60 && (await socketAnswers(sockPath)); i++) await sleep(50);
+}
+
 async function waitFor(what, check, timeoutMs = 15000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -120,9 +137,12 @@ async function start({ files = {}, width = 1280, height = 800, trusted = false }
     running.add(child);
     child.once("exit", () => running.delete(child));
     h.ecpd = child;
+    // A server answering is enough: after a kill, ecp-web may have started one
+    // itself for a reconnecting page first (then this one finds the socket taken).
     await waitFor("ecpd's socket", async () => {
+      if (await socketAnswers(sock)) return true;
       if (child.exitCode !== null || child.pid === undefined) throw new Error(`ecpd exited (${child.exitCode}): ${h.ecpdLog}`);
-      return socketAnswers(sock);
+      return false;
     });
     return child;
   };
@@ -134,6 +154,8 @@ async function start({ files = {}, width = 1280, height = 800, trusted = false }
     if (h.browser) { try { await h.browser.close(); } catch { /* already gone */ } h.browser = null; }
     await killProcess(h.web);
     await killProcess(h.ecpd);
+    // A server ecp-web started by itself (detached) is nobody's child here.
+    await stopServerAt(sock);
     fs.rmSync(tmp, { recursive: true, force: true });
   };
   h.stop = cleanup;
@@ -217,5 +239,9 @@ async function run(options, body) {
 }
 
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => { killAll().finally(() => process.exit(1)); });
+process.on("unhandledRejection", (e) => {
+  console.error("unhandled rejection:", e && e.stack ? e.stack : e);
+  killAll().finally(() => process.exit(1));
+});
 
 module.exports = { start, run, check, outDir, sleep, waitFor, ECPD, ECP_WEB, ECP_WEB_STATIC, repoRoot };
