@@ -23,6 +23,8 @@ interface VisualRow { line: number; row: number; from: number; to: number; y: nu
 const GUTTER_PAD = 12;
 const TEXT_PAD = 4;
 const SCROLLBAR_WIDTH = 12;
+/** Rows longer than this many columns are painted only around what the screen shows. */
+const LONG_ROW = 4000;
 const WORD = /[A-Za-z0-9_]/;
 
 export class EditorView {
@@ -57,7 +59,7 @@ export class EditorView {
   private readonly gutterRows: RowPool;
   private readonly textRows: RowPool;
   private blinkPhase = false;
-  private readonly rowCache = new Map<string, { text: string; tokens: Token[] | undefined; from: number; to: number; theme: TokenTheme; html: string }>();
+  private readonly rowCache = new Map<string, { text: string; tokens: Token[] | undefined; from: number; to: number; theme: TokenTheme; html: string; left: number }>();
   /** Sizes as the last resize said (read here, never from the DOM while painting, which would force a layout). */
   private width = 0;
   private height = 0;
@@ -608,11 +610,12 @@ export class EditorView {
         // A row whose text and tokens are the ones last painted keeps its HTML (a key changes one row).
         const key = `${r.line}:${r.row}`;
         const hit = this.rowCache.get(key);
-        if (hit && hit.text === shown.text && hit.tokens === shown.tokens && hit.from === r.from && hit.to === r.to && hit.theme === this.theme) {
+        if (hit && hit.text === shown.text && hit.tokens === shown.tokens && hit.from === r.from && hit.to === r.to && hit.theme === this.theme &&
+            (r.to - r.from <= LONG_ROW || hit.left === this.left)) {
           body = hit.html;
         } else {
-          body = rowHtml(r.layout, orderTokens(shown.tokens), this.theme, r.from, r.to);
-          this.rowCache.set(key, { text: shown.text, tokens: shown.tokens, from: r.from, to: r.to, theme: this.theme, html: body });
+          body = this.rowBody(r, shown.tokens);
+          this.rowCache.set(key, { text: shown.text, tokens: shown.tokens, from: r.from, to: r.to, theme: this.theme, html: body, left: this.left });
         }
         seen.add(key);
       }
@@ -625,6 +628,23 @@ export class EditorView {
     this.paintOverlays();
     this.paintScrollbar();
     this.input.placeTextarea();
+  }
+
+  /**
+   * A row's HTML. A very long row (a minified file's line) is painted only
+   * where the screen shows it, behind a blank of the width of what is left out.
+   */
+  private rowBody(r: VisualRow, tokens: Token[] | undefined): string {
+    const layout = r.layout!;
+    const ordered = orderTokens(tokens);
+    if (r.to - r.from <= LONG_ROW) return rowHtml(layout, ordered, this.theme, r.from, r.to);
+    const base = layout.displayCol(r.from);
+    const firstCol = Math.max(0, Math.floor(this.left / this.charWidth) - 200);
+    const lastCol = Math.ceil((this.left + this.textWidth) / this.charWidth) + 200;
+    const from = Math.max(r.from, layout.columnAt(r.row, firstCol) - 1);
+    const to = Math.min(r.to, layout.columnAt(r.row, lastCol) + 1);
+    const skip = (layout.displayCol(from) - base) * this.charWidth;
+    return `<span class="skip" style="width:${skip}px"></span>${rowHtml(layout, ordered, this.theme, from, Math.max(from, to))}`;
   }
 
   /** x of a column on a visual row, in the text layer. */
