@@ -404,7 +404,7 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
   }
 
   /** Closes a tab, asking first when its document has unsaved edits. */
-  async closeTab(tab: Tab<V>): Promise<void> {
+  private async closeTab(tab: Tab<V>): Promise<void> {
     if (tab.dirty) {
       const choice = await ask(`${tab.doc.title} has unsaved changes.`, [
         { label: "Save", value: "save", primary: true }, { label: "Discard", value: "discard" }, { label: "Cancel", value: "cancel" },
