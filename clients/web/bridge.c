@@ -241,8 +241,10 @@ static void on_ecpd_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *dat
             buf_free(&reason);
             free(msg);
         } else if (st == FRAME_OVERSIZED) {
-            fprintf(stderr, "ecp-web: dropped a message of %zu bytes from ecpd (the limit is %zu)\n", len,
-                    WEB_MAX_MESSAGE);
+            /* Dropping it would leave the page waiting for an answer that never comes. */
+            close_page(b, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "ecpd sent a message larger than 256 MiB");
+            drop_ecpd(b);
+            return;
         } else {
             close_page(b, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "ecpd sent a header that cannot be read");
             drop_ecpd(b);
@@ -304,18 +306,22 @@ int bridge_writeable(bridge *b)
 /* A connected socket to ecpd, or -1 with why set. Like every client of the
  * socket, it talks only to a server of its own user: what it relays
  * includes the files' text. */
-static int connect_ecpd(const char *path, buf *why, bool *fatal)
+static int connect_ecpd(const char *path, buf *why, bool *fatal, bool *nobody_there)
 {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     *fatal = false;
+    *nobody_there = false;
     if (strlen(path) >= sizeof addr.sun_path) {
         buf_appendf(why, "socket path too long: %s", path);
         *fatal = true;
         return -1;
     }
     strcpy(addr.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* Non-blocking: a server that stopped accepting (its backlog full) must not stop ecp-web's loop;
+     * a Unix socket's connect then fails at once (EAGAIN), and is tried again. */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        *nobody_there = errno == ENOENT || errno == ECONNREFUSED;
         buf_appendf(why, "cannot connect to %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -366,14 +372,14 @@ static void start_server(web *w)
 static bool try_connect(bridge *b)
 {
     buf why = BUF_INIT;
-    bool fatal = false;
-    int fd = connect_ecpd(b->w->socket_path, &why, &fatal);
+    bool fatal = false, nobody_there = false;
+    int fd = connect_ecpd(b->w->socket_path, &why, &fatal, &nobody_there);
     if (fd < 0) {
         if (fatal || ++b->tries >= CONNECT_TRIES) {
             fprintf(stderr, "ecp-web: %s\n", why.data);
             close_page(b, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, why.data);
-        } else {
-            start_server(b->w);
+        } else if (nobody_there) {
+            start_server(b->w); /* a server that is there but busy (EAGAIN) is waited for instead */
         }
         buf_free(&why);
         return false;

@@ -367,6 +367,37 @@ class Upgrade(WebCase):
         self.assertIsNone(self.w.web.poll())
 
 
+class StoppedServer(WebCase):
+    def test_an_ecpd_that_stops_accepting_does_not_stop_ecp_web(self):
+        # More pages than ecpd's listen backlog (128) while it is stopped: connecting to it would block.
+        self.w.ecpd.send_signal(signal.SIGSTOP)
+        try:
+            async def go():
+                pages = await asyncio.wait_for(asyncio.gather(*(self.w.connect() for _ in range(140))), 20 * SLOW)
+                loop = asyncio.get_running_loop()
+                t0 = time.monotonic()
+                status = await loop.run_in_executor(None, self.w.http, "/?token=" + self.w.token)
+                self.assertEqual(status[0], 200)
+                self.assertLess(time.monotonic() - t0, 2 * SLOW)
+                for ws in pages:
+                    ws.transport.abort()
+            run(go())
+        finally:
+            self.w.ecpd.send_signal(signal.SIGCONT)
+
+        async def works():
+            for _ in range(100):
+                try:
+                    async with self.w.connect() as ws:
+                        await initialize(ws)
+                        return
+                except (websockets.exceptions.ConnectionClosed, asyncio.TimeoutError):
+                    await asyncio.sleep(0.1)
+            self.fail("no page could use ecpd again")
+        run(works())
+        self.assertIsNone(self.w.ecpd.poll(), "a second server took the socket")
+
+
 class Refusal(WebCase):
     ecpd_args = ("--max-connections", "1")
 
