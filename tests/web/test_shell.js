@@ -107,9 +107,22 @@ run({ files }, async (h) => {
   await until(page, "util.h opens", () => document.querySelector(".tab.active .tab-title")?.textContent === "util.h");
   check("the palette opens a file", (await activeTabTitle(page)) === "util.h");
 
-  // ---- key bindings: one set now works at once
+  // ---- key bindings: one set now works at once, where its `when` holds
+  await call(page, "keybindings/set", { bindings: [{ key: "Ctrl+Alt+J", command: "app.palette", when: "terminalFocus" }] });
+  await until(page, "the keymap has the terminal's key", () => window.ecpApp.keymap.get("ctrl+alt+j")?.at(-1)?.when === "terminalFocus");
+  await page.keyboard.press("Control+Alt+KeyJ");
+  await sleep(300);
+  check("a binding whose when does not hold (terminalFocus in the editor) does nothing",
+    await page.evaluate(() => document.querySelector(".palette").hidden));
+  await call(page, "keybindings/set", { bindings: [{ key: "Ctrl+Alt+J", command: "app.palette", when: "editorTextFocus && resourceExtname == '.h'" }] });
+  await until(page, "the keymap has the editor's key", () => window.ecpApp.keymap.get("ctrl+alt+j")?.at(-1)?.when?.startsWith("editorTextFocus"));
+  await page.keyboard.press("Control+Alt+KeyJ");
+  await until(page, "a binding whose when holds runs", () => !document.querySelector(".palette").hidden);
+  check("a binding whose when holds (editorTextFocus && resourceExtname == '.h') runs", true);
+  await page.keyboard.press("Escape");
+  await until(page, "escape closes the palette", () => document.querySelector(".palette").hidden);
   await call(page, "keybindings/set", { bindings: [{ key: "Ctrl+Alt+J", command: "app.palette" }] });
-  await until(page, "the keymap has the new key", () => window.ecpApp.keymap.get("ctrl+alt+j")?.command === "app.palette");
+  await until(page, "the keymap has the new key", () => window.ecpApp.keymap.get("ctrl+alt+j")?.at(-1)?.when === undefined);
   await page.evaluate(() => { window.keysSeen = []; window.addEventListener("keydown", (e) => window.keysSeen.push(`${e.key}/${e.code}/${e.ctrlKey}/${e.altKey}/${document.activeElement?.tagName}.${document.activeElement?.className}`), true); });
   await page.keyboard.press("Control+Alt+KeyJ");
   try {

@@ -1,6 +1,7 @@
 // Key names as the TUI and the keybindings service write them
 // (`ctrl+alt+shift+meta+<key>`, lower case), the default keymap, and how the
 // server's bindings override it.
+import { whenHolds, type WhenContext } from "./when";
 
 /** The TUI's table (clients/tui/commands.c): command id → its keys, space-separated. */
 export const DEFAULT_KEYS: ReadonlyArray<[string, string]> = [
@@ -85,28 +86,45 @@ export function keyName(e: KeyboardEvent): string | null {
 
 export interface ServerBinding { key: string; command: string; when?: string; args?: unknown }
 
-export interface Binding { command: string; args?: unknown }
+export interface Binding { command: string; args?: unknown; when?: string }
+
+/** Every binding of each key, in order: the defaults, then the server's. */
+export type Keymap = Map<string, Binding[]>;
 
 /**
- * The keymap: the defaults, then the server's bindings on top in their order
- * (a later binding of a key wins), as the TUI builds it. `when` clauses are
- * not evaluated, as in the TUI: the page has no context keys the server's
- * bindings could name yet, and a condition on a key not sent counts as true.
+ * The keymap: the defaults, then the server's bindings in their order, as the
+ * TUI builds it. A key press runs the last binding of its key whose `when`
+ * holds and whose command the page has (see resolveKey).
  */
-export function buildKeymap(serverBindings: ServerBinding[]): Map<string, Binding> {
-  const map = new Map<string, Binding>();
+export function buildKeymap(serverBindings: ServerBinding[]): Keymap {
+  const map: Keymap = new Map();
+  const add = (key: string, b: Binding) => {
+    const list = map.get(key);
+    if (list) list.push(b); else map.set(key, [b]);
+  };
   for (const [command, keys] of DEFAULT_KEYS)
-    for (const k of keys.split(" ")) if (k) map.set(canonicalKey(k), { command });
+    for (const k of keys.split(" ")) if (k) add(canonicalKey(k), { command });
   for (const b of serverBindings) {
     if (typeof b?.key !== "string" || typeof b?.command !== "string") continue;
-    map.set(canonicalKey(b.key), { command: b.command, args: b.args });
+    add(canonicalKey(b.key), { command: b.command, args: b.args, when: typeof b.when === "string" ? b.when : undefined });
   }
   return map;
 }
 
+/** What a key runs in a context: the last of its bindings that holds there and names a command the page has. */
+export function resolveKey(map: Keymap, key: string, ctx: WhenContext, has: (command: string) => boolean): Binding | null {
+  const list = map.get(key);
+  if (!list) return null;
+  for (let i = list.length - 1; i >= 0; i--) {
+    const b = list[i];
+    if (has(b.command) && whenHolds(b.when, ctx)) return b;
+  }
+  return null;
+}
+
 /** The keys bound to a command, for the palette to show. */
-export function keysOf(map: Map<string, Binding>, command: string): string[] {
+export function keysOf(map: Keymap, command: string): string[] {
   const out: string[] = [];
-  for (const [k, b] of map) if (b.command === command) out.push(k);
+  for (const [k, list] of map) if (list[list.length - 1].command === command) out.push(k);
   return out;
 }

@@ -6,7 +6,7 @@ import type { App, OpenDocument, Position } from "../app";
 import type { ConnectionState, Rpc } from "../rpc";
 import { ask, promptText } from "./dialog";
 import { basename, byId, el, pathToUri, uriToPath } from "./dom";
-import { buildKeymap, keyName, keysOf, PANE_COMMANDS, type Binding, type ServerBinding } from "./keys";
+import { buildKeymap, keyName, keysOf, PANE_COMMANDS, resolveKey, type Keymap, type ServerBinding } from "./keys";
 import { Palette } from "./palette";
 import { ThemeState } from "./theme";
 import { FileTree } from "./tree";
@@ -51,7 +51,7 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
   private readonly opening = new Map<string, Promise<Tab<V>>>();
   private readonly activeHandlers = new Set<(doc: OpenDocument | null) => void>();
   private readonly commands = new Map<string, Command>();
-  private keymap: Map<string, Binding> = buildKeymap([]);
+  private keymap: Keymap = buildKeymap([]);
   private readonly theme: ThemeState;
   private readonly sidebar: ViewSwitcher;
   private readonly bottom: ViewSwitcher;
@@ -629,14 +629,27 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
     return t.closest("input, textarea, select, button, [contenteditable=''], [contenteditable='true']") ? "field" : "other";
   }
 
+  /** The context keys the page sends to `when` clauses (any other key counts as true). */
+  private whenContext(scope: "editor" | "terminal" | "field" | "other"): Record<string, string | boolean> {
+    const tab = this.active;
+    const name = tab ? tab.doc.title : "";
+    const dot = name.lastIndexOf(".");
+    const editor = scope === "editor" && !!tab;
+    return {
+      editorFocus: editor, editorTextFocus: editor, textInputFocus: editor || scope === "field",
+      inputFocus: scope === "field", terminalFocus: scope === "terminal", paletteOpen: this.palette.isOpen,
+      editorIsOpen: !!tab, editorLangId: tab?.languageId ?? "", resourceExtname: dot > 0 ? name.slice(dot) : "",
+    };
+  }
+
   private onKeyDown(e: KeyboardEvent): void {
     if (e.defaultPrevented || e.isComposing || e.keyCode === 229) return;
     if (document.querySelector(".dialog-backdrop")) return;
     const name = keyName(e);
     if (!name) return;
-    const binding = this.keymap.get(name);
-    if (!binding || !this.commands.has(binding.command)) return;
     const scope = this.focusScope(e.target);
+    const binding = resolveKey(this.keymap, name, this.whenContext(scope), (c) => this.commands.has(c));
+    if (!binding) return;
     const modified = e.ctrlKey || e.altKey || e.metaKey || /^(shift\+)?f\d+$/.test(name);
     if (scope === "terminal" && !PANE_COMMANDS.has(binding.command)) return;
     if ((scope === "field" || scope === "other") && (!modified || TEXT_FIELD_KEYS.test(name))) return;
