@@ -102,7 +102,11 @@ run({ files: { "big.c": source } }, async (h) => {
   await page.evaluate((t) => { window.__typed = t; }, TYPED);
   if (process.env.PROFILE_TYPE) await page.evaluate(() => {
     window.__typeMs = [];
-    for (const v of window.ecpViews) { const orig = v.type.bind(v); v.type = (t) => { const s = performance.now(); orig(t); window.__typeMs.push(performance.now() - s); }; }
+    window.__renderMs = [];
+    for (const v of window.ecpViews) {
+      const orig = v.type.bind(v); v.type = (t) => { const s = performance.now(); orig(t); window.__typeMs.push(performance.now() - s); };
+      const r = v.render.bind(v); v.render = () => { const s = performance.now(); r(); window.__renderMs.push(performance.now() - s); };
+    }
   });
 
   for (const ch of TYPED) {
@@ -126,7 +130,7 @@ run({ files: { "big.c": source } }, async (h) => {
   const [handled, frames] = await page.evaluate(() => [window.__handled, window.__frames]);
   console.log(`keystroke to the character in the DOM (the editor's handler): ${spread(handled)}`);
   console.log(`keystroke to the start of the frame that shows it:          ${spread(frames)}`);
-  if (process.env.PROFILE_TYPE) console.log(`inside the view's type(): ${spread(await page.evaluate(() => window.__typeMs))}`);
+  if (process.env.PROFILE_TYPE) console.log(`inside the view's type(): ${spread(await page.evaluate(() => window.__typeMs))}; render(): ${spread(await page.evaluate(() => window.__renderMs))} x${await page.evaluate(() => window.__renderMs.length)}`);
   const sorted = [...latencies].sort((a, b) => a - b);
   const p50 = percentile(sorted, 50), p99 = percentile(sorted, 99), max = sorted[sorted.length - 1];
   console.log(`keystroke to painted frame: p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms, max ${max.toFixed(2)} ms (${COUNT} keys)`);

@@ -302,6 +302,12 @@ export class EditorView {
 
   private setOwnCursors(cursors: Cursor[] | undefined, follow: boolean): void {
     if (!cursors || cursors.length === 0) return;
+    // The core's answer to a key painted ahead usually says what is shown already: nothing to paint.
+    if (sameCursors(cursors, this.cursors)) {
+      this.followCaret = false;
+      if (this.selectionText === null && this.pendingOps === 0) this.prefetchSelection();
+      return;
+    }
     this.cursors = cursors;
     this.selectionText = null;
     if (follow || this.followCaret) { this.followCaret = false; this.revealPos(cursors[0].position, false); }
@@ -309,6 +315,12 @@ export class EditorView {
     this.lsp.cursorMoved();
     if (this.pendingOps === 0) this.prefetchSelection();
     this.scheduleRender();
+    this.cursorsChanged();
+  }
+
+  /** Tells whoever shows the caret's position (the status bar) that it moved; it bubbles from the view's root. */
+  private cursorsChanged(): void {
+    this.root.dispatchEvent(new CustomEvent("ecp-cursorchange", { bubbles: true }));
   }
 
   requestCursors(): void {
@@ -1215,6 +1227,17 @@ export class EditorView {
     while (s > 0 && WORD.test(t[s - 1])) s--;
     return { start: { line: c.line, column: s }, text: t.slice(s, c.column) };
   }
+}
+
+function sameCursors(a: Cursor[], b: Cursor[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    if (!samePos(a[i].position, b[i].position)) return false;
+    const x = selectionRange(a[i]), y = selectionRange(b[i]);
+    if (!x !== !y || (x && y && (!samePos(x.start, y.start) || !samePos(x.end, y.end)))) return false;
+    if (x && y && !samePos(a[i].selection!.anchor, b[i].selection!.anchor)) return false;
+  }
+  return true;
 }
 
 /** A caret position moved by someone else's edit. */
