@@ -224,6 +224,30 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   check("ctrl+d twice then typing replaces both occurrences", true);
   await page.keyboard.press("Escape");
 
+  // ---- the mouse: a double-click selects a word, shift+click extends, a drag selects
+  const selected = async () => { const r = await call(page, "document/selections", { documentId: notesId }); return r.selections ?? r; };
+  const untilSelected = async (what, want) => {
+    const end = Date.now() + 5000;
+    let got;
+    while (Date.now() < end) { got = await selected(); if (JSON.stringify(got) === JSON.stringify(want)) return; await sleep(30); }
+    throw new Error(`FAIL ${what}: ${JSON.stringify(got)}`);
+  };
+  const word = await pointOf(page, 1, 5);
+  await page.mouse.dblclick(word.x, word.y);
+  await untilSelected("double-click", ["baz"]);
+  check("a double-click selects the word", true);
+  await clickAt(page, 0, 4);
+  await clickAt(page, 1, 3, ["Shift"]);
+  await untilSelected("shift+click", ["bar\nzap"]);
+  check("shift+click extends the selection from the caret", true);
+  const from = await pointOf(page, 0, 0), to = await pointOf(page, 2, 3);
+  await page.mouse.move(from.x, from.y);
+  await page.mouse.down();
+  await page.mouse.move(to.x, to.y, { steps: 4 });
+  await page.mouse.up();
+  await untilSelected("drag", ["zap bar\nzap baz\nfoo"]);
+  check("a drag selects", (await page.$$(`${visible} .selection`)).length === 3);
+
   // ---- paste of several lines, as one edit
   await clickAt(page, 2, 7);
   await page.evaluate(([sel, t]) => {

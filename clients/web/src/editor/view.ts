@@ -131,6 +131,9 @@ export class EditorView {
 
     this.listen();
     this.bindMouse();
+    // Letting go of a document sends nothing: the others' carets are checked now and then while any are drawn.
+    const presence = window.setInterval(() => { if (this.others.size && this.rpc.state === "open") void this.loadOthers(); }, 10000);
+    this.unsubscribe.push(() => clearInterval(presence));
     this.resize = new ResizeObserver((entries) => {
       const box = entries[entries.length - 1]?.contentRect;
       if (box) { this.width = box.width; this.height = box.height; }
@@ -244,6 +247,9 @@ export class EditorView {
   private async loadOthers(): Promise<void> {
     try {
       const r = await this.rpc.request("document/clients", { documentId: this.doc.documentId });
+      // Whoever no longer holds the document (a closed tab) is no longer drawn.
+      const holding = new Set<number>((r?.clients ?? []).map((c: any) => c.clientId));
+      for (const id of [...this.others.keys()]) if (!holding.has(id)) this.others.delete(id);
       for (const c of r?.clients ?? []) {
         if (c.clientId === this.rpc.clientId) continue;
         this.others.set(c.clientId, { name: c.name || `client ${c.clientId}`, cursors: c.cursors ?? [] });
