@@ -55,6 +55,21 @@ def socket_request(path, method, params=None, timeout=5):
         s.close()
 
 
+def make_static(path):
+    """The page's files as the build made them, with stand-ins for what the bundle has not made (yet):
+    the server's tests need files to serve, not the page."""
+    if os.path.isdir(STATIC):
+        shutil.copytree(STATIC, path)
+    else:
+        os.makedirs(path)
+    if not os.path.exists(os.path.join(path, "index.html")):
+        shutil.copy(os.path.join(ROOT, "clients/web/src/index.html"), path)
+    for name, text in (("app.js", "console.log('page');\n"), ("app.css", "body{}\n")):
+        if not os.path.exists(os.path.join(path, name)):
+            with open(os.path.join(path, name), "w") as f:
+                f.write(text)
+
+
 def rss_kib(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -72,13 +87,7 @@ class Web:
         os.mkdir(self.workspace)
         self.socket = os.path.join(self.dir, "ecpd.sock")
         self.static = os.path.join(self.dir, "static")
-        shutil.copytree(STATIC, self.static)
-        if not os.path.exists(os.path.join(self.static, "index.html")):
-            shutil.copy(os.path.join(ROOT, "clients/web/src/index.html"), self.static)
-        for name, text in (("app.js", "console.log('page');\n"), ("app.css", "body{}\n")):
-            if not os.path.exists(os.path.join(self.static, name)):
-                with open(os.path.join(self.static, name), "w") as f:
-                    f.write(text)
+        make_static(self.static)
         self.env = dict(os.environ, XDG_DATA_HOME=os.path.join(self.dir, "data"),
                         XDG_CONFIG_HOME=os.path.join(self.dir, "config"),
                         XDG_STATE_HOME=os.path.join(self.dir, "state"), ECPD=ECPD)
@@ -596,13 +605,15 @@ class CommandLine(unittest.TestCase):
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
         s.listen(1)
+        static = tempfile.mkdtemp(prefix="ecp-web-static-")
         try:
-            r = self.run_web("--port", str(s.getsockname()[1]), "--static", STATIC)
+            r = self.run_web("--port", str(s.getsockname()[1]), "--static", static)
             self.assertEqual(r.returncode, 1)
             self.assertIn("in use", r.stderr)
             self.assertEqual(r.stdout, "")
         finally:
             s.close()
+            os.rmdir(static)
 
 
 if __name__ == "__main__":
