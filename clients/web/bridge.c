@@ -445,7 +445,8 @@ int bridge_receive(bridge *b, const char *data, size_t len)
         lws_close_reason(b->wsi, LWS_CLOSE_STATUS_INVALID_PAYLOAD, (unsigned char *)why, sizeof why - 1);
         return -1;
     }
-    if (b->incoming.len)
+    /* Once the page is being closed (ecpd went away), what it still sends has nowhere to go. */
+    if (b->incoming.len && !b->closing)
         send_to_ecpd(b, b->incoming.data, b->incoming.len);
     /* A large message's room is not kept for the connection's life. */
     if (b->incoming.cap > WEB_LOW_WATERMARK)
