@@ -38,6 +38,7 @@ typedef struct out_msg {
 
 struct bridge {
     web *w;
+    bridge *prev, *next;   /* in w->pages while the WebSocket is open */
     struct lws *wsi;       /* NULL once the WebSocket is gone */
     uv_pipe_t pipe;
     uv_timer_t retry;
@@ -416,6 +417,10 @@ bridge *bridge_open(web *w, struct lws *wsi)
     bridge *b = xcalloc(1, sizeof *b);
     b->w = w;
     b->wsi = wsi;
+    b->next = w->pages;
+    if (w->pages)
+        w->pages->prev = b;
+    w->pages = b;
     framing_decoder_init(&b->decoder, WEB_MAX_MESSAGE);
     uv_timer_init(w->loop, &b->retry);
     b->retry.data = b;
@@ -458,7 +463,20 @@ int bridge_receive(bridge *b, const char *data, size_t len)
 
 void bridge_closed(bridge *b)
 {
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        b->w->pages = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    b->prev = b->next = NULL;
     b->wsi = NULL;
     drop_ecpd(b);
     close_handle(b, (uv_handle_t *)&b->retry);
+}
+
+void bridge_close_all(web *w)
+{
+    for (bridge *b = w->pages; b; b = b->next)
+        close_page(b, LWS_CLOSE_STATUS_GOINGAWAY, "ecp-web is stopping");
 }

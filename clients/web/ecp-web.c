@@ -36,8 +36,13 @@ typedef struct app {
     web w;
     uv_loop_t loop;
     uv_signal_t signals[3];
+    uv_timer_t stopping;
+    uint64_t stop_deadline_ms;
     struct lws_context *context;
 } app;
+
+/* How long the pages get to take what ecpd sent them and their close frame, at the end. */
+#define STOP_GRACE_MS 1000
 
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len)
 {
@@ -71,6 +76,18 @@ static const struct lws_protocols protocols[] = {
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
+/* Once the pages are closed, or have had their time: lws closes what is left (and so every relay)
+ * and its own handles; the loop then ends. */
+static void on_stopping(uv_timer_t *t)
+{
+    app *a = t->data;
+    if (a->w.pages && uv_now(&a->loop) < a->stop_deadline_ms)
+        return;
+    uv_close((uv_handle_t *)t, NULL);
+    if (a->context)
+        lws_context_destroy(a->context);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     app *a = h->data;
@@ -78,9 +95,12 @@ static void on_signal(uv_signal_t *h, int signum)
     for (size_t i = 0; i < sizeof a->signals / sizeof a->signals[0]; i++)
         if (!uv_is_closing((uv_handle_t *)&a->signals[i]))
             uv_close((uv_handle_t *)&a->signals[i], NULL);
-    /* Closes every WebSocket (and so every relay) and lws's own handles; the loop then ends. */
-    if (a->context)
-        lws_context_destroy(a->context);
+    /* Each page is told why it lost the server (1001) rather than finding its connection cut. */
+    bridge_close_all(&a->w);
+    a->stop_deadline_ms = uv_now(&a->loop) + STOP_GRACE_MS;
+    uv_timer_init(&a->loop, &a->stopping);
+    a->stopping.data = a;
+    uv_timer_start(&a->stopping, on_stopping, 0, 10);
 }
 
 static char *absolute(const char *path)

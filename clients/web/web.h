@@ -36,6 +36,7 @@ typedef struct web {
     char *server_path;  /* the ecpd to start when none answers */
     bool tls;
     uint64_t last_server_start_ms; /* one start at a time for every page that finds no server */
+    bridge *pages;      /* every relay whose WebSocket is open, to close them at the end */
 } web;
 
 /* http.c: the token, the static files and the upgrade's checks. */
@@ -53,5 +54,7 @@ bridge *bridge_open(web *w, struct lws *wsi);
 int bridge_receive(bridge *b, const char *data, size_t len);
 int bridge_writeable(bridge *b);
 void bridge_closed(bridge *b);
+/* Closes every page's WebSocket (1001) once what ecpd sent it is delivered. */
+void bridge_close_all(web *w);
 
 #endif

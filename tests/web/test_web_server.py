@@ -156,8 +156,8 @@ class Web:
 
     def stop(self):
         """Stops ecp-web (checking it ends cleanly) and every ecpd on the socket."""
-        status = None
-        if self.web.poll() is None:
+        status = self.web.poll()
+        if status is None:
             self.web.send_signal(signal.SIGTERM)
             try:
                 status = self.web.wait(10 * SLOW)
@@ -442,6 +442,22 @@ class Restart(WebCase):
                 self.assertIn("clientId", r)
                 self.assertEqual((await call(ws, 2, "ecp/ping", timeout=20))["result"], {})
             self.assertIsNotNone(socket_request(self.w.socket, "ecp/ping"))
+        run(go())
+
+
+class Stop(WebCase):
+    def test_sigterm_closes_each_page_with_1001_and_ends_cleanly(self):
+        async def go():
+            async with self.w.connect() as a, self.w.connect() as b:
+                await initialize(a)
+                await initialize(b)
+                self.w.web.send_signal(signal.SIGTERM)
+                for ws in (a, b):
+                    with self.assertRaises(websockets.exceptions.ConnectionClosed) as cm:
+                        while True:
+                            await asyncio.wait_for(ws.recv(), 2 * SLOW)
+                    self.assertEqual(cm.exception.rcvd.code, 1001)
+            self.assertEqual(self.w.web.wait(5 * SLOW), 0)
         run(go())
 
 
