@@ -46,26 +46,12 @@ const TARGET_LINE = lines.findIndex((l, i) => i > lines.length / 2 && l.startsWi
 const PHRASE = "int x = step_7(samples, count, 3) + 42; /* again */ ";
 const TYPED = Array.from({ length: COUNT }, (_, i) => PHRASE[i % PHRASE.length]).join("");
 
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
-run({ files: { "big.c": source } }, async (h) => {
-  const page = h.page;
-  await page.waitForFunction(() => window.ecpApp && window.ecpApp.rpc.state === "open");
-  await page.evaluate((f) => window.ecpApp.openUri(f), path.join(h.workspace, "big.c"));
-  const visible = "#editor-area .editor-host:not([hidden]) .ecp-editor";
-  await page.waitForFunction((sel) => document.querySelector(`${sel} .row:not(.pending)`), visible);
-  console.log(`big.c: ${(source.length / 1048576).toFixed(2)} MB, ${lines.length} lines; typing ${COUNT} characters at the end of line ${TARGET_LINE + 1}`);
-
-  // To the line (go to line), then to its end.
-  await page.keyboard.press("Control+g");
-  await page.keyboard.type(String(TARGET_LINE + 1));
-  await page.keyboard.press("Enter");
-  await page.waitForFunction(([sel, l]) => document.querySelector(`${sel} .row[data-line="${l}"]`), [visible, TARGET_LINE]);
-  await page.keyboard.press("End");
-  await sleep(500);
-
+/**
+ * Types text into a focused page one key at a time at a person's pace and
+ * times each key: to the end of its input event (the DOM changed), to the
+ * start of the first frame whose rows show it, and to that frame painted.
+ */
+async function typeAndMeasure(page, sel, line, base, typed) {
   // The hooks: each keydown's timestamp; each frame checks whether the line
   // now ends with everything typed so far, and a message posted from that
   // frame's callback runs once the frame is painted.
@@ -98,24 +84,41 @@ run({ files: { "big.c": source } }, async (h) => {
       };
       requestAnimationFrame(frame);
     }, true);
-  }, [visible, TARGET_LINE, lines[TARGET_LINE]]);
-  await page.evaluate((t) => { window.__typed = t; }, TYPED);
-  if (process.env.PROFILE_TYPE) await page.evaluate(() => {
-    window.__typeMs = [];
-    window.__renderMs = [];
-    for (const v of window.ecpViews) {
-      const orig = v.type.bind(v); v.type = (t) => { const s = performance.now(); orig(t); window.__typeMs.push(performance.now() - s); };
-      const r = v.render.bind(v); v.render = () => { const s = performance.now(); r(); window.__renderMs.push(performance.now() - s); };
-    }
-  });
+  }, [sel, line, base]);
+  await page.evaluate((t) => { window.__typed = t; }, typed);
 
-  for (const ch of TYPED) {
+  for (const ch of typed) {
     await page.keyboard.type(ch);
     await sleep(40 + Math.floor(Math.random() * 80));
   }
   await sleep(1000);
 
-  const latencies = await page.evaluate(() => window.__latencies);
+  const [handled, frames, painted] = await page.evaluate(() => [window.__handled, window.__frames, window.__latencies]);
+  return { handled, frames, painted };
+}
+
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+run({ files: { "big.c": source } }, async (h) => {
+  const page = h.page;
+  await page.waitForFunction(() => window.ecpApp && window.ecpApp.rpc.state === "open");
+  await page.evaluate((f) => window.ecpApp.openUri(f), path.join(h.workspace, "big.c"));
+  const visible = "#editor-area .editor-host:not([hidden]) .ecp-editor";
+  await page.waitForFunction((sel) => document.querySelector(`${sel} .row:not(.pending)`), visible);
+  console.log(`big.c: ${(source.length / 1048576).toFixed(2)} MB, ${lines.length} lines; typing ${COUNT} characters at the end of line ${TARGET_LINE + 1}`);
+
+  // To the line (go to line), then to its end.
+  await page.keyboard.press("Control+g");
+  await page.keyboard.type(String(TARGET_LINE + 1));
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(([sel, l]) => document.querySelector(`${sel} .row[data-line="${l}"]`), [visible, TARGET_LINE]);
+  await page.keyboard.press("End");
+  await sleep(500);
+
+  const measured = await typeAndMeasure(page, visible, TARGET_LINE, lines[TARGET_LINE], TYPED);
+  const latencies = measured.painted;
   const missing = latencies.length < COUNT || latencies.some((v) => typeof v !== "number");
   check(`every one of the ${COUNT} characters was painted`, !missing, `${latencies.filter((v) => typeof v === "number").length} painted`);
   const docId = await page.evaluate((sel) => document.querySelector(sel).dataset.documentId, visible);
@@ -127,12 +130,26 @@ run({ files: { "big.c": source } }, async (h) => {
     const v = list.filter((x) => typeof x === "number").sort((a, b) => a - b);
     return `p50 ${percentile(v, 50).toFixed(2)} ms, p99 ${percentile(v, 99).toFixed(2)} ms, max ${v[v.length - 1].toFixed(2)} ms`;
   };
-  const [handled, frames] = await page.evaluate(() => [window.__handled, window.__frames]);
+  const { handled, frames } = measured;
   console.log(`keystroke to the character in the DOM (the editor's handler): ${spread(handled)}`);
   console.log(`keystroke to the start of the frame that shows it:          ${spread(frames)}`);
-  if (process.env.PROFILE_TYPE) console.log(`inside the view's type(): ${spread(await page.evaluate(() => window.__typeMs))}; render(): ${spread(await page.evaluate(() => window.__renderMs))} x${await page.evaluate(() => window.__renderMs.length)}`);
+  // The floor this machine sets: a bare textarea whose input event writes the character into a div,
+  // typed and timed the same way in the same browser.
+  const bare = await h.context.newPage();
+  await bare.setContent('<textarea id="t"></textarea><div class="bare"><div class="row" data-line="0"></div></div>');
+  await bare.evaluate(() => {
+    const row = document.querySelector(".row");
+    document.getElementById("t").addEventListener("input", (e) => { row.textContent += e.data; });
+  });
+  await bare.focus("#t");
+  const floor = await typeAndMeasure(bare, ".bare", 0, "", TYPED.slice(0, 100));
+  await bare.close();
+  console.log(`a bare textarea in the same browser, to its painted frame:  ${spread(floor.painted)} (${floor.painted.filter((v) => v > BUDGET_MS).length} of 100 over ${BUDGET_MS} ms)`);
   const sorted = [...latencies].sort((a, b) => a - b);
   const p50 = percentile(sorted, 50), p99 = percentile(sorted, 99), max = sorted[sorted.length - 1];
-  console.log(`keystroke to painted frame: p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms, max ${max.toFixed(2)} ms (${COUNT} keys)`);
+  const over = sorted.filter((v) => v > BUDGET_MS).length;
+  console.log(`keystroke to painted frame: p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms, max ${max.toFixed(2)} ms (${COUNT} keys, ${over} over ${BUDGET_MS} ms)`);
+  // Two cores shared with other work stretch the tail: say how busy the machine was.
+  console.log(`load average while typing: ${require("os").loadavg().map((v) => v.toFixed(2)).join(" ")} on ${require("os").cpus().length} cores`);
   check(`p99 within ${BUDGET_MS} ms`, p99 <= BUDGET_MS, `${p99.toFixed(2)} ms`);
 });

@@ -49,8 +49,10 @@ export class InputHandler {
   placeTextarea(): void {
     const c = this.view.cursors[0];
     const at = c ? this.view.caretPoint(c.position) : null;
-    this.textarea.style.left = `${at ? Math.max(0, at.x) : 0}px`;
-    this.textarea.style.top = `${at ? at.y : 0}px`;
+    const left = `${at ? Math.max(0, at.x) : 0}px`, top = `${at ? at.y : 0}px`;
+    // Moving the focused field makes the browser tell the input method where it is: only when it moved.
+    if (left !== this.textarea.style.left) this.textarea.style.left = left;
+    if (top !== this.textarea.style.top) this.textarea.style.top = top;
   }
 
   private onInput(e: InputEvent): void {

@@ -157,6 +157,7 @@ export class EditorView {
     this.themeSub.unsubscribe();
     this.resize.disconnect();
     cancelAnimationFrame(this.frame);
+    clearTimeout(this.viewportSoonTimer);
     this.lsp.dispose();
     this.input.dispose();
     this.root.remove();
@@ -184,11 +185,7 @@ export class EditorView {
     const mine = (p: any) => p && p.documentId === this.doc.documentId;
     on("document/didChange", (p) => { if (mine(p)) this.onDidChange(p); });
     on("document/didChangeCursors", (p) => { if (mine(p)) this.onDidChangeCursors(p); });
-    on("syntax/didChange", (p) => {
-      if (!mine(p)) return;
-      const first = this.win.start, last = this.win.start + this.win.text.length;
-      if ((p.ranges ?? []).some((r: any) => r.endLine >= first && r.startLine < last)) this.requestViewport();
-    });
+    on("syntax/didChange", (p) => { if (mine(p)) this.onSyntaxChange(p.ranges ?? []); });
     on("lsp/didPublishDiagnostics", (p) => { if (p && this.sameUri(p.uri)) this.requestViewport(); });
     on("config/didChange", (p) => {
       if (p?.key === "editor.wordWrap") this.setWrap(p.value === "on" || p.value === "bounded" || p.value === "wordWrapColumn" || p.value === true);
@@ -291,6 +288,48 @@ export class EditorView {
     this.scheduleRender();
   }
 
+  /**
+   * A reparse landed: the tokens of the lines it names that the window holds
+   * are read again (a key's reparse names a line or two, so this is small).
+   */
+  private onSyntaxChange(ranges: { startLine: number; endLine: number }[]): void {
+    const w = this.win;
+    if (!w.valid) return;
+    const first = w.start, last = w.start + w.text.length - 1;
+    let lo = Infinity, hi = -1;
+    for (const r of ranges) {
+      if (r.endLine < first || r.startLine > last) continue;
+      lo = Math.min(lo, Math.max(r.startLine, first));
+      hi = Math.max(hi, Math.min(r.endLine, last));
+    }
+    if (hi < 0) return;
+    if (hi - lo > 64) { this.requestViewport(); return; }
+    this.tokensWanted = this.tokensWanted ? { lo: Math.min(lo, this.tokensWanted.lo), hi: Math.max(hi, this.tokensWanted.hi) } : { lo, hi };
+    if (!this.tokensInFlight) this.requestTokens();
+  }
+
+  private tokensWanted: { lo: number; hi: number } | null = null;
+  private tokensInFlight = false;
+
+  private requestTokens(): void {
+    const want = this.tokensWanted;
+    if (!want || this.disposed || this.rpc.state !== "open") return;
+    this.tokensWanted = null;
+    this.tokensInFlight = true;
+    this.rpc.request("syntax/documentTokens", { documentId: this.doc.documentId, startLine: want.lo, endLine: want.hi })
+      .then((r) => {
+        // Lines are numbered as the core has them now, which is what the window says once every didChange before this answer is applied.
+        const lines: Token[][] = r?.lines ?? [];
+        lines.forEach((tokens, i) => {
+          const line = want.lo + i;
+          if (this.win.has(line)) this.win.tokens[line - this.win.start] = tokens;
+        });
+        this.scheduleRender();
+      })
+      .catch(() => this.requestViewport())
+      .finally(() => { this.tokensInFlight = false; if (this.tokensWanted) this.requestTokens(); });
+  }
+
   private onDidChangeCursors(p: { clientId: number; cursors: Cursor[] }): void {
     if (p.clientId === this.rpc.clientId) {
       // Answers to keys still on their way would take the caret back; the last one's cursors follow.
@@ -359,10 +398,14 @@ export class EditorView {
   }
 
   private viewportSoonTimer = 0;
-  /** After the caller's own edit the shown lines are right already; the tokens follow a moment later. */
+  /**
+   * After the caller's own key the lines shown are right already, and the
+   * tokens follow the reparse (syntax/didChange): the lines are read again
+   * only once typing pauses, to be sure of them.
+   */
   private requestViewportSoon(): void {
-    if (this.viewportSoonTimer) return;
-    this.viewportSoonTimer = window.setTimeout(() => { this.viewportSoonTimer = 0; this.requestViewport(); }, 30);
+    clearTimeout(this.viewportSoonTimer);
+    this.viewportSoonTimer = window.setTimeout(() => { this.viewportSoonTimer = 0; this.requestViewport(); }, 400);
   }
 
   requestViewport(): void {
