@@ -64,17 +64,20 @@ async function typeAndMeasure(page, sel, line, base, typed) {
     channel.port1.onmessage = () => { const f = done.shift(); if (f) f(); };
     w.__handled = [];
     w.__frames = [];
-    // Bubbling to the window, after the editor's own handler has changed the DOM.
-    window.addEventListener("input", () => { w.__handled[w.__keys.length - 1] = performance.now() - w.__keys[w.__keys.length - 1]; });
+    // The DOM shows a key when a mutation (delivered right after the handler that made it) leaves its row with it.
+    const rowText = () => [...document.querySelectorAll(`${sel} .row[data-line="${line}"]`)].map((r) => r.textContent).join("");
+    new MutationObserver(() => {
+      const k = w.__keys.length - 1;
+      if (k < 0 || w.__handled[k] !== undefined) return;
+      if (rowText().startsWith(base + w.__typed.slice(0, k + 1))) w.__handled[k] = performance.now() - w.__keys[k];
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
     window.addEventListener("keydown", (e) => {
       if (e.key.length !== 1) return;
       const index = w.__keys.length;
       w.__keys.push(e.timeStamp);
       const expected = base + w.__typed.slice(0, index + 1);
       const frame = () => {
-        const rows = document.querySelectorAll(`${sel} .row[data-line="${line}"]`);
-        const text = [...rows].map((r) => r.textContent).join("");
-        if (text.startsWith(expected)) {
+        if (rowText().startsWith(expected)) {
           w.__frames[index] = performance.now() - e.timeStamp;
           done.push(() => { w.__latencies[index] = performance.now() - e.timeStamp; });
           channel.port2.postMessage(0);

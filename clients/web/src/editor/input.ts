@@ -94,6 +94,12 @@ export class InputHandler {
       e.stopPropagation();
       return;
     }
+    // A printable key is typed here, not by the browser's editing of the textarea (which costs a few
+    // milliseconds of its own per key); input methods, dead keys and AltGr's ctrl+alt still come as input events.
+    if (e.key.length === 1 || (e.key.length === 2 && /[\uD800-\uDBFF]/.test(e.key[0]))) {
+      if (!ctrl && !e.altKey) { handled(); v.type(e.key); }
+      return;
+    }
     const select = e.shiftKey;
     switch (e.key) {
       case "ArrowLeft": case "ArrowRight":
