@@ -324,13 +324,13 @@ int main(int argc, char **argv)
     info.gid = (gid_t)-1;
     a.context = lws_create_context(&info);
     if (!a.context) {
-        fprintf(stderr, "ecp-web: cannot listen on %s port %d\n", o.host, o.port);
+        fprintf(stderr, "ecp-web: cannot serve on %s port %d%s\n", o.host, o.port,
+                w->tls ? " (can the certificate and key be used together?)" : "");
         uv_run(&a.loop, UV_RUN_DEFAULT);
         uv_loop_close(&a.loop);
         free_web(w);
         return 1;
     }
-    w->context = a.context;
     struct lws_vhost *vhost = lws_get_vhost_by_name(a.context, "default");
     int port = vhost ? lws_get_vhost_listen_port(vhost) : o.port;
 

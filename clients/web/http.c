@@ -177,25 +177,32 @@ int web_serve_http(web *w, struct lws *wsi, const char *path, size_t path_len)
     return 0;
 }
 
+/* An upgrade refused: lws completes the transaction itself when the callback returns 1. */
+static int refuse_upgrade(struct lws *wsi, unsigned code)
+{
+    return lws_return_http_status(wsi, code, NULL) ? -1 : 1;
+}
+
+static bool origin_is_ours(const web *w, struct lws *wsi)
+{
+    char origin[300], host[256], own[300];
+    int len = lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN);
+    return len < (int)sizeof origin && lws_hdr_copy(wsi, origin, (int)sizeof origin, WSI_TOKEN_ORIGIN) > 0 &&
+           read_host(wsi, host, sizeof host) &&
+           snprintf(own, sizeof own, "%s://%s", w->tls ? "https" : "http", host) < (int)sizeof own &&
+           strcmp(origin, own) == 0;
+}
+
 int web_confirm_upgrade(web *w, struct lws *wsi)
 {
     if (!web_request_has_token(w, wsi))
-        return refuse(wsi, HTTP_STATUS_FORBIDDEN) < 0 ? -1 : 1;
+        return refuse_upgrade(wsi, HTTP_STATUS_FORBIDDEN);
     char uri[64];
     if (lws_hdr_copy(wsi, uri, (int)sizeof uri, WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, "/rpc") != 0)
-        return refuse(wsi, HTTP_STATUS_NOT_FOUND) < 0 ? -1 : 1;
+        return refuse_upgrade(wsi, HTTP_STATUS_NOT_FOUND);
     /* A browser names the page that opens a WebSocket: only our own page may
      * (a client that is not a browser sends no Origin, and holds the token). */
-    char origin[300], host[256];
-    int origin_len = lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN);
-    if (origin_len > 0) {
-        char own[300];
-        bool same = origin_len < (int)sizeof origin && lws_hdr_copy(wsi, origin, (int)sizeof origin, WSI_TOKEN_ORIGIN) > 0 &&
-                    read_host(wsi, host, sizeof host) &&
-                    snprintf(own, sizeof own, "%s://%s", w->tls ? "https" : "http", host) < (int)sizeof own &&
-                    strcmp(origin, own) == 0;
-        if (!same)
-            return refuse(wsi, HTTP_STATUS_FORBIDDEN) < 0 ? -1 : 1;
-    }
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) > 0 && !origin_is_ours(w, wsi))
+        return refuse_upgrade(wsi, HTTP_STATUS_FORBIDDEN);
     return 0;
 }

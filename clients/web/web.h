@@ -28,7 +28,6 @@ typedef struct bridge bridge;
 
 typedef struct web {
     uv_loop_t *loop;
-    struct lws_context *context;
     char token[WEB_TOKEN_CHARS + 1];
     char *static_dir;   /* realpath of --static */
     char *socket_path;  /* ecpd's socket */
