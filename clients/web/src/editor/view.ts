@@ -392,10 +392,12 @@ export class EditorView {
 
   /** Fetches the lines around the screen when the window does not hold them. */
   ensureWindow(): void {
-    const { first, last } = this.wantedRange();
-    const w = this.win;
-    if (!w.valid || first < w.start || last > w.start + w.text.length) this.requestViewport();
+    // A screen the answers do not cover (the document shrank meanwhile) is asked for a few times, not forever.
+    this.refetchBudget = 3;
+    if (!this.windowCovers()) this.requestViewport();
   }
+
+  private refetchBudget = 3;
 
   private viewportSoonTimer = 0;
   /**
@@ -430,15 +432,15 @@ export class EditorView {
     }).catch(() => {}).finally(() => {
       this.viewportInFlight = false;
       if (this.viewportAgain) { this.viewportAgain = false; this.requestViewport(); }
-      else this.ensureWindowAfterAnswer();
+      else if (this.refetchBudget > 0 && !this.windowCovers()) { this.refetchBudget--; this.requestViewport(); }
     });
   }
 
-  private ensureWindowAfterAnswer(): void {
+  /** Whether the window holds every line the screen shows. */
+  private windowCovers(): boolean {
     const { first, last } = this.wantedRange();
     const w = this.win;
-    if (w.valid && (first < w.start || last > w.start + w.text.length) && (w.start > 0 || first < w.start) &&
-        w.start + w.text.length < this.lineCount) this.requestViewport();
+    return w.valid && first >= w.start && Math.min(last, this.lineCount) <= w.start + w.text.length;
   }
 
   /** Shows (or with null, drops) an input method's composition at the primary caret. */
