@@ -348,6 +348,14 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   await until(page, "hover shows a type", ([sel]) => /\bint\b/.test(document.querySelector(`${sel} .ecp-hover .hover-text`)?.textContent ?? ""), [visible], 15000);
   check("hover over a variable shows its type", true);
   await page.keyboard.press("Escape");
+  await until(page, "the hover closes", ([sel]) => !document.querySelector(`${sel} .ecp-hover`), [visible]);
+  await clickAt(page, 9, 17); // "p" in "struct point p = ..."
+  await page.mouse.move(5, 5);
+  await page.keyboard.press("Control+k");
+  await page.keyboard.press("Control+i");
+  await until(page, "ctrl+k ctrl+i shows the hover", ([sel]) => /struct point/.test(document.querySelector(`${sel} .ecp-hover .hover-text`)?.textContent ?? ""), [visible], 15000);
+  check("ctrl+k ctrl+i shows the hover at the caret", true);
+  await page.keyboard.press("Escape");
   await until(page, "escape closes the hover", ([sel]) => !document.querySelector(`${sel} .ecp-hover`), [visible]);
   await clickAt(page, 10, 18); // "twice" in "int total = twice(p.x);"
   await page.keyboard.press("F12");

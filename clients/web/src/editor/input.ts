@@ -8,6 +8,7 @@ import type { EditorView } from "./view";
 export class InputHandler {
   readonly textarea: HTMLTextAreaElement;
   private composing = false;
+  private chord = false;
   private readonly cleanup: (() => void)[] = [];
 
   constructor(private readonly view: EditorView) {
@@ -87,6 +88,13 @@ export class InputHandler {
     if (this.composing || e.isComposing || e.keyCode === 229) return;
     const ctrl = e.ctrlKey || e.metaKey;
     const handled = () => { e.preventDefault(); e.stopPropagation(); };
+    if (e.key === "Control" || e.key === "Shift" || e.key === "Alt" || e.key === "Meta") return;
+    // ctrl+k ctrl+i: the hover at the caret, as VS Code has it (the first key of the chord waits for the second).
+    if (this.chord) {
+      this.chord = false;
+      if (ctrl && (e.key === "i" || e.key === "I")) { handled(); void v.lsp.hoverAtCaret(); return; }
+    }
+    if (ctrl && !e.shiftKey && !e.altKey && (e.key === "k" || e.key === "K")) { handled(); this.chord = true; return; }
     if (v.lsp.onKey(e)) { handled(); return; }
     if (v.find.onEditorKey(e)) { handled(); return; }
     // The browser's own copy, cut and paste fire their events here, with the clipboard's data.

@@ -53,7 +53,9 @@ export class LspFeatures {
   mouseLeft(): void {
     clearTimeout(this.hoverTimer);
     this.hoverAt = null;
-    window.setTimeout(() => { if (this.hoverEl && !this.hoverEl.matches(":hover")) this.hideHover(); }, 200);
+    // The mouse's hover goes with it, unless the mouse went into it; one asked for since (a key's) stays.
+    const asked = this.hoverAsked;
+    window.setTimeout(() => { if (asked === this.hoverAsked && this.hoverEl && !this.hoverEl.matches(":hover")) this.hideHover(); }, 200);
   }
 
   private async hoverAtPoint(x: number, y: number): Promise<void> {
