@@ -480,3 +480,17 @@ void bridge_close_all(web *w)
     for (bridge *b = w->pages; b; b = b->next)
         close_page(b, LWS_CLOSE_STATUS_GOINGAWAY, "ecp-web is stopping");
 }
+
+void bridge_start_server_if_absent(web *w)
+{
+    buf why = BUF_INIT;
+    bool fatal = false, nobody_there = false;
+    int fd = connect_ecpd(w->socket_path, &why, &fatal, &nobody_there);
+    if (fd >= 0)
+        close(fd);
+    else if (nobody_there)
+        start_server(w);
+    else
+        fprintf(stderr, "ecp-web: %s\n", why.data);
+    buf_free(&why);
+}

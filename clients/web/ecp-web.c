@@ -341,6 +341,7 @@ int main(int argc, char **argv)
         uv_signal_start(&a.signals[i], on_signal, signums[i]);
     }
     fprintf(stderr, "ecp-web: serving %s; each page gets a connection to %s\n", w->static_dir, w->socket_path);
+    bridge_start_server_if_absent(w);
     print_url(w, o.host, port);
 
     uv_run(&a.loop, UV_RUN_DEFAULT);

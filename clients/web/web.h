@@ -53,6 +53,9 @@ bridge *bridge_open(web *w, struct lws *wsi);
 int bridge_receive(bridge *b, const char *data, size_t len);
 int bridge_writeable(bridge *b);
 void bridge_closed(bridge *b);
+/* Starts a server at once when nobody listens on the socket, as each page would (the first page
+ * then finds it ready, and a server that cannot start says so before anyone opens the page). */
+void bridge_start_server_if_absent(web *w);
 /* Closes every page's WebSocket (1001) once what ecpd sent it is delivered. */
 void bridge_close_all(web *w);
 

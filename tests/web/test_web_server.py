@@ -70,6 +70,13 @@ def make_static(path):
                 f.write(text)
 
 
+def listening_addresses(port):
+    """The local addresses of the IPv4 sockets listening on port, as /proc/net/tcp writes them."""
+    with open("/proc/net/tcp") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    return [r[1] for r in rows if r[3] == "0A" and int(r[1].split(":")[1], 16) == port]
+
+
 def rss_kib(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -108,7 +115,8 @@ class Web:
             raise AssertionError("ecp-web printed no URL: " + self.stderr())
         scheme, rest = self.url.split("://", 1)
         self.hostport = rest.split("/", 1)[0]
-        self.port = int(self.hostport.rsplit(":", 1)[1])
+        self.host, port = self.hostport.rsplit(":", 1)
+        self.port = int(port)
         self.token = self.url.split("token=", 1)[1]
         self.tls = scheme == "https"
         self.ws_url = ("wss" if self.tls else "ws") + "://" + self.hostport + "/rpc?token=" + self.token
@@ -129,10 +137,10 @@ class Web:
 
     def http(self, path, headers=None, method="GET"):
         if self.tls:
-            conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=10,
+            conn = http.client.HTTPSConnection(self.host, self.port, timeout=10,
                                                context=ssl._create_unverified_context())
         else:
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
         try:
             conn.request(method, path, headers=headers or {})
             r = conn.getresponse()
@@ -227,10 +235,7 @@ class Http(WebCase):
         self.assertTrue(self.w.url.startswith("http://127.0.0.1:"), self.w.url)
         self.assertEqual(len(self.w.token), 64)
         int(self.w.token, 16)
-        with open("/proc/net/tcp") as f:
-            listening = [l.split() for l in f.readlines()[1:] if l.split()[3] == "0A"]
-        ours = [l[1] for l in listening if int(l[1].split(":")[1], 16) == self.w.port]
-        self.assertEqual(ours, ["0100007F:%04X" % self.w.port])
+        self.assertEqual(listening_addresses(self.w.port), ["0100007F:%04X" % self.w.port])
         status, headers, body = self.w.http(self.w.url.split(self.w.hostport, 1)[1])
         self.assertEqual(status, 200)
         self.assertIn(b"<!doctype html>", body)
@@ -288,6 +293,20 @@ class Http(WebCase):
             status, _, _ = self.w.http("/index.html" + t, method=method)
             self.assertNotEqual(status, 200, method)
             self.assertGreaterEqual(status, 400, method)
+
+
+class HostFlag(WebCase):
+    web_args = ("--host", "127.0.0.2")
+
+    def test_host_chooses_the_address(self):
+        self.assertTrue(self.w.url.startswith("http://127.0.0.2:"), self.w.url)
+        self.assertEqual(listening_addresses(self.w.port), ["0200007F:%04X" % self.w.port])
+        self.assertEqual(self.w.http("/?token=" + self.w.token)[0], 200)
+
+        async def go():
+            async with self.w.connect(origin="http://" + self.w.hostport) as ws:
+                self.assertEqual((await call(ws, 2, "ecp/ping"))["result"], {})
+        run(go())
 
 
 class Upgrade(WebCase):
@@ -459,6 +478,28 @@ class Stop(WebCase):
                     self.assertEqual(cm.exception.rcvd.code, 1001)
             self.assertEqual(self.w.web.wait(5 * SLOW), 0)
         run(go())
+
+
+class NoServer(unittest.TestCase):
+    def test_ecp_web_starts_one_when_none_answers(self):
+        w = Web(start_ecpd=False)
+        try:
+            for _ in range(200 * SLOW):
+                if socket_request(w.socket, "ecp/ping", timeout=1):
+                    break
+                time.sleep(0.05)
+            else:
+                self.fail("no server on the socket: " + w.stderr())
+
+            async def go():
+                async with w.connect() as ws:
+                    await initialize(ws)
+                    self.assertEqual((await call(ws, 2, "ecp/ping"))["result"], {})
+            run(go())
+        finally:
+            status, err = w.stop()
+        self.assertEqual(status, 0, err)
+        self.assertIn("started", err)
 
 
 class Backpressure(WebCase):
