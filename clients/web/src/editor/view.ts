@@ -58,7 +58,8 @@ export class EditorView {
   readonly input: InputHandler;
   private readonly gutterRows: RowPool;
   private readonly textRows: RowPool;
-  private blinkPhase = false;
+  private blinkTimer = 0;
+  private blinkOff = false;
   private readonly rowCache = new Map<string, { text: string; tokens: Token[] | undefined; from: number; to: number; theme: TokenTheme; html: string; left: number }>();
   /** Sizes as the last resize said (read here, never from the DOM while painting, which would force a layout). */
   private width = 0;
@@ -158,6 +159,7 @@ export class EditorView {
     this.resize.disconnect();
     cancelAnimationFrame(this.frame);
     clearTimeout(this.viewportSoonTimer);
+    clearInterval(this.blinkTimer);
     this.lsp.dispose();
     this.input.dispose();
     this.root.remove();
@@ -759,7 +761,7 @@ export class EditorView {
     const primary = this.cursors[0];
     if (primary && !selectionRange(primary)) {
       const r = this.rowFor(primary.position);
-      if (r) under += `<div class="current-line" style="top:${r.y}px"></div>`;
+      if (r) under += `<div class="current-line" style="top:${r.y}px;left:${this.left}px"></div>`;
     }
     const first = this.rows.length ? this.rows[0].line : 0, last = this.rows.length ? this.rows[this.rows.length - 1].line : -1;
     for (const m of this.matches) {
@@ -801,11 +803,23 @@ export class EditorView {
       const col = c.position.column + (i === 0 ? compose : 0);
       carets += `<div class="caret${i === 0 ? " primary" : ""}" style="left:${this.xOf(r, col)}px;top:${r.y}px"></div>`;
     });
-    // A caret that moved starts its blink again, visible (two animations, so no layout is forced to restart one).
-    if (setLayer(this.caretLayer, carets)) {
-      this.blinkPhase = !this.blinkPhase;
-      this.caretLayer.className = `ecp-carets ${this.blinkPhase ? "blink-a" : "blink-b"}`;
-    }
+    // A caret that moved is shown, and blinks again after a while.
+    if (setLayer(this.caretLayer, carets)) this.restartBlink();
+  }
+
+  /**
+   * The caret blinks by a class on its layer, switched from a timer: a CSS
+   * animation would give every new caret a compositor layer of its own, a
+   * cost each key would pay.
+   */
+  private restartBlink(): void {
+    clearInterval(this.blinkTimer);
+    if (this.blinkOff) { this.blinkOff = false; this.caretLayer.classList.remove("off"); }
+    this.blinkTimer = window.setInterval(() => {
+      if (!this.root.classList.contains("focused") && !this.blinkOff) return;
+      this.blinkOff = !this.blinkOff;
+      this.caretLayer.classList.toggle("off", this.blinkOff);
+    }, 530);
   }
 
   private paintScrollbar(): void {
