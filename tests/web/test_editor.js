@@ -56,6 +56,7 @@ const files = {
   "long.txt": "short\n" + Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ") + "\nafter\n",
   "big.txt": big,
   "lsp.c": LSP_C,
+  "far.txt": Array.from({ length: 500 }, (_, i) => `far line ${i + 1}`).join("\n") + "\n",
 };
 
 async function until(page, what, fn, arg, timeout = 10000) {
@@ -307,6 +308,12 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   const wrapCursor = (await cursors(page, await page.evaluate((s) => document.querySelector(s).dataset.documentId, visible)))[0].position;
   check("down moves by a visual row inside the wrapped line", wrapCursor.line === 1 && wrapCursor.column > 2, JSON.stringify(wrapCursor));
   await page.evaluate(() => window.ecpApp.runCommand("view.toggleWrap"));
+
+  // ---- a file opened at a position far down (as a definition in another file is): it shows there
+  await page.evaluate((f) => window.ecpApp.openUri(f, { line: 400, character: 4 }), path.join(h.workspace, "far.txt"));
+  await until(page, "far.txt shown at line 401", ([sel]) => document.querySelector(`${sel} .row[data-line="400"]`)?.textContent === "far line 401", [visible]);
+  await sleep(200);
+  check("a file opened at line 401 shows that line with the caret on it", (await caretLine(page)) === 400, String(await caretLine(page)));
 
   // ---- a 200,000 line file: to its end and back
   const bigId = await open(page, h.workspace, "big.txt");
