@@ -14,7 +14,8 @@ packages="pkg-config cmake make gcc clang libclang-rt-14-dev python3
   libjsmn-dev libgit2-dev libvterm-dev libsqlite3-dev
   libcurl4-openssl-dev libuv1-dev libpcre2-dev libpq-dev libcmocka-dev libsodium-dev
   postgresql git ripgrep clangd libncurses-dev ncurses-term tmux libeditorconfig-dev libutf8proc-dev
-  dpkg-dev man-db groff-base strace systemd openssh-client openssh-server"
+  dpkg-dev man-db groff-base strace systemd openssh-client openssh-server
+  libwebsockets-dev libwebsockets-evlib-uv chromium python3-websockets"
 if [ "${1:-}" = "--bench" ]; then
   packages="$packages neovim python3-msgpack hyperfine"
 fi
@@ -63,4 +64,12 @@ if [ ! -f "$node_prefix/node_modules/@agentclientprotocol/sdk/package.json" ] ||
   [ -f "$node_prefix/package.json" ] || printf '{"name":"ecpd-language-servers","private":true}\n' >"$node_prefix/package.json"
   (cd "$node_prefix" && npm install --no-audit --no-fund --silent \
     @agentclientprotocol/sdk@1.9.0 zod@3.25.76 @modelcontextprotocol/server-filesystem@2026.8.31 >/dev/null)
+fi
+# The browser GUI's page: TypeScript, esbuild, xterm and the test's browser
+# driver, at the versions clients/web/package-lock.json pins. npm ci starts
+# from the lock alone; it runs again only when the lock is newer than what it installed.
+web_dir="$(dirname "$0")/../clients/web"
+if [ ! -d "$web_dir/node_modules" ] || [ "$web_dir/package-lock.json" -nt "$web_dir/node_modules" ]; then
+  echo "install-deps: installing the web page's packages into $web_dir/node_modules"
+  (cd "$web_dir" && npm ci --no-audit --no-fund --silent >/dev/null && touch node_modules)
 fi
