@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "server.h"
+#include "share_dir.h"
 #include "socket_path.h"
 #include "web.h"
 
@@ -25,7 +26,8 @@ static const char usage[] =
     "being the current directory); with no server answering there, it starts `ECPD --socket SOCKET\n"
     "--workspace DIR` (ECPD: --server, else $ECPD, else the ecpd beside ecp-web, else from PATH).\n"
     "It listens on 127.0.0.1 (--host to change it) at port N (default 0: any free port), over\n"
-    "https with --cert and --key. The page's files come from --static (default: static/ beside ecp-web).\n";
+    "https with --cert and --key. The page's files come from --static (default: <prefix>/share/ecpd/web\n"
+    "when installed, else static/ beside ecp-web).\n";
 
 typedef struct options {
     const char *connect, *workspace, *server, *host, *static_dir, *cert, *key;
@@ -129,6 +131,16 @@ static char *beside_binary(const char *name)
     buf b = BUF_INIT;
     buf_appendf(&b, "%s/%s", exe, name);
     return buf_detach(&b);
+}
+
+/* An installed ecp-web finds the page under <prefix>/share/ecpd/web; one in
+ * the build tree, in static/ beside it. */
+static char *default_static_dir(void)
+{
+    char *beside = beside_binary("static");
+    char *dir = ecp_share_path("web", beside);
+    free(beside);
+    return dir;
 }
 
 static char *find_server(const char *given)
@@ -279,7 +291,7 @@ int main(int argc, char **argv)
     w->socket_path = o.connect ? absolute(o.connect) : ecp_default_socket_path(w->workspace);
     w->server_path = find_server(o.server);
     w->tls = o.cert != NULL;
-    char *static_dir = o.static_dir ? xstrdup(o.static_dir) : beside_binary("static");
+    char *static_dir = o.static_dir ? xstrdup(o.static_dir) : default_static_dir();
     w->static_dir = static_dir ? realpath(static_dir, NULL) : NULL;
     struct stat st;
     if (!w->static_dir || stat(w->static_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {

@@ -34,7 +34,8 @@ export interface App {
 
   /** The current theme's colours by name (`editor.background`, ...), also set as CSS variables. */
   themeColor(name: string, fallback: string): string;
-  onThemeChange(handler: () => void): void;
+  /** Returns the unsubscribe function (a closed view lets go of its handler). */
+  onThemeChange(handler: () => void): () => void;
 
   /** A short message in the status bar; errors also go to the browser console. */
   showMessage(text: string, kind?: "info" | "error"): void;

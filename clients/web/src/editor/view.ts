@@ -128,7 +128,7 @@ export class EditorView {
     this.themeSub = tokenTheme(app, () => void this.loadTheme());
     void this.loadTheme();
     this.applyColors();
-    app.onThemeChange(() => { if (!this.disposed) { this.applyColors(); this.scheduleRender(); } });
+    this.unsubscribe.push(app.onThemeChange(() => { if (!this.disposed) { this.applyColors(); this.scheduleRender(); } }));
 
     this.listen();
     this.bindMouse();

@@ -30,6 +30,7 @@ interface Tab<V extends DocumentView = DocumentView> {
   host: HTMLElement;
   view: V | null;
   infoTicket: number;
+  infoTimer: number;  // a document/info asked for after a burst of changes settles
 }
 
 interface Command { title: string; run: (args?: unknown) => void }
@@ -99,7 +100,8 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
     this.registerShellCommands();
     this.followServer();
     window.addEventListener("keydown", (e) => this.onKeyDown(e), true);
-    for (const type of ["keyup", "mouseup"]) window.addEventListener(type, () => this.scheduleStatus(), true);
+    // the view says when the caller's cursor moved, whoever moved it (a key, the core, an undo)
+    window.addEventListener("ecp-cursorchange", () => this.scheduleStatus(), true);
   }
 
   // ---------------------------------------------------------------- App
@@ -162,7 +164,7 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
   }
 
   themeColor(name: string, fallback: string): string { return this.theme.color(name, fallback); }
-  onThemeChange(handler: () => void): void { this.theme.onChange(handler); }
+  onThemeChange(handler: () => void): () => void { return this.theme.onChange(handler); }
 
   showMessage(text: string, kind: "info" | "error" = "info"): void {
     if (kind === "error") console.error(text);
@@ -211,28 +213,22 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
   }
 
   /**
-   * The workspace folder. The core has no method that names a socket server's
-   * workspace to a client, so the page asks `workspace/get` where a server has
-   * it, else takes the server's working directory (ecp-web and ecp-tui start
-   * ecpd in the workspace; a socket server's workspace is its directory when
-   * `--workspace` is not given).
+   * The workspace folder, as `initialize` names it (a shared server keeps its
+   * own, whatever a client asks for); a server without one shows its working
+   * directory.
    */
   private async learnRoot(): Promise<void> {
-    let path = "";
-    try {
-      const r: any = await this.rpc.request("workspace/get", {});
-      const named = r?.path ?? r?.root ?? r?.workspaceRoot ?? r?.uri;
-      if (typeof named === "string" && named) path = uriToPath(named);
-    } catch { /* not a method of this server */ }
+    const init = this.rpc.serverInfo ?? {};
+    let path = typeof init.workspaceRoot === "string" ? init.workspaceRoot : "";
+    let uri = typeof init.workspaceUri === "string" ? init.workspaceUri : "";
     if (!path) {
       const r: any = await this.rpc.request("file/pathToUri", { path: "." });
-      path = uriToPath(String(r?.uri ?? ""));
+      uri = String(r?.uri ?? "");
+      path = uriToPath(uri);
     }
-    path = path.replace(/(.)\/+$/, "$1");
-    const r: any = await this.rpc.request("file/pathToUri", { path });
-    this.rootPath = path;
-    this.rootUri = String(r?.uri ?? pathToUri(path));
-    document.title = `${basename(path) || path} - ecpd`;
+    this.rootPath = path.replace(/(.)\/+$/, "$1");
+    this.rootUri = uri || pathToUri(this.rootPath);
+    document.title = `${basename(this.rootPath) || this.rootPath} - ecpd`;
   }
 
   /**
@@ -328,7 +324,7 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
       el("span", { class: "tab-title", text: doc.title }), el("span", { class: "tab-dirty", text: "●" }), close);
     const host = el("div", { class: "editor-host" });
     host.hidden = true;
-    const tab: Tab<V> = { doc, languageId: "", dirty: false, tabElement, host, view: null, infoTicket: 0 };
+    const tab: Tab<V> = { doc, languageId: "", dirty: false, tabElement, host, view: null, infoTicket: 0, infoTimer: 0 };
     tabElement.addEventListener("mousedown", (e) => {
       if (e.button === 1) { e.preventDefault(); void this.closeTab(tab); }
     });
@@ -473,6 +469,12 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
     } catch (e: any) { this.showMessage(`No new file: ${e?.message ?? e}`, "error"); }
   }
 
+  /** Typing changes the document at every key: its info is asked for once the burst settles. */
+  private refreshInfoSoon(tab: Tab<V>): void {
+    if (tab.infoTimer) return;
+    tab.infoTimer = window.setTimeout(() => { tab.infoTimer = 0; this.refreshInfo(tab); }, 150);
+  }
+
   private refreshInfo(tab: Tab<V>): void {
     const ticket = ++tab.infoTicket;
     this.rpc.request("document/info", { documentId: tab.doc.documentId })
@@ -488,7 +490,7 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
       const tab = tabOf(p);
       if (!tab) return;
       this.setDirty(tab, true);  // at once, then what the core says (an undo back to the saved text is clean)
-      this.refreshInfo(tab);
+      this.refreshInfoSoon(tab);
       if (tab === this.active) this.scheduleStatus();
     });
     this.rpc.on("document/didSave", (p) => { const tab = tabOf(p); if (tab) { this.setDirty(tab, false); this.refreshInfo(tab); } });

@@ -23,7 +23,7 @@ export class ThemeState {
     rpc.on("theme/didChange", (p) => { void this.load(p?.themeId); });
   }
 
-  onChange(handler: () => void): void { this.handlers.add(handler); }
+  onChange(handler: () => void): () => void { this.handlers.add(handler); return () => this.handlers.delete(handler); }
 
   color(name: string, fallback: string): string {
     const c = this.current?.colors?.[name];
