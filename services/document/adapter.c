@@ -218,20 +218,12 @@ typedef struct cursors_note {
     uint64_t owner;
 } cursors_note;
 
-static void render_open(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const document_info *info = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "documentId", info->document_id);
-    jw_key_string(w, "uri", info->uri);
-    jw_key_string(w, "languageId", info->language_id);
-    jw_object_end(w);
-}
-
 static void on_open(void *ctx, const document_info *info)
 {
     doc_adapter *ad = ctx;
-    ecp_bus_notify(ad->bus, "document/didOpen", render_open, (void *)info);
+    ecp_bus_notify(ad->bus, "document/didOpen", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("documentId", info->document_id), ECP_STRING_FIELD("uri", info->uri),
+                              ECP_STRING_FIELD("languageId", info->language_id)));
 }
 
 typedef struct change_note {
@@ -382,49 +374,25 @@ static void on_cursors(void *ctx, const char *document_id, uint64_t owner)
     ecp_bus_notify(note.ad->bus, "document/didChangeCursors", render_cursors, &note);
 }
 
-typedef struct close_note {
-    const char *id;
-    const char *uri;
-} close_note;
-
-static void render_close(void *ctx, ecp_position_encoding enc, json_writer *w)
+/* document/didClose and document/didChangeOnDisk: which document, and its file. */
+static void notify_document(doc_adapter *ad, const char *method, const char *document_id, const char *uri)
 {
-    const close_note *note = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "documentId", note->id);
-    jw_key_string(w, "uri", note->uri);
-    jw_object_end(w);
+    ecp_bus_notify(ad->bus, method, ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("documentId", document_id), ECP_STRING_FIELD("uri", uri)));
 }
 
 static void on_close(void *ctx, const char *document_id, const char *uri)
 {
-    doc_adapter *ad = ctx;
-    close_note note = {document_id, uri};
-    ecp_bus_notify(ad->bus, "document/didClose", render_close, &note);
-}
-
-typedef struct save_note {
-    const char *id;
-    const char *uri;
-    uint64_t version;
-} save_note;
-
-static void render_save(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const save_note *note = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "documentId", note->id);
-    jw_key_string(w, "uri", note->uri);
-    jw_key_int(w, "version", (int64_t)note->version);
-    jw_object_end(w);
+    notify_document(ctx, "document/didClose", document_id, uri);
 }
 
 /* Whoever saved, everyone sharing the document learns it is clean now. */
 static void on_save(void *ctx, const char *document_id, const char *uri, uint64_t version)
 {
     doc_adapter *ad = ctx;
-    save_note note = {document_id, uri, version};
-    ecp_bus_notify(ad->bus, "document/didSave", render_save, &note);
+    ecp_bus_notify(ad->bus, "document/didSave", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("documentId", document_id), ECP_STRING_FIELD("uri", uri),
+                              ECP_INT_FIELD("version", version)));
 }
 
 static const document_listener listener = {
@@ -437,9 +405,7 @@ static const document_listener listener = {
 
 static void on_disk_change(void *ctx, const char *document_id, const char *uri)
 {
-    doc_adapter *ad = ctx;
-    close_note note = {document_id, uri};
-    ecp_bus_notify(ad->bus, "document/didChangeOnDisk", render_close, &note);
+    notify_document(ctx, "document/didChangeOnDisk", document_id, uri);
 }
 
 static const document_disk_listener disk_listener = {

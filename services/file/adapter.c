@@ -815,11 +815,6 @@ static void m_grep(void *ctx, ecp_call *call)
 
 /* ----- watches ------------------------------------------------------------------------------ */
 
-typedef struct change_note {
-    const char *uri;
-    const file_change *change;
-} change_note;
-
 static const char *change_name(file_change_type t)
 {
     switch (t) {
@@ -829,37 +824,21 @@ static const char *change_name(file_change_type t)
     }
 }
 
-static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    change_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "uri", n->uri);
-    jw_key_string(w, "type", change_name(n->change->type));
-    jw_key_int(w, "timestamp", (int64_t)n->change->timestamp);
-    jw_object_end(w);
-}
-
-static void render_uri(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    change_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "uri", n->uri);
-    jw_object_end(w);
-}
-
 static void on_change(void *ctx, const file_change *change)
 {
     wire_watch *ww = ctx;
     buf u = BUF_INIT;
     file_uri_from_path(&u, change->path);
-    change_note n = {u.data, change};
     ecp_bus *bus = ww->ad->bus;
     uint64_t client = ww->client;
-    ecp_bus_notify_client(bus, client, "file/didChange", render_change, &n);
-    if (change->type == FILE_CHANGE_CREATED)
-        ecp_bus_notify_client(bus, client, "file/didCreate", render_uri, &n);
-    else if (change->type == FILE_CHANGE_DELETED)
-        ecp_bus_notify_client(bus, client, "file/didDelete", render_uri, &n);
+    ecp_bus_notify_client(bus, client, "file/didChange", ecp_render_fields,
+                          ECP_FIELDS(ECP_STRING_FIELD("uri", u.data), ECP_STRING_FIELD("type", change_name(change->type)),
+                                     ECP_INT_FIELD("timestamp", change->timestamp)));
+    const char *also = change->type == FILE_CHANGE_CREATED   ? "file/didCreate"
+                       : change->type == FILE_CHANGE_DELETED ? "file/didDelete"
+                                                              : NULL;
+    if (also)
+        ecp_bus_notify_client(bus, client, also, ecp_render_fields, ECP_FIELDS(ECP_STRING_FIELD("uri", u.data)));
     buf_free(&u);
 }
 

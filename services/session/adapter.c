@@ -1001,26 +1001,6 @@ static void m_secret_providers(void *ctx, ecp_call *call)
     ecp_call_finish_list(call, w);
 }
 
-/* ----- notifications ------------------------------------------------------------------------------------------ */
-
-typedef struct setting_note {
-    const char *key;
-    const char *value;
-} setting_note;
-
-static void render_setting(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const setting_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "key", n->key);
-    jw_key(w, "value");
-    if (n->value)
-        jw_raw(w, n->value, strlen(n->value));
-    else
-        jw_null(w);
-    jw_object_end(w);
-}
-
 /* ----- workspace methods ---------------------------------------------------------------------------------------- */
 
 /* The folder a uri names, as an absolute path in path; false when the call
@@ -1124,8 +1104,8 @@ static void m_workspace_is_trusted(void *ctx, ecp_call *call)
 static void on_setting(void *ctx, const char *key, const char *value)
 {
     session_adapter *ad = ctx;
-    setting_note n = {key, value};
-    ecp_bus_notify(ad->bus, "config/didChange", render_setting, &n);
+    ecp_bus_notify(ad->bus, "config/didChange", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("key", key), ECP_JSON_FIELD("value", value)));
 }
 
 static void on_theme(void *ctx, const char *theme_id)
