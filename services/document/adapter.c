@@ -146,6 +146,31 @@ bool doc_adapter_arg_doc(ecp_call *call, ecp_str *id)
     return ecp_arg_string(call, ecp_call_params(call), "documentId", id);
 }
 
+bool doc_adapter_arg_list(ecp_call *call, const char *key, json_ref *first, size_t *count)
+{
+    json_ref items;
+    if (!ecp_arg_array(call, ecp_call_params(call), key, &items))
+        return false;
+    const json_doc *jd = ecp_call_doc(call);
+    *count = json_length(jd, items);
+    if (*count == 0) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: must not be empty", key);
+        return false;
+    }
+    *first = json_first(jd, items);
+    return true;
+}
+
+const char *doc_adapter_list_item(ecp_call *call, const char *key, size_t i, json_ref item)
+{
+    const char *name = arena_sprintf(ecp_call_arena(call), "%s[%zu]", key, i);
+    json_type type = json_type_of(ecp_call_doc(call), item);
+    if (type == JSON_OBJECT)
+        return name;
+    ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: expected object, got %s", name, json_type_name(type));
+    return NULL;
+}
+
 /* Reads documentId and the document's info; answers the error (unknown
  * document: -32001) and returns false when there is none. */
 bool doc_adapter_arg_doc_info(doc_adapter *ad, ecp_call *call, ecp_str *id, document_info *info)
@@ -669,14 +694,9 @@ static void list_one(void *ctx, const document_info *info) { write_info(ctx, inf
 static void m_list(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "documents");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "documents");
     document_list(ad->svc, list_one, w);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
 }
 /* ----- the table ----------------------------------------------------------------------------------------- */
 
