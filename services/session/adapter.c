@@ -207,14 +207,11 @@ static void write_setting(void *ctx, const char *key, const char *value)
 static void m_config_get_all(void *ctx, ecp_call *call)
 {
     session_adapter *ad = ctx;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "settings");
+    json_writer *w = ecp_call_result_key(call, "settings");
     jw_object_begin(w);
     session_settings_each(ad->svc, write_setting, w);
     jw_object_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 static void m_config_reset(void *ctx, ecp_call *call)
@@ -770,12 +767,9 @@ static void m_theme_list(void *ctx, ecp_call *call)
 
 static void reply_theme(ecp_call *call, const session_theme *t)
 {
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "theme");
+    json_writer *w = ecp_call_result_key(call, "theme");
     write_theme(w, t);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 static void reply_theme_missing(ecp_call *call, const char *id)
