@@ -8,20 +8,27 @@
 
 /* ----- cursors ---------------------------------------------------------------------------------- */
 
+/* cursors and selections: the documentId read and the caller's cursors in
+ * it, in enc (a list to free); false when the call was answered. */
+static bool caller_cursors(doc_adapter *ad, ecp_call *call, ecp_position_encoding enc, ecp_str *id,
+                           document_cursor **list, size_t *count)
+{
+    ecp_error err;
+    if (!doc_adapter_arg_doc(call, id))
+        return false;
+    int rc = document_get_cursors(ad->svc, id->ptr, ecp_call_client(call), enc, list, count, &err);
+    if (rc != 0)
+        doc_adapter_reply_error(call, rc, &err);
+    return rc == 0;
+}
+
 void doc_method_cursors(void *ctx, ecp_call *call)
 {
-    doc_adapter *ad = ctx;
     ecp_str id;
-    ecp_error err;
     document_cursor *list;
     size_t count;
-    if (!doc_adapter_arg_doc(call, &id))
+    if (!caller_cursors(ctx, call, ecp_call_encoding(call), &id, &list, &count))
         return;
-    int rc = document_get_cursors(ad->svc, id.ptr, ecp_call_client(call), ecp_call_encoding(call), &list, &count, &err);
-    if (rc != 0) {
-        doc_adapter_reply_error(call, rc, &err);
-        return;
-    }
     json_writer *w = ecp_call_result_key(call, "cursors");
     doc_adapter_write_cursors(w, list, count);
     ecp_call_finish_key(call, w);
@@ -171,17 +178,11 @@ void doc_method_selections(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
     ecp_str id;
-    ecp_error err;
     document_cursor *list;
     size_t count;
-    if (!doc_adapter_arg_doc(call, &id))
+    if (!caller_cursors(ad, call, ECP_ENCODING_UTF8, &id, &list, &count))
         return;
-    int rc = document_get_cursors(ad->svc, id.ptr, ecp_call_client(call), ECP_ENCODING_UTF8, &list, &count, &err);
-    if (rc != 0) {
-        doc_adapter_reply_error(call, rc, &err);
-        return;
-    }
-    free(list);
+    free(list); /* only their number: each selection's text is read below */
     json_writer *w = ecp_call_result_list(call, "selections");
     for (size_t i = 0; i < count; i++) {
         jw_string_begin(w);
