@@ -20,3 +20,25 @@ function(ecpd_service)
     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(${target} PUBLIC ecpd_core)
 endfunction()
+
+# ecpd_service_test(NAME test SOURCES file... LINK lib... [PRIVATE] [LABELS label...] [TIMEOUT seconds]):
+# a test program of a service, named after its first source, run by ctest as
+# NAME. PRIVATE lets it include the service's private headers (a unit test
+# that looks inside); a test of the wire needs only the public ones.
+function(ecpd_service_test)
+  cmake_parse_arguments(T "PRIVATE" "NAME;TIMEOUT" "SOURCES;LINK;LABELS" ${ARGN})
+  list(GET T_SOURCES 0 first)
+  get_filename_component(target ${first} NAME_WE)
+  add_executable(${target} ${T_SOURCES})
+  if(T_PRIVATE)
+    target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  endif()
+  target_link_libraries(${target} PRIVATE ${T_LINK})
+  add_test(NAME ${T_NAME} COMMAND ${target})
+  if(T_LABELS)
+    set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}")
+  endif()
+  if(T_TIMEOUT)
+    set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT})
+  endif()
+endfunction()

@@ -154,8 +154,8 @@ bool ecp_job_cancelled(const ecp_job *job);
  *
  *     static const ecp_job_kind count_kind =
  *         ECP_JOB_KIND("wordcount.count", ECP_LANE_LONG, false, count_work, count_done, count_release);
- *     count_job j = {.path = xstrdup(args->path), .cb = cb, .ctx = ctx};
- *     return ecp_job_run(svc->jobs, &count_kind, &j, sizeof j, args->serve);
+ *     count_job j = {.path = xstrdup(path), .cb = cb, .ctx = ctx};
+ *     return ecp_job_run(svc->jobs, &count_kind, &j, sizeof j, serve);
  *
  * ecp_job_data(job) is the job's payload, so code that reads a job's data
  * keeps working on these jobs. */

@@ -160,6 +160,10 @@ void ecp_call_reply_string(ecp_call *call, const char *key, const char *value);
  * into the writer returned, then ecp_call_finish_list. */
 json_writer *ecp_call_result_list(ecp_call *call, const char *key);
 void ecp_call_finish_list(ecp_call *call, json_writer *w);
+/* A result of one key whose value is anything, {"<key>": ...}: write exactly
+ * one value into the writer returned, then ecp_call_finish_key. */
+json_writer *ecp_call_result_key(ecp_call *call, const char *key);
+void ecp_call_finish_key(ecp_call *call, json_writer *w);
 
 /* A flat object of a few plain fields, for a result or a notification's
  * params without a render function and a struct of its own:
@@ -174,6 +178,7 @@ typedef enum ecp_field_kind {
     ECP_FIELD_STRING_OPT, /* NULL leaves the field out */
     ECP_FIELD_INT,
     ECP_FIELD_BOOL,
+    ECP_FIELD_JSON,       /* s is JSON text, written as it is; NULL writes null */
 } ecp_field_kind;
 typedef struct ecp_field {
     const char *key;
@@ -190,6 +195,7 @@ typedef struct ecp_fields {
 #define ECP_STRING_FIELD_OPT(k, v) {.key = (k), .kind = ECP_FIELD_STRING_OPT, .s = (v)}
 #define ECP_INT_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_INT, .i = (int64_t)(v)}
 #define ECP_BOOL_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_BOOL, .b = (v)}
+#define ECP_JSON_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_JSON, .s = (v)}
 #define ECP_FIELDS(...)                                                                                            \
     (&(ecp_fields){(const ecp_field[]){__VA_ARGS__}, sizeof((const ecp_field[]){__VA_ARGS__}) / sizeof(ecp_field)})
 void ecp_call_reply_fields(ecp_call *call, const ecp_fields *fields);
@@ -202,6 +208,14 @@ void ecp_write_fields(json_writer *w, const ecp_fields *fields);
  * (the status's text without err). data_json may be NULL. */
 void ecp_call_reply_status(ecp_call *call, const ecp_wire_map *map, size_t count, int status, const ecp_error *err,
                            const char *data_json);
+/* The first lines of a job's answer: a failure (status not 0) is answered as
+ * ecp_call_reply_status answers it, without data, and true returned; on 0
+ * nothing is answered and false returned, for the result to follow:
+ *
+ *     if (!ecp_call_reply_failed(call, ecp_file_wire_codes, ECP_FILE_WIRE_CODE_COUNT, status, err))
+ *         ecp_call_reply_fields(call, ...);
+ */
+bool ecp_call_reply_failed(ecp_call *call, const ecp_wire_map *map, size_t count, int status, const ecp_error *err);
 #define ECP_WIRE_MAP_COUNT(map) (sizeof(map) / sizeof((map)[0]))
 
 /* The file errors of the catalogue that any adapter reading files answers

@@ -2,6 +2,7 @@
  * error from a status through the adapter's map of wire codes. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "buf.h"
 #include "call.h"
@@ -53,6 +54,13 @@ void ecp_call_reply_status(ecp_call *call, const ecp_wire_map *map, size_t count
     ecp_call_error_data(call, code, data_json, "%s", err ? err->message : ecp_status_text(status));
 }
 
+bool ecp_call_reply_failed(ecp_call *call, const ecp_wire_map *map, size_t count, int status, const ecp_error *err)
+{
+    if (status)
+        ecp_call_reply_status(call, map, count, status, err, NULL);
+    return status != 0;
+}
+
 json_writer *ecp_error_data_begin(ecp_error_data *d)
 {
     buf_init(&d->bytes);
@@ -101,6 +109,13 @@ void ecp_write_fields(json_writer *w, const ecp_fields *fields)
         case ECP_FIELD_STRING: jw_key_string(w, f->key, f->s); break;
         case ECP_FIELD_INT: jw_key_int(w, f->key, f->i); break;
         case ECP_FIELD_BOOL: jw_key_bool(w, f->key, f->b); break;
+        case ECP_FIELD_JSON:
+            jw_key(w, f->key);
+            if (f->s)
+                jw_raw(w, f->s, strlen(f->s));
+            else
+                jw_null(w);
+            break;
         }
     }
     jw_object_end(w);
@@ -118,11 +133,23 @@ void ecp_render_fields(void *ctx, ecp_position_encoding enc, json_writer *w)
     ecp_write_fields(w, ctx);
 }
 
-json_writer *ecp_call_result_list(ecp_call *call, const char *key)
+json_writer *ecp_call_result_key(ecp_call *call, const char *key)
 {
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, key);
+    return w;
+}
+
+void ecp_call_finish_key(ecp_call *call, json_writer *w)
+{
+    jw_object_end(w);
+    ecp_call_finish(call);
+}
+
+json_writer *ecp_call_result_list(ecp_call *call, const char *key)
+{
+    json_writer *w = ecp_call_result_key(call, key);
     jw_array_begin(w);
     return w;
 }
@@ -130,6 +157,5 @@ json_writer *ecp_call_result_list(ecp_call *call, const char *key)
 void ecp_call_finish_list(ecp_call *call, json_writer *w)
 {
     jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }

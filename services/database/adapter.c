@@ -411,15 +411,12 @@ static void m_get(void *ctx, ecp_call *call)
         return;
     database_connection_info info;
     bool found = database_connection_get(ctx, id.ptr, &info);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "connection");
+    json_writer *w = ecp_call_result_key(call, "connection");
     if (found)
         write_info(w, &info);
     else
         jw_null(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 static void answer_test(void *ctx, int status, const database_failure *failure, const database_test_result *result)

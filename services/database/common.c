@@ -120,6 +120,15 @@ void db_result_free(database_result *r)
     r->affected_rows = -1;
 }
 
+void db_row_key(buf *out, const database_result *r, size_t i)
+{
+    if (i)
+        buf_push(out, ',');
+    buf_push(out, '"');
+    json_escape_into(out, r->fields[i].name, strlen(r->fields[i].name));
+    buf_append(out, "\":", 2);
+}
+
 void database_value_json(buf *out, const database_value *v)
 {
     static const char hex[] = "0123456789abcdef";

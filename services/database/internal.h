@@ -41,6 +41,10 @@ typedef struct db_run {
 
 bool db_run_should_stop(const db_run *run);
 
+/* Begins field i of a row rendered as a JSON object: the comma before every
+ * field but the first, the field's name and the colon; its value follows. */
+void db_row_key(buf *out, const database_result *r, size_t i);
+
 /* Appends one rendered row to the page, or holds it back in pending (and
  * marks the page truncated) when the page is full; false when held back. */
 bool db_page_add(buf *pending, bool *has_pending, const db_run *run, database_result *out, const char *row,

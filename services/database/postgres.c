@@ -273,11 +273,7 @@ static void render_row(const PGresult *res, const database_result *r, buf *out)
 {
     buf_push(out, '{');
     for (size_t i = 0; i < r->field_count; i++) {
-        if (i)
-            buf_push(out, ',');
-        buf_push(out, '"');
-        json_escape_into(out, r->fields[i].name, strlen(r->fields[i].name));
-        buf_append(out, "\":", 2);
+        db_row_key(out, r, i);
         if (PQgetisnull(res, 0, (int)i)) {
             buf_append_str(out, "null");
             continue;

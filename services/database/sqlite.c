@@ -412,11 +412,7 @@ static void render_row(sqlite3_stmt *st, const database_result *r, buf *out)
 {
     buf_push(out, '{');
     for (size_t i = 0; i < r->field_count; i++) {
-        if (i)
-            buf_push(out, ',');
-        buf_push(out, '"');
-        json_escape_into(out, r->fields[i].name, strlen(r->fields[i].name));
-        buf_append(out, "\":", 2);
+        db_row_key(out, r, i);
         database_value v;
         cell_value(st, (int)i, &v);
         database_value_json(out, &v);

@@ -146,6 +146,31 @@ bool doc_adapter_arg_doc(ecp_call *call, ecp_str *id)
     return ecp_arg_string(call, ecp_call_params(call), "documentId", id);
 }
 
+bool doc_adapter_arg_list(ecp_call *call, const char *key, json_ref *first, size_t *count)
+{
+    json_ref items;
+    if (!ecp_arg_array(call, ecp_call_params(call), key, &items))
+        return false;
+    const json_doc *jd = ecp_call_doc(call);
+    *count = json_length(jd, items);
+    if (*count == 0) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: must not be empty", key);
+        return false;
+    }
+    *first = json_first(jd, items);
+    return true;
+}
+
+const char *doc_adapter_list_item(ecp_call *call, const char *key, size_t i, json_ref item)
+{
+    const char *name = arena_sprintf(ecp_call_arena(call), "%s[%zu]", key, i);
+    json_type type = json_type_of(ecp_call_doc(call), item);
+    if (type == JSON_OBJECT)
+        return name;
+    ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: expected object, got %s", name, json_type_name(type));
+    return NULL;
+}
+
 /* Reads documentId and the document's info; answers the error (unknown
  * document: -32001) and returns false when there is none. */
 bool doc_adapter_arg_doc_info(doc_adapter *ad, ecp_call *call, ecp_str *id, document_info *info)
@@ -218,20 +243,12 @@ typedef struct cursors_note {
     uint64_t owner;
 } cursors_note;
 
-static void render_open(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const document_info *info = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "documentId", info->document_id);
-    jw_key_string(w, "uri", info->uri);
-    jw_key_string(w, "languageId", info->language_id);
-    jw_object_end(w);
-}
-
 static void on_open(void *ctx, const document_info *info)
 {
     doc_adapter *ad = ctx;
-    ecp_bus_notify(ad->bus, "document/didOpen", render_open, (void *)info);
+    ecp_bus_notify(ad->bus, "document/didOpen", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("documentId", info->document_id), ECP_STRING_FIELD("uri", info->uri),
+                              ECP_STRING_FIELD("languageId", info->language_id)));
 }
 
 typedef struct change_note {
@@ -382,49 +399,25 @@ static void on_cursors(void *ctx, const char *document_id, uint64_t owner)
     ecp_bus_notify(note.ad->bus, "document/didChangeCursors", render_cursors, &note);
 }
 
-typedef struct close_note {
-    const char *id;
-    const char *uri;
-} close_note;
-
-static void render_close(void *ctx, ecp_position_encoding enc, json_writer *w)
+/* document/didClose and document/didChangeOnDisk: which document, and its file. */
+static void notify_document(doc_adapter *ad, const char *method, const char *document_id, const char *uri)
 {
-    const close_note *note = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "documentId", note->id);
-    jw_key_string(w, "uri", note->uri);
-    jw_object_end(w);
+    ecp_bus_notify(ad->bus, method, ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("documentId", document_id), ECP_STRING_FIELD("uri", uri)));
 }
 
 static void on_close(void *ctx, const char *document_id, const char *uri)
 {
-    doc_adapter *ad = ctx;
-    close_note note = {document_id, uri};
-    ecp_bus_notify(ad->bus, "document/didClose", render_close, &note);
-}
-
-typedef struct save_note {
-    const char *id;
-    const char *uri;
-    uint64_t version;
-} save_note;
-
-static void render_save(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const save_note *note = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "documentId", note->id);
-    jw_key_string(w, "uri", note->uri);
-    jw_key_int(w, "version", (int64_t)note->version);
-    jw_object_end(w);
+    notify_document(ctx, "document/didClose", document_id, uri);
 }
 
 /* Whoever saved, everyone sharing the document learns it is clean now. */
 static void on_save(void *ctx, const char *document_id, const char *uri, uint64_t version)
 {
     doc_adapter *ad = ctx;
-    save_note note = {document_id, uri, version};
-    ecp_bus_notify(ad->bus, "document/didSave", render_save, &note);
+    ecp_bus_notify(ad->bus, "document/didSave", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("documentId", document_id), ECP_STRING_FIELD("uri", uri),
+                              ECP_INT_FIELD("version", version)));
 }
 
 static const document_listener listener = {
@@ -437,9 +430,7 @@ static const document_listener listener = {
 
 static void on_disk_change(void *ctx, const char *document_id, const char *uri)
 {
-    doc_adapter *ad = ctx;
-    close_note note = {document_id, uri};
-    ecp_bus_notify(ad->bus, "document/didChangeOnDisk", render_close, &note);
+    notify_document(ctx, "document/didChangeOnDisk", document_id, uri);
 }
 
 static const document_disk_listener disk_listener = {
@@ -703,14 +694,9 @@ static void list_one(void *ctx, const document_info *info) { write_info(ctx, inf
 static void m_list(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "documents");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(call, "documents");
     document_list(ad->svc, list_one, w);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
 }
 /* ----- the table ----------------------------------------------------------------------------------------- */
 

@@ -8,26 +8,30 @@
 
 /* ----- cursors ---------------------------------------------------------------------------------- */
 
+/* cursors and selections: the documentId read and the caller's cursors in
+ * it, in enc (a list to free); false when the call was answered. */
+static bool caller_cursors(doc_adapter *ad, ecp_call *call, ecp_position_encoding enc, ecp_str *id,
+                           document_cursor **list, size_t *count)
+{
+    ecp_error err;
+    if (!doc_adapter_arg_doc(call, id))
+        return false;
+    int rc = document_get_cursors(ad->svc, id->ptr, ecp_call_client(call), enc, list, count, &err);
+    if (rc != 0)
+        doc_adapter_reply_error(call, rc, &err);
+    return rc == 0;
+}
+
 void doc_method_cursors(void *ctx, ecp_call *call)
 {
-    doc_adapter *ad = ctx;
     ecp_str id;
-    ecp_error err;
     document_cursor *list;
     size_t count;
-    if (!doc_adapter_arg_doc(call, &id))
+    if (!caller_cursors(ctx, call, ecp_call_encoding(call), &id, &list, &count))
         return;
-    int rc = document_get_cursors(ad->svc, id.ptr, ecp_call_client(call), ecp_call_encoding(call), &list, &count, &err);
-    if (rc != 0) {
-        doc_adapter_reply_error(call, rc, &err);
-        return;
-    }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "cursors");
+    json_writer *w = ecp_call_result_key(call, "cursors");
     doc_adapter_write_cursors(w, list, count);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
     free(list);
 }
 
@@ -67,26 +71,16 @@ void doc_method_set_cursors(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
     const json_doc *jd = ecp_call_doc(call);
-    arena *a = ecp_call_arena(call);
     ecp_str id;
-    json_ref items;
-    if (!doc_adapter_arg_doc(call, &id) || !ecp_arg_array(call, ecp_call_params(call), "cursors", &items))
+    json_ref first;
+    size_t count;
+    if (!doc_adapter_arg_doc(call, &id) || !doc_adapter_arg_list(call, "cursors", &first, &count))
         return;
-    size_t count = json_length(jd, items);
-    if (count == 0) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "cursors: must not be empty");
-        return;
-    }
-    document_cursor *list = arena_alloc(a, count * sizeof *list);
+    document_cursor *list = arena_alloc(ecp_call_arena(call), count * sizeof *list);
     size_t i = 0;
-    for (json_ref e = json_first(jd, items); e != JSON_NO_REF; e = json_next(jd, e), i++) {
-        const char *name = arena_sprintf(a, "cursors[%zu]", i);
-        if (json_type_of(jd, e) != JSON_OBJECT) {
-            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: expected object, got %s", name,
-                           json_type_name(json_type_of(jd, e)));
-            return;
-        }
-        if (!arg_cursor(call, e, name, &list[i]))
+    for (json_ref e = first; e != JSON_NO_REF; e = json_next(jd, e), i++) {
+        const char *name = doc_adapter_list_item(call, "cursors", i, e);
+        if (!name || !arg_cursor(call, e, name, &list[i]))
             return;
     }
     ecp_error err;
@@ -158,50 +152,43 @@ void doc_method_move_cursors(void *ctx, ecp_call *call)
     reply_cursor_change(call, rc, &err);
 }
 
-void doc_method_select_all(void *ctx, ecp_call *call)
+/* selectAll and clearSelections: a change of the caller's cursors that reads
+ * nothing but the document. */
+static void change_own_cursors(void *ctx, ecp_call *call,
+                               int (*change)(document_service *, const char *, uint64_t, ecp_error *))
 {
     doc_adapter *ad = ctx;
     ecp_str id;
     ecp_error err;
     if (doc_adapter_arg_doc(call, &id))
-        reply_cursor_change(call, document_select_all(ad->svc, id.ptr, ecp_call_client(call), &err), &err);
+        reply_cursor_change(call, change(ad->svc, id.ptr, ecp_call_client(call), &err), &err);
+}
+
+void doc_method_select_all(void *ctx, ecp_call *call)
+{
+    change_own_cursors(ctx, call, document_select_all);
 }
 
 void doc_method_clear_selections(void *ctx, ecp_call *call)
 {
-    doc_adapter *ad = ctx;
-    ecp_str id;
-    ecp_error err;
-    if (doc_adapter_arg_doc(call, &id))
-        reply_cursor_change(call, document_clear_selections(ad->svc, id.ptr, ecp_call_client(call), &err), &err);
+    change_own_cursors(ctx, call, document_clear_selections);
 }
 
 void doc_method_selections(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
     ecp_str id;
-    ecp_error err;
     document_cursor *list;
     size_t count;
-    if (!doc_adapter_arg_doc(call, &id))
+    if (!caller_cursors(ad, call, ECP_ENCODING_UTF8, &id, &list, &count))
         return;
-    int rc = document_get_cursors(ad->svc, id.ptr, ecp_call_client(call), ECP_ENCODING_UTF8, &list, &count, &err);
-    if (rc != 0) {
-        doc_adapter_reply_error(call, rc, &err);
-        return;
-    }
-    free(list);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "selections");
-    jw_array_begin(w);
+    free(list); /* only their number: each selection's text is read below */
+    json_writer *w = ecp_call_result_list(call, "selections");
     for (size_t i = 0; i < count; i++) {
         jw_string_begin(w);
         document_read_selection(ad->svc, id.ptr, ecp_call_client(call), i, doc_adapter_write_chunk, w, NULL);
         jw_string_end(w);
     }
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, w);
 }
 

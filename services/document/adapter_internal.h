@@ -47,6 +47,12 @@ bool doc_adapter_arg_doc_info(doc_adapter *ad, ecp_call *call, ecp_str *id, docu
 bool doc_adapter_arg_position(ecp_call *call, json_ref obj, const char *name, document_position *out);
 bool doc_adapter_arg_range(ecp_call *call, json_ref obj, const char *name, document_range *out);
 unsigned doc_adapter_group_flag(ecp_call *call, bool *ok);
+/* The array param `key` (edits, cursors), which must not be empty: its first
+ * item and its length; false when the call was answered -32602. */
+bool doc_adapter_arg_list(ecp_call *call, const char *key, json_ref *first, size_t *count);
+/* Item i of that list as a client names it ("edits[2]"), in the call's arena;
+ * NULL when the item is not an object (the call answered -32602). */
+const char *doc_adapter_list_item(ecp_call *call, const char *key, size_t i, json_ref item);
 
 /* adapter_text.c: the message's own JSON string for a large setContent's text. */
 bool doc_adapter_content_as_sent(const doc_adapter *ad, const document_change *c, const char **json, size_t *len,

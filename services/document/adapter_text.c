@@ -159,12 +159,9 @@ void doc_method_lines(void *ctx, ecp_call *call)
         end = info.line_count;
     if (start > end)
         start = end;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "lines");
+    json_writer *w = ecp_call_result_key(call, "lines");
     write_lines(ad, w, id.ptr, start, end);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 void doc_method_viewport(void *ctx, ecp_call *call)
@@ -493,30 +490,23 @@ void doc_method_set_content(void *ctx, ecp_call *call)
 void doc_method_edit(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
-    json_ref params = ecp_call_params(call), edits;
     const json_doc *jd = ecp_call_doc(call);
     arena *a = ecp_call_arena(call);
     ecp_str id;
+    json_ref first;
+    size_t count;
     bool ok;
-    if (!doc_adapter_arg_doc(call, &id) || !ecp_arg_array(call, params, "edits", &edits))
+    if (!doc_adapter_arg_doc(call, &id) || !doc_adapter_arg_list(call, "edits", &first, &count))
         return;
     unsigned flags = doc_adapter_group_flag(call, &ok);
     if (!ok)
         return;
-    size_t count = json_length(jd, edits);
-    if (count == 0) {
-        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "edits: must not be empty");
-        return;
-    }
     document_edit *list = arena_alloc(a, count * sizeof *list);
     size_t i = 0;
-    for (json_ref e = json_first(jd, edits); e != JSON_NO_REF; e = json_next(jd, e), i++) {
-        const char *name = arena_sprintf(a, "edits[%zu]", i);
-        if (json_type_of(jd, e) != JSON_OBJECT) {
-            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: expected object, got %s", name,
-                           json_type_name(json_type_of(jd, e)));
+    for (json_ref e = first; e != JSON_NO_REF; e = json_next(jd, e), i++) {
+        const char *name = doc_adapter_list_item(call, "edits", i, e);
+        if (!name)
             return;
-        }
         ecp_str text;
         if (!doc_adapter_arg_range(call, e, arena_sprintf(a, "%s.range", name), &list[i].range) ||
             !ecp_arg_string(call, e, arena_sprintf(a, "%s.text", name), &text))
@@ -641,12 +631,9 @@ void doc_method_offset_to_position(void *ctx, ecp_call *call)
         doc_adapter_reply_error(call, rc, &err);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "position");
+    json_writer *w = ecp_call_result_key(call, "position");
     doc_adapter_write_position(w, pos.line, pos.column);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 void doc_method_word_at_position(void *ctx, ecp_call *call)

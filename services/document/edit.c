@@ -684,21 +684,6 @@ static int edit_cmp(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* Finds a document that accepts edits; *version gets its version (0 when
- * there is none) so that a refusal can still report it. */
-static int writable(document_service *svc, const char *id, uint64_t *version, document **out, ecp_error *err)
-{
-    document *doc = document__find(svc, id, err);
-    *out = doc;
-    if (version)
-        *version = doc ? doc->version : 0;
-    if (!doc)
-        return ECP_ENOTFOUND;
-    if (doc->read_only)
-        return ecp_error_set(err, ECP_EREADONLY, "Document is read-only");
-    return 0;
-}
-
 int document__apply_sorted(document_service *svc, document *doc, uint64_t owner, doc_edit *edits, size_t count,
                         bool group, doc_cursor_policy policy, uint64_t *version, ecp_error *err)
 {
@@ -721,7 +706,7 @@ int document_apply_edits(document_service *self, const char *document_id, uint64
                          size_t count, ecp_position_encoding enc, unsigned flags, uint64_t *version, ecp_error *err)
 {
     document *doc;
-    int status = writable(self, document_id, version, &doc, err);
+    int status = document__writable(self, document_id, version, &doc, err);
     if (status != 0)
         return status;
     if (count == 0)
@@ -754,7 +739,7 @@ int document_set_content(document_service *self, const char *document_id, uint64
                          size_t len, uint64_t *version, ecp_error *err)
 {
     document *doc;
-    int status = writable(self, document_id, version, &doc, err);
+    int status = document__writable(self, document_id, version, &doc, err);
     if (status != 0)
         return status;
     doc_edit e = {0, piece_tree_length(doc->tree), text, len, 0};
@@ -765,7 +750,7 @@ int document_type(document_service *self, const char *document_id, uint64_t owne
                   unsigned flags, uint64_t *version, ecp_error *err)
 {
     document *doc;
-    int status = writable(self, document_id, version, &doc, err);
+    int status = document__writable(self, document_id, version, &doc, err);
     if (status != 0)
         return status;
     const doc_cursor_set *mine = document__cursors_of(doc, owner);
@@ -790,7 +775,7 @@ static int undo_redo(document_service *self, const char *document_id, uint64_t o
                      ecp_error *err)
 {
     document *doc;
-    int status = writable(self, document_id, version, &doc, err);
+    int status = document__writable(self, document_id, version, &doc, err);
     if (status != 0)
         return status;
     int rc = document__undo(self, doc, owner, redo);

@@ -594,15 +594,10 @@ static void toggle_comment(const document *doc, const line_span *spans, size_t n
 int document_run_command(document_service *self, const char *document_id, uint64_t owner, document_command command,
                          uint64_t *version, ecp_error *err)
 {
-    if (version)
-        *version = 0;
-    document *doc = document__find(self, document_id, err);
-    if (!doc)
-        return ECP_ENOTFOUND;
-    if (version)
-        *version = doc->version;
-    if (doc->read_only)
-        return ecp_error_set(err, ECP_EREADONLY, "Document is read-only");
+    document *doc;
+    int status = document__writable(self, document_id, version, &doc, err);
+    if (status != 0)
+        return status;
     const char *token = NULL;
     if (command == DOCUMENT_TOGGLE_COMMENT && !(token = document_line_comment(doc->language_id)))
         return ecp_error_set(err, ECP_EINVAL, "Language '%s' has no line comment", doc->language_id);

@@ -431,16 +431,11 @@ int document_replace_matches(document_service *self, const char *document_id, ui
                              ecp_position_encoding enc, uint64_t *version, size_t *replaced, ecp_error *err)
 {
     *replaced = 0;
-    if (version)
-        *version = 0;
-    document *doc = document__find(self, document_id, err);
-    if (!doc)
-        return ECP_ENOTFOUND;
-    if (version)
-        *version = doc->version;
-    if (doc->read_only)
-        return ecp_error_set(err, ECP_EREADONLY, "Document is read-only");
-    int rc = check_query(o, err);
+    document *doc;
+    int rc = document__writable(self, document_id, version, &doc, err);
+    if (rc != 0)
+        return rc;
+    rc = check_query(o, err);
     size_t lo, hi;
     if (rc != 0 || (rc = search_bounds(doc, o, enc, &lo, &hi, err)) != 0)
         return rc;

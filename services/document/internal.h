@@ -515,6 +515,10 @@ document *document__find(document_service *svc, const char *id, ecp_error *err);
 /* document__find, then ECP_EREADONLY "Document is read-only" for a document
  * that refuses edits. */
 document *document__find_writable(document_service *svc, const char *id, ecp_error *err);
+/* The same as a status: 0, ECP_ENOTFOUND or ECP_EREADONLY, with the document
+ * in *out when it is open and *version (may be NULL) its version, 0 when it
+ * is not, so that a refusal can still report it. */
+int document__writable(document_service *svc, const char *id, uint64_t *version, document **out, ecp_error *err);
 /* Hands [offset, offset + len) of the tree to fn, chunk by chunk. */
 void document__read_bytes(const piece_tree *tree, size_t offset, size_t len, document_chunk_fn fn, void *ctx);
 uint64_t document__now_ns(void);

@@ -189,6 +189,19 @@ document *document__find_writable(document_service *svc, const char *id, ecp_err
     return doc;
 }
 
+int document__writable(document_service *svc, const char *id, uint64_t *version, document **out, ecp_error *err)
+{
+    document *doc = document__find(svc, id, err);
+    *out = doc;
+    if (version)
+        *version = doc ? doc->version : 0;
+    if (!doc)
+        return ECP_ENOTFOUND;
+    if (doc->read_only)
+        return ecp_error_set(err, ECP_EREADONLY, "Document is read-only");
+    return 0;
+}
+
 static document *find_by_key(document_service *svc, const char *key) { return ecp_map_get(svc->by_key, key); }
 
 /* Points key at the first document, in the order they were opened, that has
@@ -1234,17 +1247,11 @@ int document_replacement_build(document_replacement *r, char *text, size_t len, 
 
 int document_replacement_finish(document_service *self, document_replacement *r, uint64_t *version, ecp_error *err)
 {
-    document *doc = document__find(self, r->doc_id, err);
-    if (version)
-        *version = doc ? doc->version : 0;
-    int rc;
-    if (!doc) {
-        rc = ECP_ENOTFOUND;
-    } else if (doc->read_only) {
-        rc = ecp_error_set(err, ECP_EREADONLY, "Document is read-only");
-    } else if (!r->tree) {
+    document *doc;
+    int rc = document__writable(self, r->doc_id, version, &doc, err);
+    if (rc == 0 && !r->tree) {
         rc = ecp_error_set(err, ECP_EINVAL, "The new text was never built");
-    } else {
+    } else if (rc == 0) {
         /* (The measure stands only for the text it was taken from: the
          * replacement checks the version.) */
         piece_tree *tree = r->tree;

@@ -372,6 +372,17 @@ __attribute__((target("avx2"))) static size_t copy_to_lf_avx2(const char *p, siz
 #define HAVE_AVX2_COPY 1
 #endif
 
+/* The line's '\n' is p[k], where got bytes of the line came before p: the
+ * line is got + k bytes long, and the iterator goes on after it. */
+static inline bool line_ends_at(piece_tree_lines *it, const char *p, size_t left, size_t k, size_t got, size_t *len)
+{
+    it->at = p + k + 1;
+    it->left = left - k - 1;
+    it->lines_left--;
+    *len = got + k;
+    return true;
+}
+
 bool piece_tree_lines_copy(piece_tree_lines *it, char *out, size_t cap, size_t *len)
 {
     if (it->lines_left == 0)
@@ -393,13 +404,8 @@ bool piece_tree_lines_copy(piece_tree_lines *it, char *out, size_t cap, size_t *
         if (got <= cap && __builtin_cpu_supports("avx2")) {
             bool found;
             size_t k = copy_to_lf_avx2(p, left, out + got, cap - got, &found);
-            if (found) {
-                it->at = p + k + 1;
-                it->left = left - k - 1;
-                it->lines_left--;
-                *len = got + k;
-                return true;
-            }
+            if (found)
+                return line_ends_at(it, p, left, k, got, len);
             p += k;
             left -= k;
             got += k;
@@ -418,14 +424,8 @@ bool piece_tree_lines_copy(piece_tree_lines *it, char *out, size_t cap, size_t *
             _mm_storeu_si128((__m128i *)(out + got + 16), v1);
             unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, nl)) |
                          (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v1, nl)) << 16;
-            if (m) {
-                unsigned k = (unsigned)__builtin_ctz(m);
-                it->at = p + k + 1;
-                it->left = left - k - 1;
-                it->lines_left--;
-                *len = got + k;
-                return true;
-            }
+            if (m)
+                return line_ends_at(it, p, left, (size_t)__builtin_ctz(m), got, len);
             p += 32;
             left -= 32;
             got += 32;
@@ -434,14 +434,8 @@ bool piece_tree_lines_copy(piece_tree_lines *it, char *out, size_t cap, size_t *
             __m128i v = _mm_loadu_si128((const __m128i *)p);
             unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
             _mm_storeu_si128((__m128i *)(out + got), v);
-            if (m) {
-                unsigned k = (unsigned)__builtin_ctz(m);
-                it->at = p + k + 1;
-                it->left = left - k - 1;
-                it->lines_left--;
-                *len = got + k;
-                return true;
-            }
+            if (m)
+                return line_ends_at(it, p, left, (size_t)__builtin_ctz(m), got, len);
             p += 16;
             left -= 16;
             got += 16;
@@ -451,14 +445,9 @@ bool piece_tree_lines_copy(piece_tree_lines *it, char *out, size_t cap, size_t *
         size_t n = nl_at ? (size_t)(nl_at - p) : left;
         if (got < cap)
             memcpy(out + got, p, n < cap - got ? n : cap - got);
+        if (nl_at)
+            return line_ends_at(it, p, left, n, got, len);
         got += n;
-        if (nl_at) {
-            it->at = nl_at + 1;
-            it->left = left - n - 1;
-            it->lines_left--;
-            *len = got;
-            return true;
-        }
         it->left = 0;
     }
 }

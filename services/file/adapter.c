@@ -239,11 +239,13 @@ static void op_start(ecp_job *job, ecp_call *call)
     file_job_start(job);
 }
 
-/* Answers a failed operation: a missing source names the source; anything
- * else the target. */
-static void op_error(const op_call *o, int status, const ecp_error *err)
+/* Answers a failed operation (status not 0) and returns true: a missing
+ * source names the source; anything else the target. 0: false. */
+static bool op_failed(const op_call *o, int status, const ecp_error *err)
 {
-    reply_error(o->call, status, err->message, o->uri2 && status != ECP_ENOTFOUND ? o->uri2 : o->uri);
+    if (status)
+        reply_error(o->call, status, err->message, o->uri2 && status != ECP_ENOTFOUND ? o->uri2 : o->uri);
+    return status != 0;
 }
 
 static const char *type_name(file_type t)
@@ -293,9 +295,7 @@ static void write_base64(json_writer *w, const unsigned char *p, size_t len)
 static void success_done(void *ctx, int status, const ecp_error *err)
 {
     op_call *o = ctx;
-    if (status)
-        op_error(o, status, err);
-    else
+    if (!op_failed(o, status, err))
         ecp_call_reply_success(o->call, true);
 }
 
@@ -334,9 +334,7 @@ static void format_read(void *fctx, const file_read_result *r, buf *out)
 static void read_done(void *ctx, int status, const ecp_error *err, const file_read_result *r)
 {
     op_call *o = ctx;
-    if (status)
-        op_error(o, status, err);
-    else
+    if (!op_failed(o, status, err))
         ecp_call_reply_shared(o->call, r->rendered);
 }
 
@@ -363,10 +361,8 @@ static void m_read(void *ctx, ecp_call *call)
 static void write_done(void *ctx, int status, const ecp_error *err, const file_write_result *r)
 {
     op_call *o = ctx;
-    if (status) {
-        op_error(o, status, err);
+    if (op_failed(o, status, err))
         return;
-    }
     json_writer *w = ecp_call_result(o->call);
     jw_object_begin(w);
     jw_key_bool(w, "success", true);
@@ -399,10 +395,8 @@ static void m_write(void *ctx, ecp_call *call)
 static void stat_done(void *ctx, int status, const ecp_error *err, const file_info *info)
 {
     op_call *o = ctx;
-    if (status) {
-        op_error(o, status, err);
+    if (op_failed(o, status, err))
         return;
-    }
     json_writer *w = ecp_call_result(o->call);
     jw_object_begin(w);
     write_uri(w, "uri", o->path);
@@ -428,10 +422,8 @@ static void m_stat(void *ctx, ecp_call *call)
 static void exists_done(void *ctx, int status, const ecp_error *err, const file_info *info)
 {
     op_call *o = ctx;
-    if (status) {
-        op_error(o, status, err);
+    if (op_failed(o, status, err))
         return;
-    }
     ecp_call_reply_bool(o->call, "exists", info->exists);
 }
 
@@ -454,14 +446,9 @@ static void m_delete(void *ctx, ecp_call *call)
 static void read_dir_done(void *ctx, int status, const ecp_error *err, const file_read_dir_result *r)
 {
     op_call *o = ctx;
-    if (status) {
-        op_error(o, status, err);
+    if (op_failed(o, status, err))
         return;
-    }
-    json_writer *w = ecp_call_result(o->call);
-    jw_object_begin(w);
-    jw_key(w, "entries");
-    jw_array_begin(w);
+    json_writer *w = ecp_call_result_list(o->call, "entries");
     buf p = BUF_INIT;
     for (size_t i = 0; i < r->count; i++) {
         const file_dir_entry *e = &r->entries[i];
@@ -481,9 +468,7 @@ static void read_dir_done(void *ctx, int status, const ecp_error *err, const fil
         jw_object_end(w);
     }
     buf_free(&p);
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(o->call);
+    ecp_call_finish_list(o->call, w);
 }
 
 static void m_read_dir(void *ctx, ecp_call *call)
@@ -815,11 +800,6 @@ static void m_grep(void *ctx, ecp_call *call)
 
 /* ----- watches ------------------------------------------------------------------------------ */
 
-typedef struct change_note {
-    const char *uri;
-    const file_change *change;
-} change_note;
-
 static const char *change_name(file_change_type t)
 {
     switch (t) {
@@ -829,37 +809,21 @@ static const char *change_name(file_change_type t)
     }
 }
 
-static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    change_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "uri", n->uri);
-    jw_key_string(w, "type", change_name(n->change->type));
-    jw_key_int(w, "timestamp", (int64_t)n->change->timestamp);
-    jw_object_end(w);
-}
-
-static void render_uri(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    change_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "uri", n->uri);
-    jw_object_end(w);
-}
-
 static void on_change(void *ctx, const file_change *change)
 {
     wire_watch *ww = ctx;
     buf u = BUF_INIT;
     file_uri_from_path(&u, change->path);
-    change_note n = {u.data, change};
     ecp_bus *bus = ww->ad->bus;
     uint64_t client = ww->client;
-    ecp_bus_notify_client(bus, client, "file/didChange", render_change, &n);
-    if (change->type == FILE_CHANGE_CREATED)
-        ecp_bus_notify_client(bus, client, "file/didCreate", render_uri, &n);
-    else if (change->type == FILE_CHANGE_DELETED)
-        ecp_bus_notify_client(bus, client, "file/didDelete", render_uri, &n);
+    ecp_bus_notify_client(bus, client, "file/didChange", ecp_render_fields,
+                          ECP_FIELDS(ECP_STRING_FIELD("uri", u.data), ECP_STRING_FIELD("type", change_name(change->type)),
+                                     ECP_INT_FIELD("timestamp", change->timestamp)));
+    const char *also = change->type == FILE_CHANGE_CREATED   ? "file/didCreate"
+                       : change->type == FILE_CHANGE_DELETED ? "file/didDelete"
+                                                              : NULL;
+    if (also)
+        ecp_bus_notify_client(bus, client, also, ecp_render_fields, ECP_FIELDS(ECP_STRING_FIELD("uri", u.data)));
     buf_free(&u);
 }
 
@@ -1025,15 +989,12 @@ static void m_uri_to_path(void *ctx, ecp_call *call)
     if (rc && rc != ECP_ENOPROVIDER) {
         reply_error(call, rc, err.message, uri.ptr);
     } else {
-        json_writer *w = ecp_call_result(call);
-        jw_object_begin(w);
-        jw_key(w, "path");
+        json_writer *w = ecp_call_result_key(call, "path");
         if (rc)
             jw_null(w);
         else
             jw_string_n(w, path.data, path.len);
-        jw_object_end(w);
-        ecp_call_finish(call);
+        ecp_call_finish_key(call, w);
     }
     buf_free(&path);
 }

@@ -891,23 +891,15 @@ static void m_show(void *ctx, ecp_call *call)
 
 /* ----- notifications ---------------------------------------------------------------------------------- */
 
-static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const gitsvc_change *ch = ctx;
-    buf u = BUF_INIT;
-    file_uri_from_path(&u, ch->path);
-    jw_object_begin(w);
-    jw_key_string_n(w, "uri", u.data, u.len);
-    jw_key_string(w, "rootUri", ch->root);
-    jw_key_string(w, "kind", gitsvc_change_kind_name(ch->kind));
-    jw_object_end(w);
-    buf_free(&u);
-}
-
 static void on_change(void *ctx, const gitsvc_change *change)
 {
     git_adapter *ad = ctx;
-    ecp_bus_notify(ad->bus, "git/didChange", render_change, (void *)change);
+    buf u = BUF_INIT;
+    file_uri_from_path(&u, change->path);
+    ecp_bus_notify(ad->bus, "git/didChange", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("uri", u.data), ECP_STRING_FIELD("rootUri", change->root),
+                              ECP_STRING_FIELD("kind", gitsvc_change_kind_name(change->kind))));
+    buf_free(&u);
 }
 
 static const gitsvc_listener listener = {on_change};

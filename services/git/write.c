@@ -110,7 +110,10 @@ int gitsvc_stage(gitsvc_repo *repo, const char *const *rel_paths, size_t count, 
     return rc;
 }
 
-int gitsvc_unstage(gitsvc_repo *repo, const char *const *rel_paths, size_t count, gitsvc_error *err)
+/* The paths as HEAD has them: in the index (unstage), and with work_tree in
+ * the work tree too (discard). */
+static int reset_to_head(gitsvc_repo *repo, const char *const *rel_paths, size_t count, bool work_tree,
+                         gitsvc_error *err)
 {
     git_commit *head = NULL;
     int rc = gitsvc__head_commit(repo->repo, &head, err);
@@ -118,22 +121,7 @@ int gitsvc_unstage(gitsvc_repo *repo, const char *const *rel_paths, size_t count
         return rc;
     git_strarray spec = exact_spec(rel_paths, count);
     rc = git_reset_default(repo->repo, (git_object *)head, &spec);
-    spec_free(&spec);
-    git_commit_free(head);
-    if (rc < 0)
-        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot unstage");
-    return 0;
-}
-
-int gitsvc_discard(gitsvc_repo *repo, const char *const *rel_paths, size_t count, gitsvc_error *err)
-{
-    git_commit *head = NULL;
-    int rc = gitsvc__head_commit(repo->repo, &head, err);
-    if (rc)
-        return rc;
-    git_strarray spec = exact_spec(rel_paths, count);
-    rc = git_reset_default(repo->repo, (git_object *)head, &spec);
-    if (rc == 0 && head) {
+    if (rc == 0 && head && work_tree) {
         git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
         co.checkout_strategy = GIT_CHECKOUT_FORCE;
         co.paths = spec;
@@ -142,8 +130,19 @@ int gitsvc_discard(gitsvc_repo *repo, const char *const *rel_paths, size_t count
     spec_free(&spec);
     git_commit_free(head);
     if (rc < 0)
-        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot discard the changes");
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED,
+                               work_tree ? "Cannot discard the changes" : "Cannot unstage");
     return 0;
+}
+
+int gitsvc_unstage(gitsvc_repo *repo, const char *const *rel_paths, size_t count, gitsvc_error *err)
+{
+    return reset_to_head(repo, rel_paths, count, false, err);
+}
+
+int gitsvc_discard(gitsvc_repo *repo, const char *const *rel_paths, size_t count, gitsvc_error *err)
+{
+    return reset_to_head(repo, rel_paths, count, true, err);
 }
 
 /* ----- commits --------------------------------------------------------------------------- */

@@ -207,14 +207,11 @@ static void write_setting(void *ctx, const char *key, const char *value)
 static void m_config_get_all(void *ctx, ecp_call *call)
 {
     session_adapter *ad = ctx;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "settings");
+    json_writer *w = ecp_call_result_key(call, "settings");
     jw_object_begin(w);
     session_settings_each(ad->svc, write_setting, w);
     jw_object_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 static void m_config_reset(void *ctx, ecp_call *call)
@@ -770,12 +767,9 @@ static void m_theme_list(void *ctx, ecp_call *call)
 
 static void reply_theme(ecp_call *call, const session_theme *t)
 {
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "theme");
+    json_writer *w = ecp_call_result_key(call, "theme");
     write_theme(w, t);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 static void reply_theme_missing(ecp_call *call, const char *id)
@@ -1001,26 +995,6 @@ static void m_secret_providers(void *ctx, ecp_call *call)
     ecp_call_finish_list(call, w);
 }
 
-/* ----- notifications ------------------------------------------------------------------------------------------ */
-
-typedef struct setting_note {
-    const char *key;
-    const char *value;
-} setting_note;
-
-static void render_setting(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    const setting_note *n = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "key", n->key);
-    jw_key(w, "value");
-    if (n->value)
-        jw_raw(w, n->value, strlen(n->value));
-    else
-        jw_null(w);
-    jw_object_end(w);
-}
-
 /* ----- workspace methods ---------------------------------------------------------------------------------------- */
 
 /* The folder a uri names, as an absolute path in path; false when the call
@@ -1124,8 +1098,8 @@ static void m_workspace_is_trusted(void *ctx, ecp_call *call)
 static void on_setting(void *ctx, const char *key, const char *value)
 {
     session_adapter *ad = ctx;
-    setting_note n = {key, value};
-    ecp_bus_notify(ad->bus, "config/didChange", render_setting, &n);
+    ecp_bus_notify(ad->bus, "config/didChange", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("key", key), ECP_JSON_FIELD("value", value)));
 }
 
 static void on_theme(void *ctx, const char *theme_id)

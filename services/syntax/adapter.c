@@ -318,12 +318,9 @@ static void highlighted_line(void *ctx, int status, const ecp_error *err, const 
         reply_error(p->call, status, err, ECP_WIRE_INTERNAL_ERROR);
         return;
     }
-    json_writer *w = ecp_call_result(p->call);
-    jw_object_begin(w);
-    jw_key(w, "tokens");
+    json_writer *w = ecp_call_result_key(p->call, "tokens");
     write_one_text_line(w, &(text_lines){.highlight = r}, p->line, p->enc);
-    jw_object_end(w);
-    ecp_call_finish(p->call);
+    ecp_call_finish_key(p->call, w);
 }
 
 static void m_highlight_line(void *ctx, ecp_call *call)
@@ -362,12 +359,9 @@ static void session_created(void *ctx, int status, const ecp_error *err, const s
         reply_error(p->call, status, err, ECP_WIRE_SYNTAX_SESSION_NOT_FOUND);
         return;
     }
-    json_writer *w = ecp_call_result(p->call);
-    jw_object_begin(w);
-    jw_key(w, "session");
+    json_writer *w = ecp_call_result_key(p->call, "session");
     write_session(w, s);
-    jw_object_end(w);
-    ecp_call_finish(p->call);
+    ecp_call_finish_key(p->call, w);
 }
 
 static void m_create_session(void *ctx, ecp_call *call)
@@ -419,12 +413,9 @@ static void m_get_session_tokens(void *ctx, ecp_call *call)
     if (!ecp_arg_string(call, p, "sessionId", &id) || !ecp_arg_index(call, p, "lineNumber", &line))
         return;
     const syntax_text *t = syntax_session_read(ad->svc, id.ptr);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "tokens");
+    json_writer *w = ecp_call_result_key(call, "tokens");
     write_one_text_line(w, &(text_lines){.svc = ad->svc, .session_text = t}, line, ecp_call_encoding(call));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 static void m_get_session_all_tokens(void *ctx, ecp_call *call)
@@ -434,12 +425,9 @@ static void m_get_session_all_tokens(void *ctx, ecp_call *call)
     if (!ecp_arg_string(call, ecp_call_params(call), "sessionId", &id))
         return;
     const syntax_text *t = syntax_session_read(ad->svc, id.ptr);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "lines");
+    json_writer *w = ecp_call_result_key(call, "lines");
     write_text_lines(w, &(text_lines){.svc = ad->svc, .session_text = t}, ecp_call_encoding(call));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 static void m_dispose_session(void *ctx, ecp_call *call)
@@ -460,15 +448,12 @@ static void m_get_session(void *ctx, ecp_call *call)
         return;
     syntax_session_info info;
     bool found = syntax_session_get(ad->svc, id.ptr, &info, NULL) == 0;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "session");
+    json_writer *w = ecp_call_result_key(call, "session");
     if (found)
         write_session(w, &info);
     else
         jw_null(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 /* ----- documents (extension) ------------------------------------------------------------------- */
@@ -536,17 +521,29 @@ static void reply_structure_error(ecp_call *call, int status, const ecp_error *e
         reply_error(call, status, err, ECP_WIRE_DOCUMENT_NOT_FOUND);
 }
 
+/* A structure job's answer begun: the list under key to write the items in
+ * (then ecp_call_finish_list), or NULL when the failure was answered. */
+static json_writer *structure_list(const pending *p, int status, const ecp_error *err, const char *key)
+{
+    if (status < 0) {
+        reply_structure_error(p->call, status, err);
+        return NULL;
+    }
+    return ecp_call_result_list(p->call, key);
+}
+
+/* folding ranges and symbols: the documentId they read; false when the call was answered. */
+static bool arg_document_id(ecp_call *call, ecp_str *id)
+{
+    return ecp_arg_string(call, ecp_call_params(call), "documentId", id);
+}
+
 static void folds_answered(void *ctx, int status, const ecp_error *err, const syntax_structure *r)
 {
     pending *p = ctx;
-    if (status < 0) {
-        reply_structure_error(p->call, status, err);
+    json_writer *w = structure_list(p, status, err, "ranges");
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(p->call);
-    jw_object_begin(w);
-    jw_key(w, "ranges");
-    jw_array_begin(w);
     for (size_t i = 0; i < r->fold_count; i++) {
         jw_object_begin(w);
         jw_key_int(w, "startLine", (int64_t)r->folds[i].start_line);
@@ -555,18 +552,15 @@ static void folds_answered(void *ctx, int status, const ecp_error *err, const sy
             jw_key_string(w, "kind", "comment");
         jw_object_end(w);
     }
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(p->call);
+    ecp_call_finish_list(p->call, w);
 }
 
 static void m_folding_ranges(void *ctx, ecp_call *call)
 {
     syntax_adapter *ad = ctx;
     ecp_str id = {0};
-    if (!ecp_arg_string(call, ecp_call_params(call), "documentId", &id))
-        return;
-    syntax_document_folds_start(ad->svc, id.ptr, call, folds_answered, pending_new(ad, call));
+    if (arg_document_id(call, &id))
+        syntax_document_folds_start(ad->svc, id.ptr, call, folds_answered, pending_new(ad, call));
 }
 
 static void write_position(json_writer *w, const char *key, const syntax_position *p)
@@ -590,14 +584,9 @@ static void write_range(json_writer *w, const char *key, const syntax_range *r)
 static void selections_answered(void *ctx, int status, const ecp_error *err, const syntax_structure *r)
 {
     pending *p = ctx;
-    if (status < 0) {
-        reply_structure_error(p->call, status, err);
+    json_writer *w = structure_list(p, status, err, "ranges");
+    if (!w)
         return;
-    }
-    json_writer *w = ecp_call_result(p->call);
-    jw_object_begin(w);
-    jw_key(w, "ranges");
-    jw_array_begin(w);
     for (size_t s = 0; s < r->selection_count; s++) {
         /* {range, parent: {range, parent: ...}}, innermost first, written
          * in one pass and closed in another */
@@ -611,9 +600,7 @@ static void selections_answered(void *ctx, int status, const ecp_error *err, con
         for (size_t i = 0; i < sel->count; i++)
             jw_object_end(w);
     }
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(p->call);
+    ecp_call_finish_list(p->call, w);
 }
 
 static void m_selection_ranges(void *ctx, ecp_call *call)
@@ -672,16 +659,11 @@ static void write_symbol_fields(json_writer *w, const syntax_symbol *s)
 static void symbols_answered(void *ctx, int status, const ecp_error *err, const syntax_structure *r)
 {
     pending *p = ctx;
-    if (status < 0) {
-        reply_structure_error(p->call, status, err);
+    json_writer *w = structure_list(p, status, err, "symbols");
+    if (!w)
         return;
-    }
     const syntax_symbol *symbols = r->symbols;
     size_t count = r->symbol_count;
-    json_writer *w = ecp_call_result(p->call);
-    jw_object_begin(w);
-    jw_key(w, "symbols");
-    jw_array_begin(w);
     /* Each symbol comes after its parent: the open ones are a stack, as
      * deep as the service nests them. */
     size_t open[SYNTAX_MAX_SYMBOL_DEPTH], depth = 0;
@@ -705,19 +687,16 @@ static void symbols_answered(void *ctx, int status, const ecp_error *err, const 
         jw_array_end(w);
         jw_object_end(w);
     }
-    jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(p->call);
+    ecp_call_finish_list(p->call, w);
 }
 
 static void m_symbols(void *ctx, ecp_call *call)
 {
     syntax_adapter *ad = ctx;
     ecp_str id = {0};
-    if (!ecp_arg_string(call, ecp_call_params(call), "documentId", &id))
-        return;
-    syntax_document_symbols_start(ad->svc, id.ptr, ecp_call_encoding(call), call, symbols_answered,
-                                  pending_new(ad, call));
+    if (arg_document_id(call, &id))
+        syntax_document_symbols_start(ad->svc, id.ptr, ecp_call_encoding(call), call, symbols_answered,
+                                      pending_new(ad, call));
 }
 
 /* ----- languages, themes, metrics --------------------------------------------------------------- */
@@ -736,25 +715,15 @@ static void m_is_supported(void *ctx, ecp_call *call)
 {
     syntax_adapter *ad = ctx;
     ecp_str id = {0};
-    if (!ecp_arg_string(call, ecp_call_params(call), "languageId", &id))
-        return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_bool(w, "supported", syntax_language_supported(ad->svc, id.ptr));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    if (ecp_arg_string(call, ecp_call_params(call), "languageId", &id))
+        ecp_call_reply_bool(call, "supported", syntax_language_supported(ad->svc, id.ptr));
 }
 
 static void m_detect_language(void *ctx, ecp_call *call)
 {
     ecp_str path = {0};
-    if (!ecp_arg_string(call, ecp_call_params(call), "filePath", &path))
-        return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_string(w, "languageId", syntax_language_detect(path.ptr));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    if (ecp_arg_string(call, ecp_call_params(call), "filePath", &path))
+        ecp_call_reply_string(call, "languageId", syntax_language_detect(path.ptr));
 }
 
 static void m_themes(void *ctx, ecp_call *call)
@@ -781,11 +750,7 @@ static void m_set_theme(void *ctx, ecp_call *call)
 static void m_get_theme(void *ctx, ecp_call *call)
 {
     syntax_adapter *ad = ctx;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_string(w, "theme", syntax_theme_current(ad->svc));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_string(call, "theme", syntax_theme_current(ad->svc));
 }
 
 static void m_metrics(void *ctx, ecp_call *call)
@@ -793,17 +758,14 @@ static void m_metrics(void *ctx, ecp_call *call)
     syntax_adapter *ad = ctx;
     syntax_metrics metrics, *m = &metrics;
     syntax_metrics_get(ad->svc, m);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "metrics");
+    json_writer *w = ecp_call_result_key(call, "metrics");
     jw_object_begin(w);
     jw_key_int(w, "parseCount", (int64_t)m->parse_count);
     jw_key_int(w, "cacheHits", (int64_t)m->cache_hits);
     jw_key_int(w, "cacheMisses", (int64_t)m->cache_misses);
     jw_key_double(w, "averageParseTime", m->parse_count ? m->parse_ms_total / (double)m->parse_count : 0.0);
     jw_object_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 static void m_reset_metrics(void *ctx, ecp_call *call)
@@ -816,11 +778,7 @@ static void m_reset_metrics(void *ctx, ecp_call *call)
 /* Grammars are linked in: the service is ready from the start. */
 static void m_is_ready(void *ctx, ecp_call *call)
 {
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key_bool(w, "ready", true);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_reply_bool(call, "ready", true);
 }
 
 /* ----- notifications --------------------------------------------------------------------------------- */

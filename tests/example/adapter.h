@@ -3,12 +3,11 @@
 #ifndef ECPD_WORDCOUNT_ADAPTER_H
 #define ECPD_WORDCOUNT_ADAPTER_H
 
+#include "interface.h"
 #include "rpc.h"
-
-struct wordcount_service;
 
 /* Fills *out with the namespace's methods; svc is borrowed and must outlive
  * the server. */
-void wordcount_adapter_init(ecp_adapter *out, struct wordcount_service *svc);
+void wordcount_adapter_init(ecp_adapter *out, wordcount_service *svc);
 
 #endif

@@ -28,22 +28,15 @@ wordcount_service *wordcount_service_new(ecp_pool *pool);
  * serve; no callback runs afterwards. */
 void wordcount_service_free(wordcount_service *svc);
 
-typedef struct wordcount_args {
-    const char *path;  /* absolute; copied */
-    ecp_call *serve;   /* may be NULL: the call the job serves (its cancel cancels the job). Borrowed. */
-} wordcount_args;
+/* Runs once, on the loop: 0 and the counts (words: runs of bytes that are not
+ * ASCII white space; lines: newline bytes, as wc -l counts them), or a
+ * status and err, valid during the call only. */
+typedef void (*wordcount_cb)(void *ctx, int status, const ecp_error *err, uint64_t words, uint64_t lines);
 
-typedef struct wordcount_result {
-    uint64_t words; /* runs of bytes that are not ASCII white space */
-    uint64_t lines; /* newline bytes, as wc -l counts them */
-} wordcount_result;
-
-/* Runs once, on the loop: 0 and result, or a status and err. Both are valid
- * during the call only. */
-typedef void (*wordcount_cb)(void *ctx, int status, const ecp_error *err, const wordcount_result *result);
-
-/* Counts the file at args->path in a job of the service and returns it,
- * started. The caller may cancel it (ecp_job_cancel) until cb has run. */
-ecp_job *wordcount_count_start(wordcount_service *svc, const wordcount_args *args, wordcount_cb cb, void *ctx);
+/* Counts the file at path (absolute; copied) in a job of the service and
+ * returns it, started. serve (may be NULL) is the call the job serves: its
+ * cancel cancels the job. The caller may cancel it (ecp_job_cancel) until cb
+ * has run. */
+ecp_job *wordcount_count_start(wordcount_service *svc, const char *path, ecp_call *serve, wordcount_cb cb, void *ctx);
 
 #endif

@@ -18,7 +18,7 @@ typedef struct count_job {
     char *path; /* owned */
     wordcount_cb cb;
     void *ctx;
-    wordcount_result result;
+    uint64_t words, lines; /* written by count_fd, read by count_done */
 } count_job;
 
 wordcount_service *wordcount_service_new(ecp_pool *pool)
@@ -48,8 +48,8 @@ static int count_fd(ecp_job *job, int fd, count_job *j, ecp_error *err)
             return ecp_error_set(err, ECP_ECANCELED, "Count cancelled: %s", j->path);
         for (ssize_t i = 0; i < n; i++) {
             bool space = chunk[i] == ' ' || (chunk[i] >= '\t' && chunk[i] <= '\r');
-            j->result.lines += chunk[i] == '\n';
-            j->result.words += !in_word && !space;
+            j->lines += chunk[i] == '\n';
+            j->words += !in_word && !space;
             in_word = !space;
         }
     }
@@ -79,7 +79,7 @@ static int count_work(ecp_job *job, void *payload, ecp_error *err)
 static void count_done(void *payload, int status, const ecp_error *err)
 {
     count_job *j = payload;
-    j->cb(j->ctx, status, err, &j->result);
+    j->cb(j->ctx, status, err, j->words, j->lines);
 }
 
 static void count_release(void *payload) { free(((count_job *)payload)->path); }
@@ -87,8 +87,8 @@ static void count_release(void *payload) { free(((count_job *)payload)->path); }
 static const ecp_job_kind count_kind =
     ECP_JOB_KIND("wordcount.count", ECP_LANE_LONG, false, count_work, count_done, count_release);
 
-ecp_job *wordcount_count_start(wordcount_service *svc, const wordcount_args *args, wordcount_cb cb, void *ctx)
+ecp_job *wordcount_count_start(wordcount_service *svc, const char *path, ecp_call *serve, wordcount_cb cb, void *ctx)
 {
-    count_job j = {.path = xstrdup(args->path), .cb = cb, .ctx = ctx};
-    return ecp_job_run(svc->jobs, &count_kind, &j, sizeof j, args->serve);
+    count_job j = {.path = xstrdup(path), .cb = cb, .ctx = ctx};
+    return ecp_job_run(svc->jobs, &count_kind, &j, sizeof j, serve);
 }
