@@ -346,12 +346,6 @@ static int configure(sqlite3 *db, int busy_ms, bool wal, ecp_error *err)
         return status;
     if (!wal)
         return 0;
-    /* A new file gives freed pages back (give_back_free_pages); on an existing
-     * one this does nothing until its first VACUUM. The WAL is cut back to
-     * 4 MiB whenever it restarts, however big one row made it. */
-    if ((status = store_exec(db, "PRAGMA auto_vacuum = INCREMENTAL", err)) < 0 ||
-        (status = store_exec(db, "PRAGMA journal_size_limit = 4194304", err)) < 0)
-        return status;
     /* Switching a new file to WAL takes an exclusive lock, and SQLite answers
      * SQLITE_BUSY at once instead of calling the busy handler while another
      * process does the same; without a retry, one of two servers started
@@ -673,6 +667,16 @@ static int open_file(store *self, int busy_ms, bool *damaged, char *why, size_t 
         sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
     }
     if (status < 0 && !*damaged && is_damage(sqlite3_extended_errcode(self->db))) {
+        snprintf(why, why_cap, "%s", sqlite3_errmsg(self->db));
+        *damaged = true;
+    }
+    /* After the damage checks, which must see the WAL as it was left: these
+     * read the file. A new file gives freed pages back (give_back_free_pages);
+     * on an existing one this does nothing until its first VACUUM. The WAL is
+     * cut back to 4 MiB whenever it restarts, however big one row made it. */
+    if (status == 0 && ((status = store_exec(self->db, "PRAGMA auto_vacuum = INCREMENTAL", err)) < 0 ||
+                        (status = store_exec(self->db, "PRAGMA journal_size_limit = 4194304", err)) < 0) &&
+        is_damage(sqlite3_extended_errcode(self->db))) {
         snprintf(why, why_cap, "%s", sqlite3_errmsg(self->db));
         *damaged = true;
     }
