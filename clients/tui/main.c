@@ -597,16 +597,6 @@ int main(int argc, char **argv)
         }
     }
     free(ssh_options);
-    /* Keys come from a terminal: anything else (a file, /dev/null) cannot be
-     * polled, and there would be no one to edit for. */
-    if (!isatty(STDIN_FILENO)) {
-        fprintf(stderr, "ecp-tui: standard input is not a terminal; run it in one (ecpctl speaks to a server "
-                        "from scripts)\n");
-        free(files);
-        free_app(a);
-        free(a);
-        return 2;
-    }
     /* The workspace: the first directory named, else here, as ecpd's own default (so
      * --connect finds the socket a plain `ecpd --socket` started here listens on). */
     for (int i = 0; i < file_count && !a->workspace; i++) {
@@ -648,6 +638,11 @@ int main(int argc, char **argv)
         failed = xstrdup(a->message);
     else if (a->ssh)
         failed = wait_for_remote(a);
+    /* Keys come from a terminal: anything else (a file, /dev/null) cannot be
+     * polled, and there would be no one to edit for. Said after the server's
+     * own failures, which are more use to know. */
+    if (!failed && !isatty(STDIN_FILENO))
+        failed = xstrdup("standard input is not a terminal; run it in one (ecpctl speaks to a server from scripts)");
     if (failed) {
         fprintf(stderr, "ecp-tui: %s\n", failed);
         free(failed);
