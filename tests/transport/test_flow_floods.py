@@ -127,18 +127,25 @@ class Coalescing(unittest.TestCase):
             f.start("terminal")
             f.started("terminal")
             f.s.reading.clear()  # the client stops reading: the flood backs the connection up
-            time.sleep(2)
-            write("appeared.txt", "1")          # created, changed, deleted: never there for the client
-            write("appeared.txt", "2")
-            os.unlink(path("appeared.txt"))
-            write("new.txt", "1")               # created, then changed: created
-            write("new.txt", "2")
-            write("kept.txt", "2")              # changed twice: changed
-            write("kept.txt", "3")
-            write("changed-then-gone.txt", "2")  # changed, then deleted: deleted
-            os.unlink(path("changed-then-gone.txt"))
-            os.unlink(path("gone-then-back.txt"))  # deleted, then created again: changed
-            write("gone-then-back.txt", "2")
+            time.sleep(8)  # 8 MiB of it, on a busy machine
+            # each step apart from the last by more than the watch's own window
+            # (50 ms), in which it already reports a path once
+            steps = [
+                lambda: write("appeared.txt", "1"),     # created, changed, deleted: never there for the client
+                lambda: write("appeared.txt", "2"),
+                lambda: os.unlink(path("appeared.txt")),
+                lambda: write("new.txt", "1"),          # created, then changed: created
+                lambda: write("new.txt", "2"),
+                lambda: write("kept.txt", "2"),         # changed twice: changed
+                lambda: write("kept.txt", "3"),
+                lambda: write("changed-then-gone.txt", "2"),  # changed, then deleted: deleted
+                lambda: os.unlink(path("changed-then-gone.txt")),
+                lambda: os.unlink(path("gone-then-back.txt")),  # deleted, then made again: changed
+                lambda: write("gone-then-back.txt", "2"),
+            ]
+            for step in steps:
+                step()
+                time.sleep(0.2)
             time.sleep(1)
             f.s.reading.set()
             f.s.wait_count("terminal/exit", 1, timeout=240)
@@ -160,6 +167,38 @@ class Coalescing(unittest.TestCase):
         self.assertEqual(by_file.get("kept.txt"), ["changed"])
         self.assertEqual(by_file.get("changed-then-gone.txt"), ["deleted", "file/didDelete"])
         self.assertEqual(by_file.get("gone-then-back.txt"), ["changed"])
+
+
+class CausedBeforeAnswer(unittest.TestCase):
+    """PROTOCOL.md section 6: the notifications a request causes come before
+    its answer, also when streamed ones of their kind wait in their lane."""
+
+    def test_a_stopped_chats_status_comes_before_the_stops_answer(self):
+        f = floods.Floods(ECPD, chat_delay=0.001, keep=("chat/statusChanged", "chat/contentReceived"))
+        try:
+            chat = f.s.call(f.new_id(), "chat/prompt", {"message": "stream"})["result"]["chatId"]
+            f.started("chat")
+            f.s.reading.clear()  # streamed content waits in its lane
+            time.sleep(1.5)
+            stop = f.new_id()
+            f.s.send(floods.req(stop, "chat/promptStop", {"chatId": chat}))
+            time.sleep(0.5)
+            f.s.reading.set()
+            _, answer_at, m = f.s.answer(stop)
+            self.assertEqual(m.get("result"), {}, m)
+            time.sleep(0.5)
+            with f.s.cond:
+                idle = [i for i, n in f.s.kept if n["method"] == "chat/statusChanged"
+                        and n["params"].get("status") == "idle"]
+                finished = [i for i, n in f.s.kept if n["method"] == "chat/contentReceived"
+                            and n["params"]["content"].get("state") == "finished"]
+        finally:
+            f.s.reading.set()
+            code, errors = f.close()
+        self.assertNotIn("Sanitizer", errors)
+        self.assertTrue(idle and finished, "the stop sent no idle status or finished content")
+        self.assertLess(finished[0], answer_at, "the answer of chat/promptStop overtook the turn's end")
+        self.assertLess(idle[0], answer_at, "the answer of chat/promptStop overtook its chat/statusChanged")
 
 
 class SocketClient:
