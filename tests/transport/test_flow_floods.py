@@ -169,6 +169,47 @@ class Coalescing(unittest.TestCase):
         self.assertEqual(by_file.get("gone-then-back.txt"), ["changed"])
 
 
+    def test_diagnostics_come_once_per_document_with_the_newest_set_while_backed_up(self):
+        f = floods.Floods(ECPD, keep=("lsp/didPublishDiagnostics",))
+        fake = os.path.join(floods.HERE, "..", "lsp", "fake_server.py")
+        try:
+            doc_path = os.path.join(f.tmp, "d.txt")
+            with open(doc_path, "w") as out:
+                out.write("one\ntwo\n")
+            uri = "file://" + doc_path
+            # language servers run only in a trusted folder
+            trust = {"uri": "file://" + f.tmp, "trusted": True}
+            self.assertIn("result", f.s.call(f.new_id(), "workspace/trust", trust))
+            self.assertIn("result", f.s.call(f.new_id(), "lsp/setServerConfig", {
+                "languageId": "plaintext",
+                "config": {"command": sys.executable, "args": [fake, "diagnostics"]}}))
+            self.assertIn("result", f.s.call(f.new_id(), "lsp/start", {"languageId": "plaintext"}))
+            f.start("terminal")
+            f.started("terminal")
+            f.s.reading.clear()
+            time.sleep(8)  # backed up
+            # every opening on the server publishes the document's diagnostics again
+            opening = {"uri": uri, "languageId": "plaintext", "content": "one\ntwo\n"}
+            for i in range(5):
+                if i:
+                    f.s.send(floods.req(f.new_id(), "lsp/documentClose", {"uri": uri}))
+                f.s.send(floods.req(f.new_id(), "lsp/documentOpen", opening))
+                time.sleep(0.3)
+            f.s.reading.set()
+            f.s.wait_count("terminal/exit", 1, timeout=240)
+            time.sleep(1)
+            with f.s.cond:
+                published = [n["params"] for _, n in f.s.kept if n["params"]["uri"] == uri]
+        finally:
+            f.s.reading.set()
+            code, errors = f.close()
+        self.assertNotIn("Sanitizer", errors)
+        print("\n  diagnostics of one document published 5 times while backed up: the client got %d"
+              % len(published), file=sys.stderr)
+        self.assertEqual(len(published), 1, published)
+        self.assertEqual(len(published[0]["diagnostics"]), 2)
+
+
 class CausedBeforeAnswer(unittest.TestCase):
     """PROTOCOL.md section 6: the notifications a request causes come before
     its answer, also when streamed ones of their kind wait in their lane."""
