@@ -40,6 +40,10 @@ extern char **environ;
 /* After the program exited, how long to wait for the end of its output
  * when another process keeps the terminal open. */
 #define EXIT_DRAIN_MS 50
+/* How many of those waits a reader that still has output gets: its thread
+ * may be slow to run on a busy machine, but a program whose heir never stops
+ * writing must not hold its exit back forever. */
+#define EXIT_DRAIN_WAITS_MAX 20
 
 typedef struct terminal terminal;
 
@@ -102,6 +106,7 @@ struct terminal {
     int exit_code;
     bool exit_reported;
     bool drain_expired;
+    unsigned drain_waits; /* EXIT_DRAIN_MS waits for output the reader had not taken yet */
     bool ready;       /* interpret in this turn's check */
     bool batching;    /* the timer ends a batch */
     bool title_changed;
@@ -391,6 +396,8 @@ static void mark_ready(terminal *t)
     }
 }
 
+static bool reader_has_more(terminal *t);
+
 static void on_timer(uv_timer_t *timer)
 {
     terminal *t = timer->data;
@@ -398,6 +405,10 @@ static void on_timer(uv_timer_t *timer)
         t->batching = false;
         mark_ready(t);
     } else if (!t->running) {
+        if (reader_has_more(t) && ++t->drain_waits < EXIT_DRAIN_WAITS_MAX) {
+            uv_timer_start(&t->h->timer, on_timer, EXIT_DRAIN_MS, 0);
+            return;
+        }
         t->drain_expired = true;
         mark_ready(t);
     }
@@ -501,6 +512,21 @@ static void reader_stop(pty_reader *r)
     close(r->wake[0]);
     close(r->wake[1]);
     buf_free(&r->inbox);
+}
+
+/* Whether output the program wrote before it ended may still come: the
+ * reader holds some the loop has not taken, or the terminal has some the
+ * reader has not read (or its end, which the reader reports). */
+static bool reader_has_more(terminal *t)
+{
+    pty_reader *r = &t->h->reader;
+    uv_mutex_lock(&r->lock);
+    bool more = r->inbox.len > 0, eof = r->eof;
+    uv_mutex_unlock(&r->lock);
+    if (more || eof || t->eof)
+        return more;
+    struct pollfd p = {.fd = t->master, .events = POLLIN};
+    return poll(&p, 1, 0) > 0;
 }
 
 /* Tells the thread whether to read. */
