@@ -416,8 +416,6 @@ static void on_timer(uv_timer_t *timer)
 
 /* ----- reading and writing the terminal ---------------------------------------------------- */
 
-/* Reads what the terminal has, up to the backlog's bound, and decides when
- * to interpret it. */
 static void reader_wake(pty_reader *r)
 {
     char byte = 1;
@@ -441,8 +439,15 @@ static void reader_thread(void *arg)
         if (stop)
             break;
         struct pollfd fds[2] = {{.fd = r->master, .events = POLLIN}, {.fd = r->wake[0], .events = POLLIN}};
-        if (poll(fds, 2, -1) < 0 && errno != EINTR)
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            uv_mutex_lock(&r->lock);
+            r->eof = true; /* nothing more can be read: as for a terminal nobody has open */
+            uv_mutex_unlock(&r->lock);
+            uv_async_send(&h->async);
             break;
+        }
         if (fds[1].revents & POLLIN) {
             char drain[64];
             while (read(r->wake[0], drain, sizeof drain) > 0) {
