@@ -34,6 +34,9 @@ struct ecp_call {
     void *abandon_ctx;
     ecp_deliver_fn deliver;
     void *owner;
+    unsigned *(*cause_counter_of)(void *owner);
+    unsigned *cause_counter; /* taken at the outermost ecp_call_cause_begin */
+    unsigned cause_depth;
     void *link;
     ecp_logger *log;
     /* A second answer is written here and thrown away, so a handler that
@@ -68,6 +71,7 @@ ecp_call *ecp_call_create(ecp_call_init *init)
     c->encoding = init->encoding;
     c->deliver = init->deliver;
     c->owner = init->owner;
+    c->cause_counter_of = init->cause_counter;
     c->log = init->log;
     c->refs = 2; /* the dispatcher's and the pending answer's */
     return c;
@@ -104,6 +108,30 @@ const char *ecp_call_id_raw(const ecp_call *call, size_t *len)
 
 void *ecp_call_link(ecp_call *call) { return call->link; }
 void ecp_call_set_link(ecp_call *call, void *link) { call->link = link; }
+
+/* The counter is looked up once, at the outermost begin, while the call's
+ * owner is still there: the answer that usually comes before the end
+ * releases it. An abandoned or answered call causes nothing any more. */
+void ecp_call_cause_begin(ecp_call *call)
+{
+    if (call->cause_depth++ == 0)
+        call->cause_counter = call->cause_counter_of && call->owner && !call->abandoned && !call->answered
+                                  ? call->cause_counter_of(call->owner)
+                                  : NULL;
+    if (call->cause_counter)
+        (*call->cause_counter)++;
+}
+
+void ecp_call_cause_end(ecp_call *call)
+{
+    assert(call->cause_depth > 0 && "ecp_call_cause_end without a begin");
+    if (!call->cause_depth)
+        return;
+    if (call->cause_counter)
+        (*call->cause_counter)--;
+    if (--call->cause_depth == 0)
+        call->cause_counter = NULL;
+}
 
 void ecp_call_abandon(ecp_call *call)
 {

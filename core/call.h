@@ -34,6 +34,9 @@ typedef struct ecp_call_init {
     ecp_position_encoding encoding;
     ecp_deliver_fn deliver;
     void *owner;
+    /* Where the owner counts the code running on a call's behalf, whose
+     * notifications it caused (ecp_call_cause_begin); may be NULL. */
+    unsigned *(*cause_counter)(void *owner);
     ecp_logger *log;            /* where misuse (a second answer) is reported; may be NULL */
 } ecp_call_init;
 

@@ -234,10 +234,15 @@ static void free_data(ecp_job *job)
 static void finish(ecp_job *job)
 {
     unlink_job(job);
+    /* what done notifies on the way to the answer, the call caused */
+    if (job->call)
+        ecp_call_cause_begin(job->call);
     if (job->kind)
         job->kind->done(job->data, job->status, job->status ? &job->err : NULL);
     else if (job->type->done)
         job->type->done(job);
+    if (job->call)
+        ecp_call_cause_end(job->call);
     if (job->call && !ecp_call_answered(job->call)) {
         if (ecp_job_cancelled(job)) {
             release_call(job, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");

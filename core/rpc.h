@@ -273,6 +273,16 @@ void ecp_call_hold_client(ecp_call *call);
  * its client goes away before it is answered. Replaces an earlier hook. */
 void ecp_call_on_abandon(ecp_call *call, void (*fn)(void *ctx), void *ctx);
 
+/* What a handler notifies while it runs, its request caused: on every
+ * connection it comes before the request's answer, even when notifications
+ * of its kind that stream on their own wait in their lane. Code that answers
+ * a deferred call later (a child's reply, a timer) brackets what it notifies
+ * on the call's way to its answer with these, for the same order; a job that
+ * serves the call (ecp_job_serve) brackets its done by itself. Brackets
+ * nest; an abandoned or answered call causes nothing. */
+void ecp_call_cause_begin(ecp_call *call);
+void ecp_call_cause_end(ecp_call *call);
+
 /* ----- notifications -------------------------------------------------------- */
 
 /* Writes the params value of a notification for clients that use `enc`.

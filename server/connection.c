@@ -566,6 +566,15 @@ static void pending_unlink(pending *p)
     ecp_call_set_link(p->call, NULL);
 }
 
+/* The code that runs on a request's behalf (its handler, or what answers it
+ * later and says so, ecp_call_cause_begin) counts here: what it notifies, it
+ * caused. */
+static unsigned *cause_counter(void *owner)
+{
+    pending *p = owner;
+    return &p->conn->server->handling;
+}
+
 /* Called by the call when it is answered: the response goes to the peer (or
  * into its batch). */
 static void deliver(void *owner, ecp_call *call, const char *response, size_t len, const jw_splices *splices)
@@ -698,6 +707,7 @@ static void dispatch(connection *conn, batch *b, char *text, size_t len, json_do
         p->batch = b;
         init.deliver = deliver;
         init.owner = p;
+        init.cause_counter = cause_counter;
     }
     ecp_call *call = ecp_call_create(&init);
     arena_free(&scratch);

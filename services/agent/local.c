@@ -173,9 +173,26 @@ static bool read_message_json(const char *text, agent_message *m)
 typedef struct save_op {
     char *id, *title, *model;
     int64_t created_at, updated_at;
-    int64_t seq;       /* -1: the chat row only */
-    char *message;     /* JSON */
+    int64_t seq;           /* -1: the chat row only */
+    agent_message message; /* a copy, written as JSON on the store's thread: a model's
+                            * answer may be megabytes, too long to escape on the loop */
 } save_op;
+
+static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
+
+static void message_copy(agent_message *to, const agent_message *from)
+{
+    *to = *from;
+    to->text = dup_or_null(from->text);
+    to->tool_call_id = dup_or_null(from->tool_call_id);
+    to->tool_name = dup_or_null(from->tool_name);
+    to->calls = from->call_count ? xcalloc(from->call_count, sizeof *to->calls) : NULL;
+    for (size_t i = 0; i < from->call_count; i++) {
+        to->calls[i].id = dup_or_null(from->calls[i].id);
+        to->calls[i].name = dup_or_null(from->calls[i].name);
+        to->calls[i].arguments = dup_or_null(from->calls[i].arguments);
+    }
+}
 
 static int save_work(sqlite3 *db, void *data, ecp_error *err)
 {
@@ -201,18 +218,22 @@ static int save_work(sqlite3 *db, void *data, ecp_error *err)
     if ((s = store_prepare(db, "INSERT OR REPLACE INTO chat_messages (chat_id, seq, message) VALUES (?1, ?2, ?3)",
                            &st, err)))
         return s;
+    buf json = BUF_INIT;
+    write_message_json(&json, &op->message);
     sqlite3_bind_text(st, 1, op->id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, op->seq);
-    sqlite3_bind_text(st, 3, op->message, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, json.data, -1, SQLITE_STATIC);
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
+    buf_free(&json);
     return rc == SQLITE_DONE ? 0 : store_error(db, rc, err, "saving a chat message");
 }
 
 static void save_free(void *data)
 {
     save_op *op = data;
-    free_each(op->id, op->title, op->model, op->message, op);
+    message_free(&op->message);
+    free_each(op->id, op->title, op->model, op);
 }
 
 static const store_op_type save_type = {"agent.chat.save", true, save_work, NULL, save_free};
@@ -227,11 +248,8 @@ static void persist(chat *c, int64_t seq)
     op->created_at = c->created_at;
     op->updated_at = c->updated_at;
     op->seq = seq;
-    if (seq >= 0) {
-        buf b = BUF_INIT;
-        write_message_json(&b, &c->messages[seq]);
-        op->message = buf_detach(&b);
-    }
+    if (seq >= 0)
+        message_copy(&op->message, &c->messages[seq]);
     store_submit(c->svc->store, &save_type, op);
 }
 

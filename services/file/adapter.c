@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "map.h"
 #include "rpc.h"
 #include "uri.h"
 #include "utf.h"
@@ -36,12 +37,27 @@ typedef struct file_adapter {
     wire_watch *watches;
 } file_adapter;
 
+/* One path's changes while its client is backed up, folded into what the
+ * client needs to be right about the path's end state. */
+typedef struct folded_change {
+    char *uri;
+    bool existed;           /* before the first change held back */
+    file_change_type last;
+    double timestamp;       /* the last change's */
+} folded_change;
+
 struct wire_watch {
     file_adapter *ad;
     uint64_t client;
     uint64_t id; /* the service's */
     char name[48];
     ecp_call *call; /* the file/watch call, until the watch covers its tree */
+    /* Changes held back while a connection that receives them is backed
+     * up: one entry per path, in the order of their first change. */
+    ecp_map *folded_at;          /* uri -> its entry */
+    folded_change **folded;
+    size_t folded_first, folded_count, folded_cap;
+    bool awaiting_drain;
     wire_watch *next;
 };
 
@@ -809,21 +825,100 @@ static const char *change_name(file_change_type t)
     }
 }
 
-static void on_change(void *ctx, const file_change *change)
+static void send_change(wire_watch *ww, const char *uri, const file_change *change)
 {
-    wire_watch *ww = ctx;
-    buf u = BUF_INIT;
-    file_uri_from_path(&u, change->path);
     ecp_bus *bus = ww->ad->bus;
     uint64_t client = ww->client;
     ecp_bus_notify_client(bus, client, "file/didChange", ecp_render_fields,
-                          ECP_FIELDS(ECP_STRING_FIELD("uri", u.data), ECP_STRING_FIELD("type", change_name(change->type)),
+                          ECP_FIELDS(ECP_STRING_FIELD("uri", uri), ECP_STRING_FIELD("type", change_name(change->type)),
                                      ECP_INT_FIELD("timestamp", change->timestamp)));
     const char *also = change->type == FILE_CHANGE_CREATED   ? "file/didCreate"
                        : change->type == FILE_CHANGE_DELETED ? "file/didDelete"
                                                               : NULL;
     if (also)
-        ecp_bus_notify_client(bus, client, also, ecp_render_fields, ECP_FIELDS(ECP_STRING_FIELD("uri", u.data)));
+        ecp_bus_notify_client(bus, client, also, ecp_render_fields, ECP_FIELDS(ECP_STRING_FIELD("uri", uri)));
+}
+
+static void folded_free(folded_change *f)
+{
+    free(f->uri);
+    free(f);
+}
+
+/* Sends what was held back while nothing is backed up, oldest first; the
+ * rest waits for the next drain. A path that existed before and after is
+ * changed, one that appeared is created, one that went is deleted, and one
+ * that appeared and went again is not mentioned. */
+static void send_folded(void *ctx)
+{
+    wire_watch *ww = ctx;
+    ecp_bus *bus = ww->ad->bus;
+    ww->awaiting_drain = false;
+    while (ww->folded_first < ww->folded_count) {
+        if (ecp_bus_backed_up(bus, "file/didChange")) {
+            ww->awaiting_drain = true;
+            ecp_bus_when_drained(bus, "file/didChange", send_folded, ww);
+            break;
+        }
+        folded_change *f = ww->folded[ww->folded_first++];
+        ecp_map_remove(ww->folded_at, f->uri, NULL);
+        bool exists = f->last != FILE_CHANGE_DELETED;
+        if (f->existed || exists) {
+            file_change c = {.path = NULL,
+                             .type = !f->existed ? FILE_CHANGE_CREATED
+                                     : exists    ? FILE_CHANGE_CHANGED
+                                                 : FILE_CHANGE_DELETED,
+                             .timestamp = f->timestamp};
+            send_change(ww, f->uri, &c);
+        }
+        folded_free(f);
+    }
+    if (ww->folded_first == ww->folded_count) {
+        ww->folded_first = ww->folded_count = 0;
+    } else if (ww->folded_first > ww->folded_count / 2) {
+        size_t left = ww->folded_count - ww->folded_first;
+        memmove(ww->folded, ww->folded + ww->folded_first, left * sizeof *ww->folded);
+        ww->folded_first = 0;
+        ww->folded_count = left;
+    }
+}
+
+static void fold_change(wire_watch *ww, const char *uri, const file_change *change)
+{
+    if (!ww->folded_at)
+        ww->folded_at = ecp_map_new();
+    folded_change *f = ecp_map_get(ww->folded_at, uri);
+    if (!f) {
+        f = xcalloc(1, sizeof *f);
+        f->uri = xstrdup(uri);
+        f->existed = change->type != FILE_CHANGE_CREATED;
+        ecp_map_set(ww->folded_at, f->uri, f, NULL);
+        if (ww->folded_count == ww->folded_cap) {
+            ww->folded_cap = ww->folded_cap ? ww->folded_cap * 2 : 64;
+            ww->folded = xrealloc(ww->folded, ww->folded_cap * sizeof *ww->folded);
+        }
+        ww->folded[ww->folded_count++] = f;
+    }
+    f->last = change->type;
+    f->timestamp = change->timestamp;
+    if (!ww->awaiting_drain) {
+        ww->awaiting_drain = true;
+        ecp_bus_when_drained(ww->ad->bus, "file/didChange", send_folded, ww);
+    }
+}
+
+/* While a connection that receives the watch's changes is backed up, they
+ * are folded per path rather than queued one by one (and until what was
+ * folded is sent, so each path's changes keep their order). */
+static void on_change(void *ctx, const file_change *change)
+{
+    wire_watch *ww = ctx;
+    buf u = BUF_INIT;
+    file_uri_from_path(&u, change->path);
+    if (ww->folded_first < ww->folded_count || ecp_bus_backed_up(ww->ad->bus, "file/didChange"))
+        fold_change(ww, u.data, change);
+    else
+        send_change(ww, u.data, change);
     buf_free(&u);
 }
 
@@ -862,6 +957,12 @@ static void end_watch(file_adapter *ad, wire_watch *ww)
         ww->call = NULL;
         ecp_call_error(call, ECP_WIRE_REQUEST_CANCELLED, "Request cancelled");
     }
+    if (ww->awaiting_drain)
+        ecp_bus_cancel_when_drained(ad->bus, send_folded, ww);
+    for (size_t i = ww->folded_first; i < ww->folded_count; i++)
+        folded_free(ww->folded[i]);
+    free(ww->folded);
+    ecp_map_free(ww->folded_at);
     free(ww);
 }
 

@@ -6,10 +6,18 @@
 
 #include "buf.h"
 #include "interface.h"
+#include "map.h"
 
 typedef struct lsp_adapter {
     lsp_service *svc;
     ecp_bus *bus;
+    /* Documents whose diagnostics changed while a connection that receives
+     * them was backed up, in the order they first did: each gets its newest
+     * set once the connections drain, not every set in between. */
+    ecp_map *stale_at;   /* uri -> its place in stale */
+    char **stale;
+    size_t stale_first, stale_count, stale_cap;
+    bool awaiting_drain;
 } lsp_adapter;
 
 static const ecp_wire_map start_codes[] = {
@@ -738,11 +746,57 @@ static void render_diagnostics(void *ctx, ecp_position_encoding enc, json_writer
     free(json);
 }
 
+static void publish_stale(void *ctx)
+{
+    lsp_adapter *a = ctx;
+    a->awaiting_drain = false;
+    while (a->stale_first < a->stale_count) {
+        if (ecp_bus_backed_up(a->bus, "lsp/didPublishDiagnostics")) {
+            a->awaiting_drain = true;
+            ecp_bus_when_drained(a->bus, "lsp/didPublishDiagnostics", publish_stale, a);
+            break;
+        }
+        char *uri = a->stale[a->stale_first++];
+        ecp_map_remove(a->stale_at, uri, NULL);
+        diagnostics_event e = {a->svc, uri};
+        ecp_bus_notify(a->bus, "lsp/didPublishDiagnostics", render_diagnostics, &e);
+        free(uri);
+    }
+    if (a->stale_first == a->stale_count) {
+        a->stale_first = a->stale_count = 0;
+    } else if (a->stale_first > a->stale_count / 2) {
+        size_t left = a->stale_count - a->stale_first;
+        memmove(a->stale, a->stale + a->stale_first, left * sizeof *a->stale);
+        a->stale_first = 0;
+        a->stale_count = left;
+    }
+}
+
+/* The notification renders the document's diagnostics as they are when it
+ * is sent, so one held back stands for every set published meanwhile. */
 static void on_diagnostics(void *ctx, const char *uri)
 {
     lsp_adapter *a = ctx;
-    diagnostics_event e = {a->svc, uri};
-    ecp_bus_notify(a->bus, "lsp/didPublishDiagnostics", render_diagnostics, &e);
+    if (a->stale_first == a->stale_count && !ecp_bus_backed_up(a->bus, "lsp/didPublishDiagnostics")) {
+        diagnostics_event e = {a->svc, uri};
+        ecp_bus_notify(a->bus, "lsp/didPublishDiagnostics", render_diagnostics, &e);
+        return;
+    }
+    if (!a->stale_at)
+        a->stale_at = ecp_map_new();
+    if (ecp_map_get(a->stale_at, uri))
+        return;
+    if (a->stale_count == a->stale_cap) {
+        a->stale_cap = a->stale_cap ? a->stale_cap * 2 : 16;
+        a->stale = xrealloc(a->stale, a->stale_cap * sizeof *a->stale);
+    }
+    char *copy = xstrdup(uri);
+    a->stale[a->stale_count++] = copy;
+    ecp_map_set(a->stale_at, copy, copy, NULL);
+    if (!a->awaiting_drain) {
+        a->awaiting_drain = true;
+        ecp_bus_when_drained(a->bus, "lsp/didPublishDiagnostics", publish_stale, a);
+    }
 }
 
 static void render_status(void *ctx, ecp_position_encoding enc, json_writer *w)
@@ -899,6 +953,12 @@ static void adapter_destroy(void *ctx)
 {
     lsp_adapter *a = ctx;
     lsp_unsubscribe(a->svc, &adapter_listener, a);
+    if (a->awaiting_drain)
+        ecp_bus_cancel_when_drained(a->bus, publish_stale, a);
+    for (size_t i = a->stale_first; i < a->stale_count; i++)
+        free(a->stale[i]);
+    free(a->stale);
+    ecp_map_free(a->stale_at);
     free(a);
 }
 

@@ -30,8 +30,11 @@
  *   Freeing the service waits for it (at most TERMINAL_KILL_GRACE_MS plus the
  *   time SIGKILL takes).
  *
- * - Output. The loop reads each terminal's pseudo-terminal when it is
- *   readable (never on a timer) into a backlog, and interprets the backlog
+ * - Output. A thread of each terminal reads its pseudo-terminal as the
+ *   program writes (each read may wait for the kernel's line discipline,
+ *   which the loop must not), and the loop takes what it read into a
+ *   backlog, a chunk at a time or as soon as the program pauses. The loop
+ *   interprets the backlog
  *   once per loop turn: it feeds it to libvterm, then emits what it fed as
  *   on_output (in pieces of at most TERMINAL_OUTPUT_CHUNK bytes, never
  *   cutting a UTF-8 sequence), then the title if it changed, then the rows of

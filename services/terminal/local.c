@@ -1,7 +1,8 @@
 /* local: terminals on the loop.
  *
- * Each terminal has a poll handle on its pseudo-terminal's master side
- * (readable while its backlog has room, writable while input waits) and a
+ * Each terminal has a thread that reads its pseudo-terminal's master side
+ * while its backlog has room (see pty_reader), a poll handle on the master
+ * side (writable while input waits) and a
  * timer (the end of a flood's batch, or, after its program exited, the wait
  * for the last output). The service has one check handle, which interprets
  * the backlogs of the terminals that are ready after each poll of the loop,
@@ -12,6 +13,8 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,20 +33,48 @@ extern char **environ;
 
 /* Below this, output is interpreted in the turn that read it. */
 #define QUIET_BYTES ((size_t)16 << 10)
-/* The most one readable event reads before the loop goes on. */
-#define READ_BURST ((size_t)512 << 10)
+/* What a reader thread may hold for the loop before it waits for the loop
+ * to take it. */
+#define READER_INBOX_MAX ((size_t)256 << 10)
 #define READ_CHUNK ((size_t)64 << 10)
 /* After the program exited, how long to wait for the end of its output
  * when another process keeps the terminal open. */
 #define EXIT_DRAIN_MS 50
+/* How many of those waits a reader that still has output gets: its thread
+ * may be slow to run on a busy machine, but a program whose heir never stops
+ * writing must not hold its exit back forever. */
+#define EXIT_DRAIN_WAITS_MAX 20
 
 typedef struct terminal terminal;
+
+/* Reading a pseudo-terminal's master side costs a wait for the kernel's
+ * line discipline worker on every read that finds its 4 KiB buffer empty:
+ * tens of milliseconds for each burst of a flood on a busy machine. So a
+ * thread of the terminal's own reads it, and the loop only takes what it
+ * read (on_reader_async). The thread reads while the loop lets it (reading)
+ * and its inbox has room; it ends at end of file or when told to stop. */
+typedef struct pty_reader {
+    uv_thread_t thread;
+    bool started;
+    int master;
+    int wake[2];        /* a byte in wake[1] interrupts the thread's poll */
+    uv_mutex_t lock;
+    uv_cond_t cond;
+    /* under lock: */
+    buf inbox;          /* read, not taken by the loop yet */
+    bool reading;       /* the loop wants more */
+    bool stop;
+    bool eof;           /* end of file (or an error): the thread has ended */
+    bool drained;       /* the terminal had nothing more when the inbox was last added to */
+} pty_reader;
 
 /* Handles outlive what they belong to until libuv closes them. */
 typedef struct term_handles {
     uv_poll_t poll;
     uv_timer_t timer;
+    uv_async_t async;   /* the reader thread read something */
     int open;
+    pty_reader reader;
 } term_handles;
 
 typedef struct svc_handles {
@@ -75,6 +106,7 @@ struct terminal {
     int exit_code;
     bool exit_reported;
     bool drain_expired;
+    unsigned drain_waits; /* EXIT_DRAIN_MS waits for output the reader had not taken yet */
     bool ready;       /* interpret in this turn's check */
     bool batching;    /* the timer ends a batch */
     bool title_changed;
@@ -364,6 +396,8 @@ static void mark_ready(terminal *t)
     }
 }
 
+static bool reader_has_more(terminal *t);
+
 static void on_timer(uv_timer_t *timer)
 {
     terminal *t = timer->data;
@@ -371,6 +405,10 @@ static void on_timer(uv_timer_t *timer)
         t->batching = false;
         mark_ready(t);
     } else if (!t->running) {
+        if (reader_has_more(t) && ++t->drain_waits < EXIT_DRAIN_WAITS_MAX) {
+            uv_timer_start(&t->h->timer, on_timer, EXIT_DRAIN_MS, 0);
+            return;
+        }
         t->drain_expired = true;
         mark_ready(t);
     }
@@ -378,34 +416,159 @@ static void on_timer(uv_timer_t *timer)
 
 /* ----- reading and writing the terminal ---------------------------------------------------- */
 
-/* Reads what the terminal has, up to the backlog's bound, and decides when
- * to interpret it. */
+static void reader_wake(pty_reader *r)
+{
+    char byte = 1;
+    ssize_t n;
+    do
+        n = write(r->wake[1], &byte, 1);
+    while (n < 0 && errno == EINTR); /* full (EAGAIN): it is awake already */
+}
+
+static void reader_thread(void *arg)
+{
+    term_handles *h = arg;
+    pty_reader *r = &h->reader;
+    char *chunk = xmalloc(READ_CHUNK);
+    for (;;) {
+        uv_mutex_lock(&r->lock);
+        while (!r->stop && (!r->reading || r->inbox.len >= READER_INBOX_MAX))
+            uv_cond_wait(&r->cond, &r->lock);
+        bool stop = r->stop;
+        uv_mutex_unlock(&r->lock);
+        if (stop)
+            break;
+        struct pollfd fds[2] = {{.fd = r->master, .events = POLLIN}, {.fd = r->wake[0], .events = POLLIN}};
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            uv_mutex_lock(&r->lock);
+            r->eof = true; /* nothing more can be read: as for a terminal nobody has open */
+            uv_mutex_unlock(&r->lock);
+            uv_async_send(&h->async);
+            break;
+        }
+        if (fds[1].revents & POLLIN) {
+            char drain[64];
+            while (read(r->wake[0], drain, sizeof drain) > 0) {
+            }
+            continue; /* look at stop and reading again */
+        }
+        if (!fds[0].revents)
+            continue;
+        ssize_t n = read(r->master, chunk, READ_CHUNK);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+            continue;
+        /* A flood is handed over a chunk at a time; a pause in it at once. */
+        struct pollfd more = {.fd = r->master, .events = POLLIN};
+        bool drained = n > 0 && poll(&more, 1, 0) == 0;
+        uv_mutex_lock(&r->lock);
+        if (n > 0)
+            buf_append(&r->inbox, chunk, (size_t)n);
+        else
+            r->eof = true; /* EIO: every process closed the terminal */
+        r->drained = drained;
+        bool tell = n <= 0 || drained || r->inbox.len >= READ_CHUNK;
+        uv_mutex_unlock(&r->lock);
+        if (tell)
+            uv_async_send(&h->async);
+        if (n <= 0)
+            break;
+    }
+    free(chunk);
+}
+
+static int reader_start(term_handles *h, int master)
+{
+    pty_reader *r = &h->reader;
+    r->master = master;
+    if (pipe(r->wake) < 0)
+        return -errno;
+    fcntl(r->wake[0], F_SETFL, fcntl(r->wake[0], F_GETFL) | O_NONBLOCK);
+    fcntl(r->wake[1], F_SETFL, fcntl(r->wake[1], F_GETFL) | O_NONBLOCK);
+    uv_mutex_init(&r->lock);
+    uv_cond_init(&r->cond);
+    int rc = uv_thread_create(&r->thread, reader_thread, h);
+    if (rc < 0) {
+        uv_cond_destroy(&r->cond);
+        uv_mutex_destroy(&r->lock);
+        close(r->wake[0]);
+        close(r->wake[1]);
+        return rc;
+    }
+    r->started = true;
+    return 0;
+}
+
+/* Ends the thread before its master side can be closed. */
+static void reader_stop(pty_reader *r)
+{
+    if (!r->started)
+        return;
+    uv_mutex_lock(&r->lock);
+    r->stop = true;
+    uv_cond_signal(&r->cond);
+    uv_mutex_unlock(&r->lock);
+    reader_wake(r);
+    uv_thread_join(&r->thread);
+    r->started = false;
+    uv_cond_destroy(&r->cond);
+    uv_mutex_destroy(&r->lock);
+    close(r->wake[0]);
+    close(r->wake[1]);
+    buf_free(&r->inbox);
+}
+
+/* Whether output the program wrote before it ended may still come: the
+ * reader holds some the loop has not taken, or the terminal has some the
+ * reader has not read (or its end, which the reader reports). */
+static bool reader_has_more(terminal *t)
+{
+    pty_reader *r = &t->h->reader;
+    uv_mutex_lock(&r->lock);
+    bool more = r->inbox.len > 0, eof = r->eof;
+    uv_mutex_unlock(&r->lock);
+    if (more || eof || t->eof)
+        return more;
+    struct pollfd p = {.fd = t->master, .events = POLLIN};
+    return poll(&p, 1, 0) > 0;
+}
+
+/* Tells the thread whether to read. */
+static void reader_set_reading(terminal *t, bool reading)
+{
+    pty_reader *r = &t->h->reader;
+    uv_mutex_lock(&r->lock);
+    bool changed = r->reading != reading;
+    r->reading = reading;
+    if (changed && reading)
+        uv_cond_signal(&r->cond);
+    uv_mutex_unlock(&r->lock);
+}
+
+/* Takes what the thread read into the backlog, and decides when to
+ * interpret it. */
 static void read_some(terminal *t)
 {
-    size_t got = 0;
-    bool drained = false;
-    while (!t->eof && got < READ_BURST) {
-        if (t->backlog.len >= TERMINAL_BACKLOG_MAX) {
-            t->paused = true;
-            break;
-        }
-        size_t want = TERMINAL_BACKLOG_MAX - t->backlog.len;
-        if (want > READ_CHUNK)
-            want = READ_CHUNK;
-        buf_reserve(&t->backlog, want);
-        ssize_t n = read(t->master, t->backlog.data + t->backlog.len, want);
-        if (n > 0) {
-            t->backlog.len += (size_t)n;
-            t->backlog.data[t->backlog.len] = '\0';
-            got += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        drained = true;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            break;
-        t->eof = true; /* EIO: every process closed the terminal */
+    pty_reader *r = &t->h->reader;
+    uv_mutex_lock(&r->lock);
+    bool had_room = r->inbox.len < READER_INBOX_MAX;
+    size_t got = r->inbox.len;
+    if (got) {
+        buf_append(&t->backlog, r->inbox.data, got);
+        buf_clear(&r->inbox);
+        if (r->inbox.cap > 2 * READER_INBOX_MAX)
+            buf_free(&r->inbox);
+    }
+    if (r->eof)
+        t->eof = true;
+    bool drained = r->drained;
+    if (!had_room)
+        uv_cond_signal(&r->cond); /* room again */
+    uv_mutex_unlock(&r->lock);
+    if (t->backlog.len >= TERMINAL_BACKLOG_MAX && !t->paused) {
+        t->paused = true;
+        update_poll(t);
     }
     size_t pending = t->backlog.len - t->fed;
     if (!pending && !t->eof)
@@ -446,19 +609,21 @@ static void on_poll(uv_poll_t *handle, int status, int events)
     } else {
         if (events & UV_WRITABLE)
             flush_input(t);
-        if (events & (UV_READABLE | UV_DISCONNECT))
-            read_some(t);
     }
     update_poll(t);
+}
+
+static void on_reader_async(uv_async_t *handle)
+{
+    read_some(handle->data); /* a closed handle is not called back */
 }
 
 static void update_poll(terminal *t)
 {
     if (t->closed)
         return;
+    reader_set_reading(t, !t->eof && !t->paused && !t->svc->holds);
     int events = 0;
-    if (!t->eof && !t->paused && !t->svc->holds)
-        events |= UV_READABLE;
     if (!t->eof && t->input_sent < t->input.len)
         events |= UV_WRITABLE;
     if (events == t->poll_events)
@@ -577,10 +742,13 @@ static void terminal_close_one(terminal_service *self, terminal *t)
     t->closed = true;
     t->ready = false;
     /* the handles go first: the fd must not be closed under an active poll */
+    reader_stop(&t->h->reader);
     t->h->poll.data = t->h;
     t->h->timer.data = t->h;
+    t->h->async.data = t->h;
     uv_close((uv_handle_t *)&t->h->poll, on_handle_closed);
     uv_close((uv_handle_t *)&t->h->timer, on_handle_closed);
+    uv_close((uv_handle_t *)&t->h->async, on_handle_closed);
     session_end(self, t->pid, t->tty, t->running, t->master);
     t->master = -1;
     if (!t->busy)
@@ -705,14 +873,24 @@ int terminal_create(terminal_service *self, const terminal_create_options *o, ch
     t->h = xcalloc(1, sizeof *t->h);
     uv_timer_init(self->loop, &t->h->timer);
     t->h->timer.data = t;
-    t->h->open = 2;
+    uv_async_init(self->loop, &t->h->async, on_reader_async);
+    t->h->async.data = t;
+    t->h->open = 3;
     int rc = uv_poll_init(self->loop, &t->h->poll, master);
     t->h->poll.data = t;
+    bool polling = rc == 0;
+    if (polling)
+        rc = reader_start(t->h, master);
     if (rc < 0) {
-        /* the handle is not a handle: only the timer closes */
-        t->h->open = 1;
+        /* a poll handle that failed to start is not a handle: it does not close */
+        t->h->open = polling ? 3 : 2;
         t->h->timer.data = t->h;
+        t->h->async.data = t->h;
+        t->h->poll.data = t->h;
+        if (polling)
+            uv_close((uv_handle_t *)&t->h->poll, on_handle_closed);
         uv_close((uv_handle_t *)&t->h->timer, on_handle_closed);
+        uv_close((uv_handle_t *)&t->h->async, on_handle_closed);
         close(master);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);

@@ -59,7 +59,7 @@
  * it whole. */
 #define STRING_MAX ((size_t)4096)
 /* Interpreting stops between slices when the turn's time is up. */
-#define SLICE_BYTES ((size_t)16 << 10)
+#define SLICE_BYTES ((size_t)2 << 10)
 /* A skip must save at least this much to be worth looking at the cursor. */
 #define SKIP_MIN_BYTES ((size_t)16 << 10)
 #define SKIP_MARGIN_LINES 8

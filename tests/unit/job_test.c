@@ -87,6 +87,9 @@ typedef struct record {
     atomic_int *max_long;     /* the most seen at once */
     atomic_int *release;      /* blocking work waits for this */
     unsigned on_done_answers; /* times done answers its call */
+    const unsigned *causing;  /* the call's cause counter, looked at by done */
+    unsigned causing_in_done; /* what done saw of it, before and after answering */
+    unsigned causing_after_answer;
 } record;
 
 typedef struct job_data {
@@ -130,8 +133,12 @@ static void record_done(ecp_job *job)
     if (ecp_job_cancelled(job))
         atomic_fetch_add(&d->rec->saw_cancelled, 1);
     ecp_call *call = ecp_job_call(job);
+    if (d->rec->causing)
+        d->rec->causing_in_done = *d->rec->causing;
     for (unsigned i = 0; call && i < d->rec->on_done_answers; i++)
         ecp_call_reply_null(call);
+    if (d->rec->causing)
+        d->rec->causing_after_answer = *d->rec->causing;
 }
 
 static void record_free(void *data)
@@ -266,7 +273,10 @@ static void test_close_runs_what_must_run_to_the_end(void **state)
 typedef struct delivered {
     int count;
     char *last;
+    unsigned causing; /* code running on the call's behalf (ecp_call_cause_begin) */
 } delivered;
+
+static unsigned *cause_counter(void *owner) { return &((delivered *)owner)->causing; }
 
 static void on_deliver(void *owner, ecp_call *call, const char *response, size_t len, const jw_splices *splices)
 {
@@ -299,6 +309,7 @@ static ecp_call *make_call(fixture *f, delivered *out)
     init.client_id = 1;
     init.deliver = on_deliver;
     init.owner = out;
+    init.cause_counter = cause_counter;
     init.log = &f->log;
     ecp_call *call = ecp_call_create(&init);
     arena_free(&scratch);
@@ -330,6 +341,40 @@ static void test_done_answers_the_call(void **state)
     run_until(f, &rec.freed);
     assert_int_equal(out.count, 1);
     assert_string_equal(out.last, "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":null}");
+    free(out.last);
+}
+
+/* What done notifies on its way to the answer, the call caused: it comes
+ * before the answer on every connection (PROTOCOL.md section 6). */
+static void test_done_runs_on_its_calls_behalf(void **state)
+{
+    fixture *f = *state;
+    delivered out = {0};
+    record rec = {.on_done_answers = 1, .causing = &out.causing};
+    serve(f, &short_counter, &rec, &out, NULL);
+    run_until(f, &rec.freed);
+    assert_int_equal(out.count, 1);
+    assert_int_equal(rec.causing_in_done, 1);
+    assert_int_equal(rec.causing_after_answer, 1); /* until done returns */
+    assert_int_equal(out.causing, 0);
+    free(out.last);
+}
+
+/* An abandoned call's job causes nothing: its owner is gone. */
+static void test_abandoned_calls_done_causes_nothing(void **state)
+{
+    fixture *f = *state;
+    delivered out = {0};
+    record rec = {.on_done_answers = 1, .causing = &out.causing};
+    ecp_call *call = make_call(f, &out);
+    ecp_job *job = ecp_job_new(f->set, &short_counter, data_for(&rec));
+    ecp_job_serve(job, call);
+    ecp_call_abandon(call); /* the client cancelled it, or went away */
+    ecp_job_start(job, 1);
+    ecp_call_unref(call);
+    run_until(f, &rec.freed);
+    assert_int_equal(rec.causing_in_done, 0);
+    assert_int_equal(out.causing, 0);
     free(out.last);
 }
 
@@ -641,6 +686,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_close_cancels_waits_and_frees, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_runs_what_must_run_to_the_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_done_answers_the_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_done_runs_on_its_calls_behalf, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abandoned_calls_done_causes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unanswered_call_gets_internal_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_answer_is_caught, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandoned_call_cancels_the_job, setup, teardown),
