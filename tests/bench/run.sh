@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 sh third_party/install-deps.sh --bench
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DECPD_WERROR=ON >/dev/null
 cmake --build build-bench -j"$(nproc)" --target ecpd bench_echo_floor bench_piece_tree bench_document_open bench_grep \
-  bench_git_status bench_terminal bench_syntax bench_map ecp-tui >/dev/null
+  bench_git_status bench_terminal bench_syntax bench_map ecp-tui ecp-web >/dev/null
 
 want() { [ $# -eq 0 ] && return 0; for w in $selected; do [ "$w" = "$1" ] && return 0; done; return 1; }
 selected="$*"
@@ -35,7 +35,12 @@ b=build-bench
   if [ -z "$selected" ] || want B14; then /usr/bin/python3 tests/bench/bench_tui.py "$b/clients/tui/ecp-tui"; fi
   if [ -z "$selected" ] || want B15; then /usr/bin/python3 tests/bench/bench_lookup.py "$b/server/ecpd"; fi
   if [ -z "$selected" ] || want B16; then sh tests/bench/bench_start.sh "$b/server/ecpd"; fi
+  if [ -z "$selected" ] || want B17; then
+    ECPD="$b/server/ecpd" ECP_WEB="$b/clients/web/ecp-web" ECP_WEB_STATIC="$b/clients/web/static" \
+      node tests/bench/web_keystroke.js
+  fi
   if [ -z "$selected" ] || want B18; then "$b/tests/bench/bench_map"; fi
+  if [ -z "$selected" ] || want F1; then /usr/bin/python3 tests/bench/bench_flow.py "$b/server/ecpd"; fi
 } | tee "$out"
 
 echo

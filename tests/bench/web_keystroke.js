@@ -10,9 +10,9 @@
 //
 //   node tests/bench/web_keystroke.js [CHARACTERS]
 //
-// Prints p50, p99 and max in milliseconds; exits non-zero when the p99 to the
-// frame is over 16 ms (one frame at 60 Hz) or the document does not hold what
-// was typed.
+// Prints p50, p99 and max in milliseconds, and a B17 line with the p99 to the
+// frame against 16 ms (one frame at 60 Hz); exits non-zero only when the
+// document does not hold what was typed.
 "use strict";
 
 const path = require("path");
@@ -158,5 +158,7 @@ run({ files: { "big.c": source } }, async (h) => {
   console.log(`load average while typing: ${os.loadavg().map((v) => v.toFixed(2)).join(" ")} on ${os.cpus().length} cores`);
   const sorted = frames.filter((x) => typeof x === "number").sort((a, b) => a - b);
   const p99 = percentile(sorted, 99);
-  check(`p99 of key to frame within ${BUDGET_MS} ms`, p99 <= BUDGET_MS, `${p99.toFixed(2)} ms`);
+  // A benchmark prints its figure and never fails on it (tests/bench/run.sh reads the B17 line).
+  console.log(`B17 web_keystroke_to_frame p50_ms=${percentile(sorted, 50).toFixed(1)} p99_ms=${p99.toFixed(1)} ` +
+              `target_ms=${BUDGET_MS} ${p99 <= BUDGET_MS ? "met" : "over"}`);
 });
