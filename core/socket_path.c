@@ -2,7 +2,10 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -42,4 +45,53 @@ int ecp_private_dir(const char *dir, ecp_error *err)
                              "directory %s is writable by group or others (mode %03o); make it private with chmod 700",
                              dir, (unsigned)(st.st_mode & 0777));
     return 0;
+}
+
+static bool socket_address(const char *path, struct sockaddr_un *addr)
+{
+    *addr = (struct sockaddr_un){.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr->sun_path)
+        return false;
+    strcpy(addr->sun_path, path);
+    return true;
+}
+
+int ecp_socket_connect_own(const char *path, int extra_flags, ecp_socket_failure *failure, ecp_error *err)
+{
+    struct sockaddr_un addr;
+    if (!socket_address(path, &addr)) {
+        *failure = ECP_SOCKET_REFUSED;
+        ecp_error_set(err, ECP_EINVAL, "socket path too long: %s", path);
+        return -1;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | extra_flags, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        int e = errno;
+        *failure = e == ENOENT || e == ECONNREFUSED ? ECP_SOCKET_NOBODY : ECP_SOCKET_BUSY;
+        ecp_error_set(err, ECP_EIO, "cannot connect to %s: %s", path, strerror(e));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != getuid()) {
+        *failure = ECP_SOCKET_REFUSED;
+        ecp_error_set(err, ECP_EACCES, "the server on %s runs as another user; refusing to talk to it", path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+bool ecp_socket_answers(const char *path)
+{
+    struct sockaddr_un addr;
+    if (!socket_address(path, &addr))
+        return false;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool live = fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0;
+    if (fd >= 0)
+        close(fd);
+    return live;
 }

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "socket_path.h"
+
 extern char **environ;
 
 static void add_words(ecp_ssh *self, const char *text)
@@ -357,19 +359,6 @@ char *ecp_ssh_remote_socket(const ecp_ssh *self, const char *workspace, char **w
     return result;
 }
 
-static bool local_socket_answers(const char *path)
-{
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof addr.sun_path)
-        return false;
-    strcpy(addr.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool live = fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0;
-    if (fd >= 0)
-        close(fd);
-    return live;
-}
-
 static char *read_small_file(const char *path)
 {
     buf b = BUF_INIT;
@@ -443,7 +432,7 @@ int ecp_ssh_forward_start(ecp_ssh_forward *fwd, const ecp_ssh *self, const char 
         return -1;
     }
     long long deadline = now_ms() + timeout_ms;
-    while (!local_socket_answers(fwd->local_socket)) {
+    while (!ecp_socket_answers(fwd->local_socket)) {
         if (!ecp_ssh_forward_alive(fwd) || now_ms() > deadline) {
             char *said = read_small_file(fwd->log);
             *why = ecp_ssh_failure(self, ECP_SSH_FAILED, said);

@@ -120,20 +120,6 @@ static void drain(uv_loop_t *loop, double deadline, const app *until_closed)
     }
 }
 
-/* True when a server accepts connections on path. */
-static bool socket_answers(const char *path)
-{
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof addr.sun_path)
-        return false;
-    strcpy(addr.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool live = fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0;
-    if (fd >= 0)
-        close(fd);
-    return live;
-}
-
 #define DAEMON_READY "ECPD-READY\n"
 
 /* --daemon: the caller (often an ssh session) must get its answer only once
@@ -352,7 +338,7 @@ int main(int argc, char **argv)
         }
         char *path = socket_path ? xstrdup(socket_path) : ecp_default_socket_path(options.workspace);
         int status = -1;
-        if (!daemon || socket_answers(path))
+        if (!daemon || ecp_socket_answers(path))
             status = 0;
         else
             status = daemon_start(&daemon_report);
@@ -406,7 +392,7 @@ int main(int argc, char **argv)
     } else if (use_socket) {
         char *path = socket_path ? xstrdup(socket_path) : ecp_default_socket_path(options.workspace);
         a.listener = transport_socket_start(a.srv, path, &err);
-        if (!a.listener && daemon_report >= 0 && socket_answers(path)) {
+        if (!a.listener && daemon_report >= 0 && ecp_socket_answers(path)) {
             /* another --daemon won the race: its server is the one asked for */
             daemon_ready(&daemon_report);
             free(path);

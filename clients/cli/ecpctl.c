@@ -71,27 +71,13 @@ typedef struct session {
 
 static int connect_socket(const char *path)
 {
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof addr.sun_path) {
-        fprintf(stderr, "ecpctl: socket path too long: %s\n", path);
-        return -1;
-    }
-    strcpy(addr.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
-        fprintf(stderr, "ecpctl: cannot connect to %s: %s\n", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
     /* Whoever listens there reads what we send, file contents and all: it
      * must be our own server, not one another user put in its place. */
-    struct ucred cred;
-    socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != getuid()) {
-        fprintf(stderr, "ecpctl: the server on %s runs as another user (uid %u); refusing to talk to it\n", path,
-                (unsigned)cred.uid);
-        close(fd);
+    ecp_socket_failure failure;
+    ecp_error err = {0};
+    int fd = ecp_socket_connect_own(path, 0, &failure, &err);
+    if (fd < 0) {
+        fprintf(stderr, "ecpctl: %s\n", err.message);
         return -1;
     }
     return fd;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "socket_path.h"
 #include "error.h"
 #include "json_writer.h"
 #include "peer.h"
@@ -317,29 +318,11 @@ static void on_socket_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b
 
 rpc_client *rpc_connect(uv_loop_t *loop, const char *socket_path, rpc_handlers handlers, char **why)
 {
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    buf b = BUF_INIT;
-    if (strlen(socket_path) >= sizeof addr.sun_path) {
-        buf_appendf(&b, "socket path too long: %s", socket_path);
-        *why = buf_detach(&b);
-        return NULL;
-    }
-    strcpy(addr.sun_path, socket_path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
-        buf_appendf(&b, "cannot connect to %s: %s", socket_path, strerror(errno));
-        *why = buf_detach(&b);
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
-    /* What we send includes file contents: only our own user's server may read it. */
-    struct ucred cred;
-    socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != getuid()) {
-        buf_appendf(&b, "the server on %s runs as another user; refusing to talk to it", socket_path);
-        *why = buf_detach(&b);
-        close(fd);
+    ecp_socket_failure failure;
+    ecp_error err = {0};
+    int fd = ecp_socket_connect_own(socket_path, 0, &failure, &err);
+    if (fd < 0) {
+        *why = xstrdup(err.message);
         return NULL;
     }
     rpc_client *self = client_new(loop, handlers);

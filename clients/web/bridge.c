@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "socket_path.h"
 #include "framing.h"
 #include "json.h"
 #include "utf.h"
@@ -309,33 +310,15 @@ int bridge_writeable(bridge *b)
  * includes the files' text. */
 static int connect_ecpd(const char *path, buf *why, bool *fatal, bool *nobody_there)
 {
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    *fatal = false;
-    *nobody_there = false;
-    if (strlen(path) >= sizeof addr.sun_path) {
-        buf_appendf(why, "socket path too long: %s", path);
-        *fatal = true;
-        return -1;
-    }
-    strcpy(addr.sun_path, path);
     /* Non-blocking: a server that stopped accepting (its backlog full) must not stop ecp-web's loop;
      * a Unix socket's connect then fails at once (EAGAIN), and is tried again. */
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
-        *nobody_there = errno == ENOENT || errno == ECONNREFUSED;
-        buf_appendf(why, "cannot connect to %s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    struct ucred cred;
-    socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != getuid()) {
-        buf_appendf(why, "the server on %s runs as another user; refusing to talk to it", path);
-        *fatal = true;
-        close(fd);
-        return -1;
-    }
+    ecp_socket_failure failure = 0;
+    ecp_error err = {0};
+    int fd = ecp_socket_connect_own(path, SOCK_NONBLOCK, &failure, &err);
+    *fatal = fd < 0 && failure == ECP_SOCKET_REFUSED;
+    *nobody_there = fd < 0 && failure == ECP_SOCKET_NOBODY;
+    if (fd < 0)
+        buf_appendf(why, "%s", err.message);
     return fd;
 }
 
