@@ -531,11 +531,14 @@ int main(int argc, char **argv)
             fputs(usage, stdout);
             free(files);
             free(ssh_options);
+            free_app(a);
             free(a);
             return 0;
         } else if (strcmp(argv[i], "--version") == 0) {
             printf("ecp-tui %s\n", ECPD_VERSION);
             free(files);
+            free(ssh_options);
+            free_app(a);
             free(a);
             return 0;
         } else if (strcmp(argv[i], "--connect") == 0) {
@@ -561,6 +564,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "ecp-tui: unknown option %s\n%s", argv[i], usage);
             free(files);
             free(ssh_options);
+            free_app(a);
             free(a);
             return 2;
         } else {
