@@ -25,6 +25,8 @@ const TEXT_PAD = 4;
 const SCROLLBAR_WIDTH = 12;
 /** Rows longer than this many columns are painted only around what the screen shows. */
 const LONG_ROW = 4000;
+/** Renders asked for closer together than this wait for the next frame instead (a flood of news). */
+const RENDER_SPACING_MS = 4;
 const WORD = /[A-Za-z0-9_]/;
 
 export class EditorView {
@@ -76,6 +78,8 @@ export class EditorView {
   private readonly resize: ResizeObserver;
   private disposed = false;
   private frame = 0;
+  private renderQueued = false;
+  private lastRender = -Infinity;
   private opSeq = 0;
   private pendingOps = 0;
   /** The last request whose carets were not predicted, and the last whose carets were read back. */
@@ -618,14 +622,34 @@ export class EditorView {
     this.layouts.clear();
   }
 
+  /**
+   * Renders once for everything that asks during the current event. A render
+   * writes only the rows and layers whose HTML changed, so news that changes
+   * nothing on screen (the echo of a key already painted, tokens that did not
+   * move) asks the browser for no frame at all. Asking through
+   * requestAnimationFrame would: the frame it takes is one a key typed a
+   * moment later can no longer have, and that key waits for the next one, up
+   * to 16.7 ms. Renders asked for faster than RENDER_SPACING_MS (a flood of
+   * another client's edits, a scroll) go to the next frame, one per frame.
+   */
   scheduleRender(): void {
-    if (this.frame || this.disposed) return;
-    this.frame = requestAnimationFrame(() => { this.frame = 0; this.render(); });
+    if (this.frame || this.renderQueued || this.disposed) return;
+    if (performance.now() - this.lastRender < RENDER_SPACING_MS) {
+      this.frame = requestAnimationFrame(() => { this.frame = 0; this.render(); });
+      return;
+    }
+    this.renderQueued = true;
+    queueMicrotask(() => {
+      if (!this.renderQueued) return;  // renderNow got there first
+      this.renderQueued = false;
+      this.render();
+    });
   }
 
   /** Paints now, in the event that asked (a typed key shows before the next frame). */
   renderNow(): void {
     if (this.frame) { cancelAnimationFrame(this.frame); this.frame = 0; }
+    this.renderQueued = false;
     this.render();
   }
 
@@ -653,6 +677,7 @@ export class EditorView {
 
   private render(): void {
     if (this.disposed) return;
+    this.lastRender = performance.now();
     const rows = this.computeRows();
     this.rows = rows;
     const digits = String(Math.max(1, this.lineCount)).length;

@@ -14,6 +14,11 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   return e;
 }
 
+/** Sets an element's text only when it differs: writing the same text still replaces its node, and asks for a frame. */
+export function setText(e: HTMLElement, text: string): void {
+  if (e.textContent !== text) e.textContent = text;
+}
+
 export function byId(id: string): HTMLElement {
   const e = document.getElementById(id);
   if (!e) throw new Error(`the page has no #${id}`);

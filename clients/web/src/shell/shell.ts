@@ -5,7 +5,7 @@
 import type { App, OpenDocument, Position } from "../app";
 import type { ConnectionState, Rpc } from "../rpc";
 import { ask, promptText } from "./dialog";
-import { basename, byId, el, pathToUri, uriToPath } from "./dom";
+import { basename, byId, el, pathToUri, setText, uriToPath } from "./dom";
 import { buildKeymap, keyName, keysOf, PANE_COMMANDS, resolveKey, type Keymap, type ServerBinding } from "./keys";
 import { Palette } from "./palette";
 import { ThemeState } from "./theme";
@@ -68,7 +68,7 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
   private readonly otherClients = new Map<number, string>();   // connected since this page came
   private readonly holders = new Map<number, string>();        // holding the active document
   private messageTimer = 0;
-  private statusFrame = 0;
+  private statusQueued = false;
   private everOpen = false;
   private readyCount = 0;
 
@@ -551,16 +551,24 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
 
   // ---------------------------------------------------------------- status bar
 
+  /**
+   * Paints the status bar once for everything that asks during the current
+   * event, touching the DOM only where its text changed: news that changes
+   * nothing (a document/info answer, our own cursors echoed) must not take a
+   * frame that the next key would then have to wait past (see the editor's
+   * scheduleRender).
+   */
   private scheduleStatus(): void {
-    if (this.statusFrame) return;
-    this.statusFrame = requestAnimationFrame(() => { this.statusFrame = 0; this.paintStatus(); });
+    if (this.statusQueued) return;
+    this.statusQueued = true;
+    queueMicrotask(() => { this.statusQueued = false; this.paintStatus(); });
   }
 
   private paintStatus(): void {
     const tab = this.active;
-    this.status.language.textContent = tab?.languageId ?? "";
     const pos = tab?.view?.cursorPosition?.() ?? null;
-    this.status.position.textContent = pos ? `Ln ${pos.line + 1}, Col ${pos.character + 1}` : "";
+    setText(this.status.language, tab?.languageId ?? "");
+    setText(this.status.position, pos ? `Ln ${pos.line + 1}, Col ${pos.character + 1}` : "");
   }
 
   // ---------------------------------------------------------------- commands and keys
