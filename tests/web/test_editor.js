@@ -56,6 +56,7 @@ const files = {
   "long.txt": "short\n" + Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ") + "\nafter\n",
   "big.txt": big,
   "lsp.c": LSP_C,
+  "wide.txt": "日本語 abc\ncafe\u0301 x\n0123456789\n",
   "far.txt": Array.from({ length: 500 }, (_, i) => `far line ${i + 1}`).join("\n") + "\n",
 };
 
@@ -302,12 +303,53 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   await until(page, "the long line wraps", ([sel]) => document.querySelectorAll(`${sel} .row[data-line="1"]`).length >= 2, [visible]);
   const wrapped = await page.$$eval(`${visible} .row[data-line="1"]`, (rs) => rs.map((r) => r.textContent));
   check(`soft wrap shows the long line on ${wrapped.length} rows (was ${rowsBefore})`, rowsBefore === 1 && wrapped.join("").startsWith("word0 word1"));
+  // Rows break after a blank, as a reader expects: no word is cut in two.
+  check("soft wrap breaks between words", wrapped.slice(0, -1).every((r) => r.endsWith(" ")) &&
+        wrapped.every((r) => /^(word\d+ )*word\d+ ?$/.test(r)), JSON.stringify(wrapped));
   await clickAt(page, 1, 2);
   await page.keyboard.press("ArrowDown");
   await sleep(200);
   const wrapCursor = (await cursors(page, await page.evaluate((s) => document.querySelector(s).dataset.documentId, visible)))[0].position;
   check("down moves by a visual row inside the wrapped line", wrapCursor.line === 1 && wrapCursor.column > 2, JSON.stringify(wrapCursor));
   await page.evaluate(() => window.ecpApp.runCommand("view.toggleWrap"));
+
+  // ---- characters two columns wide, and marks of none
+  await open(page, h.workspace, "wide.txt");
+  await clickAt(page, 0, 0);
+  await page.keyboard.press("End");
+  await sleep(150);
+  // The caret at the end of "日本語 abc" stands right after its last letter as painted (each ideograph
+  // is two columns), and likewise after "café x" written with a combining accent (which takes none).
+  const caretAfterText = (line) => page.evaluate(([sel, l]) => {
+    const root = document.querySelector(sel);
+    const row = root.querySelector(`.row[data-line="${l}"]`);
+    const range = document.createRange();
+    range.selectNodeContents(row);
+    const textRight = range.getBoundingClientRect().right;
+    const caret = root.querySelector(".caret.primary").getBoundingClientRect().left;
+    return { textRight, caret };
+  }, [visible, line]);
+  const wideEnd = await caretAfterText(0);
+  await page.keyboard.press("ArrowDown");
+  await page.keyboard.press("End");
+  await sleep(150);
+  const markEnd = await caretAfterText(1);
+  await page.keyboard.press("ArrowDown");
+  await page.keyboard.press("End");
+  await sleep(150);
+  // The caret's own offset from the text it follows, on a line of plain digits (ten columns, as line 0).
+  const plainEnd = await caretAfterText(2);
+  const offset = (e) => e.caret - e.textRight;
+  check("after two-column characters the caret stands at the end of the painted text, where ten digits end",
+        Math.abs(offset(wideEnd) - offset(plainEnd)) < 1 && Math.abs(wideEnd.caret - plainEnd.caret) < 1, JSON.stringify([wideEnd, plainEnd]));
+  check("after a combining mark the caret stands at the end of the painted text",
+        Math.abs(offset(markEnd) - offset(plainEnd)) < 1, JSON.stringify([markEnd, plainEnd]));
+  // A click on the "a" after the ideographs (display column 7) puts the caret before it: column 4.
+  await clickAt(page, 0, 7);
+  await sleep(150);
+  const wideId = await page.evaluate((s) => document.querySelector(s).dataset.documentId, visible);
+  const wideClick = (await cursors(page, wideId))[0].position;
+  check("a click after two-column characters lands on the character under it", wideClick.line === 0 && wideClick.column === 4, JSON.stringify(wideClick));
 
   // ---- a file opened at a position far down (as a definition in another file is): it shows there
   await page.evaluate((f) => window.ecpApp.openUri(f, { line: 400, character: 4 }), path.join(h.workspace, "far.txt"));

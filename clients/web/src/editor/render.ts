@@ -12,16 +12,30 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"]/g, (c) => (c === "&" ? "&amp;" : c === "<" ? "&lt;" : c === ">" ? "&gt;" : "&quot;"));
 }
 
-/** Text [from, to) of a line as it shows: tabs become the spaces up to their next stop. */
+/**
+ * Text [from, to) of a line as it shows: tabs become the spaces up to their
+ * next stop, and a character two columns wide (with the marks and joined
+ * characters drawn on it) sits in a box exactly two columns wide, whatever
+ * width the fallback font gives its glyph, so the columns after it line up
+ * with the carets and selections drawn over them.
+ */
 function shown(layout: LineLayout, from: number, to: number): string {
   const text = layout.text.slice(from, to);
-  if (text.indexOf("\t") < 0) return escapeHtml(text);
-  let out = "";
-  for (let i = from; i < to; i++) {
-    const c = layout.text[i];
-    out += c === "\t" ? " ".repeat(layout.displayCol(i + 1) - layout.displayCol(i)) : c;
+  if (!layout.hasWide && text.indexOf("\t") < 0) return escapeHtml(text);
+  // Where the character at i ends (a surrogate pair is one), and how many columns it takes.
+  const endOf = (i: number) => { const c = layout.text.charCodeAt(i); return c >= 0xd800 && c <= 0xdbff && i + 1 < to ? i + 2 : i + 1; };
+  const columns = (i: number) => layout.displayCol(endOf(i)) - layout.displayCol(i);
+  let out = "", plain = "";
+  for (let i = from; i < to;) {
+    if (layout.text[i] === "\t") { plain += " ".repeat(columns(i)); i++; continue; }
+    let end = endOf(i);
+    if (columns(i) !== 2) { plain += layout.text.slice(i, end); i = end; continue; }
+    while (end < to && layout.text[end] !== "\t" && columns(end) === 0) end = endOf(end);
+    out += escapeHtml(plain) + `<span class="w2">${escapeHtml(layout.text.slice(i, end))}</span>`;
+    plain = "";
+    i = end;
   }
-  return escapeHtml(out);
+  return out + escapeHtml(plain);
 }
 
 function styleOf(theme: TokenTheme, tok: Token): string {

@@ -615,7 +615,7 @@ export class EditorView {
     const w = probe.getBoundingClientRect().width / 100;
     const lh = parseFloat(getComputedStyle(this.rowsEl).lineHeight);
     probe.remove();
-    if (w > 0) this.charWidth = w;
+    if (w > 0) { this.charWidth = w; this.root.style.setProperty("--ed-cell", `${w}px`); }
     const box = this.root.getBoundingClientRect();
     if (!this.width && !this.height) { this.width = box.width; this.height = box.height; }
     if (lh > 0) this.lineHeight = Math.round(lh);
