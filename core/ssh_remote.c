@@ -1,5 +1,6 @@
 #include "ssh_remote.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -373,13 +374,47 @@ static char *read_small_file(const char *path)
     return buf_detach(&b);
 }
 
+/* A client killed before its cleanup (SIGKILL, a crash) leaves its private
+ * directory behind, with a dead socket and ssh's log in it. The next client
+ * removes those whose client is gone: the directory's name carries its
+ * client's pid. Only directories owned by us and not links, and only the
+ * two files a client puts there (a directory holding anything else stays). */
+static void remove_stale_forward_dirs(const char *parent)
+{
+    DIR *d = opendir(parent);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long pid = 0;
+        int end = 0;
+        if (sscanf(e->d_name, "ecp-ssh-%ld-%n", &pid, &end) != 1 || end == 0 || pid <= 0)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && st.st_uid == getuid()) {
+            unlinkat(fd, "ecpd.sock", 0);
+            unlinkat(fd, "ssh.log", 0);
+            unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+        }
+        close(fd);
+    }
+    closedir(d);
+}
+
 int ecp_ssh_forward_start(ecp_ssh_forward *fwd, const ecp_ssh *self, const char *remote_socket, int timeout_ms,
                           char **why)
 {
     *fwd = (ecp_ssh_forward){.pid = -1};
     const char *runtime = getenv("XDG_RUNTIME_DIR");
+    const char *runtime_dir = runtime && runtime[0] == '/' ? runtime : "/tmp";
+    remove_stale_forward_dirs(runtime_dir);
     buf dir = BUF_INIT;
-    buf_appendf(&dir, "%s/ecp-ssh-XXXXXX", runtime && runtime[0] == '/' ? runtime : "/tmp");
+    buf_appendf(&dir, "%s/ecp-ssh-%ld-XXXXXX", runtime_dir, (long)getpid());
     /* mkdtemp makes it 0700: only we may connect to what is in it */
     if (!mkdtemp(dir.data)) {
         buf b = BUF_INIT;

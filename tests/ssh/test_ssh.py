@@ -6,6 +6,7 @@ with --ssh-ecpd. ecp-tui runs in tmux through tests/tui/test_tui.py's Screen.
 
 usage: test_ssh.py ECPD ECPCTL ECP_TUI [TEST ...]
 """
+import glob
 import json
 import os
 import pwd
@@ -398,13 +399,26 @@ def test_forwarder_ends_with_a_killed_editor(sshd, work):
         forwarders = tui_ssh_children(s)
         if len(forwarders) != 1:
             raise Failure("expected one ssh forwarder, found %r" % forwarders)
-        os.kill(test_tui.tui_pid(s), signal.SIGKILL)
+        killed = test_tui.tui_pid(s)
+        runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+        private = glob.glob(os.path.join(runtime if runtime.startswith("/") else "/tmp", "ecp-ssh-%d-*" % killed))
+        if len(private) != 1:
+            raise Failure("expected the editor's one private directory, found %r" % private)
+        os.kill(killed, signal.SIGKILL)
         deadline = time.monotonic() + TIMEOUT
         while comm(forwarders[0]) == "ssh":
             if time.monotonic() > deadline:
                 os.kill(forwarders[0], signal.SIGTERM)
                 raise Failure("the ssh forwarder outlived a killed editor")
             time.sleep(0.05)
+        # the killed editor could not remove its private directory; the next forwarding client does
+        if not os.path.isdir(private[0]):
+            raise Failure("the killed editor's private directory is already gone")
+        done = ecpctl("--ssh", "127.0.0.1:" + work, "--connect", *sshd.ssh_args(), "--ssh-ecpd", ECPD, "ecp/ping")
+        if done.returncode != 0:
+            raise Failure("ecpctl --ssh --connect: exit %d\n%s%s" % (done.returncode, done.stdout, done.stderr))
+        if os.path.exists(private[0]):
+            raise Failure("the killed editor's private directory %s outlived the next client" % private[0])
     finally:
         s.close()
         subprocess.run([ECPCTL, "--socket", remote_sock, "--stop"], capture_output=True, timeout=TIMEOUT)
