@@ -181,6 +181,7 @@ typedef enum result_shape {
     SHAPE_SYMBOLS,    /* {symbols: [...]} */
     SHAPE_EDIT,       /* {edit: WorkspaceEdit | null} */
     SHAPE_ARRAY,      /* the result, null as [] */
+    SHAPE_COMMAND,    /* the result itself; with no server to run it, an error */
 } result_shape;
 
 typedef struct pending_call {
@@ -212,6 +213,7 @@ static void write_empty(json_writer *w, result_shape shape)
         jw_array_end(w);
         break;
     case SHAPE_RAW:
+    case SHAPE_COMMAND:
         jw_null(w);
         break;
     }
@@ -274,6 +276,7 @@ static void write_shaped(json_writer *w, result_shape shape, const lsp_result *r
         break;
     case SHAPE_ARRAY:
     case SHAPE_RAW:
+    case SHAPE_COMMAND:
         break;
     }
     if (key) {
@@ -291,6 +294,12 @@ static void answered(void *ctx, int status, const ecp_error *err, const lsp_resu
     ecp_call *call = pc->call;
     result_shape shape = pc->shape;
     free(pc);
+    if (status == ECP_ENOTFOUND && shape == SHAPE_COMMAND) {
+        /* a command that cannot run must not look as if it ran */
+        ecp_call_error(call, ECP_WIRE_LSP_DOCUMENT_NOT_OPEN, "no language server has this document open: "
+                       "the command has nowhere to run");
+        return;
+    }
     if (status == ECP_ENOTFOUND) {
         /* no server has the document open: the catalogue's empty result */
         json_writer *w = ecp_call_result(call);
@@ -509,6 +518,32 @@ static void m_code_action(void *ctx, ecp_call *call)
         jw_object_end(&w);
         forward(ctx, call, uri.ptr, "textDocument/codeAction", &params, SHAPE_ARRAY);
     }
+    buf_free(&params);
+}
+
+/* A command a code action names (clangd's tweaks, pyright's organize
+ * imports) runs in the server that offered it: the uri picks the server. Its
+ * arguments are the server's own and go back as they came. What the command
+ * changes arrives as the server's workspace/applyEdit, applied like any edit. */
+static void m_execute_command(void *ctx, ecp_call *call)
+{
+    json_ref p = ecp_call_params(call);
+    ecp_str uri, command;
+    json_ref arguments = json_get(ecp_call_doc(call), p, "arguments");
+    if (!ecp_arg_string(call, p, "uri", &uri) || !ecp_arg_string(call, p, "command", &command))
+        return;
+    buf params;
+    buf_init(&params);
+    json_writer w;
+    jw_init(&w, &params);
+    jw_object_begin(&w);
+    jw_key_string_n(&w, "command", command.ptr, command.len);
+    if (json_type_of(ecp_call_doc(call), arguments) == JSON_ARRAY) {
+        jw_key(&w, "arguments");
+        json_write_value(&w, ecp_call_doc(call), arguments);
+    }
+    jw_object_end(&w);
+    forward(ctx, call, uri.ptr, "workspace/executeCommand", &params, SHAPE_COMMAND);
     buf_free(&params);
 }
 
@@ -943,6 +978,9 @@ static const ecp_method methods[] = {
      "{uri: string, options?: {tabSize?: integer, insertSpaces?: boolean}}"},
     {"lsp/codeAction", m_code_action, "1.0", "The code actions for a range",
      "{uri: string, range: object, context?: object}"},
+    {"lsp/executeCommand", m_execute_command, "1.0",
+     "Run a command a code action names, in the server of a document; its edits come as workspace/applyEdit",
+     "{uri: string, command: string, arguments?: any[]}"},
 };
 
 static const char *const notifications[] = {

@@ -334,6 +334,70 @@ static void test_a_document_the_client_holds(void **state)
     free(uri);
 }
 
+/* A code action that is a command (clangd's tweaks, which it offers for C++)
+ * runs through lsp/executeCommand: clangd answers with workspace/applyEdit,
+ * which edits the open document before the command's answer arrives. */
+static void test_a_code_action_command_runs_and_edits(void **state)
+{
+    (void)state;
+    char root[128];
+    snprintf(root, sizeof root, "file://%s", top);
+    free(ok("lsp/start", "{\"languageId\":\"cpp\",\"workspaceUri\":\"%s\"}", root));
+    write_at("tweak.cpp", "int twice(int v) { return v * 2; }\n"
+                        "int use(int a) {\n"
+                        "    return twice(a + 1) * 3;\n"
+                        "}\n");
+    char *uri = uri_of("tweak.cpp");
+    char *doc = open_document("tweak.cpp");
+    free(wait_diagnostics(uri, false));
+    /* "a + 1" selected */
+    char *r = ok("lsp/codeAction",
+                 "{\"uri\":\"%s\",\"range\":{\"start\":{\"line\":2,\"character\":17},"
+                 "\"end\":{\"line\":2,\"character\":22}}}",
+                 uri);
+    long n = test_json_length(r, "");
+    char *command = NULL, *arguments = NULL;
+    for (long i = 0; i < n && !command; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "[%ld].title", i);
+        char *title = test_json_string(r, path);
+        if (title && strstr(title, "Extract subexpression")) {
+            snprintf(path, sizeof path, "[%ld].command.command", i);
+            command = test_json_string(r, path);
+            snprintf(path, sizeof path, "[%ld].command.arguments", i);
+            arguments = test_json_raw(r, path);
+        }
+        free(title);
+    }
+    if (!command)
+        fail_msg("clangd offered no \"Extract subexpression\" command: %s", r);
+    free(r);
+    assert_string_equal(command, "clangd.applyTweak");
+    assert_non_null(arguments);
+
+    r = ok("lsp/executeCommand", "{\"uri\":\"%s\",\"command\":\"%s\",\"arguments\":%s}", uri, command, arguments);
+    free(r);
+    r = ok("document/content", "{\"documentId\":\"%s\"}", doc);
+    char *text = test_json_string(r, "content");
+    /* the expression now has a variable of its own, and the call uses it */
+    assert_non_null(text);
+    if (!strstr(text, " = a + 1;\n") || strstr(text, "twice(a + 1)"))
+        fail_msg("the tweak did not edit the document: %s", text);
+    free(text);
+    free(r);
+
+    /* a command for a document no server has has nowhere to run: an error, not a silent null */
+    free(fails(-32405, "lsp/executeCommand", "{\"uri\":\"file:///nowhere/x.c\",\"command\":\"%s\"}", command));
+    /* a mistyped argument list is refused before anything runs */
+    free(fails(-32602, "lsp/executeCommand", "{\"uri\":\"%s\",\"command\":\"%s\",\"arguments\":{}}", uri, command));
+    free(command);
+    free(arguments);
+    free(ok("document/close", "{\"documentId\":\"%s\"}", doc));
+    free(ok("lsp/stop", "{\"languageId\":\"cpp\"}"));
+    free(doc);
+    free(uri);
+}
+
 static void test_a_document_no_server_has_gets_empty_results(void **state)
 {
     (void)state;
@@ -502,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_columns_are_converted_for_a_server_that_speaks_utf8),
         cmocka_unit_test(test_save_as_moves_the_document_on_the_server),
         cmocka_unit_test(test_a_document_the_client_holds),
+        cmocka_unit_test(test_a_code_action_command_runs_and_edits),
         cmocka_unit_test(test_a_document_no_server_has_gets_empty_results),
         cmocka_unit_test(test_params_and_configuration),
         cmocka_unit_test(test_a_missing_binary),
