@@ -484,24 +484,36 @@ static void actions_clear(app *a)
     free(a->code_actions);
     a->code_actions = NULL;
     a->code_action_count = 0;
+    free(a->code_actions_uri);
+    a->code_actions_uri = NULL;
 }
 
-static void show_actions(app *a, const json_doc *doc, json_ref list)
+/* LSP offers a Command ({title, command: "name", arguments}) or a CodeAction
+ * ({title, edit?, command?: Command}); a CodeAction with neither is one the
+ * server would fill in on resolve, which we do not ask for. */
+static bool action_runnable(const json_doc *doc, json_ref act)
+{
+    json_ref command = json_get(doc, act, "command");
+    return json_type_of(doc, json_get(doc, act, "edit")) == JSON_OBJECT ||
+           json_type_of(doc, command) == JSON_STRING || json_type_of(doc, command) == JSON_OBJECT;
+}
+
+static void show_actions(app *a, tab *t, const json_doc *doc, json_ref list)
 {
     actions_clear(a);
     if (!json_length(doc, list)) {
         app_message(a, false, "No code actions here");
         return;
     }
+    a->code_actions_uri = xstrdup(t->uri);
     overlay_open(a, OVERLAY_ACTIONS, "Code actions (Enter applies, Esc closes)");
     for (json_ref act = json_first(doc, list); act != JSON_NO_REF; act = json_next(doc, act)) {
         char *title = json_dup_string(doc, json_get(doc, act, "title"));
-        json_ref edit = json_get(doc, act, "edit");
-        buf text = BUF_INIT;
-        if (title && json_type_of(doc, edit) == JSON_OBJECT) {
+        if (title && action_runnable(doc, act)) {
+            buf text = BUF_INIT;
             json_writer w;
             jw_init(&w, &text);
-            json_write_value(&w, doc, edit);
+            json_write_value(&w, doc, act);
             char index[16];
             snprintf(index, sizeof index, "%d", a->code_action_count);
             a->code_actions = xrealloc(a->code_actions, (size_t)(a->code_action_count + 1) * sizeof *a->code_actions);
@@ -509,25 +521,61 @@ static void show_actions(app *a, const json_doc *doc, json_ref list)
             overlay_add(a, title, index, 0, 0, 0);
         } else if (title) {
             buf label = BUF_INIT;
-            buf_appendf(&label, "%s (a command the language server runs: not offered here)", title);
+            buf_appendf(&label, "%s (the server left it empty)", title);
             overlay_add(a, label.data, NULL, 0, 0, 3);
             buf_free(&label);
         }
-        buf_free(&text);
         free(title);
     }
     overlay_refilter(a);
 }
 
+static void on_command_ran(void *ctx, uint64_t tag, const json_doc *doc, json_ref result, json_ref error)
+{
+    (void)tag;
+    (void)result;
+    app *a = ctx;
+    if (error != JSON_NO_REF)
+        say_error(a, doc, error, "The code action failed");
+    else
+        app_message(a, false, "Code action applied");
+    a->need_paint = true;
+}
+
+/* A chosen action: its edit first, then its command, in the server that
+ * offered it (whose workspace/applyEdit then edits the documents). */
 void lsp_code_action_chosen(app *a, int index)
 {
-    if (index < 0 || index >= a->code_action_count)
+    if (index < 0 || index >= a->code_action_count || !a->code_actions_uri)
         return;
     json_doc doc = {0};
     ecp_error err = {0};
     if (json_doc_parse(&doc, a->code_actions[index], strlen(a->code_actions[index]), &err) == 0) {
-        int files = apply_workspace_edit(a, &doc, json_root(&doc));
-        app_message(a, false, "Applied to %d file%s", files, files == 1 ? "" : "s");
+        json_ref act = json_root(&doc);
+        json_ref edit = json_get(&doc, act, "edit");
+        json_ref command = json_get(&doc, act, "command");
+        /* a Command's name is its "command"; a CodeAction's command is a Command */
+        json_ref name = json_type_of(&doc, command) == JSON_STRING ? command : json_get(&doc, command, "command");
+        json_ref arguments = json_type_of(&doc, command) == JSON_STRING ? json_get(&doc, act, "arguments")
+                                                                       : json_get(&doc, command, "arguments");
+        int files = json_type_of(&doc, edit) == JSON_OBJECT ? apply_workspace_edit(a, &doc, edit) : 0;
+        if (json_type_of(&doc, name) == JSON_STRING) {
+            buf args = BUF_INIT;
+            if (json_type_of(&doc, arguments) == JSON_ARRAY) {
+                json_writer w;
+                jw_init(&w, &args);
+                json_write_value(&w, &doc, arguments);
+            } else {
+                buf_append_str(&args, "[]");
+            }
+            char *command_name = json_dup_string(&doc, name);
+            app_call(a, "lsp/executeCommand", on_command_ran, 0, "{\"uri\":%J,\"command\":%J,\"arguments\":%s}",
+                     a->code_actions_uri, command_name, args.data);
+            free(command_name);
+            buf_free(&args);
+        } else {
+            app_message(a, false, "Applied to %d file%s", files, files == 1 ? "" : "s");
+        }
     }
     json_doc_free(&doc);
     actions_clear(a);
@@ -566,7 +614,7 @@ static void on_lsp_answer(void *ctx, uint64_t tag, const json_doc *doc, json_ref
         else
             app_message(a, true, "Nothing to rename here");
     } else if (t && use == USE_ACTIONS) {
-        show_actions(a, doc, result);
+        show_actions(a, t, doc, result);
     }
     a->need_paint = true;
     if (chained(use))

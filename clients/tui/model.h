@@ -344,6 +344,7 @@ struct app {
     int jump_count;
     char **code_actions; /* the JSON text of each code action offered (OVERLAY_ACTIONS' items point here) */
     int code_action_count;
+    char *code_actions_uri; /* the document they were offered for: its server runs their commands */
     char *rename_to;     /* the new name, while the position is asked for */
     pending_open *opens;
     int open_count;

@@ -1713,6 +1713,39 @@ def test_redraw_and_code_actions(work):
         s.close()
 
 
+
+def test_code_action_command(work):
+    """A code action that is a command (clangd's "Extract subexpression to
+    variable" in C++) runs in the server, whose edit reaches the screen."""
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return
+    import json
+    path = os.path.join(work, "tweak.cpp")
+    with open(path, "w") as f:
+        f.write("#warning unused_marker\nint twice(int v) { return v * 2; }\n"
+                "int use(int a) {\n    return twice(a + 1) * 3;\n}\n")
+    with open(os.path.join(work, "compile_commands.json"), "w") as f:
+        json.dump([{"directory": work, "command": "c++ -c tweak.cpp", "file": path}], f)
+    data_home = os.path.join(work, "data-home")
+    trust_folder(work, data_home)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    try:
+        wait_clangd_ready(s)
+        s.keys("C-g")
+        s.type("4:18")
+        s.keys("Enter")
+        s.wait(lambda t: "Ln 4, Col 18" in status_line(t), "on the a of a + 1")
+        for _ in range(5):
+            s.keys("S-Right")
+        s.wait(lambda t: "Col 23" in status_line(t), "a + 1 selected")
+        s.keys("F8")
+        s.wait(lambda t: "Extract subexpression to variable" in t, "the tweak offered")
+        s.keys("Enter")
+        s.wait(lambda t: "placeholder = a + 1;" in t and "twice(placeholder)" in t, "the tweak applied")
+    finally:
+        s.close()
+
 TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, test_syntax_colours, test_clangd_diagnostic, test_git_gutter,
          test_terminal_pane, test_quit_asks_when_unsaved, test_resize, test_server_dies, test_shared_socket_server,
          test_picker_search_find, test_agent_chat,
@@ -1726,7 +1759,7 @@ TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, 
          test_completion_from_clangd, test_definition_and_back, test_rename_every_occurrence,
          test_chat_keeps_history_and_every_character, test_git_panel_starts_on_a_file, test_references_and_format,
          test_line_commands, test_find_toggles_count_and_interactive_replace, test_hover,
-         test_redraw_and_code_actions]
+         test_redraw_and_code_actions, test_code_action_command]
 
 
 def main():
