@@ -56,6 +56,7 @@ const files = {
   "long.txt": "short\n" + Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ") + "\nafter\n",
   "big.txt": big,
   "lsp.c": LSP_C,
+  "tweak.cpp": "int twice(int v) { return v * 2; }\nint use(int a) {\n    return twice(a + 1) * 3;\n}\n",
   "wide.txt": "日本語 abc\ncafe\u0301 x\n0123456789\n",
   "far.txt": Array.from({ length: 500 }, (_, i) => `far line ${i + 1}`).join("\n") + "\n",
 };
@@ -434,4 +435,64 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   await page.keyboard.press("Enter");
   await waitText(page, lspId, "the completion taken", (t) => t.split("\n")[11].trim() === "p.y");
   check("Enter takes the completion", !(await page.$(`${visible} .ecp-completion`)));
+
+  // ---- references, rename, format and code actions, on the terminal client's keys
+  const paletteItems = () => page.$$eval(".palette-list li:not(.palette-empty) .palette-label", (ls) => ls.map((l) => l.textContent));
+  await clickAt(page, 2, 12); // "twice" in "static int twice(int v)"
+  await page.keyboard.press("Shift+F12");
+  await until(page, "the references listed", () => document.querySelectorAll(".palette-list li .palette-label").length >= 2, undefined, 15000);
+  const refs = await paletteItems();
+  check(`shift+f12 lists where twice is used (${refs.join(", ")})`, refs.includes("lsp.c:3:12") && refs.includes("lsp.c:11:17"), JSON.stringify(refs));
+  await page.keyboard.type("11:");
+  await page.keyboard.press("Enter");
+  await until(page, "the chosen reference", async ([id]) => {
+    const c = (await window.ecpApp.rpc.request("document/cursors", { documentId: id })).cursors[0].position;
+    return c.line === 10 && c.column === 16;
+  }, [lspId], 10000);
+  check("choosing a reference moves the caret there", true);
+  await page.keyboard.press("Alt+ArrowLeft");
+  await until(page, "back where the jump started", async ([id]) => {
+    const c = (await window.ecpApp.rpc.request("document/cursors", { documentId: id })).cursors[0].position;
+    return c.line === 2 && c.column === 12;
+  }, [lspId], 10000);
+  check("alt+left goes back to where the caret was before the jump", true);
+
+  await clickAt(page, 10, 9); // "total" in "int total = twice(p.x);"
+  await page.keyboard.press("F9");
+  await until(page, "the rename prompt", ([sel]) => document.querySelector(`${sel} .ecp-prompt input`)?.value === "total", [visible], 10000);
+  await page.keyboard.press("Control+a");
+  await page.keyboard.type("sum");
+  await page.keyboard.press("Enter");
+  await waitText(page, lspId, "the rename applied", (t) => t.includes("int sum = twice(p.x);") && t.includes("return sum + undefined_name;") && !/\btotal\b/.test(t));
+  check("f9 renames every occurrence, through the language server", true);
+
+  const beforeFormat = await text(page, lspId);
+  await page.keyboard.press("F10");
+  await waitText(page, lspId, "the document formatted", (t) => t !== beforeFormat && t.includes("struct point p = {1, 2};"));
+  check("f10 formats the document with clangd (one undoable edit)", true);
+  await page.keyboard.press("Control+z");
+  await waitText(page, lspId, "the format undone", (t) => t === beforeFormat);
+
+  // A code action that is a command: clangd's "Extract subexpression to variable" (it offers it for C++).
+  const cppId = await open(page, h.workspace, "tweak.cpp");
+  await clickAt(page, 2, 17); // "a" in "twice(a + 1)"
+  for (let i = 0; i < 5; i++) await page.keyboard.press("Shift+ArrowRight");
+  await until(page, "a + 1 selected", async ([id]) => {
+    const c = (await window.ecpApp.rpc.request("document/cursors", { documentId: id })).cursors[0];
+    return c.position.column === 22 && c.selection;
+  }, [cppId], 10000);
+  const deadline3 = Date.now() + 20000;
+  let offered = [];
+  while (Date.now() < deadline3) {  // clangd may still be starting for C++
+    await page.keyboard.press("F8");
+    await sleep(700);
+    offered = await paletteItems();
+    if (offered.some((l) => l.startsWith("Extract subexpression"))) break;
+    await page.keyboard.press("Escape");
+  }
+  check(`f8 offers clangd's refactorings (${offered.join(", ")})`, offered.some((l) => l.startsWith("Extract subexpression")));
+  await page.keyboard.type("extract sub");
+  await page.keyboard.press("Enter");
+  await waitText(page, cppId, "the command ran", (t) => t.includes("placeholder = a + 1;") && t.includes("twice(placeholder)"));
+  check("choosing it runs the command in clangd, whose edit reaches the document", true);
 });

@@ -16,6 +16,10 @@ export interface App {
 
   /** Opens (or shows) a file in a tab; `at` moves the caller's cursor there. */
   openUri(uri: string, at?: Position): Promise<void>;
+  /** Remembers where the caret is before a jump (a definition, a reference), for `nav.back`. */
+  rememberPlace(): void;
+  /** Opens a file in a tab behind the one in front (or finds its tab), for edits made to it from elsewhere. */
+  openInBackground(uri: string): Promise<OpenDocument>;
   activeDocument(): OpenDocument | null;
   onActiveDocumentChange(handler: (doc: OpenDocument | null) => void): void;
 
@@ -36,6 +40,9 @@ export interface App {
   themeColor(name: string, fallback: string): string;
   /** Returns the unsubscribe function (a closed view lets go of its handler). */
   onThemeChange(handler: () => void): () => void;
+
+  /** Offers a list to pick one from, filtered as the user types (references, code actions, ...). */
+  choose(choices: { label: string; detail?: string; run: () => void }[], placeholder: string): void;
 
   /** A short message in the status bar; errors also go to the browser console. */
   showMessage(text: string, kind?: "info" | "error"): void;

@@ -38,6 +38,10 @@ export function installCommands(app: App, activeView: () => EditorView | null): 
   cmd("lsp.complete", "Completions from the language server", (v) => { void v.lsp.complete(); });
   cmd("lsp.hover", "What the language server says of the symbol under the caret", (v) => { void v.lsp.hoverAtCaret(); });
   cmd("lsp.definition", "Go to the definition", (v) => { void v.freshCaret().then((p) => v.lsp.definitionAt(p)); });
+  cmd("lsp.references", "Where the symbol under the caret is used", (v) => { void v.refactor.references(); });
+  cmd("lsp.rename", "Rename the symbol under the caret everywhere", (v) => { void v.refactor.rename(); });
+  cmd("lsp.format", "Format the document with its language server", (v) => { void v.refactor.format(); });
+  cmd("lsp.codeActions", "Code actions (quick fixes, refactorings) at the caret or selection", (v) => { void v.refactor.codeActions(); });
   // This view only: the editor.wordWrap setting, when it changes, sets every view.
   cmd("view.toggleWrap", "Soft wrap: long lines continue below (on/off)", (v) => v.setWrap(!v.wrap));
 }

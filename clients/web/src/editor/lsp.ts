@@ -256,6 +256,7 @@ export class LspFeatures {
       const uri: string = loc.uri ?? loc.targetUri;
       const range = loc.range ?? loc.targetSelectionRange ?? loc.targetRange;
       const start = { line: range.start.line, column: range.start.character ?? range.start.column ?? 0 };
+      this.view.app.rememberPlace();
       if (this.view.sameUri(uri)) await this.view.jumpTo(start);
       else await this.view.app.openUri(uri, { line: start.line, character: start.column });
     } catch (e: any) {

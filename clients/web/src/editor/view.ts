@@ -14,6 +14,7 @@ import { TokenTheme, tokenTheme } from "./theme";
 import { InputHandler } from "./input";
 import { FindBar } from "./find";
 import { LspFeatures } from "./lsp";
+import { Refactor } from "./refactor";
 import { installCommands } from "./commands";
 import "./editor.css";
 
@@ -71,6 +72,7 @@ export class EditorView {
   private get textHeight(): number { return this.height; }
   readonly find: FindBar;
   readonly lsp: LspFeatures;
+  readonly refactor: Refactor;
 
   private theme = new TokenTheme([]);
   private readonly themeSub: { theme: () => Promise<TokenTheme>; unsubscribe: () => void };
@@ -128,6 +130,7 @@ export class EditorView {
     this.input = new InputHandler(this);
     this.find = new FindBar(this);
     this.lsp = new LspFeatures(this);
+    this.refactor = new Refactor(this);
 
     this.themeSub = tokenTheme(app, () => void this.loadTheme());
     void this.loadTheme();

@@ -36,6 +36,9 @@ interface Tab<V extends DocumentView = DocumentView> {
 interface Command { title: string; run: (args?: unknown) => void }
 
 /** The default clipboard keys are left to the browser: its copy, cut and paste events carry the text. */
+/** How many places `nav.back` can go back through. */
+const MAX_PLACES = 64;
+
 const NATIVE_CLIPBOARD_KEYS: ReadonlyMap<string, string> = new Map([
   ["ctrl+c", "edit.copy"], ["ctrl+x", "edit.cut"], ["ctrl+v", "edit.paste"],
 ]);
@@ -69,6 +72,8 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
   private readonly holders = new Map<number, string>();        // holding the active document
   private messageTimer = 0;
   private statusQueued = false;
+  /** The places jumped from, newest last. */
+  private readonly places: { uri: string; at: Position }[] = [];
   private everOpen = false;
   private readyCount = 0;
 
@@ -127,6 +132,36 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
       tab.view?.reveal(at);
     }
     tab.view?.focus();
+  }
+
+  rememberPlace(): void {
+    const at = this.active?.view?.cursorPosition?.();
+    if (!this.active || !at) return;
+    this.places.push({ uri: this.active.doc.uri, at });
+    if (this.places.length > MAX_PLACES) this.places.shift();
+  }
+
+  /** Back to where the caret was before the last jump. */
+  private async goBack(): Promise<void> {
+    const place = this.places.pop();
+    if (!place) { this.showMessage("Nowhere to go back to"); return; }
+    await this.openUri(place.uri, place.at);
+  }
+
+  async openInBackground(uri: string): Promise<OpenDocument> {
+    const target = pathToUri(uri);
+    const found = this.findTab(target);
+    if (found) return found.doc;
+    let pending = this.opening.get(target);
+    if (!pending) {
+      pending = this.openTab(target).finally(() => this.opening.delete(target));
+      this.opening.set(target, pending);
+    }
+    return (await pending).doc;
+  }
+
+  choose(choices: { label: string; detail?: string; run: () => void }[], placeholder: string): void {
+    this.palette.choose(choices, placeholder);
   }
 
   activeDocument(): OpenDocument | null { return this.active?.doc ?? null; }
@@ -577,6 +612,7 @@ export class Shell<V extends DocumentView = DocumentView> implements App {
     this.registerCommand("app.palette", "Command palette", () => this.palette.open(">"));
     this.registerCommand("app.help", "Help: commands and their keys", () => this.palette.open(">"));
     this.registerCommand("file.picker", "Open a file (fuzzy)", () => this.palette.open(""));
+    this.registerCommand("nav.back", "Back to where the caret was before the last jump", () => { void this.goBack(); });
     this.registerCommand("file.save", "Save", () => { if (this.active) void this.save(this.active); });
     this.registerCommand("file.saveAs", "Save as...", () => { if (this.active) void this.saveAs(this.active); });
     this.registerCommand("file.new", "New file", () => { void this.newFile(); });
