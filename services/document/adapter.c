@@ -808,8 +808,8 @@ static const ecp_method methods[] = {
      "Apply several non-overlapping edits, in the coordinates before any of them, as one undo step",
      "{documentId: string, edits: {range: Range, text: string}[], groupWithPrevious?: boolean}"},
     {"document/type", doc_method_type, "1.0",
-     "Type text at every cursor, replacing its selection",
-     "{documentId: string, text: string, groupWithPrevious?: boolean}"},
+     "Type text at every cursor, or one of texts at each cursor in document order, replacing its selection",
+     "{documentId: string, text?: string, texts?: string[], groupWithPrevious?: boolean}"},
     {"document/viewport", doc_method_viewport, "1.0",
      "The lines of one screen with the document's version and line count, and the tokens or diagnostics "
      "that include names",

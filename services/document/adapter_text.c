@@ -521,19 +521,47 @@ void doc_method_edit(void *ctx, ecp_call *call)
     doc_adapter_reply_edit(call, rc, version, &err);
 }
 
+/* `text` at every cursor, or `texts`, one for each cursor in document order
+ * (a paste of as many lines as there are cursors): exactly one of the two. */
 void doc_method_type(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
+    const json_doc *jd = ecp_call_doc(call);
+    json_ref params = ecp_call_params(call);
+    bool has_text = json_get(jd, params, "text") != JSON_NO_REF;
+    bool has_texts = json_get(jd, params, "texts") != JSON_NO_REF;
     ecp_str id, text;
     bool ok;
-    if (!doc_adapter_arg_doc(call, &id) || !ecp_arg_string(call, ecp_call_params(call), "text", &text))
+    if (!doc_adapter_arg_doc(call, &id))
         return;
+    if (has_text && has_texts) {
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "text and texts: give one of them, not both");
+        return;
+    }
     unsigned flags = doc_adapter_group_flag(call, &ok);
     if (!ok)
         return;
     ecp_error err;
     uint64_t version;
-    int rc = document_type(ad->svc, id.ptr, ecp_call_client(call), text.ptr, text.len, flags, &version, &err);
+    int rc;
+    if (!has_texts) {
+        if (!ecp_arg_string(call, params, "text", &text))
+            return;
+        rc = document_type(ad->svc, id.ptr, ecp_call_client(call), text.ptr, text.len, flags, &version, &err);
+    } else {
+        json_ref first;
+        size_t count;
+        if (!doc_adapter_arg_list(call, "texts", &first, &count))
+            return;
+        document_text *texts = arena_alloc(ecp_call_arena(call), count * sizeof *texts);
+        size_t i = 0;
+        for (json_ref t = first; t != JSON_NO_REF; t = json_next(jd, t), i++)
+            if (!json_string(jd, t, ecp_call_arena(call), &texts[i].text, &texts[i].len)) {
+                ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "texts[%zu]: expected string", i);
+                return;
+            }
+        rc = document_type_each(ad->svc, id.ptr, ecp_call_client(call), texts, count, flags, &version, &err);
+    }
     doc_adapter_reply_edit(call, rc, version, &err);
 }
 

@@ -771,6 +771,57 @@ int document_type(document_service *self, const char *document_id, uint64_t owne
     return rc;
 }
 
+/* A cursor's place in document order: where its selection starts, then its index. */
+typedef struct cursor_place {
+    size_t start;
+    size_t index;
+} cursor_place;
+
+static int by_place(const void *a, const void *b)
+{
+    const cursor_place *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+int document_type_each(document_service *self, const char *document_id, uint64_t owner, const document_text *texts,
+                       size_t count, unsigned flags, uint64_t *version, ecp_error *err)
+{
+    document *doc;
+    int status = document__writable(self, document_id, version, &doc, err);
+    if (status != 0)
+        return status;
+    const doc_cursor_set *mine = document__cursors_of(doc, owner);
+    size_t n = mine->count;
+    if (count != n)
+        return ecp_error_set(err, ECP_EINVAL, "texts: %zu texts for %zu cursors (one each)", count, n);
+    size_t total = 0;
+    for (size_t k = 0; k < count; k++) {
+        if (texts[k].len > DOC_MAX_INSERT_BYTES - total)
+            return ecp_error_set(err, ECP_EINVAL, "texts: more than %zu MiB in all", DOC_MAX_INSERT_BYTES >> 20);
+        total += texts[k].len;
+    }
+    cursor_place *places = xmalloc((n ? n : 1) * sizeof *places);
+    for (size_t i = 0; i < n; i++) {
+        const doc_cursor *c = &mine->items[i];
+        places[i] = (cursor_place){c->anchor < c->active ? c->anchor : c->active, i};
+    }
+    qsort(places, n, sizeof *places, by_place);
+    doc_edit *list = xmalloc((n ? n : 1) * sizeof *list);
+    for (size_t k = 0; k < n; k++) {
+        size_t i = places[k].index;
+        const doc_cursor *c = &mine->items[i];
+        size_t hi = c->anchor < c->active ? c->active : c->anchor;
+        list[i] = (doc_edit){places[k].start, hi, texts[k].text, texts[k].len, i};
+    }
+    free(places);
+    int rc = document__apply_sorted(self, doc, owner, list, n, flags & DOCUMENT_EDIT_GROUP, DOC_CURSORS_EACH_END,
+                                    version, err);
+    free(list);
+    return rc;
+}
+
 static int undo_redo(document_service *self, const char *document_id, uint64_t owner, bool redo, uint64_t *version,
                      ecp_error *err)
 {

@@ -327,6 +327,19 @@ const char *document_replacement_document(const document_replacement *r);
 int document_type(document_service *self, const char *document_id, uint64_t owner, const char *text, size_t len,
                   unsigned flags, uint64_t *version, ecp_error *err);
 
+/* One text for each of owner's cursors, as a paste of as many lines as there
+ * are cursors puts one line at each: texts[k] replaces the selection of the
+ * k-th cursor in document order, and each cursor ends after its text. `count`
+ * must be owner's number of cursors (ECP_EINVAL otherwise, as for more than
+ * the largest insert in all). One undo step, joined to the previous one only
+ * with DOCUMENT_EDIT_GROUP. */
+typedef struct document_text {
+    const char *text; /* borrowed */
+    size_t len;
+} document_text;
+int document_type_each(document_service *self, const char *document_id, uint64_t owner, const document_text *texts,
+                       size_t count, unsigned flags, uint64_t *version, ecp_error *err);
+
 /* Editing commands: each acts at owner's cursors, is one undoable step (none
  * when it changes nothing), moves everyone else's cursors as the text moves,
  * and fires on_change like any edit.

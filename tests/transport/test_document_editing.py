@@ -107,6 +107,44 @@ class EditingTests(unittest.TestCase):
         p.terminate()
         p.wait(20)
 
+    def test_a_text_for_each_cursor(self):
+        """A paste of as many lines as there are cursors puts one line at each,
+        in document order whatever order the cursors were set in, as one undo
+        step; another client's cursor moves with the text."""
+        self.start()
+        a, b = Conn(self.sock), Conn(self.sock)
+        doc = a.call("document/open", {"uri": "untitled:spread", "content": "one\ntwo\nthree\n"})["documentId"]
+        b.call("document/open", {"uri": "untitled:spread"})
+        b.call("document/setCursors", {"documentId": doc, "cursors": [at(2, 5)]})
+        # set bottom-up, with the middle one selecting "tw"
+        a.call("document/setCursors", {"documentId": doc, "cursors": [
+            at(2, 5), {"position": {"line": 1, "column": 2}, "selection": {"anchor": {"line": 1, "column": 0},
+                                                                          "active": {"line": 1, "column": 2}}},
+            at(0, 3)]})
+        r = a.call("document/type", {"documentId": doc, "texts": ["=1", "=2", "=3"]})
+        self.assertTrue(r["success"], r)
+        self.assertEqual(a.call("document/content", {"documentId": doc})["content"], "one=1\n=2o\nthree=3\n")
+        cursors = sorted((c["position"]["line"], c["position"]["column"])
+                         for c in a.call("document/cursors", {"documentId": doc})["cursors"])
+        self.assertEqual(cursors, [(0, 5), (1, 2), (2, 7)])
+        self.assertEqual(b.call("document/cursors", {"documentId": doc})["cursors"], [at(2, 7)])
+        a.call("document/undo", {"documentId": doc})
+        self.assertEqual(a.call("document/content", {"documentId": doc})["content"], "one\ntwo\nthree\n")
+
+        # the wrong number of texts, both forms, or neither, is refused and changes nothing
+        e = a.error("document/type", {"documentId": doc, "texts": ["x", "y"]})
+        self.assertEqual((e["code"], e["message"]), (-32602, "texts: 2 texts for 3 cursors (one each)"))
+        e = a.error("document/type", {"documentId": doc, "text": "x", "texts": ["x", "y", "z"]})
+        self.assertEqual((e["code"], e["message"]), (-32602, "text and texts: give one of them, not both"))
+        e = a.error("document/type", {"documentId": doc})
+        self.assertEqual(e["code"], -32602)
+        e = a.error("document/type", {"documentId": doc, "texts": ["x", 2, "z"]})
+        self.assertEqual(e["code"], -32602)
+        self.assertIn("texts", e["message"])
+        self.assertEqual(a.call("document/content", {"documentId": doc})["content"], "one\ntwo\nthree\n")
+        a.close()
+        b.close()
+
     def test_two_clients_edit_find_and_save(self):
         with open(os.path.join(self.ws, ".editorconfig"), "w") as f:
             f.write("[*.py]\nindent_style = space\nindent_size = 2\ntrim_trailing_whitespace = true\n")
