@@ -1156,10 +1156,38 @@ void editor_undo(app *a, tab *t, bool redo)
 
 void editor_copy(app *a, tab *t, bool cut) { copy_or_cut(a, t, cut); }
 
+/* A paste: with as many lines as there are cursors, one line at each (in
+ * document order), as a column copied from several cursors comes back;
+ * otherwise the whole text at every cursor. */
+static void paste_text(app *a, tab *t, const char *text, size_t len)
+{
+    size_t body = len && text[len - 1] == '\n' ? len - 1 : len;
+    int lines = 1;
+    for (size_t i = 0; i < body; i++)
+        lines += text[i] == '\n';
+    if (t->cursor_count < 2 || lines != t->cursor_count) {
+        type_text(a, t, text, len);
+        return;
+    }
+    buf params = BUF_INIT;
+    buf_append_str(&params, "\"texts\":[");
+    for (size_t start = 0, i = 0; i <= body; i++) {
+        if (i < body && text[i] != '\n')
+            continue;
+        rpc_format(&params, "%s%N", start ? "," : "", text + start, i - start);
+        start = i + 1;
+    }
+    buf_push(&params, ']');
+    buf_push(&params, '\0');
+    send_edit_params(a, t, "document/type", params.data);
+    buf_free(&params);
+    tab_follow(a, t);
+}
+
 void editor_paste(app *a, tab *t)
 {
     if (a->clipboard.len)
-        type_text(a, t, a->clipboard.data, a->clipboard.len);
+        paste_text(a, t, a->clipboard.data, a->clipboard.len);
 }
 
 void editor_select_all(app *a, tab *t)
@@ -1207,7 +1235,7 @@ void editor_paste_text(app *a, tab *t, const char *text, size_t len)
         }
     }
     if (clean.len)
-        type_text(a, t, clean.data, clean.len);
+        paste_text(a, t, clean.data, clean.len);
     buf_free(&clean);
 }
 

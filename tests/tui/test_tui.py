@@ -1323,6 +1323,32 @@ def test_paste_keeps_indentation(work):
         s.close()
 
 
+
+def test_paste_spreads_over_cursors(work):
+    """A paste of as many lines as there are cursors puts one line at each."""
+    path = os.path.join(work, "cols.txt")
+    with open(path, "w") as f:
+        f.write("one\ntwo\nsix\n")
+    s = Screen([path], work)
+    try:
+        s.wait_for("six")
+        s.keys("End")
+        s.wait(lambda t: "Ln 1, Col 4" in t, "at the end of the first line")
+        s.keys("C-M-Down")
+        s.keys("C-M-Down")
+        s.wait_for("(3 cursors)")
+        s.tmux("set-buffer", "=1\n=2\n=3\n")
+        s.tmux("paste-buffer", "-p")
+        s.wait_for("two=2")
+        s.keys("C-s")
+        s.wait_for("Saved")
+        with open(path) as f:
+            got = f.read()
+        if got != "one=1\ntwo=2\nsix=3\n":
+            raise Failure("file on disk: %r" % got)
+    finally:
+        s.close()
+
 def numbered_file(work, name, count):
     path = os.path.join(work, name)
     with open(path, "w") as f:
@@ -1754,7 +1780,7 @@ TESTS = [test_type_undo_save, test_multi_cursor, test_occurrence_and_find_wrap, 
          test_git_panel_and_palette, test_untrusted_folder_asks_and_says_restricted,
          test_language_server_asks_for_trust, test_two_clients_one_file, test_shared_server_killed_while_typing,
          test_keys_typed_while_server_gone, test_quick_quit_after_typing_asks, test_shared_server_killed_under_two_editors,
-         test_paste_keeps_indentation, test_page_down_burst, test_down_burst_keeps_cursor_on_screen,
+         test_paste_keeps_indentation, test_paste_spreads_over_cursors, test_page_down_burst, test_down_burst_keeps_cursor_on_screen,
          test_enter_after_moves_takes_indent_of_its_line, test_save_as_keeps_the_folder, test_soft_wrap,
          test_completion_from_clangd, test_definition_and_back, test_rename_every_occurrence,
          test_chat_keeps_history_and_every_character, test_git_panel_starts_on_a_file, test_references_and_format,

@@ -264,6 +264,20 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   await page.keyboard.press("Control+z");
   await waitText(page, notesId, "one undo takes the whole paste back", (t) => t === "zap bar\nzap baz\nfoo qux\n");
   check("a multi-line paste is one edit, shown and undone whole", version > 0);
+  // Two cursors and a paste of two lines: one line at each, as a column copied from two cursors comes back.
+  await clickAt(page, 0, 3);
+  await clickAt(page, 1, 3, ["Alt"]);
+  await until(page, "two cursors", async ([id]) => (await window.ecpApp.rpc.request("document/cursors", { documentId: id })).cursors.length === 2, [notesId]);
+  await page.evaluate(([sel, t]) => {
+    const dt = new DataTransfer();
+    dt.setData("text/plain", t);
+    document.querySelector(`${sel} textarea`).dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
+  }, [visible, "ONE\nTWO\n"]);
+  await waitText(page, notesId, "a line at each cursor", (t) => t === "zapONE bar\nzapTWO baz\nfoo qux\n");
+  check("a paste of as many lines as cursors puts one line at each", true);
+  await page.keyboard.press("Control+z");
+  await waitText(page, notesId, "the spread paste undone", (t) => t === "zap bar\nzap baz\nfoo qux\n");
+  await page.keyboard.press("Escape");
 
   // ---- an input method: the composition shows inline and only the committed text is sent
   await clickAt(page, 0, 3);

@@ -16,7 +16,7 @@ export function installCommands(app: App, activeView: () => EditorView | null): 
   cmd("edit.paste", "Paste", (v) => {
     const clip = navigator.clipboard;
     if (!clip?.readText) { app.showMessage("The browser keeps the clipboard: paste with the keyboard", "error"); return; }
-    clip.readText().then((text) => { if (text) v.type(text); },
+    clip.readText().then((text) => { if (text) v.paste(text); },
       () => app.showMessage("The browser refused to read the clipboard: paste with the keyboard", "error"));
   });
   cmd("edit.selectAll", "Select all", (v) => v.send("document/selectAll"));

@@ -36,7 +36,7 @@ export class InputHandler {
     on("paste", (e) => {
       e.preventDefault();
       const text = e.clipboardData?.getData("text/plain") ?? "";
-      if (text) this.view.type(text);
+      if (text) this.view.paste(text);
     });
     on("focus", () => { view.root.classList.add("focused"); view.prefetchSelection(); });
     on("blur", () => view.root.classList.remove("focused"));

@@ -1085,6 +1085,21 @@ export class EditorView {
     this.lsp.typed(text);
   }
 
+  /**
+   * A paste: with as many lines as there are cursors, one line at each (in
+   * document order), as editors spread a column copied from several cursors;
+   * otherwise the whole text at every cursor.
+   */
+  paste(text: string): void {
+    text = text.replace(/\r\n?/g, "\n");
+    const lines = (text.endsWith("\n") ? text.slice(0, -1) : text).split("\n");
+    if (this.cursors.length > 1 && lines.length === this.cursors.length) {
+      this.send("document/type", { texts: lines });
+      return;
+    }
+    this.type(text);
+  }
+
   /** Backspace: the selections, else the character before each caret. */
   deleteBackward(): void {
     if (this.cursors.some((c) => selectionRange(c))) { this.send("document/type", { text: "" }); return; }
