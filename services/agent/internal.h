@@ -97,10 +97,11 @@ bool mcp_starting(agent_service *svc);
 /* A server stopped starting (local.c): prompts waiting for the setting's servers go on once none starts. */
 void agent__mcp_settled(agent_service *svc);
 
-/* The HTTP client of models and MCP servers, made at its first use: starting
- * libcurl loads TLS and reads the CA store, which a server that never talks
- * to a model should not pay for at start. */
-llm_client *agent__llm(agent_service *svc);
+/* The HTTP client of models and MCP servers, made at its first use: libcurl
+ * is opened then (llm_curl.h), and starting it loads TLS and reads the CA
+ * store, which a server that never talks to a model should not pay for at
+ * start. NULL, with err naming libcurl, when it cannot be loaded. */
+llm_client *agent__llm(agent_service *svc, ecp_error *err);
 
 /* A new random id in the form of a version 4 UUID (a chat's, an ACP
  * session's); the caller frees it. */

@@ -7,10 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h>
-
 #include "arena.h"
 #include "json.h"
+#include "llm_curl.h"
 
 #define LLM_MAX_ATTEMPTS 3
 #define LLM_RETRY_BASE_MS 200
@@ -127,8 +126,10 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
     return 0;
 }
 
-llm_client *llm_client_new(uv_loop_t *loop)
+llm_client *llm_client_new(uv_loop_t *loop, ecp_error *err)
 {
+    if (llm_curl_load(err) < 0)
+        return NULL;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     llm_client *c = xcalloc(1, sizeof *c);
     c->loop = loop;

@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "buf.h"
+#include "error.h"
 
 /* LLM_API_JSONRPC is not a model: it is MCP's streamable HTTP transport, one
  * JSON-RPC message posted per request, whose answer is either one JSON body
@@ -67,7 +68,9 @@ typedef struct llm_callbacks {
 typedef struct llm_client llm_client;
 typedef struct llm_request llm_request;
 
-llm_client *llm_client_new(uv_loop_t *loop);
+/* Opens libcurl the first time (llm_curl.h): NULL, with err naming it, when
+ * it cannot be loaded. */
+llm_client *llm_client_new(uv_loop_t *loop, ecp_error *err);
 /* Aborts every request without calling back; handles close on the loop's next turns. */
 void llm_client_free(llm_client *self);
 

@@ -678,9 +678,15 @@ static const llm_callbacks llm_cb = {.on_text = on_llm_text, .on_tool_fragment =
 
 static void send_request(chat *c)
 {
+    ecp_error load_err = {0};
+    llm_client *llm = agent__llm(c->svc, &load_err);
+    if (!llm) {
+        end_turn(c, AGENT_STOP_ERROR, load_err.message);
+        return;
+    }
     buf body = BUF_INIT;
     request_body(c, &body);
-    c->request = llm_request_start(agent__llm(c->svc), &c->endpoint, body.data, &llm_cb, c);
+    c->request = llm_request_start(llm, &c->endpoint, body.data, &llm_cb, c);
     buf_free(&body);
     if (c->request && c->svc->streams_paused)
         llm_request_pause(c->request, true);
@@ -1107,6 +1113,9 @@ static int prompt_now(agent_service *self, const char *chat_id, const char *mess
         created = true;
     }
     int status = configure(c, model, ko, missing, err);
+    /* the model is reached through libcurl: a server that cannot load it says so to the prompt */
+    if (status == 0 && !find_command(message) && !agent__llm(self, err))
+        status = ECP_EIO;
     if (status < 0) {
         if (created)
             chat_free(c);
@@ -1403,10 +1412,10 @@ static void setting_changed(void *ctx, const char *key, const char *value_json)
 
 static const session_listener settings_listener = {.on_setting = setting_changed};
 
-llm_client *agent__llm(agent_service *svc)
+llm_client *agent__llm(agent_service *svc, ecp_error *err)
 {
     if (!svc->llm)
-        svc->llm = llm_client_new(svc->loop);
+        svc->llm = llm_client_new(svc->loop, err);
     return svc->llm;
 }
 

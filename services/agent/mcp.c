@@ -478,7 +478,7 @@ static void post_message(mcp_server *s, const char *data, size_t len, int64_t id
     buf body = BUF_INIT;
     buf_append(&body, data, len);
     llm_endpoint ep = {.api = LLM_API_JSONRPC, .url = s->url, .headers = headers};
-    p->request = llm_request_start(agent__llm(s->svc), &ep, body.data, &post_callbacks, p);
+    p->request = llm_request_start(agent__llm(s->svc, NULL), &ep, body.data, &post_callbacks, p); /* made at the start */
     free(headers);
     buf_free(&session);
     buf_free(&body);
@@ -604,6 +604,11 @@ static int start_server(agent_service *self, const agent_mcp_config *config, boo
         s->headers = xcalloc(config->header_count + 1, sizeof *s->headers);
         for (size_t i = 0; i < config->header_count; i++)
             s->headers[i] = xstrdup(config->headers[i]);
+        ecp_error load_err = {0};
+        if (!agent__llm(self, &load_err)) {
+            fail(s, MCP_FAILED, load_err.message); /* no libcurl: no HTTP */
+            return 0;
+        }
     } else {
         s->command = xstrdup(config->command);
         s->args = xcalloc(config->arg_count + 2, sizeof *s->args);

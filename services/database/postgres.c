@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libpq-fe.h>
-
 #include "json_writer.h"
+#include "postgres_pq.h"
 
 #define POLL_SLICE_MS 50
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
@@ -138,6 +137,9 @@ static void keep_notice(void *ctx, const char *message)
 
 static int pg_open(const database_config *config, const char *password, db_handle **out, database_failure *f)
 {
+    ecp_error load_err = {0};
+    if (db_pq_load(&load_err) < 0)
+        return db_fail(f, load_err.status, "%s", load_err.message); /* opened here, on the job's thread */
     char port[16], timeout[24], options[160];
     snprintf(port, sizeof port, "%d", config->port ? config->port : 5432);
     int64_t limit_ms = config->connection_timeout_ms > 0 ? config->connection_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;

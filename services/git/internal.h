@@ -9,7 +9,6 @@
 #ifndef ECPD_GIT_INTERNAL_H
 #define ECPD_GIT_INTERNAL_H
 
-#include <git2.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -18,6 +17,7 @@
 #include "event.h"
 #include "git/interface.h"
 #include "job.h"
+#include "lazy_git2.h"
 #include "map.h"
 
 /* The threads of one status, each on a repository of its own. */

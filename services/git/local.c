@@ -69,11 +69,20 @@ void gitsvc_start_libgit2(gitsvc *self)
 {
     if (self->libgit2_started)
         return;
+    self->libgit2_started = true;
+    /* Opened here, at the first operation, not at start (lazy_git2.h). When
+     * it cannot be, every operation fails in gitsvc_repo_open with this
+     * message. */
+    ecp_error load_err;
+    if (gitsvc__git2_load(&load_err) < 0) {
+        if (self->log)
+            ecp_log(self->log, ECP_LOG_ERROR, "git: %s", load_err.message);
+        return;
+    }
     /* It fails only when out of memory; the job's own libgit2 calls then
      * fail with their errors, so nothing more is needed here. */
     if (git_libgit2_init() < 0 && self->log)
         ecp_log(self->log, ECP_LOG_ERROR, "git: libgit2 could not start");
-    self->libgit2_started = true;
 }
 
 static void known_free(gitsvc__known *k)

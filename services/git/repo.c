@@ -164,6 +164,12 @@ int gitsvc_repo_open(const char *path, gitsvc_repo **out, bool *bare_out, gitsvc
         dir.len = (size_t)(slash - dir.data);
         dir.data[dir.len] = '\0';
     }
+    /* Every operation begins here: without libgit2 it ends here, saying why. */
+    ecp_error load_err;
+    if (gitsvc__git2_load(&load_err) < 0) {
+        buf_free(&dir);
+        return gitsvc__fail(err, load_err.status, GITSVC_COMMAND_FAILED, "%s", load_err.message);
+    }
     git_repository *repo = NULL;
     int rc = git_repository_open_ext(&repo, dir.data, 0, NULL);
     buf_free(&dir);

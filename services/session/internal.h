@@ -89,9 +89,9 @@ struct session_service {
     /* hot exit */
     journal_entry *journal;       /* one per dirty document being followed */
     struct ecp_map *journal_by_id; /* document id -> its entry in journal (made with the first) */
-    int instance_lock_fd;         /* held for the life of the server: the lock says we run */
+    int instance_lock_fd;         /* held from registration to the end: the lock says we run */
     char *instance_lock_path;
-    bool registered;              /* our row is in `instances` */
+    bool registered;              /* our row is in `instances` (or on its way), made with the first kept text */
 
     /* workspace trust */
     char **trusted_folders;       /* real paths, as the store keeps them */

@@ -2,8 +2,9 @@
  * moment after it changes, so that a server killed at any point leaves it
  * behind for the next one.
  *
- * Each server is an instance: a row in `instances` and a lock file
- * <data-dir>/instances/<id>.lock that it holds (flock) while it runs. The
+ * Each server that keeps text here is an instance, from its first row on: a
+ * row in `instances` and a lock file <data-dir>/instances/<id>.lock that it
+ * holds (flock) while it runs. The
  * kernel drops the lock when the process dies however it dies, so "is the
  * server that wrote this entry still running" is one non-blocking flock.
  * Journal rows belong to their instance; recovery offers the rows of
@@ -511,6 +512,30 @@ static journal_entry *entry_of(session_service *self, const char *document_id)
     return self->journal_by_id ? ecp_map_get(self->journal_by_id, document_id) : NULL;
 }
 
+/* Our instance, its lock file and its row, are made with the first text
+ * this server keeps in the journal (written, or recovered and adopted): a
+ * server that never holds unsaved text writes nothing to the store and
+ * makes no file, and its start waits for no disk. Submitted before the op
+ * that needs it, so the store runs it first. */
+static void register_instance(session_service *self)
+{
+    if (self->registered)
+        return;
+    self->registered = true;
+    buf dir = BUF_INIT, path = BUF_INIT;
+    buf_appendf(&dir, "%s/instances", self->data_dir);
+    if (mkdir(dir.data, 0700) < 0 && errno != EEXIST)
+        ecp_log(self->log, ECP_LOG_WARN, "journal: cannot create %s: %s", dir.data, strerror(errno));
+    lock_path(&path, self->data_dir, self->instance_id);
+    self->instance_lock_fd = open(path.data, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (self->instance_lock_fd < 0 || flock(self->instance_lock_fd, LOCK_EX | LOCK_NB) < 0)
+        ecp_log(self->log, ECP_LOG_WARN, "journal: cannot lock %s: %s; another server may offer this one's unsaved "
+                "text for recovery while it runs", path.data, strerror(errno));
+    self->instance_lock_path = buf_detach(&path);
+    buf_free(&dir);
+    store_submit(self->store, &journal_type, new_op(self, JOURNAL_REGISTER));
+}
+
 static void write_entry(journal_entry *e)
 {
     session_service *self = e->svc;
@@ -532,6 +557,7 @@ static void write_entry(journal_entry *e)
         document_snapshot_release(text);
         return;
     }
+    register_instance(self);
     journal_op *op = new_op(self, JOURNAL_PUT);
     op->uri = xstrdup(e->uri);
     op->language_id = xstrdup(e->language_id);
@@ -641,6 +667,7 @@ void session_recoverable_list(session_service *self, session_recoverable_cb cb, 
 
 void session_recover(session_service *self, const char *const *uris, size_t count, session_reopen_cb cb, void *ctx)
 {
+    register_instance(self); /* what is taken becomes ours (adopt_found) */
     journal_op *op = new_op(self, JOURNAL_TAKE);
     set_filter(op, uris, count);
     op->reopen_cb = cb;
@@ -666,20 +693,6 @@ int session__journal_init(session_service *self, ecp_error *err)
     randombytes_buf(raw, sizeof raw);
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(self->instance_id + 2 * i, 3, "%02x", raw[i]);
-
-    buf dir = BUF_INIT, path = BUF_INIT;
-    buf_appendf(&dir, "%s/instances", self->data_dir);
-    if (mkdir(dir.data, 0700) < 0 && errno != EEXIST)
-        ecp_log(self->log, ECP_LOG_WARN, "journal: cannot create %s: %s", dir.data, strerror(errno));
-    lock_path(&path, self->data_dir, self->instance_id);
-    self->instance_lock_fd = open(path.data, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (self->instance_lock_fd < 0 || flock(self->instance_lock_fd, LOCK_EX | LOCK_NB) < 0)
-        ecp_log(self->log, ECP_LOG_WARN, "journal: cannot lock %s: %s; another server may offer this one's unsaved "
-                "text for recovery while it runs", path.data, strerror(errno));
-    self->instance_lock_path = buf_detach(&path);
-    buf_free(&dir);
-
-    store_submit(self->store, &journal_type, new_op(self, JOURNAL_REGISTER));
     document_subscribe(self->docs, &journal_listener, self);
     (void)err;
     return 0;
@@ -687,7 +700,7 @@ int session__journal_init(session_service *self, ecp_error *err)
 
 void session__journal_free(session_service *self)
 {
-    if (!self->instance_lock_path)
+    if (!self->instance_id[0])
         return; /* never started */
     document_unsubscribe(self->docs, &journal_listener, self);
     /* What is armed is written now; every entry stays in the store: the
@@ -702,6 +715,8 @@ void session__journal_free(session_service *self)
     }
     ecp_map_free(self->journal_by_id);
     self->journal_by_id = NULL;
+    if (!self->registered)
+        return; /* nothing of ours in the store, and no lock file */
     journal_op *op = new_op(self, JOURNAL_UNREGISTER);
     store_submit(self->store, &journal_type, op);
     store_flush(self->store);

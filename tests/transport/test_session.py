@@ -230,6 +230,44 @@ class SessionTests(unittest.TestCase):
         self.assertEqual(s.call("document/content", {"documentId": doc})["content"], "draft\ntyped once\n")
         self.assertEqual(s.close(), 0)
 
+    def test_a_server_without_unsaved_text_leaves_no_trace_of_itself(self):
+        """Its instance (lock file and row) is made with the first text it journals, not at start."""
+        def lock_files():
+            try:
+                return [n for n in os.listdir(os.path.join(self.tmp, "data", "instances")) if n.endswith(".lock")]
+            except FileNotFoundError:
+                return []
+
+        def instance_rows():
+            db = sqlite3.connect("file:%s?mode=ro" % os.path.join(self.tmp, "data", "state.db"), uri=True,
+                                 timeout=5)
+            try:
+                return db.execute("SELECT count(*) FROM instances").fetchone()[0]
+            finally:
+                db.close()
+
+        path = os.path.join(self.ws, "a.txt")
+        with open(path, "w") as f:
+            f.write("text\n")
+        s = self.server()
+        s.call("initialize", {})
+        doc = s.call("document/open", {"uri": "file://" + path})["documentId"]
+        self.assertEqual(s.call("ecp/ping", {"n": 1}), {"n": 1})
+        self.assertEqual(lock_files(), [])
+        self.assertEqual(instance_rows(), 0)
+        s.call("document/insert", {"documentId": doc, "position": {"line": 0, "column": 0}, "text": "more "})
+        deadline = time.time() + 30
+        while time.time() < deadline and journaled_bytes(self.tmp) != len("more text\n"):
+            time.sleep(0.05)
+        self.assertEqual(len(lock_files()), 1)
+        self.assertEqual(instance_rows(), 1)
+        s.kill()
+        # the next server, which keeps nothing of its own, still offers the text
+        s = self.server()
+        self.assertEqual([d["uri"] for d in s.call("session/recoverable")["documents"]], ["file://" + path])
+        self.assertEqual(len(lock_files()), 1)  # the killed server's, kept with its rows; none of its own
+        self.assertEqual(s.close(), 0)
+
     def test_a_large_dirty_document_is_journaled_without_stalling(self):
         path = os.path.join(self.ws, "big.log")
         line = ("0123456789abcdef" * 4)[:63] + "\n"

@@ -540,6 +540,10 @@ static void test_credentials_from_the_secret_store(void **state)
 
 int main(void)
 {
+    /* The credentials' callback is called here directly, not by libgit2 in
+     * an operation that would have opened the library first. */
+    if (gitsvc__git2_load(NULL) < 0)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_status_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_document_changes, setup, teardown),
