@@ -138,3 +138,10 @@ char *buf_detach(buf *self)
     buf_init(self);
     return p;
 }
+
+void free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}

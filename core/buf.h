@@ -80,4 +80,8 @@ char *xstrndup(const char *s, size_t n);
 #define free_each(...) free_array((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))
 void free_array(void *const *pointers, size_t count);
 
+/* Frees a NULL-terminated array of strings and the strings (v may be NULL):
+ * an argv or an environment built for a child. */
+void free_strv(char **v);
+
 #endif

@@ -87,22 +87,13 @@ static void tools_free(mcp_tool *tools, size_t count)
     free(tools);
 }
 
-static void strv_free(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 static void server_free(mcp_server *s)
 {
     ecp_peer_free(s->peer);
-    free(s->name);
-    free(s->command);
-    strv_free(s->args);
-    strv_free(s->env);
-    strv_free(s->headers);
-    free_each(s->url, s->session_id, s->error);
+    free_strv(s->args);
+    free_strv(s->env);
+    free_strv(s->headers);
+    free_each(s->name, s->command, s->url, s->session_id, s->error);
     tools_free(s->tools, s->tool_count);
     free(s);
 }

@@ -790,13 +790,6 @@ static char **build_env(const terminal_create_options *o)
     return env;
 }
 
-static void free_strv(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 static bool wants_login_flags(const char *path)
 {
     const char *base = strrchr(path, '/');
