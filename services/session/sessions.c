@@ -73,15 +73,6 @@ typedef struct capture {
     double sidebar_width, terminal_height, ai_width;
 } capture;
 
-static void write_position(json_writer *w, const char *key, const document_position *p)
-{
-    jw_key(w, key);
-    jw_object_begin(w);
-    jw_key_int(w, "line", (int64_t)p->line);
-    jw_key_int(w, "column", (int64_t)p->column);
-    jw_object_end(w);
-}
-
 static char *cursors_json(const document_cursor *list, size_t count)
 {
     buf b = BUF_INIT;
@@ -89,13 +80,14 @@ static char *cursors_json(const document_cursor *list, size_t count)
     jw_init(&w, &b);
     jw_array_begin(&w);
     for (size_t i = 0; i < count; i++) {
+        const document_position *anchor = &list[i].anchor, *active = &list[i].active;
         jw_object_begin(&w);
-        write_position(&w, "position", &list[i].active);
-        if (list[i].anchor.line != list[i].active.line || list[i].anchor.column != list[i].active.column) {
+        jw_key_position(&w, "position", active->line, active->column);
+        if (anchor->line != active->line || anchor->column != active->column) {
             jw_key(&w, "selection");
             jw_object_begin(&w);
-            write_position(&w, "anchor", &list[i].anchor);
-            write_position(&w, "active", &list[i].active);
+            jw_key_position(&w, "anchor", anchor->line, anchor->column);
+            jw_key_position(&w, "active", active->line, active->column);
             jw_object_end(&w);
         }
         jw_object_end(&w);

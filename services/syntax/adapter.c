@@ -563,21 +563,12 @@ static void m_folding_ranges(void *ctx, ecp_call *call)
         syntax_document_folds_start(ad->svc, id.ptr, call, folds_answered, pending_new(ad, call));
 }
 
-static void write_position(json_writer *w, const char *key, const syntax_position *p)
-{
-    jw_key(w, key);
-    jw_object_begin(w);
-    jw_key_int(w, "line", (int64_t)p->line);
-    jw_key_int(w, "column", (int64_t)p->column);
-    jw_object_end(w);
-}
-
 static void write_range(json_writer *w, const char *key, const syntax_range *r)
 {
     jw_key(w, key);
     jw_object_begin(w);
-    write_position(w, "start", &r->start);
-    write_position(w, "end", &r->end);
+    jw_key_position(w, "start", r->start.line, r->start.column);
+    jw_key_position(w, "end", r->end.line, r->end.column);
     jw_object_end(w);
 }
 
