@@ -509,17 +509,6 @@ static void detach(agent_service *svc, mcp_server *s)
         server_free(s);
 }
 
-static bool valid_name(const char *name)
-{
-    if (!name[0] || strlen(name) > 40)
-        return false;
-    for (const char *p = name; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
-              (*p == '_' && p[1] != '_')))
-            return false;
-    return true;
-}
-
 static bool same_strings(char **have, const char *const *want, size_t count)
 {
     size_t n = 0;
@@ -559,7 +548,7 @@ static void send_initialize(mcp_server *s)
 
 static int start_server(agent_service *self, const agent_mcp_config *config, bool from_setting, ecp_error *err)
 {
-    if (!config->name || !valid_name(config->name))
+    if (!config->name || !session_mcp_server_name_valid(config->name))
         return ecp_error_set(err, ECP_EINVAL, "an MCP server's name is 1 to 40 letters, digits, '-' or single '_'");
     if ((!config->command || !config->command[0]) && (!config->url || !config->url[0]))
         return ecp_error_set(err, ECP_EINVAL, "MCP server %s: a command (stdio) or a url (HTTP) is needed",
