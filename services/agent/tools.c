@@ -460,29 +460,21 @@ static int open_beneath(int dir, const char *rel, int flags, mode_t mode)
 /* The error a failed open beneath the workspace gives the model. */
 static void beneath_error(tool_run *r, int errnum)
 {
+    static const char outside[] = "%s is outside the workspace (through a symlink)";
+    static const struct {
+        int errnum;
+        const char *format; /* of the path */
+    } known[] = {
+        {EXDEV, outside}, {ELOOP, outside}, {ENOENT, "File not found: %s"}, {EISDIR, "Is a directory: %s"},
+        {ENOTDIR, "Not a directory: %s"}, {EACCES, "Permission denied: %s"}, {EPERM, "Permission denied: %s"},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (known[i].errnum == errnum) {
+            set_error(r, known[i].format, r->path);
+            return;
+        }
     buf msg = BUF_INIT;
-    const char *shown = r->path;
-    switch (errnum) {
-    case EXDEV:
-    case ELOOP:
-        buf_appendf(&msg, "%s is outside the workspace (through a symlink)", shown);
-        break;
-    case ENOENT:
-        buf_appendf(&msg, "File not found: %s", shown);
-        break;
-    case EISDIR:
-        buf_appendf(&msg, "Is a directory: %s", shown);
-        break;
-    case ENOTDIR:
-        buf_appendf(&msg, "Not a directory: %s", shown);
-        break;
-    case EACCES:
-    case EPERM:
-        buf_appendf(&msg, "Permission denied: %s", shown);
-        break;
-    default:
-        buf_appendf(&msg, "%s: %s", shown, strerror(errnum));
-    }
+    buf_appendf(&msg, "%s: %s", r->path, strerror(errnum));
     set_error(r, "%s", msg.data);
     buf_free(&msg);
 }
