@@ -247,18 +247,12 @@ static void write_chat(void *ctx, const agent_chat_info *info)
     list_ctx *l = ctx;
     if (l->left-- <= 0)
         return;
-    json_writer *w = l->w;
-    jw_object_begin(w);
-    jw_key_string(w, "id", info->id);
-    if (info->title)
-        jw_key_string(w, "title", info->title);
-    jw_key_string(w, "status", info->status);
-    jw_key_int(w, "createdAt", info->created_at);
-    jw_key_int(w, "updatedAt", info->updated_at);
-    if (info->model)
-        jw_key_string(w, "model", info->model);
-    jw_key_int(w, "messageCount", (int64_t)info->message_count);
-    jw_object_end(w);
+    ecp_write_fields(l->w, ECP_FIELDS(ECP_STRING_FIELD("id", info->id), ECP_STRING_FIELD_OPT("title", info->title),
+                                      ECP_STRING_FIELD("status", info->status),
+                                      ECP_INT_FIELD("createdAt", info->created_at),
+                                      ECP_INT_FIELD("updatedAt", info->updated_at),
+                                      ECP_STRING_FIELD_OPT("model", info->model),
+                                      ECP_INT_FIELD("messageCount", info->message_count)));
 }
 
 static void m_list(void *ctx, ecp_call *call)

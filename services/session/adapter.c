@@ -109,15 +109,11 @@ static bool answered_failure(ecp_call *call, int status, const ecp_error *err)
 
 static void write_info(json_writer *w, const document_info *info)
 {
-    jw_object_begin(w);
-    jw_key_string(w, "documentId", info->document_id);
-    jw_key_string(w, "uri", info->uri);
-    jw_key_string(w, "languageId", info->language_id);
-    jw_key_int(w, "version", (int64_t)info->version);
-    jw_key_bool(w, "isDirty", info->is_dirty);
-    jw_key_bool(w, "isReadOnly", info->is_read_only);
-    jw_key_int(w, "lineCount", (int64_t)info->line_count);
-    jw_object_end(w);
+    ecp_write_fields(w, ECP_FIELDS(ECP_STRING_FIELD("documentId", info->document_id),
+                                   ECP_STRING_FIELD("uri", info->uri), ECP_STRING_FIELD("languageId", info->language_id),
+                                   ECP_INT_FIELD("version", info->version), ECP_BOOL_FIELD("isDirty", info->is_dirty),
+                                   ECP_BOOL_FIELD("isReadOnly", info->is_read_only),
+                                   ECP_INT_FIELD("lineCount", info->line_count)));
 }
 
 static void write_iso(json_writer *w, const char *key, int64_t ms)

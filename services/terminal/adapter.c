@@ -119,15 +119,10 @@ static bool no_nul(ecp_call *call, const char *name, const ecp_str *s)
 
 static void write_info(json_writer *w, const terminal_info *info)
 {
-    jw_object_begin(w);
-    jw_key_string(w, "terminalId", info->id);
-    jw_key_string(w, "shell", info->shell);
-    jw_key_string(w, "cwd", info->cwd);
-    jw_key_int(w, "cols", info->cols);
-    jw_key_int(w, "rows", info->rows);
-    jw_key_bool(w, "running", info->running);
-    jw_key_string(w, "title", info->title);
-    jw_object_end(w);
+    ecp_write_fields(w, ECP_FIELDS(ECP_STRING_FIELD("terminalId", info->id), ECP_STRING_FIELD("shell", info->shell),
+                                   ECP_STRING_FIELD("cwd", info->cwd), ECP_INT_FIELD("cols", info->cols),
+                                   ECP_INT_FIELD("rows", info->rows), ECP_BOOL_FIELD("running", info->running),
+                                   ECP_STRING_FIELD("title", info->title)));
 }
 
 static void write_color(json_writer *w, const char *key, bool has, uint32_t rgb)
