@@ -633,9 +633,8 @@ static void mcp_destroy(void *ctx)
 
 void agent_mcp_adapter_init(ecp_adapter *out, agent_service *svc, ecp_bus *bus)
 {
-    adapter_ctx *a = xcalloc(1, sizeof *a);
-    a->svc = svc;
-    a->bus = bus;
+    adapter_ctx *a = xmalloc(sizeof *a);
+    *a = (adapter_ctx){.svc = svc, .bus = bus};
     agent_subscribe(svc, &mcp_listener, a);
     *out = (ecp_adapter){
         .ns = "mcp", .methods = mcp_methods, .method_count = sizeof mcp_methods / sizeof mcp_methods[0], .ctx = a,
@@ -645,9 +644,8 @@ void agent_mcp_adapter_init(ecp_adapter *out, agent_service *svc, ecp_bus *bus)
 
 void agent_adapter_init(ecp_adapter *out, agent_service *svc, ecp_bus *bus)
 {
-    adapter_ctx *a = xcalloc(1, sizeof *a);
-    a->svc = svc;
-    a->bus = bus;
+    adapter_ctx *a = xmalloc(sizeof *a);
+    *a = (adapter_ctx){.svc = svc, .bus = bus};
     agent_subscribe(svc, &listener, a);
     *out = (ecp_adapter){
         .ns = "chat", .methods = methods, .method_count = sizeof methods / sizeof methods[0], .ctx = a,

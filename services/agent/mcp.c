@@ -192,11 +192,8 @@ static void answered(void *ctx, int64_t id, const ecp_peer_answer *answer);
 static mcp_call *send_request(mcp_server *s, mcp_request_kind kind, const char *method, const char *params_json,
                               tool_done_fn done, void *ctx)
 {
-    mcp_call *c = xcalloc(1, sizeof *c);
-    c->server = s;
-    c->kind = kind;
-    c->done = done;
-    c->ctx = ctx;
+    mcp_call *c = xmalloc(sizeof *c);
+    *c = (mcp_call){.server = s, .kind = kind, .done = done, .ctx = ctx};
     c->id = ecp_peer_call(s->peer, method, params_json, 0, answered, c);
     if (!c->id) {
         free(c);

@@ -964,9 +964,8 @@ static void adapter_destroy(void *ctx)
 
 void lsp_adapter_init(ecp_adapter *out, lsp_service *svc, ecp_bus *bus)
 {
-    lsp_adapter *a = xcalloc(1, sizeof *a);
-    a->svc = svc;
-    a->bus = bus;
+    lsp_adapter *a = xmalloc(sizeof *a);
+    *a = (lsp_adapter){.svc = svc, .bus = bus};
     lsp_subscribe(svc, &adapter_listener, a);
     *out = (ecp_adapter){
         .ns = "lsp", .methods = methods, .method_count = COUNT(methods), .ctx = a,

@@ -1328,10 +1328,8 @@ static void adapter_destroy(void *ctx)
 void session_adapter_init(ecp_adapter out[SESSION_ADAPTER_COUNT], session_service *svc, document_service *docs,
                           ecp_bus *bus)
 {
-    session_adapter *ad = xcalloc(1, sizeof *ad);
-    ad->svc = svc;
-    ad->docs = docs;
-    ad->bus = bus;
+    session_adapter *ad = xmalloc(sizeof *ad);
+    *ad = (session_adapter){.svc = svc, .docs = docs, .bus = bus};
     session_subscribe(svc, &listener, ad);
     memset(out, 0, SESSION_ADAPTER_COUNT * sizeof *out);
     out[0] = (ecp_adapter){.ns = "config", .methods = config_methods, .method_count = COUNT(config_methods), .ctx = ad,

@@ -580,14 +580,10 @@ static void step(reopen_run *run)
 void session__reopen(session_service *self, uint64_t client, reopen_item *items, size_t count, reopen_item_cb each,
                      session_reopen_cb cb, void *ctx)
 {
-    reopen_run *run = xcalloc(1, sizeof *run);
-    run->svc = self;
-    run->client = client;
-    run->items = items;
-    run->count = count;
-    run->each = each;
-    run->cb = cb;
-    run->ctx = ctx;
+    reopen_run *run = xmalloc(sizeof *run);
+    *run = (reopen_run){
+        .svc = self, .client = client, .items = items, .count = count, .each = each, .cb = cb, .ctx = ctx,
+    };
     step(run);
 }
 

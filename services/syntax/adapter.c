@@ -866,9 +866,8 @@ static void adapter_destroy(void *ctx)
 
 void syntax_adapter_init(ecp_adapter *out, syntax_service *svc, ecp_bus *bus)
 {
-    syntax_adapter *ad = xcalloc(1, sizeof *ad);
-    ad->svc = svc;
-    ad->bus = bus;
+    syntax_adapter *ad = xmalloc(sizeof *ad);
+    *ad = (syntax_adapter){.svc = svc, .bus = bus};
     syntax_subscribe(svc, &listener, ad);
     *out = (ecp_adapter){.ns = "syntax", .methods = methods, .method_count = sizeof methods / sizeof methods[0],
                          .ctx = ad, .destroy = adapter_destroy, .notifications = notifications};

@@ -532,9 +532,8 @@ static const char *const notifications[] = {"terminal/output", "terminal/exit", 
 
 void terminal_adapter_init(ecp_adapter *out, terminal_service *svc, ecp_bus *bus)
 {
-    terminal_adapter *ad = xcalloc(1, sizeof *ad);
-    ad->svc = svc;
-    ad->bus = bus;
+    terminal_adapter *ad = xmalloc(sizeof *ad);
+    *ad = (terminal_adapter){.svc = svc, .bus = bus};
     terminal_subscribe(svc, &listener, ad);
     *out = (ecp_adapter){.ns = "terminal", .methods = methods, .method_count = sizeof methods / sizeof methods[0],
                          .ctx = ad, .destroy = adapter_destroy, .notifications = notifications};
