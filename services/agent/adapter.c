@@ -456,7 +456,8 @@ static void destroy(void *ctx)
 
 /* ----- the mcp methods ---------------------------------------------------------------------------------- */
 
-static void write_server(json_writer *w, const agent_mcp_info *info)
+/* A server as mcp/listServers shows it, into the writer w (untyped: agent_mcp_list calls it back so). */
+static void write_server(void *w, const agent_mcp_info *info)
 {
     jw_object_begin(w);
     jw_key_string(w, "type", "mcp");
@@ -602,13 +603,11 @@ static void m_mcp_start(void *ctx, ecp_call *call)
 
 static void m_mcp_stop(void *ctx, ecp_call *call) { named_op(ctx, call, "name", agent_mcp_stop); }
 
-static void write_each_server(void *ctx, const agent_mcp_info *info) { write_server(ctx, info); }
-
 static void m_mcp_list(void *ctx, ecp_call *call)
 {
     adapter_ctx *a = ctx;
     json_writer *w = ecp_call_result_list(call, "servers");
-    agent_mcp_list(a->svc, write_each_server, w);
+    agent_mcp_list(a->svc, write_server, w);
     ecp_call_finish_list(call, w);
 }
 
@@ -631,24 +630,27 @@ static void mcp_destroy(void *ctx)
     free(a);
 }
 
-void agent_mcp_adapter_init(ecp_adapter *out, agent_service *svc, ecp_bus *bus)
+/* A namespace's context, which follows the service through l until its destroy. */
+static adapter_ctx *adapter_new(agent_service *svc, ecp_bus *bus, const agent_listener *l)
 {
     adapter_ctx *a = xmalloc(sizeof *a);
     *a = (adapter_ctx){.svc = svc, .bus = bus};
-    agent_subscribe(svc, &mcp_listener, a);
+    agent_subscribe(svc, l, a);
+    return a;
+}
+
+void agent_mcp_adapter_init(ecp_adapter *out, agent_service *svc, ecp_bus *bus)
+{
     *out = (ecp_adapter){
-        .ns = "mcp", .methods = mcp_methods, .method_count = sizeof mcp_methods / sizeof mcp_methods[0], .ctx = a,
-        .destroy = mcp_destroy, .notifications = mcp_notifications,
+        .ns = "mcp", .methods = mcp_methods, .method_count = sizeof mcp_methods / sizeof mcp_methods[0],
+        .ctx = adapter_new(svc, bus, &mcp_listener), .destroy = mcp_destroy, .notifications = mcp_notifications,
     };
 }
 
 void agent_adapter_init(ecp_adapter *out, agent_service *svc, ecp_bus *bus)
 {
-    adapter_ctx *a = xmalloc(sizeof *a);
-    *a = (adapter_ctx){.svc = svc, .bus = bus};
-    agent_subscribe(svc, &listener, a);
     *out = (ecp_adapter){
-        .ns = "chat", .methods = methods, .method_count = sizeof methods / sizeof methods[0], .ctx = a,
-        .destroy = destroy, .notifications = notifications,
+        .ns = "chat", .methods = methods, .method_count = sizeof methods / sizeof methods[0],
+        .ctx = adapter_new(svc, bus, &listener), .destroy = destroy, .notifications = notifications,
     };
 }
