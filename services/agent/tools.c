@@ -23,6 +23,7 @@
 #include "json.h"
 #include "json_writer.h"
 #include "process.h"
+#include "uri.h"
 
 #define READ_MAX_BYTES (8u << 20)
 #define OUTPUT_MAX_BYTES (64u << 10)
@@ -82,14 +83,6 @@ const agent_tool_info *agent_tools(size_t *count)
 
 /* ----- confinement ---------------------------------------------------------------------- */
 
-static bool inside(const char *root, const char *path)
-{
-    size_t n = strlen(root);
-    if (n == 1 && root[0] == '/')
-        return true;
-    return strncmp(root, path, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 int agent_confine(const char *workspace, const char *path, char **out, ecp_error *err)
 {
     *out = NULL;
@@ -105,7 +98,7 @@ int agent_confine(const char *workspace, const char *path, char **out, ecp_error
         buf_appendf(&joined, "%s/%s", root, path);
     file_path_normalize(&lexical, joined.data, joined.len);
     buf_free(&joined);
-    if (!inside(root, lexical.data)) {
+    if (!uri_path_within(lexical.data, root)) {
         int s = ecp_error_set(err, ECP_EACCES, "%s is outside the workspace", path);
         buf_free(&lexical);
         return s;
@@ -136,7 +129,7 @@ int agent_confine(const char *workspace, const char *path, char **out, ecp_error
         buf_appendf(&resolved, "%s%s", strcmp(real, "/") == 0 ? "" : real, probe + cut);
     free(probe);
     buf_free(&lexical);
-    if (!real[0] || !inside(root, resolved.data)) {
+    if (!real[0] || !uri_path_within(resolved.data, root)) {
         int s = ecp_error_set(err, ECP_EACCES, "%s is outside the workspace (through a symlink)", path);
         buf_free(&resolved);
         return s;
