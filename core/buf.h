@@ -84,4 +84,8 @@ void free_array(void *const *pointers, size_t count);
  * an argv or an environment built for a child. */
 void free_strv(char **v);
 
+/* Writes all len bytes of data to fd, a write at a time (at most 1 GiB
+ * each), again after EINTR: 0, or the errno of the write that failed. */
+int fd_write_all(int fd, const char *data, size_t len);
+
 #endif

@@ -570,20 +570,6 @@ static int open_dir_creating(int root, const char *rel_dir)
     return fd;
 }
 
-static int write_all_fd(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, data, len > (1u << 30) ? (1u << 30) : len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return errno;
-        data += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Writes data as the whole of r->path, beneath the workspace: into a
  * temporary file of the same directory, flushed, then renamed over the name,
  * both through the directory's descriptor. An existing file keeps its mode
@@ -658,7 +644,7 @@ static int write_beneath(tool_run *r, const char *data, size_t len)
                             ftruncate(fd, 0) != 0))
                 errnum = EINVAL;
             else if (fd >= 0)
-                errnum = write_all_fd(fd, data, len);
+                errnum = fd_write_all(fd, data, len);
             if (fd >= 0 && errnum == 0 && fsync(fd) != 0)
                 errnum = errno;
             if (fd >= 0 && errnum == 0)
@@ -670,7 +656,7 @@ static int write_beneath(tool_run *r, const char *data, size_t len)
         }
         goto done;
     }
-    errnum = write_all_fd(fd, data, len);
+    errnum = fd_write_all(fd, data, len);
     if (errnum == 0 && exists) {
         fchmod(fd, st.st_mode & 07777); /* the umask may have cut bits from the mode given to openat */
         if (st.st_uid != geteuid() || st.st_gid != getegid())
