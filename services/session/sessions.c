@@ -315,13 +315,11 @@ static int session_work(sqlite3 *db, void *data, ecp_error *err)
             cap = cap ? cap * 2 : 16;
             op->list = xrealloc(op->list, cap * sizeof *op->list);
         }
-        session_summary *s = &op->list[op->list_count++];
-        s->id = column_text(st, 0);
-        s->name = column_text(st, 1);
-        s->type = column_text(st, 2);
-        s->workspace_root = column_text(st, 3);
-        s->last_modified = sqlite3_column_int64(st, 4);
-        s->document_count = sqlite3_column_int64(st, 5);
+        op->list[op->list_count++] = (session_summary){
+            .id = column_text(st, 0), .name = column_text(st, 1), .type = column_text(st, 2),
+            .workspace_root = column_text(st, 3), .last_modified = sqlite3_column_int64(st, 4),
+            .document_count = sqlite3_column_int64(st, 5),
+        };
     }
     if (rc != SQLITE_DONE)
         status = store_error(db, rc, err, "sessions");
