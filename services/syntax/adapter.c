@@ -789,12 +789,9 @@ static void render_did_change(void *ctx, ecp_position_encoding enc, json_writer 
     jw_key_int(w, "version", (int64_t)d->version);
     jw_key(w, "ranges");
     jw_array_begin(w);
-    for (size_t i = 0; i < d->count; i++) {
-        jw_object_begin(w);
-        jw_key_int(w, "startLine", (int64_t)d->ranges[i].start_line);
-        jw_key_int(w, "endLine", (int64_t)d->ranges[i].end_line);
-        jw_object_end(w);
-    }
+    for (size_t i = 0; i < d->count; i++)
+        ecp_write_fields(w, ECP_FIELDS(ECP_INT_FIELD("startLine", d->ranges[i].start_line),
+                                       ECP_INT_FIELD("endLine", d->ranges[i].end_line)));
     jw_array_end(w);
     jw_object_end(w);
 }
