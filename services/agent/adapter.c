@@ -166,13 +166,11 @@ static void prompt_accepted(void *ctx, int status, const ecp_error *err, const c
         reply_error(call, err);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_string(w, "chatId", chat_id);
     jw_key_string(w, "model", model);
     jw_key_string(w, "status", "prompting");
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_prompt(void *ctx, ecp_call *call)
@@ -305,8 +303,7 @@ static void m_open(void *ctx, ecp_call *call)
         return;
     agent_chat_info info;
     ecp_error err = {0};
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     /* the messages first, into the result, when the chat exists */
     agent_chat_info probe;
     bool found = agent_chat_open(a->svc, chat_id.ptr, &probe, NULL, NULL, &err) == 0;
@@ -327,8 +324,7 @@ static void m_open(void *ctx, ecp_call *call)
             jw_object_end(w);
         }
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void context_found(void *ctx, int status, const ecp_error *err, const char *const *paths, size_t count)
@@ -338,8 +334,7 @@ static void context_found(void *ctx, int status, const ecp_error *err, const cha
         reply_error(call, err);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     json_ref chat_id = json_get(ecp_call_doc(call), ecp_call_params(call), "chatId");
     if (chat_id != JSON_NO_REF && json_type_of(ecp_call_doc(call), chat_id) == JSON_STRING) {
         jw_key(w, "chatId");
@@ -354,8 +349,7 @@ static void context_found(void *ctx, int status, const ecp_error *err, const cha
         jw_object_end(w);
     }
     jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_query_context(void *ctx, ecp_call *call)
@@ -398,8 +392,7 @@ static void m_query_commands(void *ctx, ecp_call *call)
         return;
     size_t n;
     const agent_command_info *commands = agent_commands(&n);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     if (chat_id.ptr)
         jw_key_string(w, "chatId", chat_id.ptr);
     jw_key(w, "commands");
@@ -417,8 +410,7 @@ static void m_query_commands(void *ctx, ecp_call *call)
         jw_object_end(w);
     }
     jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static const ecp_method methods[] = {
@@ -587,15 +579,13 @@ static void m_mcp_start(void *ctx, ecp_call *call)
                                &err) < 0) {
         reply_error(call, &err);
     } else {
-        json_writer *w = ecp_call_result(call);
-        jw_object_begin(w);
+        json_writer *w = ecp_call_result_object(call);
         jw_key(w, "server");
         found_server f = {name.ptr, w, false};
         agent_mcp_list(a->svc, write_if_named, &f);
         if (!f.found)
             jw_null(w);
-        jw_object_end(w);
-        ecp_call_finish(call);
+        ecp_call_finish_object(call, w);
     }
     free_each(argv, envv, offsets);
     buf_free(&env_text);

@@ -64,8 +64,7 @@ static void started(void *ctx, int status, const ecp_error *err, const lsp_serve
                        "%s", err ? err->message : "Language server failed to start");
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_bool(w, "success", true);
     jw_key_string(w, "languageId", info->language_id);
     jw_key_bool(w, "ready", info->status == LSP_READY);
@@ -75,8 +74,7 @@ static void started(void *ctx, int status, const ecp_error *err, const lsp_serve
     else
         jw_object_begin(w), jw_object_end(w);
     jw_key_string(w, "positionEncoding", ecp_encoding_name(info->encoding));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_start(void *ctx, ecp_call *call)
@@ -108,8 +106,7 @@ static void m_status(void *ctx, ecp_call *call)
     ecp_str language;
     if (!ecp_arg_string_opt(call, ecp_call_params(call), "languageId", &language))
         return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "servers");
     jw_array_begin(w);
     if (language.ptr) {
@@ -120,8 +117,7 @@ static void m_status(void *ctx, ecp_call *call)
         lsp_server_each(a->svc, status_item, w);
     }
     jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 /* ----- documents a client holds ------------------------------------------------------ */
@@ -516,12 +512,10 @@ static void m_diagnostics(void *ctx, ecp_call *call)
     if (!ecp_arg_string(call, ecp_call_params(call), "uri", &uri))
         return;
     char *json = lsp_diagnostics_get(a->svc, uri.ptr, ecp_call_encoding(call));
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "diagnostics");
     jw_raw(w, json, strlen(json));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
     free(json);
 }
 
@@ -543,15 +537,13 @@ static void all_item(void *ctx, const char *uri)
 static void m_all_diagnostics(void *ctx, ecp_call *call)
 {
     lsp_adapter *a = ctx;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "diagnostics");
     jw_object_begin(w);
     all_ctx c = {a->svc, w, ecp_call_encoding(call)};
     lsp_diagnostics_each(a->svc, all_item, &c);
     jw_object_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_diagnostics_summary(void *ctx, ecp_call *call)
@@ -559,12 +551,10 @@ static void m_diagnostics_summary(void *ctx, ecp_call *call)
     lsp_adapter *a = ctx;
     size_t errors, warnings;
     lsp_diagnostics_summary(a->svc, &errors, &warnings);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_int(w, "errors", (int64_t)errors);
     jw_key_int(w, "warnings", (int64_t)warnings);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 /* ----- configuration ------------------------------------------------------------------------ */
@@ -650,8 +640,7 @@ static void m_get_server_config(void *ctx, ecp_call *call)
         return;
     lsp_server_config c;
     bool found = lsp_config_get(a->svc, language.ptr, &c);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "config");
     if (!found) {
         jw_null(w);
@@ -685,8 +674,7 @@ static void m_get_server_config(void *ctx, ecp_call *call)
         }
         jw_object_end(w);
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_get_language_id(void *ctx, ecp_call *call)
@@ -695,12 +683,10 @@ static void m_get_language_id(void *ctx, ecp_call *call)
     ecp_str path;
     if (!ecp_arg_string(call, ecp_call_params(call), "filePath", &path))
         return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "languageId");
     jw_string(w, lsp_language_of(path.ptr));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_has_server_for(void *ctx, ecp_call *call)
@@ -710,11 +696,9 @@ static void m_has_server_for(void *ctx, ecp_call *call)
     if (!ecp_arg_string(call, ecp_call_params(call), "languageId", &language))
         return;
     lsp_server_config c;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_bool(w, "available", lsp_config_get(a->svc, language.ptr, &c));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 /* ----- notifications ------------------------------------------------------------------------- */

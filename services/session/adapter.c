@@ -143,8 +143,7 @@ static void m_config_get(void *ctx, ecp_call *call)
         return;
     const char *value = session_setting_json(ad->svc, key.ptr);
     const char *ignored = session_setting_ignored(ad->svc, key.ptr);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     if (value) {
         jw_key(w, "value");
         jw_raw(w, value, strlen(value));
@@ -155,8 +154,7 @@ static void m_config_get(void *ctx, ecp_call *call)
         jw_key(w, "workspaceValue");
         jw_raw(w, ignored, strlen(ignored));
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_config_set(void *ctx, ecp_call *call)
@@ -231,8 +229,7 @@ static void m_config_schema(void *ctx, ecp_call *call)
 {
     size_t count;
     const session_setting_schema *rows = session_settings_schema(&count);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "schema");
     jw_object_begin(w);
     jw_key(w, "properties");
@@ -265,8 +262,7 @@ static void m_config_schema(void *ctx, ecp_call *call)
     }
     jw_object_end(w);
     jw_object_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 /* ----- session methods --------------------------------------------------------------------------------------------- */
@@ -703,15 +699,13 @@ static void m_keybindings_resolve(void *ctx, ecp_call *call)
         k++;
     }
     const session_keybinding *b = session_keybinding_resolve(ad->svc, &press, values, k);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_string(w, "command", b ? b->command : NULL);
     if (b && b->args_json) {
         jw_key(w, "args");
         jw_raw(w, b->args_json, strlen(b->args_json));
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 /* ----- theme methods -------------------------------------------------------------------------------------------- */
@@ -856,8 +850,7 @@ static void got_secret(void *ctx, int status, const ecp_error *err, const char *
     free(sc);
     if (answered_failure(call, status, err))
         return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     switch (kind) {
     case REPLY_VALUE:
         jw_key(w, "value");
@@ -885,8 +878,7 @@ static void got_secret(void *ctx, int status, const ecp_error *err, const char *
         jw_object_end(w);
         break;
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void secret_get_as(session_adapter *ad, ecp_call *call, secret_reply kind)
@@ -1073,8 +1065,7 @@ static void m_workspace_is_trusted(void *ctx, ecp_call *call)
     } else {
         trusted = session_workspace_trusted(ad->svc);
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_bool(w, "trusted", trusted);
     if (!uri.ptr) {
         /* what trusting the served workspace would apply: a client asks the user with it */
@@ -1087,8 +1078,7 @@ static void m_workspace_is_trusted(void *ctx, ecp_call *call)
                 jw_string(w, rows[i].key);
         jw_array_end(w);
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void on_setting(void *ctx, const char *key, const char *value)

@@ -279,15 +279,13 @@ static void highlighted(void *ctx, int status, const ecp_error *err, const synta
 
 static void plaintext_answer(ecp_call *call)
 {
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "lines");
     jw_array_begin(w);
     jw_array_end(w);
     jw_key_string(w, "languageId", "plaintext");
     jw_key_int(w, "timing", 0);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_highlight(void *ctx, ecp_call *call)
@@ -480,13 +478,11 @@ static void m_document_tokens(void *ctx, ecp_call *call)
         reply_error(call, status, &err, ECP_WIRE_DOCUMENT_NOT_FOUND);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "lines");
     write_lines(w, lines, count);
     jw_key_bool(w, "settled", syntax_document_settled(ad->svc, id.ptr));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
     syntax_lines_free(lines, count);
 }
 

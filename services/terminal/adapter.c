@@ -255,18 +255,12 @@ static void m_get_buffer(void *ctx, ecp_call *call)
     if (!arg_id(call, &id))
         return;
     terminal_viewport vp;
-    json_writer *w;
+    json_writer *w = ecp_call_result_key(call, "buffer");
     if (terminal_get_viewport(ad->svc, id.ptr, &vp)) {
-        w = ecp_call_result(call);
-        jw_object_begin(w);
-        jw_key_null(w, "buffer");
-        jw_object_end(w);
-        ecp_call_finish(call);
+        jw_null(w);
+        ecp_call_finish_key(call, w);
         return;
     }
-    w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "buffer");
     jw_object_begin(w);
     jw_key(w, "cells");
     jw_array_begin(w);
@@ -285,8 +279,7 @@ static void m_get_buffer(void *ctx, ecp_call *call)
     jw_key_int(w, "scrollOffset", (int64_t)vp.scroll_offset);
     jw_key_int(w, "scrollbackSize", (int64_t)vp.scrollback_size);
     jw_object_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
     terminal_viewport_free(&vp);
 }
 
@@ -324,15 +317,12 @@ static void m_get_info(void *ctx, ecp_call *call)
     if (!arg_id(call, &id))
         return;
     terminal_info info;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "info");
+    json_writer *w = ecp_call_result_key(call, "info");
     if (terminal_get_info(ad->svc, id.ptr, &info))
         jw_null(w);
     else
         write_info(w, &info);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 static void m_list(void *ctx, ecp_call *call)
