@@ -1,9 +1,11 @@
 #include "buf.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void out_of_memory(size_t n)
 {
@@ -137,4 +139,25 @@ char *buf_detach(buf *self)
     char *p = self->data;
     buf_init(self);
     return p;
+}
+
+void free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+int fd_write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len > (1u << 30) ? (1u << 30) : len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno;
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
 }

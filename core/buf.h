@@ -80,4 +80,12 @@ char *xstrndup(const char *s, size_t n);
 #define free_each(...) free_array((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))
 void free_array(void *const *pointers, size_t count);
 
+/* Frees a NULL-terminated array of strings and the strings (v may be NULL):
+ * an argv or an environment built for a child. */
+void free_strv(char **v);
+
+/* Writes all len bytes of data to fd, a write at a time (at most 1 GiB
+ * each), again after EINTR: 0, or the errno of the write that failed. */
+int fd_write_all(int fd, const char *data, size_t len);
+
 #endif

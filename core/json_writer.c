@@ -433,3 +433,12 @@ void jw_key_null(json_writer *w, const char *key)
     jw_key(w, key);
     jw_null(w);
 }
+
+void jw_key_position(json_writer *w, const char *key, size_t line, size_t column)
+{
+    jw_key(w, key);
+    jw_object_begin(w);
+    jw_key_int(w, "line", (int64_t)line);
+    jw_key_int(w, "column", (int64_t)column);
+    jw_object_end(w);
+}

@@ -127,4 +127,7 @@ void jw_key_null(json_writer *w, const char *key);
 /* Appends the escaped body of a JSON string (no quotes) to out. */
 void json_escape_into(buf *out, const char *s, size_t len);
 
+/* The protocol's Position under key: "key": {"line": line, "column": column}. */
+void jw_key_position(json_writer *w, const char *key, size_t line, size_t column);
+
 #endif

@@ -333,13 +333,6 @@ static char *program_path(const char *name, char *const *env)
     return ecp_process_find_program(name, path);
 }
 
-static void strv_free(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 ecp_process *ecp_process_start(uv_loop_t *loop, const ecp_process_options *options, ecp_error *err)
 {
     ecp_process *self = xcalloc(1, sizeof *self);
@@ -388,7 +381,7 @@ ecp_process *ecp_process_start(uv_loop_t *loop, const ecp_process_options *optio
         rc = uv_spawn(loop, &self->child, &o);
     }
     free(program);
-    strv_free(env);
+    free_strv(env);
     if (rc < 0) {
         ecp_error_set(err, rc == UV_ENOENT ? ECP_ENOTFOUND : rc == UV_EACCES ? ECP_EACCES : ECP_EIO,
                       "cannot start %s: %s", options->argv[0], uv_strerror(rc));

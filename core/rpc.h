@@ -335,4 +335,11 @@ void ecp_bus_when_drained(ecp_bus *bus, const char *method, ecp_drained_fn fn, v
  * method. A producer calls it before ctx goes away (its adapter's destroy). */
 void ecp_bus_cancel_when_drained(ecp_bus *bus, ecp_drained_fn fn, void *ctx);
 
+/* ----- an object result ---------------------------------------------------- */
+
+/* A result that is one object, {...}: write its members into the writer
+ * returned, then ecp_call_finish_object. */
+json_writer *ecp_call_result_object(ecp_call *call);
+void ecp_call_finish_object(ecp_call *call, json_writer *w);
+
 #endif

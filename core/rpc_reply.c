@@ -159,3 +159,18 @@ void ecp_call_finish_list(ecp_call *call, json_writer *w)
     jw_array_end(w);
     ecp_call_finish_key(call, w);
 }
+
+/* ----- an object result ---------------------------------------------------- */
+
+json_writer *ecp_call_result_object(ecp_call *call)
+{
+    json_writer *w = ecp_call_result(call);
+    jw_object_begin(w);
+    return w;
+}
+
+void ecp_call_finish_object(ecp_call *call, json_writer *w)
+{
+    jw_object_end(w);
+    ecp_call_finish(call);
+}

@@ -45,4 +45,8 @@ int uri_file_path(const char *uri, size_t len, buf *out, struct ecp_error *err);
 /* Appends the percent-decoded form of s. Invalid escapes are kept literally. */
 void uri_percent_decode(buf *out, const char *s, size_t len);
 
+/* Whether the absolute path is dir or lies below it, by their text (both
+ * normalised; "/" holds every path). */
+bool uri_path_within(const char *path, const char *dir);
+
 #endif

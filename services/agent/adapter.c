@@ -166,13 +166,11 @@ static void prompt_accepted(void *ctx, int status, const ecp_error *err, const c
         reply_error(call, err);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_string(w, "chatId", chat_id);
     jw_key_string(w, "model", model);
     jw_key_string(w, "status", "prompting");
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_prompt(void *ctx, ecp_call *call)
@@ -247,18 +245,12 @@ static void write_chat(void *ctx, const agent_chat_info *info)
     list_ctx *l = ctx;
     if (l->left-- <= 0)
         return;
-    json_writer *w = l->w;
-    jw_object_begin(w);
-    jw_key_string(w, "id", info->id);
-    if (info->title)
-        jw_key_string(w, "title", info->title);
-    jw_key_string(w, "status", info->status);
-    jw_key_int(w, "createdAt", info->created_at);
-    jw_key_int(w, "updatedAt", info->updated_at);
-    if (info->model)
-        jw_key_string(w, "model", info->model);
-    jw_key_int(w, "messageCount", (int64_t)info->message_count);
-    jw_object_end(w);
+    ecp_write_fields(l->w, ECP_FIELDS(ECP_STRING_FIELD("id", info->id), ECP_STRING_FIELD_OPT("title", info->title),
+                                      ECP_STRING_FIELD("status", info->status),
+                                      ECP_INT_FIELD("createdAt", info->created_at),
+                                      ECP_INT_FIELD("updatedAt", info->updated_at),
+                                      ECP_STRING_FIELD_OPT("model", info->model),
+                                      ECP_INT_FIELD("messageCount", info->message_count)));
 }
 
 static void m_list(void *ctx, ecp_call *call)
@@ -311,8 +303,7 @@ static void m_open(void *ctx, ecp_call *call)
         return;
     agent_chat_info info;
     ecp_error err = {0};
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     /* the messages first, into the result, when the chat exists */
     agent_chat_info probe;
     bool found = agent_chat_open(a->svc, chat_id.ptr, &probe, NULL, NULL, &err) == 0;
@@ -333,8 +324,7 @@ static void m_open(void *ctx, ecp_call *call)
             jw_object_end(w);
         }
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void context_found(void *ctx, int status, const ecp_error *err, const char *const *paths, size_t count)
@@ -344,8 +334,7 @@ static void context_found(void *ctx, int status, const ecp_error *err, const cha
         reply_error(call, err);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     json_ref chat_id = json_get(ecp_call_doc(call), ecp_call_params(call), "chatId");
     if (chat_id != JSON_NO_REF && json_type_of(ecp_call_doc(call), chat_id) == JSON_STRING) {
         jw_key(w, "chatId");
@@ -360,8 +349,7 @@ static void context_found(void *ctx, int status, const ecp_error *err, const cha
         jw_object_end(w);
     }
     jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_query_context(void *ctx, ecp_call *call)
@@ -404,8 +392,7 @@ static void m_query_commands(void *ctx, ecp_call *call)
         return;
     size_t n;
     const agent_command_info *commands = agent_commands(&n);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     if (chat_id.ptr)
         jw_key_string(w, "chatId", chat_id.ptr);
     jw_key(w, "commands");
@@ -423,8 +410,7 @@ static void m_query_commands(void *ctx, ecp_call *call)
         jw_object_end(w);
     }
     jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static const ecp_method methods[] = {
@@ -462,7 +448,8 @@ static void destroy(void *ctx)
 
 /* ----- the mcp methods ---------------------------------------------------------------------------------- */
 
-static void write_server(json_writer *w, const agent_mcp_info *info)
+/* A server as mcp/listServers shows it, into the writer w (untyped: agent_mcp_list calls it back so). */
+static void write_server(void *w, const agent_mcp_info *info)
 {
     jw_object_begin(w);
     jw_key_string(w, "type", "mcp");
@@ -592,15 +579,13 @@ static void m_mcp_start(void *ctx, ecp_call *call)
                                &err) < 0) {
         reply_error(call, &err);
     } else {
-        json_writer *w = ecp_call_result(call);
-        jw_object_begin(w);
+        json_writer *w = ecp_call_result_object(call);
         jw_key(w, "server");
         found_server f = {name.ptr, w, false};
         agent_mcp_list(a->svc, write_if_named, &f);
         if (!f.found)
             jw_null(w);
-        jw_object_end(w);
-        ecp_call_finish(call);
+        ecp_call_finish_object(call, w);
     }
     free_each(argv, envv, offsets);
     buf_free(&env_text);
@@ -608,13 +593,11 @@ static void m_mcp_start(void *ctx, ecp_call *call)
 
 static void m_mcp_stop(void *ctx, ecp_call *call) { named_op(ctx, call, "name", agent_mcp_stop); }
 
-static void write_each_server(void *ctx, const agent_mcp_info *info) { write_server(ctx, info); }
-
 static void m_mcp_list(void *ctx, ecp_call *call)
 {
     adapter_ctx *a = ctx;
     json_writer *w = ecp_call_result_list(call, "servers");
-    agent_mcp_list(a->svc, write_each_server, w);
+    agent_mcp_list(a->svc, write_server, w);
     ecp_call_finish_list(call, w);
 }
 
@@ -637,26 +620,27 @@ static void mcp_destroy(void *ctx)
     free(a);
 }
 
+/* A namespace's context, which follows the service through l until its destroy. */
+static adapter_ctx *adapter_new(agent_service *svc, ecp_bus *bus, const agent_listener *l)
+{
+    adapter_ctx *a = xmalloc(sizeof *a);
+    *a = (adapter_ctx){.svc = svc, .bus = bus};
+    agent_subscribe(svc, l, a);
+    return a;
+}
+
 void agent_mcp_adapter_init(ecp_adapter *out, agent_service *svc, ecp_bus *bus)
 {
-    adapter_ctx *a = xcalloc(1, sizeof *a);
-    a->svc = svc;
-    a->bus = bus;
-    agent_subscribe(svc, &mcp_listener, a);
     *out = (ecp_adapter){
-        .ns = "mcp", .methods = mcp_methods, .method_count = sizeof mcp_methods / sizeof mcp_methods[0], .ctx = a,
-        .destroy = mcp_destroy, .notifications = mcp_notifications,
+        .ns = "mcp", .methods = mcp_methods, .method_count = sizeof mcp_methods / sizeof mcp_methods[0],
+        .ctx = adapter_new(svc, bus, &mcp_listener), .destroy = mcp_destroy, .notifications = mcp_notifications,
     };
 }
 
 void agent_adapter_init(ecp_adapter *out, agent_service *svc, ecp_bus *bus)
 {
-    adapter_ctx *a = xcalloc(1, sizeof *a);
-    a->svc = svc;
-    a->bus = bus;
-    agent_subscribe(svc, &listener, a);
     *out = (ecp_adapter){
-        .ns = "chat", .methods = methods, .method_count = sizeof methods / sizeof methods[0], .ctx = a,
-        .destroy = destroy, .notifications = notifications,
+        .ns = "chat", .methods = methods, .method_count = sizeof methods / sizeof methods[0],
+        .ctx = adapter_new(svc, bus, &listener), .destroy = destroy, .notifications = notifications,
     };
 }

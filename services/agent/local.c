@@ -1289,13 +1289,10 @@ int agent_chat_delete(agent_service *self, const char *chat_id, ecp_error *err)
 
 static void fill_info(const chat *c, agent_chat_info *info)
 {
-    info->id = c->id;
-    info->title = c->title;
-    info->model = c->model;
-    info->status = c->running ? "running" : "idle";
-    info->created_at = c->created_at;
-    info->updated_at = c->updated_at;
-    info->message_count = c->count;
+    *info = (agent_chat_info){
+        .id = c->id, .title = c->title, .model = c->model, .status = c->running ? "running" : "idle",
+        .created_at = c->created_at, .updated_at = c->updated_at, .message_count = c->count,
+    };
 }
 
 static int by_update(const void *a, const void *b)
@@ -1422,18 +1419,12 @@ llm_client *agent__llm(agent_service *svc, ecp_error *err)
 agent_service *agent_service_new(const agent_service_options *o, ecp_error *err)
 {
     (void)err;
-    agent_service *svc = xcalloc(1, sizeof *svc);
-    svc->loop = o->loop;
-    svc->log = o->log;
-    svc->store = o->store;
-    svc->documents = o->documents;
-    svc->files = o->files;
-    svc->session = o->session;
-    svc->lsp = o->lsp;
-    svc->git = o->git;
-    svc->jobs = ecp_job_set_new(o->pool);
-    svc->chat_ids = ecp_map_new();
-    svc->workspace = o->workspace ? xstrdup(o->workspace) : NULL;
+    agent_service *svc = xmalloc(sizeof *svc);
+    *svc = (agent_service){
+        .loop = o->loop, .log = o->log, .store = o->store, .documents = o->documents, .files = o->files,
+        .session = o->session, .lsp = o->lsp, .git = o->git, .jobs = ecp_job_set_new(o->pool),
+        .chat_ids = ecp_map_new(), .workspace = o->workspace ? xstrdup(o->workspace) : NULL,
+    };
     load_op *op = xcalloc(1, sizeof *op);
     op->svc = svc;
     store_submit(svc->store, &load_type, op);

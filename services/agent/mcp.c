@@ -87,22 +87,13 @@ static void tools_free(mcp_tool *tools, size_t count)
     free(tools);
 }
 
-static void strv_free(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 static void server_free(mcp_server *s)
 {
     ecp_peer_free(s->peer);
-    free(s->name);
-    free(s->command);
-    strv_free(s->args);
-    strv_free(s->env);
-    strv_free(s->headers);
-    free_each(s->url, s->session_id, s->error);
+    free_strv(s->args);
+    free_strv(s->env);
+    free_strv(s->headers);
+    free_each(s->name, s->command, s->url, s->session_id, s->error);
     tools_free(s->tools, s->tool_count);
     free(s);
 }
@@ -201,11 +192,8 @@ static void answered(void *ctx, int64_t id, const ecp_peer_answer *answer);
 static mcp_call *send_request(mcp_server *s, mcp_request_kind kind, const char *method, const char *params_json,
                               tool_done_fn done, void *ctx)
 {
-    mcp_call *c = xcalloc(1, sizeof *c);
-    c->server = s;
-    c->kind = kind;
-    c->done = done;
-    c->ctx = ctx;
+    mcp_call *c = xmalloc(sizeof *c);
+    *c = (mcp_call){.server = s, .kind = kind, .done = done, .ctx = ctx};
     c->id = ecp_peer_call(s->peer, method, params_json, 0, answered, c);
     if (!c->id) {
         free(c);
@@ -518,17 +506,6 @@ static void detach(agent_service *svc, mcp_server *s)
         server_free(s);
 }
 
-static bool valid_name(const char *name)
-{
-    if (!name[0] || strlen(name) > 40)
-        return false;
-    for (const char *p = name; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
-              (*p == '_' && p[1] != '_')))
-            return false;
-    return true;
-}
-
 static bool same_strings(char **have, const char *const *want, size_t count)
 {
     size_t n = 0;
@@ -568,7 +545,7 @@ static void send_initialize(mcp_server *s)
 
 static int start_server(agent_service *self, const agent_mcp_config *config, bool from_setting, ecp_error *err)
 {
-    if (!config->name || !valid_name(config->name))
+    if (!config->name || !session_mcp_server_name_valid(config->name))
         return ecp_error_set(err, ECP_EINVAL, "an MCP server's name is 1 to 40 letters, digits, '-' or single '_'");
     if ((!config->command || !config->command[0]) && (!config->url || !config->url[0]))
         return ecp_error_set(err, ECP_EINVAL, "MCP server %s: a command (stdio) or a url (HTTP) is needed",

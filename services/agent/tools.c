@@ -23,6 +23,7 @@
 #include "json.h"
 #include "json_writer.h"
 #include "process.h"
+#include "uri.h"
 
 #define READ_MAX_BYTES (8u << 20)
 #define OUTPUT_MAX_BYTES (64u << 10)
@@ -82,14 +83,6 @@ const agent_tool_info *agent_tools(size_t *count)
 
 /* ----- confinement ---------------------------------------------------------------------- */
 
-static bool inside(const char *root, const char *path)
-{
-    size_t n = strlen(root);
-    if (n == 1 && root[0] == '/')
-        return true;
-    return strncmp(root, path, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 int agent_confine(const char *workspace, const char *path, char **out, ecp_error *err)
 {
     *out = NULL;
@@ -105,7 +98,7 @@ int agent_confine(const char *workspace, const char *path, char **out, ecp_error
         buf_appendf(&joined, "%s/%s", root, path);
     file_path_normalize(&lexical, joined.data, joined.len);
     buf_free(&joined);
-    if (!inside(root, lexical.data)) {
+    if (!uri_path_within(lexical.data, root)) {
         int s = ecp_error_set(err, ECP_EACCES, "%s is outside the workspace", path);
         buf_free(&lexical);
         return s;
@@ -136,7 +129,7 @@ int agent_confine(const char *workspace, const char *path, char **out, ecp_error
         buf_appendf(&resolved, "%s%s", strcmp(real, "/") == 0 ? "" : real, probe + cut);
     free(probe);
     buf_free(&lexical);
-    if (!real[0] || !inside(root, resolved.data)) {
+    if (!real[0] || !uri_path_within(resolved.data, root)) {
         int s = ecp_error_set(err, ECP_EACCES, "%s is outside the workspace (through a symlink)", path);
         buf_free(&resolved);
         return s;
@@ -460,29 +453,21 @@ static int open_beneath(int dir, const char *rel, int flags, mode_t mode)
 /* The error a failed open beneath the workspace gives the model. */
 static void beneath_error(tool_run *r, int errnum)
 {
+    static const char outside[] = "%s is outside the workspace (through a symlink)";
+    static const struct {
+        int errnum;
+        const char *format; /* of the path */
+    } known[] = {
+        {EXDEV, outside}, {ELOOP, outside}, {ENOENT, "File not found: %s"}, {EISDIR, "Is a directory: %s"},
+        {ENOTDIR, "Not a directory: %s"}, {EACCES, "Permission denied: %s"}, {EPERM, "Permission denied: %s"},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (known[i].errnum == errnum) {
+            set_error(r, known[i].format, r->path);
+            return;
+        }
     buf msg = BUF_INIT;
-    const char *shown = r->path;
-    switch (errnum) {
-    case EXDEV:
-    case ELOOP:
-        buf_appendf(&msg, "%s is outside the workspace (through a symlink)", shown);
-        break;
-    case ENOENT:
-        buf_appendf(&msg, "File not found: %s", shown);
-        break;
-    case EISDIR:
-        buf_appendf(&msg, "Is a directory: %s", shown);
-        break;
-    case ENOTDIR:
-        buf_appendf(&msg, "Not a directory: %s", shown);
-        break;
-    case EACCES:
-    case EPERM:
-        buf_appendf(&msg, "Permission denied: %s", shown);
-        break;
-    default:
-        buf_appendf(&msg, "%s: %s", shown, strerror(errnum));
-    }
+    buf_appendf(&msg, "%s: %s", r->path, strerror(errnum));
     set_error(r, "%s", msg.data);
     buf_free(&msg);
 }
@@ -585,20 +570,6 @@ static int open_dir_creating(int root, const char *rel_dir)
     return fd;
 }
 
-static int write_all_fd(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, data, len > (1u << 30) ? (1u << 30) : len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return errno;
-        data += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Writes data as the whole of r->path, beneath the workspace: into a
  * temporary file of the same directory, flushed, then renamed over the name,
  * both through the directory's descriptor. An existing file keeps its mode
@@ -673,7 +644,7 @@ static int write_beneath(tool_run *r, const char *data, size_t len)
                             ftruncate(fd, 0) != 0))
                 errnum = EINVAL;
             else if (fd >= 0)
-                errnum = write_all_fd(fd, data, len);
+                errnum = fd_write_all(fd, data, len);
             if (fd >= 0 && errnum == 0 && fsync(fd) != 0)
                 errnum = errno;
             if (fd >= 0 && errnum == 0)
@@ -685,7 +656,7 @@ static int write_beneath(tool_run *r, const char *data, size_t len)
         }
         goto done;
     }
-    errnum = write_all_fd(fd, data, len);
+    errnum = fd_write_all(fd, data, len);
     if (errnum == 0 && exists) {
         fchmod(fd, st.st_mode & 07777); /* the umask may have cut bits from the mode given to openat */
         if (st.st_uid != geteuid() || st.st_gid != getegid())

@@ -64,8 +64,7 @@ static void started(void *ctx, int status, const ecp_error *err, const lsp_serve
                        "%s", err ? err->message : "Language server failed to start");
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_bool(w, "success", true);
     jw_key_string(w, "languageId", info->language_id);
     jw_key_bool(w, "ready", info->status == LSP_READY);
@@ -75,8 +74,7 @@ static void started(void *ctx, int status, const ecp_error *err, const lsp_serve
     else
         jw_object_begin(w), jw_object_end(w);
     jw_key_string(w, "positionEncoding", ecp_encoding_name(info->encoding));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_start(void *ctx, ecp_call *call)
@@ -108,8 +106,7 @@ static void m_status(void *ctx, ecp_call *call)
     ecp_str language;
     if (!ecp_arg_string_opt(call, ecp_call_params(call), "languageId", &language))
         return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "servers");
     jw_array_begin(w);
     if (language.ptr) {
@@ -120,8 +117,7 @@ static void m_status(void *ctx, ecp_call *call)
         lsp_server_each(a->svc, status_item, w);
     }
     jw_array_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 /* ----- documents a client holds ------------------------------------------------------ */
@@ -347,10 +343,21 @@ static void forward(lsp_adapter *a, ecp_call *call, const char *uri, const char 
     }
 }
 
-/* Reads {uri, position?} and starts params with textDocument (and position,
- * in the server's units). */
-static bool read_target(lsp_service *svc, ecp_call *call, bool with_position, ecp_str *uri, json_writer *w)
+/* A request about a document: its uri and the params for its server, built in w. */
+typedef struct target {
+    ecp_str uri;
+    buf params;
+    json_writer w;
+} target;
+
+/* Reads {uri, position?} and starts t's params with textDocument (and position, in the server's units).
+ * t's params are the caller's to free afterwards, whatever this returns. */
+static bool read_target(lsp_service *svc, ecp_call *call, bool with_position, target *t)
 {
+    buf_init(&t->params);
+    jw_init(&t->w, &t->params);
+    json_writer *w = &t->w;
+    ecp_str *uri = &t->uri;
     json_ref p = ecp_call_params(call);
     if (!ecp_arg_string(call, p, "uri", uri))
         return false;
@@ -385,18 +392,19 @@ static bool read_target(lsp_service *svc, ecp_call *call, bool with_position, ec
     return true;
 }
 
+/* Closes t's params and sends the request. */
+static void forward_target(lsp_adapter *a, ecp_call *call, target *t, const char *method, result_shape shape)
+{
+    jw_object_end(&t->w);
+    forward(a, call, t->uri.ptr, method, &t->params, shape);
+}
+
 static void simple_request(void *ctx, ecp_call *call, const char *method, bool with_position, result_shape shape)
 {
-    buf params;
-    buf_init(&params);
-    json_writer w;
-    jw_init(&w, &params);
-    ecp_str uri;
-    if (read_target(((lsp_adapter *)ctx)->svc, call, with_position, &uri, &w)) {
-        jw_object_end(&w);
-        forward(ctx, call, uri.ptr, method, &params, shape);
-    }
-    buf_free(&params);
+    target t;
+    if (read_target(((lsp_adapter *)ctx)->svc, call, with_position, &t))
+        forward_target(ctx, call, &t, method, shape);
+    buf_free(&t.params);
 }
 
 static void m_completion(void *ctx, ecp_call *call)
@@ -419,61 +427,49 @@ static void m_document_symbol(void *ctx, ecp_call *call)
 
 static void m_references(void *ctx, ecp_call *call)
 {
-    buf params;
-    buf_init(&params);
-    json_writer w;
-    jw_init(&w, &params);
-    ecp_str uri;
+    target t;
     bool include;
-    if (read_target(((lsp_adapter *)ctx)->svc, call, true, &uri, &w) &&
+    if (read_target(((lsp_adapter *)ctx)->svc, call, true, &t) &&
         ecp_arg_bool_opt(call, ecp_call_params(call), "includeDeclaration", true, &include)) {
-        jw_key(&w, "context");
-        jw_object_begin(&w);
-        jw_key_bool(&w, "includeDeclaration", include);
-        jw_object_end(&w);
-        jw_object_end(&w);
-        forward(ctx, call, uri.ptr, "textDocument/references", &params, SHAPE_LOCATIONS);
+        jw_key(&t.w, "context");
+        jw_object_begin(&t.w);
+        jw_key_bool(&t.w, "includeDeclaration", include);
+        jw_object_end(&t.w);
+        forward_target(ctx, call, &t, "textDocument/references", SHAPE_LOCATIONS);
     }
-    buf_free(&params);
+    buf_free(&t.params);
 }
 
 static void m_rename(void *ctx, ecp_call *call)
 {
-    buf params;
-    buf_init(&params);
-    json_writer w;
-    jw_init(&w, &params);
-    ecp_str uri, name;
-    if (read_target(((lsp_adapter *)ctx)->svc, call, true, &uri, &w) && ecp_arg_string(call, ecp_call_params(call), "newName", &name)) {
-        jw_key_string_n(&w, "newName", name.ptr, name.len);
-        jw_object_end(&w);
-        forward(ctx, call, uri.ptr, "textDocument/rename", &params, SHAPE_EDIT);
+    target t;
+    ecp_str name;
+    if (read_target(((lsp_adapter *)ctx)->svc, call, true, &t) &&
+        ecp_arg_string(call, ecp_call_params(call), "newName", &name)) {
+        jw_key_string_n(&t.w, "newName", name.ptr, name.len);
+        forward_target(ctx, call, &t, "textDocument/rename", SHAPE_EDIT);
     }
-    buf_free(&params);
+    buf_free(&t.params);
 }
 
 static void m_format(void *ctx, ecp_call *call)
 {
-    buf params;
-    buf_init(&params);
-    json_writer w;
-    jw_init(&w, &params);
-    ecp_str uri;
+    target t;
     json_ref options = JSON_NO_REF;
-    if (read_target(((lsp_adapter *)ctx)->svc, call, false, &uri, &w) && ecp_arg_object_opt(call, ecp_call_params(call), "options", &options)) {
-        jw_key(&w, "options");
+    if (read_target(((lsp_adapter *)ctx)->svc, call, false, &t) &&
+        ecp_arg_object_opt(call, ecp_call_params(call), "options", &options)) {
+        jw_key(&t.w, "options");
         if (options != JSON_NO_REF) {
-            json_write_value(&w, ecp_call_doc(call), options);
+            json_write_value(&t.w, ecp_call_doc(call), options);
         } else {
-            jw_object_begin(&w);
-            jw_key_int(&w, "tabSize", 4);
-            jw_key_bool(&w, "insertSpaces", true);
-            jw_object_end(&w);
+            jw_object_begin(&t.w);
+            jw_key_int(&t.w, "tabSize", 4);
+            jw_key_bool(&t.w, "insertSpaces", true);
+            jw_object_end(&t.w);
         }
-        jw_object_end(&w);
-        forward(ctx, call, uri.ptr, "textDocument/formatting", &params, SHAPE_ARRAY);
+        forward_target(ctx, call, &t, "textDocument/formatting", SHAPE_ARRAY);
     }
-    buf_free(&params);
+    buf_free(&t.params);
 }
 
 /* A value of the params with its positions in the server's units. */
@@ -493,32 +489,27 @@ static void write_for_server(lsp_service *svc, ecp_call *call, const char *uri, 
 static void m_code_action(void *ctx, ecp_call *call)
 {
     lsp_service *svc = ((lsp_adapter *)ctx)->svc;
-    buf params;
-    buf_init(&params);
-    json_writer w;
-    jw_init(&w, &params);
-    ecp_str uri;
+    target t;
     json_ref range, context = JSON_NO_REF;
     json_ref p = ecp_call_params(call);
-    if (read_target(svc, call, false, &uri, &w) && ecp_arg_object(call, p, "range", &range) &&
+    if (read_target(svc, call, false, &t) && ecp_arg_object(call, p, "range", &range) &&
         ecp_arg_object_opt(call, p, "context", &context)) {
-        jw_key(&w, "range");
-        write_for_server(svc, call, uri.ptr, range, &w);
-        jw_key(&w, "context");
+        jw_key(&t.w, "range");
+        write_for_server(svc, call, t.uri.ptr, range, &t.w);
+        jw_key(&t.w, "context");
         if (context != JSON_NO_REF) {
             /* its diagnostics are the client's, counted in the client's units */
-            write_for_server(svc, call, uri.ptr, context, &w);
+            write_for_server(svc, call, t.uri.ptr, context, &t.w);
         } else {
-            jw_object_begin(&w);
-            jw_key(&w, "diagnostics");
-            jw_array_begin(&w);
-            jw_array_end(&w);
-            jw_object_end(&w);
+            jw_object_begin(&t.w);
+            jw_key(&t.w, "diagnostics");
+            jw_array_begin(&t.w);
+            jw_array_end(&t.w);
+            jw_object_end(&t.w);
         }
-        jw_object_end(&w);
-        forward(ctx, call, uri.ptr, "textDocument/codeAction", &params, SHAPE_ARRAY);
+        forward_target(ctx, call, &t, "textDocument/codeAction", SHAPE_ARRAY);
     }
-    buf_free(&params);
+    buf_free(&t.params);
 }
 
 /* A command a code action names (clangd's tweaks, pyright's organize
@@ -556,12 +547,10 @@ static void m_diagnostics(void *ctx, ecp_call *call)
     if (!ecp_arg_string(call, ecp_call_params(call), "uri", &uri))
         return;
     char *json = lsp_diagnostics_get(a->svc, uri.ptr, ecp_call_encoding(call));
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "diagnostics");
     jw_raw(w, json, strlen(json));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
     free(json);
 }
 
@@ -583,15 +572,13 @@ static void all_item(void *ctx, const char *uri)
 static void m_all_diagnostics(void *ctx, ecp_call *call)
 {
     lsp_adapter *a = ctx;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "diagnostics");
     jw_object_begin(w);
     all_ctx c = {a->svc, w, ecp_call_encoding(call)};
     lsp_diagnostics_each(a->svc, all_item, &c);
     jw_object_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_diagnostics_summary(void *ctx, ecp_call *call)
@@ -599,12 +586,10 @@ static void m_diagnostics_summary(void *ctx, ecp_call *call)
     lsp_adapter *a = ctx;
     size_t errors, warnings;
     lsp_diagnostics_summary(a->svc, &errors, &warnings);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_int(w, "errors", (int64_t)errors);
     jw_key_int(w, "warnings", (int64_t)warnings);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 /* ----- configuration ------------------------------------------------------------------------ */
@@ -690,8 +675,7 @@ static void m_get_server_config(void *ctx, ecp_call *call)
         return;
     lsp_server_config c;
     bool found = lsp_config_get(a->svc, language.ptr, &c);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "config");
     if (!found) {
         jw_null(w);
@@ -725,8 +709,7 @@ static void m_get_server_config(void *ctx, ecp_call *call)
         }
         jw_object_end(w);
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_get_language_id(void *ctx, ecp_call *call)
@@ -735,12 +718,10 @@ static void m_get_language_id(void *ctx, ecp_call *call)
     ecp_str path;
     if (!ecp_arg_string(call, ecp_call_params(call), "filePath", &path))
         return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "languageId");
     jw_string(w, lsp_language_of(path.ptr));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_has_server_for(void *ctx, ecp_call *call)
@@ -750,19 +731,17 @@ static void m_has_server_for(void *ctx, ecp_call *call)
     if (!ecp_arg_string(call, ecp_call_params(call), "languageId", &language))
         return;
     lsp_server_config c;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_bool(w, "available", lsp_config_get(a->svc, language.ptr, &c));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 /* ----- notifications ------------------------------------------------------------------------- */
 
-/* A notification's texts: the language and one or two JSON values. */
-typedef struct notification_text {
-    const char *a, *b, *c;
-} notification_text;
+/* A server's window/showMessage: its language and LSP's params (JSON text). */
+typedef struct message_event {
+    const char *language_id, *params;
+} message_event;
 
 typedef struct diagnostics_event {
     lsp_service *svc;
@@ -850,11 +829,11 @@ static void on_status(void *ctx, const lsp_server_info *info)
 static void render_message(void *ctx, ecp_position_encoding enc, json_writer *w)
 {
     (void)enc;
-    notification_text *s = ctx;
+    const message_event *m = ctx;
     json_doc d = {0};
     jw_object_begin(w);
-    jw_key_string(w, "languageId", s->a);
-    if (json_doc_parse(&d, s->b, strlen(s->b), NULL) == 0)
+    jw_key_string(w, "languageId", m->language_id);
+    if (json_doc_parse(&d, m->params, strlen(m->params), NULL) == 0)
         for (json_ref k = json_first(&d, json_root(&d)); k != JSON_NO_REF; k = json_next(&d, k)) {
             size_t len;
             const char *raw = json_raw(&d, k, &len);
@@ -872,62 +851,33 @@ static void render_message(void *ctx, ecp_position_encoding enc, json_writer *w)
 static void on_message(void *ctx, const char *language_id, const char *params)
 {
     lsp_adapter *a = ctx;
-    notification_text s = {language_id, params, NULL};
-    ecp_bus_notify(a->bus, "lsp/didShowMessage", render_message, &s);
+    message_event m = {language_id, params};
+    ecp_bus_notify(a->bus, "lsp/didShowMessage", render_message, &m);
 }
 
-static void render_progress(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    (void)enc;
-    notification_text *s = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "languageId", s->a);
-    jw_key(w, "token");
-    jw_raw(w, s->b, strlen(s->b));
-    jw_key(w, "value");
-    jw_raw(w, s->c, strlen(s->c));
-    jw_object_end(w);
-}
-
+/* token and value are JSON texts, passed on as the server sent them */
 static void on_progress(void *ctx, const char *language_id, const char *token, const char *value)
 {
     lsp_adapter *a = ctx;
-    notification_text s = {language_id, token, value};
-    ecp_bus_notify(a->bus, "lsp/progress", render_progress, &s);
-}
-
-static void render_unavailable(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    (void)enc;
-    notification_text *s = ctx;
-    jw_object_begin(w);
-    jw_key_string(w, "languageId", s->a);
-    jw_key_string(w, "status", "unavailable");
-    jw_key_string(w, "reason", s->c);
-    jw_object_end(w);
-}
-
-static void render_unavailable_message(void *ctx, ecp_position_encoding enc, json_writer *w)
-{
-    (void)enc;
-    notification_text *s = ctx;
-    buf message = BUF_INIT;
-    buf_appendf(&message, "No %s language server: %s was not found. Install it, or name another with lsp/setServerConfig.",
-                s->a, s->b);
-    jw_object_begin(w);
-    jw_key_int(w, "type", 2); /* warning, as LSP's MessageType */
-    jw_key_string_n(w, "message", message.data, message.len);
-    jw_object_end(w);
-    buf_free(&message);
+    ecp_bus_notify(a->bus, "lsp/progress", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("languageId", language_id), ECP_JSON_FIELD("token", token),
+                              ECP_JSON_FIELD("value", value)));
 }
 
 /* A server that cannot be found: its status for clients that show servers, and words for the user. */
 static void on_unavailable(void *ctx, const char *language_id, const char *command, const char *reason)
 {
     lsp_adapter *a = ctx;
-    notification_text s = {language_id, command, reason};
-    ecp_bus_notify(a->bus, "lsp/serverStatusChanged", render_unavailable, &s);
-    ecp_bus_notify(a->bus, "$/showMessage", render_unavailable_message, &s);
+    ecp_bus_notify(a->bus, "lsp/serverStatusChanged", ecp_render_fields,
+                   ECP_FIELDS(ECP_STRING_FIELD("languageId", language_id), ECP_STRING_FIELD("status", "unavailable"),
+                              ECP_STRING_FIELD("reason", reason)));
+    buf message = BUF_INIT;
+    buf_appendf(&message, "No %s language server: %s was not found. Install it, or name another with lsp/setServerConfig.",
+                language_id, command);
+    ecp_bus_notify(a->bus, "$/showMessage", ecp_render_fields,
+                   ECP_FIELDS(ECP_INT_FIELD("type", 2), /* warning, as LSP's MessageType */
+                              ECP_STRING_FIELD("message", message.data)));
+    buf_free(&message);
 }
 
 static const lsp_listener adapter_listener = {
@@ -1002,9 +952,8 @@ static void adapter_destroy(void *ctx)
 
 void lsp_adapter_init(ecp_adapter *out, lsp_service *svc, ecp_bus *bus)
 {
-    lsp_adapter *a = xcalloc(1, sizeof *a);
-    a->svc = svc;
-    a->bus = bus;
+    lsp_adapter *a = xmalloc(sizeof *a);
+    *a = (lsp_adapter){.svc = svc, .bus = bus};
     lsp_subscribe(svc, &adapter_listener, a);
     *out = (ecp_adapter){
         .ns = "lsp", .methods = methods, .method_count = COUNT(methods), .ctx = a,

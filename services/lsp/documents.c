@@ -115,20 +115,27 @@ static bool may_reach_servers(lsp_service *self, const char *uri)
     return trusted;
 }
 
+/* Starts the params of a notification about the document at uri, {"textDocument": {"uri": uri, ...: the
+ * caller writes what else the document's object holds, then closes it and the params. */
+static void text_document_begin(json_writer *w, buf *params, const char *uri)
+{
+    buf_init(params);
+    jw_init(w, params);
+    jw_object_begin(w);
+    jw_key(w, "textDocument");
+    jw_object_begin(w);
+    jw_key_string(w, "uri", uri);
+}
+
 void lsp_send_did_open(lsp_server *s, const lsp_doc *d)
 {
     if (d->withheld)
         return;
     buf text, params;
     buf_init(&text);
-    buf_init(&params);
     doc_text(s->svc, d, &text);
     json_writer w;
-    jw_init(&w, &params);
-    jw_object_begin(&w);
-    jw_key(&w, "textDocument");
-    jw_object_begin(&w);
-    jw_key_string(&w, "uri", d->uri);
+    text_document_begin(&w, &params, d->uri);
     jw_key_string(&w, "languageId", d->language_id);
     jw_key_int(&w, "version", d->version);
     jw_key_string_n(&w, "text", text.data ? text.data : "", text.len);
@@ -142,13 +149,8 @@ void lsp_send_did_open(lsp_server *s, const lsp_doc *d)
 static void send_did_close(lsp_server *s, const char *uri)
 {
     buf params;
-    buf_init(&params);
     json_writer w;
-    jw_init(&w, &params);
-    jw_object_begin(&w);
-    jw_key(&w, "textDocument");
-    jw_object_begin(&w);
-    jw_key_string(&w, "uri", uri);
+    text_document_begin(&w, &params, uri);
     jw_object_end(&w);
     jw_object_end(&w);
     lsp_server_notify(s, "textDocument/didClose", params.data, params.len);
@@ -335,13 +337,8 @@ static void send_did_save(lsp_server *s, const lsp_doc *d)
         return;
     buf text, params;
     buf_init(&text);
-    buf_init(&params);
     json_writer w;
-    jw_init(&w, &params);
-    jw_object_begin(&w);
-    jw_key(&w, "textDocument");
-    jw_object_begin(&w);
-    jw_key_string(&w, "uri", d->uri);
+    text_document_begin(&w, &params, d->uri);
     jw_object_end(&w);
     if (s->save_text) {
         doc_text(s->svc, d, &text);

@@ -102,20 +102,11 @@ static char **strv_dup(const char *const *v)
     return out;
 }
 
-static void strv_free(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 static void custom_config_clear(lsp_custom_config *c)
 {
-    free(c->command);
-    strv_free(c->args);
-    free(c->init_options);
-    free(c->settings);
-    strv_free(c->env);
+    free_strv(c->args);
+    free_strv(c->env);
+    free_each(c->command, c->init_options, c->settings);
 }
 
 int lsp_config_set(lsp_service *self, const char *language_id, const lsp_server_config *config, ecp_error *err)

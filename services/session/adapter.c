@@ -109,15 +109,11 @@ static bool answered_failure(ecp_call *call, int status, const ecp_error *err)
 
 static void write_info(json_writer *w, const document_info *info)
 {
-    jw_object_begin(w);
-    jw_key_string(w, "documentId", info->document_id);
-    jw_key_string(w, "uri", info->uri);
-    jw_key_string(w, "languageId", info->language_id);
-    jw_key_int(w, "version", (int64_t)info->version);
-    jw_key_bool(w, "isDirty", info->is_dirty);
-    jw_key_bool(w, "isReadOnly", info->is_read_only);
-    jw_key_int(w, "lineCount", (int64_t)info->line_count);
-    jw_object_end(w);
+    ecp_write_fields(w, ECP_FIELDS(ECP_STRING_FIELD("documentId", info->document_id),
+                                   ECP_STRING_FIELD("uri", info->uri), ECP_STRING_FIELD("languageId", info->language_id),
+                                   ECP_INT_FIELD("version", info->version), ECP_BOOL_FIELD("isDirty", info->is_dirty),
+                                   ECP_BOOL_FIELD("isReadOnly", info->is_read_only),
+                                   ECP_INT_FIELD("lineCount", info->line_count)));
 }
 
 static void write_iso(json_writer *w, const char *key, int64_t ms)
@@ -147,8 +143,7 @@ static void m_config_get(void *ctx, ecp_call *call)
         return;
     const char *value = session_setting_json(ad->svc, key.ptr);
     const char *ignored = session_setting_ignored(ad->svc, key.ptr);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     if (value) {
         jw_key(w, "value");
         jw_raw(w, value, strlen(value));
@@ -159,8 +154,7 @@ static void m_config_get(void *ctx, ecp_call *call)
         jw_key(w, "workspaceValue");
         jw_raw(w, ignored, strlen(ignored));
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_config_set(void *ctx, ecp_call *call)
@@ -235,8 +229,7 @@ static void m_config_schema(void *ctx, ecp_call *call)
 {
     size_t count;
     const session_setting_schema *rows = session_settings_schema(&count);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "schema");
     jw_object_begin(w);
     jw_key(w, "properties");
@@ -269,8 +262,7 @@ static void m_config_schema(void *ctx, ecp_call *call)
     }
     jw_object_end(w);
     jw_object_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 /* ----- session methods --------------------------------------------------------------------------------------------- */
@@ -707,15 +699,13 @@ static void m_keybindings_resolve(void *ctx, ecp_call *call)
         k++;
     }
     const session_keybinding *b = session_keybinding_resolve(ad->svc, &press, values, k);
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_string(w, "command", b ? b->command : NULL);
     if (b && b->args_json) {
         jw_key(w, "args");
         jw_raw(w, b->args_json, strlen(b->args_json));
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 /* ----- theme methods -------------------------------------------------------------------------------------------- */
@@ -860,8 +850,7 @@ static void got_secret(void *ctx, int status, const ecp_error *err, const char *
     free(sc);
     if (answered_failure(call, status, err))
         return;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     switch (kind) {
     case REPLY_VALUE:
         jw_key(w, "value");
@@ -889,8 +878,7 @@ static void got_secret(void *ctx, int status, const ecp_error *err, const char *
         jw_object_end(w);
         break;
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void secret_get_as(session_adapter *ad, ecp_call *call, secret_reply kind)
@@ -1077,8 +1065,7 @@ static void m_workspace_is_trusted(void *ctx, ecp_call *call)
     } else {
         trusted = session_workspace_trusted(ad->svc);
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key_bool(w, "trusted", trusted);
     if (!uri.ptr) {
         /* what trusting the served workspace would apply: a client asks the user with it */
@@ -1091,8 +1078,7 @@ static void m_workspace_is_trusted(void *ctx, ecp_call *call)
                 jw_string(w, rows[i].key);
         jw_array_end(w);
     }
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void on_setting(void *ctx, const char *key, const char *value)
@@ -1332,10 +1318,8 @@ static void adapter_destroy(void *ctx)
 void session_adapter_init(ecp_adapter out[SESSION_ADAPTER_COUNT], session_service *svc, document_service *docs,
                           ecp_bus *bus)
 {
-    session_adapter *ad = xcalloc(1, sizeof *ad);
-    ad->svc = svc;
-    ad->docs = docs;
-    ad->bus = bus;
+    session_adapter *ad = xmalloc(sizeof *ad);
+    *ad = (session_adapter){.svc = svc, .docs = docs, .bus = bus};
     session_subscribe(svc, &listener, ad);
     memset(out, 0, SESSION_ADAPTER_COUNT * sizeof *out);
     out[0] = (ecp_adapter){.ns = "config", .methods = config_methods, .method_count = COUNT(config_methods), .ctx = ad,

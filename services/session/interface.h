@@ -190,6 +190,11 @@ int session_setting_reset(session_service *self, const char *key, ecp_error *err
  * or the trust next change. */
 const char *session_setting_ignored(session_service *self, const char *key);
 
+/* Whether name may name an MCP server, in agent.mcpServers as in the agent's
+ * own mcp/startServer: 1 to 40 letters, digits, '-' or single '_' ("__"
+ * separates the server from the tool in the names the model sees). */
+bool session_mcp_server_name_valid(const char *name);
+
 /* ----- workspace trust ------------------------------------------------------------------------- */
 
 /* Whether the served workspace is trusted (false when there is none). */

@@ -234,37 +234,41 @@ static bool parse_unary(when_parser *p, bool *value, bool *unknown)
     return true;
 }
 
+/* Takes the two-character operator op when it comes next (after spaces). */
+static bool take_operator(when_parser *p, const char *op)
+{
+    skip_space(p);
+    if (strncmp(p->s + p->pos, op, 2) != 0)
+        return false;
+    p->pos += 2;
+    return true;
+}
+
 static bool parse_and(when_parser *p, bool *value)
 {
     bool unknown;
     if (!parse_unary(p, value, &unknown))
         return false;
-    for (;;) {
-        skip_space(p);
-        if (strncmp(p->s + p->pos, "&&", 2) != 0)
-            return true;
-        p->pos += 2;
+    while (take_operator(p, "&&")) {
         bool rhs;
         if (!parse_unary(p, &rhs, &unknown))
             return false;
         *value = *value && rhs;
     }
+    return true;
 }
 
 static bool parse_or(when_parser *p, bool *value)
 {
     if (!parse_and(p, value))
         return false;
-    for (;;) {
-        skip_space(p);
-        if (strncmp(p->s + p->pos, "||", 2) != 0)
-            return true;
-        p->pos += 2;
+    while (take_operator(p, "||")) {
         bool rhs;
         if (!parse_and(p, &rhs))
             return false;
         *value = *value || rhs;
     }
+    return true;
 }
 
 /* Evaluates (or with ctx NULL, only checks) a clause. */

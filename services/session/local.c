@@ -128,17 +128,13 @@ static char *absolute(const char *path)
 
 session_service *session_service_new(const session_service_options *o, ecp_error *err)
 {
-    session_service *self = xcalloc(1, sizeof *self);
-    self->pool = o->pool;
-    self->log = o->log;
-    self->store = o->store;
-    self->docs = o->documents;
-    self->files = o->files;
-    self->workspace = o->workspace ? xstrdup(o->workspace) : NULL;
-    self->config_path = o->config_path ? absolute(o->config_path) : NULL;
-    self->data_dir = xstrdup(o->data_dir);
-    self->jobs = ecp_job_set_new(o->pool);
-    self->instance_lock_fd = -1;
+    session_service *self = xmalloc(sizeof *self);
+    *self = (session_service){
+        .pool = o->pool, .log = o->log, .store = o->store, .docs = o->documents, .files = o->files,
+        .workspace = o->workspace ? xstrdup(o->workspace) : NULL,
+        .config_path = o->config_path ? absolute(o->config_path) : NULL, .data_dir = xstrdup(o->data_dir),
+        .jobs = ecp_job_set_new(o->pool), .instance_lock_fd = -1,
+    };
     self->flag_trusted = o->trust_workspace && self->workspace ? realpath(self->workspace, NULL) : NULL;
     if (session__trust_init(self, err) < 0 || session__settings_init(self, err) < 0 || session__keybindings_init(self, err) < 0 ||
         session__secrets_init(self, err) < 0 || session__journal_init(self, err) < 0)

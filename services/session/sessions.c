@@ -73,15 +73,6 @@ typedef struct capture {
     double sidebar_width, terminal_height, ai_width;
 } capture;
 
-static void write_position(json_writer *w, const char *key, const document_position *p)
-{
-    jw_key(w, key);
-    jw_object_begin(w);
-    jw_key_int(w, "line", (int64_t)p->line);
-    jw_key_int(w, "column", (int64_t)p->column);
-    jw_object_end(w);
-}
-
 static char *cursors_json(const document_cursor *list, size_t count)
 {
     buf b = BUF_INIT;
@@ -89,13 +80,14 @@ static char *cursors_json(const document_cursor *list, size_t count)
     jw_init(&w, &b);
     jw_array_begin(&w);
     for (size_t i = 0; i < count; i++) {
+        const document_position *anchor = &list[i].anchor, *active = &list[i].active;
         jw_object_begin(&w);
-        write_position(&w, "position", &list[i].active);
-        if (list[i].anchor.line != list[i].active.line || list[i].anchor.column != list[i].active.column) {
+        jw_key_position(&w, "position", active->line, active->column);
+        if (anchor->line != active->line || anchor->column != active->column) {
             jw_key(&w, "selection");
             jw_object_begin(&w);
-            write_position(&w, "anchor", &list[i].anchor);
-            write_position(&w, "active", &list[i].active);
+            jw_key_position(&w, "anchor", anchor->line, anchor->column);
+            jw_key_position(&w, "active", active->line, active->column);
             jw_object_end(&w);
         }
         jw_object_end(&w);
@@ -323,13 +315,11 @@ static int session_work(sqlite3 *db, void *data, ecp_error *err)
             cap = cap ? cap * 2 : 16;
             op->list = xrealloc(op->list, cap * sizeof *op->list);
         }
-        session_summary *s = &op->list[op->list_count++];
-        s->id = column_text(st, 0);
-        s->name = column_text(st, 1);
-        s->type = column_text(st, 2);
-        s->workspace_root = column_text(st, 3);
-        s->last_modified = sqlite3_column_int64(st, 4);
-        s->document_count = sqlite3_column_int64(st, 5);
+        op->list[op->list_count++] = (session_summary){
+            .id = column_text(st, 0), .name = column_text(st, 1), .type = column_text(st, 2),
+            .workspace_root = column_text(st, 3), .last_modified = sqlite3_column_int64(st, 4),
+            .document_count = sqlite3_column_int64(st, 5),
+        };
     }
     if (rc != SQLITE_DONE)
         status = store_error(db, rc, err, "sessions");
@@ -588,14 +578,10 @@ static void step(reopen_run *run)
 void session__reopen(session_service *self, uint64_t client, reopen_item *items, size_t count, reopen_item_cb each,
                      session_reopen_cb cb, void *ctx)
 {
-    reopen_run *run = xcalloc(1, sizeof *run);
-    run->svc = self;
-    run->client = client;
-    run->items = items;
-    run->count = count;
-    run->each = each;
-    run->cb = cb;
-    run->ctx = ctx;
+    reopen_run *run = xmalloc(sizeof *run);
+    *run = (reopen_run){
+        .svc = self, .client = client, .items = items, .count = count, .each = each, .cb = cb, .ctx = ctx,
+    };
     step(run);
 }
 

@@ -54,11 +54,9 @@ static bool provider_model_form(const char *value, char *reason, size_t cap)
     return false;
 }
 
-/* An MCP server's name, as the agent takes it: 1 to 40 letters, digits, '-' or single '_' ("__" separates
- * the server from the tool in the names the model sees). */
-static bool mcp_server_name(const char *name, size_t len)
+bool session_mcp_server_name_valid(const char *name)
 {
-    if (!len || len > 40 || strlen(name) != len)
+    if (!name[0] || strlen(name) > 40)
         return false;
     for (const char *p = name; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
@@ -91,14 +89,18 @@ static bool string_map(const json_doc *d, json_ref ref)
     return fine;
 }
 
-/* agent.mcpServers' form: {name: {command, args?, env?} or {url, headers?}}, as mcp/startServer takes them.
- * The reason names the server and the field, so a typo in a settings file is found at once. */
-static bool mcp_servers_form(const char *value, char *reason, size_t cap)
+/* One member of an object-valued setting: its name (len bytes as written) and its value. */
+typedef bool (*member_check)(const json_doc *d, const char *name, size_t len, json_ref value, arena *a, char *reason,
+                             size_t cap);
+
+/* An object-valued setting's form, checked member by member up to the first refused; the reason for anything
+ * else than an object says it expected an object of `members`. */
+static bool object_form(const char *value, const char *members, member_check check, char *reason, size_t cap)
 {
     json_doc d = {0};
     if (json_doc_parse(&d, value, strlen(value), NULL) < 0 || json_type_of(&d, json_root(&d)) != JSON_OBJECT) {
         json_doc_free(&d);
-        snprintf(reason, cap, "expected an object of servers");
+        snprintf(reason, cap, "expected an object of %s", members);
         return false;
     }
     arena a = ARENA_INIT;
@@ -107,89 +109,97 @@ static bool mcp_servers_form(const char *value, char *reason, size_t cap)
         const char *name;
         size_t len;
         json_string(&d, k, &a, &name, &len);
-        json_ref server = k + 1;
-        fine = false;
-        if (!mcp_server_name(name, len)) {
-            snprintf(reason, cap, "server \"%.40s\": a name is 1 to 40 letters, digits, '-' or single '_'", name);
-            continue;
-        }
-        if (json_type_of(&d, server) != JSON_OBJECT) {
-            snprintf(reason, cap, "server \"%s\": expected an object with command or url", name);
-            continue;
-        }
-        json_ref command = json_get(&d, server, "command"), url = json_get(&d, server, "url");
-        const char *text;
-        if (command != JSON_NO_REF && url != JSON_NO_REF)
-            snprintf(reason, cap, "server \"%s\": command and url exclude each other", name);
-        else if (command == JSON_NO_REF && url == JSON_NO_REF)
-            snprintf(reason, cap, "server \"%s\": command (stdio) or url (HTTP) is needed", name);
-        else if (command != JSON_NO_REF && (!plain_string(&d, command, &a, &text) || !text[0]))
-            snprintf(reason, cap, "server \"%s\": command must be a non-empty string", name);
-        else if (url != JSON_NO_REF && (!plain_string(&d, url, &a, &text) ||
-                                        (strncmp(text, "http://", 7) != 0 && strncmp(text, "https://", 8) != 0)))
-            snprintf(reason, cap, "server \"%s\": url must be an http:// or https:// string", name);
-        else
-            fine = true;
-        for (json_ref f = json_first(&d, server); f != JSON_NO_REF && fine; f = json_next(&d, f)) {
-            const char *field;
-            json_string(&d, f, &a, &field, NULL);
-            bool stdio_field = strcmp(field, "args") == 0 || strcmp(field, "env") == 0;
-            if (strcmp(field, "command") == 0 || strcmp(field, "url") == 0)
-                continue;
-            fine = false;
-            if (strcmp(field, "args") == 0 && url == JSON_NO_REF) {
-                fine = json_type_of(&d, f + 1) == JSON_ARRAY;
-                for (json_ref e = fine ? json_first(&d, f + 1) : JSON_NO_REF; e != JSON_NO_REF && fine;
-                     e = json_next(&d, e))
-                    fine = plain_string(&d, e, &a, NULL);
-                if (!fine)
-                    snprintf(reason, cap, "server \"%s\": args must be an array of strings", name);
-            } else if ((strcmp(field, "env") == 0 && url == JSON_NO_REF) ||
-                       (strcmp(field, "headers") == 0 && command == JSON_NO_REF)) {
-                fine = string_map(&d, f + 1);
-                if (!fine)
-                    snprintf(reason, cap, "server \"%s\": %s must be an object of strings", name, field);
-            } else if (stdio_field || strcmp(field, "headers") == 0) {
-                snprintf(reason, cap, "server \"%s\": %s does not go with %s", name, field, stdio_field ? "url" : "command");
-            } else {
-                snprintf(reason, cap, "server \"%s\": unknown field \"%.40s\" (command, args, env; or url, headers)",
-                         name, field);
-            }
-        }
+        fine = check(&d, name, len, k + 1, &a, reason, cap);
     }
     arena_free(&a);
     json_doc_free(&d);
     return fine;
 }
 
-/* files.exclude's form: every pattern compiles as the file service's globs do, so a value that would fail
- * there (or take it past its limits) is refused here, before any layer holds it. */
-static bool glob_map_form(const char *value, char *reason, size_t cap)
+/* One server of agent.mcpServers: {command, args?, env?} or {url, headers?}, as mcp/startServer takes it.
+ * The reason names the server and the field, so a typo in a settings file is found at once. */
+static bool mcp_server_form(const json_doc *d, const char *name, size_t len, json_ref server, arena *a, char *reason,
+                            size_t cap)
 {
-    json_doc d = {0};
-    if (json_doc_parse(&d, value, strlen(value), NULL) < 0 || json_type_of(&d, json_root(&d)) != JSON_OBJECT) {
-        json_doc_free(&d);
-        snprintf(reason, cap, "expected an object of glob patterns");
+    if (strlen(name) != len || !session_mcp_server_name_valid(name)) {
+        snprintf(reason, cap, "server \"%.40s\": a name is 1 to 40 letters, digits, '-' or single '_'", name);
         return false;
     }
-    arena a = ARENA_INIT;
-    bool fine = true;
-    for (json_ref k = json_first(&d, json_root(&d)); k != JSON_NO_REF && fine; k = json_next(&d, k)) {
-        const char *pattern;
-        size_t len;
-        ecp_error err;
-        json_string(&d, k, &a, &pattern, &len);
-        if (strlen(pattern) != len) {
-            snprintf(reason, cap, "a pattern holds a NUL character");
-            fine = false;
-        } else if (file_glob_check(pattern, &err) < 0) {
-            snprintf(reason, cap, "pattern \"%.32s%s\": %s", pattern, len > 32 ? "..." : "", err.message);
-            fine = false;
+    if (json_type_of(d, server) != JSON_OBJECT) {
+        snprintf(reason, cap, "server \"%s\": expected an object with command or url", name);
+        return false;
+    }
+    json_ref command = json_get(d, server, "command"), url = json_get(d, server, "url");
+    const char *text;
+    bool fine = false;
+    if (command != JSON_NO_REF && url != JSON_NO_REF)
+        snprintf(reason, cap, "server \"%s\": command and url exclude each other", name);
+    else if (command == JSON_NO_REF && url == JSON_NO_REF)
+        snprintf(reason, cap, "server \"%s\": command (stdio) or url (HTTP) is needed", name);
+    else if (command != JSON_NO_REF && (!plain_string(d, command, a, &text) || !text[0]))
+        snprintf(reason, cap, "server \"%s\": command must be a non-empty string", name);
+    else if (url != JSON_NO_REF && (!plain_string(d, url, a, &text) ||
+                                    (strncmp(text, "http://", 7) != 0 && strncmp(text, "https://", 8) != 0)))
+        snprintf(reason, cap, "server \"%s\": url must be an http:// or https:// string", name);
+    else
+        fine = true;
+    for (json_ref f = json_first(d, server); f != JSON_NO_REF && fine; f = json_next(d, f)) {
+        const char *field;
+        json_string(d, f, a, &field, NULL);
+        bool stdio_field = strcmp(field, "args") == 0 || strcmp(field, "env") == 0;
+        if (strcmp(field, "command") == 0 || strcmp(field, "url") == 0)
+            continue;
+        fine = false;
+        if (strcmp(field, "args") == 0 && url == JSON_NO_REF) {
+            fine = json_type_of(d, f + 1) == JSON_ARRAY;
+            for (json_ref e = fine ? json_first(d, f + 1) : JSON_NO_REF; e != JSON_NO_REF && fine;
+                 e = json_next(d, e))
+                fine = plain_string(d, e, a, NULL);
+            if (!fine)
+                snprintf(reason, cap, "server \"%s\": args must be an array of strings", name);
+        } else if ((strcmp(field, "env") == 0 && url == JSON_NO_REF) ||
+                   (strcmp(field, "headers") == 0 && command == JSON_NO_REF)) {
+            fine = string_map(d, f + 1);
+            if (!fine)
+                snprintf(reason, cap, "server \"%s\": %s must be an object of strings", name, field);
+        } else if (stdio_field || strcmp(field, "headers") == 0) {
+            snprintf(reason, cap, "server \"%s\": %s does not go with %s", name, field, stdio_field ? "url" : "command");
+        } else {
+            snprintf(reason, cap, "server \"%s\": unknown field \"%.40s\" (command, args, env; or url, headers)",
+                     name, field);
         }
     }
-    arena_free(&a);
-    json_doc_free(&d);
     return fine;
+}
+
+static bool mcp_servers_form(const char *value, char *reason, size_t cap)
+{
+    return object_form(value, "servers", mcp_server_form, reason, cap);
+}
+
+/* A pattern of files.exclude: it compiles as the file service's globs do, so a value that would fail there (or
+ * take it past its limits) is refused here, before any layer holds it. */
+static bool glob_form(const json_doc *d, const char *pattern, size_t len, json_ref value, arena *a, char *reason,
+                      size_t cap)
+{
+    (void)d;
+    (void)value;
+    (void)a;
+    ecp_error err;
+    if (strlen(pattern) != len) {
+        snprintf(reason, cap, "a pattern holds a NUL character");
+        return false;
+    }
+    if (file_glob_check(pattern, &err) < 0) {
+        snprintf(reason, cap, "pattern \"%.32s%s\": %s", pattern, len > 32 ? "..." : "", err.message);
+        return false;
+    }
+    return true;
+}
+
+static bool glob_map_form(const char *value, char *reason, size_t cap)
+{
+    return object_form(value, "glob patterns", glob_form, reason, cap);
 }
 
 static const session_setting_schema schema[] = {

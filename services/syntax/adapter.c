@@ -279,15 +279,13 @@ static void highlighted(void *ctx, int status, const ecp_error *err, const synta
 
 static void plaintext_answer(ecp_call *call)
 {
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "lines");
     jw_array_begin(w);
     jw_array_end(w);
     jw_key_string(w, "languageId", "plaintext");
     jw_key_int(w, "timing", 0);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
 }
 
 static void m_highlight(void *ctx, ecp_call *call)
@@ -480,13 +478,11 @@ static void m_document_tokens(void *ctx, ecp_call *call)
         reply_error(call, status, &err, ECP_WIRE_DOCUMENT_NOT_FOUND);
         return;
     }
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
+    json_writer *w = ecp_call_result_object(call);
     jw_key(w, "lines");
     write_lines(w, lines, count);
     jw_key_bool(w, "settled", syntax_document_settled(ad->svc, id.ptr));
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_object(call, w);
     syntax_lines_free(lines, count);
 }
 
@@ -563,21 +559,12 @@ static void m_folding_ranges(void *ctx, ecp_call *call)
         syntax_document_folds_start(ad->svc, id.ptr, call, folds_answered, pending_new(ad, call));
 }
 
-static void write_position(json_writer *w, const char *key, const syntax_position *p)
-{
-    jw_key(w, key);
-    jw_object_begin(w);
-    jw_key_int(w, "line", (int64_t)p->line);
-    jw_key_int(w, "column", (int64_t)p->column);
-    jw_object_end(w);
-}
-
 static void write_range(json_writer *w, const char *key, const syntax_range *r)
 {
     jw_key(w, key);
     jw_object_begin(w);
-    write_position(w, "start", &r->start);
-    write_position(w, "end", &r->end);
+    jw_key_position(w, "start", r->start.line, r->start.column);
+    jw_key_position(w, "end", r->end.line, r->end.column);
     jw_object_end(w);
 }
 
@@ -798,12 +785,9 @@ static void render_did_change(void *ctx, ecp_position_encoding enc, json_writer 
     jw_key_int(w, "version", (int64_t)d->version);
     jw_key(w, "ranges");
     jw_array_begin(w);
-    for (size_t i = 0; i < d->count; i++) {
-        jw_object_begin(w);
-        jw_key_int(w, "startLine", (int64_t)d->ranges[i].start_line);
-        jw_key_int(w, "endLine", (int64_t)d->ranges[i].end_line);
-        jw_object_end(w);
-    }
+    for (size_t i = 0; i < d->count; i++)
+        ecp_write_fields(w, ECP_FIELDS(ECP_INT_FIELD("startLine", d->ranges[i].start_line),
+                                       ECP_INT_FIELD("endLine", d->ranges[i].end_line)));
     jw_array_end(w);
     jw_object_end(w);
 }
@@ -875,9 +859,8 @@ static void adapter_destroy(void *ctx)
 
 void syntax_adapter_init(ecp_adapter *out, syntax_service *svc, ecp_bus *bus)
 {
-    syntax_adapter *ad = xcalloc(1, sizeof *ad);
-    ad->svc = svc;
-    ad->bus = bus;
+    syntax_adapter *ad = xmalloc(sizeof *ad);
+    *ad = (syntax_adapter){.svc = svc, .bus = bus};
     syntax_subscribe(svc, &listener, ad);
     *out = (ecp_adapter){.ns = "syntax", .methods = methods, .method_count = sizeof methods / sizeof methods[0],
                          .ctx = ad, .destroy = adapter_destroy, .notifications = notifications};

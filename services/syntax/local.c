@@ -626,9 +626,7 @@ const char *syntax_language_detect(const char *path)
 
 void syntax_lines_free(syntax_line *lines, size_t count)
 {
-    if (!lines)
-        return;
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; lines && i < count; i++)
         free(lines[i].tokens);
     free(lines);
 }

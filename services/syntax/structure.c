@@ -216,9 +216,7 @@ static int selections_of(const ecp_job *job, const syntax_doc_view *v, const syn
 
 void syntax_selections_free(syntax_selection *selections, size_t count)
 {
-    if (!selections)
-        return;
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; selections && i < count; i++)
         free(selections[i].ranges);
     free(selections);
 }
@@ -667,9 +665,7 @@ static void symbols_of(const ecp_job *job, const syntax_doc_view *view, const ch
 
 void syntax_symbols_free(syntax_symbol *symbols, size_t count)
 {
-    if (!symbols)
-        return;
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; symbols && i < count; i++)
         free(symbols[i].name);
     free(symbols);
 }

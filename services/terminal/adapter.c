@@ -119,15 +119,10 @@ static bool no_nul(ecp_call *call, const char *name, const ecp_str *s)
 
 static void write_info(json_writer *w, const terminal_info *info)
 {
-    jw_object_begin(w);
-    jw_key_string(w, "terminalId", info->id);
-    jw_key_string(w, "shell", info->shell);
-    jw_key_string(w, "cwd", info->cwd);
-    jw_key_int(w, "cols", info->cols);
-    jw_key_int(w, "rows", info->rows);
-    jw_key_bool(w, "running", info->running);
-    jw_key_string(w, "title", info->title);
-    jw_object_end(w);
+    ecp_write_fields(w, ECP_FIELDS(ECP_STRING_FIELD("terminalId", info->id), ECP_STRING_FIELD("shell", info->shell),
+                                   ECP_STRING_FIELD("cwd", info->cwd), ECP_INT_FIELD("cols", info->cols),
+                                   ECP_INT_FIELD("rows", info->rows), ECP_BOOL_FIELD("running", info->running),
+                                   ECP_STRING_FIELD("title", info->title)));
 }
 
 static void write_color(json_writer *w, const char *key, bool has, uint32_t rgb)
@@ -260,18 +255,12 @@ static void m_get_buffer(void *ctx, ecp_call *call)
     if (!arg_id(call, &id))
         return;
     terminal_viewport vp;
-    json_writer *w;
+    json_writer *w = ecp_call_result_key(call, "buffer");
     if (terminal_get_viewport(ad->svc, id.ptr, &vp)) {
-        w = ecp_call_result(call);
-        jw_object_begin(w);
-        jw_key_null(w, "buffer");
-        jw_object_end(w);
-        ecp_call_finish(call);
+        jw_null(w);
+        ecp_call_finish_key(call, w);
         return;
     }
-    w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "buffer");
     jw_object_begin(w);
     jw_key(w, "cells");
     jw_array_begin(w);
@@ -290,8 +279,7 @@ static void m_get_buffer(void *ctx, ecp_call *call)
     jw_key_int(w, "scrollOffset", (int64_t)vp.scroll_offset);
     jw_key_int(w, "scrollbackSize", (int64_t)vp.scrollback_size);
     jw_object_end(w);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
     terminal_viewport_free(&vp);
 }
 
@@ -329,15 +317,12 @@ static void m_get_info(void *ctx, ecp_call *call)
     if (!arg_id(call, &id))
         return;
     terminal_info info;
-    json_writer *w = ecp_call_result(call);
-    jw_object_begin(w);
-    jw_key(w, "info");
+    json_writer *w = ecp_call_result_key(call, "info");
     if (terminal_get_info(ad->svc, id.ptr, &info))
         jw_null(w);
     else
         write_info(w, &info);
-    jw_object_end(w);
-    ecp_call_finish(call);
+    ecp_call_finish_key(call, w);
 }
 
 static void m_list(void *ctx, ecp_call *call)
@@ -537,9 +522,8 @@ static const char *const notifications[] = {"terminal/output", "terminal/exit", 
 
 void terminal_adapter_init(ecp_adapter *out, terminal_service *svc, ecp_bus *bus)
 {
-    terminal_adapter *ad = xcalloc(1, sizeof *ad);
-    ad->svc = svc;
-    ad->bus = bus;
+    terminal_adapter *ad = xmalloc(sizeof *ad);
+    *ad = (terminal_adapter){.svc = svc, .bus = bus};
     terminal_subscribe(svc, &listener, ad);
     *out = (ecp_adapter){.ns = "terminal", .methods = methods, .method_count = sizeof methods / sizeof methods[0],
                          .ctx = ad, .destroy = adapter_destroy, .notifications = notifications};

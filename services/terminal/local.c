@@ -790,13 +790,6 @@ static char **build_env(const terminal_create_options *o)
     return env;
 }
 
-static void free_strv(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 static bool wants_login_flags(const char *path)
 {
     const char *base = strrchr(path, '/');
@@ -989,15 +982,11 @@ int terminal_scroll_to_bottom(terminal_service *self, const char *id, ecp_error 
 
 static void info_of(const terminal *t, terminal_info *out)
 {
-    out->id = t->id;
-    out->shell = t->shell;
-    out->cwd = t->cwd;
-    out->title = t->title;
-    out->cols = term__screen_cols(t->screen);
-    out->rows = term__screen_rows(t->screen);
-    out->running = t->running;
-    out->exit_code = t->running ? 0 : t->exit_code;
-    out->pid = (int)t->pid;
+    *out = (terminal_info){
+        .id = t->id, .shell = t->shell, .cwd = t->cwd, .title = t->title, .cols = term__screen_cols(t->screen),
+        .rows = term__screen_rows(t->screen), .running = t->running, .exit_code = t->running ? 0 : t->exit_code,
+        .pid = (int)t->pid,
+    };
 }
 
 int terminal_get_info(const terminal_service *self, const char *id, terminal_info *out)

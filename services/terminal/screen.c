@@ -840,17 +840,12 @@ size_t term__screen_feed(term__screen *s, const char *data, size_t len, uint64_t
 term__screen *term__screen_new(unsigned rows, unsigned cols, size_t scrollback, const term__screen_events *events,
                                void *ctx)
 {
-    term__screen *s = xcalloc(1, sizeof *s);
-    s->rows = rows;
-    s->cols = cols;
-    s->events = events;
-    s->ctx = ctx;
-    s->cap = scrollback;
-    s->ring = scrollback ? xcalloc(scrollback, sizeof *s->ring) : NULL;
-    s->damaged = xcalloc(rows, 1);
-    s->fast_forward = true;
-    s->last[0] = '\r';
-    s->last[1] = '\n';
+    term__screen *s = xmalloc(sizeof *s);
+    *s = (term__screen){
+        .rows = rows, .cols = cols, .events = events, .ctx = ctx, .cap = scrollback,
+        .ring = scrollback ? xcalloc(scrollback, sizeof *s->ring) : NULL, .damaged = xcalloc(rows, 1),
+        .fast_forward = true, .last = {'\r', '\n'},
+    };
     s->vt = vterm_new((int)rows, (int)cols);
     vterm_set_utf8(s->vt, 1);
     vterm_output_set_callback(s->vt, on_reply, s);

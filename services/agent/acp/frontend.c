@@ -195,6 +195,22 @@ static ecp_peer *new_peer(uv_loop_t *loop, acp_frontend *acp)
     return ecp_peer_new(loop, &options, &handlers);
 }
 
+/* A frontend with its peer, neither reading nor serving the agent yet. */
+static acp_frontend *frontend_new(uv_loop_t *loop, agent_service *agent, ecp_logger *log, const char *version)
+{
+    acp_frontend *acp = xmalloc(sizeof *acp);
+    *acp = (acp_frontend){.loop = loop, .agent = agent, .log = log, .version = version};
+    acp->peer = new_peer(loop, acp);
+    return acp;
+}
+
+/* From now on the frontend hears the agent's events and runs the tools it asks the client for. */
+static void serve_agent(acp_frontend *acp)
+{
+    agent_subscribe(acp->agent, &acp__listener, acp);
+    agent_set_tool_host(acp->agent, &acp__host, acp);
+}
+
 acp_frontend *acp_frontend_open(uv_loop_t *loop, agent_service *agent, ecp_logger *log, const char *version,
                                 void (*on_eof)(void *ctx), void *ctx, ecp_error *err)
 {
@@ -203,14 +219,9 @@ acp_frontend *acp_frontend_open(uv_loop_t *loop, agent_service *agent, ecp_logge
         ecp_error_set(err, ECP_ENOTSUP, "--acp needs stdin to be a pipe");
         return NULL;
     }
-    acp_frontend *acp = xcalloc(1, sizeof *acp);
-    acp->loop = loop;
-    acp->agent = agent;
-    acp->log = log;
+    acp_frontend *acp = frontend_new(loop, agent, log, version);
     acp->on_eof = on_eof;
     acp->ctx = ctx;
-    acp->version = version;
-    acp->peer = new_peer(loop, acp);
     uv_pipe_init(loop, &acp->in, 0);
     acp->in.data = acp;
     acp->open_handles++;
@@ -219,8 +230,7 @@ acp_frontend *acp_frontend_open(uv_loop_t *loop, agent_service *agent, ecp_logge
         ecp_log(log, ECP_LOG_ERROR, "--acp: cannot read stdin");
         uv_close((uv_handle_t *)&acp->in, handle_closed);
         acp->closing = true;
-        agent_subscribe(agent, &acp__listener, acp);
-        agent_set_tool_host(agent, &acp__host, acp);
+        serve_agent(acp);
         if (on_eof)
             on_eof(ctx);
         return acp;
@@ -234,8 +244,7 @@ acp_frontend *acp_frontend_open(uv_loop_t *loop, agent_service *agent, ecp_logge
         else
             uv_close((uv_handle_t *)&acp->out, handle_closed);
     }
-    agent_subscribe(agent, &acp__listener, acp);
-    agent_set_tool_host(agent, &acp__host, acp);
+    serve_agent(acp);
     uv_read_start((uv_stream_t *)&acp->in, on_alloc, on_read);
     return acp;
 }
@@ -243,15 +252,9 @@ acp_frontend *acp_frontend_open(uv_loop_t *loop, agent_service *agent, ecp_logge
 acp_frontend *acp__frontend_detached(uv_loop_t *loop, agent_service *agent, ecp_logger *log, const char *version,
                                      buf *sink)
 {
-    acp_frontend *acp = xcalloc(1, sizeof *acp);
-    acp->loop = loop;
-    acp->agent = agent;
-    acp->log = log;
-    acp->version = version;
+    acp_frontend *acp = frontend_new(loop, agent, log, version);
     acp->sink = sink;
-    acp->peer = new_peer(loop, acp);
-    agent_subscribe(agent, &acp__listener, acp);
-    agent_set_tool_host(agent, &acp__host, acp);
+    serve_agent(acp);
     return acp;
 }
 
