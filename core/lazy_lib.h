@@ -58,6 +58,29 @@ enum { ECP_LAZY_UNTRIED, ECP_LAZY_LOADED, ECP_LAZY_FAILED };
         .lock = PTHREAD_MUTEX_INITIALIZER, .state = ECP_LAZY_UNTRIED,                                         \
     }
 
+/* What a library's header declares: its table type, one function pointer per
+ * name FUNCTIONS (an X-macro list) gives, typed from the library's own
+ * prototype; LOAD(err), which opens it; and TABLE(), the filled table. */
+#define ECP_LAZY_LIB_DECLARE(API, FUNCTIONS, LOAD, TABLE)                                                     \
+    typedef struct API {                                                                                      \
+        FUNCTIONS(ECP_LAZY_FIELD_)                                                                            \
+    } API;                                                                                                    \
+    int LOAD(ecp_error *err);                                                                                 \
+    const API *TABLE(void)
+#define ECP_LAZY_FIELD_(function) __typeof__(&function) function;
+#define ECP_LAZY_SYMBOL_(function) {#function, offsetof(lazy_api_, function)},
+
+/* What the library's one .c file defines for those: the table, the names to
+ * look up, and LOAD and TABLE. NAME is for people ("libcurl"), SONAME what
+ * dlopen is given. */
+#define ECP_LAZY_LIB_DEFINE(API, FUNCTIONS, LOAD, TABLE, NAME, SONAME)                                        \
+    typedef API lazy_api_;                                                                                    \
+    static lazy_api_ lazy_table_;                                                                             \
+    static const ecp_lazy_symbol lazy_symbols_[] = {FUNCTIONS(ECP_LAZY_SYMBOL_)};                             \
+    static ecp_lazy_lib lazy_lib_ = ECP_LAZY_LIB_INIT(NAME, SONAME, lazy_symbols_, &lazy_table_);             \
+    int LOAD(ecp_error *err) { return ecp_lazy_lib_load(&lazy_lib_, err); }                                   \
+    const API *TABLE(void) { return ecp_lazy_lib_table(&lazy_lib_); }
+
 /* Opens the library and fills its table, the first time; afterwards only
  * says how that went. Returns 0, or ECP_EIO with err "libcurl
  * (libcurl.so.4) cannot be loaded: <the loader's reason>". */

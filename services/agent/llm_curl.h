@@ -21,6 +21,7 @@
 #undef curl_multi_setopt
 
 #include "error.h"
+#include "lazy_lib.h"
 
 #define LLM_CURL_FUNCTIONS(X)  \
     X(curl_global_init)        \
@@ -41,18 +42,10 @@
     X(curl_slist_append)       \
     X(curl_slist_free_all)
 
-typedef struct llm_curl_api {
-#define LLM_CURL_FIELD(function) __typeof__(&function) function;
-    LLM_CURL_FUNCTIONS(LLM_CURL_FIELD)
-#undef LLM_CURL_FIELD
-} llm_curl_api;
-
-/* Opens libcurl the first time (any thread); returns 0, or ECP_EIO with err
- * naming the library and why the loader refused it. */
-int llm_curl_load(ecp_error *err);
-
-/* The table; only after llm_curl_load succeeded. */
-const llm_curl_api *llm_curl(void);
+/* The table, LOAD and TABLE (core/lazy_lib.h): llm_curl_load() opens libcurl the first time
+ * (any thread) and returns 0, or ECP_EIO with err naming the library and why
+ * the loader refused it; llm_curl() is the table, only after that succeeded. */
+ECP_LAZY_LIB_DECLARE(llm_curl_api, LLM_CURL_FUNCTIONS, llm_curl_load, llm_curl);
 
 #ifndef LLM_CURL_TABLE_ONLY
 #define curl_global_init (llm_curl()->curl_global_init)

@@ -14,6 +14,7 @@
 #include <libpq-fe.h>
 
 #include "error.h"
+#include "lazy_lib.h"
 
 #define DB_PQ_FUNCTIONS(X) \
     X(PQconnectStartParams) \
@@ -49,18 +50,10 @@
     X(PQgetlength) \
     X(PQgetvalue)
 
-typedef struct db_pq_api {
-#define DB_PQ_FIELD(function) __typeof__(&function) function;
-    DB_PQ_FUNCTIONS(DB_PQ_FIELD)
-#undef DB_PQ_FIELD
-} db_pq_api;
-
-/* Opens libpq the first time (any thread); returns 0, or ECP_EIO with err
- * naming the library and why the loader refused it. */
-int db_pq_load(ecp_error *err);
-
-/* The table; only after db_pq_load succeeded. */
-const db_pq_api *db_pq(void);
+/* The table, LOAD and TABLE (core/lazy_lib.h): db_pq_load() opens libpq the first time
+ * (any thread) and returns 0, or ECP_EIO with err naming the library and why
+ * the loader refused it; db_pq() is the table, only after that succeeded. */
+ECP_LAZY_LIB_DECLARE(db_pq_api, DB_PQ_FUNCTIONS, db_pq_load, db_pq);
 
 #ifndef DB_PQ_TABLE_ONLY
 #define PQconnectStartParams (db_pq()->PQconnectStartParams)

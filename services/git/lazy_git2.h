@@ -20,6 +20,7 @@
 #include <git2/sys/odb_backend.h>
 
 #include "error.h"
+#include "lazy_lib.h"
 
 #define GITSVC_GIT2_FUNCTIONS(X) \
     X(git_annotated_commit_free) \
@@ -172,18 +173,10 @@
     X(git_tree_id) \
     X(git_tree_lookup)
 
-typedef struct gitsvc_git2_api {
-#define GITSVC_GIT2_FIELD(function) __typeof__(&function) function;
-    GITSVC_GIT2_FUNCTIONS(GITSVC_GIT2_FIELD)
-#undef GITSVC_GIT2_FIELD
-} gitsvc_git2_api;
-
-/* Opens libgit2 the first time (any thread); returns 0, or ECP_EIO with err
- * naming the library and why the loader refused it. */
-int gitsvc__git2_load(ecp_error *err);
-
-/* The table; only after gitsvc__git2_load succeeded. */
-const gitsvc_git2_api *gitsvc__git2(void);
+/* The table, LOAD and TABLE (core/lazy_lib.h): gitsvc__git2_load() opens libgit2 the first time
+ * (any thread) and returns 0, or ECP_EIO with err naming the library and why
+ * the loader refused it; gitsvc__git2() is the table, only after that succeeded. */
+ECP_LAZY_LIB_DECLARE(gitsvc_git2_api, GITSVC_GIT2_FUNCTIONS, gitsvc__git2_load, gitsvc__git2);
 
 #ifndef GITSVC_GIT2_TABLE_ONLY
 #define git_annotated_commit_free (gitsvc__git2()->git_annotated_commit_free)
