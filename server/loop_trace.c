@@ -7,9 +7,10 @@
  * idle-time metric), where reads, writes and the model's stream are handled,
  * and the rest (check handles such as the terminals' screen feed, closing
  * handles, timers, idle handles). At exit the file gets a histogram of every
- * turn's busy time and one line for each turn of 2 ms or more. Both handles
- * are started after the services' own, so they run first in their phases
- * (libuv runs the newest prepare and check handle first). */
+ * turn's busy time and one line for each turn of 2 ms or more. libuv runs
+ * the newest check handle first: one a service starts after the trace (a
+ * first terminal's) is counted in the poll phase, which moves time between
+ * the two columns but not out of the turn. */
 #include "loop_trace.h"
 
 #include <stdio.h>
