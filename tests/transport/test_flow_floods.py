@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Answers during the three floods of notifications no request caused, alone
 and together, through the real ecpd on stdio (floods.py says what each is):
-an `ecp/ping` on the flooded connection is answered promptly, end of input
-ends the server promptly whatever streams, and a request's own notifications
-still come before its answer.
+an `ecp/ping` on the flooded connection is answered promptly, no turn of the
+loop runs long while a model streams, end of input ends the server promptly
+whatever streams, and a request's own notifications still come before its
+answer.
 
 usage: test_flow_floods.py ECPD
 
 The bound on the pings is generous (the machine that runs the tests is
-shared); tests/bench/bench_flow.py measures the real figure.
+shared); tests/bench/bench_flow.py measures the real figure. The bound on the
+loop's turns is on their CPU time, which a busy machine does not stretch.
 """
 import json
 import os
