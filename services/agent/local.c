@@ -178,8 +178,8 @@ typedef struct save_op {
     char *id, *title, *model;
     int64_t created_at, updated_at;
     int64_t seq;           /* -1: the chat row only */
-    agent_message message; /* a copy, written as JSON on the store's thread: a model's
-                            * answer may be megabytes, too long to escape on the loop */
+    agent_message message; /* a copy (a model's answer shares its bytes), written as JSON on the
+                            * store's thread: it may be megabytes, too long to escape on the loop */
 } save_op;
 
 static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
