@@ -12,6 +12,7 @@
 #include "agent/adapter.h"
 #include "buf.h"
 #include "compose.h"
+#include "loop_trace.h"
 #include "server.h"
 #include "socket_path.h"
 #include "transport.h"
@@ -422,8 +423,10 @@ int main(int argc, char **argv)
         stream_link_on_ended(a.stdio, stdin_ended, &a);
     }
 
+    loop_trace *trace = loop_trace_start(&a.loop, getenv("ECPD_LOOP_TRACE"));
     while (!server_exit_requested(a.srv, &code))
         uv_run(&a.loop, UV_RUN_ONCE);
+    loop_trace_stop(trace);
 done:
     if (!server_exit_requested(a.srv, NULL))
         server_request_exit(a.srv, code);

@@ -18,6 +18,10 @@ typedef struct agent_call {
 typedef struct agent_message {
     agent_role role;
     char *text;            /* may be NULL */
+    /* When set, text's bytes belong to it and are shared, never copied: a
+     * model's answer (tens of megabytes) and its write to the store. The
+     * references are taken and dropped on the loop only. */
+    struct ecp_shared *text_owner;
     agent_call *calls;     /* assistant */
     size_t call_count;
     char *tool_call_id;    /* tool */

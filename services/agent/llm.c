@@ -14,6 +14,10 @@
 #define LLM_MAX_ATTEMPTS 3
 #define LLM_RETRY_BASE_MS 200
 #define LLM_ERROR_BODY_MAX 2048
+/* How long one turn of the loop may spend reading a request's stream: a
+ * model that streams faster than that waits, in libcurl and in the socket,
+ * for the next turn, so answers to the clients go out between the slices. */
+#define LLM_SLICE_NS ((uint64_t)2 * 1000000)
 
 struct llm_client {
     uv_loop_t *loop;
@@ -51,6 +55,15 @@ struct llm_request {
     bool sse, sse_checked; /* LLM_API_JSONRPC: the answer is an event stream */
     buf body_in;           /* LLM_API_JSONRPC: a JSON answer's body */
     llm_answer answer;
+    /* Reading in slices: the stream's bytes that arrived in a turn whose
+     * slice was spent wait in backlog, libcurl holds the rest (held), and
+     * resume takes them up in the next turns. */
+    buf backlog;
+    bool held;             /* libcurl paused by the slice */
+    bool paused;           /* libcurl paused by llm_request_pause */
+    uint64_t slice_turn;   /* the loop's time when the slice began */
+    uint64_t slice_end;    /* uv_hrtime() */
+    uv_idle_t *resume;     /* heap: closes after the request is gone */
     long anthropic_block_call[64]; /* content block index -> call index + 1 */
     long openai_index_call[64];    /* tool_calls[].index -> call index + 1 */
 };
@@ -446,9 +459,105 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
     return n;
 }
 
+/* libcurl reads the answer while neither the caller nor the slice holds it. */
+static void update_receiving(llm_request *req)
+{
+    if (!req->easy)
+        return; /* between attempts */
+    bool paused = req->paused || req->held;
+    curl_easy_pause(req->easy, paused ? CURLPAUSE_RECV : CURLPAUSE_CONT);
+}
+
+static bool slice_spent(const llm_request *r) { return uv_hrtime() >= r->slice_end; }
+
+static void slice_begin(llm_request *r)
+{
+    r->slice_turn = uv_now(r->client->loop);
+    r->slice_end = uv_hrtime() + LLM_SLICE_NS;
+}
+
+/* Reads the stream's lines out of data until the slice is spent or the
+ * caller pauses, unless whole; returns how many bytes it took. */
+static size_t read_lines(llm_request *r, const char *data, size_t n, bool whole)
+{
+    size_t at = 0;
+    while (at < n && !r->error) {
+        const char *nl = memchr(data + at, '\n', n - at);
+        if (!nl) {
+            buf_append(&r->line, data + at, n - at);
+            return n;
+        }
+        size_t end = (size_t)(nl - data);
+        if (r->line.len) {
+            buf_append(&r->line, data + at, end - at);
+            sse_line(r, r->line.data, r->line.len);
+            buf_clear(&r->line);
+        } else {
+            sse_line(r, data + at, end - at); /* a whole line in place: no copy */
+        }
+        at = end + 1;
+        if (!whole && (r->paused || slice_spent(r)))
+            break; /* paused from a callback: the rest waits with the caller */
+    }
+    return at;
+}
+
+static void on_resume(uv_idle_t *idle);
+
+/* The rest of the stream waits for the next turn. */
+static void hold(llm_request *r)
+{
+    if (!r->resume) {
+        r->resume = xmalloc(sizeof *r->resume);
+        uv_idle_init(r->client->loop, r->resume);
+        r->resume->data = r;
+    }
+    if (!r->paused)
+        uv_idle_start(r->resume, on_resume);
+    if (!r->held) {
+        r->held = true;
+        update_receiving(r);
+    }
+}
+
+/* A new turn: a slice of what waits, then libcurl reads again once nothing
+ * does (and the caller has not paused the request). */
+static void on_resume(uv_idle_t *idle)
+{
+    llm_request *r = idle->data;
+    uv_idle_stop(idle);
+    if (r->paused)
+        return;
+    slice_begin(r);
+    size_t took = read_lines(r, r->backlog.data, r->backlog.len, false);
+    buf_consume(&r->backlog, took);
+    if (r->error)
+        buf_clear(&r->backlog); /* libcurl reads again, and its write callback aborts the transfer */
+    if (r->backlog.len) {
+        if (!r->paused)
+            uv_idle_start(idle, on_resume);
+        return;
+    }
+    r->held = false;
+    update_receiving(r); /* may write at once: within this slice */
+}
+
 void llm_request_pause(llm_request *req, bool paused)
 {
-    curl_easy_pause(req->easy, paused ? CURLPAUSE_RECV : CURLPAUSE_CONT);
+    if (req->paused == paused)
+        return;
+    req->paused = paused;
+    if (paused) {
+        if (req->resume)
+            uv_idle_stop(req->resume);
+        if (!req->held)
+            update_receiving(req);
+        return;
+    }
+    if (req->held)
+        uv_idle_start(req->resume, on_resume); /* the backlog goes first */
+    else
+        update_receiving(req);
 }
 
 static size_t on_write(char *data, size_t size, size_t nmemb, void *userp)
@@ -477,19 +586,18 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userp)
     }
     if (r->error)
         return 0;
-    for (size_t i = 0; i < n; i++) {
-        if (data[i] == '\n') {
-            sse_line(r, r->line.data ? r->line.data : "", r->line.len);
-            buf_clear(&r->line);
-            if (r->error)
-                return 0; /* aborts the transfer */
-        } else {
-            size_t start = i;
-            while (i < n && data[i] != '\n')
-                i++;
-            buf_append(&r->line, data + start, i - start);
-            i--;
-        }
+    if (r->held || r->paused) {
+        buf_append(&r->backlog, data, n); /* what libcurl had already read: after what waits */
+        return n;
+    }
+    if (r->slice_turn != uv_now(r->client->loop))
+        slice_begin(r);
+    size_t took = read_lines(r, data, n, false);
+    if (r->error)
+        return 0; /* aborts the transfer */
+    if (took < n) {
+        buf_append(&r->backlog, data + took, n - took);
+        hold(r);
     }
     return n;
 }
@@ -508,6 +616,10 @@ static void reset_attempt(llm_request *r)
     r->ended = false;
     r->sse = r->sse_checked = false;
     buf_clear(&r->body_in);
+    buf_clear(&r->backlog);
+    r->held = false;
+    if (r->resume)
+        uv_idle_stop(r->resume);
     llm_answer_free(&r->answer);
     memset(r->anthropic_block_call, 0, sizeof r->anthropic_block_call);
     memset(r->openai_index_call, 0, sizeof r->openai_index_call);
@@ -554,6 +666,10 @@ static void request_free(llm_request *r)
         uv_timer_stop(r->retry_timer);
         uv_close((uv_handle_t *)r->retry_timer, (uv_close_cb)free);
     }
+    if (r->resume) {
+        uv_idle_stop(r->resume);
+        uv_close((uv_handle_t *)r->resume, (uv_close_cb)free);
+    }
     if (r->prev)
         r->prev->next = r->next;
     else
@@ -566,6 +682,7 @@ static void request_free(llm_request *r)
     buf_free(&r->event_name);
     buf_free(&r->error_body);
     buf_free(&r->body_in);
+    buf_free(&r->backlog);
     curl_slist_free_all(r->headers);
     free_each(r->url, r->api_key, r->body, r);
 }
@@ -595,6 +712,14 @@ static void finish_attempt(llm_request *r, CURLcode code)
     if (!r->http_status)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http_status);
     drop_easy(r);
+    if (r->backlog.len && !r->error && code == CURLE_OK) {
+        /* the transfer ended with bytes still waiting for their turn: they are the answer's end */
+        read_lines(r, r->backlog.data, r->backlog.len, true);
+    }
+    buf_clear(&r->backlog);
+    r->held = false;
+    if (r->resume)
+        uv_idle_stop(r->resume);
     buf why = BUF_INIT;
     bool retryable = false;
     if (r->error) {

@@ -61,8 +61,9 @@ typedef struct llm_callbacks {
     void (*on_reasoning)(void *ctx, const char *text, size_t len);
     /* LLM_API_JSONRPC: one message of the answer (its JSON text). */
     void (*on_message)(void *ctx, const char *json, size_t len);
-    /* Once. error is NULL on success; answer is the request's, valid during the call. */
-    void (*on_finish)(void *ctx, const char *error, const llm_answer *answer);
+    /* Once. error is NULL on success; answer is the request's, valid during the call, and
+     * what the callee takes of it (buf_detach of its text) is the callee's. */
+    void (*on_finish)(void *ctx, const char *error, llm_answer *answer);
 } llm_callbacks;
 
 typedef struct llm_client llm_client;

@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "json.h"
 #include "json_writer.h"
+#include "shared.h"
 #include "file/interface.h"
 #include "session/interface.h"
 #include "store/interface.h"
@@ -57,7 +58,10 @@ static int64_t now_ms(void)
 
 static void message_free(agent_message *m)
 {
-    free(m->text);
+    if (m->text_owner)
+        ecp_shared_unref(m->text_owner);
+    else
+        free(m->text);
     for (size_t i = 0; i < m->call_count; i++) {
         free_each(m->calls[i].id, m->calls[i].name, m->calls[i].arguments);
     }
@@ -174,8 +178,8 @@ typedef struct save_op {
     char *id, *title, *model;
     int64_t created_at, updated_at;
     int64_t seq;           /* -1: the chat row only */
-    agent_message message; /* a copy, written as JSON on the store's thread: a model's
-                            * answer may be megabytes, too long to escape on the loop */
+    agent_message message; /* a copy (a model's answer shares its bytes), written as JSON on the
+                            * store's thread: it may be megabytes, too long to escape on the loop */
 } save_op;
 
 static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
@@ -183,7 +187,10 @@ static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 static void message_copy(agent_message *to, const agent_message *from)
 {
     *to = *from;
-    to->text = dup_or_null(from->text);
+    if (from->text_owner)
+        ecp_shared_ref(from->text_owner); /* the bytes never change: the store's thread reads them in place */
+    else
+        to->text = dup_or_null(from->text);
     to->tool_call_id = dup_or_null(from->tool_call_id);
     to->tool_name = dup_or_null(from->tool_name);
     to->calls = from->call_count ? xcalloc(from->call_count, sizeof *to->calls) : NULL;
@@ -633,7 +640,7 @@ static void on_llm_fragment(void *ctx, size_t index, const llm_tool_call *call, 
     emit(c, &e);
 }
 
-static void on_llm_finish(void *ctx, const char *error, const llm_answer *answer)
+static void on_llm_finish(void *ctx, const char *error, llm_answer *answer)
 {
     chat *c = ctx;
     c->request = NULL;
@@ -647,7 +654,13 @@ static void on_llm_finish(void *ctx, const char *error, const llm_answer *answer
         agent_content u = {.type = AGENT_CONTENT_USAGE, .role = "system", .session_tokens = c->session_tokens};
         emit(c, &u);
     }
-    agent_message *m = append_message(c, ROLE_ASSISTANT, answer->text.data ? answer->text.data : "");
+    /* The answer's text becomes the message's as it is: copying tens of
+     * megabytes here (and again for the store) held the loop at the turn's end. */
+    agent_message *m = append_message(c, ROLE_ASSISTANT, NULL);
+    size_t text_len = answer->text.len;
+    char *text = answer->text.data ? buf_detach(&answer->text) : xstrdup("");
+    m->text_owner = ecp_shared_adopt(text, text_len);
+    m->text = text;
     m->call_count = answer->call_count;
     m->calls = answer->call_count ? xcalloc(answer->call_count, sizeof *m->calls) : NULL;
     for (size_t i = 0; i < answer->call_count; i++) {

@@ -413,7 +413,7 @@ static void post_answer(void *ctx, const char *json, size_t len)
     buf_push(&p->answers, '\0');
 }
 
-static void post_finished(void *ctx, const char *error, const llm_answer *answer)
+static void post_finished(void *ctx, const char *error, llm_answer *answer)
 {
     mcp_post *p = ctx;
     mcp_server *s = p->server;

@@ -49,16 +49,22 @@ def percentile(values, q):
 class Stdio:
     """ecpd on stdio, newline-delimited. Answers are kept by id with the time
     they arrived; notifications are counted by method, and the ones named in
-    keep are kept whole, in order, with everything's arrival index."""
+    keep are kept whole, in order, with everything's arrival index. With
+    keep_all, every message is parsed and kept too, in messages (arrival
+    time, message) and sizes (its size on the wire): for tests that look at
+    the order of everything, not for measuring."""
 
-    def __init__(self, ecpd, tmp, env=None, keep=()):
+    def __init__(self, ecpd, tmp, env=None, keep=(), keep_all=False):
         self.p = subprocess.Popen([ecpd, "--stdio", "--data-dir", os.path.join(tmp, "data"), "--workspace", tmp],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.keep = tuple(keep)
+        self.keep_all = keep_all
         self.cond = threading.Condition()
         self.answers = {}           # id -> (arrival time, arrival index, message)
         self.counts = {}            # method -> notifications received
         self.kept = []              # (arrival index, message) of the methods in keep
+        self.messages = []          # keep_all: (arrival time, message) of everything, in order
+        self.sizes = []             # keep_all: the size of each on the wire
         self.received = 0           # messages so far
         self.reading = threading.Event()
         self.reading.set()
@@ -82,14 +88,19 @@ class Stdio:
                         continue
                     index = self.received
                     self.received += 1
-                    if line.startswith(METHOD_PREFIX):
+                    if self.keep_all:
+                        m = json.loads(line)
+                        self.messages.append((now, m))
+                        self.sizes.append(len(line) + 1)
+                    elif line.startswith(METHOD_PREFIX):
                         method = line[len(METHOD_PREFIX):line.index(b'"', len(METHOD_PREFIX))].decode()
                         self.counts[method] = self.counts.get(method, 0) + 1
                         if method in self.keep:
                             self.kept.append((index, json.loads(line)))
                         continue
-                    m = json.loads(line)
-                    if "method" in m:  # written in another order: not expected, but counted
+                    else:
+                        m = json.loads(line)
+                    if "method" in m:  # (written in another order than "jsonrpc", "method": counted all the same)
                         self.counts[m["method"]] = self.counts.get(m["method"], 0) + 1
                         if m["method"] in self.keep:
                             self.kept.append((index, m))
@@ -117,6 +128,24 @@ class Stdio:
     def call(self, id_, method, params=None):
         self.send(req(id_, method, params))
         return self.answer(id_)[2]
+
+    def wait_for(self, pred, timeout=60):
+        """keep_all: the index in messages of the first message pred accepts."""
+        assert self.keep_all, "wait_for looks at every message: start with keep_all"
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for i, (_, m) in enumerate(self.messages):
+                    if pred(m):
+                        return i
+                left = deadline - time.monotonic()
+                if left <= 0 or self.ended:
+                    raise AssertionError("no such message; the server said: " + self.stderr_tail())
+                self.cond.wait(left)
+
+    def answer_of(self, id_, timeout=60):
+        """keep_all: the index in messages of the answer to id_."""
+        return self.answer(id_, timeout)[1]
 
     def count(self, method):
         with self.cond:
@@ -162,7 +191,7 @@ class Floods:
     """A server on stdio with what each flood needs set up: a terminal
     script, the scripted model in its own process, a watched folder."""
 
-    def __init__(self, ecpd, chat_delay=None, keep=()):
+    def __init__(self, ecpd, chat_delay=None, keep=(), env=None):
         self.tmp = tempfile.mkdtemp(prefix="ecpd-floods-")
         self.script = os.path.join(self.tmp, "flood.sh")
         with open(self.script, "w") as f:
@@ -180,9 +209,10 @@ class Floods:
         self.mock = subprocess.Popen([sys.executable, MOCK_LLM, script_path], stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL)
         port = int(self.mock.stdout.readline().split()[1])
-        env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
-        env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL="http://127.0.0.1:%d/v1" % port)
-        self.s = Stdio(ecpd, self.tmp, env, keep)
+        server_env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+        server_env.update(env or {})
+        server_env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL="http://127.0.0.1:%d/v1" % port)
+        self.s = Stdio(ecpd, self.tmp, server_env, keep)
         self.next_id = 1000
         self.creator = None
         init = self.s.call(0, "initialize", {"capabilities": {}})

@@ -8,31 +8,22 @@ Each test talks to the real ecpd over stdio while a terminal runs
 `yes | head -c 60000000`, the flood of `terminal/output` an editor sees when a
 program writes as fast as it can.
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
+import floods  # noqa: E402
+from floods import req  # noqa: E402
 from mock_llm import MockLLM  # noqa: E402
 
 ECPD = None
-PROVIDER_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST",
-                 "ECPD_MODEL")
 FLOOD_BYTES = 60_000_000
 # The pseudo-terminal turns each "y\n" into "y\r\n".
 FLOOD_OUTPUT = FLOOD_BYTES // 2 * 3
-
-
-def req(id_, method, params=None):
-    m = {"jsonrpc": "2.0", "id": id_, "method": method}
-    if params is not None:
-        m["params"] = params
-    return (json.dumps(m) + "\n").encode()
 
 
 def rss_kb(pid):
@@ -45,84 +36,6 @@ def peak_rss_kb(pid):
         return int(next(line for line in f if line.startswith("VmHWM:")).split()[1])
 
 
-class Stdio:
-    """ecpd on stdio, newline-delimited; a thread reads every message and
-    stamps it with the time it arrived."""
-
-    def __init__(self, tmp, env=None):
-        self.p = subprocess.Popen([ECPD, "--stdio", "--data-dir", os.path.join(tmp, "data"), "--workspace", tmp],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        self.cond = threading.Condition()
-        self.messages = []          # (arrival time, message), in order
-        self.sizes = []             # each one's size on the wire
-        self.reading = threading.Event()
-        self.reading.set()
-        self.ended = False
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self):
-        pending = b""
-        while True:
-            self.reading.wait()
-            chunk = self.p.stdout.read1(1 << 20)
-            if not chunk:
-                break
-            now = time.monotonic()
-            lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()
-            parsed = [(now, json.loads(line)) for line in lines if line]
-            with self.cond:
-                self.messages.extend(parsed)
-                self.sizes.extend(len(line) + 1 for line in lines if line)
-                self.cond.notify_all()
-        with self.cond:
-            self.ended = True
-            self.cond.notify_all()
-
-    def send(self, data):
-        self.p.stdin.write(data)
-        self.p.stdin.flush()
-
-    def wait_for(self, pred, timeout=60):
-        """The index of the first message that pred accepts."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for i, (_, m) in enumerate(self.messages):
-                    if pred(m):
-                        return i
-                left = deadline - time.monotonic()
-                if left <= 0 or self.ended:
-                    raise AssertionError("no such message; the server said: " + self.stderr_tail())
-                self.cond.wait(left)
-
-    def answer_of(self, id_, timeout=60):
-        return self.wait_for(lambda m: m.get("id") == id_ and "method" not in m, timeout)
-
-    def call(self, id_, method, params=None):
-        self.send(req(id_, method, params))
-        return self.messages[self.answer_of(id_)][1]
-
-    def stderr_tail(self):
-        if self.p.poll() is None:
-            return "(still running)"
-        return self.p.stderr.read().decode(errors="replace")[-2000:]
-
-    def close(self):
-        self.reading.set()
-        try:
-            self.p.stdin.close()
-        except BrokenPipeError:
-            pass
-        code = self.p.wait(30)
-        self.thread.join(10)
-        errors = self.p.stderr.read().decode(errors="replace")
-        self.p.stdout.close()
-        self.p.stderr.close()
-        return code, errors
-
-
 class FlowControl(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="ecpd-flow-")
@@ -130,7 +43,7 @@ class FlowControl(unittest.TestCase):
         with open(self.flood, "w") as f:
             f.write("#!/bin/sh\nyes | head -c %d\n" % FLOOD_BYTES)
         os.chmod(self.flood, 0o755)
-        self.s = Stdio(self.tmp)
+        self.s = floods.Stdio(ECPD, self.tmp, keep_all=True)
         self.assertEqual(self.s.call(0, "initialize", {"capabilities": {}}).get("error"), None)
 
     def tearDown(self):
@@ -236,9 +149,9 @@ class ChatStream(unittest.TestCase):
         # 40 MB of text, more than the allowance a socket client gets
         self.texts = ["%06d:" % i + "m" * 16000 for i in range(2500)]
         self.mock = MockLLM([{"text": self.texts}])
-        env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+        env = {k: v for k, v in os.environ.items() if k not in floods.PROVIDER_VARS}
         env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL="http://127.0.0.1:%d/v1" % self.mock.port)
-        self.s = Stdio(self.tmp, env)
+        self.s = floods.Stdio(ECPD, self.tmp, env, keep_all=True)
         self.assertEqual(self.s.call(0, "initialize", {"capabilities": {}}).get("error"), None)
 
     def tearDown(self):

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Answers during the three floods of notifications no request caused, alone
 and together, through the real ecpd on stdio (floods.py says what each is):
-an `ecp/ping` on the flooded connection is answered promptly, end of input
-ends the server promptly whatever streams, and a request's own notifications
-still come before its answer.
+an `ecp/ping` on the flooded connection is answered promptly, no turn of the
+loop runs long while a model streams, end of input ends the server promptly
+whatever streams, and a request's own notifications still come before its
+answer.
 
 usage: test_flow_floods.py ECPD
 
 The bound on the pings is generous (the machine that runs the tests is
-shared); tests/bench/bench_flow.py measures the real figure.
+shared); tests/bench/bench_flow.py measures the real figure. The bound on the
+loop's turns is on their CPU time, which a busy machine does not stretch.
 """
 import json
 import os
@@ -55,6 +57,50 @@ class PingDuringFloods(unittest.TestCase):
 
     def test_all_three_together(self):
         self.check(floods.FLOODS)
+
+
+def longest_turns(trace_path):
+    """The turns an ECPD_LOOP_TRACE file lists (those of 2 ms or more), as
+    (busy ms, CPU ms, at ms), longest CPU first."""
+    turns = []
+    with open(trace_path) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) == 5 and fields[0][0].isdigit():
+                at, busy, _, _, cpu = map(float, fields)
+                turns.append((busy, cpu, at))
+    return sorted(turns, key=lambda t: -t[1])
+
+
+class LoopTurns(unittest.TestCase):
+    """No turn of the loop runs long during a model's stream, its end
+    included: an answer waits at most for the turn that is running. The
+    figure is the loop thread's CPU time in the turn, which does not count
+    the waits for a core on a busy machine."""
+
+    BOUND_MS = 40 if SANITIZED else 10
+
+    def test_a_models_stream_is_read_in_short_turns(self):
+        trace = tempfile.NamedTemporaryFile(prefix="ecpd-turns-", delete=False)
+        trace.close()
+        try:
+            f = floods.Floods(ECPD, env={"ECPD_LOOP_TRACE": trace.name})
+            try:
+                f.start("chat")
+                f.started("chat")
+                f.ping_waits(("chat",), 400)
+                f.s.wait_count("chat/statusChanged", 2)  # running, then idle: the turn's end is in the trace
+            finally:
+                code, errors = f.close()
+            self.assertNotIn("Sanitizer", errors)
+            self.assertEqual(f.s.count("chat/contentReceived"), floods.CHAT_CHUNKS + 3)  # progress, usage, finished
+            turns = longest_turns(trace.name)
+        finally:
+            os.unlink(trace.name)
+        print("\n  the longest turns of the loop during a 40 MB model stream (busy ms, CPU ms, at ms): %r"
+              % turns[:3], file=sys.stderr)
+        self.assertTrue(not turns or turns[0][1] < self.BOUND_MS,
+                        "a turn of the loop ran %.1f ms of CPU during the stream" % turns[0][1])
 
 
 class EndOfInputDuringFloods(unittest.TestCase):
