@@ -173,29 +173,26 @@ void file__idset_free(file__idset *self)
 
 /* ----- errors ---------------------------------------------------------------------- */
 
+/* The errno values a file operation names for a person; any other is an
+ * I/O error in strerror's words. */
+static const struct {
+    int errnum;
+    int status;
+    const char *what;
+} errno_statuses[] = {
+    {ENOENT, ECP_ENOTFOUND, "File not found"},         {EACCES, ECP_EACCES, "Permission denied"},
+    {EPERM, ECP_EACCES, "Permission denied"},          {EROFS, ECP_EACCES, "Read-only file system"},
+    {EISDIR, ECP_EISDIR, "Is a directory"},            {ENOTDIR, ECP_ENOTDIR, "Not a directory"},
+    {EEXIST, ECP_EEXIST, "Already exists"},            {ENOTEMPTY, ECP_ENOTEMPTY, "Directory not empty"},
+    {ENOMEM, ECP_ENOMEM, "Out of memory"},
+};
+
 int file__errno(ecp_error *err, int errnum, const char *path)
 {
-    switch (errnum) {
-    case ENOENT:
-        return ecp_error_set(err, ECP_ENOTFOUND, "File not found: %s", path);
-    case EACCES:
-    case EPERM:
-        return ecp_error_set(err, ECP_EACCES, "Permission denied: %s", path);
-    case EROFS:
-        return ecp_error_set(err, ECP_EACCES, "Read-only file system: %s", path);
-    case EISDIR:
-        return ecp_error_set(err, ECP_EISDIR, "Is a directory: %s", path);
-    case ENOTDIR:
-        return ecp_error_set(err, ECP_ENOTDIR, "Not a directory: %s", path);
-    case EEXIST:
-        return ecp_error_set(err, ECP_EEXIST, "Already exists: %s", path);
-    case ENOTEMPTY:
-        return ecp_error_set(err, ECP_ENOTEMPTY, "Directory not empty: %s", path);
-    case ENOMEM:
-        return ecp_error_set(err, ECP_ENOMEM, "Out of memory: %s", path);
-    default:
-        return ecp_error_set(err, ECP_EIO, "%s: %s", path, strerror(errnum));
-    }
+    for (size_t i = 0; i < sizeof errno_statuses / sizeof errno_statuses[0]; i++)
+        if (errno_statuses[i].errnum == errnum)
+            return ecp_error_set(err, errno_statuses[i].status, "%s: %s", errno_statuses[i].what, path);
+    return ecp_error_set(err, ECP_EIO, "%s: %s", path, strerror(errnum));
 }
 
 /* ----- paths ----------------------------------------------------------------------- */
@@ -239,6 +236,16 @@ static void dir_of(buf *out, const char *path)
         buf_append_str(out, "/");
     else
         buf_append(out, path, (size_t)(slash - path));
+}
+
+/* ENOENT from creating path: what is missing is its directory. */
+static int parent_not_found(ecp_error *err, const char *path)
+{
+    buf dir = BUF_INIT;
+    dir_of(&dir, path);
+    int rc = ecp_error_set(err, ECP_ENOTFOUND, "Parent directory not found: %s", dir.data);
+    buf_free(&dir);
+    return rc;
 }
 
 static const char *base_of(const char *path)
@@ -813,13 +820,8 @@ int file_rename(const char *from, const char *to, ecp_error *err)
             return rc;
         return S_ISDIR(st.st_mode) ? file_delete_dir(from, true, err) : file_delete(from, err);
     }
-    if (e == ENOENT) {
-        buf dir = BUF_INIT;
-        dir_of(&dir, to);
-        int rc = ecp_error_set(err, ECP_ENOTFOUND, "Parent directory not found: %s", dir.data);
-        buf_free(&dir);
-        return rc;
-    }
+    if (e == ENOENT)
+        return parent_not_found(err, to);
     if (e == EINVAL)
         return ecp_error_set(err, ECP_EINVAL, "Cannot move a directory into itself: %s to %s", from, to);
     return file__errno(err, e, to);
@@ -958,13 +960,8 @@ int file_create_dir(const char *path, bool recursive, ecp_error *err)
         return make_dirs(path, 0777, err);
     if (mkdir(path, 0777) == 0)
         return 0;
-    if (errno == ENOENT) {
-        buf dir = BUF_INIT;
-        dir_of(&dir, path);
-        int rc = ecp_error_set(err, ECP_ENOTFOUND, "Parent directory not found: %s", dir.data);
-        buf_free(&dir);
-        return rc;
-    }
+    if (errno == ENOENT)
+        return parent_not_found(err, path);
     return file__errno(err, errno, path);
 }
 
