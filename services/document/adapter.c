@@ -637,14 +637,9 @@ static void m_clients(void *ctx, ecp_call *call)
     document_info info;
     if (!doc_adapter_arg_doc_info(ad, call, &id, &info))
         return;
-    clients_list l = {ad, ecp_call_result(call)};
-    jw_object_begin(l.w);
-    jw_key(l.w, "clients");
-    jw_array_begin(l.w);
+    clients_list l = {ad, ecp_call_result_list(call, "clients")};
     document_holders(ad->svc, id.ptr, ecp_call_encoding(call), write_client, &l, NULL);
-    jw_array_end(l.w);
-    jw_object_end(l.w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, l.w);
 }
 
 static void client_closed(void *ctx, uint64_t client_id)
