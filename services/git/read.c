@@ -689,8 +689,8 @@ static int on_line(const git_diff_delta *delta, const git_diff_hunk *hunk, const
 }
 
 /* The diff of one path: index -> work tree, or HEAD -> index when staged. */
-static int path_diff(gitsvc_repo *repo, const char *rel_path, bool staged, uint32_t context, git_diff **out,
-                     gitsvc_error *err)
+static int path_diff_make(gitsvc_repo *repo, const char *rel_path, bool staged, uint32_t context, git_diff **out,
+                          gitsvc_error *err)
 {
     git_diff_options o = GIT_DIFF_OPTIONS_INIT;
     o.context_lines = context;
@@ -719,20 +719,30 @@ static int path_diff(gitsvc_repo *repo, const char *rel_path, bool staged, uint3
     return 0;
 }
 
+/* Walks the hunks and lines of path_diff_make's diff. */
+static int path_diff(gitsvc_repo *repo, const char *rel_path, bool staged, uint32_t context, git_diff_hunk_cb hunk_cb,
+                     git_diff_line_cb line_cb, void *payload, gitsvc_error *err)
+{
+    git_diff *diff = NULL;
+    int rc = path_diff_make(repo, rel_path, staged, context, &diff, err);
+    if (rc)
+        return rc;
+    rc = git_diff_foreach(diff, NULL, NULL, hunk_cb, line_cb, payload);
+    git_diff_free(diff);
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot compute the diff");
+    return 0;
+}
+
 int gitsvc_diff_read(gitsvc_repo *repo, const char *rel_path, bool staged, arena *mem, gitsvc_hunk **hunks,
                      size_t *count, gitsvc_error *err)
 {
     *hunks = NULL;
     *count = 0;
-    git_diff *diff = NULL;
-    int rc = path_diff(repo, rel_path, staged, 3, &diff, err);
+    hunk_builder b = {.mem = mem};
+    int rc = path_diff(repo, rel_path, staged, 3, on_hunk, on_line, &b, err);
     if (rc)
         return rc;
-    hunk_builder b = {.mem = mem};
-    rc = git_diff_foreach(diff, NULL, NULL, on_hunk, on_line, &b);
-    git_diff_free(diff);
-    if (rc < 0)
-        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot compute the diff");
     *hunks = b.hunks;
     *count = b.count;
     return 0;
@@ -749,15 +759,10 @@ int gitsvc_diff_lines(gitsvc_repo *repo, const char *rel_path, arena *mem, gitsv
 {
     *changes = NULL;
     *count = 0;
-    git_diff *diff = NULL;
-    int rc = path_diff(repo, rel_path, false, 0, &diff, err);
+    gitsvc__changes c = {.mem = mem};
+    int rc = path_diff(repo, rel_path, false, 0, on_change_hunk, NULL, &c, err);
     if (rc)
         return rc;
-    gitsvc__changes c = {.mem = mem};
-    rc = git_diff_foreach(diff, NULL, NULL, on_change_hunk, NULL, &c);
-    git_diff_free(diff);
-    if (rc < 0)
-        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot compute the diff");
     *changes = c.items;
     *count = c.count;
     return 0;
