@@ -41,6 +41,16 @@ void doc_adapter_write_position(json_writer *w, size_t line, size_t column)
     jw_object_end(w);
 }
 
+void doc_adapter_write_range(json_writer *w, size_t start_line, size_t start_column, size_t end_line, size_t end_column)
+{
+    jw_object_begin(w);
+    jw_key(w, "start");
+    doc_adapter_write_position(w, start_line, start_column);
+    jw_key(w, "end");
+    doc_adapter_write_position(w, end_line, end_column);
+    jw_object_end(w);
+}
+
 static void write_info_fields(json_writer *w, const document_info *info)
 {
     jw_key_string(w, "documentId", info->document_id);
@@ -271,12 +281,7 @@ static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
         const document_change *c = &ev->changes[i];
         jw_object_begin(w);
         jw_key(w, "range");
-        jw_object_begin(w);
-        jw_key(w, "start");
-        doc_adapter_write_position(w, c->start.line, c->start.column[enc]);
-        jw_key(w, "end");
-        doc_adapter_write_position(w, c->end.line, c->end.column[enc]);
-        jw_object_end(w);
+        doc_adapter_write_range(w, c->start.line, c->start.column[enc], c->end.line, c->end.column[enc]);
         jw_key_int(w, "rangeLength", (int64_t)c->range_length[enc]);
         const char *json;
         size_t json_len;
