@@ -1,9 +1,13 @@
 #include "buf.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "error.h"
 
 static void out_of_memory(size_t n)
 {
@@ -137,4 +141,37 @@ char *buf_detach(buf *self)
     char *p = self->data;
     buf_init(self);
     return p;
+}
+
+/* ----- file descriptors ----- */
+
+int buf_read_fd(buf *self, int fd, size_t max)
+{
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return ecp_status_from_errno(errno);
+        if (n == 0)
+            return 0;
+        if (self->len + (size_t)n > max)
+            return ECP_ETOOBIG;
+        buf_append(self, chunk, (size_t)n);
+    }
+}
+
+int buf_write_fd(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, data, len > (1u << 30) ? (1u << 30) : len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        data += w;
+        len -= (size_t)w;
+    }
+    return 0;
 }

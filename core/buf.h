@@ -80,4 +80,15 @@ char *xstrndup(const char *s, size_t n);
 #define free_each(...) free_array((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))
 void free_array(void *const *pointers, size_t count);
 
+/* ----- file descriptors ----- */
+
+/* Appends what fd holds, up to its end, resuming after EINTR. Returns 0 at
+ * the end; ECP_ETOOBIG as soon as self would hold more than max bytes (what
+ * was read before stays); the status of errno when a read fails. */
+int buf_read_fd(buf *self, int fd, size_t max);
+
+/* Writes all len bytes of data to fd, resuming after EINTR and short writes:
+ * 0, or -1 with errno set. */
+int buf_write_fd(int fd, const char *data, size_t len);
+
 #endif

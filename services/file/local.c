@@ -419,20 +419,6 @@ static int make_dirs(const char *path, mode_t mode, ecp_error *err)
     return rc;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, data, len > (1u << 30) ? (1u << 30) : len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        data += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Copies the rest of src into dst, in the kernel when it can. */
 static int copy_fd(int src, int dst)
 {
@@ -457,7 +443,7 @@ static int copy_fd(int src, int dst)
             return -1;
         if (r == 0)
             return 0;
-        if (write_all(dst, chunk, (size_t)r) != 0)
+        if (buf_write_fd(dst, chunk, (size_t)r) != 0)
             return -1;
     }
 }
@@ -539,7 +525,7 @@ static int replace_contents(const char *target, const struct stat *existing, boo
     rc = open_temp(target, mode, &tmp, &fd, err);
     if (rc)
         goto done;
-    if (src_fd >= 0 ? copy_fd(src_fd, fd) != 0 : write_all(fd, data, len) != 0) {
+    if (src_fd >= 0 ? copy_fd(src_fd, fd) != 0 : buf_write_fd(fd, data, len) != 0) {
         rc = file__errno(err, errno, target);
         goto done;
     }
@@ -640,7 +626,7 @@ int file_write(const char *path, const char *data, size_t len, const file_write_
          * write in place, which is what the user can do by hand. */
         int fd = open(target.data, O_WRONLY | O_TRUNC | O_CLOEXEC);
         if (fd >= 0) {
-            rc = write_all(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : file__errno(err, errno, path);
+            rc = buf_write_fd(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : file__errno(err, errno, path);
             close(fd);
         }
     }
@@ -844,8 +830,7 @@ int file_copy(const char *from, const char *to, ecp_error *err)
     char *rp = realpath(parent.data, NULL);
     int rc = 0;
     if (rf && rp) {
-        size_t n = strlen(rf);
-        if (!strncmp(rp, rf, n) && (rp[n] == '\0' || rp[n] == '/' || n == 1))
+        if (uri_path_within(rp, rf))
             rc = ecp_error_set(err, ECP_EINVAL, "Cannot copy a directory into itself: %s to %s", from, to);
     } else if (!rp) {
         rc = ecp_error_set(err, ECP_ENOTFOUND, "Parent directory not found: %s", parent.data);

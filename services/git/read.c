@@ -916,23 +916,9 @@ static int work_tree_text(gitsvc_repo *repo, const char *rel_path, buf *text, gi
         if (fd < 0 || fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode)) {
             rc = gitsvc__fail(err, ECP_ENOTFOUND, GITSVC_FILE_NOT_FOUND, "No such file in the work tree: %s",
                               rel_path);
-        } else if ((size_t)opened.st_size > BLAME_TEXT_MAX) {
+        } else if ((size_t)opened.st_size > BLAME_TEXT_MAX ||
+                   buf_read_fd(text, fd, BLAME_TEXT_MAX) == ECP_ETOOBIG) { /* or it grew while read */
             rc = gitsvc__fail(err, ECP_ETOOBIG, GITSVC_COMMAND_FAILED, "File too large to blame: %s", rel_path);
-        } else {
-            char chunk[65536];
-            for (;;) {
-                ssize_t n = read(fd, chunk, sizeof chunk);
-                if (n < 0 && errno == EINTR)
-                    continue;
-                if (n <= 0)
-                    break;
-                if (text->len + (size_t)n > BLAME_TEXT_MAX) { /* it grew while read */
-                    rc = gitsvc__fail(err, ECP_ETOOBIG, GITSVC_COMMAND_FAILED, "File too large to blame: %s",
-                                      rel_path);
-                    break;
-                }
-                buf_append(text, chunk, (size_t)n);
-            }
         }
         if (fd >= 0)
             close(fd);
