@@ -433,3 +433,11 @@ void jw_key_null(json_writer *w, const char *key)
     jw_key(w, key);
     jw_null(w);
 }
+
+/* ----- optional members ----- */
+
+void jw_key_string_opt(json_writer *w, const char *key, const char *s)
+{
+    if (s)
+        jw_key_string(w, key, s);
+}

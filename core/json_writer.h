@@ -127,4 +127,9 @@ void jw_key_null(json_writer *w, const char *key);
 /* Appends the escaped body of a JSON string (no quotes) to out. */
 void json_escape_into(buf *out, const char *s, size_t len);
 
+/* ----- optional members ----- */
+
+/* The member key: s, left out when s is NULL (a field that is absent, not null). */
+void jw_key_string_opt(json_writer *w, const char *key, const char *s);
+
 #endif

@@ -262,8 +262,7 @@ static void write_fields(json_writer *w, const database_result *r)
         jw_key_string(w, "dataType", f->data_type);
         jw_key_int(w, "dataTypeId", f->type_id);
         jw_key_bool(w, "nullable", f->nullable);
-        if (f->default_value)
-            jw_key_string(w, "defaultValue", f->default_value);
+        jw_key_string_opt(w, "defaultValue", f->default_value);
         jw_key_bool(w, "isPrimaryKey", f->primary_key);
         jw_object_end(w);
     }
@@ -321,8 +320,7 @@ static void write_info(json_writer *w, const database_connection_info *info)
         jw_key_string(w, "path", cfg->path);
     jw_key_string(w, "host", cfg->host ? cfg->host : "");
     jw_key_string(w, "database", cfg->database ? cfg->database : (cfg->path ? cfg->path : ""));
-    if (info->error)
-        jw_key_string(w, "error", info->error);
+    jw_key_string_opt(w, "error", info->error);
     jw_key_bool(w, "readOnly", cfg->read_only);
     jw_key_string(w, "scope", cfg->project ? "project" : "global");
     if (info->connected_at)
@@ -559,8 +557,7 @@ static void answer_transaction(void *ctx, int status, const database_failure *fa
             jw_key_string(w, "error", f->message[0] ? f->message : r->failure->message);
             if (f->engine_code[0])
                 jw_key_string(w, "engineCode", f->engine_code);
-            if (r->labels[i])
-                jw_key_string(w, "label", r->labels[i]);
+            jw_key_string_opt(w, "label", r->labels[i]);
             jw_object_end(w);
         }
     }
@@ -874,8 +871,7 @@ static void history_answer(void *ctx, int status, const ecp_error *err, const da
         if (e->row_count >= 0)
             jw_key_int(w, "rowCount", e->row_count);
         jw_key_string(w, "status", e->status);
-        if (e->error)
-            jw_key_string(w, "error", e->error);
+        jw_key_string_opt(w, "error", e->error);
         jw_key_bool(w, "isFavorite", e->favorite);
         jw_object_end(w);
     }

@@ -556,8 +556,7 @@ static void saved(void *ctx, int status, const ecp_error *err, uint64_t version,
     if (status == ECP_ECONFLICT)
         jw_key_bool(w, "conflict", true);
     jw_key_int(w, "version", (int64_t)version);
-    if (uri)
-        jw_key_string(w, "uri", uri);
+    jw_key_string_opt(w, "uri", uri);
     if (status != 0)
         jw_key_string(w, "error", err->message);
     jw_object_end(w);

@@ -101,8 +101,7 @@ static void write_entries(json_writer *w, const char *key, const gitsvc_status_e
         jw_object_begin(w);
         jw_key_string(w, "path", e[i].path);
         jw_key_string(w, "status", status);
-        if (e[i].old_path)
-            jw_key_string(w, "oldPath", e[i].old_path);
+        jw_key_string_opt(w, "oldPath", e[i].old_path);
         jw_object_end(w);
     }
     jw_array_end(w);
@@ -276,8 +275,7 @@ static void answer_head(void *ctx, int status, const gitsvc_error *err, const gi
     if (!w)
         return;
     jw_key_string(w, "branch", head->branch);
-    if (head->tracking)
-        jw_key_string(w, "tracking", head->tracking);
+    jw_key_string_opt(w, "tracking", head->tracking);
     jw_key_int(w, "ahead", (int64_t)head->ahead);
     jw_key_int(w, "behind", (int64_t)head->behind);
     answer_end(ctx, w);
@@ -346,8 +344,7 @@ static void answer_branches(void *ctx, int status, const gitsvc_error *err, cons
         jw_object_begin(w);
         jw_key_string(w, "name", b->name);
         jw_key_bool(w, "current", b->current);
-        if (b->tracking)
-            jw_key_string(w, "tracking", b->tracking);
+        jw_key_string_opt(w, "tracking", b->tracking);
         if (b->commit[0])
             jw_key_string(w, "commit", b->commit);
         jw_object_end(w);
