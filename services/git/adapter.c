@@ -109,6 +109,22 @@ static void write_entries(json_writer *w, const char *key, const gitsvc_status_e
 
 /* The formatters run on a pool thread: they touch only the result and out. */
 
+/* A formatter's answer that is one list, {"<key>": [...]}: the items are
+ * written between list_begin and list_end. */
+static void list_begin(json_writer *w, buf *out, const char *key)
+{
+    jw_init(w, out);
+    jw_object_begin(w);
+    jw_key(w, key);
+    jw_array_begin(w);
+}
+
+static void list_end(json_writer *w)
+{
+    jw_array_end(w);
+    jw_object_end(w);
+}
+
 static void format_status(void *fctx, const gitsvc_status *st, buf *out)
 {
     (void)fctx;
@@ -137,10 +153,7 @@ static void format_diff(void *fctx, const gitsvc_diff_result *r, buf *out)
 {
     (void)fctx;
     json_writer w;
-    jw_init(&w, out);
-    jw_object_begin(&w);
-    jw_key(&w, "hunks");
-    jw_array_begin(&w);
+    list_begin(&w, out, "hunks");
     for (size_t i = 0; i < r->count; i++) {
         const gitsvc_hunk *h = &r->hunks[i];
         jw_object_begin(&w);
@@ -164,18 +177,14 @@ static void format_diff(void *fctx, const gitsvc_diff_result *r, buf *out)
         jw_array_end(&w);
         jw_object_end(&w);
     }
-    jw_array_end(&w);
-    jw_object_end(&w);
+    list_end(&w);
 }
 
 static void format_log(void *fctx, const gitsvc_log_result *r, buf *out)
 {
     (void)fctx;
     json_writer w;
-    jw_init(&w, out);
-    jw_object_begin(&w);
-    jw_key(&w, "commits");
-    jw_array_begin(&w);
+    list_begin(&w, out, "commits");
     for (size_t i = 0; i < r->count; i++) {
         const gitsvc_commit_info *c = &r->commits[i];
         jw_object_begin(&w);
@@ -187,18 +196,14 @@ static void format_log(void *fctx, const gitsvc_log_result *r, buf *out)
         jw_key_string(&w, "date", c->date);
         jw_object_end(&w);
     }
-    jw_array_end(&w);
-    jw_object_end(&w);
+    list_end(&w);
 }
 
 static void format_blame(void *fctx, const gitsvc_blame_result *r, buf *out)
 {
     (void)fctx;
     json_writer w;
-    jw_init(&w, out);
-    jw_object_begin(&w);
-    jw_key(&w, "lines");
-    jw_array_begin(&w);
+    list_begin(&w, out, "lines");
     for (size_t i = 0; i < r->count; i++) {
         const gitsvc_blame_line *l = &r->lines[i];
         jw_object_begin(&w);
@@ -209,8 +214,7 @@ static void format_blame(void *fctx, const gitsvc_blame_result *r, buf *out)
         jw_key_string(&w, "content", l->content);
         jw_object_end(&w);
     }
-    jw_array_end(&w);
-    jw_object_end(&w);
+    list_end(&w);
 }
 
 /* ----- answers (the loop; ctx is the call, which the job keeps alive) ------------------------------------ */
