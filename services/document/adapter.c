@@ -65,7 +65,8 @@ static void write_info_fields(json_writer *w, const document_info *info)
         jw_key_bool(w, "changedOnDisk", true);
 }
 
-static void write_info(json_writer *w, const document_info *info)
+/* w: the json_writer; the shape document_list calls back with. */
+static void write_info(void *w, const document_info *info)
 {
     jw_object_begin(w);
     write_info_fields(w, info);
@@ -688,13 +689,11 @@ static void m_info(void *ctx, ecp_call *call)
     ecp_call_finish(call);
 }
 
-static void list_one(void *ctx, const document_info *info) { write_info(ctx, info); }
-
 static void m_list(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
     json_writer *w = ecp_call_result_list(call, "documents");
-    document_list(ad->svc, list_one, w);
+    document_list(ad->svc, write_info, w);
     ecp_call_finish_list(call, w);
 }
 /* ----- the table ----------------------------------------------------------------------------------------- */
