@@ -453,7 +453,7 @@ typedef struct pending {
     doc_adapter *ad;
     ecp_call *call;
     document_request *req;
-    struct pending *prev, *next; /* in ad->running while req is set */
+    struct pending *next, **link; /* in ad->running while req is set; link: what points at it */
 } pending;
 
 static void abandon(void *ctx)
@@ -470,8 +470,9 @@ static void watch(pending *p, document_request *req)
     p->req = req;
     p->next = p->ad->running;
     if (p->next)
-        p->next->prev = p;
+        p->next->link = &p->next;
     p->ad->running = p;
+    p->link = &p->ad->running;
     ecp_call_on_abandon(p->call, abandon, p);
 }
 
@@ -480,13 +481,11 @@ static void settle(pending *p)
 {
     if (!p->req)
         return;
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        p->ad->running = p->next;
+    *p->link = p->next;
     if (p->next)
-        p->next->prev = p->prev;
-    p->prev = p->next = NULL;
+        p->next->link = p->link;
+    p->next = NULL;
+    p->link = NULL;
     p->req = NULL;
     ecp_call_on_abandon(p->call, NULL, NULL);
 }
