@@ -186,12 +186,9 @@ int gitsvc_push(gitsvc_repo *repo, const gitsvc_remote_options *options, const e
                 gitsvc_sync_result *out, gitsvc_error *err)
 {
     memset(out, 0, sizeof *out);
-    int rc = gitsvc__check_cancel(job, err);
-    if (rc)
-        return rc;
-    gitsvc_status head;
-    memset(&head, 0, sizeof head);
-    if ((rc = gitsvc__head_info(repo->repo, mem, &head, err)))
+    gitsvc_status head = {0};
+    int rc;
+    if ((rc = gitsvc__check_cancel(job, err)) || (rc = gitsvc__head_info(repo->repo, mem, &head, err)))
         return rc;
     if (head.detached || head.unborn) {
         out->code = GITSVC_COMMAND_FAILED;
@@ -257,8 +254,7 @@ int gitsvc_pull(gitsvc_repo *repo, const gitsvc_remote_options *options, const e
     int rc = gitsvc_fetch(repo, options, job, mem, out, err);
     if (rc || !out->success)
         return rc;
-    gitsvc_status head;
-    memset(&head, 0, sizeof head);
+    gitsvc_status head = {0};
     if ((rc = gitsvc__head_info(repo->repo, mem, &head, err)))
         return rc;
     if (head.detached) {
