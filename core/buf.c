@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "error.h"
+
 static void out_of_memory(size_t n)
 {
     fprintf(stderr, "ecpd: out of memory allocating %zu bytes\n", n);
@@ -148,16 +150,35 @@ void free_strv(char **v)
     free(v);
 }
 
-int fd_write_all(int fd, const char *data, size_t len)
+/* ----- file descriptors ----- */
+
+int buf_read_fd(buf *self, int fd, size_t max)
 {
-    while (len > 0) {
-        ssize_t n = write(fd, data, len > (1u << 30) ? (1u << 30) : len);
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return errno;
-        data += n;
-        len -= (size_t)n;
+            return ecp_status_from_errno(errno);
+        if (n == 0)
+            return 0;
+        if (self->len + (size_t)n > max)
+            return ECP_ETOOBIG;
+        buf_append(self, chunk, (size_t)n);
+    }
+}
+
+int buf_write_fd(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, data, len > (1u << 30) ? (1u << 30) : len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        data += w;
+        len -= (size_t)w;
     }
     return 0;
 }

@@ -84,8 +84,15 @@ void free_array(void *const *pointers, size_t count);
  * an argv or an environment built for a child. */
 void free_strv(char **v);
 
-/* Writes all len bytes of data to fd, a write at a time (at most 1 GiB
- * each), again after EINTR: 0, or the errno of the write that failed. */
-int fd_write_all(int fd, const char *data, size_t len);
+/* ----- file descriptors ----- */
+
+/* Appends what fd holds, up to its end, resuming after EINTR. Returns 0 at
+ * the end; ECP_ETOOBIG as soon as self would hold more than max bytes (what
+ * was read before stays); the status of errno when a read fails. */
+int buf_read_fd(buf *self, int fd, size_t max);
+
+/* Writes all len bytes of data to fd, resuming after EINTR and short writes:
+ * 0, or -1 with errno set. */
+int buf_write_fd(int fd, const char *data, size_t len);
 
 #endif

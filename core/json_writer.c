@@ -442,3 +442,11 @@ void jw_key_position(json_writer *w, const char *key, size_t line, size_t column
     jw_key_int(w, "column", (int64_t)column);
     jw_object_end(w);
 }
+
+/* ----- optional members ----- */
+
+void jw_key_string_opt(json_writer *w, const char *key, const char *s)
+{
+    if (s)
+        jw_key_string(w, key, s);
+}

@@ -130,4 +130,9 @@ void json_escape_into(buf *out, const char *s, size_t len);
 /* The protocol's Position under key: "key": {"line": line, "column": column}. */
 void jw_key_position(json_writer *w, const char *key, size_t line, size_t column);
 
+/* ----- optional members ----- */
+
+/* The member key: s, left out when s is NULL (a field that is absent, not null). */
+void jw_key_string_opt(json_writer *w, const char *key, const char *s);
+
 #endif

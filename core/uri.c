@@ -159,10 +159,12 @@ int uri_file_path(const char *uri, size_t len, buf *out, ecp_error *err)
     return rc;
 }
 
+/* ----- paths ----- */
+
 bool uri_path_within(const char *path, const char *dir)
 {
     size_t n = strlen(dir);
     if (n == 1 && dir[0] == '/')
         return true;
-    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }

@@ -45,8 +45,10 @@ int uri_file_path(const char *uri, size_t len, buf *out, struct ecp_error *err);
 /* Appends the percent-decoded form of s. Invalid escapes are kept literally. */
 void uri_percent_decode(buf *out, const char *s, size_t len);
 
-/* Whether the absolute path is dir or lies below it, by their text (both
- * normalised; "/" holds every path). */
+/* ----- paths ----- */
+
+/* Whether the absolute path is dir or lies below it (every path lies below
+ * "/"). Both are compared as written: normalise or resolve them first. */
 bool uri_path_within(const char *path, const char *dir);
 
 #endif

@@ -644,7 +644,7 @@ static int write_beneath(tool_run *r, const char *data, size_t len)
                             ftruncate(fd, 0) != 0))
                 errnum = EINVAL;
             else if (fd >= 0)
-                errnum = fd_write_all(fd, data, len);
+                errnum = buf_write_fd(fd, data, len) == 0 ? 0 : errno;
             if (fd >= 0 && errnum == 0 && fsync(fd) != 0)
                 errnum = errno;
             if (fd >= 0 && errnum == 0)
@@ -656,7 +656,7 @@ static int write_beneath(tool_run *r, const char *data, size_t len)
         }
         goto done;
     }
-    errnum = fd_write_all(fd, data, len);
+    errnum = buf_write_fd(fd, data, len) == 0 ? 0 : errno;
     if (errnum == 0 && exists) {
         fchmod(fd, st.st_mode & 07777); /* the umask may have cut bits from the mode given to openat */
         if (st.st_uid != geteuid() || st.st_gid != getegid())

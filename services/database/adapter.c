@@ -49,6 +49,23 @@ static void reply_refusal(ecp_call *call, int status, const ecp_error *err)
     reply_error(call, f.status, &f);
 }
 
+/* The first lines of an answer: a failure (status < 0) is answered and true
+ * returned; on success nothing is, for the result to follow. */
+static bool failed(ecp_call *call, int status, const database_failure *f)
+{
+    if (status < 0)
+        reply_error(call, status, f);
+    return status < 0;
+}
+
+/* The same for a refusal (reply_refusal). */
+static bool refused(ecp_call *call, int status, const ecp_error *err)
+{
+    if (status < 0)
+        reply_refusal(call, status, err);
+    return status < 0;
+}
+
 /* ----- params ---------------------------------------------------------------------------- */
 
 /* Reads connectionId and checks it names a connection (before the other params, so that is the error). */
@@ -63,6 +80,20 @@ static bool read_conn(ecp_call *call, database_service *svc, const char **id, da
     }
     *id = s.ptr;
     return true;
+}
+
+/* An optional string that must be one of two words: *which is -1 when it is
+ * absent, else 0 for first and 1 for second; false when the call was answered. */
+static bool arg_either(ecp_call *call, json_ref obj, const char *name, const char *first, const char *second,
+                       int *which)
+{
+    ecp_str s;
+    if (!ecp_arg_string_opt(call, obj, name, &s))
+        return false;
+    *which = !s.ptr ? -1 : !strcmp(s.ptr, first) ? 0 : !strcmp(s.ptr, second) ? 1 : -2;
+    if (*which == -2)
+        ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "%s: must be \"%s\" or \"%s\"", name, first, second);
+    return *which != -2;
 }
 
 static char *dup_str(ecp_str s) { return s.ptr ? xstrndup(s.ptr, s.len) : NULL; }
@@ -100,18 +131,11 @@ static bool read_config(ecp_call *call, json_ref obj, const database_config *bas
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.name: required string");
         goto bad;
     }
-    ecp_str type;
-    if (!ecp_arg_string_opt(call, obj, "config.type", &type))
+    int type;
+    if (!arg_either(call, obj, "config.type", "sqlite", "postgres", &type))
         goto bad;
-    if (type.ptr) {
-        if (!strcmp(type.ptr, "sqlite"))
-            out->type = DATABASE_SQLITE;
-        else if (!strcmp(type.ptr, "postgres"))
-            out->type = DATABASE_POSTGRES;
-        else {
-            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.type: must be \"sqlite\" or \"postgres\"");
-            goto bad;
-        }
+    if (type >= 0) {
+        out->type = type ? DATABASE_POSTGRES : DATABASE_SQLITE;
     } else if (!base) {
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.type: required string");
         goto bad;
@@ -150,16 +174,11 @@ static bool read_config(ecp_call *call, json_ref obj, const database_config *bas
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.ssl: must be a boolean or an object");
         goto bad;
     }
-    ecp_str scope;
-    if (!ecp_arg_string_opt(call, obj, "config.scope", &scope))
+    int scope;
+    if (!arg_either(call, obj, "config.scope", "global", "project", &scope))
         goto bad;
-    if (scope.ptr) {
-        if (strcmp(scope.ptr, "global") && strcmp(scope.ptr, "project")) {
-            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.scope: must be \"global\" or \"project\"");
-            goto bad;
-        }
-        out->project = !strcmp(scope.ptr, "project");
-    }
+    if (scope >= 0)
+        out->project = scope;
     if (out->type == DATABASE_SQLITE && !out->path) {
         ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "config.path: required for a sqlite connection");
         goto bad;
@@ -243,8 +262,7 @@ static void write_fields(json_writer *w, const database_result *r)
         jw_key_string(w, "dataType", f->data_type);
         jw_key_int(w, "dataTypeId", f->type_id);
         jw_key_bool(w, "nullable", f->nullable);
-        if (f->default_value)
-            jw_key_string(w, "defaultValue", f->default_value);
+        jw_key_string_opt(w, "defaultValue", f->default_value);
         jw_key_bool(w, "isPrimaryKey", f->primary_key);
         jw_object_end(w);
     }
@@ -302,8 +320,7 @@ static void write_info(json_writer *w, const database_connection_info *info)
         jw_key_string(w, "path", cfg->path);
     jw_key_string(w, "host", cfg->host ? cfg->host : "");
     jw_key_string(w, "database", cfg->database ? cfg->database : (cfg->path ? cfg->path : ""));
-    if (info->error)
-        jw_key_string(w, "error", info->error);
+    jw_key_string_opt(w, "error", info->error);
     jw_key_bool(w, "readOnly", cfg->read_only);
     jw_key_string(w, "scope", cfg->project ? "project" : "global");
     if (info->connected_at)
@@ -330,23 +347,32 @@ static void started_in_order(ecp_call *call, ecp_job *job, const ecp_error *err)
         reply_refusal(call, err->status, err);
 }
 
+/* The `config` param, as read_config reads it. */
+static bool read_config_param(ecp_call *call, const database_config *base, database_config *out)
+{
+    json_ref obj;
+    return ecp_arg_object(call, ecp_call_params(call), "config", &obj) && read_config(call, obj, base, out);
+}
+
 /* ----- connections ------------------------------------------------------------------------------ */
+
+/* {success: true}, or the refusal. */
+static void answer_done(void *ctx, int status, const ecp_error *err)
+{
+    if (!refused(ctx, status, err))
+        ecp_call_reply_success(ctx, true);
+}
 
 static void answer_created(void *ctx, int status, const ecp_error *err, const char *connection_id)
 {
-    ecp_call *call = ctx;
-    if (status < 0) {
-        reply_refusal(call, status, err);
-        return;
-    }
-    ecp_call_reply_string(call, "connectionId", connection_id);
+    if (!refused(ctx, status, err))
+        ecp_call_reply_string(ctx, "connectionId", connection_id);
 }
 
 static void m_create(void *ctx, ecp_call *call)
 {
-    json_ref obj;
     database_config cfg;
-    if (!ecp_arg_object(call, ecp_call_params(call), "config", &obj) || !read_config(call, obj, NULL, &cfg))
+    if (!read_config_param(call, NULL, &cfg))
         return;
     ecp_error err = {0};
     database_config_args args = {.config = &cfg, .serve = call};
@@ -356,11 +382,8 @@ static void m_create(void *ctx, ecp_call *call)
 
 static void answer_success(void *ctx, int status, const database_failure *failure)
 {
-    ecp_call *call = ctx;
-    if (status < 0)
-        reply_error(call, status, failure);
-    else
-        ecp_call_reply_success(call, true);
+    if (!failed(ctx, status, failure))
+        ecp_call_reply_success(ctx, true);
 }
 
 typedef ecp_job *(*connection_start_fn)(database_service *, const database_connection_args *, database_done_cb,
@@ -383,17 +406,9 @@ static void m_delete(void *ctx, ecp_call *call) { connection_call(ctx, call, dat
 
 static void m_list(void *ctx, ecp_call *call)
 {
-    ecp_str scope;
-    if (!ecp_arg_string_opt(call, ecp_call_params(call), "scope", &scope))
+    int which; /* -1: both */
+    if (!arg_either(call, ecp_call_params(call), "scope", "global", "project", &which))
         return;
-    int which = -1;
-    if (scope.ptr) {
-        if (strcmp(scope.ptr, "global") && strcmp(scope.ptr, "project")) {
-            ecp_call_error(call, ECP_WIRE_INVALID_PARAMS, "scope: must be \"global\" or \"project\"");
-            return;
-        }
-        which = !strcmp(scope.ptr, "project");
-    }
     size_t n = database_connection_list(ctx, which, NULL, 0);
     database_connection_info *list = xcalloc(n ? n : 1, sizeof *list);
     database_connection_list(ctx, which, list, n);
@@ -443,9 +458,8 @@ static void answer_test(void *ctx, int status, const database_failure *failure, 
 
 static void m_test(void *ctx, ecp_call *call)
 {
-    json_ref obj;
     database_config cfg;
-    if (!ecp_arg_object(call, ecp_call_params(call), "config", &obj) || !read_config(call, obj, NULL, &cfg))
+    if (!read_config_param(call, NULL, &cfg))
         return;
     ecp_error err = {0};
     database_test_args args = {.config = &cfg, .serve = call};
@@ -456,22 +470,15 @@ static void m_test(void *ctx, ecp_call *call)
 static void answer_updated(void *ctx, int status, const ecp_error *err, const char *connection_id)
 {
     (void)connection_id;
-    ecp_call *call = ctx;
-    if (status < 0)
-        reply_refusal(call, status, err);
-    else
-        ecp_call_reply_success(call, true);
+    answer_done(ctx, status, err);
 }
 
 static void m_update(void *ctx, ecp_call *call)
 {
     const char *id;
     database_connection_info info;
-    json_ref obj;
     database_config cfg;
-    if (!read_conn(call, ctx, &id, &info) || !ecp_arg_object(call, ecp_call_params(call), "config", &obj))
-        return;
-    if (!read_config(call, obj, info.config, &cfg))
+    if (!read_conn(call, ctx, &id, &info) || !read_config_param(call, info.config, &cfg))
         return;
     ecp_error err = {0};
     database_config_args args = {.connection_id = id, .config = &cfg, .serve = call};
@@ -494,11 +501,8 @@ static void answer_query(void *ctx, int status, const database_failure *failure,
                          ecp_shared *formatted)
 {
     (void)result;
-    ecp_call *call = ctx;
-    if (status < 0)
-        reply_error(call, status, failure);
-    else
-        ecp_call_reply_shared(call, formatted);
+    if (!failed(ctx, status, failure))
+        ecp_call_reply_shared(ctx, formatted);
 }
 
 static void m_query(void *ctx, ecp_call *call)
@@ -537,10 +541,8 @@ static void answer_transaction(void *ctx, int status, const database_failure *fa
                                const database_transaction_result *r)
 {
     ecp_call *call = ctx;
-    if (status < 0) {
-        reply_error(call, status, failure);
+    if (failed(call, status, failure))
         return;
-    }
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key_bool(w, "success", r->committed);
@@ -555,8 +557,7 @@ static void answer_transaction(void *ctx, int status, const database_failure *fa
             jw_key_string(w, "error", f->message[0] ? f->message : r->failure->message);
             if (f->engine_code[0])
                 jw_key_string(w, "engineCode", f->engine_code);
-            if (r->labels[i])
-                jw_key_string(w, "label", r->labels[i]);
+            jw_key_string_opt(w, "label", r->labels[i]);
             jw_object_end(w);
         }
     }
@@ -681,59 +682,75 @@ static void key_cell_int(json_writer *w, const char *key, const database_value *
         jw_key_int(w, key, strtoll(v->s, NULL, 10));
 }
 
+/* How one column of a schema query's rows is written. */
+typedef enum cell_kind {
+    CELL_STRING,      /* a null is written null */
+    CELL_STRING_OPT,  /* a null is left out */
+    CELL_BOOL,
+    CELL_INT,         /* left out unless a number */
+} cell_kind;
+
+typedef struct row_field {
+    const char *key;
+    cell_kind kind;
+} row_field;
+
+/* The fields of each row, column by column. */
+static const row_field schema_row[] = {{"name", CELL_STRING}, {"isSystem", CELL_BOOL}, {"owner", CELL_STRING_OPT}};
+static const row_field table_row[] = {
+    {"schema", CELL_STRING}, {"name", CELL_STRING},    {"type", CELL_STRING},
+    {"rowCount", CELL_INT},  {"sizeBytes", CELL_INT}, {"comment", CELL_STRING_OPT},
+};
+static const row_field column_row[] = {
+    {"name", CELL_STRING},           {"dataType", CELL_STRING},    {"nullable", CELL_BOOL},
+    {"defaultValue", CELL_STRING_OPT}, {"isPrimaryKey", CELL_BOOL}, {"dataTypeId", CELL_INT},
+};
+static const row_field foreign_key_row[] = {
+    {"name", CELL_STRING},           {"column", CELL_STRING},          {"referencedSchema", CELL_STRING},
+    {"referencedTable", CELL_STRING}, {"referencedColumn", CELL_STRING},
+};
+
+/* key: an array of r's rows, each an object of fields. */
+static void write_rows(json_writer *w, const char *key, const database_result *r, const row_field *fields,
+                       size_t count)
+{
+    jw_key(w, key);
+    jw_array_begin(w);
+    for (size_t i = 0; i < r->row_count; i++) {
+        jw_object_begin(w);
+        for (size_t col = 0; col < count; col++) {
+            const database_value *v = cell(r, i, col);
+            switch (fields[col].kind) {
+            case CELL_STRING: key_cell_string(w, fields[col].key, v, false); break;
+            case CELL_STRING_OPT: key_cell_string(w, fields[col].key, v, true); break;
+            case CELL_BOOL: jw_key_bool(w, fields[col].key, cell_true(v)); break;
+            case CELL_INT: key_cell_int(w, fields[col].key, v); break;
+            }
+        }
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+}
+#define WRITE_ROWS(w, key, r, fields) write_rows(w, key, r, fields, sizeof fields / sizeof fields[0])
+
 static void answer_schema(void *ctx, int status, const database_failure *failure, const database_schema_result *op)
 {
     ecp_call *call = ctx;
-    if (status < 0) {
-        reply_error(call, status, failure);
+    if (failed(call, status, failure))
         return;
-    }
     const database_result *r = op->parts[0];
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     if (op->read == DATABASE_SCHEMAS) {
-        jw_key(w, "schemas");
-        jw_array_begin(w);
-        for (size_t i = 0; i < r->row_count; i++) {
-            jw_object_begin(w);
-            key_cell_string(w, "name", cell(r, i, 0), false);
-            jw_key_bool(w, "isSystem", cell_true(cell(r, i, 1)));
-            key_cell_string(w, "owner", cell(r, i, 2), true);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
+        WRITE_ROWS(w, "schemas", r, schema_row);
     } else if (op->read == DATABASE_TABLES) {
-        jw_key(w, "tables");
-        jw_array_begin(w);
-        for (size_t i = 0; i < r->row_count; i++) {
-            jw_object_begin(w);
-            key_cell_string(w, "schema", cell(r, i, 0), false);
-            key_cell_string(w, "name", cell(r, i, 1), false);
-            key_cell_string(w, "type", cell(r, i, 2), false);
-            key_cell_int(w, "rowCount", cell(r, i, 3));
-            key_cell_int(w, "sizeBytes", cell(r, i, 4));
-            key_cell_string(w, "comment", cell(r, i, 5), true);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
+        WRITE_ROWS(w, "tables", r, table_row);
     } else if (op->read == DATABASE_DESCRIBE) {
         const database_result *cols = op->parts[1], *fks = op->parts[2], *idx = op->parts[3];
         jw_key_string(w, "schema", op->schema);
         jw_key_string(w, "name", op->table);
         key_cell_string(w, "type", cell(r, 0, 0), false);
-        jw_key(w, "columns");
-        jw_array_begin(w);
-        for (size_t i = 0; i < cols->row_count; i++) {
-            jw_object_begin(w);
-            key_cell_string(w, "name", cell(cols, i, 0), false);
-            key_cell_string(w, "dataType", cell(cols, i, 1), false);
-            jw_key_bool(w, "nullable", cell_true(cell(cols, i, 2)));
-            key_cell_string(w, "defaultValue", cell(cols, i, 3), true);
-            jw_key_bool(w, "isPrimaryKey", cell_true(cell(cols, i, 4)));
-            key_cell_int(w, "dataTypeId", cell(cols, i, 5));
-            jw_object_end(w);
-        }
-        jw_array_end(w);
+        WRITE_ROWS(w, "columns", cols, column_row);
         bool any_pk = false;
         for (size_t i = 0; i < cols->row_count; i++)
             any_pk |= cell_true(cell(cols, i, 4));
@@ -747,18 +764,7 @@ static void answer_schema(void *ctx, int status, const database_failure *failure
                 }
             jw_array_end(w);
         }
-        jw_key(w, "foreignKeys");
-        jw_array_begin(w);
-        for (size_t i = 0; i < fks->row_count; i++) {
-            jw_object_begin(w);
-            key_cell_string(w, "name", cell(fks, i, 0), false);
-            key_cell_string(w, "column", cell(fks, i, 1), false);
-            key_cell_string(w, "referencedSchema", cell(fks, i, 2), false);
-            key_cell_string(w, "referencedTable", cell(fks, i, 3), false);
-            key_cell_string(w, "referencedColumn", cell(fks, i, 4), false);
-            jw_object_end(w);
-        }
-        jw_array_end(w);
+        WRITE_ROWS(w, "foreignKeys", fks, foreign_key_row);
         jw_key(w, "indexes");
         jw_array_begin(w);
         for (size_t i = 0; i < idx->row_count; i++) {
@@ -849,10 +855,8 @@ static void history_answer(void *ctx, int status, const ecp_error *err, const da
                            size_t count)
 {
     ecp_call *call = ctx;
-    if (status < 0) {
-        reply_refusal(call, status, err);
+    if (refused(call, status, err))
         return;
-    }
     json_writer *w = ecp_call_result_list(call, "entries");
     for (size_t i = 0; i < count; i++) {
         const database_history_entry *e = &entries[i];
@@ -867,8 +871,7 @@ static void history_answer(void *ctx, int status, const ecp_error *err, const da
         if (e->row_count >= 0)
             jw_key_int(w, "rowCount", e->row_count);
         jw_key_string(w, "status", e->status);
-        if (e->error)
-            jw_key_string(w, "error", e->error);
+        jw_key_string_opt(w, "error", e->error);
         jw_key_bool(w, "isFavorite", e->favorite);
         jw_object_end(w);
     }
@@ -904,12 +907,8 @@ static void m_favorites(void *ctx, ecp_call *call) { history_read(ctx, call, fal
 
 static void cleared(void *ctx, int status, const ecp_error *err)
 {
-    ecp_call *call = ctx;
-    if (status < 0) {
-        reply_refusal(call, status, err);
-        return;
-    }
-    ecp_call_reply_bool(call, "cleared", true);
+    if (!refused(ctx, status, err))
+        ecp_call_reply_bool(ctx, "cleared", true);
 }
 
 static void m_clear_history(void *ctx, ecp_call *call)
@@ -918,15 +917,6 @@ static void m_clear_history(void *ctx, ecp_call *call)
     if (!ecp_arg_string_opt(call, ecp_call_params(call), "connectionId", &conn))
         return;
     database_history_clear(ctx, conn.ptr, cleared, ecp_call_defer(call));
-}
-
-static void marked(void *ctx, int status, const ecp_error *err)
-{
-    ecp_call *call = ctx;
-    if (status < 0)
-        reply_refusal(call, status, err);
-    else
-        ecp_call_reply_success(call, true);
 }
 
 static void m_favorite(void *ctx, ecp_call *call)
@@ -942,18 +932,21 @@ static void m_favorite(void *ctx, ecp_call *call)
         return;
     }
     json_bool(ecp_call_doc(call), f, &favorite);
-    database_history_favorite(ctx, id, favorite, marked, ecp_call_defer(call));
+    database_history_favorite(ctx, id, favorite, answer_done, ecp_call_defer(call));
 }
 
 /* ----- the table ------------------------------------------------------------------------------------------ */
 
-#define SSL_PARAM "boolean|{rejectUnauthorized?: boolean, ca?: string, cert?: string, key?: string}"
+/* A config's fields after its name and type, which updateConnection may leave out too. */
+#define CONFIG_FIELDS                                                                                               \
+    "path?: string, host?: string, port?: integer, database?: string, username?: string, passwordSecret?: string, " \
+    "ssl?: boolean|{rejectUnauthorized?: boolean, ca?: string, cert?: string, key?: string}, "                      \
+    "connectionTimeout?: integer, queryTimeout?: integer, readOnly?: boolean, scope?: string"
+#define NEW_CONFIG "{config: {id?: string, name: string, type: string, " CONFIG_FIELDS "}}"
 
 static const ecp_method methods[] = {
     {"database/createConnection", m_create, "1.0", "Save a connection config (sqlite: path; postgres: host...)",
-     "{config: {id?: string, name: string, type: string, path?: string, host?: string, port?: integer, "
-     "database?: string, username?: string, passwordSecret?: string, ssl?: " SSL_PARAM ", connectionTimeout?: integer, "
-     "queryTimeout?: integer, readOnly?: boolean, scope?: string}}"},
+     NEW_CONFIG},
     {"database/connect", m_connect, "1.0", "Open a saved connection", "{connectionId: string}"},
     {"database/disconnect", m_disconnect, "1.0", "Close a connection after its queued work",
      "{connectionId: string}"},
@@ -961,14 +954,9 @@ static const ecp_method methods[] = {
     {"database/listConnections", m_list, "1.0", "The saved connections and their status", "{scope?: string}"},
     {"database/getConnection", m_get, "1.0", "One connection's config and status (null when unknown)",
      "{connectionId: string}"},
-    {"database/testConnection", m_test, "1.0", "Open a config once and report latency and version",
-     "{config: {id?: string, name: string, type: string, path?: string, host?: string, port?: integer, database?: string, "
-     "username?: string, passwordSecret?: string, ssl?: " SSL_PARAM ", connectionTimeout?: integer, queryTimeout?: integer, "
-     "readOnly?: boolean, scope?: string}}"},
+    {"database/testConnection", m_test, "1.0", "Open a config once and report latency and version", NEW_CONFIG},
     {"database/updateConnection", m_update, "1.0", "Change a saved config (fields given replace the old ones)",
-     "{connectionId: string, config: {name?: string, type?: string, path?: string, host?: string, port?: integer, "
-     "database?: string, username?: string, passwordSecret?: string, ssl?: " SSL_PARAM ", connectionTimeout?: integer, "
-     "queryTimeout?: integer, readOnly?: boolean, scope?: string}}"},
+     "{connectionId: string, config: {name?: string, type?: string, " CONFIG_FIELDS "}}"},
     {"database/query", m_query, "1.0", "Run SQL with bound params; answers the first page of rows",
      "{connectionId: string, sql: string, params?: any[]}"},
     {"database/transaction", m_transaction, "1.0", "Run queries in one transaction; roll back on the first error",

@@ -243,28 +243,20 @@ char *db_configs_render(database_config *const *configs, size_t count)
         jw_key_string(&w, "id", c->id);
         jw_key_string(&w, "name", c->name);
         jw_key_string(&w, "type", c->type == DATABASE_POSTGRES ? "postgres" : "sqlite");
-        if (c->path)
-            jw_key_string(&w, "path", c->path);
-        if (c->host)
-            jw_key_string(&w, "host", c->host);
+        jw_key_string_opt(&w, "path", c->path);
+        jw_key_string_opt(&w, "host", c->host);
         if (c->port)
             jw_key_int(&w, "port", c->port);
-        if (c->database)
-            jw_key_string(&w, "database", c->database);
-        if (c->username)
-            jw_key_string(&w, "username", c->username);
-        if (c->password_secret)
-            jw_key_string(&w, "passwordSecret", c->password_secret);
+        jw_key_string_opt(&w, "database", c->database);
+        jw_key_string_opt(&w, "username", c->username);
+        jw_key_string_opt(&w, "passwordSecret", c->password_secret);
         if (c->ssl) {
             jw_key(&w, "ssl");
             jw_object_begin(&w);
             jw_key_bool(&w, "rejectUnauthorized", c->ssl_reject_unauthorized);
-            if (c->ssl_ca)
-                jw_key_string(&w, "ca", c->ssl_ca);
-            if (c->ssl_cert)
-                jw_key_string(&w, "cert", c->ssl_cert);
-            if (c->ssl_key)
-                jw_key_string(&w, "key", c->ssl_key);
+            jw_key_string_opt(&w, "ca", c->ssl_ca);
+            jw_key_string_opt(&w, "cert", c->ssl_cert);
+            jw_key_string_opt(&w, "key", c->ssl_key);
             jw_object_end(&w);
         }
         if (c->connection_timeout_ms)

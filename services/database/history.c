@@ -36,6 +36,24 @@ static const store_op_type init_type = {"database.history.init", true, init_work
 
 void db_history_init(store *st) { store_submit(st, &init_type, NULL); }
 
+/* Runs sql once: its parameters bound by bind, each row it yields handed to
+ * row (NULL for a statement that yields none), to its end; what says what
+ * failed. */
+static int run_sql(sqlite3 *db, const char *sql, void (*bind)(sqlite3_stmt *st, void *data),
+                   void (*row)(sqlite3_stmt *st, void *data), void *data, ecp_error *err, const char *what)
+{
+    sqlite3_stmt *st;
+    int status = store_prepare(db, sql, &st, err);
+    if (status < 0)
+        return status;
+    bind(st, data);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && row)
+        row(st, data);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : store_error(db, rc, err, what);
+}
+
 typedef struct entry_op {
     char *query_id, *connection_id, *sql, *status, *error;
     int64_t started_at, row_count;
@@ -48,44 +66,40 @@ static void entry_free(void *data)
     free_each(e->query_id, e->connection_id, e->sql, e->status, e->error, e);
 }
 
-static int begin_work(sqlite3 *db, void *data, ecp_error *err)
+static void bind_begin(sqlite3_stmt *st, void *data)
 {
     entry_op *e = data;
-    sqlite3_stmt *st;
-    int status = store_prepare(db,
-                               "INSERT INTO database_history (query_id, connection_id, sql, started_at, status)"
-                               " VALUES (?, ?, ?, ?, 'running')",
-                               &st, err);
-    if (status < 0)
-        return status;
     sqlite3_bind_text(st, 1, e->query_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, e->connection_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, e->sql, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, e->started_at);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : store_error(db, rc, err, "could not record a query");
 }
 
-static int end_work(sqlite3 *db, void *data, ecp_error *err)
+static int begin_work(sqlite3 *db, void *data, ecp_error *err)
+{
+    return run_sql(db,
+                   "INSERT INTO database_history (query_id, connection_id, sql, started_at, status)"
+                   " VALUES (?, ?, ?, ?, 'running')",
+                   bind_begin, NULL, data, err, "could not record a query");
+}
+
+static void bind_end(sqlite3_stmt *st, void *data)
 {
     entry_op *e = data;
-    sqlite3_stmt *st;
-    int status = store_prepare(db,
-                               "UPDATE database_history SET status = ?, duration_ms = ?, row_count = ?, error = ?"
-                               " WHERE query_id = ?",
-                               &st, err);
-    if (status < 0)
-        return status;
     sqlite3_bind_text(st, 1, e->status, -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 2, e->duration_ms);
     if (e->row_count >= 0)
         sqlite3_bind_int64(st, 3, e->row_count);
     sqlite3_bind_text(st, 4, e->error, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, e->query_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : store_error(db, rc, err, "could not record a query's end");
+}
+
+static int end_work(sqlite3 *db, void *data, ecp_error *err)
+{
+    return run_sql(db,
+                   "UPDATE database_history SET status = ?, duration_ms = ?, row_count = ?, error = ?"
+                   " WHERE query_id = ?",
+                   bind_end, NULL, data, err, "could not record a query's end");
 }
 
 static const store_op_type begin_type = {"database.history.begin", false, begin_work, NULL, entry_free};
@@ -133,44 +147,44 @@ static char *column_text(sqlite3_stmt *st, int col)
     return t ? xstrdup((const char *)t) : NULL;
 }
 
-static int list_work(sqlite3 *db, void *data, ecp_error *err)
+static void bind_list(sqlite3_stmt *st, void *data)
 {
     list_op *l = data;
-    sqlite3_stmt *st;
-    int status = store_prepare(
-        db,
-        "SELECT id, query_id, connection_id, sql, started_at, duration_ms, row_count, status, error, favorite"
-        " FROM database_history WHERE (?1 IS NULL OR connection_id = ?1)"
-        " AND (?2 IS NULL OR instr(lower(sql), lower(?2)) > 0) AND (?3 = 0 OR favorite = 1)"
-        " ORDER BY started_at DESC, id DESC LIMIT ?4 OFFSET ?5",
-        &st, err);
-    if (status < 0)
-        return status;
     sqlite3_bind_text(st, 1, l->connection_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, l->search, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 3, l->q.favorites_only);
     sqlite3_bind_int64(st, 4, l->q.limit);
     sqlite3_bind_int64(st, 5, l->q.offset);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (l->count == l->cap) {
-            l->cap = l->cap ? l->cap * 2 : 16;
-            l->entries = xrealloc(l->entries, l->cap * sizeof *l->entries);
-        }
-        database_history_entry *e = &l->entries[l->count++];
-        e->id = sqlite3_column_int64(st, 0);
-        e->query_id = column_text(st, 1);
-        e->connection_id = column_text(st, 2);
-        e->sql = column_text(st, 3);
-        e->executed_at = sqlite3_column_int64(st, 4);
-        e->duration_ms = sqlite3_column_type(st, 5) != SQLITE_NULL ? sqlite3_column_double(st, 5) : -1;
-        e->row_count = sqlite3_column_type(st, 6) != SQLITE_NULL ? sqlite3_column_int64(st, 6) : -1;
-        e->status = column_text(st, 7);
-        e->error = column_text(st, 8);
-        e->favorite = sqlite3_column_int(st, 9) != 0;
+}
+
+static void list_row(sqlite3_stmt *st, void *data)
+{
+    list_op *l = data;
+    if (l->count == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->entries = xrealloc(l->entries, l->cap * sizeof *l->entries);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : store_error(db, rc, err, "could not read the query history");
+    database_history_entry *e = &l->entries[l->count++];
+    e->id = sqlite3_column_int64(st, 0);
+    e->query_id = column_text(st, 1);
+    e->connection_id = column_text(st, 2);
+    e->sql = column_text(st, 3);
+    e->executed_at = sqlite3_column_int64(st, 4);
+    e->duration_ms = sqlite3_column_type(st, 5) != SQLITE_NULL ? sqlite3_column_double(st, 5) : -1;
+    e->row_count = sqlite3_column_type(st, 6) != SQLITE_NULL ? sqlite3_column_int64(st, 6) : -1;
+    e->status = column_text(st, 7);
+    e->error = column_text(st, 8);
+    e->favorite = sqlite3_column_int(st, 9) != 0;
+}
+
+static int list_work(sqlite3 *db, void *data, ecp_error *err)
+{
+    return run_sql(db,
+                   "SELECT id, query_id, connection_id, sql, started_at, duration_ms, row_count, status, error,"
+                   " favorite FROM database_history WHERE (?1 IS NULL OR connection_id = ?1)"
+                   " AND (?2 IS NULL OR instr(lower(sql), lower(?2)) > 0) AND (?3 = 0 OR favorite = 1)"
+                   " ORDER BY started_at DESC, id DESC LIMIT ?4 OFFSET ?5",
+                   bind_list, list_row, data, err, "could not read the query history");
 }
 
 static void list_done(void *data, int status, const ecp_error *err)
@@ -211,26 +225,26 @@ typedef struct change_op {
     void *ctx;
 } change_op;
 
-static int change_work(sqlite3 *db, void *data, ecp_error *err)
+static void bind_change(sqlite3_stmt *st, void *data)
 {
     change_op *c = data;
-    sqlite3_stmt *st;
-    int status = store_prepare(db,
-                               c->clear ? "DELETE FROM database_history WHERE ?1 IS NULL OR connection_id = ?1"
-                                        : "UPDATE database_history SET favorite = ?2 WHERE id = ?3",
-                               &st, err);
-    if (status < 0)
-        return status;
     if (c->clear) {
         sqlite3_bind_text(st, 1, c->connection_id, -1, SQLITE_STATIC);
     } else {
         sqlite3_bind_int(st, 2, c->favorite);
         sqlite3_bind_int64(st, 3, c->id);
     }
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return store_error(db, rc, err, "could not change the query history");
+}
+
+static int change_work(sqlite3 *db, void *data, ecp_error *err)
+{
+    change_op *c = data;
+    int status = run_sql(db,
+                         c->clear ? "DELETE FROM database_history WHERE ?1 IS NULL OR connection_id = ?1"
+                                  : "UPDATE database_history SET favorite = ?2 WHERE id = ?3",
+                         bind_change, NULL, c, err, "could not change the query history");
+    if (status < 0)
+        return status;
     if (!c->clear && sqlite3_changes(db) == 0)
         return ecp_error_set(err, ECP_EINVAL, "historyId: no history entry %lld", (long long)c->id);
     return 0;

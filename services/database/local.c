@@ -12,6 +12,7 @@
 
 #include "session/interface.h"
 #include "store/interface.h"
+#include "uri.h"
 
 int64_t db_wall_ms(void)
 {
@@ -55,24 +56,11 @@ static bool read_config_text(database_service *svc, const char *path, buf *text)
     if (!ok)
         ecp_log(svc->log, ECP_LOG_WARN, "database: %s is not a regular file of at most %u bytes; not read", path,
                 CONFIG_FILE_MAX);
-    char chunk[8192];
-    while (ok) {
-        ssize_t n = read(fd, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            ok = n == 0;
-            break;
-        }
-        if (text->len + (size_t)n > CONFIG_FILE_MAX) { /* it grew while read */
-            ecp_log(svc->log, ECP_LOG_WARN, "database: %s grew past %u bytes; not read", path, CONFIG_FILE_MAX);
-            ok = false;
-            break;
-        }
-        buf_append(text, chunk, (size_t)n);
-    }
+    int status = ok ? buf_read_fd(text, fd, CONFIG_FILE_MAX) : 0;
+    if (status == ECP_ETOOBIG) /* it grew while read */
+        ecp_log(svc->log, ECP_LOG_WARN, "database: %s grew past %u bytes; not read", path, CONFIG_FILE_MAX);
     close(fd);
-    return ok;
+    return ok && status == 0;
 }
 
 static void conn_add(database_service *svc, db_conn *c)
@@ -390,14 +378,6 @@ static char *normalize_path(const char *path)
     return out;
 }
 
-static bool path_within(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    if (n == 1 && dir[0] == '/')
-        return true;
-    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
-
 /* The path with every symbolic link of its existing part resolved; the part
  * that does not exist yet (a file SQLite will create) is kept as written. */
 static char *resolve_existing(const char *path)
@@ -448,11 +428,11 @@ int db_config_confine_path(const char *workspace, database_config *config, ecp_e
     char *path = normalize_path(joined.data), *root = normalize_path(base);
     buf_free(&joined);
     int status = 0;
-    if (relative && !path_within(path, root)) {
+    if (relative && !uri_path_within(path, root)) {
         status = ecp_error_set(err, ECP_EINVAL, "config.path: %s leads outside the workspace %s", config->path, root);
-    } else if (path_within(path, root)) {
+    } else if (uri_path_within(path, root)) {
         char *real_root = resolve_existing(root), *real_path = resolve_existing(path);
-        if (!path_within(real_path, real_root))
+        if (!uri_path_within(real_path, real_root))
             status = ecp_error_set(err, ECP_EINVAL,
                                    "config.path: %s leads outside the workspace %s through a symbolic link (to %s)",
                                    config->path, root, real_path);

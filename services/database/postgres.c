@@ -35,6 +35,16 @@ struct db_handle {
 
 /* ----- failures ---------------------------------------------------------------------------- */
 
+/* The end of a failure whose message quotes libpq's: that text ends with a
+ * newline, which the message for a person does not; code is the SQLSTATE. */
+static void finish_failure(database_failure *f, const char *code)
+{
+    size_t len = strlen(f->message);
+    while (len && (f->message[len - 1] == '\n' || f->message[len - 1] == ' '))
+        f->message[--len] = '\0';
+    snprintf(f->engine_code, sizeof f->engine_code, "%s", code);
+}
+
 static int fail_result(db_handle *h, const PGresult *res, const db_run *run, database_failure *f)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
@@ -52,11 +62,7 @@ static int fail_result(db_handle *h, const PGresult *res, const db_run *run, dat
         db_fail(f, status, "the query was cancelled");
     else
         db_fail(f, status, "the query failed: %s", msg);
-    size_t len = strlen(f->message);
-    while (len && (f->message[len - 1] == '\n' || f->message[len - 1] == ' '))
-        f->message[--len] = '\0';
-    snprintf(f->engine_code, sizeof f->engine_code, "%s",
-             state ? state : PQstatus(h->conn) == CONNECTION_BAD ? "08006" : "XX000");
+    finish_failure(f, state ? state : PQstatus(h->conn) == CONNECTION_BAD ? "08006" : "XX000");
     if (state == NULL && PQstatus(h->conn) == CONNECTION_BAD)
         snprintf(f->message, sizeof f->message, "the connection to the server was lost: %s",
                  PQerrorMessage(h->conn));
@@ -193,13 +199,9 @@ static int pg_open(const database_config *config, const char *password, db_handl
             db_fail(f, status, "could not connect within connectionTimeout (%lld ms)", (long long)limit_ms);
         else
             db_fail(f, status, "could not connect: %s", msg);
-        size_t len = strlen(f->message);
-        while (len && (f->message[len - 1] == '\n' || f->message[len - 1] == ' '))
-            f->message[--len] = '\0';
-        snprintf(f->engine_code, sizeof f->engine_code, "%s",
-                 strstr(msg, "password authentication failed") ? "28P01"
-                 : strstr(msg, "does not exist")               ? "3D000"
-                                                               : "08001");
+        finish_failure(f, strstr(msg, "password authentication failed") ? "28P01"
+                          : strstr(msg, "does not exist")               ? "3D000"
+                                                                        : "08001");
         PQfinish(h->conn);
         buf_free(&h->pending);
         buf_free(&h->notices);

@@ -41,6 +41,16 @@ void doc_adapter_write_position(json_writer *w, size_t line, size_t column)
     jw_object_end(w);
 }
 
+void doc_adapter_write_range(json_writer *w, size_t start_line, size_t start_column, size_t end_line, size_t end_column)
+{
+    jw_object_begin(w);
+    jw_key(w, "start");
+    doc_adapter_write_position(w, start_line, start_column);
+    jw_key(w, "end");
+    doc_adapter_write_position(w, end_line, end_column);
+    jw_object_end(w);
+}
+
 static void write_info_fields(json_writer *w, const document_info *info)
 {
     jw_key_string(w, "documentId", info->document_id);
@@ -55,7 +65,8 @@ static void write_info_fields(json_writer *w, const document_info *info)
         jw_key_bool(w, "changedOnDisk", true);
 }
 
-static void write_info(json_writer *w, const document_info *info)
+/* w: the json_writer; the shape document_list calls back with. */
+static void write_info(void *w, const document_info *info)
 {
     jw_object_begin(w);
     write_info_fields(w, info);
@@ -271,12 +282,7 @@ static void render_change(void *ctx, ecp_position_encoding enc, json_writer *w)
         const document_change *c = &ev->changes[i];
         jw_object_begin(w);
         jw_key(w, "range");
-        jw_object_begin(w);
-        jw_key(w, "start");
-        doc_adapter_write_position(w, c->start.line, c->start.column[enc]);
-        jw_key(w, "end");
-        doc_adapter_write_position(w, c->end.line, c->end.column[enc]);
-        jw_object_end(w);
+        doc_adapter_write_range(w, c->start.line, c->start.column[enc], c->end.line, c->end.column[enc]);
         jw_key_int(w, "rangeLength", (int64_t)c->range_length[enc]);
         const char *json;
         size_t json_len;
@@ -447,7 +453,7 @@ typedef struct pending {
     doc_adapter *ad;
     ecp_call *call;
     document_request *req;
-    struct pending *prev, *next; /* in ad->running while req is set */
+    struct pending *next, **link; /* in ad->running while req is set; link: what points at it */
 } pending;
 
 static void abandon(void *ctx)
@@ -464,8 +470,9 @@ static void watch(pending *p, document_request *req)
     p->req = req;
     p->next = p->ad->running;
     if (p->next)
-        p->next->prev = p;
+        p->next->link = &p->next;
     p->ad->running = p;
+    p->link = &p->ad->running;
     ecp_call_on_abandon(p->call, abandon, p);
 }
 
@@ -474,13 +481,11 @@ static void settle(pending *p)
 {
     if (!p->req)
         return;
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        p->ad->running = p->next;
+    *p->link = p->next;
     if (p->next)
-        p->next->prev = p->prev;
-    p->prev = p->next = NULL;
+        p->next->link = p->link;
+    p->next = NULL;
+    p->link = NULL;
     p->req = NULL;
     ecp_call_on_abandon(p->call, NULL, NULL);
 }
@@ -551,8 +556,7 @@ static void saved(void *ctx, int status, const ecp_error *err, uint64_t version,
     if (status == ECP_ECONFLICT)
         jw_key_bool(w, "conflict", true);
     jw_key_int(w, "version", (int64_t)version);
-    if (uri)
-        jw_key_string(w, "uri", uri);
+    jw_key_string_opt(w, "uri", uri);
     if (status != 0)
         jw_key_string(w, "error", err->message);
     jw_object_end(w);
@@ -637,14 +641,9 @@ static void m_clients(void *ctx, ecp_call *call)
     document_info info;
     if (!doc_adapter_arg_doc_info(ad, call, &id, &info))
         return;
-    clients_list l = {ad, ecp_call_result(call)};
-    jw_object_begin(l.w);
-    jw_key(l.w, "clients");
-    jw_array_begin(l.w);
+    clients_list l = {ad, ecp_call_result_list(call, "clients")};
     document_holders(ad->svc, id.ptr, ecp_call_encoding(call), write_client, &l, NULL);
-    jw_array_end(l.w);
-    jw_object_end(l.w);
-    ecp_call_finish(call);
+    ecp_call_finish_list(call, l.w);
 }
 
 static void client_closed(void *ctx, uint64_t client_id)
@@ -689,13 +688,11 @@ static void m_info(void *ctx, ecp_call *call)
     ecp_call_finish(call);
 }
 
-static void list_one(void *ctx, const document_info *info) { write_info(ctx, info); }
-
 static void m_list(void *ctx, ecp_call *call)
 {
     doc_adapter *ad = ctx;
     json_writer *w = ecp_call_result_list(call, "documents");
-    document_list(ad->svc, list_one, w);
+    document_list(ad->svc, write_info, w);
     ecp_call_finish_list(call, w);
 }
 /* ----- the table ----------------------------------------------------------------------------------------- */

@@ -109,12 +109,7 @@ static void write_search(json_writer *w, const document_search *s)
     jw_array_begin(w);
     for (size_t i = 0; i < document_search_count(s); i++) {
         const document_range *r = document_search_match(s, i);
-        jw_object_begin(w);
-        jw_key(w, "start");
-        doc_adapter_write_position(w, r->start.line, r->start.column);
-        jw_key(w, "end");
-        doc_adapter_write_position(w, r->end.line, r->end.column);
-        jw_object_end(w);
+        doc_adapter_write_range(w, r->start.line, r->start.column, r->end.line, r->end.column);
     }
     jw_array_end(w);
     jw_key_int(w, "total", (int64_t)total);

@@ -34,6 +34,9 @@ typedef struct doc_adapter {
 void doc_adapter_write_chunk(void *ctx, const char *p, size_t len);
 void doc_adapter_write_snapshot_text(json_writer *w, const document_snapshot *snap, size_t offset, size_t len);
 void doc_adapter_write_position(json_writer *w, size_t line, size_t column);
+/* {start: Position, end: Position} */
+void doc_adapter_write_range(json_writer *w, size_t start_line, size_t start_column, size_t end_line,
+                             size_t end_column);
 void doc_adapter_write_cursors(json_writer *w, const document_cursor *list, size_t count);
 void doc_adapter_reply_error(ecp_call *call, int status, const ecp_error *err);
 void doc_adapter_reply_edit(ecp_call *call, int status, uint64_t version, const ecp_error *err);

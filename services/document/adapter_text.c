@@ -687,12 +687,7 @@ void doc_method_word_at_position(void *ctx, ecp_call *call)
     json_writer *w = ecp_call_result(call);
     jw_object_begin(w);
     jw_key(w, "range");
-    jw_object_begin(w);
-    jw_key(w, "start");
-    doc_adapter_write_position(w, range.start.line, range.start.column);
-    jw_key(w, "end");
-    doc_adapter_write_position(w, range.end.line, range.end.column);
-    jw_object_end(w);
+    doc_adapter_write_range(w, range.start.line, range.start.column, range.end.line, range.end.column);
     jw_key(w, "text");
     jw_string_begin(w);
     document_read(ad->svc, id.ptr, &range, enc, doc_adapter_write_chunk, w, NULL);

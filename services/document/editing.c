@@ -522,18 +522,21 @@ static void delete_words(const document *doc, const doc_cursor_set *set, bool le
     free(r);
 }
 
-/* Leading blanks of a line, and whether anything follows them. */
-static size_t leading_blanks(const piece_tree *t, size_t start, size_t len, bool *blank)
+/* A line's start, length and leading blanks; false when nothing follows the
+ * blanks (a blank line is neither commented nor uncommented). */
+static bool text_line(const piece_tree *t, size_t line, size_t *start, size_t *len, size_t *lead)
 {
+    *start = piece_tree_line_start(t, line);
+    *len = piece_tree_line_length(t, line);
     size_t k = 0;
-    while (k < len) {
-        char b = piece_tree_byte_at(t, start + k);
+    while (k < *len) {
+        char b = piece_tree_byte_at(t, *start + k);
         if (b != ' ' && b != '\t')
             break;
         k++;
     }
-    *blank = k == len;
-    return k;
+    *lead = k;
+    return k < *len;
 }
 
 static bool has_token_at(const piece_tree *t, size_t at, size_t limit, const char *token, size_t tlen)
@@ -554,10 +557,8 @@ static void toggle_comment(const document *doc, const line_span *spans, size_t n
     size_t least = SIZE_MAX;
     for (size_t s = 0; s < n; s++) {
         for (size_t line = spans[s].first; line <= spans[s].last; line++) {
-            size_t start = piece_tree_line_start(t, line), len = piece_tree_line_length(t, line);
-            bool blank;
-            size_t lead = leading_blanks(t, start, len, &blank);
-            if (blank)
+            size_t start, len, lead;
+            if (!text_line(t, line, &start, &len, &lead))
                 continue;
             any = true;
             if (lead < least)
@@ -573,10 +574,8 @@ static void toggle_comment(const document *doc, const line_span *spans, size_t n
     memcpy(with_space + tlen, " ", 2);
     for (size_t s = 0; s < n; s++) {
         for (size_t line = spans[s].first; line <= spans[s].last; line++) {
-            size_t start = piece_tree_line_start(t, line), len = piece_tree_line_length(t, line);
-            bool blank;
-            size_t lead = leading_blanks(t, start, len, &blank);
-            if (blank)
+            size_t start, len, lead;
+            if (!text_line(t, line, &start, &len, &lead))
                 continue;
             if (all) {
                 size_t at = start + lead, k = tlen;

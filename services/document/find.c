@@ -326,10 +326,7 @@ void document_search_free(document_search *s)
         return;
     document_snapshot_release(s->snap);
     pcre2_code_free(s->re);
-    free(s->text);
-    free(s->all);
-    free(s->ranges);
-    free(s);
+    free_each(s->text, s->all, s->ranges, s);
 }
 
 /* ----- replace ---------------------------------------------------------------------- */

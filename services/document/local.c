@@ -320,17 +320,11 @@ static document *doc_new(document_service *svc, const char *uri, const char *pat
 
 static void doc_free(document *doc)
 {
-    free(doc->id);
-    free(doc->uri);
-    free(doc->path);
-    free(doc->key);
-    free(doc->language_id);
     piece_tree_free(doc->tree);
     document__parties_free(doc);
     document__history_free(&doc->history);
-    free(doc->checkpoints);
     document__columns_free(doc->columns);
-    free(doc);
+    free_each(doc->id, doc->uri, doc->path, doc->key, doc->language_id, doc->checkpoints, doc);
 }
 
 void document__fill_info(const document *doc, document_info *out)
@@ -802,16 +796,9 @@ static void task_free(void *data)
         opening_unlink(t);
     if (t->kind == TASK_SAVE && t->job)
         saving_unlink(t);
-    free(t->path);
-    free(t->uri);
-    free(t->reply_uri);
-    free(t->key);
-    free(t->language_id);
-    free(t->doc_id);
     document_snapshot_release(t->snap);
     piece_tree_free(t->tree);
-    free(t->file.data);
-    free(t);
+    free_each(t->path, t->uri, t->reply_uri, t->key, t->language_id, t->doc_id, t->file.data, t);
 }
 
 /* job may be NULL (a small file, read on the loop): then nothing cancels. An
@@ -1273,8 +1260,7 @@ void document_replacement_free(document_replacement *r)
         return;
     piece_tree_snapshot_release(r->old_text);
     piece_tree_free(r->tree);
-    free(r->doc_id);
-    free(r);
+    free_each(r->doc_id, r);
 }
 
 /* ----- save ------------------------------------------------------------------------------------------- */

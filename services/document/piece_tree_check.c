@@ -28,16 +28,23 @@ static bool points_into_buffers(const piece_tree *self, const struct entry *e)
     return false;
 }
 
+/* The '\n' in text, one byte at a time: not count_lf, which is among what
+ * the check is for. */
+static size_t recount_lf(const char *text, size_t len)
+{
+    size_t lf = 0;
+    for (size_t i = 0; i < len; i++)
+        lf += text[i] == '\n';
+    return lf;
+}
+
 static bool check_piece(const piece_tree *self, const struct node *leaf, unsigned idx, struct check_walk *w)
 {
     struct entry ev = get_entry(leaf, idx);
     const struct entry *e = &ev;
     if (e->len == 0 || !points_into_buffers(self, e))
         return false;
-    size_t own_lf = 0;
-    for (size_t i = 0; i < e->len; i++)
-        own_lf += e->u.text[i] == '\n';
-    if (own_lf != e->lf)
+    if (recount_lf(e->u.text, e->len) != e->lf)
         return false;
     const struct line_cache *c = self->cache;
     if (leaf == c->leaf && idx == c->idx) {
@@ -46,17 +53,12 @@ static bool check_piece(const piece_tree *self, const struct node *leaf, unsigne
             return false;
         if (c->start != w->offset || c->line != w->line || c->mark > e->len)
             return false;
-        size_t mark_lf = 0;
-        for (size_t i = 0; i < c->mark; i++)
-            mark_lf += e->u.text[i] == '\n';
-        if (mark_lf != c->mark_lf)
+        if (recount_lf(e->u.text, c->mark) != c->mark_lf)
             return false;
     }
     if (c->last_nth != 0 && c->last_at >= w->offset && c->last_at - w->offset < e->len) {
-        size_t r = c->last_at - w->offset, before = 0;
-        for (size_t i = 0; i < r; i++)
-            before += e->u.text[i] == '\n';
-        if (e->u.text[r] != '\n' || w->line + before + 1 != c->last_nth)
+        size_t r = c->last_at - w->offset;
+        if (e->u.text[r] != '\n' || w->line + recount_lf(e->u.text, r) + 1 != c->last_nth)
             return false;
         w->saw_last_lf = true;
     }

@@ -312,21 +312,29 @@ void piece_tree_snapshot_lines_init(piece_tree_lines *it, const piece_tree_snaps
     piece_tree_snapshot_reader_init(&it->snap_reader, snap, from, len);
 }
 
+/* Bytes at it->at when there are none left there: false when the text ran out. */
+static inline bool next_bytes(piece_tree_lines *it)
+{
+    while (it->left == 0) {
+        bool more = it->snapshot ? piece_tree_snapshot_reader_next(&it->snap_reader, &it->at, &it->left)
+                                 : piece_tree_reader_next(&it->tree_reader, &it->at, &it->left);
+        if (!more)
+            return false;
+    }
+    return true;
+}
+
 bool piece_tree_lines_next(piece_tree_lines *it, const char **chunk, size_t *len, bool *ends)
 {
     if (it->lines_left == 0)
         return false;
-    while (it->left == 0) {
-        bool more = it->snapshot ? piece_tree_snapshot_reader_next(&it->snap_reader, &it->at, &it->left)
-                                 : piece_tree_reader_next(&it->tree_reader, &it->at, &it->left);
-        if (!more) {
-            /* The bytes ran out: that ends the last line. */
-            *chunk = "";
-            *len = 0;
-            *ends = true;
-            it->lines_left--;
-            return true;
-        }
+    if (!next_bytes(it)) {
+        /* The bytes ran out: that ends the last line. */
+        *chunk = "";
+        *len = 0;
+        *ends = true;
+        it->lines_left--;
+        return true;
     }
     const char *nl = memchr(it->at, '\n', it->left);
     *chunk = it->at;
@@ -389,14 +397,10 @@ bool piece_tree_lines_copy(piece_tree_lines *it, char *out, size_t cap, size_t *
         return false;
     size_t got = 0; /* the line's bytes so far, copied or not */
     for (;;) {
-        while (it->left == 0) {
-            bool more = it->snapshot ? piece_tree_snapshot_reader_next(&it->snap_reader, &it->at, &it->left)
-                                     : piece_tree_reader_next(&it->tree_reader, &it->at, &it->left);
-            if (!more) {
-                it->lines_left--;
-                *len = got;
-                return true;
-            }
+        if (!next_bytes(it)) {
+            it->lines_left--;
+            *len = got;
+            return true;
         }
         const char *p = it->at;
         size_t left = it->left;

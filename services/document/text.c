@@ -282,18 +282,27 @@ static void line_mark_add(void *ctx, const scan *s)
     checkpoint_insert(&m->marks, &m->count, &m->cap, s->n, MARK_SPACING);
 }
 
+/* Scans the long line that starts at start and holds len bytes, from its
+ * last mark at or before v (in enc), leaving marks behind for the next
+ * conversion; stop is scan_init's. */
+static void scan_long_line(const document *doc, size_t start, size_t len, ecp_position_encoding enc, size_t v,
+                           size_t stop, scan *s)
+{
+    line_marks *m = marks_of_line(doc->columns, start);
+    scan_init(s, enc, stop);
+    start_at_checkpoint(m->marks, m->count, v, enc, s);
+    s->mark = line_mark_add;
+    s->mark_ctx = m;
+    scan_range(doc->tree, start + s->n.u8, len - s->n.u8, s);
+}
+
 doc_units document__line_units(const document *doc, size_t line_start, size_t offset)
 {
     size_t len = offset - line_start;
     if (len < LONG_LINE)
         return document__units(doc->tree, line_start, len);
-    line_marks *m = marks_of_line(doc->columns, line_start);
     scan s;
-    scan_init(&s, ECP_ENCODING_UTF8, SIZE_MAX);
-    start_at_checkpoint(m->marks, m->count, len, ECP_ENCODING_UTF8, &s);
-    s.mark = line_mark_add;
-    s.mark_ctx = m;
-    scan_range(doc->tree, line_start + s.n.u8, len - s.n.u8, &s);
+    scan_long_line(doc, line_start, len, ECP_ENCODING_UTF8, len, SIZE_MAX, &s);
     return s.n;
 }
 
@@ -303,13 +312,8 @@ static bool line_seek(const document *doc, size_t start, size_t len, size_t colu
 {
     if (len < LONG_LINE || column == 0)
         return seek(doc->tree, start, start + len, column, enc, out, units_in_line);
-    line_marks *m = marks_of_line(doc->columns, start);
     scan s;
-    scan_init(&s, enc, column);
-    start_at_checkpoint(m->marks, m->count, column, enc, &s);
-    s.mark = line_mark_add;
-    s.mark_ctx = m;
-    scan_range(doc->tree, start + s.n.u8, len - s.n.u8, &s);
+    scan_long_line(doc, start, len, enc, column, column, &s);
     *out = start + s.n.u8;
     *units_in_line = scan_units(&s);
     return s.stopped;
@@ -482,10 +486,16 @@ static void start_at_checkpoint(const doc_checkpoint *list, size_t count, size_t
     }
 }
 
-/* The last checkpoint whose value in enc is <= v. */
-static void checkpoint_before(const document *doc, size_t v, ecp_position_encoding enc, scan *s)
+/* Scans the text up to byte end, in enc until stop (scan_init's), from the
+ * last checkpoint whose value in v_enc is <= v, leaving checkpoints behind. */
+static void scan_from_checkpoint(document *doc, size_t v, ecp_position_encoding v_enc, ecp_position_encoding enc,
+                                 size_t stop, size_t end, scan *s)
 {
-    start_at_checkpoint(doc->checkpoints, doc->checkpoint_count, v, enc, s);
+    scan_init(s, enc, stop);
+    start_at_checkpoint(doc->checkpoints, doc->checkpoint_count, v, v_enc, s);
+    s->mark = checkpoint_add;
+    s->mark_ctx = doc;
+    scan_range(doc->tree, s->n.u8, end - s->n.u8, s);
 }
 
 void document__checkpoints_invalidate(document *doc, size_t offset)
@@ -501,11 +511,7 @@ size_t document__units_before(document *doc, size_t offset, ecp_position_encodin
     if (enc == ECP_ENCODING_UTF8)
         return offset;
     scan s;
-    scan_init(&s, enc, SIZE_MAX);
-    checkpoint_before(doc, offset, ECP_ENCODING_UTF8, &s);
-    s.mark = checkpoint_add;
-    s.mark_ctx = doc;
-    scan_range(doc->tree, s.n.u8, offset - s.n.u8, &s);
+    scan_from_checkpoint(doc, offset, ECP_ENCODING_UTF8, enc, SIZE_MAX, offset, &s);
     return scan_units(&s);
 }
 
@@ -522,11 +528,7 @@ bool document__offset_at_units(document *doc, size_t units, ecp_position_encodin
         return document__seek(doc->tree, start, start + len, units - start, enc, out);
     }
     scan s;
-    scan_init(&s, enc, units);
-    checkpoint_before(doc, units, enc, &s);
-    s.mark = checkpoint_add;
-    s.mark_ctx = doc;
-    scan_range(doc->tree, s.n.u8, length - s.n.u8, &s);
+    scan_from_checkpoint(doc, units, enc, enc, units, length, &s);
     *out = s.n.u8;
     return s.stopped;
 }

@@ -173,29 +173,26 @@ void file__idset_free(file__idset *self)
 
 /* ----- errors ---------------------------------------------------------------------- */
 
+/* The errno values a file operation names for a person; any other is an
+ * I/O error in strerror's words. */
+static const struct {
+    int errnum;
+    int status;
+    const char *what;
+} errno_statuses[] = {
+    {ENOENT, ECP_ENOTFOUND, "File not found"},         {EACCES, ECP_EACCES, "Permission denied"},
+    {EPERM, ECP_EACCES, "Permission denied"},          {EROFS, ECP_EACCES, "Read-only file system"},
+    {EISDIR, ECP_EISDIR, "Is a directory"},            {ENOTDIR, ECP_ENOTDIR, "Not a directory"},
+    {EEXIST, ECP_EEXIST, "Already exists"},            {ENOTEMPTY, ECP_ENOTEMPTY, "Directory not empty"},
+    {ENOMEM, ECP_ENOMEM, "Out of memory"},
+};
+
 int file__errno(ecp_error *err, int errnum, const char *path)
 {
-    switch (errnum) {
-    case ENOENT:
-        return ecp_error_set(err, ECP_ENOTFOUND, "File not found: %s", path);
-    case EACCES:
-    case EPERM:
-        return ecp_error_set(err, ECP_EACCES, "Permission denied: %s", path);
-    case EROFS:
-        return ecp_error_set(err, ECP_EACCES, "Read-only file system: %s", path);
-    case EISDIR:
-        return ecp_error_set(err, ECP_EISDIR, "Is a directory: %s", path);
-    case ENOTDIR:
-        return ecp_error_set(err, ECP_ENOTDIR, "Not a directory: %s", path);
-    case EEXIST:
-        return ecp_error_set(err, ECP_EEXIST, "Already exists: %s", path);
-    case ENOTEMPTY:
-        return ecp_error_set(err, ECP_ENOTEMPTY, "Directory not empty: %s", path);
-    case ENOMEM:
-        return ecp_error_set(err, ECP_ENOMEM, "Out of memory: %s", path);
-    default:
-        return ecp_error_set(err, ECP_EIO, "%s: %s", path, strerror(errnum));
-    }
+    for (size_t i = 0; i < sizeof errno_statuses / sizeof errno_statuses[0]; i++)
+        if (errno_statuses[i].errnum == errnum)
+            return ecp_error_set(err, errno_statuses[i].status, "%s: %s", errno_statuses[i].what, path);
+    return ecp_error_set(err, ECP_EIO, "%s: %s", path, strerror(errnum));
 }
 
 /* ----- paths ----------------------------------------------------------------------- */
@@ -239,6 +236,16 @@ static void dir_of(buf *out, const char *path)
         buf_append_str(out, "/");
     else
         buf_append(out, path, (size_t)(slash - path));
+}
+
+/* ENOENT from creating path: what is missing is its directory. */
+static int parent_not_found(ecp_error *err, const char *path)
+{
+    buf dir = BUF_INIT;
+    dir_of(&dir, path);
+    int rc = ecp_error_set(err, ECP_ENOTFOUND, "Parent directory not found: %s", dir.data);
+    buf_free(&dir);
+    return rc;
 }
 
 static const char *base_of(const char *path)
@@ -412,20 +419,6 @@ static int make_dirs(const char *path, mode_t mode, ecp_error *err)
     return rc;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, data, len > (1u << 30) ? (1u << 30) : len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        data += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Copies the rest of src into dst, in the kernel when it can. */
 static int copy_fd(int src, int dst)
 {
@@ -450,7 +443,7 @@ static int copy_fd(int src, int dst)
             return -1;
         if (r == 0)
             return 0;
-        if (write_all(dst, chunk, (size_t)r) != 0)
+        if (buf_write_fd(dst, chunk, (size_t)r) != 0)
             return -1;
     }
 }
@@ -532,7 +525,7 @@ static int replace_contents(const char *target, const struct stat *existing, boo
     rc = open_temp(target, mode, &tmp, &fd, err);
     if (rc)
         goto done;
-    if (src_fd >= 0 ? copy_fd(src_fd, fd) != 0 : write_all(fd, data, len) != 0) {
+    if (src_fd >= 0 ? copy_fd(src_fd, fd) != 0 : buf_write_fd(fd, data, len) != 0) {
         rc = file__errno(err, errno, target);
         goto done;
     }
@@ -633,7 +626,7 @@ int file_write(const char *path, const char *data, size_t len, const file_write_
          * write in place, which is what the user can do by hand. */
         int fd = open(target.data, O_WRONLY | O_TRUNC | O_CLOEXEC);
         if (fd >= 0) {
-            rc = write_all(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : file__errno(err, errno, path);
+            rc = buf_write_fd(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : file__errno(err, errno, path);
             close(fd);
         }
     }
@@ -813,13 +806,8 @@ int file_rename(const char *from, const char *to, ecp_error *err)
             return rc;
         return S_ISDIR(st.st_mode) ? file_delete_dir(from, true, err) : file_delete(from, err);
     }
-    if (e == ENOENT) {
-        buf dir = BUF_INIT;
-        dir_of(&dir, to);
-        int rc = ecp_error_set(err, ECP_ENOTFOUND, "Parent directory not found: %s", dir.data);
-        buf_free(&dir);
-        return rc;
-    }
+    if (e == ENOENT)
+        return parent_not_found(err, to);
     if (e == EINVAL)
         return ecp_error_set(err, ECP_EINVAL, "Cannot move a directory into itself: %s to %s", from, to);
     return file__errno(err, e, to);
@@ -842,8 +830,7 @@ int file_copy(const char *from, const char *to, ecp_error *err)
     char *rp = realpath(parent.data, NULL);
     int rc = 0;
     if (rf && rp) {
-        size_t n = strlen(rf);
-        if (!strncmp(rp, rf, n) && (rp[n] == '\0' || rp[n] == '/' || n == 1))
+        if (uri_path_within(rp, rf))
             rc = ecp_error_set(err, ECP_EINVAL, "Cannot copy a directory into itself: %s to %s", from, to);
     } else if (!rp) {
         rc = ecp_error_set(err, ECP_ENOTFOUND, "Parent directory not found: %s", parent.data);
@@ -958,13 +945,8 @@ int file_create_dir(const char *path, bool recursive, ecp_error *err)
         return make_dirs(path, 0777, err);
     if (mkdir(path, 0777) == 0)
         return 0;
-    if (errno == ENOENT) {
-        buf dir = BUF_INIT;
-        dir_of(&dir, path);
-        int rc = ecp_error_set(err, ECP_ENOTFOUND, "Parent directory not found: %s", dir.data);
-        buf_free(&dir);
-        return rc;
-    }
+    if (errno == ENOENT)
+        return parent_not_found(err, path);
     return file__errno(err, errno, path);
 }
 

@@ -490,23 +490,16 @@ static void search_done(ecp_job *job)
 static void search_free(void *data)
 {
     search_job *t = data;
-    free(t->pattern);
-    free(t->root);
     for (size_t i = 0; i < t->exclude_count; i++) {
         free(t->exclude_text[i]);
         file__glob_free(t->exclude_glob[i]);
     }
-    free(t->exclude_text);
-    free(t->exclude_glob);
-    for (size_t i = 0; i < t->count; i++) {
-        free(t->hits[i].path);
-        free(t->hits[i].ranges);
-    }
-    free(t->hits);
+    for (size_t i = 0; i < t->count; i++)
+        free_each(t->hits[i].path, t->hits[i].ranges);
     buf_free(&t->rendered);
     ecp_shared_unref(t->shared);
     file__idset_free(&t->seen);
-    free(t);
+    free_each(t->pattern, t->root, t->exclude_text, t->exclude_glob, t->hits, t);
 }
 
 static const ecp_job_type search_type = {"file.search", ECP_LANE_LONG, false, search_work, search_done,

@@ -101,14 +101,29 @@ static void write_entries(json_writer *w, const char *key, const gitsvc_status_e
         jw_object_begin(w);
         jw_key_string(w, "path", e[i].path);
         jw_key_string(w, "status", status);
-        if (e[i].old_path)
-            jw_key_string(w, "oldPath", e[i].old_path);
+        jw_key_string_opt(w, "oldPath", e[i].old_path);
         jw_object_end(w);
     }
     jw_array_end(w);
 }
 
 /* The formatters run on a pool thread: they touch only the result and out. */
+
+/* A formatter's answer that is one list, {"<key>": [...]}: the items are
+ * written between list_begin and list_end. */
+static void list_begin(json_writer *w, buf *out, const char *key)
+{
+    jw_init(w, out);
+    jw_object_begin(w);
+    jw_key(w, key);
+    jw_array_begin(w);
+}
+
+static void list_end(json_writer *w)
+{
+    jw_array_end(w);
+    jw_object_end(w);
+}
 
 static void format_status(void *fctx, const gitsvc_status *st, buf *out)
 {
@@ -138,10 +153,7 @@ static void format_diff(void *fctx, const gitsvc_diff_result *r, buf *out)
 {
     (void)fctx;
     json_writer w;
-    jw_init(&w, out);
-    jw_object_begin(&w);
-    jw_key(&w, "hunks");
-    jw_array_begin(&w);
+    list_begin(&w, out, "hunks");
     for (size_t i = 0; i < r->count; i++) {
         const gitsvc_hunk *h = &r->hunks[i];
         jw_object_begin(&w);
@@ -165,18 +177,14 @@ static void format_diff(void *fctx, const gitsvc_diff_result *r, buf *out)
         jw_array_end(&w);
         jw_object_end(&w);
     }
-    jw_array_end(&w);
-    jw_object_end(&w);
+    list_end(&w);
 }
 
 static void format_log(void *fctx, const gitsvc_log_result *r, buf *out)
 {
     (void)fctx;
     json_writer w;
-    jw_init(&w, out);
-    jw_object_begin(&w);
-    jw_key(&w, "commits");
-    jw_array_begin(&w);
+    list_begin(&w, out, "commits");
     for (size_t i = 0; i < r->count; i++) {
         const gitsvc_commit_info *c = &r->commits[i];
         jw_object_begin(&w);
@@ -188,18 +196,14 @@ static void format_log(void *fctx, const gitsvc_log_result *r, buf *out)
         jw_key_string(&w, "date", c->date);
         jw_object_end(&w);
     }
-    jw_array_end(&w);
-    jw_object_end(&w);
+    list_end(&w);
 }
 
 static void format_blame(void *fctx, const gitsvc_blame_result *r, buf *out)
 {
     (void)fctx;
     json_writer w;
-    jw_init(&w, out);
-    jw_object_begin(&w);
-    jw_key(&w, "lines");
-    jw_array_begin(&w);
+    list_begin(&w, out, "lines");
     for (size_t i = 0; i < r->count; i++) {
         const gitsvc_blame_line *l = &r->lines[i];
         jw_object_begin(&w);
@@ -210,8 +214,7 @@ static void format_blame(void *fctx, const gitsvc_blame_result *r, buf *out)
         jw_key_string(&w, "content", l->content);
         jw_object_end(&w);
     }
-    jw_array_end(&w);
-    jw_object_end(&w);
+    list_end(&w);
 }
 
 /* ----- answers (the loop; ctx is the call, which the job keeps alive) ------------------------------------ */
@@ -276,8 +279,7 @@ static void answer_head(void *ctx, int status, const gitsvc_error *err, const gi
     if (!w)
         return;
     jw_key_string(w, "branch", head->branch);
-    if (head->tracking)
-        jw_key_string(w, "tracking", head->tracking);
+    jw_key_string_opt(w, "tracking", head->tracking);
     jw_key_int(w, "ahead", (int64_t)head->ahead);
     jw_key_int(w, "behind", (int64_t)head->behind);
     answer_end(ctx, w);
@@ -346,8 +348,7 @@ static void answer_branches(void *ctx, int status, const gitsvc_error *err, cons
         jw_object_begin(w);
         jw_key_string(w, "name", b->name);
         jw_key_bool(w, "current", b->current);
-        if (b->tracking)
-            jw_key_string(w, "tracking", b->tracking);
+        jw_key_string_opt(w, "tracking", b->tracking);
         if (b->commit[0])
             jw_key_string(w, "commit", b->commit);
         jw_object_end(w);

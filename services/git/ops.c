@@ -60,26 +60,29 @@ static const int op_change[OP_KINDS] = {
 #undef OP_CHANGE
 };
 
+/* The callback of an operation: the member its kind names. */
+typedef union op_callback {
+    gitsvc_done_cb done;
+    gitsvc_root_cb root;
+    gitsvc_head_cb head;
+    gitsvc_diff_cb diff;
+    gitsvc_changes_cb changes;
+    gitsvc_commit_cb commit;
+    gitsvc_log_cb log;
+    gitsvc_branches_cb branches;
+    gitsvc_remotes_cb remotes;
+    gitsvc_stashes_cb stashes;
+    gitsvc_paths_cb paths;
+    gitsvc_merge_cb merge;
+    gitsvc_sync_cb sync;
+    gitsvc_blame_cb blame;
+    gitsvc_show_cb show;
+} op_callback;
+
 typedef struct op_job {
     gitsvc *svc;
     op_kind kind;
-    union {
-        gitsvc_done_cb done;
-        gitsvc_root_cb root;
-        gitsvc_head_cb head;
-        gitsvc_diff_cb diff;
-        gitsvc_changes_cb changes;
-        gitsvc_commit_cb commit;
-        gitsvc_log_cb log;
-        gitsvc_branches_cb branches;
-        gitsvc_remotes_cb remotes;
-        gitsvc_stashes_cb stashes;
-        gitsvc_paths_cb paths;
-        gitsvc_merge_cb merge;
-        gitsvc_sync_cb sync;
-        gitsvc_blame_cb blame;
-        gitsvc_show_cb show;
-    } cb;
+    op_callback cb;
     void *ctx;
     bool called; /* cb has run (a transfer past its deadline) */
     /* inputs: copies, the work runs off the loop */
@@ -383,21 +386,25 @@ static const ecp_job_kind op_kinds[OP_KINDS] = {
 
 /* ----- starting ------------------------------------------------------------------------------- */
 
-static op_job *op_new(gitsvc *svc, op_kind kind, const gitsvc_where *where, void *ctx)
+static char *copy(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+/* arg: the operation's one string input (may be NULL), copied. */
+static op_job *op_new(gitsvc *svc, op_kind kind, const gitsvc_where *where, const char *arg, op_callback cb,
+                      void *ctx)
 {
     op_job *j = xcalloc(1, sizeof *j);
     j->svc = svc;
     j->kind = kind;
     j->path = xstrdup(where->path);
+    j->arg = copy(arg);
+    j->cb = cb;
     j->ctx = ctx;
     arena_init(&j->mem);
     buf_init(&j->json);
     return j;
-}
-
-static char *copy(const char *s)
-{
-    return s ? xstrdup(s) : NULL;
 }
 
 /* The job of j (which it copies and frees), serving the call, not started. */
@@ -420,23 +427,17 @@ static ecp_job *op_start(op_job *j, const gitsvc_where *where)
 
 ecp_job *gitsvc_is_repo_start(gitsvc *svc, const gitsvc_where *where, gitsvc_root_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_IS_REPO, where, ctx);
-    j->cb.root = cb;
-    return op_start(j, where);
+    return op_start(op_new(svc, OP_IS_REPO, where, NULL, (op_callback){.root = cb}, ctx), where);
 }
 
 ecp_job *gitsvc_head_start(gitsvc *svc, const gitsvc_where *where, gitsvc_head_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_HEAD, where, ctx);
-    j->cb.head = cb;
-    return op_start(j, where);
+    return op_start(op_new(svc, OP_HEAD, where, NULL, (op_callback){.head = cb}, ctx), where);
 }
 
 ecp_job *gitsvc_diff_start(gitsvc *svc, const gitsvc_diff_args *args, gitsvc_diff_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_DIFF, &args->where, ctx);
-    j->cb.diff = cb;
-    j->arg = xstrdup(args->file);
+    op_job *j = op_new(svc, OP_DIFF, &args->where, args->file, (op_callback){.diff = cb}, ctx);
     j->flag = args->staged;
     j->format.diff = args->format;
     j->fctx = args->fctx;
@@ -445,10 +446,8 @@ ecp_job *gitsvc_diff_start(gitsvc *svc, const gitsvc_diff_args *args, gitsvc_dif
 
 ecp_job *gitsvc_diff_lines_start(gitsvc *svc, const gitsvc_file_args *args, gitsvc_changes_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_DIFF_LINES, &args->where, ctx);
-    j->cb.changes = cb;
-    j->arg = xstrdup(args->file);
-    return op_start(j, &args->where);
+    return op_start(op_new(svc, OP_DIFF_LINES, &args->where, args->file, (op_callback){.changes = cb}, ctx),
+                    &args->where);
 }
 
 ecp_job *gitsvc_diff_text_start(gitsvc *svc, const gitsvc_diff_text_args *args, gitsvc_changes_cb cb, void *ctx,
@@ -464,9 +463,7 @@ ecp_job *gitsvc_diff_text_start(gitsvc *svc, const gitsvc_diff_text_args *args, 
             return NULL;
         }
     }
-    op_job *j = op_new(svc, OP_DIFF_TEXT, &args->where, ctx);
-    j->cb.changes = cb;
-    j->arg = xstrdup(args->file);
+    op_job *j = op_new(svc, OP_DIFF_TEXT, &args->where, args->file, (op_callback){.changes = cb}, ctx);
     j->snap = snap;
     if (args->text) {
         j->text = xmalloc(args->len + 1);
@@ -479,9 +476,7 @@ ecp_job *gitsvc_diff_text_start(gitsvc *svc, const gitsvc_diff_text_args *args, 
 
 ecp_job *gitsvc_blame_start(gitsvc *svc, const gitsvc_blame_args *args, gitsvc_blame_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_BLAME, &args->where, ctx);
-    j->cb.blame = cb;
-    j->arg = xstrdup(args->file);
+    op_job *j = op_new(svc, OP_BLAME, &args->where, args->file, (op_callback){.blame = cb}, ctx);
     j->format.blame = args->format;
     j->fctx = args->fctx;
     return op_start(j, &args->where);
@@ -489,17 +484,14 @@ ecp_job *gitsvc_blame_start(gitsvc *svc, const gitsvc_blame_args *args, gitsvc_b
 
 ecp_job *gitsvc_show_start(gitsvc *svc, const gitsvc_show_args *args, gitsvc_show_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_SHOW, &args->where, ctx);
-    j->cb.show = cb;
-    j->arg = xstrdup(args->file);
+    op_job *j = op_new(svc, OP_SHOW, &args->where, args->file, (op_callback){.show = cb}, ctx);
     j->ref = xstrdup(args->ref);
     return op_start(j, &args->where);
 }
 
 ecp_job *gitsvc_log_start(gitsvc *svc, const gitsvc_log_args *args, gitsvc_log_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_LOG, &args->where, ctx);
-    j->cb.log = cb;
+    op_job *j = op_new(svc, OP_LOG, &args->where, NULL, (op_callback){.log = cb}, ctx);
     j->number = args->max;
     j->format.log = args->format;
     j->fctx = args->fctx;
@@ -508,36 +500,27 @@ ecp_job *gitsvc_log_start(gitsvc *svc, const gitsvc_log_args *args, gitsvc_log_c
 
 ecp_job *gitsvc_branches_start(gitsvc *svc, const gitsvc_where *where, gitsvc_branches_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_BRANCHES, where, ctx);
-    j->cb.branches = cb;
-    return op_start(j, where);
+    return op_start(op_new(svc, OP_BRANCHES, where, NULL, (op_callback){.branches = cb}, ctx), where);
 }
 
 ecp_job *gitsvc_remotes_start(gitsvc *svc, const gitsvc_where *where, gitsvc_remotes_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_REMOTES, where, ctx);
-    j->cb.remotes = cb;
-    return op_start(j, where);
+    return op_start(op_new(svc, OP_REMOTES, where, NULL, (op_callback){.remotes = cb}, ctx), where);
 }
 
 ecp_job *gitsvc_stashes_start(gitsvc *svc, const gitsvc_where *where, gitsvc_stashes_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_STASHES, where, ctx);
-    j->cb.stashes = cb;
-    return op_start(j, where);
+    return op_start(op_new(svc, OP_STASHES, where, NULL, (op_callback){.stashes = cb}, ctx), where);
 }
 
 ecp_job *gitsvc_conflicts_start(gitsvc *svc, const gitsvc_where *where, gitsvc_paths_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_CONFLICTS, where, ctx);
-    j->cb.paths = cb;
-    return op_start(j, where);
+    return op_start(op_new(svc, OP_CONFLICTS, where, NULL, (op_callback){.paths = cb}, ctx), where);
 }
 
 static ecp_job *paths_start(gitsvc *svc, op_kind kind, const gitsvc_paths_args *args, gitsvc_done_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, kind, &args->where, ctx);
-    j->cb.done = cb;
+    op_job *j = op_new(svc, kind, &args->where, NULL, (op_callback){.done = cb}, ctx);
     if (args->count) {
         j->paths = xcalloc(args->count, sizeof *j->paths);
         for (size_t i = 0; i < args->count; i++)
@@ -564,9 +547,7 @@ ecp_job *gitsvc_discard_start(gitsvc *svc, const gitsvc_paths_args *args, gitsvc
 
 ecp_job *gitsvc_commit_start(gitsvc *svc, const gitsvc_commit_args *args, gitsvc_commit_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_COMMIT, &args->where, ctx);
-    j->cb.commit = cb;
-    j->arg = copy(args->message);
+    op_job *j = op_new(svc, OP_COMMIT, &args->where, args->message, (op_callback){.commit = cb}, ctx);
     j->flag = args->amend;
     return op_start(j, &args->where);
 }
@@ -574,36 +555,29 @@ ecp_job *gitsvc_commit_start(gitsvc *svc, const gitsvc_commit_args *args, gitsvc
 ecp_job *gitsvc_branch_start(gitsvc *svc, const gitsvc_branch_args *args, gitsvc_done_cb cb, void *ctx)
 {
     /* a checkout walks the work tree: the long lane */
-    op_job *j = op_new(svc, args->op == GITSVC_BRANCH_SWITCH ? OP_BRANCH_SWITCH : OP_BRANCH_SHORT, &args->where, ctx);
-    j->cb.done = cb;
+    op_kind kind = args->op == GITSVC_BRANCH_SWITCH ? OP_BRANCH_SWITCH : OP_BRANCH_SHORT;
+    op_job *j = op_new(svc, kind, &args->where, args->name, (op_callback){.done = cb}, ctx);
     j->sub = args->op;
-    j->arg = xstrdup(args->name);
     j->flag = args->op == GITSVC_BRANCH_CREATE ? args->checkout : args->force;
     return op_start(j, &args->where);
 }
 
 ecp_job *gitsvc_merge_start(gitsvc *svc, const gitsvc_merge_args *args, gitsvc_merge_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_MERGE, &args->where, ctx);
-    j->cb.merge = cb;
-    j->arg = xstrdup(args->branch);
-    return op_start(j, &args->where);
+    return op_start(op_new(svc, OP_MERGE, &args->where, args->branch, (op_callback){.merge = cb}, ctx), &args->where);
 }
 
 ecp_job *gitsvc_merge_abort_start(gitsvc *svc, const gitsvc_where *where, gitsvc_done_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_MERGE_ABORT, where, ctx);
-    j->cb.done = cb;
-    return op_start(j, where);
+    return op_start(op_new(svc, OP_MERGE_ABORT, where, NULL, (op_callback){.done = cb}, ctx), where);
 }
 
 ecp_job *gitsvc_stash_start(gitsvc *svc, const gitsvc_stash_args *args, gitsvc_done_cb cb, void *ctx)
 {
     /* a drop touches no file: the short lane */
-    op_job *j = op_new(svc, args->op == GITSVC_STASH_DROP ? OP_STASH_DROP : OP_STASH, &args->where, ctx);
-    j->cb.done = cb;
+    op_kind kind = args->op == GITSVC_STASH_DROP ? OP_STASH_DROP : OP_STASH;
+    op_job *j = op_new(svc, kind, &args->where, args->message, (op_callback){.done = cb}, ctx);
     j->sub = args->op;
-    j->arg = copy(args->message);
     j->number = args->index;
     return op_start(j, &args->where);
 }
@@ -639,10 +613,8 @@ static void transfer_overdue(uv_timer_t *timer)
 
 ecp_job *gitsvc_transfer_start(gitsvc *svc, const gitsvc_transfer_args *args, gitsvc_sync_cb cb, void *ctx)
 {
-    op_job *j = op_new(svc, OP_TRANSFER, &args->where, ctx);
-    j->cb.sync = cb;
+    op_job *j = op_new(svc, OP_TRANSFER, &args->where, args->remote, (op_callback){.sync = cb}, ctx);
     j->sub = args->op;
-    j->arg = copy(args->remote);
     j->flag = args->force;
     j->flag2 = args->set_upstream;
     ecp_job *job = op_job_new(j, &args->where);

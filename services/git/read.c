@@ -689,8 +689,8 @@ static int on_line(const git_diff_delta *delta, const git_diff_hunk *hunk, const
 }
 
 /* The diff of one path: index -> work tree, or HEAD -> index when staged. */
-static int path_diff(gitsvc_repo *repo, const char *rel_path, bool staged, uint32_t context, git_diff **out,
-                     gitsvc_error *err)
+static int path_diff_make(gitsvc_repo *repo, const char *rel_path, bool staged, uint32_t context, git_diff **out,
+                          gitsvc_error *err)
 {
     git_diff_options o = GIT_DIFF_OPTIONS_INIT;
     o.context_lines = context;
@@ -719,20 +719,30 @@ static int path_diff(gitsvc_repo *repo, const char *rel_path, bool staged, uint3
     return 0;
 }
 
+/* Walks the hunks and lines of path_diff_make's diff. */
+static int path_diff(gitsvc_repo *repo, const char *rel_path, bool staged, uint32_t context, git_diff_hunk_cb hunk_cb,
+                     git_diff_line_cb line_cb, void *payload, gitsvc_error *err)
+{
+    git_diff *diff = NULL;
+    int rc = path_diff_make(repo, rel_path, staged, context, &diff, err);
+    if (rc)
+        return rc;
+    rc = git_diff_foreach(diff, NULL, NULL, hunk_cb, line_cb, payload);
+    git_diff_free(diff);
+    if (rc < 0)
+        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot compute the diff");
+    return 0;
+}
+
 int gitsvc_diff_read(gitsvc_repo *repo, const char *rel_path, bool staged, arena *mem, gitsvc_hunk **hunks,
                      size_t *count, gitsvc_error *err)
 {
     *hunks = NULL;
     *count = 0;
-    git_diff *diff = NULL;
-    int rc = path_diff(repo, rel_path, staged, 3, &diff, err);
+    hunk_builder b = {.mem = mem};
+    int rc = path_diff(repo, rel_path, staged, 3, on_hunk, on_line, &b, err);
     if (rc)
         return rc;
-    hunk_builder b = {.mem = mem};
-    rc = git_diff_foreach(diff, NULL, NULL, on_hunk, on_line, &b);
-    git_diff_free(diff);
-    if (rc < 0)
-        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot compute the diff");
     *hunks = b.hunks;
     *count = b.count;
     return 0;
@@ -749,15 +759,10 @@ int gitsvc_diff_lines(gitsvc_repo *repo, const char *rel_path, arena *mem, gitsv
 {
     *changes = NULL;
     *count = 0;
-    git_diff *diff = NULL;
-    int rc = path_diff(repo, rel_path, false, 0, &diff, err);
+    gitsvc__changes c = {.mem = mem};
+    int rc = path_diff(repo, rel_path, false, 0, on_change_hunk, NULL, &c, err);
     if (rc)
         return rc;
-    gitsvc__changes c = {.mem = mem};
-    rc = git_diff_foreach(diff, NULL, NULL, on_change_hunk, NULL, &c);
-    git_diff_free(diff);
-    if (rc < 0)
-        return gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot compute the diff");
     *changes = c.items;
     *count = c.count;
     return 0;
@@ -911,23 +916,9 @@ static int work_tree_text(gitsvc_repo *repo, const char *rel_path, buf *text, gi
         if (fd < 0 || fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode)) {
             rc = gitsvc__fail(err, ECP_ENOTFOUND, GITSVC_FILE_NOT_FOUND, "No such file in the work tree: %s",
                               rel_path);
-        } else if ((size_t)opened.st_size > BLAME_TEXT_MAX) {
+        } else if ((size_t)opened.st_size > BLAME_TEXT_MAX ||
+                   buf_read_fd(text, fd, BLAME_TEXT_MAX) == ECP_ETOOBIG) { /* or it grew while read */
             rc = gitsvc__fail(err, ECP_ETOOBIG, GITSVC_COMMAND_FAILED, "File too large to blame: %s", rel_path);
-        } else {
-            char chunk[65536];
-            for (;;) {
-                ssize_t n = read(fd, chunk, sizeof chunk);
-                if (n < 0 && errno == EINTR)
-                    continue;
-                if (n <= 0)
-                    break;
-                if (text->len + (size_t)n > BLAME_TEXT_MAX) { /* it grew while read */
-                    rc = gitsvc__fail(err, ECP_ETOOBIG, GITSVC_COMMAND_FAILED, "File too large to blame: %s",
-                                      rel_path);
-                    break;
-                }
-                buf_append(text, chunk, (size_t)n);
-            }
         }
         if (fd >= 0)
             close(fd);

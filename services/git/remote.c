@@ -83,13 +83,6 @@ static void callbacks_init(git_remote_callbacks *cb, transfer *t)
     cb->payload = t;
 }
 
-static void transfer_init(transfer *t, const gitsvc_remote_options *o, const ecp_job *job, arena *mem)
-{
-    memset(t, 0, sizeof *t);
-    t->credentials.tokens = o ? o->tokens : NULL;
-    t->job = job;
-    t->mem = mem;
-}
 
 /* A failed transfer in the result: its kind and libgit2's words. */
 static int transfer_failed(transfer *t, int rc, gitsvc_sync_result *out, gitsvc_error *err, const char *what)
@@ -110,19 +103,25 @@ static int transfer_failed(transfer *t, int rc, gitsvc_sync_result *out, gitsvc_
     return 0;
 }
 
-static int open_remote(gitsvc_repo *repo, const gitsvc_remote_options *o, git_remote **out, arena *mem,
-                       gitsvc_sync_result *res)
+/* The remote a transfer talks to, and t and the callbacks that report to it
+ * ready; false when there is no such remote (res says so). */
+static bool transfer_open(gitsvc_repo *repo, const gitsvc_remote_options *o, const ecp_job *job, arena *mem,
+                          git_remote **remote, transfer *t, git_remote_callbacks *cb, gitsvc_sync_result *res)
 {
     const char *name = o && o->remote && o->remote[0] ? o->remote : "origin";
-    int rc = git_remote_lookup(out, repo->repo, name);
-    if (rc < 0) {
+    if (git_remote_lookup(remote, repo->repo, name) < 0) {
         git_error_clear();
         res->success = false;
         res->code = GITSVC_COMMAND_FAILED;
         res->error = arena_sprintf(mem, "No such remote: %s", name);
-        return -1;
+        return false;
     }
-    return 0;
+    memset(t, 0, sizeof *t);
+    t->credentials.tokens = o ? o->tokens : NULL;
+    t->job = job;
+    t->mem = mem;
+    callbacks_init(cb, t);
+    return true;
 }
 
 int gitsvc_fetch(gitsvc_repo *repo, const gitsvc_remote_options *options, const ecp_job *job, arena *mem,
@@ -132,13 +131,11 @@ int gitsvc_fetch(gitsvc_repo *repo, const gitsvc_remote_options *options, const 
     int rc = gitsvc__check_cancel(job, err);
     if (rc)
         return rc;
-    git_remote *remote = NULL;
-    if (open_remote(repo, options, &remote, mem, out))
-        return 0;
-    transfer t;
-    transfer_init(&t, options, job, mem);
     git_fetch_options fo = GIT_FETCH_OPTIONS_INIT;
-    callbacks_init(&fo.callbacks, &t);
+    git_remote *remote = NULL;
+    transfer t;
+    if (!transfer_open(repo, options, job, mem, &remote, &t, &fo.callbacks, out))
+        return 0;
     rc = git_remote_fetch(remote, NULL, &fo, NULL);
     git_remote_free(remote);
     if (rc < 0)
@@ -189,25 +186,20 @@ int gitsvc_push(gitsvc_repo *repo, const gitsvc_remote_options *options, const e
                 gitsvc_sync_result *out, gitsvc_error *err)
 {
     memset(out, 0, sizeof *out);
-    int rc = gitsvc__check_cancel(job, err);
-    if (rc)
-        return rc;
-    gitsvc_status head;
-    memset(&head, 0, sizeof head);
-    if ((rc = gitsvc__head_info(repo->repo, mem, &head, err)))
+    gitsvc_status head = {0};
+    int rc;
+    if ((rc = gitsvc__check_cancel(job, err)) || (rc = gitsvc__head_info(repo->repo, mem, &head, err)))
         return rc;
     if (head.detached || head.unborn) {
         out->code = GITSVC_COMMAND_FAILED;
         out->error = head.detached ? "You are not currently on a branch" : "There is no commit to push yet";
         return 0;
     }
-    git_remote *remote = NULL;
-    if (open_remote(repo, options, &remote, mem, out))
-        return 0;
-    transfer t;
-    transfer_init(&t, options, job, mem);
     git_push_options po = GIT_PUSH_OPTIONS_INIT;
-    callbacks_init(&po.callbacks, &t);
+    git_remote *remote = NULL;
+    transfer t;
+    if (!transfer_open(repo, options, job, mem, &remote, &t, &po.callbacks, out))
+        return 0;
     if (options && options->force) {
         rc = git_remote_connect(remote, GIT_DIRECTION_PUSH, &po.callbacks, &po.proxy_opts, NULL);
         if (rc < 0) {
@@ -262,8 +254,7 @@ int gitsvc_pull(gitsvc_repo *repo, const gitsvc_remote_options *options, const e
     int rc = gitsvc_fetch(repo, options, job, mem, out, err);
     if (rc || !out->success)
         return rc;
-    gitsvc_status head;
-    memset(&head, 0, sizeof head);
+    gitsvc_status head = {0};
     if ((rc = gitsvc__head_info(repo->repo, mem, &head, err)))
         return rc;
     if (head.detached) {

@@ -173,6 +173,37 @@ static int clean_message(const char *message, git_buf *out, gitsvc_error *err)
     return 0;
 }
 
+/* What a commit and an amend both read first: the author, the cleaned
+ * message (when there is one) and the index. */
+typedef struct commit_inputs {
+    git_signature *sig;
+    git_buf msg;
+    git_index *index;
+} commit_inputs;
+
+static int commit_inputs_read(gitsvc_repo *repo, const char *message, commit_inputs *in, gitsvc_error *err)
+{
+    int rc;
+    if ((rc = signature(repo, &in->sig, err)) || (message && (rc = clean_message(message, &in->msg, err))))
+        return rc;
+    return open_index(repo, &in->index, err);
+}
+
+static void commit_inputs_free(commit_inputs *in)
+{
+    git_index_free(in->index);
+    git_buf_dispose(&in->msg);
+    git_signature_free(in->sig);
+}
+
+static int no_conflicts(git_index *index, gitsvc_error *err)
+{
+    if (!git_index_has_conflicts(index))
+        return 0;
+    return gitsvc__fail(err, ECP_ESTATE, GITSVC_MERGE_CONFLICT,
+                        "Committing is not possible because you have unmerged files");
+}
+
 typedef struct parents {
     git_commit *items[16];
     size_t count;
@@ -201,20 +232,12 @@ static void parents_free(parents *p)
 int gitsvc_commit(gitsvc_repo *repo, const char *message, arena *mem, gitsvc_commit_result *out, gitsvc_error *err)
 {
     memset(out, 0, sizeof *out);
-    git_signature *sig = NULL;
-    git_index *index = NULL;
-    git_buf msg = GIT_BUF_INIT;
+    commit_inputs in = {.msg = GIT_BUF_INIT};
     git_tree *tree = NULL;
     parents par = {.repo = repo->repo};
     int rc;
-    if ((rc = signature(repo, &sig, err)) || (rc = clean_message(message, &msg, err)) ||
-        (rc = open_index(repo, &index, err)))
+    if ((rc = commit_inputs_read(repo, message ? message : "", &in, err)) || (rc = no_conflicts(in.index, err)))
         goto end;
-    if (git_index_has_conflicts(index)) {
-        rc = gitsvc__fail(err, ECP_ESTATE, GITSVC_MERGE_CONFLICT,
-                          "Committing is not possible because you have unmerged files");
-        goto end;
-    }
     git_commit *head = NULL;
     if ((rc = gitsvc__head_commit(repo->repo, &head, err)))
         goto end;
@@ -226,11 +249,11 @@ int gitsvc_commit(gitsvc_repo *repo, const char *message, arena *mem, gitsvc_com
         goto end;
     }
     git_oid tree_id, commit_id;
-    if ((rc = git_index_write_tree(&tree_id, index)) < 0) {
+    if ((rc = git_index_write_tree(&tree_id, in.index)) < 0) {
         rc = gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot write the tree");
         goto end;
     }
-    bool unchanged = head ? git_oid_equal(&tree_id, git_commit_tree_id(head)) : git_index_entrycount(index) == 0;
+    bool unchanged = head ? git_oid_equal(&tree_id, git_commit_tree_id(head)) : git_index_entrycount(in.index) == 0;
     if (unchanged && !merging) {
         out->success = false;
         out->error = "Nothing to commit";
@@ -238,7 +261,7 @@ int gitsvc_commit(gitsvc_repo *repo, const char *message, arena *mem, gitsvc_com
         goto end;
     }
     if ((rc = git_tree_lookup(&tree, repo->repo, &tree_id)) < 0 ||
-        (rc = git_commit_create(&commit_id, repo->repo, "HEAD", sig, sig, NULL, msg.ptr, tree, par.count,
+        (rc = git_commit_create(&commit_id, repo->repo, "HEAD", in.sig, in.sig, NULL, in.msg.ptr, tree, par.count,
                                 (const git_commit **)par.items)) < 0) {
         rc = gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot commit");
         goto end;
@@ -252,36 +275,29 @@ end:
     (void)mem;
     parents_free(&par);
     git_tree_free(tree);
-    git_index_free(index);
-    git_buf_dispose(&msg);
-    git_signature_free(sig);
+    commit_inputs_free(&in);
     return rc;
 }
 
 int gitsvc_amend(gitsvc_repo *repo, const char *message, arena *mem, gitsvc_commit_result *out, gitsvc_error *err)
 {
     memset(out, 0, sizeof *out);
-    git_signature *sig = NULL;
-    git_index *index = NULL;
-    git_buf msg = GIT_BUF_INIT;
+    commit_inputs in = {.msg = GIT_BUF_INIT};
     git_commit *head = NULL;
     git_tree *tree = NULL;
     int rc;
-    if ((rc = signature(repo, &sig, err)) || (message && (rc = clean_message(message, &msg, err))) ||
-        (rc = open_index(repo, &index, err)) || (rc = gitsvc__head_commit(repo->repo, &head, err)))
+    if ((rc = commit_inputs_read(repo, message, &in, err)) || (rc = gitsvc__head_commit(repo->repo, &head, err)))
         goto end;
     if (!head) {
         rc = gitsvc__fail(err, ECP_ESTATE, GITSVC_INVALID_REF, "You have nothing to amend: there is no commit yet");
         goto end;
     }
-    if (git_index_has_conflicts(index)) {
-        rc = gitsvc__fail(err, ECP_ESTATE, GITSVC_MERGE_CONFLICT,
-                          "Committing is not possible because you have unmerged files");
+    if ((rc = no_conflicts(in.index, err)))
         goto end;
-    }
     git_oid tree_id, commit_id;
-    if ((rc = git_index_write_tree(&tree_id, index)) < 0 || (rc = git_tree_lookup(&tree, repo->repo, &tree_id)) < 0 ||
-        (rc = git_commit_amend(&commit_id, head, "HEAD", NULL, sig, NULL, message ? msg.ptr : NULL, tree)) < 0) {
+    if ((rc = git_index_write_tree(&tree_id, in.index)) < 0 ||
+        (rc = git_tree_lookup(&tree, repo->repo, &tree_id)) < 0 ||
+        (rc = git_commit_amend(&commit_id, head, "HEAD", NULL, in.sig, NULL, message ? in.msg.ptr : NULL, tree)) < 0) {
         rc = gitsvc__libgit2(err, rc, GITSVC_COMMAND_FAILED, "Cannot amend");
         goto end;
     }
@@ -292,9 +308,7 @@ end:
     (void)mem;
     git_tree_free(tree);
     git_commit_free(head);
-    git_index_free(index);
-    git_buf_dispose(&msg);
-    git_signature_free(sig);
+    commit_inputs_free(&in);
     return rc;
 }
 

@@ -1375,6 +1375,49 @@ static void test_pending_shared_bytes(void **state)
     jw_splices_free(&splices);
 }
 
+static void test_key_string_opt(void **state)
+{
+    (void)state;
+    buf out = BUF_INIT;
+    json_writer w;
+    jw_init(&w, &out);
+    jw_object_begin(&w);
+    jw_key_string_opt(&w, "absent", NULL);
+    jw_key_string_opt(&w, "present", "x");
+    jw_key_string_opt(&w, "empty", "");
+    jw_object_end(&w);
+    assert_string_equal(out.data, "{\"present\":\"x\",\"empty\":\"\"}");
+    buf_free(&out);
+}
+
+/* buf_write_fd writes all of a buffer larger than one write, and
+ * buf_read_fd reads it back whole, or stops at its limit. */
+static void test_buf_fd(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/ecpd_buf_fd_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    size_t len = 300000;
+    char *data = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (char)('a' + i % 26);
+    assert_int_equal(buf_write_fd(fd, data, len), 0);
+    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+    buf back = BUF_INIT;
+    assert_int_equal(buf_read_fd(&back, fd, len), 0);
+    assert_int_equal(back.len, len);
+    assert_memory_equal(back.data, data, len);
+    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+    buf_clear(&back);
+    assert_int_equal(buf_read_fd(&back, fd, len - 1), ECP_ETOOBIG);
+    assert_true(back.len <= len - 1);
+    buf_free(&back);
+    free(data);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1399,6 +1442,8 @@ int main(void)
         cmocka_unit_test(test_write_value),
         cmocka_unit_test(test_round_trip_property),
         cmocka_unit_test(test_size_arithmetic_never_wraps),
+        cmocka_unit_test(test_key_string_opt),
+        cmocka_unit_test(test_buf_fd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

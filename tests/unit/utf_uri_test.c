@@ -529,6 +529,18 @@ static void test_uri_round_trip(void **state)
     }
 }
 
+static void test_uri_path_within(void **state)
+{
+    (void)state;
+    assert_true(uri_path_within("/a/b", "/a"));
+    assert_true(uri_path_within("/a", "/a"));
+    assert_true(uri_path_within("/a/b/c", "/a/b"));
+    assert_true(uri_path_within("/anything", "/"));
+    assert_false(uri_path_within("/ab", "/a"));
+    assert_false(uri_path_within("/a", "/a/b"));
+    assert_false(uri_path_within("/b", "/a"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -544,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_uri_to_path),
         cmocka_unit_test(test_percent_decode),
         cmocka_unit_test(test_uri_round_trip),
+        cmocka_unit_test(test_uri_path_within),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
