@@ -3,6 +3,15 @@
 
 usage: test_replace_all_memory.py ECPD
 
+An 8 MB file with a word on every line is opened over stdio, every match is
+replaced with one document/edit (as an editor's replace-all sends it), then
+undone, twice. The text is right at each step, the notifications say what
+changed, and once it is over the server holds little more than the text:
+the step keeps its edits packed rather than two pieces and two copies each,
+and what the request and its notification took is given back: less than
+twice the file more than with the file just open, where it kept five times
+the file more.
+
 document/replace with a query searches the text where it lies when the
 tree holds it in one run (a file just read, a text a replace-all rebuilt):
 its peak is one new text over the file, not two.
@@ -17,6 +26,7 @@ import unittest
 
 ECPD = None
 SANITIZED = any(v in os.environ for v in ("ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"))
+LINE = "    total_%06d = value + offset; /* keep */\n"
 
 
 def rss(pid):
@@ -91,6 +101,52 @@ class ReplaceAllTests(unittest.TestCase):
 
     def tearDown(self):
         subprocess.run(["rm", "-rf", self.tmp])
+
+    def test_replace_all_and_undo_twice(self):
+        lines = 8 * 1000 * 1000 // len(LINE % 0)
+        text = "".join(LINE % i for i in range(lines))
+        path = os.path.join(self.tmp, "big.txt")
+        with open(path, "w") as f:
+            f.write(text)
+        column = (LINE % 0).index("value")
+        edits = [{"range": {"start": {"line": i, "column": column}, "end": {"line": i, "column": column + 5}},
+                  "text": "amount"} for i in range(lines)]
+        replaced = text.replace("value", "amount")
+
+        srv = Stdio(self.tmp)
+        doc = srv.call("document/open", {"uri": "file://" + path})["documentId"]
+        time.sleep(0.5)
+        opened = rss(srv.p.pid)
+        for _ in range(2):
+            srv.changes.clear()
+            srv.call("document/edit", {"documentId": doc, "edits": edits})
+            # one notification, a change per edit, from the last to the first
+            self.assertEqual(len(srv.changes), 1)
+            self.assertEqual(len(srv.changes[0]), lines)
+            self.assertEqual(srv.changes[0][0]["range"]["start"], {"line": lines - 1, "column": column})
+            self.assertEqual(srv.changes[0][0]["text"], "amount")
+            self.assertEqual(srv.changes[0][-1]["rangeLength"], 5)
+            self.assertEqual(srv.call("document/content", {"documentId": doc})["content"], replaced)
+            srv.changes.clear()
+            srv.call("document/undo", {"documentId": doc})
+            self.assertEqual(len(srv.changes), 1)
+            self.assertEqual(srv.changes[0][0]["range"]["start"], {"line": 0, "column": column})
+            self.assertEqual(srv.changes[0][0]["range"]["end"], {"line": 0, "column": column + 6})
+            self.assertEqual(srv.changes[0][0]["text"], "value")
+            self.assertEqual(srv.call("document/content", {"documentId": doc})["content"], text)
+        self.assertFalse(srv.call("document/info", {"documentId": doc})["isDirty"])
+        srv.call("document/redo", {"documentId": doc})
+        self.assertEqual(srv.call("document/content", {"documentId": doc})["content"], replaced)
+        srv.call("document/undo", {"documentId": doc})
+        # what the edits took is given back a second after the last of them
+        time.sleep(2.0)
+        after = rss(srv.p.pid)
+        if not SANITIZED:  # a sanitizer's shadow and quarantine are no measure of ours
+            self.assertLess(after - opened, 2 * len(text),
+                            "the server holds %.1f MB more than with the file just open (%.1f MB)"
+                            % ((after - opened) / 1e6, len(text) / 1e6))
+        err = srv.close()
+        self.assertNotIn("Sanitizer", err)
 
     def test_replace_with_query_searches_the_text_in_place(self):
         # a 32 MB file, a match every 16 lines: the search reads the text where
