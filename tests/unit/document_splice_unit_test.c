@@ -225,15 +225,17 @@ static void place_others(document *doc)
     document__cursors_normalize(set, length);
 }
 
-static void assert_same_cursors(document *a, document *b)
+static void assert_same_cursors_of(document *a, document *b, uint64_t owner)
 {
-    const doc_cursor_set *x = document__cursors_of(a, 7), *y = document__cursors_of(b, 7);
+    const doc_cursor_set *x = document__cursors_of(a, owner), *y = document__cursors_of(b, owner);
     assert_int_equal(x->count, y->count);
     for (size_t i = 0; i < x->count; i++) {
         assert_int_equal(x->items[i].anchor, y->items[i].anchor);
         assert_int_equal(x->items[i].active, y->items[i].active);
     }
 }
+
+static void assert_same_cursors(document *a, document *b) { assert_same_cursors_of(a, b, 7); }
 
 /* ----- tests ------------------------------------------------------------------------- */
 
@@ -330,11 +332,73 @@ static void test_splice_dropped_by_the_history_at_once(void **state)
     free(text);
 }
 
+/* Typing at thousands of cursors: each keystroke is a splice, and quick
+ * keystrokes still join one undo step, which undo takes back whole. */
+static void test_typing_at_many_cursors(void **state)
+{
+    fx *f = *state;
+    enum { CURSORS = 2000 };
+    buf b = BUF_INIT;
+    for (int i = 0; i < CURSORS; i++)
+        buf_append(&b, "abc\n", 4);
+    buf_append(&b, "", 1);
+    char *text = buf_detach(&b);
+    char by_edit[64], by_splice[64];
+    open_text(f, "untitled:typed-by-edit", text, by_edit);
+    open_text(f, "untitled:typed-by-splice", text, by_splice);
+    document *docs[2] = {document__find(f->svc, by_edit, NULL), document__find(f->svc, by_splice, NULL)};
+    for (int d = 0; d < 2; d++) {
+        doc_cursor_set *set = document__cursors_of(docs[d], 1);
+        document__cursors_reset(set, 0, 0);
+        for (size_t i = 1; i < CURSORS; i++)
+            document__cursors_push(set, 4 * i, 4 * i, DOC_NO_DESIRED);
+        place_others(docs[d]);
+    }
+    recorder r[2] = {{0}, {0}};
+    const char *ids[2] = {by_edit, by_splice};
+    for (int d = 0; d < 2; d++) {
+        f->svc->splice_min_edits = d == 0 ? SIZE_MAX : DOC_SPLICE_MIN_EDITS;
+        assert_int_equal(document_subscribe(f->svc, &rec_listener, &r[d]), 0);
+        assert_int_equal(document_type(f->svc, ids[d], 1, "x", 1, 0, NULL, NULL), 0);
+        assert_int_equal(document_type(f->svc, ids[d], 1, "\xc3\xa9", 2, 0, NULL, NULL), 0);
+        document_unsubscribe(f->svc, &rec_listener, &r[d]);
+    }
+    assert_same_events(&r[0], &r[1]);
+    assert_same_cursors_of(docs[0], docs[1], 1);
+    assert_same_cursors(docs[0], docs[1]);
+    char *got = text_of(f, by_splice);
+    assert_int_equal(strlen(got), (size_t)CURSORS * 7);
+    assert_memory_equal(got, "x\xc3\xa9" "abc\nx\xc3\xa9" "abc\n", 14);
+    free(got);
+    assert_true(piece_tree_piece_count(docs[1]->tree) < 16); /* rebuilt, not cut at every cursor */
+    assert_true(piece_tree_piece_count(docs[0]->tree) > CURSORS);
+    assert_int_equal(docs[1]->history.count, 1); /* the two keystrokes are one step */
+    for (int d = 0; d < 2; d++) {
+        rec_clear(&r[d]);
+        assert_int_equal(document_subscribe(f->svc, &rec_listener, &r[d]), 0);
+        assert_int_equal(document_undo(f->svc, ids[d], 1, NULL, NULL), 0);
+        document_unsubscribe(f->svc, &rec_listener, &r[d]);
+    }
+    assert_same_events(&r[0], &r[1]);
+    assert_same_cursors_of(docs[0], docs[1], 1);
+    assert_same_cursors(docs[0], docs[1]);
+    got = text_of(f, by_splice);
+    assert_string_equal(got, text);
+    free(got);
+    bool can_undo, can_redo;
+    assert_int_equal(document_history(f->svc, by_splice, &can_undo, &can_redo, NULL), 0);
+    assert_false(can_undo);
+    rec_free(&r[0]);
+    rec_free(&r[1]);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_splice_sends_what_edit_by_edit_sends, setup, teardown),
         cmocka_unit_test_setup_teardown(test_splice_dropped_by_the_history_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_typing_at_many_cursors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
