@@ -1,6 +1,9 @@
 /* ecpd: the command line. Everything else lives in the server object. */
 #include <errno.h>
 #include <fcntl.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,8 +204,23 @@ static bool parse_level(const char *s, ecp_log_level *out)
     return false;
 }
 
+/* glibc raises the size from which it maps a block on its own as big
+ * blocks come and go (up to 32 MiB), and with it the free space a heap
+ * keeps at its top: after one huge request (a replace-all of 670,000
+ * edits: its message, its parse on a pool thread, its notification) tens
+ * of megabytes stayed in each thread's heap for good, more than the
+ * document itself. A fixed threshold maps every block of a megabyte or
+ * more on its own, given back as soon as it is freed. */
+static void allocator_setup(void)
+{
+#if defined(__GLIBC__)
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+}
+
 int main(int argc, char **argv)
 {
+    allocator_setup();
     server_options options = {.log_level = ECP_LOG_WARN};
     const char *socket_path = NULL, *log_path = NULL;
     bool use_socket = false, eca = false, acp = false, print_socket_path = false, daemon = false;

@@ -1,5 +1,6 @@
 /* adapter_text.c: the document methods that read and change the text
  * (content, lines, viewport, edits, setContent, history, positions). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -507,9 +508,13 @@ void doc_method_edit(void *ctx, ecp_call *call)
         const char *name = doc_adapter_list_item(call, "edits", i, e);
         if (!name)
             return;
+        /* the readers use a field's name only while they run: a replace-all
+         * of 670,000 edits does not keep 1.3 million of them in the arena */
+        char range_name[64], text_name[64];
+        snprintf(range_name, sizeof range_name, "%s.range", name);
+        snprintf(text_name, sizeof text_name, "%s.text", name);
         ecp_str text;
-        if (!doc_adapter_arg_range(call, e, arena_sprintf(a, "%s.range", name), &list[i].range) ||
-            !ecp_arg_string(call, e, arena_sprintf(a, "%s.text", name), &text))
+        if (!doc_adapter_arg_range(call, e, range_name, &list[i].range) || !ecp_arg_string(call, e, text_name, &text))
             return;
         list[i].text = text.ptr;
         list[i].len = text.len;

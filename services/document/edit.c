@@ -32,6 +32,43 @@
  * calls on a large document would otherwise keep every version). */
 #define WHOLE_TEXT_MIN (64u << 10)
 
+/* ----- splices ------------------------------------------------------------------ */
+
+/* One replacement of a splice: `gap` unchanged bytes since the end of the
+ * one before (since the start of the text for the first), then old_len
+ * bytes replaced by new_len. The unchanged bytes are the same on both
+ * sides, so the spans read either way: forward (old bytes become new) or
+ * back. Splices are made only for texts under 4 GiB. */
+typedef struct doc_splice_span {
+    uint32_t gap;
+    uint32_t old_len;
+    uint32_t new_len;
+} doc_splice_span;
+
+struct doc_splice {
+    size_t count;
+    doc_splice_span *spans; /* in document order */
+    char *olds;             /* every span's old bytes, in order */
+    size_t olds_len;
+    char *news;             /* and its new ones */
+    size_t news_len;
+};
+
+static void splice_free(struct doc_splice *sp)
+{
+    if (!sp)
+        return;
+    free(sp->spans);
+    free(sp->olds);
+    free(sp->news);
+    free(sp);
+}
+
+static size_t splice_bytes(const struct doc_splice *sp)
+{
+    return sizeof *sp + sp->count * sizeof *sp->spans + sp->olds_len + sp->news_len;
+}
+
 /* ----- history ----------------------------------------------------------------- */
 
 void document__history_init(doc_history *h, uint64_t base_id)
@@ -47,6 +84,7 @@ static void step_free(doc_undo_step *s)
         free(s->changes[i].inserted);
         piece_tree_free(s->changes[i].other);
         free(s->changes[i].measures);
+        splice_free(s->changes[i].splice);
     }
     free(s->changes);
     document__cursors_free(&s->before);
@@ -67,8 +105,9 @@ static size_t changes_bytes(const doc_undo_change *c, size_t n)
 {
     size_t bytes = n * sizeof *c;
     for (size_t i = 0; i < n; i++) /* a kept tree holds one of the two texts, and its pieces */
-        bytes += c[i].other ? piece_tree_length(c[i].other) + piece_tree_piece_count(c[i].other) * 16
-                            : c[i].deleted_len + c[i].inserted_len;
+        bytes += c[i].splice  ? splice_bytes(c[i].splice)
+                 : c[i].other ? piece_tree_length(c[i].other) + piece_tree_piece_count(c[i].other) * 16
+                              : c[i].deleted_len + c[i].inserted_len;
     return bytes;
 }
 
@@ -146,6 +185,11 @@ typedef struct prim {
      * the deletion spans, measured ahead. */
     piece_tree **swap;
     const doc_whole_measure *measure;
+    /* Many replacements at once: the splice, read forward (its old bytes
+     * become its new ones) or back. offset is where its first one starts;
+     * del and ins are unused. */
+    const struct doc_splice *splice;
+    bool back;
 } prim;
 
 /* Units of [from, from + len) of the tree in the encodings that change events
@@ -258,9 +302,121 @@ static void describe(const document *doc, const prim *p, document_change *c)
     set_columns(&c->end, units_of_in_use(doc, last_nl + 1, p->del_len - tail_off));
 }
 
+/* The splice's replacements as change events, in the coordinates of the
+ * text before the step (the old one), on the tree that holds it now:
+ * forward from the last to the first (the order a multi-edit applies its
+ * edits), back from the first to the last (the order undo takes them
+ * back), so that the events are the ones the edits made one by one would
+ * send. */
+static void splice_describe(const document *doc, const struct doc_splice *sp, bool back, document_change *events)
+{
+    size_t at = 0;
+    const char *old = sp->olds, *new = sp->news;
+    for (size_t k = 0; k < sp->count; k++) {
+        const doc_splice_span *s = &sp->spans[k];
+        at += s->gap;
+        prim one = back ? (prim){.offset = at, .del = new, .del_len = s->new_len, .ins = old, .ins_len = s->old_len}
+                        : (prim){.offset = at, .del = old, .del_len = s->old_len, .ins = new, .ins_len = s->new_len};
+        describe(doc, &one, &events[back ? k : sp->count - 1 - k]);
+        at += s->old_len;
+        old += s->old_len;
+        new += s->new_len;
+    }
+}
+
+/* The text of tree with the splice applied, as a new tree over one buffer.
+ * NULL when out of memory. */
+static piece_tree *splice_build(const piece_tree *tree, const struct doc_splice *sp, bool back)
+{
+    size_t length = piece_tree_length(tree);
+    size_t out_len = back ? length - sp->news_len + sp->olds_len : length - sp->olds_len + sp->news_len;
+    char *out = malloc(out_len + 1);
+    if (!out)
+        return NULL;
+    const char *flat = piece_tree_flat(tree), *put = back ? sp->olds : sp->news;
+    size_t at = 0, w = 0;
+    for (size_t k = 0; k <= sp->count; k++) {
+        /* the unchanged bytes before span k, or after the last one */
+        size_t keep = k < sp->count ? sp->spans[k].gap : length - at;
+        if (flat)
+            memcpy(out + w, flat + at, keep);
+        else if (keep)
+            piece_tree_copy(tree, at, keep, out + w);
+        at += keep;
+        w += keep;
+        if (k == sp->count)
+            break;
+        const doc_splice_span *s = &sp->spans[k];
+        size_t take = back ? s->new_len : s->old_len, give = back ? s->old_len : s->new_len;
+        memcpy(out + w, put, give);
+        put += give;
+        w += give;
+        at += take;
+    }
+    out[out_len] = '\0';
+    piece_tree *built = piece_tree_new_owning(out, out_len);
+    if (!built)
+        free(out);
+    return built;
+}
+
+/* Applies a splice prim and, when events is not NULL, describes it there
+ * (splice_describe), on the text before it when forward and on the text
+ * after it when back: both are in the old text's coordinates. The old tree
+ * is freed, not kept: the step holds what undoing needs. On failure the
+ * text is as it was. */
+static int splice_run(document *doc, const prim *p, document_change *events)
+{
+    if (events && !p->back)
+        splice_describe(doc, p->splice, false, events);
+    piece_tree *built = splice_build(doc->tree, p->splice, p->back);
+    if (!built)
+        return -1;
+    piece_tree_free(doc->tree);
+    doc->tree = built;
+    document__checkpoints_invalidate(doc, p->offset);
+    document__columns_clear(doc->columns);
+    if (events && p->back)
+        splice_describe(doc, p->splice, true, events);
+    return 0;
+}
+
+/* Moves the cursors of set as the replacements of p moved the text, in the
+ * order they were made. */
+static void shift_cursors(doc_cursor_set *set, const prim *p)
+{
+    if (!p->splice) {
+        document__cursors_shift(set, p->offset, p->del_len, p->ins_len);
+        return;
+    }
+    const struct doc_splice *sp = p->splice;
+    if (p->back) { /* from the first, each at its place in the old text */
+        size_t at = 0;
+        for (size_t k = 0; k < sp->count; k++) {
+            at += sp->spans[k].gap;
+            document__cursors_shift(set, at, sp->spans[k].new_len, sp->spans[k].old_len);
+            at += sp->spans[k].old_len;
+        }
+        return;
+    }
+    size_t end = 0; /* from the last: where the last one ends, then each one's end */
+    for (size_t k = 0; k < sp->count; k++)
+        end += sp->spans[k].gap + sp->spans[k].old_len;
+    for (size_t k = sp->count; k-- > 0;) {
+        size_t at = end - sp->spans[k].old_len;
+        document__cursors_shift(set, at, sp->spans[k].old_len, sp->spans[k].new_len);
+        end = at - sp->spans[k].gap;
+    }
+}
+
+/* The number of change events p makes. */
+static size_t events_of(const prim *p) { return p->splice ? p->splice->count : 1; }
+
 /* On failure the text is as it was. */
 static int replace(document *doc, const prim *p)
 {
+    if (p->splice)
+        return splice_run(doc, p, NULL);
     if (p->swap) {
         piece_tree *now = doc->tree;
         doc->tree = *p->swap;
@@ -287,15 +443,22 @@ static int replace(document *doc, const prim *p)
 /* The replacement that takes p back. */
 static prim inverse(const prim *p)
 {
-    return (prim){p->offset, p->ins, p->ins_len, p->del, p->del_len, p->swap, NULL};
+    return (prim){p->offset, p->ins, p->ins_len, p->del, p->del_len, p->swap, NULL, p->splice, !p->back};
 }
 
-/* Applies p[0..n) in order, describing each into events. All or nothing. */
+/* Applies p[0..n) in order, describing each into events (events_of(p[i])
+ * each). All or nothing. */
 static int run(document *doc, const prim *p, size_t n, document_change *events, ecp_error *err)
 {
-    for (size_t i = 0; i < n; i++) {
-        describe(doc, &p[i], &events[i]);
-        if (replace(doc, &p[i]) != 0) {
+    for (size_t i = 0, e = 0; i < n; e += events_of(&p[i]), i++) {
+        int rc;
+        if (p[i].splice) {
+            rc = splice_run(doc, &p[i], &events[e]);
+        } else {
+            describe(doc, &p[i], &events[e]);
+            rc = replace(doc, &p[i]);
+        }
+        if (rc != 0) {
             while (i-- > 0) {
                 prim back = inverse(&p[i]);
                 if (replace(doc, &back) != 0)
@@ -318,8 +481,11 @@ static bool is_keystroke(const doc_edit *e)
     return k == e->len && !(cp == 0xFFFD && k == 1 && (unsigned char)e->text[0] >= 0x80);
 }
 
+/* changes[0, nchanges) made edits[0, count) (one change per edit, or one
+ * for them all). */
 static void history_push(document_service *svc, document *doc, uint64_t owner, doc_undo_change *changes,
-                         size_t count, doc_cursor_set *before, const doc_edit *edits, bool group, size_t *ends)
+                         size_t nchanges, size_t count, doc_cursor_set *before, const doc_edit *edits, bool group,
+                         size_t *ends)
 {
     doc_history *h = &doc->history;
     for (size_t i = h->applied; i < h->count; i++) {
@@ -344,14 +510,14 @@ static void history_push(document_service *svc, document *doc, uint64_t owner, d
         }
     }
     if (join) {
-        size_t was = top->bytes, added = changes_bytes(changes, count);
+        size_t was = top->bytes, added = changes_bytes(changes, nchanges);
         size_t replaced = cursors_bytes(&top->after) + top->count_ends * sizeof(size_t);
-        if (top->count + count > top->cap) {
-            top->cap = (top->count + count) * 2;
+        if (top->count + nchanges > top->cap) {
+            top->cap = (top->count + nchanges) * 2;
             top->changes = xrealloc(top->changes, top->cap * sizeof *top->changes);
         }
-        memcpy(top->changes + top->count, changes, count * sizeof *changes);
-        top->count += count;
+        memcpy(top->changes + top->count, changes, nchanges * sizeof *changes);
+        top->count += nchanges;
         free(changes);
         document__cursors_free(before);
         document__cursors_free(&top->after);
@@ -381,7 +547,7 @@ static void history_push(document_service *svc, document *doc, uint64_t owner, d
         memset(s, 0, sizeof *s);
         s->id = document__new_state_id(svc);
         s->changes = changes;
-        s->count = s->cap = count;
+        s->count = s->cap = nchanges;
         s->before = *before;
         s->owner = owner;
         document__cursors_copy(&s->after, mine);
@@ -389,13 +555,62 @@ static void history_push(document_service *svc, document *doc, uint64_t owner, d
         s->typing_ends = ends;
         s->count_ends = typing ? count : 0;
         s->last_ns = now;
-        s->bytes = sizeof *s + changes_bytes(changes, count) + cursors_bytes(&s->before) + cursors_bytes(&s->after) +
+        s->bytes = sizeof *s + changes_bytes(changes, nchanges) + cursors_bytes(&s->before) + cursors_bytes(&s->after) +
                    s->count_ends * sizeof(size_t);
         h->bytes += s->bytes;
         h->applied = h->count;
     }
     h->fresh = true;
     document__history_trim(svc, doc);
+}
+
+/* Whether edits (sorted, in the text of tree) are made as a splice: see
+ * DOC_SPLICE_MIN_EDITS. */
+static bool splice_suits(const document_service *svc, const piece_tree *tree, const doc_edit *edits, size_t count)
+{
+    size_t length = piece_tree_length(tree);
+    if (count < svc->splice_min_edits || length > UINT32_MAX || length / count > DOC_SPLICE_SPACING)
+        return false;
+    for (size_t k = 0; k < count; k++)
+        if (edits[k].len > UINT32_MAX)
+            return false;
+    return true;
+}
+
+/* The splice that makes edits (sorted, not overlapping, in the text of
+ * tree), with copies of the bytes they replace and of their texts. NULL
+ * when out of memory. */
+static struct doc_splice *splice_new(const piece_tree *tree, const doc_edit *edits, size_t count)
+{
+    struct doc_splice *sp = calloc(1, sizeof *sp);
+    if (!sp)
+        return NULL;
+    for (size_t k = 0; k < count; k++) {
+        sp->olds_len += edits[k].end - edits[k].start;
+        sp->news_len += edits[k].len;
+    }
+    sp->count = count;
+    sp->spans = malloc(count * sizeof *sp->spans);
+    sp->olds = malloc(sp->olds_len ? sp->olds_len : 1);
+    sp->news = malloc(sp->news_len ? sp->news_len : 1);
+    if (!sp->spans || !sp->olds || !sp->news) {
+        splice_free(sp);
+        return NULL;
+    }
+    size_t prev_end = 0, o = 0, n = 0;
+    for (size_t k = 0; k < count; k++) {
+        const doc_edit *e = &edits[k];
+        size_t old_len = e->end - e->start;
+        sp->spans[k] = (doc_splice_span){(uint32_t)(e->start - prev_end), (uint32_t)old_len, (uint32_t)e->len};
+        if (old_len)
+            piece_tree_copy(tree, e->start, old_len, sp->olds + o);
+        if (e->len)
+            memcpy(sp->news + n, e->text, e->len);
+        o += old_len;
+        n += e->len;
+        prev_end = e->end;
+    }
+    return sp;
 }
 
 /* document__apply, where `whole` (taken over, also on failure), when not
@@ -406,8 +621,10 @@ static int apply_with(document_service *svc, document *doc, uint64_t owner, doc_
                       doc_cursor_policy policy, piece_tree *whole, const doc_whole_measure *measure, ecp_error *err)
 {
     int rc = 0;
-    doc_undo_change *undo = calloc(count, sizeof *undo);
-    prim *prims = calloc(count, sizeof *prims);
+    bool splice = !whole && splice_suits(svc, doc->tree, edits, count);
+    size_t nchanges = splice ? 1 : count; /* undo records, each one prim */
+    doc_undo_change *undo = calloc(nchanges, sizeof *undo);
+    prim *prims = calloc(nchanges, sizeof *prims);
     document_change *events = calloc(count, sizeof *events);
     size_t *ends = NULL;
     doc_cursor_set before = {0};
@@ -416,13 +633,21 @@ static int apply_with(document_service *svc, document *doc, uint64_t owner, doc_
         rc = ecp_error_set(err, ECP_ENOMEM, "Out of memory while editing the document");
         goto done;
     }
+    if (splice) {
+        if (!(undo[0].splice = splice_new(doc->tree, edits, count))) {
+            rc = ecp_error_set(err, ECP_ENOMEM, "Out of memory: cannot keep %zu edits for undo", count);
+            goto done;
+        }
+        undo[0].offset = edits[0].start;
+        prims[0] = (prim){.offset = edits[0].start, .splice = undo[0].splice};
+    }
     if (whole) {
         undo[0] = (doc_undo_change){.deleted_len = edits[0].end, .inserted_len = edits[0].len, .other = whole};
-        prims[0] = (prim){0, NULL, edits[0].end, edits[0].text, edits[0].len, &undo[0].other, measure};
+        prims[0] = (prim){0, NULL, edits[0].end, edits[0].text, edits[0].len, &undo[0].other, measure, NULL, false};
     }
     /* Applied from the last edit to the first: undo[a] and prims[a] are in
      * application order. */
-    for (size_t a = 0; a < count && !whole; a++) {
+    for (size_t a = 0; a < count && !whole && !splice; a++) {
         const doc_edit *e = &edits[count - 1 - a];
         doc_undo_change *u = &undo[a];
         u->offset = e->start;
@@ -440,7 +665,7 @@ static int apply_with(document_service *svc, document *doc, uint64_t owner, doc_
             piece_tree_copy(doc->tree, e->start, u->deleted_len, u->deleted);
         if (e->len)
             memcpy(u->inserted, e->text, e->len);
-        prims[a] = (prim){u->offset, u->deleted, u->deleted_len, e->text, e->len, NULL, NULL};
+        prims[a] = (prim){u->offset, u->deleted, u->deleted_len, e->text, e->len, NULL, NULL, NULL, false};
     }
     bool typing = true;
     for (size_t k = 0; k < count && typing; k++)
@@ -450,9 +675,13 @@ static int apply_with(document_service *svc, document *doc, uint64_t owner, doc_
 
     doc_cursor_set *mine = document__cursors_of(doc, owner);
     document__cursors_copy(&before, mine);
-    rc = run(doc, prims, count, events, err);
+    rc = run(doc, prims, nchanges, events, err);
     if (rc != 0)
         goto done;
+    /* the texts the events show are the caller's, as for single edits: the
+     * step (and the copy it holds) may be trimmed before they are sent */
+    for (size_t k = 0; splice && k < count; k++)
+        events[count - 1 - k].text = edits[k].text;
     if (whole) {
         /* what the new text spans holds whatever happened meanwhile: it is the tree put in place */
         bool came = measure && measure->came_known;
@@ -461,8 +690,8 @@ static int apply_with(document_service *svc, document *doc, uint64_t owner, doc_
     }
     /* every client's cursors follow the text; a reload keeps them all where they were */
     for (size_t p = 0; p < doc->party_count && policy != DOC_CURSORS_KEEP; p++)
-        for (size_t a = 0; a < count; a++)
-            document__cursors_shift(&doc->parties[p]->cursors, prims[a].offset, prims[a].del_len, prims[a].ins_len);
+        for (size_t a = 0; a < nchanges; a++)
+            shift_cursors(&doc->parties[p]->cursors, &prims[a]);
 
     /* Where each edit's text ends once all of them are in. */
     size_t delta_add = 0, delta_sub = 0;
@@ -483,18 +712,19 @@ static int apply_with(document_service *svc, document *doc, uint64_t owner, doc_
     for (size_t p = 0; p < doc->party_count; p++)
         document__cursors_normalize(&doc->parties[p]->cursors, length);
     doc->version++;
-    history_push(svc, doc, owner, undo, count, &before, edits, group, ends);
+    history_push(svc, doc, owner, undo, nchanges, count, &before, edits, group, ends);
     undo = NULL;
     ends = NULL;
     before.items = NULL;
     document__emit_change(svc, doc, events, count);
 done:
     if (undo) {
-        for (size_t a = 0; a < count; a++) {
+        for (size_t a = 0; a < nchanges; a++) {
             free(undo[a].deleted);
             free(undo[a].inserted);
             piece_tree_free(undo[a].other);
             free(undo[a].measures);
+            splice_free(undo[a].splice);
         }
         free(undo);
     }
@@ -574,8 +804,11 @@ int document__undo(document_service *svc, document *doc, uint64_t owner, bool re
     if (redo ? h->applied == h->count : h->applied == 0)
         return ECP_ESTATE;
     doc_undo_step *s = redo ? &h->steps[h->applied] : &h->steps[h->applied - 1];
+    size_t nevents = 0;
+    for (size_t i = 0; i < s->count; i++)
+        nevents += s->changes[i].splice ? s->changes[i].splice->count : 1;
     prim *prims = xmalloc(s->count * sizeof *prims);
-    document_change *events = xmalloc(s->count * sizeof *events);
+    document_change *events = xmalloc(nevents * sizeof *events);
     /* The event needs the text that a kept tree puts back as one run of
      * bytes: the tree's own when it was never edited, else a copy. */
     char **flats = xcalloc(s->count, sizeof *flats);
@@ -583,6 +816,10 @@ int document__undo(document_service *svc, document *doc, uint64_t owner, bool re
     doc_whole_measure *known = xcalloc(s->count, sizeof *known);
     for (size_t i = 0; i < s->count; i++) {
         doc_undo_change *c = redo ? &s->changes[i] : &s->changes[s->count - 1 - i];
+        if (c->splice) {
+            prims[i] = (prim){.offset = c->offset, .splice = c->splice, .back = !redo};
+            continue;
+        }
         if (c->other) {
             const char *flat = piece_tree_flat(c->other);
             if (!flat) {
@@ -601,17 +838,19 @@ int document__undo(document_service *svc, document *doc, uint64_t owner, bool re
                                                 .tail = c->measures[0].tail};
                 m = &known[i];
             }
-            prims[i] = (prim){0, NULL, was, flat, becomes, &c->other, m};
+            prims[i] = (prim){0, NULL, was, flat, becomes, &c->other, m, NULL, false};
             continue;
         }
-        prims[i] = redo ? (prim){c->offset, c->deleted, c->deleted_len, c->inserted, c->inserted_len, NULL, NULL}
-                        : (prim){c->offset, c->inserted, c->inserted_len, c->deleted, c->deleted_len, NULL, NULL};
+        prims[i] = redo ? (prim){.offset = c->offset, .del = c->deleted, .del_len = c->deleted_len,
+                                 .ins = c->inserted, .ins_len = c->inserted_len}
+                        : (prim){.offset = c->offset, .del = c->inserted, .del_len = c->inserted_len,
+                                 .ins = c->deleted, .ins_len = c->deleted_len};
     }
     int rc = run(doc, prims, s->count, events, NULL);
-    for (size_t i = 0; rc == 0 && i < s->count; i++) {
+    for (size_t i = 0, e = 0; rc == 0 && i < s->count; e += events_of(&prims[i]), i++) {
         doc_undo_change *c = redo ? &s->changes[i] : &s->changes[s->count - 1 - i];
         if (c->other) /* the trees changed places: so do their measures */
-            swap_measured(doc, c, &events[i], c->measures ? c->measures[1] : (doc_swap_measure){0});
+            swap_measured(doc, c, &events[e], c->measures ? c->measures[1] : (doc_swap_measure){0});
     }
     if (rc == 0) {
         /* the caller's cursors go back to where the step's author had them;
@@ -619,8 +858,7 @@ int document__undo(document_service *svc, document *doc, uint64_t owner, bool re
         doc_cursor_set *mine = document__cursors_of(doc, owner);
         for (size_t p = 0; p < doc->party_count; p++)
             for (size_t i = 0; i < s->count && &doc->parties[p]->cursors != mine; i++)
-                document__cursors_shift(&doc->parties[p]->cursors, prims[i].offset, prims[i].del_len,
-                                        prims[i].ins_len);
+                shift_cursors(&doc->parties[p]->cursors, &prims[i]);
         document__cursors_free(mine);
         document__cursors_copy(mine, redo ? &s->after : &s->before);
         for (size_t p = 0; p < doc->party_count; p++)
@@ -628,7 +866,7 @@ int document__undo(document_service *svc, document *doc, uint64_t owner, bool re
         h->applied += redo ? 1 : -1;
         h->fresh = false;
         doc->version++;
-        document__emit_change(svc, doc, events, s->count);
+        document__emit_change(svc, doc, events, nevents);
     }
     for (size_t i = 0; i < s->count; i++)
         free(flats[i]);

@@ -439,10 +439,18 @@ int document_replace_matches(document_service *self, const char *document_id, ui
     pcre2_code *re;
     if ((rc = compile(o, &re, err)) != 0)
         return rc;
+    /* The text as one run: the tree's own when it holds it so (a document
+     * just read, or rebuilt by a replace-all), else a copy, which goes
+     * before the replacements are made: they keep their own texts. */
     size_t len = piece_tree_length(doc->tree);
-    char *text = xmalloc(len + 1);
-    piece_tree_copy(doc->tree, 0, len, text);
-    text[len] = '\0';
+    const char *text = piece_tree_flat(doc->tree);
+    char *copy = NULL;
+    if (!text) {
+        copy = xmalloc(len + 1);
+        piece_tree_copy(doc->tree, 0, len, copy);
+        copy[len] = '\0';
+        text = copy;
+    }
     const doc_cursor *primary = &document__cursors_of(doc, owner)->items[0];
     replacing r = {
         .text = text,
@@ -464,6 +472,7 @@ int document_replace_matches(document_service *self, const char *document_id, ui
                            DOC_MAX_INSERT_BYTES >> 20);
     if (rc == 0 && r.overflow)
         rc = ecp_error_set(err, ECP_EINVAL, "query: more than %zu matches to replace", (size_t)DOCUMENT_FIND_TOTAL_MAX);
+    free(copy);
     if (rc == 0 && r.count) {
         doc_edit *edits = xmalloc(r.count * sizeof *edits);
         for (size_t i = 0; i < r.count; i++)
@@ -480,7 +489,6 @@ int document_replace_matches(document_service *self, const char *document_id, ui
     buf_free(&r.texts);
     free(r.edits);
     free(r.text_at);
-    free(text);
     pcre2_code_free(re);
     return rc;
 }

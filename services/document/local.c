@@ -354,6 +354,7 @@ document_service *document_service_new(ecp_pool *pool, ecp_logger *log)
     svc->by_key = ecp_map_new();
     svc->undo_max_bytes = DOCUMENT_UNDO_MAX_BYTES;
     svc->undo_max_steps = DOCUMENT_UNDO_MAX_STEPS;
+    svc->splice_min_edits = DOC_SPLICE_MIN_EDITS;
     svc->encodings = DOCUMENT_ENCODINGS_ALL;
     if (getrandom(&svc->rng, sizeof svc->rng, GRND_NONBLOCK) != sizeof svc->rng)
         svc->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)svc;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""B15: lookups by id among many open documents.
+"""B19: lookups by id among many open documents.
 
 usage: bench_lookup.py ECPD [--documents N]
 
@@ -8,7 +8,7 @@ own untitled: uri), then asks document/info for each. Requests go out in
 batches of 500 without waiting, so the figures are the server's work rather
 than round trips. Prints one line:
 
-  B15 documents=N open_s=... info_s=... info_per_s=...
+  B19 documents=N open_s=... info_s=... info_per_s=...
 
 There is no comparator: the figure to watch is how info_per_s holds up as N
 grows (a lookup that walks every document falls as 1/N).
@@ -52,7 +52,7 @@ class Conn:
 def main():
     ecpd = os.path.abspath(sys.argv[1])
     count = int(sys.argv[sys.argv.index("--documents") + 1]) if "--documents" in sys.argv else 10000
-    tmp = tempfile.mkdtemp(prefix="ecpd-b15-")
+    tmp = tempfile.mkdtemp(prefix="ecpd-b19-")
     path = os.path.join(tmp, "run", "ecpd.sock")
     srv = subprocess.Popen([ecpd, "--socket", path, "--data-dir", os.path.join(tmp, "data")],
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -70,7 +70,7 @@ def main():
         ids = []
         start = time.time()
         for first in range(0, count, BATCH):
-            calls = [("document/open", {"uri": "untitled:b15-%d" % d, "content": "line %d\n" % d})
+            calls = [("document/open", {"uri": "untitled:b19-%d" % d, "content": "line %d\n" % d})
                      for d in range(first, min(count, first + BATCH))]
             ids += [r["result"]["documentId"] for r in c.batch(calls)]
         open_s = time.time() - start
@@ -80,7 +80,7 @@ def main():
             for r in c.batch([("document/info", {"documentId": d}) for d in ids[first:first + BATCH]]):
                 errors += "error" in r
         info_s = time.time() - start
-        print("B15 documents=%d errors=%d open_s=%.2f info_s=%.2f info_per_s=%.0f"
+        print("B19 documents=%d errors=%d open_s=%.2f info_s=%.2f info_per_s=%.0f"
               % (count, errors, open_s, info_s, count / info_s))
         c.s.close()
     finally:

@@ -33,13 +33,14 @@ b=build-bench
   if [ -z "$selected" ] || want B12; then /usr/bin/python3 tests/bench/bench_agent.py "$b/server/ecpd"; fi
   if [ -z "$selected" ] || want B13; then "$b/services/file/bench_grep"; fi
   if [ -z "$selected" ] || want B14; then /usr/bin/python3 tests/bench/bench_tui.py "$b/clients/tui/ecp-tui"; fi
-  if [ -z "$selected" ] || want B15; then /usr/bin/python3 tests/bench/bench_lookup.py "$b/server/ecpd"; fi
+  if [ -z "$selected" ] || want B15; then /usr/bin/python3 tests/bench/bench_memory.py "$b/server/ecpd"; fi
   if [ -z "$selected" ] || want B16; then sh tests/bench/bench_start.sh "$b/server/ecpd"; fi
   if [ -z "$selected" ] || want B17; then
     ECPD="$b/server/ecpd" ECP_WEB="$b/clients/web/ecp-web" ECP_WEB_STATIC="$b/clients/web/static" \
       node tests/bench/web_keystroke.js
   fi
   if [ -z "$selected" ] || want B18; then "$b/tests/bench/bench_map"; fi
+  if [ -z "$selected" ] || want B19; then /usr/bin/python3 tests/bench/bench_lookup.py "$b/server/ecpd"; fi
   if [ -z "$selected" ] || want F1; then /usr/bin/python3 tests/bench/bench_flow.py "$b/server/ecpd"; fi
 } | tee "$out"
 
