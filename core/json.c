@@ -744,6 +744,35 @@ json_ref json_get(const json_doc *self, json_ref object, const char *key)
     return JSON_NO_REF;
 }
 
+void json_get_members(const json_doc *self, json_ref object, const char *const *names, const size_t *name_lens,
+                      size_t count, json_ref *out)
+{
+    for (size_t i = 0; i < count; i++)
+        out[i] = JSON_NO_REF;
+    if (json_type_of(self, object) != JSON_OBJECT)
+        return;
+    const jsmntok_t *t = TOKENS(self);
+    int keys = t[object].size;
+    json_ref k = object + 1;
+    for (int n = 0; n < keys; n++) {
+        const char *body = self->text + t[k].start;
+        size_t len = (size_t)(t[k].end - t[k].start);
+        bool escaped = memchr(body, '\\', len) != NULL;
+        for (size_t i = 0; i < count; i++) {
+            if (out[i] != JSON_NO_REF)
+                continue;
+            /* a body with escapes is longer than what it decodes to */
+            if (escaped ? len > name_lens[i] && json_string_eq(self, k, names[i])
+                        : len == name_lens[i] && memcmp(body, names[i], len) == 0) {
+                out[i] = k + 1;
+                break;
+            }
+        }
+        if (n + 1 < keys)
+            k = skip_subtree(self, k + 1);
+    }
+}
+
 bool json_bool(const json_doc *self, json_ref ref, bool *out)
 {
     if (json_type_of(self, ref) != JSON_BOOL)
