@@ -727,10 +727,15 @@ json_ref json_get(const json_doc *self, json_ref object, const char *key)
         return JSON_NO_REF;
     size_t key_len = strlen(key);
     bool plain_key = !memchr(key, '\\', key_len);
-    for (json_ref k = json_first(self, object); k != JSON_NO_REF; k = json_next(self, k)) {
-        const jsmntok_t *t = &TOKENS(self)[k];
-        const char *body = self->text + t->start;
-        size_t len = (size_t)(t->end - t->start);
+    const jsmntok_t *t = TOKENS(self);
+    /* the keys are walked over the tokens themselves: each value's subtree
+     * is stepped over once, with no check that the caller's ref is sound
+     * (json_type_of did it) */
+    int keys = t[object].size;
+    json_ref k = object + 1;
+    for (int n = 0; n < keys; n++) {
+        const char *body = self->text + t[k].start;
+        size_t len = (size_t)(t[k].end - t[k].start);
         /* Equal bytes are an equal key unless the key itself holds a
          * backslash; a body with escapes is longer than what it decodes
          * to, so only a longer one needs decoding. */
@@ -740,6 +745,8 @@ json_ref json_get(const json_doc *self, json_ref object, const char *key)
         } else if ((!plain_key || (len > key_len && memchr(body, '\\', len))) && json_string_eq(self, k, key)) {
             return k + 1;
         }
+        if (n + 1 < keys)
+            k = skip_subtree(self, k + 1);
     }
     return JSON_NO_REF;
 }

@@ -1,10 +1,11 @@
 /* json: reading JSON text without copying it.
  *
- * jsmn tokenizes the text into a flat array of tokens (built with
- * JSMN_PARENT_LINKS and JSMN_STRICT, the array grown on demand); this module adds
- * what jsmn leaves out: strict validation of numbers and literals, a nesting
- * limit, typed lookups, and full string unescaping (\uXXXX, surrogate pairs;
- * invalid escapes and lone surrogates are rejected).
+ * The text is read in one pass into a flat array of tokens, jsmn's own
+ * (JSMN_PARENT_LINKS: a member's value has its key as parent), checked as it
+ * goes against RFC 8259: separators, numbers, literals, escapes (invalid ones
+ * and lone surrogates are refused) and a nesting limit. On top come typed
+ * lookups and full string unescaping (\uXXXX, surrogate pairs). jsmn itself
+ * reads only a refused text again, for the words of the complaint.
  *
  * A value is named by a json_ref, the index of its token. JSON_NO_REF stands for
  * "absent" and every lookup accepts it and answers "absent" in turn, so chains
