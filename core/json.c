@@ -18,7 +18,9 @@
 
 #define TOKENS(doc) ((jsmntok_t *)(doc)->tokens)
 
-static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+/* One test of a bit, not four compares: the readers ask this of nearly every byte. */
+#define WS_BITS ((1ull << ' ') | (1ull << '\t') | (1ull << '\n') | (1ull << '\r'))
+static inline bool is_ws(char c) { return (unsigned char)c <= ' ' && (WS_BITS >> (unsigned char)c & 1); }
 
 /* Source extent of a token: jsmn's string tokens exclude their quotes. */
 static int tok_begin(const jsmntok_t *t) { return t->type == JSMN_STRING ? t->start - 1 : t->start; }
@@ -751,6 +753,15 @@ json_ref json_get(const json_doc *self, json_ref object, const char *key)
     return JSON_NO_REF;
 }
 
+/* memcmp for the few bytes of a key, without a call */
+static inline bool same_bytes(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
 void json_get_members(const json_doc *self, json_ref object, const char *const *names, const size_t *name_lens,
                       size_t count, json_ref *out)
 {
@@ -764,13 +775,24 @@ void json_get_members(const json_doc *self, json_ref object, const char *const *
     for (int n = 0; n < keys; n++) {
         const char *body = self->text + t[k].start;
         size_t len = (size_t)(t[k].end - t[k].start);
-        bool escaped = memchr(body, '\\', len) != NULL;
+        int escaped = -1; /* not looked at yet: most keys never need to be */
         for (size_t i = 0; i < count; i++) {
             if (out[i] != JSON_NO_REF)
                 continue;
-            /* a body with escapes is longer than what it decodes to */
-            if (escaped ? len > name_lens[i] && json_string_eq(self, k, names[i])
-                        : len == name_lens[i] && memcmp(body, names[i], len) == 0) {
+            /* Equal bytes are the name (the names hold no backslash); a body
+             * with escapes is longer than what it decodes to, so only a
+             * longer one may still spell it. */
+            bool match;
+            if (len == name_lens[i]) {
+                match = same_bytes(body, names[i], len);
+            } else if (len > name_lens[i]) {
+                if (escaped < 0)
+                    escaped = memchr(body, '\\', len) != NULL;
+                match = escaped && json_string_eq(self, k, names[i]);
+            } else {
+                match = false;
+            }
+            if (match) {
                 out[i] = k + 1;
                 break;
             }

@@ -70,7 +70,7 @@ json_ref json_get(const json_doc *self, json_ref object, const char *key);
 /* Several members of an object found in one pass over its keys: out[i] is
  * the value of names[i] (the first one if repeated, as json_get), or
  * JSON_NO_REF; every out[i] is JSON_NO_REF when object is not an object.
- * name_lens[i] is strlen(names[i]). */
+ * name_lens[i] is strlen(names[i]); no name may hold a backslash. */
 void json_get_members(const json_doc *self, json_ref object, const char *const *names, const size_t *name_lens,
                       size_t count, json_ref *out);
 
