@@ -18,7 +18,9 @@
 
 #define TOKENS(doc) ((jsmntok_t *)(doc)->tokens)
 
-static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+/* One test of a bit, not four compares: the readers ask this of nearly every byte. */
+#define WS_BITS ((1ull << ' ') | (1ull << '\t') | (1ull << '\n') | (1ull << '\r'))
+static inline bool is_ws(char c) { return (unsigned char)c <= ' ' && (WS_BITS >> (unsigned char)c & 1); }
 
 /* Source extent of a token: jsmn's string tokens exclude their quotes. */
 static int tok_begin(const jsmntok_t *t) { return t->type == JSMN_STRING ? t->start - 1 : t->start; }
@@ -294,7 +296,7 @@ static bool too_deep(const char *text, size_t len)
     return false;
 }
 
-int json_doc_parse(json_doc *self, const char *text, size_t len, ecp_error *err)
+int json_doc_parse_reference(json_doc *self, const char *text, size_t len, ecp_error *err)
 {
     memset(self, 0, sizeof *self);
     self->text = text;
@@ -354,6 +356,256 @@ int json_doc_parse(json_doc *self, const char *text, size_t len, ecp_error *err)
     if (status < 0)
         json_doc_free(self);
     return status;
+}
+
+/* ----- the one-pass reader ---------------------------------------------------
+ *
+ * What json_doc_parse_reference does in three passes (the depth count, jsmn,
+ * then validate() over the tokens), done in one: the grammar of RFC 8259 is
+ * followed byte by byte, so every separator, number, literal and escape is
+ * checked where it is met, and the tokens come out exactly as jsmn would make
+ * them (JSMN_PARENT_LINKS: a member's value has its key as parent, a key its
+ * object). It decides only whether the text is valid; a refused text is read
+ * again by the reference reader, whose message is the one the peer gets, so
+ * the words of every complaint stay what they were. */
+
+/* Bytes a string holds as they are: not a quote, a backslash or a control
+ * character. */
+static inline bool plain_string_byte(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\'; }
+
+typedef struct reader {
+    jsmntok_t *tokens;
+    int count, cap;
+} reader;
+
+/* Doubles the token array; false when it cannot grow. Out of the way of the
+ * loop: a small message never gets here. */
+static __attribute__((noinline)) bool grow_tokens(reader *r)
+{
+    if (r->cap > INT_MAX / 2 || (size_t)r->cap * 2 > SIZE_MAX / sizeof(jsmntok_t))
+        return false;
+    r->cap *= 2;
+    r->tokens = xrealloc(r->tokens, sizeof(jsmntok_t) * (size_t)r->cap);
+    return true;
+}
+
+/* A new token under parent, counted in the parent's size as jsmn counts it;
+ * -1 when the array cannot grow. */
+static inline int new_token(reader *r, jsmntype_t type, size_t start, int parent)
+{
+    if (r->count == r->cap && !grow_tokens(r))
+        return -1;
+    jsmntok_t *t = &r->tokens[r->count];
+    t->type = type;
+    t->start = (int)start;
+    t->end = -1;
+    t->size = 0;
+    t->parent = parent;
+    if (parent >= 0)
+        r->tokens[parent].size++;
+    return r->count++;
+}
+
+/* The string whose opening quote is at pos: the offset of its closing quote,
+ * or 0 when it is invalid. Escapes are checked as unescape_to() checks them:
+ * a high surrogate must be followed at once by a low one. */
+static size_t read_string(const unsigned char *s, size_t pos, size_t len)
+{
+    size_t i = pos + 1;
+    for (;;) {
+        while (i < len && plain_string_byte(s[i]))
+            i++;
+        if (i >= len)
+            return 0;
+        if (s[i] == '"')
+            return i;
+        if (s[i] != '\\')
+            return 0; /* a control character */
+        if (++i >= len)
+            return 0;
+        switch (s[i]) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+            i++;
+            continue;
+        case 'u': break;
+        default: return 0;
+        }
+        if (i + 4 >= len)
+            return 0;
+        int u = hex4((const char *)s + i + 1);
+        if (u < 0 || (u >= 0xDC00 && u <= 0xDFFF))
+            return 0;
+        i += 5;
+        if (u >= 0xD800 && u <= 0xDBFF) {
+            if (i + 5 >= len || s[i] != '\\' || s[i + 1] != 'u')
+                return 0;
+            int lo = hex4((const char *)s + i + 2);
+            if (lo < 0xDC00 || lo > 0xDFFF)
+                return 0;
+            i += 6;
+        }
+    }
+}
+
+static size_t skip_digits(const unsigned char *s, size_t pos, size_t len)
+{
+    while (pos < len && s[pos] >= '0' && s[pos] <= '9')
+        pos++;
+    return pos;
+}
+
+/* A number or a literal at pos, as number_ok() and literal_is() accept them:
+ * the offset just past it, or 0 when it is invalid. What follows is checked
+ * by the caller. */
+static size_t read_primitive(const unsigned char *s, size_t pos, size_t len)
+{
+    unsigned char c = s[pos];
+    if (c == 't' || c == 'f' || c == 'n') {
+        const char *lit = c == 't' ? "true" : c == 'f' ? "false" : "null";
+        size_t n = c == 'f' ? 5 : 4;
+        return len - pos >= n && memcmp(s + pos, lit, n) == 0 ? pos + n : 0;
+    }
+    if (c == '-')
+        pos++;
+    if (pos < len && s[pos] == '0') {
+        pos++;
+    } else {
+        size_t digits = pos;
+        if ((pos = skip_digits(s, pos, len)) == digits)
+            return 0;
+    }
+    if (pos < len && s[pos] == '.') {
+        size_t digits = ++pos;
+        if ((pos = skip_digits(s, pos, len)) == digits)
+            return 0;
+    }
+    if (pos < len && (s[pos] == 'e' || s[pos] == 'E')) {
+        pos++;
+        if (pos < len && (s[pos] == '+' || s[pos] == '-'))
+            pos++;
+        size_t digits = pos;
+        if ((pos = skip_digits(s, pos, len)) == digits)
+            return 0;
+    }
+    return pos;
+}
+
+/* Whether text is one valid JSON value; the tokens are in r when it is. The
+ * open containers are kept in a stack bounded by JSON_MAX_DEPTH, so no input
+ * can make the reader recurse or nest further. */
+static bool read_document(reader *r, const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t pos = 0;
+    int open[JSON_MAX_DEPTH];
+    int depth = 0;
+    int parent = -1; /* what the next value belongs to: a key, an array, or nothing */
+    int tok;
+#define SKIP_WS()                                                                                                  \
+    while (pos < len && is_ws((char)s[pos]))                                                                       \
+    pos++
+    SKIP_WS();
+    if (pos >= len)
+        return false;
+    for (;;) {
+        /* a value */
+        if (pos >= len)
+            return false;
+        unsigned char c = s[pos];
+        if (c == '"') {
+            size_t end;
+            if ((tok = new_token(r, JSMN_STRING, pos + 1, parent)) < 0 || !(end = read_string(s, pos, len)))
+                return false;
+            r->tokens[tok].end = (int)end;
+            pos = end + 1;
+        } else if (c == '{' || c == '[') {
+            if (depth == JSON_MAX_DEPTH)
+                return false;
+            if ((tok = new_token(r, c == '{' ? JSMN_OBJECT : JSMN_ARRAY, pos, parent)) < 0)
+                return false;
+            open[depth++] = tok;
+            pos++;
+            SKIP_WS();
+            if (pos < len && s[pos] == (c == '{' ? '}' : ']')) {
+                r->tokens[tok].end = (int)++pos;
+                depth--;
+            } else if (c == '[') {
+                parent = tok;
+                continue;
+            } else {
+                goto key;
+            }
+        } else {
+            size_t end;
+            if ((tok = new_token(r, JSMN_PRIMITIVE, pos, parent)) < 0 || !(end = read_primitive(s, pos, len)))
+                return false;
+            r->tokens[tok].end = (int)end;
+            pos = end;
+        }
+        /* after a value: a separator, or the end of its container(s) */
+        for (;;) {
+            SKIP_WS();
+            if (depth == 0)
+                return pos == len;
+            if (pos >= len)
+                return false;
+            int container = open[depth - 1];
+            bool object = r->tokens[container].type == JSMN_OBJECT;
+            c = s[pos++];
+            if (c == ',') {
+                SKIP_WS();
+                if (object)
+                    goto key;
+                parent = container;
+                break;
+            }
+            if (c != (object ? '}' : ']'))
+                return false;
+            r->tokens[container].end = (int)pos;
+            depth--;
+        }
+        continue;
+    key:
+        /* pos is at what must be a member's key */
+        if (pos >= len || s[pos] != '"')
+            return false;
+        {
+            size_t end;
+            if ((tok = new_token(r, JSMN_STRING, pos + 1, open[depth - 1])) < 0 || !(end = read_string(s, pos, len)))
+                return false;
+            r->tokens[tok].end = (int)end;
+            pos = end + 1;
+        }
+        SKIP_WS();
+        if (pos >= len || s[pos] != ':')
+            return false;
+        pos++;
+        SKIP_WS();
+        parent = tok;
+    }
+#undef SKIP_WS
+}
+
+int json_doc_parse(json_doc *self, const char *text, size_t len, ecp_error *err)
+{
+    memset(self, 0, sizeof *self);
+    if (len > (size_t)INT32_MAX - 2)
+        return ecp_error_set(err, ECP_ETOOBIG, "JSON text of %zu bytes is too large", len);
+    /* Every value takes at least two bytes with its separator (a container
+     * its two brackets), so a small message gets an array that fits it
+     * without being grown, and small enough for the allocator's fast path. */
+    int cap = len / 2 + 2 < 64 ? (int)(len / 2 + 2) : 64;
+    reader r = {.tokens = xmalloc(sizeof(jsmntok_t) * (size_t)cap), .cap = cap};
+    if (!read_document(&r, text, len)) {
+        free(r.tokens);
+        return json_doc_parse_reference(self, text, len, err);
+    }
+    self->text = text;
+    self->len = len;
+    self->tokens = r.tokens;
+    self->count = r.count;
+    self->cap = r.cap;
+    return 0;
 }
 
 void json_doc_free(json_doc *self)
@@ -477,10 +729,15 @@ json_ref json_get(const json_doc *self, json_ref object, const char *key)
         return JSON_NO_REF;
     size_t key_len = strlen(key);
     bool plain_key = !memchr(key, '\\', key_len);
-    for (json_ref k = json_first(self, object); k != JSON_NO_REF; k = json_next(self, k)) {
-        const jsmntok_t *t = &TOKENS(self)[k];
-        const char *body = self->text + t->start;
-        size_t len = (size_t)(t->end - t->start);
+    const jsmntok_t *t = TOKENS(self);
+    /* the keys are walked over the tokens themselves: each value's subtree
+     * is stepped over once, with no check that the caller's ref is sound
+     * (json_type_of did it) */
+    int keys = t[object].size;
+    json_ref k = object + 1;
+    for (int n = 0; n < keys; n++) {
+        const char *body = self->text + t[k].start;
+        size_t len = (size_t)(t[k].end - t[k].start);
         /* Equal bytes are an equal key unless the key itself holds a
          * backslash; a body with escapes is longer than what it decodes
          * to, so only a longer one needs decoding. */
@@ -490,8 +747,59 @@ json_ref json_get(const json_doc *self, json_ref object, const char *key)
         } else if ((!plain_key || (len > key_len && memchr(body, '\\', len))) && json_string_eq(self, k, key)) {
             return k + 1;
         }
+        if (n + 1 < keys)
+            k = skip_subtree(self, k + 1);
     }
     return JSON_NO_REF;
+}
+
+/* memcmp for the few bytes of a key, without a call */
+static inline bool same_bytes(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+void json_get_members(const json_doc *self, json_ref object, const char *const *names, const size_t *name_lens,
+                      size_t count, json_ref *out)
+{
+    for (size_t i = 0; i < count; i++)
+        out[i] = JSON_NO_REF;
+    if (json_type_of(self, object) != JSON_OBJECT)
+        return;
+    const jsmntok_t *t = TOKENS(self);
+    int keys = t[object].size;
+    json_ref k = object + 1;
+    for (int n = 0; n < keys; n++) {
+        const char *body = self->text + t[k].start;
+        size_t len = (size_t)(t[k].end - t[k].start);
+        int escaped = -1; /* not looked at yet: most keys never need to be */
+        for (size_t i = 0; i < count; i++) {
+            if (out[i] != JSON_NO_REF)
+                continue;
+            /* Equal bytes are the name (the names hold no backslash); a body
+             * with escapes is longer than what it decodes to, so only a
+             * longer one may still spell it. */
+            bool match;
+            if (len == name_lens[i]) {
+                match = same_bytes(body, names[i], len);
+            } else if (len > name_lens[i]) {
+                if (escaped < 0)
+                    escaped = memchr(body, '\\', len) != NULL;
+                match = escaped && json_string_eq(self, k, names[i]);
+            } else {
+                match = false;
+            }
+            if (match) {
+                out[i] = k + 1;
+                break;
+            }
+        }
+        if (n + 1 < keys)
+            k = skip_subtree(self, k + 1);
+    }
 }
 
 bool json_bool(const json_doc *self, json_ref ref, bool *out)

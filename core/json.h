@@ -1,10 +1,11 @@
 /* json: reading JSON text without copying it.
  *
- * jsmn tokenizes the text into a flat array of tokens (built with
- * JSMN_PARENT_LINKS and JSMN_STRICT, the array grown on demand); this module adds
- * what jsmn leaves out: strict validation of numbers and literals, a nesting
- * limit, typed lookups, and full string unescaping (\uXXXX, surrogate pairs;
- * invalid escapes and lone surrogates are rejected).
+ * The text is read in one pass into a flat array of tokens, jsmn's own
+ * (JSMN_PARENT_LINKS: a member's value has its key as parent), checked as it
+ * goes against RFC 8259: separators, numbers, literals, escapes (invalid ones
+ * and lone surrogates are refused) and a nesting limit. On top come typed
+ * lookups and full string unescaping (\uXXXX, surrogate pairs). jsmn itself
+ * reads only a refused text again, for the words of the complaint.
  *
  * A value is named by a json_ref, the index of its token. JSON_NO_REF stands for
  * "absent" and every lookup accepts it and answers "absent" in turn, so chains
@@ -51,6 +52,12 @@ struct ecp_error;
 int json_doc_parse(json_doc *self, const char *text, size_t len, struct ecp_error *err);
 void json_doc_free(json_doc *self);
 
+/* The same in three passes (a depth count, jsmn, then a check of the
+ * tokens): json_doc_parse gives the same tokens for every text it accepts,
+ * accepts exactly the texts this does, and takes a refusal's message from
+ * it. Exposed so tests can hold the two to that. */
+int json_doc_parse_reference(json_doc *self, const char *text, size_t len, struct ecp_error *err);
+
 /* The top-level value (JSON_NO_REF if nothing was parsed). */
 json_ref json_root(const json_doc *self);
 
@@ -59,6 +66,13 @@ const char *json_type_name(json_type type);
 
 /* Member `key` of an object (the first one if repeated), or JSON_NO_REF. */
 json_ref json_get(const json_doc *self, json_ref object, const char *key);
+
+/* Several members of an object found in one pass over its keys: out[i] is
+ * the value of names[i] (the first one if repeated, as json_get), or
+ * JSON_NO_REF; every out[i] is JSON_NO_REF when object is not an object.
+ * name_lens[i] is strlen(names[i]); no name may hold a backslash. */
+void json_get_members(const json_doc *self, json_ref object, const char *const *names, const size_t *name_lens,
+                      size_t count, json_ref *out);
 
 /* Number of elements of an array or members of an object; 0 otherwise. */
 size_t json_length(const json_doc *self, json_ref container);

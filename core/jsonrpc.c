@@ -19,39 +19,14 @@ typedef struct members {
     json_ref id, jsonrpc, method, params, result, error;
 } members;
 
-/* Whether key k spells name; a key without escapes is compared in place. */
-static bool key_is(const json_doc *doc, json_ref k, const char *name, size_t name_len)
-{
-    size_t raw_len;
-    const char *raw = json_raw(doc, k, &raw_len); /* with its quotes */
-    if (raw_len < 2)
-        return false;
-    if (!memchr(raw + 1, '\\', raw_len - 2))
-        return raw_len - 2 == name_len && memcmp(raw + 1, name, name_len) == 0;
-    return json_string_eq(doc, k, name);
-}
-
 static void find_members(const json_doc *doc, json_ref object, members *m)
 {
-    m->id = m->jsonrpc = m->method = m->params = m->result = m->error = JSON_NO_REF;
-    static const struct {
-        const char *name;
-        size_t len;
-        size_t offset;
-    } names[] = {
-        {"id", 2, offsetof(members, id)},           {"jsonrpc", 7, offsetof(members, jsonrpc)},
-        {"method", 6, offsetof(members, method)},   {"params", 6, offsetof(members, params)},
-        {"result", 6, offsetof(members, result)},   {"error", 5, offsetof(members, error)},
-    };
-    for (json_ref k = json_first(doc, object); k != JSON_NO_REF; k = json_next(doc, k)) {
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-            json_ref *slot = (json_ref *)((char *)m + names[i].offset);
-            if (*slot == JSON_NO_REF && key_is(doc, k, names[i].name, names[i].len)) {
-                *slot = k + 1;
-                break;
-            }
-        }
-    }
+    /* in the order of the struct's fields */
+    static const char *const names[] = {"id", "jsonrpc", "method", "params", "result", "error"};
+    static const size_t lens[] = {2, 7, 6, 6, 6, 5};
+    json_ref found[6];
+    json_get_members(doc, object, names, lens, 6, found);
+    *m = (members){found[0], found[1], found[2], found[3], found[4], found[5]};
 }
 
 int rpc_message_read(const json_doc *doc, json_ref ref, arena *a, rpc_message *out, rpc_problem *problem)
@@ -74,7 +49,10 @@ int rpc_message_read(const json_doc *doc, json_ref ref, arena *a, rpc_message *o
         return fail(problem, ECP_WIRE_INVALID_REQUEST, "Invalid Request: id must be a string or a number");
     }
 
-    if (!json_string_eq(doc, m.jsonrpc, "2.0"))
+    size_t version_len;
+    const char *version = json_raw(doc, m.jsonrpc, &version_len);
+    bool version_ok = version_len == 5 && memcmp(version, "\"2.0\"", 5) == 0; /* as every client writes it */
+    if (!version_ok && !json_string_eq(doc, m.jsonrpc, "2.0"))
         return fail(problem, ECP_WIRE_INVALID_REQUEST, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
 
     json_ref method = m.method;

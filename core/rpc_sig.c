@@ -508,6 +508,21 @@ static void path_append(checker *c, const char *fmt, const char *s, size_t len, 
     c->path_len = n < 0 ? c->path_len : c->path_len + ((size_t)n < room ? (size_t)n : room - 1);
 }
 
+/* What path_append(c, ".%.*s" or "%.*s", name, len, 0) writes, without a
+ * format to interpret: this runs for every field of every request. */
+static void path_append_name(checker *c, const char *name, size_t len)
+{
+    size_t room = sizeof c->path - c->path_len, dot = c->path_len ? 1 : 0;
+    size_t n = dot + len < room ? dot + len : room - 1;
+    char *dst = c->path + c->path_len;
+    if (n && dot)
+        dst[0] = '.';
+    if (n > dot)
+        memcpy(dst + dot, name, n - dot);
+    dst[n] = '\0';
+    c->path_len += n;
+}
+
 static bool fail_type(checker *c, uint32_t node, json_ref value)
 {
     char names[96];
@@ -619,7 +634,7 @@ bool ecp_sig_check(const ecp_sig *sig, const json_doc *doc, json_ref params, cha
             value = f->value == JSON_NO_REF ? JSON_NO_REF : json_get(doc, f->value, key);
             if (json_type_of(doc, value) == JSON_NULL && sig->nodes[node].type != ECP_SIG_ANY)
                 value = JSON_NO_REF; /* null is a value only where any value is */
-            path_append(&c, c.path_len ? ".%.*s" : "%.*s", key, strlen(key), 0);
+            path_append_name(&c, key, strlen(key));
             if (value == JSON_NO_REF) {
                 if (sig->nodes[node].optional)
                     continue;

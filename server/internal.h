@@ -19,7 +19,10 @@ typedef struct router {
     ecp_sig **signatures;      /* per adapter, its methods' compiled params */
     size_t count, cap;
     ecp_logger *log;           /* borrowed: where refused adapters are explained */
-    struct ecp_map *routes;    /* method name -> its place (router.c: route_of), made at the first register */
+    /* method name -> its place (router.c): open addressing, at most half full,
+     * written only at registration */
+    struct route_slot *routes;
+    size_t route_mask, route_count;
 } router;
 
 void server__router_init(router *self, ecp_logger *log);

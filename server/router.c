@@ -13,14 +13,55 @@
 #include <string.h>
 
 #include "internal.h"
-#include "map.h"
 
-/* A route is the method's place, adapter and row, packed in the map's value
- * (plus one, so that no route is NULL); the adapters array may move as it
- * grows, the places do not. */
+/* A route is the method's place, adapter and row, packed in one number; the
+ * adapters array may move as it grows, the places do not. */
 #define ROUTE_PART_MAX 0xFFFFu
 
-static void *route_of(size_t adapter, size_t method) { return (void *)(uintptr_t)((adapter << 16 | method) + 1); }
+/* The table of routes is written only here, at registration, with the names
+ * of the server's own method tables; what a client sends is only looked up.
+ * So its hash needs no secret key (unlike ecp_map's, whose keys clients
+ * choose): a lookup stops at the first empty slot, and with the table at
+ * most half full the longest run of full slots is fixed at start by the
+ * server's names, whatever name a client sends. FNV-1a costs a few
+ * instructions a byte, where SipHash costs a few dozen. */
+struct route_slot {
+    const char *name; /* NULL: empty */
+    uint32_t hash;
+    uint32_t route;
+};
+
+static uint32_t route_hash(const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
+
+static void route_put(struct route_slot *slots, size_t mask, const char *name, uint32_t hash, uint32_t route)
+{
+    size_t i = hash & mask;
+    while (slots[i].name)
+        i = (i + 1) & mask;
+    slots[i] = (struct route_slot){name, hash, route};
+}
+
+static void route_add(router *self, const char *name, size_t adapter, size_t method)
+{
+    if ((self->route_count + 1) * 2 > (self->routes ? self->route_mask + 1 : 0)) {
+        size_t size = self->routes ? (self->route_mask + 1) * 2 : 64;
+        struct route_slot *slots = xcalloc(size, sizeof *slots);
+        for (size_t i = 0; self->routes && i <= self->route_mask; i++)
+            if (self->routes[i].name)
+                route_put(slots, size - 1, self->routes[i].name, self->routes[i].hash, self->routes[i].route);
+        free(self->routes);
+        self->routes = slots;
+        self->route_mask = size - 1;
+    }
+    route_put(self->routes, self->route_mask, name, route_hash(name), (uint32_t)(adapter << 16 | method));
+    self->route_count++;
+}
 
 void server__router_init(router *self, ecp_logger *log)
 {
@@ -44,7 +85,7 @@ void server__router_free(router *self)
     }
     free(self->adapters);
     free(self->signatures);
-    ecp_map_free(self->routes);
+    free(self->routes);
     memset(self, 0, sizeof *self);
 }
 
@@ -124,10 +165,8 @@ int server__router_register(void *opaque, const ecp_adapter *adapter, ecp_error 
         self->signatures = xrealloc(self->signatures, self->cap * sizeof *self->signatures);
     }
     self->signatures[self->count] = sigs;
-    if (!self->routes)
-        self->routes = ecp_map_new();
     for (size_t m = 0; m < adapter->method_count; m++)
-        ecp_map_set(self->routes, adapter->methods[m].name, route_of(self->count, m), NULL);
+        route_add(self, adapter->methods[m].name, self->count, m);
     self->adapters[self->count++] = *adapter;
     return 0;
 }
@@ -136,10 +175,18 @@ const ecp_method *server__router_find(const router *self, const char *method, co
 {
     /* check() keeps every name in its own namespace and routed once, so the
      * name alone finds the method */
-    uintptr_t route = self->routes ? (uintptr_t)ecp_map_get(self->routes, method) : 0;
-    if (!route)
+    if (!self->routes)
         return NULL;
-    route--;
+    uint32_t hash = route_hash(method), route;
+    for (size_t i = hash & self->route_mask;; i = (i + 1) & self->route_mask) {
+        const struct route_slot *slot = &self->routes[i];
+        if (!slot->name)
+            return NULL;
+        if (slot->hash == hash && strcmp(slot->name, method) == 0) {
+            route = slot->route;
+            break;
+        }
+    }
     const ecp_adapter *a = &self->adapters[route >> 16];
     *adapter_out = a;
     return &a->methods[route & ROUTE_PART_MAX];

@@ -17,7 +17,7 @@ packages="pkg-config cmake make gcc clang libclang-rt-14-dev python3
   dpkg-dev man-db groff-base strace systemd openssh-client openssh-server
   libwebsockets-dev libwebsockets-evlib-uv chromium python3-websockets"
 if [ "${1:-}" = "--bench" ]; then
-  packages="$packages neovim python3-msgpack hyperfine"
+  packages="$packages neovim python3-msgpack hyperfine valgrind"
 fi
 
 missing=""

@@ -24,6 +24,7 @@ b=build-bench
   if [ -z "$selected" ] || want B1 || want B2 || want B6; then
     /usr/bin/python3 tests/bench/bench_rpc.py "$b/server/ecpd" "$b/tests/bench/bench_echo_floor"
   fi
+  if [ -z "$selected" ] || want B1-instr; then /usr/bin/python3 tests/bench/bench_instr.py "$b/server/ecpd"; fi
   if [ -z "$selected" ] || want B3; then "$b/services/document/bench_document_open"; fi
   if [ -z "$selected" ] || want B4 || want B5; then "$b/services/document/bench_piece_tree"; fi
   if [ -z "$selected" ] || want B7 || want B8; then "$b/services/syntax/bench_syntax"; fi
@@ -47,5 +48,5 @@ b=build-bench
 echo
 echo "workload | figures"
 echo "---|---"
-grep '^B[0-9]' "$out" | sed 's/^\(B[0-9]*\) /\1 | /'
+grep '^B[0-9]' "$out" | sed 's/^\(B[0-9][-a-z0-9]*\) /\1 | /'
 rm -f "$out"

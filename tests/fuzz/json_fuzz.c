@@ -8,7 +8,8 @@
  * again, hold no raw newline, and have the same structure as the input (with
  * invalid UTF-8 in strings turned into U+FFFD and non-finite numbers into
  * null, as the writer promises), and reading and writing again must settle
- * on one text. */
+ * on one text. The one-pass reader is held to the reference reader: the same
+ * verdict, message and tokens for every input. */
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -302,6 +303,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_doc doc;
     ecp_error err = {0, ""};
     int rc = json_doc_parse(&doc, (const char *)data, size, &err);
+    json_doc reference;
+    ecp_error reference_err = {0, ""};
+    int reference_rc = json_doc_parse_reference(&reference, (const char *)data, size, &reference_err);
+    REQUIRE(rc == reference_rc);
+    if (rc != 0)
+        REQUIRE(strcmp(err.message, reference_err.message) == 0);
+    REQUIRE(doc.count == reference.count);
+    for (json_ref i = 0; i < doc.count; i++) {
+        size_t len, reference_len;
+        REQUIRE(json_raw(&doc, i, &len) == json_raw(&reference, i, &reference_len) && len == reference_len);
+        REQUIRE(json_type_of(&doc, i) == json_type_of(&reference, i));
+        REQUIRE(json_length(&doc, i) == json_length(&reference, i));
+        REQUIRE(json_next(&doc, i) == json_next(&reference, i));
+    }
+    json_doc_free(&reference);
     if (rc != 0) {
         REQUIRE(rc == ECP_EPARSE && err.status == ECP_EPARSE && err.message[0]);
         REQUIRE(doc.count == 0 && json_root(&doc) == JSON_NO_REF);

@@ -496,7 +496,9 @@ static void big_messages_leave_room_for_short_work(void **state)
     ecp_pool *pool = ecp_pool_new(loop, NULL);
     ecp_job_set *set = ecp_job_set_new(pool);
     unsigned n = ecp_pool_threads(pool);
-    char *msg = nested_ping(7, 1100, 500);
+    /* 8 MB: the reader is linear, so a message must be big to keep a
+     * thread busy long enough to measure */
+    char *msg = nested_ping(7, 8000, 500);
     /* how long one such message takes when it has the pool to itself */
     uint64_t alone_at = uv_hrtime();
     char *alone = test_client_request_raw(f->a, msg, 60000);

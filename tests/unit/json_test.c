@@ -1194,6 +1194,123 @@ static void test_round_trip_property(void **state)
     buf_free(&expect);
 }
 
+/* Whether two parses of one text made the same tokens: the same values at
+ * the same places, with the same types, sizes and structure. */
+static void assert_same_tokens(const json_doc *a, const json_doc *b)
+{
+    assert_int_equal(a->count, b->count);
+    for (json_ref i = 0; i < a->count; i++) {
+        size_t la, lb;
+        const char *ra = json_raw(a, i, &la), *rb = json_raw(b, i, &lb);
+        assert_ptr_equal(ra, rb);
+        assert_int_equal(la, lb);
+        assert_int_equal(json_type_of(a, i), json_type_of(b, i));
+        assert_int_equal(json_length(a, i), json_length(b, i));
+        assert_int_equal(json_next(a, i), json_next(b, i));
+        assert_int_equal(json_first(a, i), json_first(b, i));
+    }
+}
+
+/* The one-pass reader against the reference reader (jsmn, then a check of
+ * its tokens): both accept or both refuse, with the same message, and what
+ * is accepted comes out as the same tokens. */
+static void parses_like_reference(const char *text, size_t len, int *accepted)
+{
+    json_doc fast, slow;
+    ecp_error fast_err = {0, ""}, slow_err = {0, ""};
+    int fast_rc = json_doc_parse(&fast, text, len, &fast_err);
+    int slow_rc = json_doc_parse_reference(&slow, text, len, &slow_err);
+    if (fast_rc != slow_rc)
+        fail_msg("'%.*s': the one-pass reader says %d, the reference %d (%s)", (int)(len > 200 ? 200 : len), text,
+                 fast_rc, slow_rc, slow_rc ? slow_err.message : fast_err.message);
+    if (fast_rc == 0) {
+        assert_same_tokens(&fast, &slow);
+        ++*accepted;
+    } else {
+        assert_string_equal(fast_err.message, slow_err.message);
+        assert_int_equal(fast.count, 0);
+    }
+    json_doc_free(&fast);
+    json_doc_free(&slow);
+}
+
+static void test_one_pass_matches_reference(void **state)
+{
+    (void)state;
+    static const char *const seeds[] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ecp/ping\"}",
+        "{\"jsonrpc\": \"2.0\", \"id\": \"a\\\"b\", \"method\": \"document/insert\", \"params\": {\"documentId\": \"d-1\", "
+        "\"position\": {\"line\": 0, \"character\": 3}, \"text\": \"x\\u00e9\\ud83d\\ude00\\n\"}}",
+        "[1, -0, 0.5, -1.25e+10, 2E-3, true, false, null, \"\", [], {}, [[]], {\"a\": {\"b\": [null]}}]",
+        " \t\r\n42 ", "\"top\"", "true", "null", "-0.0e0", "{\"a\":1,\"a\":2}", "[\"\\/\\b\\f\\n\\r\\t\\\\\"]",
+    };
+    /* fragments that sit on the grammar's edges */
+    static const char *const pieces[] = {
+        "{", "}", "[", "]", ",", ":", "\"", "\\", "\\u", "d83d", "dc00", "00e9", "0", "1", "9", "-", "+", ".",
+        "e", "E", "true", "fals", "false", "null", "nul", " ", "\n", "\t", "\r", "\x01", "\x7f", "\xC3\xA9",
+        "\xff", "\"a\"", "\"k\":", "x", "\\n", "\\x", "\0",
+    };
+    int accepted = 0;
+    for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++)
+        parses_like_reference(seeds[i], strlen(seeds[i]), &accepted);
+    assert_int_equal(accepted, (int)(sizeof seeds / sizeof *seeds));
+    char text[400];
+    for (int iter = 0; iter < 200000; iter++) {
+        size_t n = 0;
+        if (iter % 2 == 0) {
+            /* a valid message with a few bytes changed, dropped or added */
+            const char *seed = seeds[rnd() % (sizeof seeds / sizeof *seeds)];
+            n = strlen(seed);
+            memcpy(text, seed, n);
+            for (unsigned edits = rnd() % 3 + 1; edits--;) {
+                size_t at = n ? rnd() % n : 0;
+                const char *p = pieces[rnd() % (sizeof pieces / sizeof *pieces)];
+                size_t k = p[0] ? strlen(p) : 1;
+                switch (rnd() % 3) {
+                case 0: /* replace */
+                    if (at + k <= n)
+                        memcpy(text + at, p, k);
+                    break;
+                case 1: /* insert */
+                    if (n + k < sizeof text) {
+                        memmove(text + at + k, text + at, n - at);
+                        memcpy(text + at, p, k);
+                        n += k;
+                    }
+                    break;
+                default: /* drop */
+                    if (n) {
+                        memmove(text + at, text + at + 1, n - at - 1);
+                        n--;
+                    }
+                }
+            }
+        } else {
+            /* fragments strung together */
+            size_t want = rnd() % 40;
+            for (size_t j = 0; j < want; j++) {
+                const char *p = pieces[rnd() % (sizeof pieces / sizeof *pieces)];
+                size_t k = p[0] ? strlen(p) : 1;
+                if (n + k >= sizeof text)
+                    break;
+                memcpy(text + n, p, k);
+                n += k;
+            }
+        }
+        parses_like_reference(text, n, &accepted);
+    }
+    /* the generator must reach both sides of the line */
+    assert_true(accepted > 2000);
+
+    /* the depth limit, exactly at it and one past it */
+    static char deep[2 * (JSON_MAX_DEPTH + 1) + 1];
+    for (int depth = JSON_MAX_DEPTH; depth <= JSON_MAX_DEPTH + 1; depth++) {
+        memset(deep, '[', (size_t)depth);
+        memset(deep + depth, ']', (size_t)depth);
+        parses_like_reference(deep, 2 * (size_t)depth, &accepted);
+    }
+}
+
 /* A string written in chunks, split at every pair of points, is exactly the
  * string written whole, even when a split cuts a UTF-8 sequence or an
  * invalid byte sits at the cut. */
@@ -1441,6 +1558,7 @@ int main(void)
         cmocka_unit_test(test_pending_shared_bytes),
         cmocka_unit_test(test_write_value),
         cmocka_unit_test(test_round_trip_property),
+        cmocka_unit_test(test_one_pass_matches_reference),
         cmocka_unit_test(test_size_arithmetic_never_wraps),
         cmocka_unit_test(test_key_string_opt),
         cmocka_unit_test(test_buf_fd),
