@@ -984,31 +984,6 @@ int document_set_content(document_service *self, const char *document_id, uint64
     return document__apply_sorted(self, doc, owner, &e, 1, false, DOC_CURSORS_DOCUMENT_END, version, err);
 }
 
-int document_type(document_service *self, const char *document_id, uint64_t owner, const char *text, size_t len,
-                  unsigned flags, uint64_t *version, ecp_error *err)
-{
-    document *doc;
-    int status = document__writable(self, document_id, version, &doc, err);
-    if (status != 0)
-        return status;
-    const doc_cursor_set *mine = document__cursors_of(doc, owner);
-    size_t count = mine->count;
-    if (count && len > DOC_MAX_INSERT_BYTES / count)
-        return ecp_error_set(err, ECP_EINVAL, "text: %zu bytes at %zu cursors is more than %zu MiB", len, count,
-                             DOC_MAX_INSERT_BYTES >> 20);
-    doc_edit *list = xmalloc(count * sizeof *list);
-    for (size_t i = 0; i < count; i++) {
-        const doc_cursor *c = &mine->items[i];
-        size_t lo = c->anchor < c->active ? c->anchor : c->active;
-        size_t hi = c->anchor < c->active ? c->active : c->anchor;
-        list[i] = (doc_edit){lo, hi, text, len, i};
-    }
-    int rc = document__apply_sorted(self, doc, owner, list, count, flags & DOCUMENT_EDIT_GROUP, DOC_CURSORS_EACH_END, version,
-                          err);
-    free(list);
-    return rc;
-}
-
 /* A cursor's place in document order: where its selection starts, then its index. */
 typedef struct cursor_place {
     size_t start;
@@ -1023,6 +998,52 @@ static int by_place(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* Types at each of owner's cursors, replacing its selection, each cursor
+ * ending after its text: texts[0] at every one (one_text), or texts[k] at
+ * the k-th in document order. */
+static int type_at_cursors(document_service *self, document *doc, uint64_t owner, const document_text *texts,
+                           bool one_text, unsigned flags, uint64_t *version, ecp_error *err)
+{
+    const doc_cursor_set *mine = document__cursors_of(doc, owner);
+    size_t n = mine->count;
+    doc_edit *list = xmalloc((n ? n : 1) * sizeof *list);
+    for (size_t i = 0; i < n; i++) {
+        const doc_cursor *c = &mine->items[i];
+        size_t lo = c->anchor < c->active ? c->anchor : c->active;
+        size_t hi = c->anchor < c->active ? c->active : c->anchor;
+        list[i] = (doc_edit){lo, hi, texts[0].text, texts[0].len, i};
+    }
+    if (!one_text) {
+        cursor_place *places = xmalloc((n ? n : 1) * sizeof *places);
+        for (size_t i = 0; i < n; i++)
+            places[i] = (cursor_place){list[i].start, i};
+        qsort(places, n, sizeof *places, by_place);
+        for (size_t k = 0; k < n; k++) {
+            list[places[k].index].text = texts[k].text;
+            list[places[k].index].len = texts[k].len;
+        }
+        free(places);
+    }
+    int rc = document__apply_sorted(self, doc, owner, list, n, flags & DOCUMENT_EDIT_GROUP, DOC_CURSORS_EACH_END,
+                                    version, err);
+    free(list);
+    return rc;
+}
+
+int document_type(document_service *self, const char *document_id, uint64_t owner, const char *text, size_t len,
+                  unsigned flags, uint64_t *version, ecp_error *err)
+{
+    document *doc;
+    int status = document__writable(self, document_id, version, &doc, err);
+    if (status != 0)
+        return status;
+    size_t count = document__cursors_of(doc, owner)->count;
+    if (count && len > DOC_MAX_INSERT_BYTES / count)
+        return ecp_error_set(err, ECP_EINVAL, "text: %zu bytes at %zu cursors is more than %zu MiB", len, count,
+                             DOC_MAX_INSERT_BYTES >> 20);
+    return type_at_cursors(self, doc, owner, &(document_text){text, len}, true, flags, version, err);
+}
+
 int document_type_each(document_service *self, const char *document_id, uint64_t owner, const document_text *texts,
                        size_t count, unsigned flags, uint64_t *version, ecp_error *err)
 {
@@ -1030,34 +1051,16 @@ int document_type_each(document_service *self, const char *document_id, uint64_t
     int status = document__writable(self, document_id, version, &doc, err);
     if (status != 0)
         return status;
-    const doc_cursor_set *mine = document__cursors_of(doc, owner);
-    size_t n = mine->count;
-    if (count != n)
-        return ecp_error_set(err, ECP_EINVAL, "texts: %zu texts for %zu cursors (one each)", count, n);
+    size_t cursors = document__cursors_of(doc, owner)->count;
+    if (count != cursors)
+        return ecp_error_set(err, ECP_EINVAL, "texts: %zu texts for %zu cursors (one each)", count, cursors);
     size_t total = 0;
     for (size_t k = 0; k < count; k++) {
         if (texts[k].len > DOC_MAX_INSERT_BYTES - total)
             return ecp_error_set(err, ECP_EINVAL, "texts: more than %zu MiB in all", DOC_MAX_INSERT_BYTES >> 20);
         total += texts[k].len;
     }
-    cursor_place *places = xmalloc((n ? n : 1) * sizeof *places);
-    for (size_t i = 0; i < n; i++) {
-        const doc_cursor *c = &mine->items[i];
-        places[i] = (cursor_place){c->anchor < c->active ? c->anchor : c->active, i};
-    }
-    qsort(places, n, sizeof *places, by_place);
-    doc_edit *list = xmalloc((n ? n : 1) * sizeof *list);
-    for (size_t k = 0; k < n; k++) {
-        size_t i = places[k].index;
-        const doc_cursor *c = &mine->items[i];
-        size_t hi = c->anchor < c->active ? c->active : c->anchor;
-        list[i] = (doc_edit){places[k].start, hi, texts[k].text, texts[k].len, i};
-    }
-    free(places);
-    int rc = document__apply_sorted(self, doc, owner, list, n, flags & DOCUMENT_EDIT_GROUP, DOC_CURSORS_EACH_END,
-                                    version, err);
-    free(list);
-    return rc;
+    return type_at_cursors(self, doc, owner, texts, false, flags, version, err);
 }
 
 static int undo_redo(document_service *self, const char *document_id, uint64_t owner, bool redo, uint64_t *version,

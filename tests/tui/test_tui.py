@@ -1310,17 +1310,23 @@ def test_paste_keeps_indentation(work):
     s = Screen([path], work)
     try:
         s.wait_for("end")
-        s.tmux("set-buffer", "def f():\n    if x:\n        return 1\n    return 2\n")
-        s.tmux("paste-buffer", "-p")
-        s.wait_for("    return 2")
-        s.keys("C-s")
-        s.wait_for("Saved")
-        with open(path) as f:
-            got = f.read()
-        if got != "def f():\n    if x:\n        return 1\n    return 2\nend\n":
-            raise Failure("file on disk: %r" % got)
+        paste_and_save(s, path, "def f():\n    if x:\n        return 1\n    return 2\n", "    return 2",
+                       "def f():\n    if x:\n        return 1\n    return 2\nend\n")
     finally:
         s.close()
+
+
+def paste_and_save(s, path, text, shown, expected):
+    """Pastes text as a terminal does (bracketed), waits for shown, saves, and checks the file."""
+    s.tmux("set-buffer", text)
+    s.tmux("paste-buffer", "-p")
+    s.wait_for(shown)
+    s.keys("C-s")
+    s.wait_for("Saved")
+    with open(path) as f:
+        got = f.read()
+    if got != expected:
+        raise Failure("file on disk: %r" % got)
 
 
 
@@ -1337,15 +1343,7 @@ def test_paste_spreads_over_cursors(work):
         s.keys("C-M-Down")
         s.keys("C-M-Down")
         s.wait_for("(3 cursors)")
-        s.tmux("set-buffer", "=1\n=2\n=3\n")
-        s.tmux("paste-buffer", "-p")
-        s.wait_for("two=2")
-        s.keys("C-s")
-        s.wait_for("Saved")
-        with open(path) as f:
-            got = f.read()
-        if got != "one=1\ntwo=2\nsix=3\n":
-            raise Failure("file on disk: %r" % got)
+        paste_and_save(s, path, "=1\n=2\n=3\n", "two=2", "one=1\ntwo=2\nsix=3\n")
     finally:
         s.close()
 

@@ -108,6 +108,13 @@ async function clickAt(page, line, column, modifiers = []) {
   for (const m of modifiers) await page.keyboard.up(m);
 }
 
+/** A paste into the visible view, as the browser delivers one from the clipboard. */
+const pasteText = (page, text) => page.evaluate(([sel, t]) => {
+  const dt = new DataTransfer();
+  dt.setData("text/plain", t);
+  document.querySelector(`${sel} textarea`).dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
+}, [visible, text]);
+
 /** The text shown in a row of the visible view. */
 const rowText = (page, line) => page.evaluate(([sel, l]) =>
   [...document.querySelectorAll(`${sel} .row[data-line="${l}"]`)].map((r) => r.textContent).join(""), [visible, line]);
@@ -253,11 +260,7 @@ run({ files, width: 1280, height: 800 }, async (h) => {
 
   // ---- paste of several lines, as one edit
   await clickAt(page, 2, 7);
-  await page.evaluate(([sel, t]) => {
-    const dt = new DataTransfer();
-    dt.setData("text/plain", t);
-    document.querySelector(`${sel} textarea`).dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
-  }, [visible, "\nfirst pasted\nsecond pasted"]);
+  await pasteText(page, "\nfirst pasted\nsecond pasted");
   await waitText(page, notesId, "paste", (t) => t === "zap bar\nzap baz\nfoo qux\nfirst pasted\nsecond pasted\n");
   await until(page, "pasted lines shown", ([sel]) => document.querySelector(`${sel} .row[data-line="4"]`)?.textContent === "second pasted", [visible]);
   const version = (await call(page, "document/info", { documentId: notesId })).version;
@@ -268,11 +271,7 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   await clickAt(page, 0, 3);
   await clickAt(page, 1, 3, ["Alt"]);
   await until(page, "two cursors", async ([id]) => (await window.ecpApp.rpc.request("document/cursors", { documentId: id })).cursors.length === 2, [notesId]);
-  await page.evaluate(([sel, t]) => {
-    const dt = new DataTransfer();
-    dt.setData("text/plain", t);
-    document.querySelector(`${sel} textarea`).dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
-  }, [visible, "ONE\nTWO\n"]);
+  await pasteText(page, "ONE\nTWO\n");
   await waitText(page, notesId, "a line at each cursor", (t) => t === "zapONE bar\nzapTWO baz\nfoo qux\n");
   check("a paste of as many lines as cursors puts one line at each", true);
   await page.keyboard.press("Control+z");
