@@ -15,13 +15,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "job.h"
 
 /* The largest .editorconfig read, and the most sections in one: past either
  * the file is ignored. */
@@ -49,6 +52,49 @@ static bool line_parses(const char *line, size_t len)
     if (*line == '[')
         return memchr(line, ']', len) != NULL;
     return memchr(line, '=', len) || memchr(line, ':', len);
+}
+
+/* A section glob with more wildcards than this is ignored, with its keys:
+ * each `*` between literals multiplies the ways libeditorconfig's regular
+ * expression can try a long name (250 sections of four took 20 s, of three
+ * 3 s, of two 50 ms). A real glob has one or two (`**` counts once). */
+#define EDITORCONFIG_MAX_WILDCARDS 3
+
+static size_t wildcards(const char *glob, size_t len)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (glob[i] == '?' || (glob[i] == '*' && (i == 0 || glob[i - 1] != '*')))
+            count++;
+    }
+    return count;
+}
+
+/* Drops, in place, every section whose glob has too many wildcards, and the
+ * lines under it up to the next section. Returns the new length. */
+static size_t drop_wild_sections(char *data, size_t len)
+{
+    size_t out = 0;
+    bool dropping = false;
+    for (size_t i = 0; i < len;) {
+        const char *nl = memchr(data + i, '\n', len - i);
+        size_t end = nl ? (size_t)(nl - data) + 1 : len;
+        size_t j = i;
+        while (j < end && (data[j] == ' ' || data[j] == '\t'))
+            j++;
+        if (j < end && data[j] == '[') {
+            const char *close = memchr(data + j, ']', end - j);
+            size_t glob_len = close ? (size_t)(close - data) - j - 1 : 0;
+            dropping = wildcards(data + j + 1, glob_len) > EDITORCONFIG_MAX_WILDCARDS;
+        }
+        if (!dropping) {
+            memmove(data + out, data + i, end - i);
+            out += end - i;
+        }
+        i = end;
+    }
+    data[out] = '\0';
+    return out;
 }
 
 /* Reads dir/.editorconfig when it is a regular file within the bounds.
@@ -95,7 +141,7 @@ static char *read_config(const char *dir, size_t *len)
         data = NULL;
         goto done;
     }
-    *len = got;
+    *len = drop_wild_sections(data, got);
 done:
     close(fd);
     return data;
@@ -279,12 +325,113 @@ void document__editorconfig(const char *workspace, const char *file, document_fo
     free(copies);
 }
 
-const document_format *document__format(document_service *svc, document *doc)
+/* The files are the workspace's, and a hostile one can keep libeditorconfig's
+ * glob matching busy for many seconds (a section glob that backtracks over a
+ * long name: 250 of them took 20 s). So a lookup runs on the pool, and the
+ * loop waits for it at most EDITORCONFIG_WAIT_MS: past that the document has
+ * no .editorconfig values for now, and takes them when the lookup lands. */
+#define EDITORCONFIG_WAIT_MS 100
+
+typedef struct format_lookup {
+    document_service *svc;
+    char *doc_id; /* NULL: a path's lookup that no document waits for */
+    char *workspace;
+    char *path;
+    document_format result;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool finished;
+} format_lookup;
+
+static void lookup_work(ecp_job *job, unsigned item)
 {
-    if (!doc->format_known) {
-        document__editorconfig(svc->workspace, doc->path, &doc->format);
+    (void)item;
+    format_lookup *l = ecp_job_data(job);
+    document__editorconfig(l->workspace, l->path, &l->result);
+    pthread_mutex_lock(&l->lock);
+    l->finished = true;
+    pthread_cond_signal(&l->cond);
+    pthread_mutex_unlock(&l->lock);
+}
+
+/* A lookup that outlived the wait: its document (if still open, and still
+ * waiting for this one) takes the values now. */
+static void lookup_done(ecp_job *job)
+{
+    format_lookup *l = ecp_job_data(job);
+    document *doc = l->doc_id ? document__find(l->svc, l->doc_id, NULL) : NULL;
+    if (!doc || doc->format_lookup != job)
+        return;
+    doc->format_lookup = NULL;
+    if (!ecp_job_cancelled(job) && l->finished) {
+        doc->format = l->result;
         doc->format_known = true;
     }
+}
+
+static void lookup_free(void *data)
+{
+    format_lookup *l = data;
+    pthread_mutex_destroy(&l->lock);
+    pthread_cond_destroy(&l->cond);
+    free_each(l->doc_id, l->workspace, l->path, l);
+}
+
+static const ecp_job_type lookup_job = {
+    .name = "document.editorconfig",
+    .lane = ECP_LANE_SHORT,
+    .work = lookup_work,
+    .done = lookup_done,
+    .free_data = lookup_free,
+};
+
+/* What path's .editorconfig files say, in *out, if the lookup ends within
+ * the wait; otherwise *out has no values and false is returned (the lookup
+ * goes on, and lookup_done gives doc its values). */
+static bool lookup_bounded(document_service *svc, document *doc, const char *path, document_format *out)
+{
+    document__editorconfig(NULL, NULL, out); /* no values */
+    if (!svc->workspace || !path)
+        return true;
+    format_lookup *l = xcalloc(1, sizeof *l);
+    *l = (format_lookup){.svc = svc, .doc_id = doc ? xstrdup(doc->id) : NULL, .workspace = xstrdup(svc->workspace),
+                         .path = xstrdup(path)};
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    ecp_job *job = ecp_job_new(svc->jobs, &lookup_job, l);
+    if (doc)
+        doc->format_lookup = job;
+    ecp_job_start(job, 1);
+    /* The data lives until lookup_free, which runs on the loop after
+     * lookup_done: not while the loop waits here. */
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += (long)EDITORCONFIG_WAIT_MS * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&l->lock);
+    while (!l->finished && pthread_cond_timedwait(&l->cond, &l->lock, &until) == 0)
+        ;
+    bool finished = l->finished;
+    if (finished)
+        *out = l->result;
+    pthread_mutex_unlock(&l->lock);
+    if (finished && doc)
+        doc->format_lookup = NULL; /* taken here: lookup_done leaves the document alone */
+    return finished;
+}
+
+const document_format *document__format(document_service *svc, document *doc)
+{
+    if (doc->format_known)
+        return &doc->format;
+    if (doc->format_lookup)
+        return &doc->format; /* no values until the lookup lands */
+    doc->format_known = lookup_bounded(svc, doc, doc->path, &doc->format);
     return &doc->format;
 }
 
@@ -305,8 +452,10 @@ void document_service_set_workspace(document_service *self, const char *root)
     if (root && realpath(root, resolved))
         self->workspace = xstrdup(resolved);
     /* what documents read under the old root no longer holds */
-    for (size_t i = 0; i < self->doc_count; i++)
+    for (size_t i = 0; i < self->doc_count; i++) {
         self->docs[i]->format_known = false;
+        self->docs[i]->format_lookup = NULL; /* a lookup under the old root lands for nobody */
+    }
 }
 
 /* What a save trims or adds is an edit on the loop: past this size the
@@ -318,7 +467,7 @@ void document__format_for_save(document_service *svc, document *doc, const char 
     document_format other;
     const document_format *f;
     if (path && (!doc->path || strcmp(path, doc->path) != 0)) {
-        document__editorconfig(svc->workspace, path, &other); /* a save as: the new file's */
+        lookup_bounded(svc, NULL, path, &other); /* a save as: the new file's */
         f = &other;
     } else {
         f = document__format(svc, doc);

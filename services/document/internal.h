@@ -175,9 +175,11 @@ typedef struct document {
     /* Marks inside long lines (text.c). A pointer, so that conversions,
      * which take a const document, may lay them down. */
     struct doc_columns *columns;
-    /* What its .editorconfig says, read on first need (editorconfig.c). */
+    /* What its .editorconfig says, read on first need (editorconfig.c), on
+     * the pool: format_lookup is that lookup while it runs. */
     bool format_known;
     document_format format;
+    struct ecp_job *format_lookup;
     /* The indent unit its lines use, as of detected_version (0: never), read
      * from its first detected_lines lines. */
     uint64_t detected_version;

@@ -515,7 +515,11 @@ class Shared(unittest.TestCase):
     def test_editorconfig_globs_that_backtrack_do_not_stall_the_server(self):
         self.file(".editorconfig", "".join("[*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a%db]\nindent_size = 2\n" % i
                                            for i in range(250)))
-        self.start()
+        # The globs are matched against a copy under TMPDIR; a "b" in its path makes every one of them
+        # backtrack (about 20 s in all), where a path without one fails at once.
+        tmpdir = os.path.join(self.tmp, "tmpb")
+        os.mkdir(tmpdir)
+        self.start(dict(os.environ, TMPDIR=tmpdir))
         a, b = self.connect(), self.connect()
         doc = self.open(a, self.file("a" * 200 + ".txt", "x\n"))
         done = []
@@ -525,6 +529,28 @@ class Shared(unittest.TestCase):
         self.assertLess(b.ping_time(), 1.0)
         t.join(30)
         self.assertEqual(done[0]["indent"], {"style": "spaces", "size": 4})
+
+    def test_a_slow_editorconfig_is_read_off_the_loop(self):
+        # 250 globs of three wildcards are kept, and take seconds against a long name when the copy's
+        # path has a "b"; the last section applies to every .txt file.
+        self.file(".editorconfig", "".join("[*a*a*a%db]\nindent_size = 2\n" % i for i in range(250)) +
+                  "[*.txt]\nindent_style = space\nindent_size = 3\n")
+        tmpdir = os.path.join(self.tmp, "tmpb")
+        os.mkdir(tmpdir)
+        self.start(dict(os.environ, TMPDIR=tmpdir))
+        a, b = self.connect(), self.connect()
+        doc = self.open(a, self.file("a" * 200 + ".txt", "x\n"))
+        t = time.monotonic()
+        first = a.request("document/info", {"documentId": doc})
+        self.assertLess(time.monotonic() - t, 1.0)
+        self.assertLess(b.ping_time(), 1.0)
+        # while the files are read the document has no .editorconfig values; once read, it has them
+        deadline = time.monotonic() + 60
+        while a.request("document/info", {"documentId": doc})["indent"] != {"style": "spaces", "size": 3}:
+            self.assertLess(time.monotonic(), deadline, "the .editorconfig values never landed")
+            self.assertLess(b.ping_time(), 1.0)
+            time.sleep(0.1)
+        self.assertEqual(first["indent"], {"style": "spaces", "size": 4})
 
     def test_find_and_replace_with_hostile_patterns_and_sizes(self):
         self.start()
