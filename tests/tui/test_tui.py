@@ -140,6 +140,14 @@ def line_of(screen, needle):
     return None
 
 
+def go_to(s, line, column):
+    """Ctrl+G to a line and column, waiting until the status line shows the caret there."""
+    s.keys("C-g")
+    s.type("%d:%d" % (line, column))
+    s.keys("Enter")
+    s.wait(lambda t: "Ln %d, Col %d" % (line, column) in status_line(t), "the caret at %d:%d" % (line, column))
+
+
 def status_line(screen):
     lines = screen.rstrip("\n").splitlines()
     return lines[-1] if lines else ""

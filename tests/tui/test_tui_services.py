@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_tui  # noqa: E402
-from test_tui import Failure, Screen, status_line, trust_folder  # noqa: E402
+from test_tui import Failure, Screen, go_to, status_line, trust_folder  # noqa: E402
 from mock_llm import MockLLM  # noqa: E402
 
 
@@ -192,10 +192,7 @@ def test_definition_and_back(work):
     s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
     try:
         wait_clangd_ready(s)
-        s.keys("C-g")
-        s.type("8:12")
-        s.keys("Enter")
-        s.wait(lambda t: "Ln 8, Col 12" in status_line(t), "on the call")
+        go_to(s, 8, 12)
         s.keys("F12")
         s.wait(lambda t: "Ln 3," in status_line(t), "the definition")
         s.keys("M-Left")
@@ -212,10 +209,7 @@ def test_rename_every_occurrence(work):
     s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
     try:
         wait_clangd_ready(s)
-        s.keys("C-g")
-        s.type("3:14")
-        s.keys("Enter")
-        s.wait(lambda t: "Ln 3, Col 14" in status_line(t), "on the name")
+        go_to(s, 3, 14)
         s.keys("F9")
         s.wait_for("Rename to:")
         s.keys("C-u")
@@ -272,10 +266,7 @@ def test_references_and_format(work):
     s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
     try:
         wait_clangd_ready(s)
-        s.keys("C-g")
-        s.type("3:14")
-        s.keys("Enter")
-        s.wait(lambda t: "Ln 3, Col 14" in status_line(t), "on the name")
+        go_to(s, 3, 14)
         s.keys("F7")
         s.wait(lambda t: "References: 3" in t and "main.c:8:" in t, "the references listed")
         s.keys("Down", "Down", "Enter")
@@ -294,10 +285,7 @@ def test_hover(work):
     s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
     try:
         wait_clangd_ready(s)
-        s.keys("C-g")
-        s.type("8:12")
-        s.keys("Enter")
-        s.wait(lambda t: "Ln 8, Col 12" in status_line(t), "on the call")
+        go_to(s, 8, 12)
         s.keys("M-k")
         s.wait(lambda t: "function helper_value" in t, "the hover box")
         s.keys("Right")  # the next key closes it
@@ -320,10 +308,7 @@ def test_redraw_and_code_actions(work):
         screen = s.wait(lambda t: "printf" in t, "the text after a redraw")
         if "not bound" in screen:
             raise Failure("Ctrl+L: " + status_line(screen))
-        s.keys("C-g")
-        s.type("3:5")
-        s.keys("Enter")
-        s.wait(lambda t: "Ln 3, Col 5" in status_line(t), "on the call")
+        go_to(s, 3, 5)
         s.keys("F8")
         s.wait(lambda t: "Code actions" in t and "stdio.h" in t, "the include offered")
         s.keys("Enter")
@@ -350,10 +335,7 @@ def test_code_action_command(work):
     s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
     try:
         wait_clangd_ready(s)
-        s.keys("C-g")
-        s.type("4:18")
-        s.keys("Enter")
-        s.wait(lambda t: "Ln 4, Col 18" in status_line(t), "on the a of a + 1")
+        go_to(s, 4, 18)
         for _ in range(5):
             s.keys("S-Right")
         s.wait(lambda t: "Col 23" in status_line(t), "a + 1 selected")
