@@ -145,6 +145,22 @@ def clangd_project(work, source):
     return path, data_home
 
 
+def clangd_editor(work, source):
+    """ecp-tui on main.c of a trusted clangd project holding source, once clangd's first diagnostic
+    shows; None (the test is skipped) without clangd."""
+    if not shutil.which("clangd"):
+        print("skipped: no clangd")
+        return None
+    path, data_home = clangd_project(work, source)
+    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    try:
+        wait_clangd_ready(s)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
 def wait_clangd_ready(s):
     s.wait(lambda t: "unused_marker" in status_line(t).lower(), "clangd's first diagnostic")
 
@@ -162,13 +178,10 @@ CLANGD_SOURCE = ("#warning unused_marker\n"
 
 
 def test_completion_from_clangd(work):
-    if not shutil.which("clangd"):
-        print("skipped: no clangd")
+    s = clangd_editor(work, CLANGD_SOURCE)
+    if not s:
         return
-    path, data_home = clangd_project(work, CLANGD_SOURCE)
-    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
     try:
-        wait_clangd_ready(s)
         s.keys("C-g")
         s.type("9")
         s.keys("Enter")
@@ -185,13 +198,10 @@ def test_completion_from_clangd(work):
 
 
 def test_definition_and_back(work):
-    if not shutil.which("clangd"):
-        print("skipped: no clangd")
+    s = clangd_editor(work, CLANGD_SOURCE)
+    if not s:
         return
-    path, data_home = clangd_project(work, CLANGD_SOURCE)
-    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
     try:
-        wait_clangd_ready(s)
         go_to(s, 8, 12)
         s.keys("F12")
         s.wait(lambda t: "Ln 3," in status_line(t), "the definition")
@@ -202,13 +212,10 @@ def test_definition_and_back(work):
 
 
 def test_rename_every_occurrence(work):
-    if not shutil.which("clangd"):
-        print("skipped: no clangd")
+    s = clangd_editor(work, CLANGD_SOURCE)
+    if not s:
         return
-    path, data_home = clangd_project(work, CLANGD_SOURCE)
-    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
     try:
-        wait_clangd_ready(s)
         go_to(s, 3, 14)
         s.keys("F9")
         s.wait_for("Rename to:")
@@ -258,14 +265,11 @@ def test_chat_keeps_history_and_every_character(work):
 
 
 def test_references_and_format(work):
-    if not shutil.which("clangd"):
-        print("skipped: no clangd")
-        return
     source = CLANGD_SOURCE.replace("    return r;", "    return   r ;")
-    path, data_home = clangd_project(work, source)
-    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    s = clangd_editor(work, source)
+    if not s:
+        return
     try:
-        wait_clangd_ready(s)
         go_to(s, 3, 14)
         s.keys("F7")
         s.wait(lambda t: "References: 3" in t and "main.c:8:" in t, "the references listed")
@@ -278,13 +282,10 @@ def test_references_and_format(work):
 
 
 def test_hover(work):
-    if not shutil.which("clangd"):
-        print("skipped: no clangd")
+    s = clangd_editor(work, CLANGD_SOURCE)
+    if not s:
         return
-    path, data_home = clangd_project(work, CLANGD_SOURCE)
-    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
     try:
-        wait_clangd_ready(s)
         go_to(s, 8, 12)
         s.keys("M-k")
         s.wait(lambda t: "function helper_value" in t, "the hover box")
@@ -295,14 +296,11 @@ def test_hover(work):
 
 
 def test_redraw_and_code_actions(work):
-    if not shutil.which("clangd"):
-        print("skipped: no clangd")
-        return
     source = "#warning unused_marker\nint main(void) {\n    printf(\"hi\\n\");\n    return 0;\n}\n"
-    path, data_home = clangd_project(work, source)
-    s = Screen([path], work, env={"XDG_DATA_HOME": data_home})
+    s = clangd_editor(work, source)
+    if not s:
+        return
     try:
-        wait_clangd_ready(s)
         s.keys("C-l")  # the whole screen painted again, the text as it was
         time.sleep(0.3)
         screen = s.wait(lambda t: "printf" in t, "the text after a redraw")
