@@ -133,8 +133,9 @@ bool ecp_arg_index_opt(ecp_call *call, json_ref obj, const char *name, size_t de
  * normalised absolute path uri_file_path gives, in the call's arena. A URI
  * that names no file is answered as every file error is: -32106 (relative,
  * remote host, malformed) or -32107 (another scheme), uri_file_path's message,
- * data {uri: the field as written, code: "INVALID_URI" | "NO_PROVIDER"}. */
-bool ecp_arg_file_path(ecp_call *call, json_ref obj, const char *name, const char **path);
+ * data {uri: the field as written, code: "INVALID_URI" | "NO_PROVIDER"},
+ * and NULL is returned. */
+const char *ecp_arg_file_path(ecp_call *call, json_ref obj, const char *name);
 
 /* ----- answering ------------------------------------------------------------ */
 

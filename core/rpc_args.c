@@ -167,19 +167,18 @@ bool ecp_arg_array_opt(ecp_call *call, json_ref obj, const char *name, json_ref 
     return read_container(call, obj, name, out, JSON_ARRAY, false);
 }
 
-bool ecp_arg_file_path(ecp_call *call, json_ref obj, const char *name, const char **path)
+const char *ecp_arg_file_path(ecp_call *call, json_ref obj, const char *name)
 {
     ecp_str uri;
     if (!read_string(call, obj, name, &uri, true))
-        return false;
+        return NULL;
     buf bytes = BUF_INIT;
     ecp_error err;
     int status = uri_file_path(uri.ptr, uri.len, &bytes, &err);
-    if (status == 0)
-        *path = arena_strndup(ecp_call_arena(call), bytes.data, bytes.len);
+    const char *path = status == 0 ? arena_strndup(ecp_call_arena(call), bytes.data, bytes.len) : NULL;
     buf_free(&bytes);
-    if (status == 0)
-        return true;
+    if (path)
+        return path;
     /* the file service's own shape of a file error, so that a URI is refused alike by every method */
     int code = ecp_wire_code(ecp_file_wire_codes, ECP_FILE_WIRE_CODE_COUNT, status, ECP_WIRE_FILE_INVALID_URI);
     ecp_error_data d;
@@ -187,5 +186,5 @@ bool ecp_arg_file_path(ecp_call *call, json_ref obj, const char *name, const cha
     jw_key_string(w, "uri", uri.ptr);
     jw_key_string(w, "code", code == ECP_WIRE_FILE_NO_PROVIDER ? "NO_PROVIDER" : "INVALID_URI");
     ecp_call_error_with(call, code, &d, "%s", err.message);
-    return false;
+    return NULL;
 }

@@ -127,8 +127,8 @@ static void reply_error(ecp_call *call, int status, const char *message, const c
  * On failure the call is answered and NULL returned. */
 static const char *arg_path(ecp_call *call, json_ref obj, const char *name, ecp_str *uri_out)
 {
-    const char *path;
-    if (!ecp_arg_file_path(call, obj, name, &path))
+    const char *path = ecp_arg_file_path(call, obj, name);
+    if (!path)
         return NULL;
     if (uri_out) /* for error data: the field as written, which was read once already */
         ecp_arg_string(call, obj, name, uri_out);
