@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Wire benchmarks B1, B2 and B6: ecpd against nvim --embed and a raw
+"""Wire benchmarks B1, B2, B2-cpu and B6: ecpd against nvim --embed and a raw
 AF_UNIX echo, all driven by this one Python client so the client's own cost is
 the same on every side.
 
 usage: bench_rpc.py ECPD ECHO_FLOOR [--n N]
 
-Server CPU comes from /proc/<pid>/schedstat (nanoseconds on CPU), read before
+Server CPU comes from /proc/<pid>/task/*/schedstat (nanoseconds on CPU, every thread), read before
 and after each workload, so it counts the server's work only. Each figure is
 the median of several rounds. Prints one machine-readable line per workload.
 """
@@ -25,8 +25,15 @@ ROUNDS = 3
 
 
 def cpu_ns(pid):
-    with open("/proc/%d/schedstat" % pid) as f:
-        return int(f.read().split()[0])
+    """CPU time of every thread of the process: the loop's, and the pool's, writer's and journal's."""
+    total = 0
+    for task in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, task)) as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:  # a thread that ended between the listing and the read
+            pass
+    return total
 
 
 def pct(values, p):
@@ -117,6 +124,21 @@ def ecpd_pipelined_quiet(srv, method, params_of, n):
     return n / (time.perf_counter() - t)
 
 
+def ecpd_pipelined_cpu(srv, method, params_of, n):
+    """Server CPU per request of n pipelined requests, each answered, on a connection that takes no change
+    events: like for like with nvim's answered requests on a buffer nobody is attached to."""
+    srv.call("notifications/unsubscribe", {"events": ["document/didChange"]})
+    payload = b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params_of(i)},
+                                  separators=(",", ":")).encode() + b"\n" for i in range(n))
+    c0 = cpu_ns(srv.p.pid)
+    writer = threading.Thread(target=srv.w, args=(payload,))
+    writer.start()
+    for _ in range(n):
+        srv.line()
+    writer.join()
+    return (cpu_ns(srv.p.pid) - c0) / n
+
+
 def ecpd_pipelined(srv, method, params_of, n):
     payload = b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params_of(i)},
                                   separators=(",", ":")).encode() + b"\n" for i in range(n))
@@ -162,6 +184,22 @@ class Nvim:
     def close(self):
         self.p.kill()
         self.p.wait()
+
+
+def nvim_pipelined_cpu(nv, method, args_of, n):
+    payload = b"".join(msgpack.packb([0, i, method, args_of(i)]) for i in range(n))
+    c0 = cpu_ns(nv.p.pid)
+    writer = threading.Thread(target=nv.p.stdin.write, args=(payload,))
+    writer.start()
+    answered = 0
+    while answered < n:
+        for msg in nv.unpacker:
+            if msg[0] == 1:
+                answered += 1
+        if answered < n:
+            nv.unpacker.feed(nv.p.stdout.read(1 << 16))
+    writer.join()
+    return (cpu_ns(nv.p.pid) - c0) / n
 
 
 def nvim_sequential(nv, method, args_of, n):
@@ -215,6 +253,7 @@ def main():
     # B1 ------------------------------------------------------------------------
     floor = [pct(floor_sequential(echo, tmp, n), 0.5) / 1000 for _ in range(ROUNDS)]
     floor_p50 = median_of(floor)
+    p99_of = {}
     for transport in ("stdio", "socket"):
         for method in ("ecp/ping", "document/info"):
             p50s, p99s, p999s, cpus = [], [], [], []
@@ -228,6 +267,7 @@ def main():
                 p99s.append(pct(lat, 0.99) / 1000)
                 p999s.append(pct(lat, 0.999) / 1000)
                 cpus.append(cpu / 1000)
+            p99_of[transport, method] = median_of(p99s)
             print("B1 transport=%s method=%s p50_us=%.1f p99_us=%.1f p99.9_us=%.1f server_cpu_us=%.2f floor_p50_us=%.1f"
                   % (transport, method, median_of(p50s), median_of(p99s), median_of(p999s), median_of(cpus), floor_p50),
                   flush=True)
@@ -242,6 +282,9 @@ def main():
         nv_cpu.append(cpu / 1000)
     print("B1 comparator=nvim method=nvim_buf_line_count p50_us=%.1f p99_us=%.1f p99.9_us=%.1f server_cpu_us=%.2f"
           % (median_of(nv_p50), median_of(nv_p99), median_of(nv_p999), median_of(nv_cpu)), flush=True)
+    ours_p99 = p99_of["stdio", "document/info"]
+    print("B1-tail method=document/info transport=stdio p99_us=%.1f nvim_p99_us=%.1f ratio=%.2f"
+          % (ours_p99, median_of(nv_p99), ours_p99 / median_of(nv_p99)), flush=True)
 
     # B2 ------------------------------------------------------------------------
     m = 100000
@@ -280,6 +323,23 @@ def main():
           "ratio=%.2f ratio_quiet=%.2f"
           % (median_of(ours), median_of(edits), median_of(quiet), median_of(theirs),
              median_of(edits) / median_of(theirs), median_of(quiet) / median_of(theirs)), flush=True)
+
+    # B2-cpu: server CPU per pipelined insert, answered, nobody watching the buffer, on both sides
+    ours_cpu, theirs_cpu = [], []
+    for _ in range(ROUNDS):
+        srv = Ecpd(ecpd, tmp)
+        doc = srv.call("document/open", {"uri": "memory://b2c.txt", "content": doc_text})["result"]["documentId"]
+        ours_cpu.append(ecpd_pipelined_cpu(srv, "document/insert",
+                                           lambda i: {"documentId": doc, "position": {"line": i % 1000, "column": 0},
+                                                      "text": "x"}, m) / 1000)
+        srv.close()
+        nv = Nvim()
+        nv.call("nvim_buf_set_lines", [0, 0, -1, False, doc_text.splitlines()])
+        theirs_cpu.append(nvim_pipelined_cpu(nv, "nvim_buf_set_text",
+                                             lambda i: [0, i % 1000, 0, i % 1000, 0, ["x"]], m) / 1000)
+        nv.close()
+    print("B2-cpu insert_server_cpu_us=%.2f nvim_set_text_cpu_us=%.2f ratio=%.2f"
+          % (median_of(ours_cpu), median_of(theirs_cpu), median_of(ours_cpu) / median_of(theirs_cpu)), flush=True)
 
     # B6 ------------------------------------------------------------------------
     e_p50, e_cpu = [], []

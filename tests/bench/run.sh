@@ -49,4 +49,6 @@ echo
 echo "workload | figures"
 echo "---|---"
 grep '^B[0-9]' "$out" | sed 's/^\(B[0-9][-a-z0-9]*\) /\1 | /'
+echo
+/usr/bin/python3 tests/bench/speed_table.py <"$out"
 rm -f "$out"
