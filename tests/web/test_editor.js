@@ -129,6 +129,21 @@ const caretLine = (page) => page.evaluate((sel) => {
   return row ? Number(row.dataset.line) : null;
 }, visible);
 
+/** The computed colour the current theme gives a token scope. */
+async function themeColor(page, scope) {
+  return page.evaluate(async (scope) => {
+    const r = await window.ecpApp.rpc.request("theme/current", {});
+    const t = r.theme ?? r;
+    const entry = t.tokenColors.find((c) => c.scope === scope);
+    const probe = document.createElement("span");
+    probe.style.color = entry.settings.foreground;
+    document.body.appendChild(probe);
+    const color = getComputedStyle(probe).color;
+    probe.remove();
+    return color;
+  }, scope);
+}
+
 async function waitText(page, id, what, predicate) {
   const deadline = Date.now() + 10000;
   let last = "";
@@ -163,21 +178,64 @@ run({ files, width: 1280, height: 800 }, async (h) => {
   await until(page, "undo shows in the view", ([sel]) => document.querySelector(`${sel} .row[data-line="2"]`).textContent === "static int greet(const char *name)", [visible]);
   check("ctrl+z takes the typing back, in the core and on screen", true);
 
+  // A key's caret is in the status bar within the key's own event, before the core answers: a change made
+  // when the answer lands would take a frame of its own, and a key typed just after it waits a vsync tick.
+  const [statusBefore, statusInKey] = await page.evaluate((sel) => {
+    const position = () => document.querySelector(".status-position").textContent;
+    const before = position();
+    const ta = document.querySelector(`${sel} textarea`);
+    ta.dispatchEvent(new KeyboardEvent("keydown", { key: "q", bubbles: true, cancelable: true }));
+    return new Promise((resolve) => queueMicrotask(() => resolve([before, position()])));
+  }, visible);
+  const column = (s) => Number((/Col (\d+)/.exec(s) || [])[1]);
+  check("a typed key's caret is in the status bar before the core answers", column(statusInKey) === column(statusBefore) + 1,
+    `${statusBefore} -> ${statusInKey}`);
+  await page.keyboard.press("Backspace");
+  await waitText(page, mainId, "the key is deleted", (t) => t === MAIN_C);
+  // The field that takes the keys never blinks its own (invisible) caret: each blink asked for a frame.
+  check("the input field's own caret does not blink", await page.evaluate((sel) =>
+    getComputedStyle(document.querySelector(`${sel} textarea`)).caretAnimation, visible) === "manual");
+
   // ---- syntax colours from the theme
-  const keywordColor = await page.evaluate(async () => {
-    const r = await window.ecpApp.rpc.request("theme/current", {});
-    const t = r.theme ?? r;
-    const entry = t.tokenColors.find((c) => c.scope === "keyword");
-    const probe = document.createElement("span");
-    probe.style.color = entry.settings.foreground;
-    document.body.appendChild(probe);
-    const color = getComputedStyle(probe).color;
-    probe.remove();
-    return color;
-  });
+  const keywordColor = await themeColor(page, "keyword");
   await until(page, "a keyword coloured", ([sel, color]) => [...document.querySelectorAll(`${sel} .row span`)]
     .some((s) => s.textContent === "return" && getComputedStyle(s).color === color), [visible, keywordColor]);
   check(`"return" is a span in the theme's keyword colour (${keywordColor})`, true);
+  // Tokens that land while keys come are painted with the next key or once typing pauses: the pause paints them.
+  const commentColor = await themeColor(page, "comment");
+  await clickAt(page, 2, 34);
+  await page.keyboard.type(" // typed");
+  await until(page, "the typed comment coloured once typing pauses", ([sel, color]) =>
+    [...document.querySelectorAll(`${sel} .row[data-line="2"] span`)].some((s) => s.textContent.includes("typed") &&
+      getComputedStyle(s).color === color), [visible, commentColor]);
+  check(`a comment typed is painted in the theme's comment colour (${commentColor}) once typing pauses`, true);
+  await page.keyboard.press("Control+z");
+  await waitText(page, mainId, "undo takes the comment back", (t) => t === MAIN_C);
+  // A key inside a word keeps the word's colour from the key on, and the core's echo of the key leaves it:
+  // the reparse confirms it later. Without that the letters flash uncoloured, a frame each time.
+  await clickAt(page, 2, 13);
+  const before = await page.evaluate((sel) => {
+    const span = [...document.querySelectorAll(`${sel} .row[data-line="2"] span`)].find((x) => x.textContent.includes("greet"));
+    return span ? getComputedStyle(span).color : null;
+  }, visible);
+  // Every paint from the key on is watched, until the reparse has had time to land.
+  await page.evaluate(([sel, w]) => {
+    const colour = () => {
+      const span = [...document.querySelectorAll(`${sel} .row[data-line="2"] span`)].find((x) => x.textContent.includes(w));
+      return span ? getComputedStyle(span).color : null;
+    };
+    window.__wordColours = [];
+    window.__wordWatch = new MutationObserver(() => window.__wordColours.push(colour()));
+    window.__wordWatch.observe(document.querySelector(`${sel} .ecp-text-layer`), { subtree: true, childList: true, characterData: true });
+    document.querySelector(`${sel} textarea`).dispatchEvent(new KeyboardEvent("keydown", { key: "x", bubbles: true, cancelable: true }));
+  }, [visible, "grxeet"]);
+  await waitText(page, mainId, "the key reaches the core", (t) => t.includes("grxeet"));
+  await sleep(500);
+  const colours = await page.evaluate(() => { window.__wordWatch.disconnect(); return window.__wordColours; });
+  check(`a letter typed inside a word takes the word's colour at once and keeps it through the echo and the reparse (${before})`,
+    before !== null && colours.length > 0 && colours.every((c) => c === before), `${before}: ${JSON.stringify(colours)}`);
+  await page.keyboard.press("Backspace");
+  await waitText(page, mainId, "the letter is deleted", (t) => t === MAIN_C);
   const tabShown = await rowText(page, 9);
   check("a tab shows as the spaces up to its stop", /^ {4}for \(/.test(tabShown), JSON.stringify(tabShown));
 

@@ -100,6 +100,13 @@ export class LineWindow {
     if (start.line >= last) return true;
     if (start.line < this.start || end.line >= last) { this.valid = false; return false; }
     const i0 = start.line - this.start, i1 = end.line - this.start;
+    if (removed === 0 && added === 0) {
+      // Within a line (a key): its tokens follow the edit as a prediction's do, so the echo paints nothing new.
+      const t = this.tokens[i0];
+      if (t) this.tokens[i0] = editLineTokens(t, this.text[i0], start.column, end.column, ch.text);
+      this.text[i0] = this.text[i0].slice(0, start.column) + ch.text + this.text[i0].slice(end.column);
+      return true;
+    }
     const head = this.text[i0].slice(0, start.column), tail = this.text[i1].slice(end.column);
     const headTokens = (this.tokens[i0] ?? []).filter((t) => t.end <= start.column);
     const shift = (added === 0 ? start.column + parts[0].length : parts[added].length) - end.column;
@@ -120,6 +127,35 @@ export class LineWindow {
   }
 }
 
+/**
+ * Whether text typed at a token's end carries the token on until the reparse
+ * says otherwise: a word going on (an identifier, a keyword, a number), or
+ * more of a line comment that runs to the end of the line.
+ */
+function continuesToken(t: Token, line: string, text: string): boolean {
+  if (/^\w+$/.test(text) && /\w/.test(line[t.end - 1] ?? "")) return true;
+  return t.end === line.length && /comment/.test(t.scope) && /^(\/\/|#|--)/.test(line.slice(t.start, t.start + 2));
+}
+
+/**
+ * A line's tokens once [from, to) of it is replaced by text on the same line:
+ * tokens before stay, tokens after move, a token the edit falls in grows or
+ * shrinks with it, and one that text continues (continuesToken) takes it in.
+ */
+export function editLineTokens(tokens: Token[], line: string, from: number, to: number, text: string): Token[] {
+  const delta = text.length - (to - from);
+  const out: Token[] = [];
+  for (const t of tokens) {
+    const joins = from === to && text !== "" && t.end === from && t.start < from && continuesToken(t, line, text);
+    let moved: Token;
+    if (t.end < from || (t.end === from && !joins)) moved = t;
+    else if (t.start >= to) moved = { ...t, start: t.start + delta, end: t.end + delta };
+    else moved = { ...t, start: Math.min(t.start, from), end: Math.max(from, t.end + delta) };
+    if (moved.end > moved.start) out.push(moved);
+  }
+  return out;
+}
+
 /** A line's text and tokens with predictions applied (on single lines only). */
 export function predictedLine(text: string, tokens: Token[] | undefined, line: number, predictions: Prediction[]):
     { text: string; tokens: Token[] | undefined } {
@@ -127,11 +163,8 @@ export function predictedLine(text: string, tokens: Token[] | undefined, line: n
     const cols = p.at.filter((a) => a.line === line).map((a) => a.column).sort((a, b) => b - a);
     for (const col of cols) {
       const from = Math.max(0, col - p.deleteCount);
+      if (tokens) tokens = editLineTokens(tokens, text, from, col, p.text);
       text = text.slice(0, from) + p.text + text.slice(col);
-      const delta = p.text.length - (col - from);
-      if (tokens) tokens = tokens.map((t) => t.end <= from ? t
-        : t.start >= col ? { ...t, start: t.start + delta, end: t.end + delta }
-        : { ...t, end: Math.max(from, t.end + delta) });
     }
   }
   return { text, tokens };

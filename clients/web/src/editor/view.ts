@@ -28,6 +28,14 @@ const SCROLLBAR_WIDTH = 12;
 const LONG_ROW = 4000;
 /** Renders asked for closer together than this wait for the next frame instead (a flood of news). */
 const RENDER_SPACING_MS = 4;
+/**
+ * Tokens that land while the user types wait this long after the last key
+ * before they get a frame of their own; a key typed meanwhile paints them
+ * with its own text. A frame keeps the browser's compositor ticking for about
+ * two vsync intervals after it, and a key typed in that time waits for the
+ * next tick (up to 16.7 ms) instead of being painted at once.
+ */
+const TYPING_PAUSE_MS = 250;
 const WORD = /[A-Za-z0-9_]/;
 
 export class EditorView {
@@ -82,6 +90,11 @@ export class EditorView {
   private frame = 0;
   private renderQueued = false;
   private lastRender = -Infinity;
+  /** When the user last typed or deleted here, and the timer that paints tokens once typing pauses. */
+  private lastKeyAt = -Infinity;
+  private tokenPaintTimer = 0;
+  /** The primary caret the last render drew: the status bar is told when it moves. */
+  private paintedCaret: Pos | null = null;
   private opSeq = 0;
   private pendingOps = 0;
   /** The last request whose carets were not predicted, and the last whose carets were read back. */
@@ -166,6 +179,7 @@ export class EditorView {
     this.resize.disconnect();
     cancelAnimationFrame(this.frame);
     clearTimeout(this.viewportSoonTimer);
+    clearTimeout(this.tokenPaintTimer);
     clearInterval(this.blinkTimer);
     this.lsp.dispose();
     this.input.dispose();
@@ -333,10 +347,22 @@ export class EditorView {
           const line = want.lo + i;
           if (this.win.has(line)) this.win.tokens[line - this.win.start] = tokens;
         });
-        this.scheduleRender();
+        this.scheduleTokenPaint();
       })
       .catch(() => this.requestViewport())
       .finally(() => { this.tokensInFlight = false; if (this.tokensWanted) this.requestTokens(); });
+  }
+
+  /**
+   * Paints tokens that landed: at once when the user is not typing, else with
+   * the next key (whose render paints whatever tokens the window holds) or
+   * once typing pauses (see TYPING_PAUSE_MS).
+   */
+  private scheduleTokenPaint(): void {
+    const quiet = performance.now() - this.lastKeyAt;
+    if (quiet >= TYPING_PAUSE_MS) { this.scheduleRender(); return; }
+    if (this.tokenPaintTimer) return;
+    this.tokenPaintTimer = window.setTimeout(() => { this.tokenPaintTimer = 0; this.scheduleTokenPaint(); }, TYPING_PAUSE_MS - quiet);
   }
 
   private onDidChangeCursors(p: { clientId: number; cursors: Cursor[] }): void {
@@ -721,6 +747,12 @@ export class EditorView {
     this.paintOverlays();
     this.paintScrollbar();
     this.input.placeTextarea();
+    // The status bar shows the caret painted, in this frame: a key's caret is known before the core answers.
+    const caret = this.cursors[0]?.position ?? null;
+    if (caret && (!this.paintedCaret || !samePos(caret, this.paintedCaret))) {
+      this.paintedCaret = caret;
+      this.cursorsChanged();
+    }
   }
 
   /**
@@ -854,8 +886,9 @@ export class EditorView {
     const h = this.height;
     const total = this.lineCount + (this.wrap ? 0 : this.fullRows - 1);
     const visible = this.fullRows;
-    if (total <= visible || h <= 0 || this.maxTop() === 0) { this.track.classList.add("idle"); this.thumb.style.height = "0px"; return; }
-    this.track.classList.remove("idle");
+    // toggle with a force writes the attribute only when it changes (remove writes it every time)
+    if (total <= visible || h <= 0 || this.maxTop() === 0) { this.track.classList.toggle("idle", true); this.thumb.style.height = "0px"; return; }
+    this.track.classList.toggle("idle", false);
     const thumbH = Math.max(24, h * visible / total);
     const max = this.maxTop();
     this.thumb.style.height = `${thumbH}px`;
@@ -1065,6 +1098,7 @@ export class EditorView {
   /** Types text at every cursor (replacing selections); painted at once when it can be predicted. */
   type(text: string): void {
     if (!text) return;
+    this.lastKeyAt = performance.now();
     text = text.replace(/\r\n?/g, "\n");
     let prediction: Prediction | undefined;
     const simple = this.caretsKnown && text.indexOf("\n") < 0 && this.cursors.every((c) => !selectionRange(c)) &&
@@ -1102,6 +1136,7 @@ export class EditorView {
 
   /** Backspace: the selections, else the character before each caret. */
   deleteBackward(): void {
+    this.lastKeyAt = performance.now();
     if (this.cursors.some((c) => selectionRange(c))) { this.send("document/type", { text: "" }); return; }
     const at = this.cursors.map((c) => c.position).sort(comparePos);
     const predictable = this.caretsKnown && at.every((p) => {
