@@ -114,6 +114,9 @@ static void write_info(json_writer *w, const document_info *info)
                                    ECP_INT_FIELD("version", info->version), ECP_BOOL_FIELD("isDirty", info->is_dirty),
                                    ECP_BOOL_FIELD("isReadOnly", info->is_read_only),
                                    ECP_INT_FIELD("lineCount", info->line_count)));
+    /* as document/info has it: only when it is so (a recovered file that changed on disk meanwhile) */
+    if (info->changed_on_disk)
+        jw_key_bool(w, "changedOnDisk", true);
 }
 
 static void write_iso(json_writer *w, const char *key, int64_t ms)
