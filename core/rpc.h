@@ -179,6 +179,7 @@ typedef enum ecp_field_kind {
     ECP_FIELD_STRING_OPT, /* NULL leaves the field out */
     ECP_FIELD_INT,
     ECP_FIELD_BOOL,
+    ECP_FIELD_TRUE_OPT,   /* written (as true) only when b is */
     ECP_FIELD_JSON,       /* s is JSON text, written as it is; NULL writes null */
 } ecp_field_kind;
 typedef struct ecp_field {
@@ -196,6 +197,7 @@ typedef struct ecp_fields {
 #define ECP_STRING_FIELD_OPT(k, v) {.key = (k), .kind = ECP_FIELD_STRING_OPT, .s = (v)}
 #define ECP_INT_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_INT, .i = (int64_t)(v)}
 #define ECP_BOOL_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_BOOL, .b = (v)}
+#define ECP_TRUE_FIELD_OPT(k, v) {.key = (k), .kind = ECP_FIELD_TRUE_OPT, .b = (v)}
 #define ECP_JSON_FIELD(k, v) {.key = (k), .kind = ECP_FIELD_JSON, .s = (v)}
 #define ECP_FIELDS(...)                                                                                            \
     (&(ecp_fields){(const ecp_field[]){__VA_ARGS__}, sizeof((const ecp_field[]){__VA_ARGS__}) / sizeof(ecp_field)})

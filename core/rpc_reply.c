@@ -109,6 +109,10 @@ void ecp_write_fields(json_writer *w, const ecp_fields *fields)
         case ECP_FIELD_STRING: jw_key_string(w, f->key, f->s); break;
         case ECP_FIELD_INT: jw_key_int(w, f->key, f->i); break;
         case ECP_FIELD_BOOL: jw_key_bool(w, f->key, f->b); break;
+        case ECP_FIELD_TRUE_OPT:
+            if (f->b)
+                jw_key_bool(w, f->key, true);
+            break;
         case ECP_FIELD_JSON:
             jw_key(w, f->key);
             if (f->s)

@@ -113,10 +113,9 @@ static void write_info(json_writer *w, const document_info *info)
                                    ECP_STRING_FIELD("uri", info->uri), ECP_STRING_FIELD("languageId", info->language_id),
                                    ECP_INT_FIELD("version", info->version), ECP_BOOL_FIELD("isDirty", info->is_dirty),
                                    ECP_BOOL_FIELD("isReadOnly", info->is_read_only),
-                                   ECP_INT_FIELD("lineCount", info->line_count)));
-    /* as document/info has it: only when it is so (a recovered file that changed on disk meanwhile) */
-    if (info->changed_on_disk)
-        jw_key_bool(w, "changedOnDisk", true);
+                                   ECP_INT_FIELD("lineCount", info->line_count),
+                                   /* as document/info has it: only when it is so */
+                                   ECP_TRUE_FIELD_OPT("changedOnDisk", info->changed_on_disk)));
 }
 
 static void write_iso(json_writer *w, const char *key, int64_t ms)

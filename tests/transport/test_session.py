@@ -167,6 +167,24 @@ class SessionTests(unittest.TestCase):
         mode = os.stat(os.path.join(self.tmp, "data", "state.db")).st_mode & 0o777
         self.assertEqual(mode, 0o600)
 
+    def test_a_restored_document_that_changed_on_disk_says_so(self):
+        s = self.server()
+        s.call("initialize", {})
+        path = os.path.join(self.ws, "a.txt")
+        with open(path, "w") as f:
+            f.write("text\n")
+        doc = s.call("document/open", {"uri": "file://" + path})["documentId"]
+        s.call("document/insert", {"documentId": doc, "position": {"line": 0, "column": 0}, "text": "more "})
+        sid = s.call("session/save", {"name": "keep"})["sessionId"]
+        with open(path, "w") as f:
+            f.write("changed under the editor\n")
+        s.wait_note("document/didChangeOnDisk")
+        self.assertTrue(s.call("document/info", {"documentId": doc})["changedOnDisk"])
+        # the session's document is the one open: restore says what document/info says of it
+        restored = s.call("session/restore", {"sessionId": sid})["documents"]
+        self.assertEqual([(d["documentId"], d.get("changedOnDisk")) for d in restored], [(doc, True)])
+        self.assertEqual(s.close(), 0)
+
     def test_kill_9_while_typing_loses_nothing_older_than_a_second(self):
         path = os.path.join(self.ws, "notes.md")
         with open(path, "w") as f:

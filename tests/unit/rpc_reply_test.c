@@ -72,16 +72,17 @@ static void reply_fields(ecp_call *call)
 {
     ecp_call_reply_fields(call, ECP_FIELDS(ECP_INT_FIELD("words", 3), ECP_BOOL_FIELD("exact", true),
                                            ECP_STRING_FIELD("name", NULL), ECP_STRING_FIELD_OPT("status", NULL),
-                                           ECP_STRING_FIELD_OPT("title", "a \"b\"")));
+                                           ECP_STRING_FIELD_OPT("title", "a \"b\""), ECP_TRUE_FIELD_OPT("stale", false),
+                                           ECP_TRUE_FIELD_OPT("moved", true)));
 }
 
 static void test_fields_make_one_flat_object(void **state)
 {
     (void)state;
     char *got = answer_of(reply_fields);
-    /* a NULL string is null, an optional one is left out */
+    /* a NULL string is null, an optional one is left out, and so is a false optional flag */
     assert_string_equal(got, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"words\":3,\"exact\":true,\"name\":null,"
-                             "\"title\":\"a \\\"b\\\"\"}}");
+                             "\"title\":\"a \\\"b\\\"\",\"moved\":true}}");
     free(got);
 }
 
