@@ -451,7 +451,10 @@ static void test_flood_keeps_ping_fast(void **state)
     long rss_after = rss_kb();
     assert_true(th_wait_text(srv, cl, id, "flood-over", WAIT_MS, NULL));
     fprintf(stderr, "flood: %d pings, slowest %lld ms, rss %ld -> %ld KiB\n", pings, worst, rss_before, rss_after);
-    assert_true(pings > 20);
+    /* Pings are answered all through the flood, none slower than the bound. How many fit in 2.5 s is the
+     * machine's business: on a loaded one under ASan each takes tens of milliseconds, so a count of a few
+     * only shows the flood was measured while it ran. */
+    assert_true(pings >= 8);
     assert_true(worst < 250); /* generous for a loaded machine under ASan */
 #ifndef __SANITIZE_ADDRESS__ /* ASan keeps freed memory in quarantine (256 MB) */
     assert_true(rss_after - rss_before < 64 * 1024);
