@@ -9,8 +9,8 @@ static void answer_count(void *call, int status, const ecp_error *err, uint64_t 
 
 static void m_count(void *ctx, ecp_call *call)
 {
-    const char *path = ecp_arg_file_path(call, ecp_call_params(call), "uri"); /* in the call's arena; the job copies it */
-    if (path)
+    const char *path = ecp_arg_file_path(call, ecp_call_params(call), "uri"); /* in the call's arena */
+    if (path)                                                                  /* NULL: answered already */
         wordcount_count_start(ctx, path, call, answer_count, call);
 }
 
