@@ -329,7 +329,13 @@ void document__editorconfig(const char *workspace, const char *file, document_fo
  * glob matching busy for many seconds (a section glob that backtracks over a
  * long name: 250 of them took 20 s). So a lookup runs on the pool, and the
  * loop waits for it at most EDITORCONFIG_WAIT_MS: past that the document has
- * no .editorconfig values for now, and takes them when the lookup lands. */
+ * no .editorconfig values for now, and takes them when the lookup lands.
+ *
+ * One lookup runs at a time; the others wait their turn, first come first.
+ * A few documents opened in such a repository would otherwise hold every
+ * pool thread for seconds, and another client's read or save would wait for
+ * them (eight did: a file/read waited 10 s). A lookup normally takes a
+ * millisecond, so the turn costs nothing. */
 #define EDITORCONFIG_WAIT_MS 100
 
 typedef struct format_lookup {
@@ -341,6 +347,7 @@ typedef struct format_lookup {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool finished;
+    struct format_lookup *next; /* in the service's waiting list */
 } format_lookup;
 
 static void lookup_work(ecp_job *job, unsigned item)
@@ -354,21 +361,6 @@ static void lookup_work(ecp_job *job, unsigned item)
     pthread_mutex_unlock(&l->lock);
 }
 
-/* A lookup that outlived the wait: its document (if still open, and still
- * waiting for this one) takes the values now. */
-static void lookup_done(ecp_job *job)
-{
-    format_lookup *l = ecp_job_data(job);
-    document *doc = l->doc_id ? document__find(l->svc, l->doc_id, NULL) : NULL;
-    if (!doc || doc->format_lookup != job)
-        return;
-    doc->format_lookup = NULL;
-    if (!ecp_job_cancelled(job) && l->finished) {
-        doc->format = l->result;
-        doc->format_known = true;
-    }
-}
-
 static void lookup_free(void *data)
 {
     format_lookup *l = data;
@@ -376,6 +368,8 @@ static void lookup_free(void *data)
     pthread_cond_destroy(&l->cond);
     free_each(l->doc_id, l->workspace, l->path, l);
 }
+
+static void lookup_done(ecp_job *job);
 
 static const ecp_job_type lookup_job = {
     .name = "document.editorconfig",
@@ -385,14 +379,8 @@ static const ecp_job_type lookup_job = {
     .free_data = lookup_free,
 };
 
-/* What path's .editorconfig files say, in *out, if the lookup ends within
- * the wait; otherwise *out has no values and false is returned (the lookup
- * goes on, and lookup_done gives doc its values). */
-static bool lookup_bounded(document_service *svc, document *doc, const char *path, document_format *out)
+static format_lookup *lookup_new(document_service *svc, document *doc, const char *path)
 {
-    document__editorconfig(NULL, NULL, out); /* no values */
-    if (!svc->workspace || !path)
-        return true;
     format_lookup *l = xcalloc(1, sizeof *l);
     *l = (format_lookup){.svc = svc, .doc_id = doc ? xstrdup(doc->id) : NULL, .workspace = xstrdup(svc->workspace),
                          .path = xstrdup(path)};
@@ -402,27 +390,110 @@ static bool lookup_bounded(document_service *svc, document *doc, const char *pat
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&l->cond, &attr);
     pthread_condattr_destroy(&attr);
-    ecp_job *job = ecp_job_new(svc->jobs, &lookup_job, l);
     if (doc)
-        doc->format_lookup = job;
-    ecp_job_start(job, 1);
-    /* The data lives until lookup_free, which runs on the loop after
-     * lookup_done: not while the loop waits here. */
+        doc->format_lookup = l;
+    return l;
+}
+
+/* Hands l to the pool as the one lookup running; the job owns it from here. */
+static void lookup_run(document_service *svc, format_lookup *l)
+{
+    svc->format_running = l;
+    ecp_job_start(ecp_job_new(svc->jobs, &lookup_job, l), 1);
+}
+
+/* Starts the first waiting lookup whose document still waits for it. */
+static void run_next(document_service *svc)
+{
+    while (!svc->format_running && svc->format_waiting) {
+        format_lookup *l = svc->format_waiting;
+        svc->format_waiting = l->next;
+        document *doc = l->doc_id ? document__find(svc, l->doc_id, NULL) : NULL;
+        if (doc && doc->format_lookup == l)
+            lookup_run(svc, l);
+        else
+            lookup_free(l); /* closed, moved to another file, or under another workspace */
+    }
+}
+
+/* Whether l's work ended before `until`; the loop waits meanwhile. */
+static bool wait_finished(format_lookup *l, const struct timespec *until)
+{
+    pthread_mutex_lock(&l->lock);
+    while (!l->finished && pthread_cond_timedwait(&l->cond, &l->lock, until) == 0)
+        ;
+    bool finished = l->finished;
+    pthread_mutex_unlock(&l->lock);
+    return finished;
+}
+
+/* A lookup that ended: its document (if still open, and still waiting for
+ * this one) takes the values now, and the next waiting lookup starts. */
+static void lookup_done(ecp_job *job)
+{
+    format_lookup *l = ecp_job_data(job);
+    document_service *svc = l->svc;
+    if (svc->format_running == l)
+        svc->format_running = NULL;
+    document *doc = l->doc_id ? document__find(svc, l->doc_id, NULL) : NULL;
+    if (doc && doc->format_lookup == l) {
+        doc->format_lookup = NULL;
+        if (!ecp_job_cancelled(job) && l->finished) {
+            doc->format = l->result;
+            doc->format_known = true;
+        }
+    }
+    run_next(svc);
+}
+
+/* What path's .editorconfig files say, in *out, if the lookup ends within
+ * the wait (which covers the end of a lookup already running, then this
+ * one); otherwise *out has no values and false is returned, and lookup_done
+ * gives doc its values once its lookup, running or waiting its turn, ends. A
+ * path's lookup that no document waits for (a save as) never waits its turn:
+ * past the wait, the path has no values. */
+static bool lookup_bounded(document_service *svc, document *doc, const char *path, document_format *out)
+{
+    document__editorconfig(NULL, NULL, out); /* no values */
+    if (!svc->workspace || !path)
+        return true;
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_nsec += (long)EDITORCONFIG_WAIT_MS * 1000000L;
     until.tv_sec += until.tv_nsec / 1000000000L;
     until.tv_nsec %= 1000000000L;
-    pthread_mutex_lock(&l->lock);
-    while (!l->finished && pthread_cond_timedwait(&l->cond, &l->lock, &until) == 0)
-        ;
-    bool finished = l->finished;
+    /* The running lookup's data lives until lookup_free, which runs on the
+     * loop after lookup_done: not while the loop waits here. */
+    /* With lookups already waiting, the one running is a slow one: no wait. */
+    if (svc->format_running && (svc->format_waiting || !wait_finished(svc->format_running, &until))) {
+        if (doc) {
+            format_lookup *l = lookup_new(svc, doc, path);
+            if (svc->format_waiting)
+                svc->format_waiting_last->next = l;
+            else
+                svc->format_waiting = l;
+            svc->format_waiting_last = l;
+        }
+        return false;
+    }
+    format_lookup *l = lookup_new(svc, doc, path);
+    lookup_run(svc, l);
+    bool finished = wait_finished(l, &until);
     if (finished)
         *out = l->result;
-    pthread_mutex_unlock(&l->lock);
     if (finished && doc)
         doc->format_lookup = NULL; /* taken here: lookup_done leaves the document alone */
     return finished;
+}
+
+void document__format_lookups_free(document_service *svc)
+{
+    while (svc->format_waiting) {
+        format_lookup *l = svc->format_waiting;
+        svc->format_waiting = l->next;
+        lookup_free(l);
+    }
+    svc->format_running = NULL;
 }
 
 const document_format *document__format(document_service *svc, document *doc)

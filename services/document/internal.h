@@ -176,10 +176,10 @@ typedef struct document {
      * which take a const document, may lay them down. */
     struct doc_columns *columns;
     /* What its .editorconfig says, read on first need (editorconfig.c), on
-     * the pool: format_lookup is that lookup while it runs. */
+     * the pool: format_lookup is that lookup while it runs or waits its turn. */
     bool format_known;
     document_format format;
-    struct ecp_job *format_lookup;
+    struct format_lookup *format_lookup;
     /* The indent unit its lines use, as of detected_version (0: never), read
      * from its first detected_lines lines. */
     uint64_t detected_version;
@@ -213,6 +213,11 @@ struct document_service {
     struct doc_task *opening; /* opens reading on the pool: a second open of the file joins one */
     struct doc_task *saving;  /* saves writing on the pool, each with the saves of its file queued behind it */
     char *workspace;          /* resolved; NULL: no .editorconfig is read */
+    /* The one .editorconfig lookup on the pool, and those waiting their turn
+     * (editorconfig.c says why one at a time). */
+    struct format_lookup *format_running;
+    struct format_lookup *format_waiting;
+    struct format_lookup *format_waiting_last;
     document_indent_fn indent_provider; /* NULL: newline keeps to its own rule */
     void *indent_provider_ctx;
 };
@@ -523,6 +528,8 @@ const document_format *document__format(document_service *svc, document *doc);
  * as one undoable edit by the server (none when nothing changes, and none
  * for a text over 8 MiB). */
 void document__format_for_save(document_service *svc, document *doc, const char *path);
+/* At teardown, once the job set is closed: frees the lookups still waiting. */
+void document__format_lookups_free(document_service *svc);
 
 /* ----- local.c: shared by the files above ---------------------------------- */
 

@@ -371,6 +371,7 @@ void document_service_free(document_service *self)
      * handed to the pool finish writing, and every request still waiting is
      * answered with ECP_ECANCELED as its task is released. */
     ecp_job_set_close(self->jobs);
+    document__format_lookups_free(self);
     for (size_t i = 0; i < self->doc_count; i++) {
         if (self->docs[i]->watch_id)
             file_watch_remove(self->files, self->docs[i]->watch_id);
@@ -1318,6 +1319,7 @@ static void finish_save(document_service *svc, doc_task *t)
             doc->path = t->path;
             t->uri = t->path = t->key = NULL;
             doc->format_known = false; /* another file: its own .editorconfig */
+            doc->format_lookup = NULL; /* one for the old path lands for nobody */
         }
         matches_file(svc, doc, &t->written);
         ECP_EMIT(&svc->listeners, document_listener, on_save, doc->id, doc->uri, doc->version);

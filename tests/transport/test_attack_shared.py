@@ -552,6 +552,34 @@ class Shared(unittest.TestCase):
             time.sleep(0.1)
         self.assertEqual(first["indent"], {"style": "spaces", "size": 4})
 
+    def test_slow_editorconfig_lookups_leave_the_pool_to_other_clients(self):
+        # Each of these lookups takes a second or more (see above). Eight of them held every pool thread, and
+        # another client's file/read waited 10 s; one at a time, the rest of the pool stays free.
+        self.file(".editorconfig", "".join("[*a*a*a%db]\nindent_size = 2\n" % i for i in range(250)) +
+                  "[*.txt]\nindent_style = space\nindent_size = 3\n")
+        small = self.file("small.txt", "hello\n")
+        tmpdir = os.path.join(self.tmp, "tmpb")
+        os.mkdir(tmpdir)
+        self.start(dict(os.environ, TMPDIR=tmpdir))
+        a, b = self.connect(), self.connect()
+        docs = [self.open(a, self.file("a" * 200 + "%d.txt" % i, "x\n")) for i in range(8)]
+        t = time.monotonic()
+        for doc in docs:
+            a.request("document/info", {"documentId": doc})
+        # the loop waits for a lookup at most 100 ms, and not at all once others wait their turn
+        self.assertLess(time.monotonic() - t, 2.0)
+        for _ in range(3):
+            t = time.monotonic()
+            self.assertEqual(b.request("file/read", {"uri": "file://" + small})["content"], "hello\n")
+            self.assertLess(time.monotonic() - t, 1.0)
+            self.assertLess(b.ping_time(), 1.0)
+            time.sleep(0.3)
+        # the first document's turn came first
+        deadline = time.monotonic() + 60
+        while a.request("document/info", {"documentId": docs[0]})["indent"] != {"style": "spaces", "size": 3}:
+            self.assertLess(time.monotonic(), deadline, "the first document's .editorconfig values never landed")
+            time.sleep(0.1)
+
     def test_find_and_replace_with_hostile_patterns_and_sizes(self):
         self.start()
         a, b = self.connect(), self.connect()
