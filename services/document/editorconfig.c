@@ -462,9 +462,9 @@ static bool lookup_bounded(document_service *svc, document *doc, const char *pat
     until.tv_nsec += (long)EDITORCONFIG_WAIT_MS * 1000000L;
     until.tv_sec += until.tv_nsec / 1000000000L;
     until.tv_nsec %= 1000000000L;
-    /* The running lookup's data lives until lookup_free, which runs on the
-     * loop after lookup_done: not while the loop waits here. */
-    /* With lookups already waiting, the one running is a slow one: no wait. */
+    /* With lookups already waiting, the one running is a slow one: no wait.
+     * (Its data lives until lookup_free, which runs on the loop after
+     * lookup_done: not while the loop waits here.) */
     if (svc->format_running && (svc->format_waiting || !wait_finished(svc->format_running, &until))) {
         if (doc) {
             format_lookup *l = lookup_new(svc, doc, path);
