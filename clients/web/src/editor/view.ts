@@ -394,7 +394,8 @@ export class EditorView {
     this.input.placeTextarea();
     this.lsp.cursorMoved();
     if (this.pendingOps === 0) this.prefetchSelection();
-    this.scheduleRender(); /* which tells the status bar, as it paints the caret */
+    this.scheduleRender();
+    this.cursorsChanged();
   }
 
   /** Tells whoever shows the caret's position (the status bar) that it moved; it bubbles from the view's root. */
